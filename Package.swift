@@ -1,0 +1,90 @@
+// swift-tools-version:6.0
+// The layout is described in DEVELOPERS.md / README.md: Model and Wire are pure Swift and shared by
+// the client (SnapSync) and the daemon (SnapSyncServer); only SnapSyncServer imports CLibevent.
+import PackageDescription
+
+let upcoming: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "SnapSync",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    products: [
+        .library(name: "SnapSync", targets: ["SnapSync"]),
+        .library(name: "SnapSyncModel", targets: ["SnapSyncModel"]),
+        .library(name: "SnapSyncWire", targets: ["SnapSyncWire"]),
+        .executable(name: "snapsyncd", targets: ["snapsyncd"]),
+        .executable(name: "snapsync-bench", targets: ["snapsync-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+    ],
+    targets: [
+        // libevent, linked through pkg-config (Debian: libevent-dev).
+        .systemLibrary(
+            name: "CLibevent",
+            pkgConfig: "libevent_core",
+            providers: [.apt(["libevent-dev"])]
+        ),
+        .target(
+            name: "SnapSyncModel",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: upcoming
+        ),
+        .target(
+            name: "SnapSyncWire",
+            dependencies: ["SnapSyncModel"],
+            swiftSettings: upcoming
+        ),
+        .target(
+            name: "SnapSync",
+            dependencies: ["SnapSyncModel", "SnapSyncWire"],
+            swiftSettings: upcoming
+        ),
+        .target(
+            name: "SnapSyncServer",
+            dependencies: [
+                "CLibevent", "SnapSyncModel", "SnapSyncWire",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: upcoming
+        ),
+        .executableTarget(
+            name: "snapsyncd",
+            dependencies: [
+                "SnapSyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: upcoming
+        ),
+        .executableTarget(
+            name: "snapsync-bench",
+            dependencies: [
+                "SnapSyncModel", "SnapSyncWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: upcoming
+        ),
+        // The README's client example, compiled with every build so it cannot rot.
+        .executableTarget(
+            name: "snapsync-example",
+            dependencies: ["SnapSync"],
+            swiftSettings: upcoming
+        ),
+        .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel"], swiftSettings: upcoming),
+        .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel"],
+                    resources: [], swiftSettings: upcoming),
+        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel"],
+                    swiftSettings: upcoming),
+        // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
+        .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel"],
+                    swiftSettings: upcoming),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,73 @@
+/// Why a batch was rejected: the index of the first operation that broke a rule, and the rule.
+///
+/// Each violation is one of UIKit's `NSInternalInconsistencyException` conditions (or a limit),
+/// answered with a value instead of a crash. The snapshot is unchanged when this is thrown.
+/// Each case maps one-to-one onto a wire error code (Protocol/PROTOCOL.md, "Error codes").
+public struct BatchError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Index of the failing operation within the batch (0-based).
+    public var operationIndex: Int
+    public var violation: Violation
+
+    public init(operationIndex: Int, violation: Violation) {
+        self.operationIndex = operationIndex
+        self.violation = violation
+    }
+
+    public var description: String { "operation \(operationIndex): \(violation)" }
+}
+
+public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A section with this identifier already exists, or the batch adds it twice.
+    case duplicateSection(Identifier)
+    /// An item with this identifier already exists somewhere in the snapshot, or the batch adds it twice.
+    case duplicateItem(Identifier)
+    /// The section to delete, move, update or append to does not exist.
+    case sectionNotFound(Identifier)
+    /// The item to delete, move or update does not exist.
+    case itemNotFound(Identifier)
+    /// The section an insert or move is placed relative to does not exist.
+    case anchorSectionNotFound(Identifier)
+    /// The item an insert or move is placed relative to does not exist.
+    case anchorItemNotFound(Identifier)
+    /// `appendItems` with no section named, and the snapshot has no sections.
+    case noSections
+    /// A section or item is moved relative to itself.
+    case anchorIsSelf(Identifier)
+    /// An identifier is longer than `Limits.maxIdentifierBytes`.
+    case identifierTooLong(Identifier, limit: Int)
+    /// A payload is larger than `Limits.maxPayloadBytes`.
+    case payloadTooLarge(Identifier, size: Int, limit: Int)
+    /// The batch would leave more than `Limits.maxItems` items.
+    case tooManyItems(limit: Int)
+    /// The batch would leave more than `Limits.maxSections` sections.
+    case tooManySections(limit: Int)
+
+    /// The identifier the violation is about, if any.
+    public var identifier: Identifier? {
+        switch self {
+        case .duplicateSection(let id), .duplicateItem(let id), .sectionNotFound(let id),
+             .itemNotFound(let id), .anchorSectionNotFound(let id), .anchorItemNotFound(let id),
+             .anchorIsSelf(let id), .identifierTooLong(let id, _), .payloadTooLarge(let id, _, _):
+            return id
+        case .noSections, .tooManyItems, .tooManySections:
+            return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .duplicateSection(let id): return "section \(id) already exists"
+        case .duplicateItem(let id): return "item \(id) already exists"
+        case .sectionNotFound(let id): return "section \(id) does not exist"
+        case .itemNotFound(let id): return "item \(id) does not exist"
+        case .anchorSectionNotFound(let id): return "anchor section \(id) does not exist"
+        case .anchorItemNotFound(let id): return "anchor item \(id) does not exist"
+        case .noSections: return "cannot append items: the snapshot has no sections"
+        case .anchorIsSelf(let id): return "\(id) cannot be placed relative to itself"
+        case .identifierTooLong(let id, let limit): return "identifier \(id) is \(id.count) bytes, over the limit of \(limit)"
+        case .payloadTooLarge(let id, let size, let limit): return "payload of \(id) is \(size) bytes, over the limit of \(limit)"
+        case .tooManyItems(let limit): return "the snapshot would hold more than \(limit) items"
+        case .tooManySections(let limit): return "the snapshot would hold more than \(limit) sections"
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/// An opaque section or item identifier: a byte string, compared byte for byte.
+///
+/// Most callers use UTF-8 strings (`"inbox"`), but any bytes fit: a UUID's 16 bytes, or an
+/// integer in big-endian order (`Identifier(uint64:)`) so that numeric and byte order agree.
+/// Sections and items live in separate namespaces: a section and an item may share bytes.
+///
+/// Hashing feeds the bytes to the hasher in one call (`Hasher.combine(bytes:)`), which is why
+/// this wraps `[UInt8]` rather than hashing element by element. Complexity: O(count) to hash.
+public struct Identifier: Hashable, Sendable, Comparable {
+    public let bytes: [UInt8]
+
+    @inlinable public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    @inlinable public init<S: Sequence>(bytes: S) where S.Element == UInt8 { self.bytes = Array(bytes) }
+    @inlinable public init(_ string: String) { self.bytes = Array(string.utf8) }
+    /// Eight bytes, big-endian, so that `Identifier(uint64: 2) < Identifier(uint64: 10)`.
+    public init(uint64 value: UInt64) {
+        self.bytes = (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64($0))) }
+    }
+
+    @inlinable public var count: Int { bytes.count }
+
+    /// The bytes as UTF-8 text, when they are valid UTF-8.
+    public var string: String? { String(validating: bytes, as: UTF8.self) }
+
+    @inlinable public static func == (lhs: Identifier, rhs: Identifier) -> Bool { lhs.bytes == rhs.bytes }
+
+    @inlinable public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    /// Lexicographic byte order.
+    public static func < (lhs: Identifier, rhs: Identifier) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
+}
+
+extension Identifier: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(value) }
+}
+
+extension Identifier: CustomStringConvertible {
+    /// Printable UTF-8 as is (quoted when it has spaces), anything else as `0x…` hex, so that
+    /// error messages and dumps never emit control bytes.
+    public var description: String {
+        if let s = string, !s.isEmpty, s.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value != 0x7F && $0 != "\"" }) {
+            return s
+        }
+        if let s = string, s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F && $0 != "\"" }) {
+            return "\"\(s)\""
+        }
+        return "0x" + bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+}

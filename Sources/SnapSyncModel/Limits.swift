@@ -1,0 +1,25 @@
+/// Size limits, checked on every entry point that adds or changes content (apply, diff input
+/// validation, decoding). They are parameters, not constants: the daemon takes them from flags
+/// and announces them in WELCOME; the client adopts the server's.
+public struct Limits: Hashable, Sendable {
+    /// Longest section or item identifier, in bytes.
+    public var maxIdentifierBytes: Int
+    /// Largest section or item payload, in bytes.
+    public var maxPayloadBytes: Int
+    /// Most items in one snapshot (room), across all sections.
+    public var maxItems: Int
+    /// Most sections in one snapshot (room).
+    public var maxSections: Int
+
+    public init(maxIdentifierBytes: Int = 256, maxPayloadBytes: Int = 64 * 1024,
+                maxItems: Int = 1_000_000, maxSections: Int = 100_000) {
+        self.maxIdentifierBytes = maxIdentifierBytes
+        self.maxPayloadBytes = maxPayloadBytes
+        self.maxItems = maxItems
+        self.maxSections = maxSections
+    }
+
+    public static let `default` = Limits()
+    /// No practical limit: for tests and tools that only model snapshots.
+    public static let unlimited = Limits(maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max)
+}

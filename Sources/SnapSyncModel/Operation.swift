@@ -1,0 +1,55 @@
+/// Where an insert or a move lands, relative to an anchor of the same kind
+/// (a section relative to a section, an item relative to an item).
+public enum Placement: Hashable, Sendable {
+    case before(Identifier)
+    case after(Identifier)
+
+    @inlinable public var anchor: Identifier {
+        switch self {
+        case .before(let id), .after(let id): return id
+        }
+    }
+}
+
+/// How a payload update should be shown, after UIKit: `reload` replaces the cell,
+/// `reconfigure` (iOS 15) keeps the cell and refreshes its content.
+public enum UpdateKind: UInt8, Hashable, Sendable {
+    case reload = 0
+    case reconfigure = 1
+}
+
+/// One change to a snapshot. This closed set is what every layer speaks: the wire carries it
+/// (Protocol/PROTOCOL.md, "Operations"), the daemon validates and applies it, the client replays it.
+///
+/// Every operation names what it touches by identifier, never by index, as UIKit's snapshot
+/// mutators do: that is what keeps a batch meaningful when writers act concurrently.
+public enum Operation: Hashable, Sendable {
+    // MARK: Sections
+    /// `appendSections(_:)`: append new sections, in order, after the last one.
+    case appendSections([Element])
+    /// `insertSections(_:beforeSection:)` / `insertSections(_:afterSection:)`.
+    case insertSections([Element], Placement)
+    /// `deleteSections(_:)`: removes each section together with its items.
+    case deleteSections([Identifier])
+    /// `moveSection(_:beforeSection:)` / `moveSection(_:afterSection:)`. Items travel with it.
+    case moveSection(Identifier, Placement)
+    /// Replace section payloads (`reloadSections(_:)`).
+    case updateSections([Element])
+
+    // MARK: Items
+    /// `appendItems(_:toSection:)`: `nil` means the last section.
+    case appendItems([Element], toSection: Identifier?)
+    /// `insertItems(_:beforeItem:)` / `insertItems(_:afterItem:)`.
+    case insertItems([Element], Placement)
+    /// `deleteItems(_:)`.
+    case deleteItems([Identifier])
+    /// `deleteAllItems()`: removes every item and every section, as UIKit does.
+    case deleteAllItems
+    /// `moveItem(_:beforeItem:)` / `moveItem(_:afterItem:)`; may cross sections.
+    case moveItem(Identifier, Placement)
+    /// Move an item to the end of a section, which may be empty (UIKit has no such call; it
+    /// keeps the item's identity where a delete and append would not).
+    case moveItemToSection(Identifier, section: Identifier)
+    /// Replace item payloads; `kind` says whether the client should reload or reconfigure.
+    case updateItems([Element], UpdateKind)
+}

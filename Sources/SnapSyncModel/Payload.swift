@@ -1,0 +1,36 @@
+/// The opaque content attached to a section or an item: what a cell displays.
+///
+/// SnapSync never looks inside. Identity is the `Identifier`; the payload is content, so a
+/// payload change is an update (reload or reconfigure), never a delete and insert.
+/// An empty payload means "no payload".
+public struct Payload: Hashable, Sendable {
+    public var bytes: [UInt8]
+
+    @inlinable public init(_ bytes: [UInt8] = []) { self.bytes = bytes }
+    @inlinable public init(_ string: String) { self.bytes = Array(string.utf8) }
+
+    public static let empty = Payload()
+
+    @inlinable public var count: Int { bytes.count }
+    @inlinable public var isEmpty: Bool { bytes.isEmpty }
+    public var string: String? { String(validating: bytes, as: UTF8.self) }
+}
+
+extension Payload: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(value) }
+}
+
+/// An identifier with its payload: what append and insert operations carry.
+public struct Element: Hashable, Sendable {
+    public var id: Identifier
+    public var payload: Payload
+
+    @inlinable public init(_ id: Identifier, payload: Payload = .empty) {
+        self.id = id
+        self.payload = payload
+    }
+}
+
+extension Element: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(Identifier(value)) }
+}

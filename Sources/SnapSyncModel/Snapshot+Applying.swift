@@ -1,0 +1,405 @@
+// Applying operations: atomically, in order, with every UIKit crash condition answered by a
+// typed error.
+//
+// Atomicity without copying: each primitive change appends its inverse to an undo log; if an
+// operation fails, the log is replayed backwards. A failed batch therefore costs O(work done so
+// far), never an O(n) copy of the snapshot, and a successful one costs only its own work.
+//
+// Undo entries name neighbours by identifier, not slot, because slots can be reused. Replaying in
+// reverse order guarantees each named neighbour exists again when its entry is undone.
+
+extension Snapshot {
+    /// Applies a batch atomically: every operation in order, or none.
+    ///
+    /// - Throws: `BatchError` naming the first failing operation; the snapshot is then unchanged.
+    /// - Complexity: O(total elements named by the batch), plus O(n) for `deleteAllItems` and
+    ///   O(items in the section) for each deleted section. No copy of the snapshot is made unless
+    ///   its storage is shared with another copy (copy-on-write).
+    public mutating func apply(_ batch: [Operation], limits: Limits = .default) throws(BatchError) {
+        var undo: [Undo] = []
+        for index in batch.indices {
+            do {
+                try applyOne(batch[index], limits: limits, undo: &undo)
+            } catch {
+                rollBack(undo)
+                throw BatchError(operationIndex: index, violation: error)
+            }
+        }
+    }
+
+    /// Applies one operation atomically. See `apply(_:limits:)`.
+    public mutating func apply(_ operation: Operation, limits: Limits = .default) throws(BatchError) {
+        try apply([operation], limits: limits)
+    }
+}
+
+// MARK: - UIKit-named mutators
+
+extension Snapshot {
+    public mutating func appendSections(_ sections: [Element], limits: Limits = .default) throws(BatchError) {
+        try apply(.appendSections(sections), limits: limits)
+    }
+    public mutating func insertSections(_ sections: [Element], beforeSection anchor: Identifier, limits: Limits = .default) throws(BatchError) {
+        try apply(.insertSections(sections, .before(anchor)), limits: limits)
+    }
+    public mutating func insertSections(_ sections: [Element], afterSection anchor: Identifier, limits: Limits = .default) throws(BatchError) {
+        try apply(.insertSections(sections, .after(anchor)), limits: limits)
+    }
+    public mutating func deleteSections(_ sections: [Identifier]) throws(BatchError) {
+        try apply(.deleteSections(sections))
+    }
+    public mutating func moveSection(_ section: Identifier, beforeSection anchor: Identifier) throws(BatchError) {
+        try apply(.moveSection(section, .before(anchor)))
+    }
+    public mutating func moveSection(_ section: Identifier, afterSection anchor: Identifier) throws(BatchError) {
+        try apply(.moveSection(section, .after(anchor)))
+    }
+    public mutating func reloadSections(_ sections: [Element], limits: Limits = .default) throws(BatchError) {
+        try apply(.updateSections(sections), limits: limits)
+    }
+    public mutating func appendItems(_ items: [Element], toSection section: Identifier? = nil, limits: Limits = .default) throws(BatchError) {
+        try apply(.appendItems(items, toSection: section), limits: limits)
+    }
+    public mutating func insertItems(_ items: [Element], beforeItem anchor: Identifier, limits: Limits = .default) throws(BatchError) {
+        try apply(.insertItems(items, .before(anchor)), limits: limits)
+    }
+    public mutating func insertItems(_ items: [Element], afterItem anchor: Identifier, limits: Limits = .default) throws(BatchError) {
+        try apply(.insertItems(items, .after(anchor)), limits: limits)
+    }
+    public mutating func deleteItems(_ items: [Identifier]) throws(BatchError) {
+        try apply(.deleteItems(items))
+    }
+    public mutating func deleteAllItems() {
+        // Cannot fail: it names nothing.
+        try! apply(.deleteAllItems)
+    }
+    public mutating func moveItem(_ item: Identifier, beforeItem anchor: Identifier) throws(BatchError) {
+        try apply(.moveItem(item, .before(anchor)))
+    }
+    public mutating func moveItem(_ item: Identifier, afterItem anchor: Identifier) throws(BatchError) {
+        try apply(.moveItem(item, .after(anchor)))
+    }
+    public mutating func moveItem(_ item: Identifier, toSection section: Identifier) throws(BatchError) {
+        try apply(.moveItemToSection(item, section: section))
+    }
+    public mutating func reloadItems(_ items: [Element], limits: Limits = .default) throws(BatchError) {
+        try apply(.updateItems(items, .reload), limits: limits)
+    }
+    public mutating func reconfigureItems(_ items: [Element], limits: Limits = .default) throws(BatchError) {
+        try apply(.updateItems(items, .reconfigure), limits: limits)
+    }
+}
+
+// MARK: - One operation
+
+extension Snapshot {
+    @usableFromInline enum Undo: Sendable {
+        case removeSection(Identifier)
+        case restoreSection(Element, after: Identifier?)
+        case moveSectionBack(Identifier, after: Identifier?)
+        case restoreSectionPayload(Identifier, Payload)
+        case removeItem(Identifier)
+        case restoreItem(Element, section: Identifier, after: Identifier?)
+        case moveItemBack(Identifier, section: Identifier, after: Identifier?)
+        case restoreItemPayload(Identifier, Payload)
+        /// `deleteAllItems` moves the old storage here instead of walking it: O(1).
+        case restoreAll(Snapshot)
+    }
+
+    mutating func applyOne(_ op: Operation, limits: Limits, undo: inout [Undo]) throws(Violation) {
+        switch op {
+        case .appendSections(let sections):
+            for section in sections {
+                try checkNewSection(section, limits: limits)
+                let slot = allocateSection(section)
+                linkSection(slot, after: lastSection)
+                undo.append(.removeSection(section.id))
+            }
+
+        case .insertSections(let sections, let placement):
+            guard let anchor = sectionIndex[placement.anchor] else { throw .anchorSectionNotFound(placement.anchor) }
+            var after: Slot
+            switch placement {
+            case .before: after = sectionNodes[Int(anchor)].prev
+            case .after: after = anchor
+            }
+            for section in sections {
+                try checkNewSection(section, limits: limits)
+                let slot = allocateSection(section)
+                linkSection(slot, after: after)
+                undo.append(.removeSection(section.id))
+                after = slot
+            }
+
+        case .deleteSections(let ids):
+            for id in ids {
+                guard let slot = sectionIndex[id] else { throw .sectionNotFound(id) }
+                // Items first, head to tail, each recorded as "at the head": undone in reverse
+                // order they come back tail first, each at the head, which rebuilds the order.
+                var item = sectionNodes[Int(slot)].firstItem
+                while item != Self.none {
+                    let next = itemNodes[Int(item)].next
+                    let node = itemNodes[Int(item)]
+                    undo.append(.restoreItem(Element(node.id, payload: node.payload), section: id, after: nil))
+                    unlinkItem(item)
+                    freeItem(item)
+                    item = next
+                }
+                let node = sectionNodes[Int(slot)]
+                undo.append(.restoreSection(Element(id, payload: node.payload), after: sectionID(node.prev)))
+                unlinkSection(slot)
+                freeSection(slot)
+            }
+
+        case .moveSection(let id, let placement):
+            guard let slot = sectionIndex[id] else { throw .sectionNotFound(id) }
+            guard placement.anchor != id else { throw .anchorIsSelf(id) }
+            guard let anchor = sectionIndex[placement.anchor] else { throw .anchorSectionNotFound(placement.anchor) }
+            undo.append(.moveSectionBack(id, after: sectionID(sectionNodes[Int(slot)].prev)))
+            unlinkSection(slot)
+            switch placement {
+            case .before: linkSection(slot, after: sectionNodes[Int(anchor)].prev)
+            case .after: linkSection(slot, after: anchor)
+            }
+
+        case .updateSections(let sections):
+            for section in sections {
+                guard let slot = sectionIndex[section.id] else { throw .sectionNotFound(section.id) }
+                try checkPayload(section, limits: limits)
+                undo.append(.restoreSectionPayload(section.id, sectionNodes[Int(slot)].payload))
+                sectionNodes[Int(slot)].payload = section.payload
+            }
+
+        case .appendItems(let items, let sectionID):
+            let section: Slot
+            if let sectionID {
+                guard let slot = sectionIndex[sectionID] else { throw .sectionNotFound(sectionID) }
+                section = slot
+            } else {
+                guard lastSection != Self.none else { throw .noSections }
+                section = lastSection
+            }
+            for item in items {
+                try checkNewItem(item, limits: limits)
+                let slot = allocateItem(item)
+                linkItem(slot, section: section, after: sectionNodes[Int(section)].lastItem)
+                undo.append(.removeItem(item.id))
+            }
+
+        case .insertItems(let items, let placement):
+            guard let anchor = itemIndex[placement.anchor] else { throw .anchorItemNotFound(placement.anchor) }
+            let section = itemNodes[Int(anchor)].section
+            var after: Slot
+            switch placement {
+            case .before: after = itemNodes[Int(anchor)].prev
+            case .after: after = anchor
+            }
+            for item in items {
+                try checkNewItem(item, limits: limits)
+                let slot = allocateItem(item)
+                linkItem(slot, section: section, after: after)
+                undo.append(.removeItem(item.id))
+                after = slot
+            }
+
+        case .deleteItems(let ids):
+            for id in ids {
+                guard let slot = itemIndex[id] else { throw .itemNotFound(id) }
+                let node = itemNodes[Int(slot)]
+                undo.append(.restoreItem(Element(id, payload: node.payload),
+                                         section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
+                unlinkItem(slot)
+                freeItem(slot)
+            }
+
+        case .deleteAllItems:
+            let old = self
+            self = Snapshot()
+            undo.append(.restoreAll(old))
+
+        case .moveItem(let id, let placement):
+            guard let slot = itemIndex[id] else { throw .itemNotFound(id) }
+            guard placement.anchor != id else { throw .anchorIsSelf(id) }
+            guard let anchor = itemIndex[placement.anchor] else { throw .anchorItemNotFound(placement.anchor) }
+            recordItemPosition(slot, undo: &undo)
+            unlinkItem(slot)
+            let section = itemNodes[Int(anchor)].section
+            switch placement {
+            case .before: linkItem(slot, section: section, after: itemNodes[Int(anchor)].prev)
+            case .after: linkItem(slot, section: section, after: anchor)
+            }
+
+        case .moveItemToSection(let id, let sectionID):
+            guard let slot = itemIndex[id] else { throw .itemNotFound(id) }
+            guard let section = sectionIndex[sectionID] else { throw .sectionNotFound(sectionID) }
+            recordItemPosition(slot, undo: &undo)
+            unlinkItem(slot)
+            linkItem(slot, section: section, after: sectionNodes[Int(section)].lastItem)
+
+        case .updateItems(let items, _):
+            for item in items {
+                guard let slot = itemIndex[item.id] else { throw .itemNotFound(item.id) }
+                try checkPayload(item, limits: limits)
+                undo.append(.restoreItemPayload(item.id, itemNodes[Int(slot)].payload))
+                itemNodes[Int(slot)].payload = item.payload
+            }
+        }
+    }
+
+    private func recordItemPosition(_ slot: Slot, undo: inout [Undo]) {
+        let node = itemNodes[Int(slot)]
+        undo.append(.moveItemBack(node.id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
+    }
+
+    private func checkNewSection(_ section: Element, limits: Limits) throws(Violation) {
+        if section.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(section.id, limit: limits.maxIdentifierBytes) }
+        try checkPayload(section, limits: limits)
+        if sectionIndex[section.id] != nil { throw .duplicateSection(section.id) }
+        if sectionIndex.count >= limits.maxSections { throw .tooManySections(limit: limits.maxSections) }
+    }
+
+    private func checkNewItem(_ item: Element, limits: Limits) throws(Violation) {
+        if item.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(item.id, limit: limits.maxIdentifierBytes) }
+        try checkPayload(item, limits: limits)
+        if itemIndex[item.id] != nil { throw .duplicateItem(item.id) }
+        if itemIndex.count >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
+    }
+
+    private func checkPayload(_ element: Element, limits: Limits) throws(Violation) {
+        if element.payload.count > limits.maxPayloadBytes {
+            throw .payloadTooLarge(element.id, size: element.payload.count, limit: limits.maxPayloadBytes)
+        }
+    }
+
+    private func sectionID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : sectionNodes[Int(slot)].id }
+    private func itemID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : itemNodes[Int(slot)].id }
+}
+
+// MARK: - Roll back
+
+extension Snapshot {
+    /// Replays the undo log backwards. Every entry was recorded against the state it restores,
+    /// so lookups here cannot fail; a failure would be a bug in `applyOne`, hence the force unwraps.
+    mutating func rollBack(_ undo: [Undo]) {
+        for entry in undo.reversed() {
+            switch entry {
+            case .removeSection(let id):
+                let slot = sectionIndex[id]!
+                unlinkSection(slot)
+                freeSection(slot)
+            case .restoreSection(let section, let after):
+                let slot = allocateSection(section)
+                linkSection(slot, after: after.map { sectionIndex[$0]! } ?? Self.none)
+            case .moveSectionBack(let id, let after):
+                let slot = sectionIndex[id]!
+                unlinkSection(slot)
+                linkSection(slot, after: after.map { sectionIndex[$0]! } ?? Self.none)
+            case .restoreSectionPayload(let id, let payload):
+                sectionNodes[Int(sectionIndex[id]!)].payload = payload
+            case .removeItem(let id):
+                let slot = itemIndex[id]!
+                unlinkItem(slot)
+                freeItem(slot)
+            case .restoreItem(let item, let section, let after):
+                let slot = allocateItem(item)
+                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemIndex[$0]! } ?? Self.none)
+            case .moveItemBack(let id, let section, let after):
+                let slot = itemIndex[id]!
+                unlinkItem(slot)
+                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemIndex[$0]! } ?? Self.none)
+            case .restoreItemPayload(let id, let payload):
+                itemNodes[Int(itemIndex[id]!)].payload = payload
+            case .restoreAll(let old):
+                self = old
+            }
+        }
+    }
+}
+
+// MARK: - Primitives (all O(1))
+
+extension Snapshot {
+    mutating func allocateSection(_ section: Element) -> Slot {
+        let node = SectionNode(id: section.id, payload: section.payload, prev: Self.none, next: Self.none,
+                               firstItem: Self.none, lastItem: Self.none, itemCount: 0)
+        let slot: Slot
+        if let free = freeSections.popLast() {
+            slot = free
+            sectionNodes[Int(slot)] = node
+        } else {
+            slot = Slot(sectionNodes.count)
+            sectionNodes.append(node)
+        }
+        sectionIndex[section.id] = slot
+        return slot
+    }
+
+    /// The section must be unlinked and empty.
+    mutating func freeSection(_ slot: Slot) {
+        sectionIndex.removeValue(forKey: sectionNodes[Int(slot)].id)
+        // Drop the bytes now; the slot keeps only its shape until reused.
+        sectionNodes[Int(slot)].id = Identifier([])
+        sectionNodes[Int(slot)].payload = .empty
+        freeSections.append(slot)
+    }
+
+    /// Links an unlinked section after `after` (`none`: at the front).
+    mutating func linkSection(_ slot: Slot, after: Slot) {
+        let next = after == Self.none ? firstSection : sectionNodes[Int(after)].next
+        sectionNodes[Int(slot)].prev = after
+        sectionNodes[Int(slot)].next = next
+        if after == Self.none { firstSection = slot } else { sectionNodes[Int(after)].next = slot }
+        if next == Self.none { lastSection = slot } else { sectionNodes[Int(next)].prev = slot }
+    }
+
+    mutating func unlinkSection(_ slot: Slot) {
+        let prev = sectionNodes[Int(slot)].prev, next = sectionNodes[Int(slot)].next
+        if prev == Self.none { firstSection = next } else { sectionNodes[Int(prev)].next = next }
+        if next == Self.none { lastSection = prev } else { sectionNodes[Int(next)].prev = prev }
+        sectionNodes[Int(slot)].prev = Self.none
+        sectionNodes[Int(slot)].next = Self.none
+    }
+
+    mutating func allocateItem(_ item: Element) -> Slot {
+        let node = ItemNode(id: item.id, payload: item.payload, prev: Self.none, next: Self.none, section: Self.none)
+        let slot: Slot
+        if let free = freeItems.popLast() {
+            slot = free
+            itemNodes[Int(slot)] = node
+        } else {
+            slot = Slot(itemNodes.count)
+            itemNodes.append(node)
+        }
+        itemIndex[item.id] = slot
+        return slot
+    }
+
+    /// The item must be unlinked.
+    mutating func freeItem(_ slot: Slot) {
+        itemIndex.removeValue(forKey: itemNodes[Int(slot)].id)
+        itemNodes[Int(slot)].id = Identifier([])
+        itemNodes[Int(slot)].payload = .empty
+        freeItems.append(slot)
+    }
+
+    /// Links an unlinked item into `section` after `after` (`none`: at the section's front).
+    mutating func linkItem(_ slot: Slot, section: Slot, after: Slot) {
+        let next = after == Self.none ? sectionNodes[Int(section)].firstItem : itemNodes[Int(after)].next
+        itemNodes[Int(slot)].prev = after
+        itemNodes[Int(slot)].next = next
+        itemNodes[Int(slot)].section = section
+        if after == Self.none { sectionNodes[Int(section)].firstItem = slot } else { itemNodes[Int(after)].next = slot }
+        if next == Self.none { sectionNodes[Int(section)].lastItem = slot } else { itemNodes[Int(next)].prev = slot }
+        sectionNodes[Int(section)].itemCount += 1
+    }
+
+    mutating func unlinkItem(_ slot: Slot) {
+        let node = itemNodes[Int(slot)]
+        if node.prev == Self.none { sectionNodes[Int(node.section)].firstItem = node.next } else { itemNodes[Int(node.prev)].next = node.next }
+        if node.next == Self.none { sectionNodes[Int(node.section)].lastItem = node.prev } else { itemNodes[Int(node.next)].prev = node.prev }
+        sectionNodes[Int(node.section)].itemCount -= 1
+        itemNodes[Int(slot)].prev = Self.none
+        itemNodes[Int(slot)].next = Self.none
+        itemNodes[Int(slot)].section = Self.none
+    }
+}

@@ -1,0 +1,49 @@
+/// A broken internal invariant of `Snapshot`: always a bug in SnapSync, never bad input.
+public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
+    public var description: String
+}
+
+extension Snapshot {
+    /// Proves the storage is consistent: identifiers are unique, both hash indexes agree with the
+    /// linked lists, every link has its back link, per-section counts are right, and free slots
+    /// are neither linked nor indexed. Tests call it after every mutation.
+    /// - Complexity: O(n)
+    public func checkInvariants() throws(InvariantViolation) {
+        func fail(_ message: String) -> InvariantViolation { InvariantViolation(description: message) }
+        var seenSections = Set<Identifier>()
+        var seenItems = Set<Identifier>()
+        var prevSection = Self.none
+        var s = firstSection
+        var sectionCount = 0
+        while s != Self.none {
+            let node = sectionNodes[Int(s)]
+            guard seenSections.insert(node.id).inserted else { throw fail("section \(node.id) is linked twice") }
+            guard sectionIndex[node.id] == s else { throw fail("section index of \(node.id) does not point at its slot") }
+            guard node.prev == prevSection else { throw fail("section \(node.id) has a wrong back link") }
+            var prevItem = Self.none
+            var i = node.firstItem
+            var count = 0
+            while i != Self.none {
+                let item = itemNodes[Int(i)]
+                guard seenItems.insert(item.id).inserted else { throw fail("item \(item.id) is linked twice") }
+                guard itemIndex[item.id] == i else { throw fail("item index of \(item.id) does not point at its slot") }
+                guard item.prev == prevItem else { throw fail("item \(item.id) has a wrong back link") }
+                guard item.section == s else { throw fail("item \(item.id) names the wrong section") }
+                prevItem = i
+                i = item.next
+                count += 1
+            }
+            guard node.lastItem == prevItem else { throw fail("section \(node.id) has a wrong last item") }
+            guard node.itemCount == count else { throw fail("section \(node.id) counts \(node.itemCount) items but links \(count)") }
+            prevSection = s
+            s = node.next
+            sectionCount += 1
+        }
+        guard lastSection == prevSection else { throw fail("wrong last section") }
+        guard sectionIndex.count == sectionCount else { throw fail("section index holds \(sectionIndex.count) entries, lists hold \(sectionCount)") }
+        guard itemIndex.count == seenItems.count else { throw fail("item index holds \(itemIndex.count) entries, lists hold \(seenItems.count)") }
+        guard sectionNodes.count == sectionCount + freeSections.count else { throw fail("section slots leak") }
+        guard itemNodes.count == seenItems.count + freeItems.count else { throw fail("item slots leak") }
+        guard Set(freeItems).count == freeItems.count, Set(freeSections).count == freeSections.count else { throw fail("a slot is freed twice") }
+    }
+}

@@ -1,0 +1,266 @@
+/// The authoritative state of a room: an ordered list of sections, each an ordered list of
+/// items, with the rules of UIKit's `NSDiffableDataSourceSnapshot`: section identifiers are
+/// unique, and item identifiers are unique across the whole snapshot.
+///
+/// Storage is built for rooms of a million items, where an array per section would make every
+/// insert and delete an O(n) memmove:
+/// - sections and items live in slot arrays, linked into doubly linked lists (items per section);
+/// - two hash indexes map identifiers to slots.
+///
+/// So lookup by identifier, insert, delete and move are O(1) (expected, hashing), and
+/// position queries (`indexOfItem`, `itemIdentifiers`) walk the lists: O(n).
+///
+/// `Snapshot` is a value. Copies share storage until one is mutated (copy-on-write), and the
+/// first mutation of a shared copy costs O(n). Applying batches never copies: a failed batch is
+/// rolled back through an undo log (see `Snapshot+Applying.swift`).
+public struct Snapshot: Sendable {
+    /// Slot index; -1 is "none". Int32 keeps nodes small, and `Limits.maxItems` is far below 2^31.
+    @usableFromInline typealias Slot = Int32
+    @usableFromInline static let none: Slot = -1
+
+    @usableFromInline struct SectionNode: Sendable {
+        @usableFromInline var id: Identifier
+        @usableFromInline var payload: Payload
+        @usableFromInline var prev: Slot
+        @usableFromInline var next: Slot
+        @usableFromInline var firstItem: Slot
+        @usableFromInline var lastItem: Slot
+        @usableFromInline var itemCount: Int
+    }
+
+    @usableFromInline struct ItemNode: Sendable {
+        @usableFromInline var id: Identifier
+        @usableFromInline var payload: Payload
+        @usableFromInline var prev: Slot
+        @usableFromInline var next: Slot
+        @usableFromInline var section: Slot
+    }
+
+    @usableFromInline var sectionNodes: [SectionNode] = []
+    @usableFromInline var itemNodes: [ItemNode] = []
+    @usableFromInline var freeSections: [Slot] = []
+    @usableFromInline var freeItems: [Slot] = []
+    @usableFromInline var sectionIndex: [Identifier: Slot] = [:]
+    @usableFromInline var itemIndex: [Identifier: Slot] = [:]
+    @usableFromInline var firstSection: Slot = Snapshot.none
+    @usableFromInline var lastSection: Slot = Snapshot.none
+
+    /// An empty snapshot.
+    public init() {}
+
+    /// Builds a snapshot from sections and their items, checking every rule and limit.
+    /// - Complexity: O(n) in the number of sections and items.
+    public init(_ sections: [(section: Element, items: [Element])], limits: Limits = .unlimited) throws(BatchError) {
+        var ops: [Operation] = []
+        ops.reserveCapacity(sections.count * 2)
+        for (section, items) in sections {
+            ops.append(.appendSections([section]))
+            if !items.isEmpty { ops.append(.appendItems(items, toSection: section.id)) }
+        }
+        try apply(ops, limits: limits)
+    }
+}
+
+// MARK: - Queries (UIKit names)
+
+extension Snapshot {
+    /// - Complexity: O(1)
+    @inlinable public var numberOfSections: Int { sectionIndex.count }
+    /// - Complexity: O(1)
+    @inlinable public var numberOfItems: Int { itemIndex.count }
+    /// - Complexity: O(1)
+    @inlinable public var isEmpty: Bool { sectionIndex.isEmpty }
+
+    /// Items in a section, or `nil` when there is no such section.
+    /// - Complexity: O(1)
+    public func numberOfItems(inSection section: Identifier) -> Int? {
+        guard let s = sectionIndex[section] else { return nil }
+        return sectionNodes[Int(s)].itemCount
+    }
+
+    /// - Complexity: O(number of sections)
+    public var sectionIdentifiers: [Identifier] {
+        var result: [Identifier] = []
+        result.reserveCapacity(numberOfSections)
+        var s = firstSection
+        while s != Self.none {
+            result.append(sectionNodes[Int(s)].id)
+            s = sectionNodes[Int(s)].next
+        }
+        return result
+    }
+
+    /// Every item, section by section.
+    /// - Complexity: O(n)
+    public var itemIdentifiers: [Identifier] {
+        var result: [Identifier] = []
+        result.reserveCapacity(numberOfItems)
+        var s = firstSection
+        while s != Self.none {
+            var i = sectionNodes[Int(s)].firstItem
+            while i != Self.none {
+                result.append(itemNodes[Int(i)].id)
+                i = itemNodes[Int(i)].next
+            }
+            s = sectionNodes[Int(s)].next
+        }
+        return result
+    }
+
+    /// The items of one section in order, or `nil` when there is no such section.
+    /// - Complexity: O(items in the section)
+    public func itemIdentifiers(inSection section: Identifier) -> [Identifier]? {
+        guard let s = sectionIndex[section] else { return nil }
+        var result: [Identifier] = []
+        result.reserveCapacity(sectionNodes[Int(s)].itemCount)
+        var i = sectionNodes[Int(s)].firstItem
+        while i != Self.none {
+            result.append(itemNodes[Int(i)].id)
+            i = itemNodes[Int(i)].next
+        }
+        return result
+    }
+
+    /// - Complexity: O(1)
+    public func sectionIdentifier(containingItem item: Identifier) -> Identifier? {
+        guard let i = itemIndex[item] else { return nil }
+        return sectionNodes[Int(itemNodes[Int(i)].section)].id
+    }
+
+    /// The item's index in `itemIdentifiers` (across all sections), as UIKit's `indexOfItem(_:)`.
+    /// - Complexity: O(n): positions are not stored, so that moves stay O(1).
+    public func indexOfItem(_ item: Identifier) -> Int? {
+        guard let target = itemIndex[item] else { return nil }
+        let section = itemNodes[Int(target)].section
+        var index = 0
+        var s = firstSection
+        while s != section {
+            index += sectionNodes[Int(s)].itemCount
+            s = sectionNodes[Int(s)].next
+        }
+        var i = sectionNodes[Int(s)].firstItem
+        while i != target {
+            index += 1
+            i = itemNodes[Int(i)].next
+        }
+        return index
+    }
+
+    /// The item's (section index, item index within the section), as an index path.
+    /// - Complexity: O(n)
+    public func indexPath(ofItem item: Identifier) -> (section: Int, item: Int)? {
+        guard let target = itemIndex[item] else { return nil }
+        let section = itemNodes[Int(target)].section
+        var sectionIndex = 0
+        var s = firstSection
+        while s != section {
+            sectionIndex += 1
+            s = sectionNodes[Int(s)].next
+        }
+        var index = 0
+        var i = sectionNodes[Int(s)].firstItem
+        while i != target {
+            index += 1
+            i = itemNodes[Int(i)].next
+        }
+        return (sectionIndex, index)
+    }
+
+    /// - Complexity: O(number of sections)
+    public func indexOfSection(_ section: Identifier) -> Int? {
+        guard let target = sectionIndex[section] else { return nil }
+        var index = 0
+        var s = firstSection
+        while s != target {
+            index += 1
+            s = sectionNodes[Int(s)].next
+        }
+        return index
+    }
+
+    /// - Complexity: O(1)
+    @inlinable public func contains(item: Identifier) -> Bool { itemIndex[item] != nil }
+    /// - Complexity: O(1)
+    @inlinable public func contains(section: Identifier) -> Bool { sectionIndex[section] != nil }
+
+    /// - Complexity: O(1)
+    public func payload(ofItem item: Identifier) -> Payload? {
+        itemIndex[item].map { itemNodes[Int($0)].payload }
+    }
+
+    /// - Complexity: O(1)
+    public func payload(ofSection section: Identifier) -> Payload? {
+        sectionIndex[section].map { sectionNodes[Int($0)].payload }
+    }
+
+    /// The sections in order, each with its payload.
+    /// - Complexity: O(1) to create; O(number of sections) to iterate.
+    public var sections: SectionSequence { SectionSequence(snapshot: self) }
+
+    /// The items of a section in order, each with its payload; empty when there is no such section.
+    /// - Complexity: O(1) to create; O(items in the section) to iterate.
+    public func items(inSection section: Identifier) -> ItemSequence {
+        ItemSequence(snapshot: self, first: sectionIndex[section].map { sectionNodes[Int($0)].firstItem } ?? Self.none)
+    }
+
+    /// Iterates sections in order without allocating.
+    public struct SectionSequence: Sequence, Sendable {
+        let snapshot: Snapshot
+        public struct Iterator: IteratorProtocol {
+            let snapshot: Snapshot
+            var slot: Slot
+            public mutating func next() -> Element? {
+                guard slot != Snapshot.none else { return nil }
+                let node = snapshot.sectionNodes[Int(slot)]
+                slot = node.next
+                return Element(node.id, payload: node.payload)
+            }
+        }
+        public func makeIterator() -> Iterator { Iterator(snapshot: snapshot, slot: snapshot.firstSection) }
+        public var underestimatedCount: Int { snapshot.numberOfSections }
+    }
+
+    /// Iterates one section's items in order without allocating.
+    public struct ItemSequence: Sequence, Sendable {
+        let snapshot: Snapshot
+        let first: Slot
+        public struct Iterator: IteratorProtocol {
+            let snapshot: Snapshot
+            var slot: Slot
+            public mutating func next() -> Element? {
+                guard slot != Snapshot.none else { return nil }
+                let node = snapshot.itemNodes[Int(slot)]
+                slot = node.next
+                return Element(node.id, payload: node.payload)
+            }
+        }
+        public func makeIterator() -> Iterator { Iterator(snapshot: snapshot, slot: first) }
+    }
+}
+
+// MARK: - Equality
+
+extension Snapshot: Equatable {
+    /// Two snapshots are equal when they hold the same sections and items, in the same order,
+    /// with the same payloads. Storage layout (slots) is not compared.
+    /// - Complexity: O(n)
+    public static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
+        guard lhs.numberOfSections == rhs.numberOfSections, lhs.numberOfItems == rhs.numberOfItems else { return false }
+        var a = lhs.firstSection, b = rhs.firstSection
+        while a != none, b != none {
+            let sa = lhs.sectionNodes[Int(a)], sb = rhs.sectionNodes[Int(b)]
+            guard sa.id == sb.id, sa.payload == sb.payload, sa.itemCount == sb.itemCount else { return false }
+            var i = sa.firstItem, j = sb.firstItem
+            while i != none, j != none {
+                let ia = lhs.itemNodes[Int(i)], ib = rhs.itemNodes[Int(j)]
+                guard ia.id == ib.id, ia.payload == ib.payload else { return false }
+                i = ia.next
+                j = ib.next
+            }
+            guard i == none, j == none else { return false }
+            a = sa.next
+            b = sb.next
+        }
+        return a == none && b == none
+    }
+}

@@ -1,0 +1,1 @@
+// Placeholder until this module is written; see README.md for the layout.

@@ -1,0 +1,31 @@
+# Sourced by scripts/run, scripts/test and scripts/install: installs what a fresh Debian machine
+# lacks. Only Debian packages are used; Swift itself must already be on PATH (see README.md).
+# Safe to source repeatedly: it installs nothing when everything is present.
+
+snapsync_need_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
+        echo "snapsync: need root (or sudo) to run: $*" >&2; return 1; fi
+}
+
+# snapsync_install_deps [extra debian packages...]
+snapsync_install_deps() {
+    local missing=()
+    pkg-config --exists libevent_core 2>/dev/null || missing+=(libevent-dev)
+    command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+    command -v python3 >/dev/null 2>&1 || missing+=(python3)
+    local p
+    for p in "$@"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "snapsync: installing ${missing[*]}" >&2
+        snapsync_need_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        snapsync_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    if ! command -v swift >/dev/null 2>&1; then
+        if [ -x /opt/swift/usr/bin/swift ]; then export PATH=/opt/swift/usr/bin:$PATH; else
+            echo "snapsync: Swift 6 toolchain not found on PATH (https://www.swift.org/install/linux/)" >&2
+            return 1
+        fi
+    fi
+}
