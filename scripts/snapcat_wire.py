@@ -1,0 +1,913 @@
+"""SnapSync wire protocol v1 and snapshot model, written from Protocol/PROTOCOL.md alone.
+
+This is snapcat's codec. It is an independent second implementation of the protocol (it shares no
+code with the Swift codec), so the vectors in Protocol/vectors/ check both against the spec.
+Standard library only.
+
+Representation used throughout (the "native" form):
+  - identifiers, payloads, credentials, write ids: ``bytes``;
+  - protocol strings (room, names, messages): ``bytes`` as well, so that a non-UTF-8 string from a
+    peer can still be shown; the JSON form turns them into text;
+  - a message: a dict with "type" (the upper-case name, e.g. "DIFF") and one key per field, named
+    as in PROTOCOL.md section 3;
+  - a snapshot: a list of sections ``{"id", "payload", "items": [{"id", "payload"}]}``;
+  - an op: ``{"op": name, ...fields}``; a placement: ``{"side": "before"|"after", "anchor": id}``.
+"""
+
+import hashlib
+import json
+
+PROTOCOL_VERSION = 1
+MAGIC = b"SNAP"
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+MAX_WRITE_ID_BYTES = 32
+MAX_VARINT = (1 << 64) - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors (PROTOCOL.md section 6)
+
+ERROR_CODES = {
+    1: "malformed_frame",
+    2: "frame_too_large",
+    3: "unknown_message_type",
+    4: "handshake_required",
+    5: "unsupported_version",
+    6: "bad_magic",
+    7: "too_many_connections",
+    8: "slow_consumer",
+    9: "timeout",
+    10: "shutting_down",
+    11: "unauthorized",
+    20: "duplicate_section",
+    21: "duplicate_item",
+    22: "section_not_found",
+    23: "item_not_found",
+    24: "anchor_section_not_found",
+    25: "anchor_item_not_found",
+    26: "no_sections",
+    27: "anchor_is_self",
+    28: "identifier_too_long",
+    29: "payload_too_large",
+    30: "too_many_items",
+    31: "too_many_sections",
+    32: "snapshot_too_large",
+    40: "version_mismatch",
+    41: "too_many_rooms",
+    42: "too_many_rooms_for_connection",
+    43: "not_joined",
+    44: "invalid_room_name",
+    45: "storage_failure",
+}
+ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
+
+
+def error_name(code):
+    """The name of a wire error code; unknown codes are shown as ``unknown_<code>``."""
+    return ERROR_CODES.get(code, "unknown_%d" % code)
+
+
+class WireError(Exception):
+    """A frame or field that breaks the protocol; ``name`` is the PROTOCOL.md error name."""
+
+    def __init__(self, name, message):
+        super().__init__("%s: %s" % (name, message))
+        self.name = name
+        self.code = ERROR_NAMES[name]
+        self.message = message
+
+
+def _malformed(message):
+    return WireError("malformed_frame", message)
+
+
+# ---------------------------------------------------------------------------------------------
+# Field encodings (PROTOCOL.md section 2)
+
+class Reader:
+    """Reads fields from one frame body; every read checks it stays inside the body."""
+
+    def __init__(self, data, pos=0):
+        self.data = bytes(data)
+        self.pos = pos
+
+    def remaining(self):
+        return len(self.data) - self.pos
+
+    def take(self, n, what):
+        if n > self.remaining():
+            raise _malformed("%s runs past the end of the body (%d bytes needed, %d left)"
+                             % (what, n, self.remaining()))
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def u8(self, what="u8"):
+        return self.take(1, what)[0]
+
+    def varint(self, what="varint"):
+        value = 0
+        for i in range(10):
+            if self.pos >= len(self.data):
+                raise _malformed("bad varint: %s runs past the end of the body" % what)
+            byte = self.data[self.pos]
+            self.pos += 1
+            value |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                if byte == 0 and i > 0:
+                    raise _malformed("bad varint: %s is not minimally encoded" % what)
+                if value > MAX_VARINT:
+                    raise _malformed("bad varint: %s does not fit in 64 bits" % what)
+                return value
+        raise _malformed("bad varint: %s is longer than 10 bytes" % what)
+
+    def bytes_(self, what="bytes"):
+        n = self.varint(what + " length")
+        return self.take(n, what)
+
+    def string(self, what="string"):
+        # Kept as bytes: PROTOCOL.md lets receivers accept invalid UTF-8, and snapcat is a
+        # debugger that should show what it got. The JSON form validates it.
+        return self.bytes_(what)
+
+    def digest(self, what="digest"):
+        return self.take(32, what)
+
+    def magic(self, what="magic"):
+        got = self.take(4, what)
+        if got != MAGIC:
+            raise WireError("bad_magic", "magic is %s, not 534e4150 (\"SNAP\")" % got.hex())
+        return got
+
+    def opt(self, read, what):
+        flag = self.u8(what + " presence flag")
+        if flag == 0:
+            return None
+        if flag == 1:
+            return read(what)
+        raise _malformed("%s presence flag is 0x%02x (must be 0x00 or 0x01)" % (what, flag))
+
+    def list_(self, read, what):
+        n = self.varint(what + " count")
+        # Every element takes at least one byte, so a count past the bytes left is malformed;
+        # checking it first keeps a hostile count from looping or allocating.
+        if n > self.remaining():
+            raise _malformed("%s count %d exceeds the %d bytes left" % (what, n, self.remaining()))
+        return [read(what) for _ in range(n)]
+
+
+def enc_varint(value):
+    if not isinstance(value, int) or value < 0 or value > MAX_VARINT:
+        raise ValueError("varint out of range: %r" % (value,))
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def enc_bytes(data):
+    data = bytes(data)
+    return enc_varint(len(data)) + data
+
+
+def enc_u8(value):
+    if not 0 <= value <= 0xFF:
+        raise ValueError("u8 out of range: %r" % (value,))
+    return bytes([value])
+
+
+def enc_opt(value, enc):
+    return b"\x00" if value is None else b"\x01" + enc(value)
+
+
+def enc_list(values, enc):
+    return enc_varint(len(values)) + b"".join(enc(v) for v in values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots (PROTOCOL.md section 4)
+
+def read_element(r, what="element"):
+    return {"id": r.bytes_(what + " id"), "payload": r.bytes_(what + " payload")}
+
+
+def enc_element(e):
+    return enc_bytes(e["id"]) + enc_bytes(e.get("payload", b""))
+
+
+def read_section(r, what="section"):
+    sid = r.bytes_("section id")
+    payload = r.bytes_("section payload")
+    items = r.list_(lambda w: read_element(r, "item"), "items")
+    return {"id": sid, "payload": payload, "items": items}
+
+
+def enc_section(s):
+    return enc_bytes(s["id"]) + enc_bytes(s.get("payload", b"")) + enc_list(s.get("items", []), enc_element)
+
+
+def read_snapshot(r, what="snapshot"):
+    return r.list_(lambda w: read_section(r), "sections")
+
+
+def encode_snapshot(snapshot):
+    """The canonical encoding of a snapshot (also what its digest is computed over)."""
+    return enc_list(snapshot, enc_section)
+
+
+def snapshot_digest(snapshot):
+    return hashlib.sha256(encode_snapshot(snapshot)).digest()
+
+
+def decode_snapshot(data):
+    r = Reader(data)
+    snap = read_snapshot(r)
+    if r.remaining():
+        raise _malformed("%d bytes left over after the snapshot" % r.remaining())
+    return snap
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations (PROTOCOL.md section 5)
+
+SIDES = {0: "before", 1: "after"}
+SIDE_CODES = {v: k for k, v in SIDES.items()}
+UPDATE_KINDS = {0: "reload", 1: "reconfigure"}
+UPDATE_KIND_CODES = {v: k for k, v in UPDATE_KINDS.items()}
+
+# opcode -> (name, [(field, kind)]); kinds: elements, ids, placement, id, opt_section, section, kind
+OPS = {
+    0x01: ("append_sections", [("elements", "elements")]),
+    0x02: ("insert_sections", [("placement", "placement"), ("elements", "elements")]),
+    0x03: ("delete_sections", [("ids", "ids")]),
+    0x04: ("move_section", [("id", "id"), ("placement", "placement")]),
+    0x05: ("update_sections", [("elements", "elements")]),
+    0x10: ("append_items", [("section", "opt_id"), ("elements", "elements")]),
+    0x11: ("insert_items", [("placement", "placement"), ("elements", "elements")]),
+    0x12: ("delete_items", [("ids", "ids")]),
+    0x13: ("delete_all_items", []),
+    0x14: ("move_item", [("id", "id"), ("placement", "placement")]),
+    0x15: ("move_item_to_section", [("id", "id"), ("section", "id")]),
+    0x16: ("update_items", [("kind", "kind"), ("elements", "elements")]),
+}
+OP_CODES = {name: (code, fields) for code, (name, fields) in OPS.items()}
+
+
+def read_placement(r, what="placement"):
+    side = r.u8("placement side")
+    if side not in SIDES:
+        raise _malformed("unknown placement side 0x%02x" % side)
+    return {"side": SIDES[side], "anchor": r.bytes_("placement anchor")}
+
+
+def enc_placement(p):
+    return enc_u8(SIDE_CODES[p["side"]]) + enc_bytes(p["anchor"])
+
+
+def read_op(r, what="op"):
+    opcode = r.u8("opcode")
+    if opcode not in OPS:
+        raise _malformed("unknown opcode 0x%02x" % opcode)
+    name, fields = OPS[opcode]
+    op = {"op": name}
+    for field, kind in fields:
+        if kind == "elements":
+            op[field] = r.list_(lambda w: read_element(r), "elements")
+        elif kind == "ids":
+            op[field] = r.list_(lambda w: r.bytes_("id"), "ids")
+        elif kind == "placement":
+            op[field] = read_placement(r)
+        elif kind == "id":
+            op[field] = r.bytes_(field)
+        elif kind == "opt_id":
+            op[field] = r.opt(r.bytes_, field)
+        elif kind == "kind":
+            k = r.u8("update kind")
+            if k not in UPDATE_KINDS:
+                raise _malformed("unknown update kind 0x%02x" % k)
+            op[field] = UPDATE_KINDS[k]
+    return op
+
+
+def enc_op(op):
+    code, fields = OP_CODES[op["op"]]
+    out = bytearray([code])
+    for field, kind in fields:
+        v = op[field]
+        if kind == "elements":
+            out += enc_list(v, enc_element)
+        elif kind == "ids":
+            out += enc_list(v, enc_bytes)
+        elif kind == "placement":
+            out += enc_placement(v)
+        elif kind == "id":
+            out += enc_bytes(v)
+        elif kind == "opt_id":
+            out += enc_opt(v, enc_bytes)
+        elif kind == "kind":
+            out += enc_u8(UPDATE_KIND_CODES[v])
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages (PROTOCOL.md section 3)
+
+LIMIT_KEYS = {
+    1: "max_frame_bytes",
+    2: "max_identifier_bytes",
+    3: "max_payload_bytes",
+    4: "max_items_per_room",
+    5: "max_sections_per_room",
+    6: "max_rooms_per_connection",
+    7: "max_snapshot_bytes",
+    8: "history_count",
+}
+LIMIT_CODES = {v: k for k, v in LIMIT_KEYS.items()}
+SNAPSHOT_REASONS = {0: "initial", 1: "resync"}
+SNAPSHOT_REASON_CODES = {v: k for k, v in SNAPSHOT_REASONS.items()}
+
+# Field kinds: u8 varint bytes string digest magic versions limits position? write_id ops
+# snapshot stats reason opt_varint opt_bytes
+MESSAGES = {
+    0x01: ("HELLO", [("magic", "magic"), ("versions", "versions"), ("client_name", "string"),
+                     ("credentials", "bytes")]),
+    0x02: ("WELCOME", [("version", "varint"), ("session_id", "varint"), ("server_name", "string"),
+                       ("limits", "limits")]),
+    0x03: ("ERROR", [("code", "varint"), ("message", "string")]),
+    0x04: ("PING", [("nonce", "varint")]),
+    0x05: ("PONG", [("nonce", "varint")]),
+    0x10: ("JOIN", [("request_id", "varint"), ("room", "string"), ("resume", "opt_position")]),
+    0x11: ("LEAVE", [("request_id", "varint"), ("room", "string")]),
+    0x12: ("MUTATE", [("request_id", "varint"), ("room", "string"),
+                      ("expected_version", "opt_varint"), ("write_id", "write_id"), ("ops", "ops")]),
+    0x13: ("REPLACE", [("request_id", "varint"), ("room", "string"),
+                       ("expected_version", "opt_varint"), ("write_id", "write_id"),
+                       ("snapshot", "snapshot")]),
+    0x14: ("STATS", [("request_id", "varint")]),
+    0x20: ("SNAPSHOT", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
+                        ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
+                        ("snapshot", "snapshot")]),
+    0x21: ("CATCHUP", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
+                       ("from_version", "varint"), ("to_version", "varint")]),
+    0x22: ("DIFF", [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops")]),
+    0x23: ("ACK", [("request_id", "varint"), ("epoch", "varint"), ("version", "varint")]),
+    0x24: ("REJECT", [("request_id", "varint"), ("code", "varint"), ("op_index", "opt_varint"),
+                      ("identifier", "opt_bytes"), ("message", "string")]),
+    0x25: ("STATS_REPLY", [("request_id", "varint"), ("stats", "stats")]),
+}
+MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
+CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS"}
+SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
+                    "REJECT", "STATS_REPLY"}
+
+
+def _read_field(r, kind, name):
+    if kind == "varint":
+        return r.varint(name)
+    if kind == "u8":
+        return r.u8(name)
+    if kind == "bytes":
+        return r.bytes_(name)
+    if kind == "string":
+        return r.string(name)
+    if kind == "digest":
+        return r.digest(name)
+    if kind == "magic":
+        return r.magic(name)
+    if kind == "versions":
+        versions = r.list_(r.varint, name)
+        if not versions:
+            raise _malformed("HELLO lists no versions (at least one is required)")
+        return versions
+    if kind == "limits":
+        return r.list_(lambda w: {"key": r.varint("limit key"), "value": r.varint("limit value")},
+                       name)
+    if kind == "stats":
+        return r.list_(lambda w: {"name": r.string("stat name"), "value": r.varint("stat value")},
+                       name)
+    if kind == "opt_position":
+        return r.opt(lambda w: {"epoch": r.varint("epoch"), "version": r.varint("version")}, name)
+    if kind == "opt_varint":
+        return r.opt(r.varint, name)
+    if kind == "opt_bytes":
+        return r.opt(r.bytes_, name)
+    if kind == "write_id":
+        wid = r.bytes_(name)
+        if len(wid) > MAX_WRITE_ID_BYTES:
+            raise _malformed("write_id is %d bytes (at most %d)" % (len(wid), MAX_WRITE_ID_BYTES))
+        return wid
+    if kind == "ops":
+        return r.list_(lambda w: read_op(r), name)
+    if kind == "snapshot":
+        return read_snapshot(r)
+    if kind == "reason":
+        reason = r.u8(name)
+        if reason not in SNAPSHOT_REASONS:
+            raise _malformed("unknown SNAPSHOT reason %d" % reason)
+        return SNAPSHOT_REASONS[reason]
+    raise AssertionError(kind)
+
+
+def _enc_field(kind, v):
+    if kind == "varint":
+        return enc_varint(v)
+    if kind == "u8":
+        return enc_u8(v)
+    if kind in ("bytes", "string"):
+        return enc_bytes(v)
+    if kind == "digest":
+        if len(v) != 32:
+            raise ValueError("digest must be 32 bytes")
+        return bytes(v)
+    if kind == "magic":
+        if len(v) != 4:
+            raise ValueError("magic must be 4 bytes")
+        return bytes(v)
+    if kind == "versions":
+        return enc_list(v, enc_varint)
+    if kind == "limits":
+        return enc_list(v, lambda l: enc_varint(l["key"]) + enc_varint(l["value"]))
+    if kind == "stats":
+        return enc_list(v, lambda s: enc_bytes(s["name"]) + enc_varint(s["value"]))
+    if kind == "opt_position":
+        return enc_opt(v, lambda p: enc_varint(p["epoch"]) + enc_varint(p["version"]))
+    if kind == "opt_varint":
+        return enc_opt(v, enc_varint)
+    if kind == "opt_bytes":
+        return enc_opt(v, enc_bytes)
+    if kind == "write_id":
+        if len(v) > MAX_WRITE_ID_BYTES:
+            raise ValueError("write_id is longer than %d bytes" % MAX_WRITE_ID_BYTES)
+        return enc_bytes(v)
+    if kind == "ops":
+        return enc_list(v, enc_op)
+    if kind == "snapshot":
+        return encode_snapshot(v)
+    if kind == "reason":
+        return enc_u8(SNAPSHOT_REASON_CODES[v])
+    raise AssertionError(kind)
+
+
+def decode_body(body, accept=None):
+    """Decodes one frame body (type byte + fields) into a message dict.
+
+    ``accept`` is the set of message names this receiver may get (e.g. SERVER_TO_CLIENT); a known
+    type outside it is ``unknown_message_type`` too, as PROTOCOL.md section 6 says.
+    """
+    if not body:
+        raise _malformed("empty frame body (L must be at least 1)")
+    mtype = body[0]
+    if mtype not in MESSAGES or (accept is not None and MESSAGES[mtype][0] not in accept):
+        raise WireError("unknown_message_type", "message type 0x%02x" % mtype)
+    name, fields = MESSAGES[mtype]
+    r = Reader(body, 1)
+    msg = {"type": name}
+    for field, kind in fields:
+        msg[field] = _read_field(r, kind, field)
+    if r.remaining():
+        raise _malformed("%d bytes left over after the last field of %s" % (r.remaining(), name))
+    return msg
+
+
+def encode_body(msg):
+    code, fields = MESSAGE_CODES[msg["type"]]
+    return bytes([code]) + b"".join(_enc_field(kind, msg[field]) for field, kind in fields)
+
+
+def encode_frame(msg):
+    body = encode_body(msg)
+    return len(body).to_bytes(4, "big") + body
+
+
+def frame_length(buf, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
+    """Length of the first whole frame in buf (header included), or None if it is not all there.
+
+    Checks L before anything is buffered for the body, as PROTOCOL.md section 1 asks.
+    """
+    if len(buf) < 4:
+        return None
+    n = int.from_bytes(buf[:4], "big")
+    if n == 0:
+        raise _malformed("frame body length is 0 (must be at least 1)")
+    if n > max_frame_bytes:
+        raise WireError("frame_too_large", "frame body of %d bytes exceeds max_frame_bytes %d"
+                        % (n, max_frame_bytes))
+    if len(buf) < 4 + n:
+        return None
+    return 4 + n
+
+
+def decode_frame(data, accept=None, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
+    """Decodes exactly one whole frame (4-byte length + body); anything else is an error."""
+    n = frame_length(data, max_frame_bytes)
+    if n is None:
+        raise _malformed("truncated frame (%d bytes)" % len(data))
+    if n != len(data):
+        raise _malformed("%d bytes after the frame" % (len(data) - n))
+    return decode_body(data[4:], accept)
+
+
+class FrameSplitter:
+    """Incremental framing: feed bytes, take whole frames; consumes nothing of a partial frame."""
+
+    def __init__(self, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
+        self.buf = bytearray()
+        self.max_frame_bytes = max_frame_bytes
+
+    def feed(self, data):
+        self.buf += data
+
+    def frames(self):
+        while True:
+            n = frame_length(self.buf, self.max_frame_bytes)
+            if n is None:
+                return
+            frame = bytes(self.buf[:n])
+            del self.buf[:n]
+            yield frame
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON form
+
+def bytes_to_json(b):
+    """Identifiers, payloads and other ``bytes`` fields in the JSON form: lower-case hex."""
+    return bytes(b).hex()
+
+
+def bytes_from_json(v):
+    if not isinstance(v, str):
+        raise ValueError("expected a hex string, got %r" % (v,))
+    return bytes.fromhex(v)
+
+
+def string_to_json(b):
+    try:
+        return bytes(b).decode("utf-8")
+    except UnicodeDecodeError:
+        raise _malformed("string is not valid UTF-8: %s" % bytes(b).hex())
+
+
+def string_from_json(v):
+    if not isinstance(v, str):
+        raise ValueError("expected a string, got %r" % (v,))
+    return v.encode("utf-8")
+
+
+def element_to_json(e):
+    return {"id": bytes_to_json(e["id"]), "payload": bytes_to_json(e["payload"])}
+
+
+def element_from_json(e):
+    return {"id": bytes_from_json(e["id"]), "payload": bytes_from_json(e.get("payload", ""))}
+
+
+def snapshot_to_json(snap):
+    return [{"id": bytes_to_json(s["id"]), "payload": bytes_to_json(s["payload"]),
+             "items": [element_to_json(i) for i in s["items"]]} for s in snap]
+
+
+def snapshot_from_json(j):
+    if not isinstance(j, list):
+        raise ValueError("a snapshot is a JSON list of sections")
+    out = []
+    for s in j:
+        if not isinstance(s, dict) or "id" not in s:
+            raise ValueError("a section is an object with \"id\", \"payload\" and \"items\"")
+        out.append({"id": bytes_from_json(s["id"]), "payload": bytes_from_json(s.get("payload", "")),
+                    "items": [element_from_json(i) for i in s.get("items", [])]})
+    return out
+
+
+def op_to_json(op):
+    _, fields = OP_CODES[op["op"]]
+    out = {"op": op["op"]}
+    for field, kind in fields:
+        v = op[field]
+        if kind == "elements":
+            out[field] = [element_to_json(e) for e in v]
+        elif kind == "ids":
+            out[field] = [bytes_to_json(i) for i in v]
+        elif kind == "placement":
+            out[field] = {"side": v["side"], "anchor": bytes_to_json(v["anchor"])}
+        elif kind == "id":
+            out[field] = bytes_to_json(v)
+        elif kind == "opt_id":
+            out[field] = None if v is None else bytes_to_json(v)
+        elif kind == "kind":
+            out[field] = v
+    return out
+
+
+def op_from_json(j):
+    if j.get("op") not in OP_CODES:
+        raise ValueError("unknown op %r" % (j.get("op"),))
+    _, fields = OP_CODES[j["op"]]
+    op = {"op": j["op"]}
+    for field, kind in fields:
+        v = j.get(field)
+        if kind == "elements":
+            op[field] = [element_from_json(e) for e in v]
+        elif kind == "ids":
+            op[field] = [bytes_from_json(i) for i in v]
+        elif kind == "placement":
+            op[field] = {"side": v["side"], "anchor": bytes_from_json(v["anchor"])}
+        elif kind == "id":
+            op[field] = bytes_from_json(v)
+        elif kind == "opt_id":
+            op[field] = None if v is None else bytes_from_json(v)
+        elif kind == "kind":
+            op[field] = v
+    return op
+
+
+def _field_to_json(kind, v):
+    if v is None:
+        return None
+    if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
+        return v
+    if kind in ("bytes", "digest", "magic", "opt_bytes", "write_id"):
+        return bytes_to_json(v)
+    if kind == "string":
+        return string_to_json(v)
+    if kind == "limits":
+        return [{"key": l["key"], "value": l["value"]} for l in v]
+    if kind == "stats":
+        return [{"name": string_to_json(s["name"]), "value": s["value"]} for s in v]
+    if kind == "opt_position":
+        return {"epoch": v["epoch"], "version": v["version"]}
+    if kind == "ops":
+        return [op_to_json(o) for o in v]
+    if kind == "snapshot":
+        return snapshot_to_json(v)
+    raise AssertionError(kind)
+
+
+def _field_from_json(kind, v):
+    if v is None:
+        return None
+    if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
+        return v
+    if kind in ("bytes", "digest", "magic", "opt_bytes", "write_id"):
+        return bytes_from_json(v)
+    if kind == "string":
+        return string_from_json(v)
+    if kind == "limits":
+        return [{"key": l["key"], "value": l["value"]} for l in v]
+    if kind == "stats":
+        return [{"name": string_from_json(s["name"]), "value": s["value"]} for s in v]
+    if kind == "opt_position":
+        return {"epoch": v["epoch"], "version": v["version"]}
+    if kind == "ops":
+        return [op_from_json(o) for o in v]
+    if kind == "snapshot":
+        return snapshot_from_json(v)
+    raise AssertionError(kind)
+
+
+def message_to_json(msg):
+    """The JSON form of a decoded message."""
+    _, fields = MESSAGE_CODES[msg["type"]]
+    out = {"type": msg["type"]}
+    for field, kind in fields:
+        out[field] = _field_to_json(kind, msg[field])
+    return out
+
+
+def message_from_json(j):
+    if j.get("type") not in MESSAGE_CODES:
+        raise ValueError("unknown message type %r" % (j.get("type"),))
+    _, fields = MESSAGE_CODES[j["type"]]
+    msg = {"type": j["type"]}
+    for field, kind in fields:
+        msg[field] = _field_from_json(kind, j.get(field))
+    return msg
+
+
+def dumps(obj):
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The snapshot model: applying ops (PROTOCOL.md sections 5 and 7)
+
+class BatchError(Exception):
+    """A batch that cannot apply: ``name`` is a REJECT error name, with the op index and id."""
+
+    def __init__(self, name, op_index, identifier, message):
+        super().__init__("%s at op %s%s: %s" % (
+            name, op_index, "" if identifier is None else " (%r)" % (identifier,), message))
+        self.name = name
+        self.op_index = op_index
+        self.identifier = identifier
+        self.message = message
+
+
+class Snapshot:
+    """Ordered sections of ordered items, with identifiers unique as PROTOCOL.md requires.
+
+    Lookups go through two dicts (section id -> section, item id -> section id), so membership
+    tests are O(1); positional edits are O(n) list operations, which is fine for a debugger.
+    """
+
+    def __init__(self, sections=None):
+        self.sections = []          # [{"id", "payload", "items": [{"id", "payload"}]}]
+        self.section_index = {}     # section id -> section dict
+        self.item_section = {}      # item id -> section id
+        for s in sections or []:
+            sec = {"id": bytes(s["id"]), "payload": bytes(s.get("payload", b"")), "items": []}
+            if sec["id"] in self.section_index:
+                raise ValueError("duplicate section %r" % (sec["id"],))
+            self.sections.append(sec)
+            self.section_index[sec["id"]] = sec
+            for i in s.get("items", []):
+                iid = bytes(i["id"])
+                if iid in self.item_section:
+                    raise ValueError("duplicate item %r" % (iid,))
+                sec["items"].append({"id": iid, "payload": bytes(i.get("payload", b""))})
+                self.item_section[iid] = sec["id"]
+
+    def copy(self):
+        return Snapshot(self.to_list())
+
+    def to_list(self):
+        return [{"id": s["id"], "payload": s["payload"],
+                 "items": [dict(i) for i in s["items"]]} for s in self.sections]
+
+    def encode(self):
+        return encode_snapshot(self.sections)
+
+    def digest(self):
+        return hashlib.sha256(self.encode()).digest()
+
+    def item_count(self):
+        return len(self.item_section)
+
+    def __eq__(self, other):
+        return isinstance(other, Snapshot) and self.to_list() == other.to_list()
+
+    def check_invariants(self):
+        seen_items = {}
+        assert len(self.section_index) == len(self.sections)
+        for s in self.sections:
+            assert self.section_index.get(s["id"]) is s
+            for i in s["items"]:
+                assert i["id"] not in seen_items, "item %r twice" % (i["id"],)
+                seen_items[i["id"]] = s["id"]
+        assert seen_items == self.item_section
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _section_pos(self, sid):
+        for n, s in enumerate(self.sections):
+            if s["id"] == sid:
+                return n
+        raise KeyError(sid)
+
+    def _item_pos(self, iid):
+        sec = self.section_index[self.item_section[iid]]
+        for n, i in enumerate(sec["items"]):
+            if i["id"] == iid:
+                return sec, n
+        raise KeyError(iid)
+
+    def _add_sections(self, k, elements, pos):
+        for e in elements:
+            if e["id"] in self.section_index:
+                raise BatchError("duplicate_section", k, e["id"], "section already exists")
+            sec = {"id": e["id"], "payload": e["payload"], "items": []}
+            self.sections.insert(pos, sec)
+            self.section_index[e["id"]] = sec
+            pos += 1
+
+    def _add_items(self, k, elements, sec, pos):
+        for e in elements:
+            if e["id"] in self.item_section:
+                raise BatchError("duplicate_item", k, e["id"], "item already exists")
+            sec["items"].insert(pos, {"id": e["id"], "payload": e["payload"]})
+            self.item_section[e["id"]] = sec["id"]
+            pos += 1
+
+    def _remove_item(self, iid):
+        sec, n = self._item_pos(iid)
+        del sec["items"][n]
+        del self.item_section[iid]
+
+    # -- ops ------------------------------------------------------------------------------
+
+    def apply_op(self, op, k=0):
+        """Applies one op in place. On error the snapshot may be half-changed: use apply_batch."""
+        name = op["op"]
+        if name == "append_sections":
+            self._add_sections(k, op["elements"], len(self.sections))
+        elif name == "insert_sections":
+            anchor = op["placement"]["anchor"]
+            if anchor not in self.section_index:
+                raise BatchError("anchor_section_not_found", k, anchor, "no such anchor section")
+            pos = self._section_pos(anchor) + (1 if op["placement"]["side"] == "after" else 0)
+            self._add_sections(k, op["elements"], pos)
+        elif name == "delete_sections":
+            for sid in op["ids"]:
+                if sid not in self.section_index:
+                    raise BatchError("section_not_found", k, sid, "no such section")
+                sec = self.section_index.pop(sid)
+                for i in sec["items"]:
+                    del self.item_section[i["id"]]
+                del self.sections[self._section_pos_obj(sec)]
+        elif name == "move_section":
+            sid, anchor = op["id"], op["placement"]["anchor"]
+            if sid not in self.section_index:
+                raise BatchError("section_not_found", k, sid, "no such section")
+            if anchor not in self.section_index:
+                raise BatchError("anchor_section_not_found", k, anchor, "no such anchor section")
+            if anchor == sid:
+                raise BatchError("anchor_is_self", k, sid, "section moved relative to itself")
+            sec = self.sections.pop(self._section_pos(sid))
+            pos = self._section_pos(anchor) + (1 if op["placement"]["side"] == "after" else 0)
+            self.sections.insert(pos, sec)
+        elif name == "update_sections":
+            for e in op["elements"]:
+                if e["id"] not in self.section_index:
+                    raise BatchError("section_not_found", k, e["id"], "no such section")
+                self.section_index[e["id"]]["payload"] = e["payload"]
+        elif name == "append_items":
+            sid = op["section"]
+            if sid is None:
+                if not self.sections:
+                    raise BatchError("no_sections", k, None, "append_items without a section "
+                                     "and the room has no sections")
+                sec = self.sections[-1]
+            else:
+                if sid not in self.section_index:
+                    raise BatchError("section_not_found", k, sid, "no such section")
+                sec = self.section_index[sid]
+            self._add_items(k, op["elements"], sec, len(sec["items"]))
+        elif name == "insert_items":
+            anchor = op["placement"]["anchor"]
+            if anchor not in self.item_section:
+                raise BatchError("anchor_item_not_found", k, anchor, "no such anchor item")
+            sec, pos = self._item_pos(anchor)
+            pos += 1 if op["placement"]["side"] == "after" else 0
+            self._add_items(k, op["elements"], sec, pos)
+        elif name == "delete_items":
+            for iid in op["ids"]:
+                if iid not in self.item_section:
+                    raise BatchError("item_not_found", k, iid, "no such item")
+                self._remove_item(iid)
+        elif name == "delete_all_items":
+            self.sections = []
+            self.section_index = {}
+            self.item_section = {}
+        elif name == "move_item":
+            iid, anchor = op["id"], op["placement"]["anchor"]
+            if iid not in self.item_section:
+                raise BatchError("item_not_found", k, iid, "no such item")
+            if anchor not in self.item_section:
+                raise BatchError("anchor_item_not_found", k, anchor, "no such anchor item")
+            if anchor == iid:
+                raise BatchError("anchor_is_self", k, iid, "item moved relative to itself")
+            sec, n = self._item_pos(iid)
+            item = sec["items"].pop(n)
+            del self.item_section[iid]
+            asec, pos = self._item_pos(anchor)
+            pos += 1 if op["placement"]["side"] == "after" else 0
+            asec["items"].insert(pos, item)
+            self.item_section[iid] = asec["id"]
+        elif name == "move_item_to_section":
+            iid, sid = op["id"], op["section"]
+            if iid not in self.item_section:
+                raise BatchError("item_not_found", k, iid, "no such item")
+            if sid not in self.section_index:
+                raise BatchError("section_not_found", k, sid, "no such section")
+            sec, n = self._item_pos(iid)
+            item = sec["items"].pop(n)
+            target = self.section_index[sid]
+            target["items"].append(item)
+            self.item_section[iid] = sid
+        elif name == "update_items":
+            for e in op["elements"]:
+                if e["id"] not in self.item_section:
+                    raise BatchError("item_not_found", k, e["id"], "no such item")
+                sec, n = self._item_pos(e["id"])
+                sec["items"][n]["payload"] = e["payload"]
+        else:
+            raise ValueError("unknown op %r" % (name,))
+
+    def _section_pos_obj(self, sec):
+        for n, s in enumerate(self.sections):
+            if s is sec:
+                return n
+        raise KeyError(sec["id"])
+
+    def apply_batch(self, ops):
+        """Applies a whole batch atomically: returns the new Snapshot, or raises BatchError and
+        leaves self untouched."""
+        work = self.copy()
+        for k, op in enumerate(ops):
+            work.apply_op(op, k)
+        return work
