@@ -1,0 +1,122 @@
+"""snapcat's codec against PROTOCOL.md sections 1-5, beyond what the shared vectors cover."""
+
+import unittest
+
+from tests.support import wire
+
+
+def frame(body_hex):
+    body = bytes.fromhex(body_hex.replace(" ", ""))
+    return len(body).to_bytes(4, "big") + body
+
+
+class VarintTests(unittest.TestCase):
+    def test_round_trip_at_the_edges(self):
+        for value, hexed in [(0, "00"), (1, "01"), (127, "7f"), (128, "8001"), (300, "ac02"),
+                             (2**63, "80808080808080808001"),
+                             (2**64 - 1, "ffffffffffffffffff01")]:
+            self.assertEqual(wire.enc_varint(value).hex(), hexed)
+            r = wire.Reader(bytes.fromhex(hexed))
+            self.assertEqual(r.varint(), value)
+            self.assertEqual(r.remaining(), 0)
+
+    def test_bad_varints(self):
+        for hexed, why in [("8000", "not minimal"), ("ff00", "not minimal"),
+                           ("ffffffffffffffffff02", "past 64 bits"),
+                           ("ffffffffffffffffff7f", "past 64 bits"),
+                           ("8080808080808080808000", "11 bytes"), ("80", "truncated"), ("", "empty")]:
+            with self.subTest(hexed=hexed, why=why):
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.Reader(bytes.fromhex(hexed)).varint()
+                self.assertEqual(ctx.exception.name, "malformed_frame")
+        with self.assertRaises(ValueError):
+            wire.enc_varint(2**64)
+
+
+class FrameTests(unittest.TestCase):
+    messages = [
+        {"type": "PING", "nonce": 7},
+        {"type": "WELCOME", "version": 1, "session_id": 3, "server_name": b"snapsyncd",
+         "limits": [{"key": 1, "value": 16 << 20}, {"key": 99, "value": 5}]},
+        {"type": "SNAPSHOT", "request_id": 1, "room": b"lobby", "epoch": 2**40, "version": 3,
+         "reason": "resync", "digest": bytes(range(32)),
+         "snapshot": [{"id": b"s", "payload": b"p", "items": [{"id": b"", "payload": b"\xff"}]}]},
+        {"type": "REJECT", "request_id": 9, "code": 22, "op_index": 0, "identifier": b"",
+         "message": b"no section"},
+        {"type": "REJECT", "request_id": 9, "code": 40, "op_index": None, "identifier": None,
+         "message": b""},
+        {"type": "DIFF", "room": b"r", "epoch": 1, "version": 2, "ops": [
+            {"op": "update_items", "kind": "reconfigure", "elements": [{"id": b"a", "payload": b"x"}]},
+            {"op": "append_items", "section": None, "elements": []}]},
+    ]
+
+    def test_whole_byte_by_byte_many_and_truncated(self):
+        frames = [wire.encode_frame(m) for m in self.messages]
+        for m, f in zip(self.messages, frames):
+            self.assertEqual(wire.decode_frame(f), m)
+            # Byte by byte: nothing comes out until the last byte is in.
+            sp = wire.FrameSplitter()
+            for i in range(len(f) - 1):
+                sp.feed(f[i:i + 1])
+                self.assertEqual(list(sp.frames()), [])
+            sp.feed(f[-1:])
+            self.assertEqual(list(sp.frames()), [f])
+            self.assertEqual(len(sp.buf), 0)
+            # Truncated bodies are malformed when decoded as a whole frame.
+            for cut in range(1, len(f) - 4):
+                with self.assertRaises(wire.WireError):
+                    wire.decode_body(f[4:4 + cut])
+        sp = wire.FrameSplitter()
+        sp.feed(b"".join(frames))
+        self.assertEqual(list(sp.frames()), frames)
+
+    def test_length_limits_are_checked_before_the_body_arrives(self):
+        sp = wire.FrameSplitter(max_frame_bytes=10)
+        sp.feed((11).to_bytes(4, "big"))
+        with self.assertRaises(wire.WireError) as ctx:
+            list(sp.frames())
+        self.assertEqual(ctx.exception.name, "frame_too_large")
+        sp = wire.FrameSplitter(max_frame_bytes=10)
+        sp.feed((10).to_bytes(4, "big") + b"\x04")
+        self.assertEqual(list(sp.frames()), [])
+        with self.assertRaises(wire.WireError) as ctx:
+            wire.decode_frame(bytes(4))
+        self.assertEqual(ctx.exception.name, "malformed_frame")
+
+    def test_field_errors(self):
+        cases = [
+            ("0401ff", "malformed_frame"),                  # trailing byte after PING's nonce
+            ("ff", "unknown_message_type"),
+            ("30", "unknown_message_type"),
+            ("01534e4151 01 01 00 00".replace(" ", ""), "bad_magic"),
+            ("01534e415000 00 00".replace(" ", ""), "malformed_frame"),   # no versions
+            ("1001 016c 02".replace(" ", ""), "malformed_frame"),       # opt flag 2
+            ("2001016c0101 02".replace(" ", "") + "00" * 32 + "00", "malformed_frame"),  # reason 2
+            ("22016c0101 01 ff".replace(" ", ""), "malformed_frame"),   # unknown opcode
+            ("22016c0101 01 02 02 00 00".replace(" ", ""), "malformed_frame"),  # side 2
+            ("22016c0101 01 16 02 00".replace(" ", ""), "malformed_frame"),     # kind 2
+            ("12 01 016c 00 21".replace(" ", "") + "00" * 33 + "00", "malformed_frame"),  # write_id 33
+            ("22016c0101 05".replace(" ", ""), "malformed_frame"),      # list count past the end
+        ]
+        for hexed, name in cases:
+            with self.subTest(hexed=hexed):
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.decode_body(bytes.fromhex(hexed))
+                self.assertEqual(ctx.exception.name, name)
+
+    def test_direction_filter(self):
+        hello = wire.encode_frame({"type": "HELLO", "magic": b"SNAP", "versions": [1],
+                                   "client_name": b"x", "credentials": b""})
+        self.assertEqual(wire.decode_frame(hello)["type"], "HELLO")
+        with self.assertRaises(wire.WireError) as ctx:
+            wire.decode_frame(hello, accept=wire.SERVER_TO_CLIENT)
+        self.assertEqual(ctx.exception.name, "unknown_message_type")
+
+    def test_json_form_round_trips(self):
+        for m in self.messages:
+            j = wire.message_to_json(m)
+            self.assertEqual(wire.message_from_json(j), m)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,233 @@
+"""snapcat's command language: what each line sends, and that a mistyped line sends nothing."""
+
+import json
+import shlex
+import unittest
+
+from tests.support import snapcat, wire
+
+
+def sent(parser, line):
+    """The messages a line sends, each round-tripped through the codec."""
+    out = []
+    for action in parser.parse(line):
+        if action[0] == "send":
+            frame = wire.encode_frame(action[1])
+            decoded = wire.decode_frame(frame)
+            assert decoded == action[1], (decoded, action[1])
+            out.append(decoded)
+    return out
+
+
+def el(i, p=b""):
+    return {"id": i, "payload": p}
+
+
+class CommandTests(unittest.TestCase):
+    def setUp(self):
+        self.p = snapcat.CommandParser()
+
+    def one_op(self, line):
+        [msg] = sent(self.p, line)
+        self.assertEqual(msg["type"], "MUTATE")
+        self.assertEqual(msg["room"], b"lobby")
+        [op] = msg["ops"]
+        return op
+
+    def test_join_and_leave(self):
+        [j] = sent(self.p, "join lobby")
+        self.assertEqual(j, {"type": "JOIN", "request_id": 1, "room": b"lobby", "resume": None})
+        [j] = sent(self.p, "join lobby since 12345:7")
+        self.assertEqual(j["resume"], {"epoch": 12345, "version": 7})
+        self.assertEqual(j["request_id"], 2)
+        [l] = sent(self.p, "leave lobby")
+        self.assertEqual(l, {"type": "LEAVE", "request_id": 3, "room": b"lobby"})
+
+    def test_join_resume_uses_the_replica_position(self):
+        p = snapcat.CommandParser(lambda room: (9, 4) if room == b"lobby" else None)
+        [j] = sent(p, "join lobby resume")
+        self.assertEqual(j["resume"], {"epoch": 9, "version": 4})
+        with self.assertRaises(snapcat.UsageError):
+            p.parse("join other resume")
+
+    def test_section_ops(self):
+        self.assertEqual(self.one_op("append-sections lobby main side=0x00ff"),
+                         {"op": "append_sections", "elements": [el(b"main"), el(b"side", b"\x00\xff")]})
+        self.assertEqual(self.one_op("insert-sections lobby after main x y"),
+                         {"op": "insert_sections", "placement": {"side": "after", "anchor": b"main"},
+                          "elements": [el(b"x"), el(b"y")]})
+        self.assertEqual(self.one_op("delete-sections lobby x y"),
+                         {"op": "delete_sections", "ids": [b"x", b"y"]})
+        self.assertEqual(self.one_op("move-section lobby x before main"),
+                         {"op": "move_section", "id": b"x",
+                          "placement": {"side": "before", "anchor": b"main"}})
+        self.assertEqual(self.one_op("update-sections lobby main='new title'"),
+                         {"op": "update_sections", "elements": [el(b"main", b"new title")]})
+        self.assertEqual(self.one_op("reload-sections lobby main=t")["op"], "update_sections")
+
+    def test_item_ops(self):
+        self.assertEqual(self.one_op("append-items lobby to main a=hello b"),
+                         {"op": "append_items", "section": b"main",
+                          "elements": [el(b"a", b"hello"), el(b"b")]})
+        self.assertEqual(self.one_op("append-items lobby a"),
+                         {"op": "append_items", "section": None, "elements": [el(b"a")]})
+        self.assertEqual(self.one_op("insert-items lobby before a x=1"),
+                         {"op": "insert_items", "placement": {"side": "before", "anchor": b"a"},
+                          "elements": [el(b"x", b"1")]})
+        self.assertEqual(self.one_op("delete-items lobby a b"),
+                         {"op": "delete_items", "ids": [b"a", b"b"]})
+        self.assertEqual(self.one_op("delete-all-items lobby"), {"op": "delete_all_items"})
+        self.assertEqual(self.one_op("move-item lobby a after b"),
+                         {"op": "move_item", "id": b"a", "placement": {"side": "after", "anchor": b"b"}})
+        self.assertEqual(self.one_op("move-item lobby a to side"),
+                         {"op": "move_item_to_section", "id": b"a", "section": b"side"})
+        self.assertEqual(self.one_op("reload-items lobby a=x"),
+                         {"op": "update_items", "kind": "reload", "elements": [el(b"a", b"x")]})
+        self.assertEqual(self.one_op("reconfigure-items lobby a= b=y"),
+                         {"op": "update_items", "kind": "reconfigure",
+                          "elements": [el(b"a"), el(b"b", b"y")]})
+
+    def test_quoting_hex_and_empty_identifiers(self):
+        op = self.one_op("append-items lobby to 'two words' \"\" 0x=0xff 0x613d62='a b'")
+        self.assertEqual(op["section"], b"two words")
+        self.assertEqual(op["elements"], [el(b""), el(b"", b"\xff"), el(b"a=b", b"a b")])
+
+    def test_request_ids_count_up_across_requests(self):
+        ids = []
+        for line in ["join lobby", "append-sections lobby s", "stats", "ping", "leave lobby"]:
+            [m] = sent(self.p, line)
+            ids.append(m.get("request_id", m.get("nonce")))
+        self.assertEqual(ids, [1, 2, 3, 4, 5])
+        self.assertEqual(sent(self.p, "stats")[0], {"type": "STATS", "request_id": 6})
+
+    def test_batch_is_one_mutate(self):
+        self.assertEqual(self.p.parse("begin lobby"), [])
+        self.assertEqual(self.p.parse("append-sections lobby main"), [])
+        self.assertEqual(self.p.parse("append-items lobby a b"), [])
+        self.assertEqual(self.p.parse("delete-items lobby a"), [])
+        [m] = sent(self.p, "commit")
+        self.assertEqual(m["request_id"], 1)
+        self.assertEqual([o["op"] for o in m["ops"]], ["append_sections", "append_items", "delete_items"])
+        self.assertIsNone(self.p.batch)
+
+    def test_batch_errors(self):
+        self.p.parse("begin lobby")
+        with self.assertRaisesRegex(snapcat.UsageError, "open batch is for room lobby"):
+            self.p.parse("append-sections other main")
+        with self.assertRaisesRegex(snapcat.UsageError, "already open"):
+            self.p.parse("begin lobby")
+        self.p.parse("abort")
+        with self.assertRaisesRegex(snapcat.UsageError, "no open batch"):
+            self.p.parse("commit")
+
+    def test_expect_version_and_write_id_apply_to_the_next_write_only(self):
+        self.p.parse("expect-version 4")
+        self.p.parse("write-id w1")
+        [m] = sent(self.p, "append-sections lobby s")
+        self.assertEqual((m["expected_version"], m["write_id"]), (4, b"w1"))
+        [m] = sent(self.p, "append-sections lobby t")
+        self.assertEqual((m["expected_version"], m["write_id"]), (None, b""))
+        with self.assertRaises(snapcat.UsageError):
+            self.p.parse("write-id " + "x" * 33)
+
+    def test_replace_takes_the_json_form(self):
+        doc = [{"id": "main", "payload": "title", "items": [{"id": "a", "payload": "hi"}, {"id": "b"}]},
+               {"id": "empty", "items": []}]
+        doc_wire = wire.snapshot_to_json([
+            {"id": b"main", "payload": b"title", "items": [el(b"a", b"hi"), el(b"b")]},
+            {"id": b"empty", "payload": b"", "items": []}])
+        [m] = sent(self.p, "replace lobby " + json.dumps(doc_wire))
+        self.assertEqual(m["type"], "REPLACE")
+        self.assertEqual(m["snapshot"][0]["items"][0], el(b"a", b"hi"))
+        self.assertEqual(len(m["snapshot"]), 2)
+        # Quoted as one shell word works too.
+        [m2] = sent(self.p, "replace lobby '" + json.dumps(doc_wire) + "'")
+        self.assertEqual(m2["snapshot"], m["snapshot"])
+        del doc
+
+    def test_replace_rejects_duplicates_and_bad_json_before_sending(self):
+        dup = wire.snapshot_to_json([{"id": b"s", "payload": b"", "items": [el(b"a")]},
+                                     {"id": b"t", "payload": b"", "items": [el(b"a")]}])
+        for line in ["replace lobby " + json.dumps(dup), "replace lobby [", "replace lobby",
+                     "replace lobby {\"id\": 1}"]:
+            with self.assertRaises(snapcat.UsageError, msg=line):
+                self.p.parse(line)
+        self.assertEqual(self.p.next_id, 1)
+
+    def test_local_commands(self):
+        self.assertEqual(self.p.parse("show lobby"), [("wait",), ("show", b"lobby")])
+        self.assertEqual(self.p.parse("raw 0000 0001 ff"), [("raw", b"\x00\x00\x00\x01\xff")])
+        self.assertEqual(self.p.parse("sleep 0.5"), [("sleep", 0.5)])
+        self.assertEqual(self.p.parse("wait"), [("wait",)])
+        self.assertEqual(self.p.parse("# a comment"), [])
+        self.assertEqual(self.p.parse("   "), [])
+        self.assertEqual(self.p.parse("help"), [("help",)])
+
+    def test_mistyped_commands_raise_with_a_usage_line_and_send_nothing(self):
+        bad = [
+            "frobnicate lobby", "join", "join lobby since 5", "join lobby since x:y", "leave",
+            "leave a b", "append-sections lobby", "insert-sections lobby beside main x",
+            "insert-sections lobby before main", "delete-sections lobby", "move-section lobby a b",
+            "move-section lobby a before", "update-sections lobby main", "append-items lobby",
+            "append-items lobby to main", "insert-items lobby after a", "delete-items lobby",
+            "delete-all-items", "delete-all-items lobby extra", "move-item lobby a b",
+            "move-item lobby a sideways b", "reload-items lobby a", "reconfigure-items lobby",
+            "commit", "abort", "raw", "raw 123", "raw zz", "ping now", "stats 1", "sleep",
+            "sleep -1", "expect-version x", "show", "append-items lobby 'unterminated",
+        ]
+        for line in bad:
+            with self.subTest(line=line):
+                with self.assertRaises(snapcat.UsageError) as ctx:
+                    self.p.parse(line)
+                if not line.startswith("frobnicate") and "unterminated" not in line:
+                    self.assertIn("usage: ", str(ctx.exception))
+        self.assertEqual(self.p.next_id, 1, "a mistyped line must not use a request id")
+        self.assertIsNone(self.p.batch)
+
+
+class RenderingTests(unittest.TestCase):
+    def test_diff_line(self):
+        msg = {"type": "DIFF", "room": b"lobby", "epoch": 77, "version": 3, "ops": [
+            {"op": "append_items", "section": b"main", "elements": [el(b"a", b"hello"), el(b"b")]},
+            {"op": "move_item", "id": b"a", "placement": {"side": "after", "anchor": b"b"}},
+            {"op": "delete_all_items"}]}
+        self.assertEqual(snapcat.show_message(msg),
+                         'DIFF lobby e=77 v=3 append_items to main [a="hello", b]; '
+                         'move_item a after b; delete_all_items')
+
+    def test_reject_line_names_error_op_and_identifier(self):
+        msg = {"type": "REJECT", "request_id": 4, "code": 22, "op_index": 0,
+               "identifier": b"missing", "message": b"no section missing"}
+        self.assertEqual(snapcat.show_message(msg, b"lobby"),
+                         "REJECT #4 lobby section_not_found (22) op=0 id=missing: no section missing")
+        msg["code"] = 99
+        self.assertIn("unknown_99 (99)", snapcat.show_message(msg))
+
+    def test_error_line(self):
+        msg = {"type": "ERROR", "code": 1, "message": b"bad varint"}
+        self.assertEqual(snapcat.show_message(msg), "ERROR malformed_frame (1): bad varint")
+
+    def test_identifiers_show_as_typed(self):
+        self.assertEqual(snapcat.show_id(b"main"), "main")
+        self.assertEqual(snapcat.show_id(b"two words"), '"two words"')
+        self.assertEqual(snapcat.show_id(b""), '""')
+        self.assertEqual(snapcat.show_id(b"\xff\x00"), "0xff00")
+        self.assertEqual(snapcat.show_id(b"0xab"), "0x30786162")
+        self.assertEqual(snapcat.show_payload(b"hi"), '"hi"')
+        self.assertEqual(snapcat.show_payload(b"\xff"), "0xff")
+        # What is shown can be typed back (shell words, 0xHEX).
+        for ident in [b"main", b"two words", b"\xff\x00", b"", b"0xab"]:
+            self.assertEqual(snapcat.parse_value(shlex.split(snapcat.show_id(ident))[0]), ident)
+
+    def test_tree(self):
+        rep = snapcat.Replica(5, 2, wire.Snapshot([
+            {"id": b"main", "payload": b"", "items": [el(b"a", b"hi"), el(b"b")]},
+            {"id": b"side", "payload": b"t", "items": []}]))
+        tree = snapcat.show_tree(b"lobby", rep).splitlines()
+        self.assertTrue(tree[0].startswith("<lobby epoch=5 version=2; 2 sections, 2 items; sha256="))
+        self.assertEqual(tree[1:], ['├─ section main', '│  ├─ item a="hi"', '│  └─ item b',
+                                    '└─ section side="t"'])
+
+
+if __name__ == "__main__":
+    unittest.main()

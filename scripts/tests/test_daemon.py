@@ -1,0 +1,240 @@
+"""End to end: snapcat in a pipe against the real snapsyncd on an ephemeral loopback port.
+
+The daemon comes from $SNAPSYNCD (scripts/test sets it) or .build/debug/snapsyncd.
+"""
+
+import hashlib
+import json
+import re
+import socket
+import unittest
+
+from tests.support import Daemon, Interactive, run_snapcat, snapcat, wire
+
+
+class DaemonTestCase(unittest.TestCase):
+    def setUp(self):
+        self.daemon = Daemon()
+        self.sessions = []
+
+    def tearDown(self):
+        for s in self.sessions:
+            s.kill()
+        self.daemon.stop()
+
+    def snapcat(self, commands, *options, timeout=30):
+        return run_snapcat(self.daemon.port, commands, *options, timeout=timeout)
+
+    def interactive(self, *options):
+        s = Interactive(self.daemon.port, *options)
+        self.sessions.append(s)
+        return s
+
+    def explain(self, done):
+        return "exit %d\nstdout:\n%s\nstderr:\n%s\ndaemon:\n%s" % (
+            done.returncode, done.stdout, done.stderr, self.daemon.log())
+
+
+class SessionTests(DaemonTestCase):
+    def test_pipe_session_prints_every_reply(self):
+        done = self.snapcat("join lobby\nappend-sections lobby main\n"
+                            "append-items lobby to main a=hello b\nshow lobby\n")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        lines = done.stdout.splitlines()
+        self.assertRegex(lines[0], r"^WELCOME v=1 session=\d+ server=")
+        m = re.match(r"^SNAPSHOT #1 lobby e=(\d+) v=0 initial digest=([0-9a-f]{16}) 0 sections, 0 items$",
+                     lines[1])
+        self.assertTrue(m, self.explain(done))
+        epoch = m.group(1)
+        self.assertEqual(m.group(2), hashlib.sha256(b"\x00").hexdigest()[:16])
+        self.assertEqual(lines[2:6], [
+            "DIFF lobby e=%s v=1 append_sections [main]" % epoch,
+            "ACK #2 lobby e=%s v=1" % epoch,
+            'DIFF lobby e=%s v=2 append_items to main [a="hello", b]' % epoch,
+            "ACK #3 lobby e=%s v=2" % epoch], self.explain(done))
+        expected = wire.Snapshot([{"id": b"main", "payload": b"", "items": [
+            {"id": b"a", "payload": b"hello"}, {"id": b"b", "payload": b""}]}])
+        self.assertEqual(lines[6:], [
+            "<lobby epoch=%s version=2; 1 sections, 2 items; sha256=%s>" % (epoch, expected.digest().hex()),
+            "└─ section main", '   ├─ item a="hello"', "   └─ item b"], self.explain(done))
+
+    def test_two_sessions_see_each_others_edits(self):
+        a, b = self.interactive(), self.interactive()
+        a.send("join lobby")
+        a.expect(r"^SNAPSHOT #1 lobby .* initial")
+        b.send("join lobby")
+        b.expect(r"^SNAPSHOT #1 lobby .* v=0 initial")
+        a.send("append-sections lobby main side")
+        b.expect(r"^DIFF lobby e=\d+ v=1 append_sections \[main, side\]$")
+        a.expect(r"^ACK #2 lobby e=\d+ v=1$")
+        b.send("append-items lobby to side x='from b' y")
+        a.expect(r'^DIFF lobby e=\d+ v=2 append_items to side \[x="from b", y\]$')
+        b.expect(r"^ACK #2 lobby e=\d+ v=2$")
+        a.send("move-item lobby y before x")
+        b.expect(r"^DIFF lobby e=\d+ v=3 move_item y before x$")
+        a.send("show lobby")
+        b.send("show lobby")
+        tree_a = [a.expect(r"^<lobby ")] + [a.expect("") for _ in range(4)]
+        tree_b = [b.expect(r"^<lobby ")] + [b.expect("") for _ in range(4)]
+        self.assertEqual(tree_a, tree_b)
+        self.assertIn("version=3; 2 sections, 2 items;", tree_a[0])
+        self.assertEqual(tree_a[1:], ["├─ section main", "└─ section side", "   ├─ item y",
+                                      '   └─ item x="from b"'])
+        self.assertEqual(a.close(), 0)
+        self.assertEqual(b.close(), 0)
+
+    def test_append_to_a_missing_section_is_rejected_with_the_identifier(self):
+        done = self.snapcat("join lobby\nappend-sections lobby main\n"
+                            "append-items lobby to missing x\nshow lobby\n")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertRegex(done.stdout, re.compile(
+            r"^REJECT #3 lobby section_not_found \(22\) op=0 id=missing: .+$", re.M))
+        self.assertNotIn("DIFF lobby e=", done.stdout.split("REJECT")[1])
+        self.assertRegex(done.stdout, r"version=1; 1 sections, 0 items;")
+
+    def test_a_batch_is_atomic(self):
+        done = self.snapcat("join lobby\nbegin lobby\nappend-sections lobby main\n"
+                            "append-items lobby to main a\ndelete-items lobby ghost\ncommit\n"
+                            "show lobby\n")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertRegex(done.stdout, re.compile(
+            r"^REJECT #2 lobby item_not_found \(23\) op=2 id=ghost: ", re.M), self.explain(done))
+        self.assertNotIn("DIFF", done.stdout)
+        self.assertRegex(done.stdout, r"version=0; 0 sections, 0 items;")
+        done = self.snapcat("join lobby\nbegin lobby\nappend-sections lobby main\n"
+                            "append-items lobby a b\nmove-item lobby b before a\ncommit\n")
+        self.assertRegex(done.stdout, re.compile(
+            r"^DIFF lobby e=\d+ v=1 append_sections \[main\]; append_items \[a, b\]; "
+            r"move_item b before a$", re.M), self.explain(done))
+
+    def test_replace_then_join_gets_the_same_snapshot_and_digest(self):
+        doc = wire.snapshot_to_json([
+            {"id": b"main", "payload": b"title", "items": [{"id": b"a", "payload": b"1"}]},
+            {"id": b"\xff", "payload": b"", "items": [{"id": b"b", "payload": b"\x00"}]}])
+        done = self.snapcat("replace room2 %s\n" % json.dumps(doc))
+        self.assertRegex(done.stdout, re.compile(r"^ACK #1 room2 e=\d+ v=1$", re.M), self.explain(done))
+        done = self.snapcat("join room2\n", "--json")
+        frames = [json.loads(l) for l in done.stdout.splitlines()]
+        snap_frame = [f for f in frames if f["type"] == "SNAPSHOT"][0]
+        self.assertEqual(snap_frame["snapshot"], doc)
+        native = wire.snapshot_from_json(doc)
+        self.assertEqual(wire.message_from_json(snap_frame)["digest"],
+                         hashlib.sha256(wire.encode_snapshot(native)).digest())
+
+    def test_resume_from_the_local_replica(self):
+        s = self.interactive()
+        s.send("join lobby")
+        s.expect(r"^SNAPSHOT #1 lobby")
+        s.send("append-sections lobby main")
+        s.expect(r"^ACK #2 lobby")
+        s.send("leave lobby")
+        s.expect(r"^ACK #3 lobby")
+        other = self.snapcat("append-items lobby to main a\n")
+        self.assertRegex(other.stdout, re.compile(r"^ACK #1 lobby e=\d+ v=2$", re.M), self.explain(other))
+        s.send("join lobby resume")
+        s.expect(r"^CATCHUP #4 lobby e=\d+ v=1\.\.2$")
+        s.expect(r"^DIFF lobby e=\d+ v=2 append_items to main \[a\]$")
+        s.send("show lobby")
+        head = s.expect(r"^<lobby ")
+        self.assertIn("version=2; 1 sections, 1 items;", head)
+        self.assertNotIn("not in sync", head)
+        self.assertEqual(s.close(), 0)
+
+    def test_json_output_has_the_protocol_field_names(self):
+        done = self.snapcat("join lobby\nappend-sections lobby main=0xff\nappend-items lobby to nope x\n"
+                            "stats\nping\n", "--json")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        frames = [json.loads(l) for l in done.stdout.splitlines()]
+        types = [f["type"] for f in frames]
+        self.assertEqual(types, ["WELCOME", "SNAPSHOT", "DIFF", "ACK", "REJECT", "STATS_REPLY", "PONG"],
+                         self.explain(done))
+        welcome, snapshot, diff, ack, reject, stats, pong = frames
+        self.assertEqual(set(welcome), {"type", "version", "session_id", "server_name", "limits"})
+        self.assertEqual(welcome["version"], 1)
+        self.assertEqual(set(snapshot), {"type", "request_id", "room", "epoch", "version", "reason",
+                                         "digest", "snapshot"})
+        self.assertEqual((snapshot["request_id"], snapshot["room"], snapshot["version"]), (1, "lobby", 0))
+        self.assertEqual(set(diff), {"type", "room", "epoch", "version", "ops"})
+        self.assertEqual(wire.message_from_json(diff)["ops"], [
+            {"op": "append_sections", "elements": [{"id": b"main", "payload": b"\xff"}]}])
+        self.assertEqual(ack, {"type": "ACK", "request_id": 2, "epoch": snapshot["epoch"], "version": 1})
+        self.assertEqual(set(reject), {"type", "request_id", "code", "op_index", "identifier", "message"})
+        r = wire.message_from_json(reject)
+        self.assertEqual((r["request_id"], r["code"], r["op_index"], r["identifier"]),
+                         (3, wire.ERROR_NAMES["section_not_found"], 0, b"nope"))
+        self.assertEqual(stats["request_id"], 4)
+        self.assertIsInstance(stats["stats"], list)
+        self.assertEqual(pong, {"type": "PONG", "nonce": 5})
+
+
+class ErrorTests(DaemonTestCase):
+    def assert_error(self, commands, name, *options):
+        done = self.snapcat(commands, *options)
+        self.assertEqual(done.returncode, snapcat.EXIT_SERVER_ERROR, self.explain(done))
+        self.assertRegex(done.stdout, re.compile(
+            r"^ERROR %s \(%d\): " % (name, wire.ERROR_NAMES[name]), re.M), self.explain(done))
+        return done
+
+    def test_raw_garbage_gets_an_error(self):
+        self.assert_error("raw 00000001ff\n", "unknown_message_type")
+        self.assert_error("raw 00000003 04 8080\n", "malformed_frame")        # truncated varint
+        self.assert_error("raw 00000000\n", "malformed_frame")                # L = 0
+        self.assert_error("raw 00000003 04 0000\n", "malformed_frame")        # a byte left over
+        self.assert_error("raw 7fffffff\n", "frame_too_large")
+
+    def test_handshake_errors(self):
+        self.assert_error("raw 0000000204 01\n", "handshake_required", "--no-hello")
+        self.assert_error("raw 00000009 01 534e4151 01 01 00 00\n", "bad_magic",
+                          "--no-hello")
+        self.assert_error("raw 00000009 01 534e4150 01 09 00 00\n",
+                          "unsupported_version", "--no-hello")
+        hello = wire.encode_frame({"type": "HELLO", "magic": wire.MAGIC, "versions": [1],
+                                   "client_name": b"again", "credentials": b""}).hex()
+        self.assert_error("raw %s\n" % hello, "handshake_required")
+
+    def test_hex_dump_and_mistyped_commands_send_nothing(self):
+        done = self.snapcat("frobnicate lobby\nappend-items lobby\nping\n", "--hex")
+        self.assertEqual(done.returncode, snapcat.EXIT_USAGE, self.explain(done))
+        self.assertIn("unknown command 'frobnicate'", done.stderr)
+        self.assertIn("usage: append-items ROOM [to S] ITEM[=PAYLOAD]...", done.stderr)
+        sent = [l for l in done.stdout.splitlines() if l.startswith("> ")]
+        self.assertEqual(len(sent), 2, self.explain(done))            # HELLO and PING only
+        self.assertEqual(sent[0].split()[2], "01")                  # HELLO
+        self.assertTrue(sent[0].split()[3].startswith("534e4150"))
+        self.assertEqual(sent[1], "> 00000002 04 01")
+        self.assertIn("PONG nonce=1", done.stdout)
+        received = [l for l in done.stdout.splitlines() if l.startswith("< ")]
+        self.assertTrue(received[0].startswith("< ") and received[0].split()[2] == "02")
+
+
+class ConnectionTests(unittest.TestCase):
+    def test_connection_refused_exits_1(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()                     # nothing listens on it now
+        done = run_snapcat(port, "ping\n", "-w", "2")
+        self.assertEqual(done.returncode, snapcat.EXIT_CONNECTION)
+        self.assertIn("cannot connect to 127.0.0.1 port %d" % port, done.stderr)
+
+    def test_no_welcome_in_time_exits_1(self):
+        # A listener that accepts (the kernel does) but never answers.
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        try:
+            done = run_snapcat(s.getsockname()[1], "ping\n", "-w", "0.5")
+        finally:
+            s.close()
+        self.assertEqual(done.returncode, snapcat.EXIT_CONNECTION)
+        self.assertIn("no WELCOME", done.stderr)
+
+    def test_help(self):
+        done = run_snapcat(1, "", "--help")
+        self.assertEqual(done.returncode, 0)
+        for word in ["append-items ROOM [to S]", "move-item ROOM ITEM to S", "exit status", "--json"]:
+            self.assertIn(word, done.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
