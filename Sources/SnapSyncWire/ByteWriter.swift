@@ -1,0 +1,147 @@
+import SnapSyncModel
+
+// The field encodings of PROTOCOL.md §2, appended straight into the caller's buffer so that a
+// frame is built with no intermediate arrays. Each is O(bytes written), amortized.
+
+extension Array where Element == UInt8 {
+    /// Minimal unsigned LEB128: 1 byte below 128, at most 10.
+    mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        append(UInt8(truncatingIfNeeded: v))
+    }
+
+    @inline(__always) mutating func appendVarint(_ value: Int) {
+        appendVarint(UInt64(value))
+    }
+
+    mutating func appendBytes(_ bytes: [UInt8]) {
+        appendVarint(bytes.count)
+        append(contentsOf: bytes)
+    }
+
+    mutating func appendString(_ string: String) {
+        let utf8 = string.utf8
+        appendVarint(utf8.count)
+        append(contentsOf: utf8)
+    }
+
+    mutating func appendElement(_ element: SnapSyncModel.Element) {
+        appendBytes(element.id.bytes)
+        appendBytes(element.payload.bytes)
+    }
+
+    mutating func appendElements(_ elements: [SnapSyncModel.Element]) {
+        appendVarint(elements.count)
+        for element in elements { appendElement(element) }
+    }
+
+    mutating func appendIdentifiers(_ ids: [Identifier]) {
+        appendVarint(ids.count)
+        for id in ids { appendBytes(id.bytes) }
+    }
+
+    mutating func appendPlacement(_ placement: Placement) {
+        switch placement {
+        case .before(let anchor):
+            append(0x00)
+            appendBytes(anchor.bytes)
+        case .after(let anchor):
+            append(0x01)
+            appendBytes(anchor.bytes)
+        }
+    }
+
+    mutating func appendOptionalVarint(_ value: UInt64?) {
+        if let value {
+            append(0x01)
+            appendVarint(value)
+        } else {
+            append(0x00)
+        }
+    }
+
+    /// `op = opcode u8, fields` (§5).
+    mutating func appendOperation(_ op: Operation) {
+        switch op {
+        case .appendSections(let elements):
+            append(Opcode.appendSections.rawValue)
+            appendElements(elements)
+        case .insertSections(let elements, let placement):
+            append(Opcode.insertSections.rawValue)
+            appendPlacement(placement)
+            appendElements(elements)
+        case .deleteSections(let ids):
+            append(Opcode.deleteSections.rawValue)
+            appendIdentifiers(ids)
+        case .moveSection(let id, let placement):
+            append(Opcode.moveSection.rawValue)
+            appendBytes(id.bytes)
+            appendPlacement(placement)
+        case .updateSections(let elements):
+            append(Opcode.updateSections.rawValue)
+            appendElements(elements)
+        case .appendItems(let elements, let section):
+            append(Opcode.appendItems.rawValue)
+            if let section {
+                append(0x01)
+                appendBytes(section.bytes)
+            } else {
+                append(0x00)
+            }
+            appendElements(elements)
+        case .insertItems(let elements, let placement):
+            append(Opcode.insertItems.rawValue)
+            appendPlacement(placement)
+            appendElements(elements)
+        case .deleteItems(let ids):
+            append(Opcode.deleteItems.rawValue)
+            appendIdentifiers(ids)
+        case .deleteAllItems:
+            append(Opcode.deleteAllItems.rawValue)
+        case .moveItem(let id, let placement):
+            append(Opcode.moveItem.rawValue)
+            appendBytes(id.bytes)
+            appendPlacement(placement)
+        case .moveItemToSection(let id, let section):
+            append(Opcode.moveItemToSection.rawValue)
+            appendBytes(id.bytes)
+            appendBytes(section.bytes)
+        case .updateItems(let elements, let kind):
+            append(Opcode.updateItems.rawValue)
+            append(kind.rawValue)
+            appendElements(elements)
+        }
+    }
+
+    mutating func appendOperations(_ ops: [Operation]) {
+        appendVarint(ops.count)
+        for op in ops { appendOperation(op) }
+    }
+
+    /// `snapshot = list<section>; section = id, payload, items list<item>` (§4): the canonical
+    /// encoding, which is also what the digest hashes. O(n).
+    mutating func appendSnapshot(_ snapshot: Snapshot) {
+        // The model owns the canonical walk, so the bytes on the wire and the digest agree.
+        snapshot.encodeCanonical(into: &self)
+    }
+}
+
+/// Operation codes (§5).
+enum Opcode: UInt8 {
+    case appendSections = 0x01
+    case insertSections = 0x02
+    case deleteSections = 0x03
+    case moveSection = 0x04
+    case updateSections = 0x05
+    case appendItems = 0x10
+    case insertItems = 0x11
+    case deleteItems = 0x12
+    case deleteAllItems = 0x13
+    case moveItem = 0x14
+    case moveItemToSection = 0x15
+    case updateItems = 0x16
+}

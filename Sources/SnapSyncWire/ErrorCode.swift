@@ -1,0 +1,135 @@
+public import SnapSyncModel
+
+/// The error codes of Protocol/PROTOCOL.md §6, one case per row.
+///
+/// Codes 1–11 travel in ERROR (the connection ends), 20–45 in REJECT (one request failed).
+/// Codes 20–32 map one-to-one onto the model's `Violation`.
+public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
+    case malformedFrame = 1
+    case frameTooLarge = 2
+    case unknownMessageType = 3
+    case handshakeRequired = 4
+    case unsupportedVersion = 5
+    case badMagic = 6
+    case tooManyConnections = 7
+    case slowConsumer = 8
+    case timeout = 9
+    case shuttingDown = 10
+    case unauthorized = 11
+
+    case duplicateSection = 20
+    case duplicateItem = 21
+    case sectionNotFound = 22
+    case itemNotFound = 23
+    case anchorSectionNotFound = 24
+    case anchorItemNotFound = 25
+    case noSections = 26
+    case anchorIsSelf = 27
+    case identifierTooLong = 28
+    case payloadTooLarge = 29
+    case tooManyItems = 30
+    case tooManySections = 31
+    case snapshotTooLarge = 32
+
+    case versionMismatch = 40
+    case tooManyRooms = 41
+    case tooManyRoomsForConnection = 42
+    case notJoined = 43
+    case invalidRoomName = 44
+    case storageFailure = 45
+
+    /// Which message carries a code.
+    public enum Kind: Hashable, Sendable {
+        /// Sent in ERROR; the server closes the connection after it.
+        case error
+        /// Sent in REJECT; the request failed and nothing was applied.
+        case reject
+    }
+
+    public var kind: Kind { rawValue < 20 ? .error : .reject }
+
+    /// The snake_case name of the table (and of the JSON form and the vectors' `error` field).
+    public var name: String {
+        switch self {
+        case .malformedFrame: "malformed_frame"
+        case .frameTooLarge: "frame_too_large"
+        case .unknownMessageType: "unknown_message_type"
+        case .handshakeRequired: "handshake_required"
+        case .unsupportedVersion: "unsupported_version"
+        case .badMagic: "bad_magic"
+        case .tooManyConnections: "too_many_connections"
+        case .slowConsumer: "slow_consumer"
+        case .timeout: "timeout"
+        case .shuttingDown: "shutting_down"
+        case .unauthorized: "unauthorized"
+        case .duplicateSection: "duplicate_section"
+        case .duplicateItem: "duplicate_item"
+        case .sectionNotFound: "section_not_found"
+        case .itemNotFound: "item_not_found"
+        case .anchorSectionNotFound: "anchor_section_not_found"
+        case .anchorItemNotFound: "anchor_item_not_found"
+        case .noSections: "no_sections"
+        case .anchorIsSelf: "anchor_is_self"
+        case .identifierTooLong: "identifier_too_long"
+        case .payloadTooLarge: "payload_too_large"
+        case .tooManyItems: "too_many_items"
+        case .tooManySections: "too_many_sections"
+        case .snapshotTooLarge: "snapshot_too_large"
+        case .versionMismatch: "version_mismatch"
+        case .tooManyRooms: "too_many_rooms"
+        case .tooManyRoomsForConnection: "too_many_rooms_for_connection"
+        case .notJoined: "not_joined"
+        case .invalidRoomName: "invalid_room_name"
+        case .storageFailure: "storage_failure"
+        }
+    }
+
+    /// The code with this snake_case name, if any.
+    public init?(name: String) {
+        guard let code = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = code
+    }
+}
+
+extension ErrorCode {
+    /// The wire code of a model violation (codes 20–32).
+    public init(_ violation: Violation) {
+        switch violation {
+        case .duplicateSection: self = .duplicateSection
+        case .duplicateItem: self = .duplicateItem
+        case .sectionNotFound: self = .sectionNotFound
+        case .itemNotFound: self = .itemNotFound
+        case .anchorSectionNotFound: self = .anchorSectionNotFound
+        case .anchorItemNotFound: self = .anchorItemNotFound
+        case .noSections: self = .noSections
+        case .anchorIsSelf: self = .anchorIsSelf
+        case .identifierTooLong: self = .identifierTooLong
+        case .payloadTooLarge: self = .payloadTooLarge
+        case .tooManyItems: self = .tooManyItems
+        case .tooManySections: self = .tooManySections
+        case .snapshotTooLarge: self = .snapshotTooLarge
+        }
+    }
+
+    /// The model violation a REJECT describes, for codes 20–32; `nil` for other codes, and when
+    /// a rule about one identifier arrives without one. Limits and sizes are not on the wire:
+    /// they are taken from `limits` (the server's, from WELCOME) and the size is reported as 0.
+    public func violation(identifier: Identifier?, limits: Limits) -> Violation? {
+        switch self {
+        case .duplicateSection: identifier.map { .duplicateSection($0) }
+        case .duplicateItem: identifier.map { .duplicateItem($0) }
+        case .sectionNotFound: identifier.map { .sectionNotFound($0) }
+        case .itemNotFound: identifier.map { .itemNotFound($0) }
+        case .anchorSectionNotFound: identifier.map { .anchorSectionNotFound($0) }
+        case .anchorItemNotFound: identifier.map { .anchorItemNotFound($0) }
+        case .noSections: .noSections
+        case .anchorIsSelf: identifier.map { .anchorIsSelf($0) }
+        case .identifierTooLong: identifier.map { .identifierTooLong($0, limit: limits.maxIdentifierBytes) }
+        case .payloadTooLarge: identifier.map { .payloadTooLarge($0, size: 0, limit: limits.maxPayloadBytes) }
+        case .tooManyItems: .tooManyItems(limit: limits.maxItems)
+        case .tooManySections: .tooManySections(limit: limits.maxSections)
+        case .snapshotTooLarge: .snapshotTooLarge(limit: limits.maxSnapshotBytes)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,129 @@
+/// Cuts a byte stream into frames and decodes each into a `Message` (PROTOCOL.md §1).
+///
+/// Incremental: `append` whatever arrived from the socket, then call `nextMessage()` until it
+/// returns `nil`. The contract, after swift-nio's decoders:
+/// - `nil` means "need more bytes": nothing was consumed.
+/// - The 4-byte length is checked against `limits.maxFrameBytes` (and against 0) as soon as it
+///   is buffered, before any of the body is waited for or allocated.
+/// - A frame-level error (`frameTooLarge`, zero length) consumes nothing and repeats on every
+///   later call: the stream cannot be resynchronised, and the caller closes the connection.
+/// - An error inside a whole frame consumes that frame. Structural errors still end the
+///   connection (ERROR, then close), but a content error with `requestId` set (see `WireError`)
+///   may be answered with REJECT and the stream read on.
+///
+/// Complexity: O(bytes) per frame; buffered bytes are compacted lazily, so `append` plus
+/// `nextMessage` cost amortized O(1) per byte.
+public struct FrameDecoder: Sendable {
+    /// Limits applied to every frame decoded from now on. A client starts with the defaults and
+    /// adopts the server's after WELCOME (`WireLimits(welcome:)`).
+    public var limits: WireLimits
+    /// Which peer's messages this decoder accepts: a server decodes `.client` messages, a client
+    /// `.server` ones; any other type byte is `unknown_message_type`. `.either` accepts all
+    /// (tools, tests).
+    public var accepting: Sender
+
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+
+    public init(limits: WireLimits = .default, accepting: Sender = .either) {
+        self.limits = limits
+        self.accepting = accepting
+    }
+
+    /// Bytes received but not yet consumed as frames.
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// Buffers bytes read from the stream. O(bytes.count) amortized.
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Buffers bytes read from the stream, e.g. straight from a socket read buffer.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next whole message, or `nil` (consuming nothing) when no whole frame is buffered yet.
+    public mutating func nextMessage() throws(WireError) -> Message? {
+        let available = buffer.count - readIndex
+        guard available >= 4 else { return nil }
+        let length = buffer.withUnsafeBufferPointer { Self.readLength($0, at: readIndex) }
+        try Self.check(length: length, limits: limits)
+        guard available - 4 >= length else { return nil }
+        let bodyStart = readIndex + 4
+        // Consume first: an error inside a whole frame consumes it (see the type's contract).
+        readIndex = bodyStart + length
+        defer { compact() }
+        let limits = limits, accepting = accepting
+        return try buffer.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
+            try Self.decodeBody(UnsafeBufferPointer(rebasing: all[bodyStart..<bodyStart + length]),
+                                limits: limits, accepting: accepting)
+        }
+    }
+
+    /// Decodes exactly one whole frame (length prefix included). Anything but one complete frame
+    /// is `malformed_frame`: fewer bytes than the length says ("truncated frame"), or more
+    /// ("trailing bytes").
+    public static func decode(frame: [UInt8], limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
+        try frame.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
+            guard all.count >= 4 else {
+                throw WireError.malformed("truncated frame: \(all.count) bytes, the length prefix alone is 4")
+            }
+            let length = readLength(all, at: 0)
+            try check(length: length, limits: limits)
+            guard all.count - 4 >= length else {
+                throw WireError.malformed("truncated frame: body length \(length), but only \(all.count - 4) bytes follow")
+            }
+            guard all.count - 4 == length else {
+                throw WireError.malformed("\(all.count - 4 - length) trailing bytes after a frame of body length \(length)")
+            }
+            return try decodeBody(UnsafeBufferPointer(rebasing: all[4...]), limits: limits, accepting: accepting)
+        }
+    }
+
+    /// Decodes one body (type byte + fields), without the length prefix.
+    public static func decode(body: [UInt8], limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
+        try body.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
+            try decodeBody(all, limits: limits, accepting: accepting)
+        }
+    }
+
+    // MARK: Internals
+
+    private static func readLength(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int {
+        Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+    }
+
+    private static func check(length: Int, limits: WireLimits) throws(WireError) {
+        guard length >= 1 else {
+            throw WireError.malformed("frame body length 0 (at least the type byte is required)")
+        }
+        guard length <= limits.maxFrameBytes else {
+            throw WireError(.frameTooLarge, "frame body length \(length) exceeds max_frame_bytes \(limits.maxFrameBytes)")
+        }
+    }
+
+    static func decodeBody(_ body: UnsafeBufferPointer<UInt8>, limits: WireLimits, accepting: Sender) throws(WireError) -> Message {
+        let typeByte = body[0]
+        guard let type = MessageType(rawValue: typeByte) else {
+            throw WireError(.unknownMessageType, "unknown message type 0x\(hex(typeByte))")
+        }
+        guard accepting == .either || type.sentBy == .either || type.sentBy == accepting else {
+            throw WireError(.unknownMessageType, "\(type.name) (0x\(hex(typeByte))) is sent by the \(type.sentBy == .client ? "client" : "server") only")
+        }
+        var reader = ByteReader(UnsafeBufferPointer(rebasing: body[1...]), message: type)
+        return try reader.readBody(limits: limits)
+    }
+
+    /// Drops consumed bytes once they are at least half the buffer (and not tiny), so each byte
+    /// is moved at most once on average; an empty remainder resets for free.
+    private mutating func compact() {
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            readIndex = 0
+        } else if readIndex >= 4096 && readIndex * 2 >= buffer.count {
+            buffer.removeSubrange(0..<readIndex)
+            readIndex = 0
+        }
+    }
+}

@@ -1,0 +1,173 @@
+public import SnapSyncModel
+
+/// Writes frames (length prefix + body, PROTOCOL.md §1) into a caller-owned buffer.
+///
+/// The buffer is appended to, never cleared, so one buffer can collect many frames and be reused
+/// across writes (`removeAll(keepingCapacity: true)`): encoding then allocates nothing once the
+/// buffer has grown. Complexity: O(size of the frame).
+///
+/// The encoder does not check limits: the sender knows its peer's `max_frame_bytes` and compares
+/// the returned frame size before sending.
+public struct FrameEncoder: Sendable {
+    /// The bytes of "SNAP", HELLO's magic.
+    public static let magic: [UInt8] = [0x53, 0x4E, 0x41, 0x50]
+
+    public init() {}
+
+    /// Appends one frame holding `message`.
+    /// - Returns: the frame's size in bytes, length prefix included (4 + L).
+    @discardableResult
+    public func encode(_ message: Message, into buffer: inout [UInt8]) -> Int {
+        let start = beginFrame(&buffer)
+        Self.appendBody(message, into: &buffer)
+        return endFrame(&buffer, start: start)
+    }
+
+    /// One frame holding `message`, in a new array.
+    public func encode(_ message: Message) -> [UInt8] {
+        var buffer: [UInt8] = []
+        encode(message, into: &buffer)
+        return buffer
+    }
+
+    /// Appends a DIFF frame without building a `Message`: the daemon encodes each applied batch
+    /// once and shares the bytes with every member of the room.
+    /// - Returns: the frame's size in bytes, length prefix included.
+    @discardableResult
+    public func encodeDiff(room: String, epoch: UInt64, version: UInt64, ops: [Operation],
+                           into buffer: inout [UInt8]) -> Int {
+        let start = beginFrame(&buffer)
+        buffer.append(MessageType.diff.rawValue)
+        buffer.appendString(room)
+        buffer.appendVarint(epoch)
+        buffer.appendVarint(version)
+        buffer.appendOperations(ops)
+        return endFrame(&buffer, start: start)
+    }
+
+    /// Appends a snapshot's canonical encoding (§4): the bytes its digest is computed over.
+    public static func encodeSnapshot(_ snapshot: Snapshot, into buffer: inout [UInt8]) {
+        buffer.appendSnapshot(snapshot)
+    }
+
+    /// Appends an operation list as it appears in MUTATE and DIFF (`list<op>`), e.g. for a
+    /// history log that stores batches in wire form.
+    public static func encodeOperations(_ ops: [Operation], into buffer: inout [UInt8]) {
+        buffer.appendOperations(ops)
+    }
+
+    /// Appends a message's body: the type byte and its fields, without the length prefix.
+    public static func appendBody(_ message: Message, into b: inout [UInt8]) {
+        b.append(message.type.rawValue)
+        switch message {
+        case .hello(let versions, let clientName, let credentials):
+            b.append(contentsOf: magic)
+            b.appendVarint(versions.count)
+            for v in versions { b.appendVarint(v) }
+            b.appendString(clientName)
+            b.appendBytes(credentials)
+        case .welcome(let version, let sessionId, let serverName, let limits):
+            b.appendVarint(version)
+            b.appendVarint(sessionId)
+            b.appendString(serverName)
+            b.appendVarint(limits.count)
+            for entry in limits {
+                b.appendVarint(entry.key)
+                b.appendVarint(entry.value)
+            }
+        case .error(let code, let message):
+            b.appendVarint(code)
+            b.appendString(message)
+        case .ping(let nonce), .pong(let nonce):
+            b.appendVarint(nonce)
+        case .join(let requestId, let room, let resume):
+            b.appendVarint(requestId)
+            b.appendString(room)
+            if let resume {
+                b.append(0x01)
+                b.appendVarint(resume.epoch)
+                b.appendVarint(resume.version)
+            } else {
+                b.append(0x00)
+            }
+        case .leave(let requestId, let room):
+            b.appendVarint(requestId)
+            b.appendString(room)
+        case .mutate(let requestId, let room, let expectedVersion, let writeId, let ops):
+            b.appendVarint(requestId)
+            b.appendString(room)
+            b.appendOptionalVarint(expectedVersion)
+            b.appendBytes(writeId)
+            b.appendOperations(ops)
+        case .replace(let requestId, let room, let expectedVersion, let writeId, let snapshot):
+            b.appendVarint(requestId)
+            b.appendString(room)
+            b.appendOptionalVarint(expectedVersion)
+            b.appendBytes(writeId)
+            b.appendSnapshot(snapshot)
+        case .stats(let requestId):
+            b.appendVarint(requestId)
+        case .snapshot(let requestId, let room, let epoch, let version, let reason, let digest, let snapshot):
+            b.appendVarint(requestId)
+            b.appendString(room)
+            b.appendVarint(epoch)
+            b.appendVarint(version)
+            b.append(reason.rawValue)
+            b.append(contentsOf: digest.bytes)
+            b.appendSnapshot(snapshot)
+        case .catchup(let requestId, let room, let epoch, let fromVersion, let toVersion):
+            b.appendVarint(requestId)
+            b.appendString(room)
+            b.appendVarint(epoch)
+            b.appendVarint(fromVersion)
+            b.appendVarint(toVersion)
+        case .diff(let room, let epoch, let version, let ops):
+            b.appendString(room)
+            b.appendVarint(epoch)
+            b.appendVarint(version)
+            b.appendOperations(ops)
+        case .ack(let requestId, let epoch, let version):
+            b.appendVarint(requestId)
+            b.appendVarint(epoch)
+            b.appendVarint(version)
+        case .reject(let requestId, let code, let opIndex, let identifier, let message):
+            b.appendVarint(requestId)
+            b.appendVarint(code)
+            b.appendOptionalVarint(opIndex)
+            if let identifier {
+                b.append(0x01)
+                b.appendBytes(identifier.bytes)
+            } else {
+                b.append(0x00)
+            }
+            b.appendString(message)
+        case .statsReply(let requestId, let stats):
+            b.appendVarint(requestId)
+            b.appendVarint(stats.count)
+            for stat in stats {
+                b.appendString(stat.name)
+                b.appendVarint(stat.value)
+            }
+        }
+    }
+
+    // The length is only known after the body is written, so reserve 4 bytes and patch them.
+    private func beginFrame(_ buffer: inout [UInt8]) -> Int {
+        let start = buffer.count
+        buffer.append(0)
+        buffer.append(0)
+        buffer.append(0)
+        buffer.append(0)
+        return start
+    }
+
+    private func endFrame(_ buffer: inout [UInt8], start: Int) -> Int {
+        let length = buffer.count - start - 4
+        precondition(length <= Int(UInt32.max), "frame body of \(length) bytes cannot be framed")
+        buffer[start] = UInt8(truncatingIfNeeded: length >> 24)
+        buffer[start + 1] = UInt8(truncatingIfNeeded: length >> 16)
+        buffer[start + 2] = UInt8(truncatingIfNeeded: length >> 8)
+        buffer[start + 3] = UInt8(truncatingIfNeeded: length)
+        return length + 4
+    }
+}

@@ -1,0 +1,208 @@
+public import SnapSyncModel
+
+/// One SnapSync message: the body of one frame (Protocol/PROTOCOL.md, §3).
+///
+/// Associated values carry the layout's fields under their camelCase names, in layout order.
+/// The HELLO magic is not a field here: the encoder always writes "SNAP" and the decoder
+/// rejects anything else (`bad_magic`).
+///
+/// `code` in `.error` and `.reject` is the raw wire number, not `ErrorCode`, because a receiver
+/// MUST accept codes it does not know (§6) and must not lose them; `errorCode` gives the typed
+/// view. Build messages with known codes through `Message.error(_:_:)` and
+/// `Message.reject(requestId:error:message:)`.
+///
+/// Equality and hashing are byte-exact: two messages are equal when their encodings are equal
+/// (see `Message+Hashable.swift`).
+public enum Message: Sendable {
+    /// Client → server, first frame of a connection: the protocol versions the client speaks.
+    case hello(versions: [UInt64], clientName: String, credentials: [UInt8])
+    /// Server → client, answer to HELLO: the chosen version and the server's limits.
+    case welcome(version: UInt64, sessionId: UInt64, serverName: String, limits: [LimitEntry])
+    /// Server → client: a connection-level failure. The server closes after sending it.
+    case error(code: UInt64, message: String)
+    case ping(nonce: UInt64)
+    /// Echoes the PING's nonce.
+    case pong(nonce: UInt64)
+    /// Subscribe to a room, optionally resuming from a position the client already holds.
+    case join(requestId: UInt64, room: String, resume: Position?)
+    case leave(requestId: UInt64, room: String)
+    /// Apply `ops` atomically. `expectedVersion` makes it a compare-and-set; a non-empty
+    /// `writeId` (0–32 bytes) makes it idempotent.
+    case mutate(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [Operation])
+    /// Replace the room's whole content.
+    case replace(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
+    case stats(requestId: UInt64)
+    /// The room's whole state at (`epoch`, `version`), answering a JOIN.
+    case snapshot(requestId: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
+                  digest: SnapshotDigest, snapshot: Snapshot)
+    /// Answer to a JOIN whose resume position is in history: exactly `toVersion - fromVersion`
+    /// DIFF frames follow, for versions `fromVersion + 1 ... toVersion`.
+    case catchup(requestId: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
+    /// One applied batch: the room moved from `version - 1` to `version` within `epoch`.
+    case diff(room: String, epoch: UInt64, version: UInt64, ops: [Operation])
+    case ack(requestId: UInt64, epoch: UInt64, version: UInt64)
+    /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32).
+    case reject(requestId: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
+    case statsReply(requestId: UInt64, stats: [Stat])
+}
+
+extension Message {
+    /// A resume position: the last (epoch, version) a client holds for a room.
+    public struct Position: Hashable, Sendable {
+        public var epoch: UInt64
+        public var version: UInt64
+        public init(epoch: UInt64, version: UInt64) {
+            self.epoch = epoch
+            self.version = version
+        }
+    }
+
+    /// One WELCOME limit. `key` stays a raw number because unknown keys MUST be ignored, not
+    /// refused; `LimitKey` names the known ones.
+    public struct LimitEntry: Hashable, Sendable {
+        public var key: UInt64
+        public var value: UInt64
+        public init(key: UInt64, value: UInt64) {
+            self.key = key
+            self.value = value
+        }
+        public init(_ key: LimitKey, _ value: UInt64) {
+            self.init(key: key.rawValue, value: value)
+        }
+    }
+
+    /// One STATS_REPLY counter. Names are open-ended; receivers ignore names they do not know.
+    public struct Stat: Hashable, Sendable {
+        public var name: String
+        public var value: UInt64
+        public init(name: String, value: UInt64) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Builds an ERROR with a known code.
+    public static func error(_ code: ErrorCode, _ message: String) -> Message {
+        .error(code: code.rawValue, message: message)
+    }
+
+    /// Builds the REJECT for a batch the model refused: code, op_index and identifier come from
+    /// the `BatchError`; the message defaults to its description.
+    public static func reject(requestId: UInt64, error: BatchError, message: String? = nil) -> Message {
+        .reject(requestId: requestId, code: ErrorCode(error.violation).rawValue,
+                opIndex: UInt64(error.operationIndex), identifier: error.violation.identifier,
+                message: message ?? error.violation.description)
+    }
+
+    /// Builds a REJECT with a known code that is not about one operation (40–45).
+    public static func reject(requestId: UInt64, _ code: ErrorCode, _ message: String) -> Message {
+        .reject(requestId: requestId, code: code.rawValue, opIndex: nil, identifier: nil, message: message)
+    }
+
+    /// The message's type code.
+    public var type: MessageType {
+        switch self {
+        case .hello: .hello
+        case .welcome: .welcome
+        case .error: .error
+        case .ping: .ping
+        case .pong: .pong
+        case .join: .join
+        case .leave: .leave
+        case .mutate: .mutate
+        case .replace: .replace
+        case .stats: .stats
+        case .snapshot: .snapshot
+        case .catchup: .catchup
+        case .diff: .diff
+        case .ack: .ack
+        case .reject: .reject
+        case .statsReply: .statsReply
+        }
+    }
+
+    /// The typed code of an ERROR or REJECT, when this peer knows it; `nil` for other messages
+    /// and for unknown codes (which a receiver treats as a generic failure of the same kind).
+    public var errorCode: ErrorCode? {
+        switch self {
+        case .error(let code, _), .reject(_, let code, _, _, _): ErrorCode(rawValue: code)
+        default: nil
+        }
+    }
+
+    /// The request id a server message answers, or a client request carries; `nil` for HELLO,
+    /// WELCOME, ERROR, PING, PONG and DIFF.
+    public var requestId: UInt64? {
+        switch self {
+        case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
+             .stats(let id), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
+             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
+            id
+        case .hello, .welcome, .error, .ping, .pong, .diff:
+            nil
+        }
+    }
+}
+
+/// Why a SNAPSHOT was sent (§3).
+public enum SnapshotReason: UInt8, Hashable, Sendable, CaseIterable {
+    /// The JOIN had no resume position.
+    case initial = 0
+    /// The JOIN's resume position could not be served from history: discard the replica.
+    case resync = 1
+}
+
+/// Which side may send a message (§3, "sent by").
+public enum Sender: Hashable, Sendable {
+    case client, server, either
+}
+
+/// The type byte of a frame (§3).
+public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
+    case hello = 0x01
+    case welcome = 0x02
+    case error = 0x03
+    case ping = 0x04
+    case pong = 0x05
+    case join = 0x10
+    case leave = 0x11
+    case mutate = 0x12
+    case replace = 0x13
+    case stats = 0x14
+    case snapshot = 0x20
+    case catchup = 0x21
+    case diff = 0x22
+    case ack = 0x23
+    case reject = 0x24
+    case statsReply = 0x25
+
+    public var sentBy: Sender {
+        switch self {
+        case .hello, .join, .leave, .mutate, .replace, .stats: .client
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply: .server
+        case .ping, .pong: .either
+        }
+    }
+
+    /// The name used in PROTOCOL.md and in the JSON form: `"HELLO"`, `"STATS_REPLY"`.
+    public var name: String {
+        switch self {
+        case .hello: "HELLO"
+        case .welcome: "WELCOME"
+        case .error: "ERROR"
+        case .ping: "PING"
+        case .pong: "PONG"
+        case .join: "JOIN"
+        case .leave: "LEAVE"
+        case .mutate: "MUTATE"
+        case .replace: "REPLACE"
+        case .stats: "STATS"
+        case .snapshot: "SNAPSHOT"
+        case .catchup: "CATCHUP"
+        case .diff: "DIFF"
+        case .ack: "ACK"
+        case .reject: "REJECT"
+        case .statsReply: "STATS_REPLY"
+        }
+    }
+}

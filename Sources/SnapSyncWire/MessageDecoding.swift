@@ -1,0 +1,267 @@
+import SnapSyncModel
+
+// Body layouts of PROTOCOL.md §3–§5, read with `ByteReader`. Every list count is checked
+// against the bytes left before anything is reserved, and the body must be used up exactly.
+// Complexity: O(L) for a body of L bytes, plus O(n) hashing to build a snapshot's indexes.
+
+extension ByteReader {
+    /// Reads a whole body (after the type byte) as `message`'s layout.
+    /// `limits` bounds server-sent content (DIFF ops, SNAPSHOT) and the snapshots of REPLACE;
+    /// client-sent MUTATE ops are left to `Snapshot.apply`, whose `BatchError` carries the
+    /// op_index a REJECT needs.
+    mutating func readBody(limits: WireLimits) throws(WireError) -> Message {
+        let result: Message
+        switch message {
+        case .hello:
+            guard remaining >= 4 else { throw truncated("magic") }
+            guard bytes[offset] == 0x53, bytes[offset + 1] == 0x4E, bytes[offset + 2] == 0x41, bytes[offset + 3] == 0x50 else {
+                throw WireError(.badMagic, "HELLO.magic is 0x\((0..<4).map { hex(bytes[offset + $0]) }.joined()), not \"SNAP\" (0x534e4150)")
+            }
+            offset += 4
+            let count = try count("versions", minimumSize: 1)
+            guard count > 0 else { throw fail("versions", "empty list (at least one version is required)") }
+            var versions: [UInt64] = []
+            versions.reserveCapacity(count)
+            for _ in 0..<count { versions.append(try varint("versions")) }
+            result = .hello(versions: versions, clientName: try string("client_name"), credentials: try bytesField("credentials"))
+        case .welcome:
+            let version = try varint("version")
+            let sessionId = try varint("session_id")
+            let serverName = try string("server_name")
+            let count = try count("limits", minimumSize: 2)
+            var limits: [Message.LimitEntry] = []
+            limits.reserveCapacity(count)
+            for _ in 0..<count {
+                let key = try varint("limits.key")
+                limits.append(Message.LimitEntry(key: key, value: try varint("limits.value")))
+            }
+            result = .welcome(version: version, sessionId: sessionId, serverName: serverName, limits: limits)
+        case .error:
+            let code = try varint("code")
+            result = .error(code: code, message: try string("message"))
+        case .ping:
+            result = .ping(nonce: try varint("nonce"))
+        case .pong:
+            result = .pong(nonce: try varint("nonce"))
+        case .join:
+            let requestId = try varint("request_id")
+            let room = try string("room")
+            var resume: Message.Position?
+            if try flag("resume") {
+                let epoch = try varint("resume.epoch")
+                resume = Message.Position(epoch: epoch, version: try varint("resume.version"))
+            }
+            result = .join(requestId: requestId, room: room, resume: resume)
+        case .leave:
+            let requestId = try varint("request_id")
+            result = .leave(requestId: requestId, room: try string("room"))
+        case .mutate:
+            let requestId = try varint("request_id")
+            let room = try string("room")
+            let expected = try optionalVarint("expected_version")
+            let writeId = try writeId()
+            result = .mutate(requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
+                             ops: try operations(limits: nil))
+        case .replace:
+            let requestId = try varint("request_id")
+            let room = try string("room")
+            let expected = try optionalVarint("expected_version")
+            let writeId = try writeId()
+            result = .replace(requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
+                              snapshot: try snapshot(requestId: requestId, limits: limits))
+        case .stats:
+            result = .stats(requestId: try varint("request_id"))
+        case .snapshot:
+            let requestId = try varint("request_id")
+            let room = try string("room")
+            let epoch = try varint("epoch")
+            let version = try varint("version")
+            let reasonByte = try u8("reason")
+            guard let reason = SnapshotReason(rawValue: reasonByte) else {
+                throw fail("reason", "unknown reason \(reasonByte) (must be 0 initial or 1 resync)")
+            }
+            let digest = SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "digest"))
+            result = .snapshot(requestId: requestId, room: room, epoch: epoch, version: version, reason: reason,
+                               digest: digest, snapshot: try snapshot(requestId: requestId, limits: limits))
+        case .catchup:
+            let requestId = try varint("request_id")
+            let room = try string("room")
+            let epoch = try varint("epoch")
+            let from = try varint("from_version")
+            result = .catchup(requestId: requestId, room: room, epoch: epoch, fromVersion: from, toVersion: try varint("to_version"))
+        case .diff:
+            let room = try string("room")
+            let epoch = try varint("epoch")
+            let version = try varint("version")
+            result = .diff(room: room, epoch: epoch, version: version, ops: try operations(limits: limits.model))
+        case .ack:
+            let requestId = try varint("request_id")
+            let epoch = try varint("epoch")
+            result = .ack(requestId: requestId, epoch: epoch, version: try varint("version"))
+        case .reject:
+            let requestId = try varint("request_id")
+            let code = try varint("code")
+            let opIndex = try optionalVarint("op_index")
+            var identifier: Identifier?
+            if try flag("identifier") { identifier = Identifier(try bytesField("identifier")) }
+            result = .reject(requestId: requestId, code: code, opIndex: opIndex, identifier: identifier, message: try string("message"))
+        case .statsReply:
+            let requestId = try varint("request_id")
+            let count = try count("stats", minimumSize: 2)
+            var stats: [Message.Stat] = []
+            stats.reserveCapacity(count)
+            for _ in 0..<count {
+                let name = try string("stats.name")
+                stats.append(Message.Stat(name: name, value: try varint("stats.value")))
+            }
+            result = .statsReply(requestId: requestId, stats: stats)
+        }
+        guard isAtEnd else {
+            throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")
+        }
+        return result
+    }
+
+    mutating func optionalVarint(_ field: StaticString) throws(WireError) -> UInt64? {
+        guard try flag(field) else { return nil }
+        return try varint(field)
+    }
+
+    mutating func writeId() throws(WireError) -> [UInt8] {
+        let n = try length("write_id")
+        guard n <= 32 else { throw fail("write_id", "write_id of \(n) bytes (at most 32)") }
+        return try raw(n, "write_id")
+    }
+
+    // MARK: Content
+
+    /// An identifier; with `limits`, one longer than `maxIdentifierBytes` is refused before it
+    /// is copied.
+    mutating func identifier(_ field: StaticString, limits: Limits?) throws(WireError) -> Identifier {
+        let n = try length(field)
+        if let limits, n > limits.maxIdentifierBytes {
+            // Copy only for the error's sake, bounded by the frame (already in memory).
+            let id = Identifier(try raw(n, field))
+            throw WireError(.identifierTooLong, "\(message.name).\(field) \(id) is \(n) bytes, over the limit of \(limits.maxIdentifierBytes)", identifier: id)
+        }
+        return Identifier(try raw(n, field))
+    }
+
+    mutating func element(_ field: StaticString, limits: Limits?) throws(WireError) -> SnapSyncModel.Element {
+        let id = try identifier(field, limits: limits)
+        let n = try length(field)
+        if let limits, n > limits.maxPayloadBytes {
+            throw WireError(.payloadTooLarge, "\(message.name).\(field) payload of \(id) is \(n) bytes, over the limit of \(limits.maxPayloadBytes)", identifier: id)
+        }
+        return SnapSyncModel.Element(id, payload: Payload(try raw(n, field)))
+    }
+
+    mutating func elements(_ field: StaticString, limits: Limits?) throws(WireError) -> [SnapSyncModel.Element] {
+        let count = try count(field, minimumSize: 2)
+        var result: [SnapSyncModel.Element] = []
+        result.reserveCapacity(count)
+        for _ in 0..<count { result.append(try element(field, limits: limits)) }
+        return result
+    }
+
+    mutating func identifiers(_ field: StaticString, limits: Limits?) throws(WireError) -> [Identifier] {
+        let count = try count(field, minimumSize: 1)
+        var result: [Identifier] = []
+        result.reserveCapacity(count)
+        for _ in 0..<count { result.append(try identifier(field, limits: limits)) }
+        return result
+    }
+
+    mutating func placement(limits: Limits?) throws(WireError) -> Placement {
+        let side = try u8("placement.side")
+        switch side {
+        case 0x00: return .before(try identifier("placement.anchor", limits: limits))
+        case 0x01: return .after(try identifier("placement.anchor", limits: limits))
+        default: throw fail("placement.side", "unknown side 0x\(hex(side)) (must be 0x00 before or 0x01 after)")
+        }
+    }
+
+    mutating func operations(limits: Limits?) throws(WireError) -> [Operation] {
+        let count = try count("ops", minimumSize: 1)
+        var ops: [Operation] = []
+        ops.reserveCapacity(count)
+        for _ in 0..<count { ops.append(try operation(limits: limits)) }
+        return ops
+    }
+
+    mutating func operation(limits: Limits?) throws(WireError) -> Operation {
+        let code = try u8("ops.opcode")
+        guard let opcode = Opcode(rawValue: code) else {
+            throw fail("ops.opcode", "unknown opcode 0x\(hex(code))")
+        }
+        switch opcode {
+        case .appendSections:
+            return .appendSections(try elements("ops.elements", limits: limits))
+        case .insertSections:
+            let placement = try placement(limits: limits)
+            return .insertSections(try elements("ops.elements", limits: limits), placement)
+        case .deleteSections:
+            return .deleteSections(try identifiers("ops.ids", limits: limits))
+        case .moveSection:
+            let id = try identifier("ops.id", limits: limits)
+            return .moveSection(id, try placement(limits: limits))
+        case .updateSections:
+            return .updateSections(try elements("ops.elements", limits: limits))
+        case .appendItems:
+            var section: Identifier?
+            if try flag("ops.section") { section = try identifier("ops.section", limits: limits) }
+            return .appendItems(try elements("ops.elements", limits: limits), toSection: section)
+        case .insertItems:
+            let placement = try placement(limits: limits)
+            return .insertItems(try elements("ops.elements", limits: limits), placement)
+        case .deleteItems:
+            return .deleteItems(try identifiers("ops.ids", limits: limits))
+        case .deleteAllItems:
+            return .deleteAllItems
+        case .moveItem:
+            let id = try identifier("ops.id", limits: limits)
+            return .moveItem(id, try placement(limits: limits))
+        case .moveItemToSection:
+            let id = try identifier("ops.id", limits: limits)
+            return .moveItemToSection(id, section: try identifier("ops.section", limits: limits))
+        case .updateItems:
+            let kindByte = try u8("ops.kind")
+            guard let kind = UpdateKind(rawValue: kindByte) else {
+                throw fail("ops.kind", "unknown update kind 0x\(hex(kindByte)) (must be 0x00 reload or 0x01 reconfigure)")
+            }
+            return .updateItems(try elements("ops.elements", limits: limits), kind)
+        }
+    }
+
+    /// A `snapshot` field (§4). The whole structure is read first, so a malformed frame is
+    /// reported as such; then the snapshot is built with `limits`, and a broken content rule
+    /// (duplicate identifier, a limit) is reported with its own code and `requestId`.
+    mutating func snapshot(requestId: UInt64, limits: WireLimits) throws(WireError) -> Snapshot {
+        let start = offset
+        let sectionCount = try count("snapshot.sections", minimumSize: 3)
+        var sections: [SnapSyncModel.Element] = []
+        sections.reserveCapacity(sectionCount)
+        var ops: [Operation] = []
+        ops.reserveCapacity(sectionCount + 1)
+        ops.append(.appendSections([]))
+        for _ in 0..<sectionCount {
+            let section = try element("snapshot.section", limits: nil)
+            sections.append(section)
+            let items = try elements("snapshot.items", limits: nil)
+            if !items.isEmpty { ops.append(.appendItems(items, toSection: section.id)) }
+        }
+        let size = offset - start
+        guard size <= limits.maxSnapshotBytes else {
+            throw WireError(.snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.maxSnapshotBytes)", requestId: requestId)
+        }
+        ops[0] = .appendSections(sections)
+        var snapshot = Snapshot()
+        do {
+            try snapshot.apply(ops, limits: limits.model)
+        } catch {
+            throw WireError(ErrorCode(error.violation), "\(message.name).snapshot: \(error.violation)",
+                            requestId: requestId, identifier: error.violation.identifier)
+        }
+        return snapshot
+    }
+}

@@ -1,0 +1,87 @@
+public import SnapSyncModel
+
+/// The keys of WELCOME's `limits` list (Protocol/PROTOCOL.md §3).
+public enum LimitKey: UInt64, Hashable, Sendable, CaseIterable {
+    case maxFrameBytes = 1
+    case maxIdentifierBytes = 2
+    case maxPayloadBytes = 3
+    case maxItemsPerRoom = 4
+    case maxSectionsPerRoom = 5
+    case maxRoomsPerConnection = 6
+    case maxSnapshotBytes = 7
+    case historyCount = 8
+}
+
+/// Every limit the protocol announces in WELCOME, with the defaults of PROTOCOL.md's limits table.
+/// The content limits are the model's `Limits`, carried as is, so one value configures both
+/// `Snapshot.apply` and the codec.
+public struct WireLimits: Hashable, Sendable {
+    /// Largest frame body `L` a receiver accepts (type byte + fields). Default 16 MiB.
+    public var maxFrameBytes: Int
+    /// Identifier, payload, item and section limits (default `Limits.default`).
+    public var model: Limits
+    /// Most rooms one connection may have joined at once. Default 64.
+    public var maxRoomsPerConnection: Int
+    /// How many recent versions a room keeps for resume and idempotent writes. Default 1024.
+    public var historyCount: Int
+
+    public init(maxFrameBytes: Int = 16 * 1024 * 1024, model: Limits = .default,
+                maxRoomsPerConnection: Int = 64, historyCount: Int = 1024) {
+        self.maxFrameBytes = maxFrameBytes
+        self.model = model
+        self.maxRoomsPerConnection = maxRoomsPerConnection
+        self.historyCount = historyCount
+    }
+
+    /// Largest canonical snapshot encoding a room may reach: the model's
+    /// `Limits.maxSnapshotBytes` (default 16 MiB − 64 KiB, so that a SNAPSHOT frame, with its
+    /// room name, varints and digest, always fits the default `maxFrameBytes`).
+    public var maxSnapshotBytes: Int {
+        get { model.maxSnapshotBytes }
+        set { model.maxSnapshotBytes = newValue }
+    }
+
+    public static let `default` = WireLimits()
+
+    /// The limits a server announced: each known key overrides `defaults`; unknown keys are
+    /// ignored (§3). Values too large for `Int` saturate at `Int.max`.
+    public init(welcome entries: [Message.LimitEntry], defaults: WireLimits = .default) {
+        self = defaults
+        for entry in entries {
+            guard let key = LimitKey(rawValue: entry.key) else { continue }
+            self[key] = entry.value > UInt64(Int.max) ? Int.max : Int(entry.value)
+        }
+    }
+
+    /// The entries a server puts in WELCOME: every known key, in key order.
+    public var welcomeEntries: [Message.LimitEntry] {
+        LimitKey.allCases.map { Message.LimitEntry($0, UInt64(clamping: self[$0])) }
+    }
+
+    public subscript(key: LimitKey) -> Int {
+        get {
+            switch key {
+            case .maxFrameBytes: maxFrameBytes
+            case .maxIdentifierBytes: model.maxIdentifierBytes
+            case .maxPayloadBytes: model.maxPayloadBytes
+            case .maxItemsPerRoom: model.maxItems
+            case .maxSectionsPerRoom: model.maxSections
+            case .maxRoomsPerConnection: maxRoomsPerConnection
+            case .maxSnapshotBytes: maxSnapshotBytes
+            case .historyCount: historyCount
+            }
+        }
+        set {
+            switch key {
+            case .maxFrameBytes: maxFrameBytes = newValue
+            case .maxIdentifierBytes: model.maxIdentifierBytes = newValue
+            case .maxPayloadBytes: model.maxPayloadBytes = newValue
+            case .maxItemsPerRoom: model.maxItems = newValue
+            case .maxSectionsPerRoom: model.maxSections = newValue
+            case .maxRoomsPerConnection: maxRoomsPerConnection = newValue
+            case .maxSnapshotBytes: maxSnapshotBytes = newValue
+            case .historyCount: historyCount = newValue
+            }
+        }
+    }
+}
