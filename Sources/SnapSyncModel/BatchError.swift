@@ -41,6 +41,9 @@ public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
     case tooManyItems(limit: Int)
     /// The batch would leave more than `Limits.maxSections` sections.
     case tooManySections(limit: Int)
+    /// The batch would make the snapshot's canonical encoding larger than
+    /// `Limits.maxSnapshotBytes` (wire code 32, `snapshot_too_large`).
+    case snapshotTooLarge(limit: Int)
 
     /// The identifier the violation is about, if any.
     public var identifier: Identifier? {
@@ -49,7 +52,7 @@ public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
              .itemNotFound(let id), .anchorSectionNotFound(let id), .anchorItemNotFound(let id),
              .anchorIsSelf(let id), .identifierTooLong(let id, _), .payloadTooLarge(let id, _, _):
             return id
-        case .noSections, .tooManyItems, .tooManySections:
+        case .noSections, .tooManyItems, .tooManySections, .snapshotTooLarge:
             return nil
         }
     }
@@ -68,6 +71,7 @@ public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
         case .payloadTooLarge(let id, let size, let limit): return "payload of \(id) is \(size) bytes, over the limit of \(limit)"
         case .tooManyItems(let limit): return "the snapshot would hold more than \(limit) items"
         case .tooManySections(let limit): return "the snapshot would hold more than \(limit) sections"
+        case .snapshotTooLarge(let limit): return "the snapshot's encoding would exceed \(limit) bytes"
         }
     }
 }

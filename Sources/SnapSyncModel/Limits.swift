@@ -10,16 +10,27 @@ public struct Limits: Hashable, Sendable {
     public var maxItems: Int
     /// Most sections in one snapshot (room).
     public var maxSections: Int
+    /// Largest canonical encoding of one snapshot (Protocol/PROTOCOL.md §4), in bytes.
+    ///
+    /// The default leaves 64 KiB under the default 16 MiB `max_frame_bytes`, so that a whole room
+    /// always fits in one SNAPSHOT frame together with its header fields (request id, room name,
+    /// epoch, version, digest).
+    public var maxSnapshotBytes: Int
+
+    public static let defaultMaxSnapshotBytes = 16 * 1024 * 1024 - 64 * 1024
 
     public init(maxIdentifierBytes: Int = 256, maxPayloadBytes: Int = 64 * 1024,
-                maxItems: Int = 1_000_000, maxSections: Int = 100_000) {
+                maxItems: Int = 1_000_000, maxSections: Int = 100_000,
+                maxSnapshotBytes: Int = Limits.defaultMaxSnapshotBytes) {
         self.maxIdentifierBytes = maxIdentifierBytes
         self.maxPayloadBytes = maxPayloadBytes
         self.maxItems = maxItems
         self.maxSections = maxSections
+        self.maxSnapshotBytes = maxSnapshotBytes
     }
 
     public static let `default` = Limits()
     /// No practical limit: for tests and tools that only model snapshots.
-    public static let unlimited = Limits(maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max)
+    public static let unlimited = Limits(maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max,
+                                         maxSnapshotBytes: .max)
 }

@@ -18,8 +18,15 @@ extension Snapshot {
     public mutating func apply(_ batch: [Operation], limits: Limits = .default) throws(BatchError) {
         var undo: [Undo] = []
         for index in batch.indices {
-            do {
+            do throws(Violation) {
+                let before = encodedBodyBytes
                 try applyOne(batch[index], limits: limits, undo: &undo)
+                // Checked per operation (O(1), from the running count), so the error names the
+                // operation that crossed the limit. Only growth is refused: a batch that shrinks
+                // a snapshot already over a lowered limit must still go through.
+                if encodedBodyBytes > before, canonicalByteCount > limits.maxSnapshotBytes {
+                    throw .snapshotTooLarge(limit: limits.maxSnapshotBytes)
+                }
             } catch {
                 rollBack(undo)
                 throw BatchError(operationIndex: index, violation: error)
@@ -167,7 +174,7 @@ extension Snapshot {
                 guard let slot = sectionIndex[section.id] else { throw .sectionNotFound(section.id) }
                 try checkPayload(section, limits: limits)
                 undo.append(.restoreSectionPayload(section.id, sectionNodes[Int(slot)].payload))
-                sectionNodes[Int(slot)].payload = section.payload
+                setSectionPayload(slot, section.payload)
             }
 
         case .appendItems(let items, let sectionID):
@@ -241,7 +248,7 @@ extension Snapshot {
                 guard let slot = itemIndex[item.id] else { throw .itemNotFound(item.id) }
                 try checkPayload(item, limits: limits)
                 undo.append(.restoreItemPayload(item.id, itemNodes[Int(slot)].payload))
-                itemNodes[Int(slot)].payload = item.payload
+                setItemPayload(slot, item.payload)
             }
         }
     }
@@ -295,7 +302,7 @@ extension Snapshot {
                 unlinkSection(slot)
                 linkSection(slot, after: after.map { sectionIndex[$0]! } ?? Self.none)
             case .restoreSectionPayload(let id, let payload):
-                sectionNodes[Int(sectionIndex[id]!)].payload = payload
+                setSectionPayload(sectionIndex[id]!, payload)
             case .removeItem(let id):
                 let slot = itemIndex[id]!
                 unlinkItem(slot)
@@ -308,7 +315,7 @@ extension Snapshot {
                 unlinkItem(slot)
                 linkItem(slot, section: sectionIndex[section]!, after: after.map { itemIndex[$0]! } ?? Self.none)
             case .restoreItemPayload(let id, let payload):
-                itemNodes[Int(itemIndex[id]!)].payload = payload
+                setItemPayload(itemIndex[id]!, payload)
             case .restoreAll(let old):
                 self = old
             }
@@ -318,7 +325,33 @@ extension Snapshot {
 
 // MARK: - Primitives (all O(1))
 
+// Every change of content or of a section's item count goes through these, which is what keeps
+// `encodedBodyBytes` exact (checked by `checkInvariants()`).
+
 extension Snapshot {
+    /// Bytes of an unsigned LEB128 varint (Protocol/PROTOCOL.md §2). O(1).
+    @inlinable static func varintSize(_ value: Int) -> Int {
+        let bits = Int.bitWidth - UInt(truncatingIfNeeded: value).leadingZeroBitCount
+        return bits == 0 ? 1 : (bits + 6) / 7
+    }
+
+    /// `id bytes, payload bytes`: the encoded size of an element.
+    @inlinable static func encodedSize(id: Identifier, payload: Payload) -> Int {
+        varintSize(id.count) + id.count + varintSize(payload.count) + payload.count
+    }
+
+    mutating func setSectionPayload(_ slot: Slot, _ payload: Payload) {
+        let old = sectionNodes[Int(slot)].payload.count
+        encodedBodyBytes += Self.varintSize(payload.count) + payload.count - Self.varintSize(old) - old
+        sectionNodes[Int(slot)].payload = payload
+    }
+
+    mutating func setItemPayload(_ slot: Slot, _ payload: Payload) {
+        let old = itemNodes[Int(slot)].payload.count
+        encodedBodyBytes += Self.varintSize(payload.count) + payload.count - Self.varintSize(old) - old
+        itemNodes[Int(slot)].payload = payload
+    }
+
     mutating func allocateSection(_ section: Element) -> Slot {
         let node = SectionNode(id: section.id, payload: section.payload, prev: Self.none, next: Self.none,
                                firstItem: Self.none, lastItem: Self.none, itemCount: 0)
@@ -331,12 +364,16 @@ extension Snapshot {
             sectionNodes.append(node)
         }
         sectionIndex[section.id] = slot
+        // The element, and the item count varint of an empty section (one byte).
+        encodedBodyBytes += Self.encodedSize(id: section.id, payload: section.payload) + 1
         return slot
     }
 
     /// The section must be unlinked and empty.
     mutating func freeSection(_ slot: Slot) {
         sectionIndex.removeValue(forKey: sectionNodes[Int(slot)].id)
+        encodedBodyBytes -= Self.encodedSize(id: sectionNodes[Int(slot)].id, payload: sectionNodes[Int(slot)].payload)
+            + Self.varintSize(sectionNodes[Int(slot)].itemCount)
         // Drop the bytes now; the slot keeps only its shape until reused.
         sectionNodes[Int(slot)].id = Identifier([])
         sectionNodes[Int(slot)].payload = .empty
@@ -371,12 +408,14 @@ extension Snapshot {
             itemNodes.append(node)
         }
         itemIndex[item.id] = slot
+        encodedBodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
         return slot
     }
 
     /// The item must be unlinked.
     mutating func freeItem(_ slot: Slot) {
         itemIndex.removeValue(forKey: itemNodes[Int(slot)].id)
+        encodedBodyBytes -= Self.encodedSize(id: itemNodes[Int(slot)].id, payload: itemNodes[Int(slot)].payload)
         itemNodes[Int(slot)].id = Identifier([])
         itemNodes[Int(slot)].payload = .empty
         freeItems.append(slot)
@@ -390,14 +429,18 @@ extension Snapshot {
         itemNodes[Int(slot)].section = section
         if after == Self.none { sectionNodes[Int(section)].firstItem = slot } else { itemNodes[Int(after)].next = slot }
         if next == Self.none { sectionNodes[Int(section)].lastItem = slot } else { itemNodes[Int(next)].prev = slot }
-        sectionNodes[Int(section)].itemCount += 1
+        let count = sectionNodes[Int(section)].itemCount
+        encodedBodyBytes += Self.varintSize(count + 1) - Self.varintSize(count)
+        sectionNodes[Int(section)].itemCount = count + 1
     }
 
     mutating func unlinkItem(_ slot: Slot) {
         let node = itemNodes[Int(slot)]
         if node.prev == Self.none { sectionNodes[Int(node.section)].firstItem = node.next } else { itemNodes[Int(node.prev)].next = node.next }
         if node.next == Self.none { sectionNodes[Int(node.section)].lastItem = node.prev } else { itemNodes[Int(node.next)].prev = node.prev }
-        sectionNodes[Int(node.section)].itemCount -= 1
+        let count = sectionNodes[Int(node.section)].itemCount
+        encodedBodyBytes += Self.varintSize(count - 1) - Self.varintSize(count)
+        sectionNodes[Int(node.section)].itemCount = count - 1
         itemNodes[Int(slot)].prev = Self.none
         itemNodes[Int(slot)].next = Self.none
         itemNodes[Int(slot)].section = Self.none

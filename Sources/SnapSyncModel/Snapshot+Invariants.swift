@@ -5,8 +5,9 @@ public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
 
 extension Snapshot {
     /// Proves the storage is consistent: identifiers are unique, both hash indexes agree with the
-    /// linked lists, every link has its back link, per-section counts are right, and free slots
-    /// are neither linked nor indexed. Tests call it after every mutation.
+    /// linked lists, every link has its back link, per-section counts are right, free slots
+    /// are neither linked nor indexed, and the running encoded size matches the content.
+    /// Tests call it after every mutation.
     /// - Complexity: O(n)
     public func checkInvariants() throws(InvariantViolation) {
         func fail(_ message: String) -> InvariantViolation { InvariantViolation(description: message) }
@@ -15,8 +16,10 @@ extension Snapshot {
         var prevSection = Self.none
         var s = firstSection
         var sectionCount = 0
+        var bodyBytes = 0
         while s != Self.none {
             let node = sectionNodes[Int(s)]
+            bodyBytes += Self.encodedSize(id: node.id, payload: node.payload) + Self.varintSize(node.itemCount)
             guard seenSections.insert(node.id).inserted else { throw fail("section \(node.id) is linked twice") }
             guard sectionIndex[node.id] == s else { throw fail("section index of \(node.id) does not point at its slot") }
             guard node.prev == prevSection else { throw fail("section \(node.id) has a wrong back link") }
@@ -29,6 +32,7 @@ extension Snapshot {
                 guard itemIndex[item.id] == i else { throw fail("item index of \(item.id) does not point at its slot") }
                 guard item.prev == prevItem else { throw fail("item \(item.id) has a wrong back link") }
                 guard item.section == s else { throw fail("item \(item.id) names the wrong section") }
+                bodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
                 prevItem = i
                 i = item.next
                 count += 1
@@ -44,6 +48,7 @@ extension Snapshot {
         guard itemIndex.count == seenItems.count else { throw fail("item index holds \(itemIndex.count) entries, lists hold \(seenItems.count)") }
         guard sectionNodes.count == sectionCount + freeSections.count else { throw fail("section slots leak") }
         guard itemNodes.count == seenItems.count + freeItems.count else { throw fail("item slots leak") }
+        guard encodedBodyBytes == bodyBytes else { throw fail("running encoded size is \(encodedBodyBytes), content is \(bodyBytes) bytes") }
         guard Set(freeItems).count == freeItems.count, Set(freeSections).count == freeSections.count else { throw fail("a slot is freed twice") }
     }
 }

@@ -44,6 +44,11 @@ public struct Snapshot: Sendable {
     @usableFromInline var itemIndex: [Identifier: Slot] = [:]
     @usableFromInline var firstSection: Slot = Snapshot.none
     @usableFromInline var lastSection: Slot = Snapshot.none
+    /// Size of the canonical encoding (Protocol/PROTOCOL.md §4) without its leading section
+    /// count: every linked section's id, payload and item-count varint, and every item's id and
+    /// payload. The slot primitives keep it current, so `canonicalByteCount` and the
+    /// `maxSnapshotBytes` check are O(1) instead of a walk over a million items.
+    @usableFromInline var encodedBodyBytes: Int = 0
 
     /// An empty snapshot.
     public init() {}

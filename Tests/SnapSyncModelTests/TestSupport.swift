@@ -1,0 +1,226 @@
+// Shared helpers for the model tests: a seeded PRNG, a naive reference model, and builders.
+
+import Testing
+@testable import SnapSyncModel
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and fully determined by its seed, so every
+/// property test failure reproduces from the seed it prints.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension Element {
+    /// `"a" = "p"` in tests: an element with a payload.
+    init(_ id: String, _ payload: String) { self.init(Identifier(id), payload: Payload(payload)) }
+}
+
+/// Builds a snapshot from `[(section, [items])]` identifiers, with empty payloads.
+func snapshot(_ sections: [(String, [String])]) -> Snapshot {
+    try! Snapshot(sections.map { (Element(Identifier($0.0)), $0.1.map { Element(Identifier($0)) }) })
+}
+
+/// The snapshot as plain identifiers, for readable expectations.
+func layout(_ s: Snapshot) -> [[String]] {
+    s.sectionIdentifiers.map { section in [section.string!] + s.itemIdentifiers(inSection: section)!.map { $0.string! } }
+}
+
+/// Applies a batch that must fail, and checks the error and that nothing changed.
+func expectRejected(_ batch: [Operation], on snapshot: Snapshot, limits: Limits = .default,
+                    index: Int, _ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation) {
+    var s = snapshot
+    do {
+        try s.apply(batch, limits: limits)
+        Issue.record("batch was accepted, expected \(violation) at \(index)", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error == BatchError(operationIndex: index, violation: violation), sourceLocation: sourceLocation)
+    }
+    #expect(s == snapshot, "a rejected batch changed the snapshot", sourceLocation: sourceLocation)
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.checkInvariants() }
+    #expect(s.canonicalByteCount == snapshot.canonicalByteCount, sourceLocation: sourceLocation)
+}
+
+/// Applies a batch that must succeed, then checks the invariants.
+func applied(_ batch: [Operation], to snapshot: Snapshot, limits: Limits = .default,
+             sourceLocation: SourceLocation = #_sourceLocation) -> Snapshot {
+    var s = snapshot
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(batch, limits: limits) }
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.checkInvariants() }
+    return s
+}
+
+/// A deliberately naive snapshot: arrays of arrays, linear searches, copied on every batch. It
+/// shares no code with `Snapshot`, so agreeing with it means something.
+struct ReferenceModel: Equatable {
+    struct Section: Equatable {
+        var id: Identifier
+        var payload: Payload
+        var items: [Element]
+    }
+    var sections: [Section] = []
+
+    init() {}
+    init(_ snapshot: Snapshot) {
+        for section in snapshot.sections {
+            sections.append(Section(id: section.id, payload: section.payload, items: Array(snapshot.items(inSection: section.id))))
+        }
+    }
+
+    var itemCount: Int { sections.reduce(0) { $0 + $1.items.count } }
+
+    func sectionIndex(_ id: Identifier) -> Int? { sections.firstIndex { $0.id == id } }
+    func itemPath(_ id: Identifier) -> (Int, Int)? {
+        for (s, section) in sections.enumerated() {
+            if let i = section.items.firstIndex(where: { $0.id == id }) { return (s, i) }
+        }
+        return nil
+    }
+
+    /// Protocol/PROTOCOL.md §4, computed from scratch.
+    var encodedSize: Int {
+        func varint(_ n: Int) -> Int { var n = n, size = 1; while n >= 0x80 { n >>= 7; size += 1 }; return size }
+        func bytes(_ n: Int) -> Int { varint(n) + n }
+        var total = varint(sections.count)
+        for section in sections {
+            total += bytes(section.id.count) + bytes(section.payload.count) + varint(section.items.count)
+            for item in section.items { total += bytes(item.id.count) + bytes(item.payload.count) }
+        }
+        return total
+    }
+
+    /// The same rules as `Snapshot.apply`, in the same order of checks, written the obvious way.
+    mutating func apply(_ batch: [Operation], limits: Limits) throws(BatchError) {
+        var copy = self
+        for (index, op) in batch.enumerated() {
+            let before = copy.encodedSize
+            do {
+                try copy.applyOne(op, limits: limits)
+            } catch {
+                throw BatchError(operationIndex: index, violation: error)
+            }
+            let after = copy.encodedSize
+            if after > before, after > limits.maxSnapshotBytes {
+                throw BatchError(operationIndex: index, violation: .snapshotTooLarge(limit: limits.maxSnapshotBytes))
+            }
+        }
+        self = copy
+    }
+
+    private func checkPayload(_ e: Element, _ limits: Limits) throws(Violation) {
+        if e.payload.count > limits.maxPayloadBytes { throw .payloadTooLarge(e.id, size: e.payload.count, limit: limits.maxPayloadBytes) }
+    }
+    private func checkNewSection(_ e: Element, _ limits: Limits) throws(Violation) {
+        if e.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(e.id, limit: limits.maxIdentifierBytes) }
+        try checkPayload(e, limits)
+        if sectionIndex(e.id) != nil { throw .duplicateSection(e.id) }
+        if sections.count >= limits.maxSections { throw .tooManySections(limit: limits.maxSections) }
+    }
+    private func checkNewItem(_ e: Element, _ limits: Limits) throws(Violation) {
+        if e.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(e.id, limit: limits.maxIdentifierBytes) }
+        try checkPayload(e, limits)
+        if itemPath(e.id) != nil { throw .duplicateItem(e.id) }
+        if itemCount >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
+    }
+
+    private mutating func applyOne(_ op: Operation, limits: Limits) throws(Violation) {
+        switch op {
+        case .appendSections(let new):
+            for e in new {
+                try checkNewSection(e, limits)
+                sections.append(Section(id: e.id, payload: e.payload, items: []))
+            }
+        case .insertSections(let new, let placement):
+            guard let anchor = sectionIndex(placement.anchor) else { throw .anchorSectionNotFound(placement.anchor) }
+            var at = anchor
+            if case .after = placement { at += 1 }
+            for e in new {
+                try checkNewSection(e, limits)
+                sections.insert(Section(id: e.id, payload: e.payload, items: []), at: at)
+                at += 1
+            }
+        case .deleteSections(let ids):
+            for id in ids {
+                guard let s = sectionIndex(id) else { throw .sectionNotFound(id) }
+                sections.remove(at: s)
+            }
+        case .moveSection(let id, let placement):
+            guard let s = sectionIndex(id) else { throw .sectionNotFound(id) }
+            guard placement.anchor != id else { throw .anchorIsSelf(id) }
+            guard sectionIndex(placement.anchor) != nil else { throw .anchorSectionNotFound(placement.anchor) }
+            let moving = sections.remove(at: s)
+            var at = sectionIndex(placement.anchor)!
+            if case .after = placement { at += 1 }
+            sections.insert(moving, at: at)
+        case .updateSections(let elements):
+            for e in elements {
+                guard let s = sectionIndex(e.id) else { throw .sectionNotFound(e.id) }
+                try checkPayload(e, limits)
+                sections[s].payload = e.payload
+            }
+        case .appendItems(let new, let sectionID):
+            let s: Int
+            if let sectionID {
+                guard let found = sectionIndex(sectionID) else { throw .sectionNotFound(sectionID) }
+                s = found
+            } else {
+                guard !sections.isEmpty else { throw .noSections }
+                s = sections.count - 1
+            }
+            for e in new {
+                try checkNewItem(e, limits)
+                sections[s].items.append(e)
+            }
+        case .insertItems(let new, let placement):
+            guard let (s, anchor) = itemPath(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
+            var at = anchor
+            if case .after = placement { at += 1 }
+            for e in new {
+                try checkNewItem(e, limits)
+                sections[s].items.insert(e, at: at)
+                at += 1
+            }
+        case .deleteItems(let ids):
+            for id in ids {
+                guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
+                sections[s].items.remove(at: i)
+            }
+        case .deleteAllItems:
+            sections = []
+        case .moveItem(let id, let placement):
+            guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
+            guard placement.anchor != id else { throw .anchorIsSelf(id) }
+            guard itemPath(placement.anchor) != nil else { throw .anchorItemNotFound(placement.anchor) }
+            let moving = sections[s].items.remove(at: i)
+            let (t, anchor) = itemPath(placement.anchor)!
+            var at = anchor
+            if case .after = placement { at += 1 }
+            sections[t].items.insert(moving, at: at)
+        case .moveItemToSection(let id, let sectionID):
+            guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
+            guard let t = sectionIndex(sectionID) else { throw .sectionNotFound(sectionID) }
+            let moving = sections[s].items.remove(at: i)
+            sections[t].items.append(moving)
+        case .updateItems(let elements, _):
+            for e in elements {
+                guard let (s, i) = itemPath(e.id) else { throw .itemNotFound(e.id) }
+                try checkPayload(e, limits)
+                sections[s].items[i].payload = e.payload
+            }
+        }
+    }
+}
+
+/// Compares a snapshot with the reference model, through the public queries only.
+func matches(_ snapshot: Snapshot, _ model: ReferenceModel) -> Bool {
+    ReferenceModel(snapshot) == model
+        && snapshot.numberOfSections == model.sections.count
+        && snapshot.numberOfItems == model.itemCount
+        && snapshot.canonicalByteCount == model.encodedSize
+}
