@@ -1,1 +1,40 @@
-print("not yet")
+// Connects to snapsyncd, joins a room, prints every change, and appends one item.
+// Usage: snapsync-example [host] [port] [room]   (defaults: 127.0.0.1 7400 demo)
+import Foundation  // exit()
+import SnapSync
+
+let arguments = CommandLine.arguments.dropFirst()
+let host = arguments.first ?? "127.0.0.1"
+let port = arguments.dropFirst().first.flatMap { Int($0) } ?? 7400
+let room = arguments.dropFirst(2).first ?? "demo"
+
+let client = SnapSyncClient(configuration: .init(host: host, port: port, clientName: "snapsync-example"))
+do {
+    try await client.connect()
+    let replica = try await client.join(room)
+    print("joined \(room) at \(replica.position)")
+
+    // Print changes as they come: what UIKit would be told, then the room.
+    let printer = Task {
+        for await change in replica.changes {
+            print("\(change.kind) → v\(change.version): \(change.updates)")
+            print(change.snapshot.visualDescription())
+        }
+    }
+
+    // Append an item to the last section, creating a section first if the room has none.
+    let item = Element(Identifier("item-\(UInt32.random(in: 0 ... .max))"), payload: "hello from snapsync-example")
+    let position = try await client.perform(room) { batch in
+        if batch.snapshot.numberOfSections == 0 { try batch.appendSections(["main"]) }
+        try batch.appendItems([item])
+    }
+    print("appended \(item.id) at \(position)")
+
+    try await Task.sleep(for: .milliseconds(200))  // let the printer show our own DIFF
+    await client.close()
+    await printer.value
+} catch {
+    print("snapsync-example: \(error)")
+    await client.close()
+    exit(1)
+}

@@ -1,0 +1,277 @@
+// Resolving a change to index paths: one walk over the old and the new snapshot.
+//
+// Sections present in both are paired by identifier; of those, a longest run that kept its order
+// stays, the rest move. Within each surviving pair of sections the items are compared in order
+// first: a section whose item identifiers did not change (the common case: a DIFF touches a few
+// sections) costs only that comparison, and `Identifier`/`Payload` compare their shared storage
+// first, so an untouched item of a copy-on-write snapshot costs a pointer comparison. Only the
+// items of sections that changed go through hash maps and a longest-increasing-subsequence pass.
+//
+// Complexity: O(n) comparisons for n items, plus O(d log d) for the d items of sections whose
+// item list changed (hashing and the longest increasing subsequence). Memory: O(sections + d).
+
+extension BatchUpdates {
+    /// Resolves the change that turned `old` into `new`.
+    ///
+    /// - Parameter operations: the batches that made the change, when known (a DIFF, a catch-up).
+    ///   They say which items and sections were updated and whether an item update is a reload
+    ///   or a reconfigure. Content changes they do not name (a resync has no operations) are found
+    ///   by comparing payloads and reported as reloads.
+    public init(from old: Snapshot, to new: Snapshot, operations: [Operation] = []) {
+        self.init()
+        var itemKinds: [Identifier: UpdateKind] = [:]
+        var updatedSections: Set<Identifier> = []
+        for operation in operations {
+            switch operation {
+            case .updateItems(let elements, let kind):
+                // A reload replaces the cell, so it wins over a reconfigure of the same item.
+                for element in elements where kind == .reload || itemKinds[element.id] == nil {
+                    itemKinds[element.id] = kind
+                }
+            case .updateSections(let elements):
+                for element in elements { updatedSections.insert(element.id) }
+            default:
+                break
+            }
+        }
+        var resolver = Resolver(old: old, new: new, itemKinds: itemKinds, updatedSections: updatedSections)
+        resolver.resolveSections(into: &self)
+        resolver.resolveItems(into: &self)
+        deletedSections.sort()
+        insertedSections.sort()
+        movedSections.sort { $0.to < $1.to }
+        reloadedSections.sort()
+        deletedItems.sort()
+        insertedItems.sort()
+        movedItems.sort { $0.to < $1.to }
+        reloadedItems.sort()
+        var reconfigured = Array(zip(reconfiguredItems, reconfiguredItemsAfterUpdate))
+        reconfigured.sort { $0.0 < $1.0 }
+        reconfiguredItems = reconfigured.map(\.0)
+        reconfiguredItemsAfterUpdate = reconfigured.map(\.1)
+        reloadedItemIdentifiers.sort()
+        reconfiguredItemIdentifiers.sort()
+        reloadedSectionIdentifiers.sort()
+    }
+}
+
+private struct Resolver {
+    let old: Snapshot
+    let new: Snapshot
+    let itemKinds: [Identifier: UpdateKind]
+    let updatedSections: Set<Identifier>
+
+    let oldSections: [Element]
+    let newSections: [Element]
+    /// For each old section index, the new index of the same section when it survives with its
+    /// identity and content (moved or not); `nil` when deleted or reloaded: its items go with it.
+    var keptOld: [Int?]
+    /// For each new section index, the old index of the same section when it survives (see
+    /// `keptOld`); `nil` when inserted or reloaded.
+    var keptNewFrom: [Int?]
+    func keptNew(_ j: Int) -> Bool { keptNewFrom[j] != nil }
+
+    init(old: Snapshot, new: Snapshot, itemKinds: [Identifier: UpdateKind], updatedSections: Set<Identifier>) {
+        self.old = old
+        self.new = new
+        self.itemKinds = itemKinds
+        self.updatedSections = updatedSections
+        oldSections = Array(old.sections)
+        newSections = Array(new.sections)
+        keptOld = Array(repeating: nil, count: oldSections.count)
+        keptNewFrom = Array(repeating: nil, count: newSections.count)
+    }
+
+    mutating func resolveSections(into updates: inout BatchUpdates) {
+        var newIndex: [Identifier: Int] = [:]
+        newIndex.reserveCapacity(newSections.count)
+        for (j, section) in newSections.enumerated() { newIndex[section.id] = j }
+        var common: [(old: Int, new: Int)] = []
+        for (i, section) in oldSections.enumerated() {
+            if let j = newIndex[section.id] { common.append((i, j)) } else { updates.deletedSections.append(i) }
+        }
+        for (j, section) in newSections.enumerated() where !old.contains(section: section.id) {
+            updates.insertedSections.append(j)
+        }
+        let stays = longestIncreasingSubsequence(common.map(\.new))
+        for (k, pair) in common.enumerated() {
+            let id = oldSections[pair.old].id
+            let changed = updatedSections.contains(id) || oldSections[pair.old].payload != newSections[pair.new].payload
+            if changed { updates.reloadedSectionIdentifiers.append(id) }
+            switch (stays[k], changed) {
+            case (true, false):
+                keptOld[pair.old] = pair.new
+                keptNewFrom[pair.new] = pair.old
+            case (false, false):
+                updates.movedSections.append(Move(from: pair.old, to: pair.new))
+                keptOld[pair.old] = pair.new
+                keptNewFrom[pair.new] = pair.old
+            case (true, true):
+                updates.reloadedSections.append(pair.old)
+            case (false, true):
+                // UIKit refuses to move and reload one section in a batch.
+                updates.deletedSections.append(pair.old)
+                updates.insertedSections.append(pair.new)
+            }
+        }
+    }
+
+    /// What an item of a changed section was in the old snapshot.
+    struct OldItem {
+        var path: ItemIndexPath
+        var payload: Payload
+        /// Its section survives (see `keptOld`), so the item can be deleted or moved on its own.
+        var inKeptSection: Bool
+    }
+
+    mutating func resolveItems(into updates: inout BatchUpdates) {
+        // 1. Surviving pairs whose item identifiers are unchanged only report content updates.
+        var cleanOld = Array(repeating: false, count: oldSections.count)
+        var cleanNew = Array(repeating: false, count: newSections.count)
+        for (i, kept) in keptOld.enumerated() {
+            guard let j = kept else { continue }
+            if compareClean(oldSection: i, newSection: j, into: &updates) {
+                cleanOld[i] = true
+                cleanNew[j] = true
+            }
+        }
+
+        // 2. Every other section's items, keyed by identifier. Items of clean pairs cannot appear
+        //    here: a clean pair holds the same identifiers on both sides.
+        var oldItems: [Identifier: OldItem] = [:]
+        for (i, section) in oldSections.enumerated() where !cleanOld[i] {
+            for (k, item) in old.items(inSection: section.id).enumerated() {
+                oldItems[item.id] = OldItem(path: ItemIndexPath(item: k, section: i), payload: item.payload,
+                                            inKeptSection: keptOld[i] != nil)
+            }
+        }
+
+        // 3. Walk the new side. Items staying in the same surviving section are collected per
+        //    section for the order pass; everything else is decided here.
+        for (j, section) in newSections.enumerated() where !cleanNew[j] {
+            var stayers: [(old: Int, new: Int, id: Identifier, kind: UpdateKind?)] = []
+            for (k, item) in new.items(inSection: section.id).enumerated() {
+                let to = ItemIndexPath(item: k, section: j)
+                guard let before = oldItems[item.id] else {
+                    if keptNew(j) { updates.insertedItems.append(to) }
+                    continue
+                }
+                let kind = updateKind(of: item.id, old: before.payload, new: item.payload)
+                if let kind { record(item.id, kind, into: &updates) }
+                switch (before.inKeptSection, keptNew(j)) {
+                case (true, true):
+                    if keptOld[before.path.section] == j {
+                        stayers.append((before.path.item, k, item.id, kind))
+                    } else if kind == nil {
+                        updates.movedItems.append(Move(from: before.path, to: to))
+                    } else {
+                        updates.deletedItems.append(before.path)
+                        updates.insertedItems.append(to)
+                    }
+                case (true, false):
+                    // Into an inserted or reloaded section, which brings its items itself.
+                    updates.deletedItems.append(before.path)
+                case (false, true):
+                    // Out of a deleted or reloaded section, which took its items with it.
+                    updates.insertedItems.append(to)
+                case (false, false):
+                    break
+                }
+            }
+            guard let i = keptNewFrom[j] else { continue }
+            let stays = longestIncreasingSubsequence(stayers.map(\.old))
+            for (s, stayer) in stayers.enumerated() {
+                let from = ItemIndexPath(item: stayer.old, section: i), to = ItemIndexPath(item: stayer.new, section: j)
+                switch (stays[s], stayer.kind) {
+                case (true, nil):
+                    break
+                case (true, .reload?):
+                    updates.reloadedItems.append(from)
+                case (true, .reconfigure?):
+                    updates.reconfiguredItems.append(from)
+                    updates.reconfiguredItemsAfterUpdate.append(to)
+                case (false, nil):
+                    updates.movedItems.append(Move(from: from, to: to))
+                case (false, _?):
+                    // UIKit refuses to move and reload one item in a batch.
+                    updates.deletedItems.append(from)
+                    updates.insertedItems.append(to)
+                }
+            }
+        }
+
+        // 4. Items gone from the snapshot, deleted one by one where their section survives.
+        for (id, before) in oldItems where before.inKeptSection && !new.contains(item: id) {
+            updates.deletedItems.append(before.path)
+        }
+    }
+
+    /// Compares a surviving pair of sections item by item. When the identifiers match in order
+    /// the pair is clean: its content updates are recorded and `true` is returned. Otherwise
+    /// nothing is recorded.
+    /// - Complexity: O(items in the sections); O(1) per item whose storage is shared.
+    func compareClean(oldSection i: Int, newSection j: Int, into updates: inout BatchUpdates) -> Bool {
+        let id = oldSections[i].id
+        guard old.numberOfItems(inSection: id) == new.numberOfItems(inSection: id) else { return false }
+        var found: [(k: Int, id: Identifier, kind: UpdateKind)] = []
+        var a = old.items(inSection: id).makeIterator(), b = new.items(inSection: id).makeIterator()
+        var k = 0
+        while let x = a.next(), let y = b.next() {
+            guard x.id == y.id else { return false }
+            if let kind = updateKind(of: x.id, old: x.payload, new: y.payload) { found.append((k, x.id, kind)) }
+            k += 1
+        }
+        for (k, itemID, kind) in found {
+            record(itemID, kind, into: &updates)
+            switch kind {
+            case .reload:
+                updates.reloadedItems.append(ItemIndexPath(item: k, section: i))
+            case .reconfigure:
+                updates.reconfiguredItems.append(ItemIndexPath(item: k, section: i))
+                updates.reconfiguredItemsAfterUpdate.append(ItemIndexPath(item: k, section: j))
+            }
+        }
+        return true
+    }
+
+    /// How an item present on both sides changed: the kind its update operations named, else a
+    /// reload when the payload differs, else `nil`.
+    func updateKind(of id: Identifier, old: Payload, new: Payload) -> UpdateKind? {
+        if !itemKinds.isEmpty, let kind = itemKinds[id] { return kind }
+        return old == new ? nil : .reload
+    }
+
+    func record(_ id: Identifier, _ kind: UpdateKind, into updates: inout BatchUpdates) {
+        switch kind {
+        case .reload: updates.reloadedItemIdentifiers.append(id)
+        case .reconfigure: updates.reconfiguredItemIdentifiers.append(id)
+        }
+    }
+}
+
+/// Marks one longest strictly increasing subsequence of `values` (patience sorting).
+/// - Complexity: O(m) when `values` is already increasing (nothing moved), else O(m log m).
+func longestIncreasingSubsequence(_ values: [Int]) -> [Bool] {
+    if zip(values, values.dropFirst()).allSatisfy({ $0 < $1 }) {
+        return Array(repeating: true, count: values.count)
+    }
+    // tails[l]: index into `values` of the smallest tail of an increasing run of length l + 1.
+    var tails: [Int] = []
+    var previous = Array(repeating: -1, count: values.count)
+    for (index, value) in values.enumerated() {
+        var low = 0, high = tails.count
+        while low < high {
+            let mid = (low + high) / 2
+            if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
+        }
+        if low > 0 { previous[index] = tails[low - 1] }
+        if low == tails.count { tails.append(index) } else { tails[low] = index }
+    }
+    var marks = Array(repeating: false, count: values.count)
+    var index = tails.last ?? -1
+    while index >= 0 {
+        marks[index] = true
+        index = previous[index]
+    }
+    return marks
+}

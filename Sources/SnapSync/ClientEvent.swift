@@ -1,0 +1,55 @@
+/// The client's connection, as the app sees it.
+public enum ConnectionState: Hashable, Sendable, CustomStringConvertible {
+    /// Not connected yet, or disconnected for good with reconnection off: `connect()` may be called.
+    case disconnected
+    /// Connecting and handshaking (the first time, after `connect()`).
+    case connecting
+    /// Handshake done: requests flow.
+    case connected
+    /// The connection dropped; attempt `attempt` (from 1) is waited for or under way. Calls wait.
+    case reconnecting(attempt: Int)
+    /// `close()` was called.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .disconnected: "disconnected"
+        case .connecting: "connecting"
+        case .connected: "connected"
+        case .reconnecting(let attempt): "reconnecting (attempt \(attempt))"
+        case .closed: "closed"
+        }
+    }
+}
+
+/// What happened to the connection and the rooms, as delivered by `SnapSyncClient.events`.
+public enum ClientEvent: Sendable, CustomStringConvertible {
+    /// The handshake completed; `resumed` is true after a reconnect (rooms are being rejoined).
+    case connected(sessionID: UInt64, serverName: String, resumed: Bool)
+    /// The connection dropped, and why.
+    case disconnected(SnapSyncError)
+    /// The next reconnection attempt starts after `delay`.
+    case reconnecting(attempt: Int, delay: Duration)
+    /// A replica is being reloaded from a fresh snapshot; its `.resync` change follows.
+    case resyncing(room: String, reason: ResyncReason)
+    /// A room the client had joined was refused on rejoin; its replica's `changes` finished.
+    case roomLost(room: String, error: SnapSyncError)
+    /// The client stopped reconnecting (reconnection is off, or `ReconnectPolicy.maximumAttempts`
+    /// failed in a row): waiting calls failed, the rooms are kept, `connect()` starts again.
+    case stopped(SnapSyncError)
+    /// `close()` was called.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .connected(let session, let server, let resumed):
+            "\(resumed ? "reconnected" : "connected") to \(server), session \(session)"
+        case .disconnected(let why): "disconnected: \(why)"
+        case .reconnecting(let attempt, let delay): "reconnecting (attempt \(attempt)) in \(delay)"
+        case .resyncing(let room, let reason): "resyncing \(room): \(reason)"
+        case .roomLost(let room, let error): "lost room \(room): \(error)"
+        case .stopped(let why): "stopped reconnecting: \(why)"
+        case .closed: "closed"
+        }
+    }
+}

@@ -1,0 +1,97 @@
+extension SnapSyncClient {
+    /// Where to connect and how patient to be.
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// Sent in HELLO; the daemon logs it.
+        public var clientName: String
+        /// Name resolution, TCP connect and the HELLO/WELCOME handshake, each attempt.
+        public var connectTimeout: Duration
+        /// How long a call (join, leave, mutate, replace) waits for its answer, counted from the
+        /// call and across reconnects: a write interrupted by a disconnect is resent and waited for
+        /// until this runs out.
+        public var requestTimeout: Duration
+        /// After this long without hearing from the server the client sends a PING.
+        public var pingInterval: Duration
+        /// A PING unanswered for this long means the connection is dead: the client drops it and
+        /// reconnects.
+        public var pingTimeout: Duration
+        public var reconnect: ReconnectPolicy
+
+        public init(host: String = "127.0.0.1", port: Int = 7400, clientName: String = "SnapSync client",
+                    connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
+                    pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10),
+                    reconnect: ReconnectPolicy = .default) {
+            self.host = host
+            self.port = port
+            self.clientName = clientName
+            self.connectTimeout = connectTimeout
+            self.requestTimeout = requestTimeout
+            self.pingInterval = pingInterval
+            self.pingTimeout = pingTimeout
+            self.reconnect = reconnect
+        }
+    }
+
+    /// Automatic reconnection after a connection that was up drops: exponential backoff with
+    /// jitter, so that a restarted daemon is not hit by every client at the same instant.
+    ///
+    /// The n-th attempt (n from 0) waits `min(maximumDelay, initialDelay × multiplier^n)`, minus a
+    /// random part of up to `jitter` of it (0: none, 1: "full jitter", anywhere from 0).
+    public struct ReconnectPolicy: Hashable, Sendable {
+        public var enabled: Bool
+        public var initialDelay: Duration
+        public var multiplier: Double
+        public var maximumDelay: Duration
+        /// Fraction of each delay that is random, 0...1.
+        public var jitter: Double
+        /// Give up after this many failed attempts in a row (`nil`: never). Giving up fails every
+        /// waiting call with `connectionLost` and ends the client as `close()` would.
+        public var maximumAttempts: Int?
+
+        public init(enabled: Bool = true, initialDelay: Duration = .milliseconds(100), multiplier: Double = 2,
+                    maximumDelay: Duration = .seconds(30), jitter: Double = 0.5, maximumAttempts: Int? = nil) {
+            self.enabled = enabled
+            self.initialDelay = initialDelay
+            self.multiplier = multiplier
+            self.maximumDelay = maximumDelay
+            self.jitter = min(max(jitter, 0), 1)
+            self.maximumAttempts = maximumAttempts
+        }
+
+        public static let `default` = ReconnectPolicy()
+        public static let disabled = ReconnectPolicy(enabled: false)
+
+        /// The wait before attempt `attempt` (0-based), drawing the jitter from `random`.
+        public func delay(attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
+            let initial = initialDelay.seconds, cap = maximumDelay.seconds
+            // Exponent capped so that huge attempt counts cannot overflow to infinity or NaN.
+            let base = min(cap, initial * Self.power(multiplier, min(attempt, 64)))
+            let wait = jitter == 0 ? base : base * (1 - jitter * Double.random(in: 0...1, using: &random))
+            return .nanoseconds(Int64(max(0, wait) * 1e9))
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) / 1e18
+    }
+}
+
+extension SnapSyncClient.ReconnectPolicy {
+    /// `base` to a small non-negative integer power, without Foundation's `pow`.
+    static func power(_ base: Double, _ exponent: Int) -> Double {
+        var result = 1.0
+        var n = exponent
+        var b = base
+        while n > 0 {
+            if n & 1 == 1 { result *= b }
+            b *= b
+            n >>= 1
+        }
+        return result
+    }
+}

@@ -1,0 +1,81 @@
+/// Where a replica stands in its room's history: the room's `epoch` (a fresh random number each
+/// time the room is created) and the `version` its snapshot is at (0 for a new room, +1 per
+/// applied batch). Versions of different epochs are unrelated.
+public struct RoomPosition: Hashable, Sendable, CustomStringConvertible {
+    public var epoch: UInt64
+    public var version: UInt64
+
+    public init(epoch: UInt64, version: UInt64) {
+        self.epoch = epoch
+        self.version = version
+    }
+
+    public var description: String { "v\(version) (epoch \(epoch))" }
+}
+
+/// One change of a replica, as delivered by `RoomReplica.changes`.
+public struct RoomChange: Sendable {
+    public enum Kind: Hashable, Sendable {
+        /// The replica's first snapshot, after `join`: everything is an insert.
+        case initial
+        /// One batch another client (or this one) applied: one DIFF.
+        case diff
+        /// After a reconnect, the batches the replica missed, served from the room's history
+        /// (CATCHUP and its DIFFs), reported as one change.
+        case catchUp
+        /// The replica was replaced by a fresh snapshot: the missed history was too long, or the
+        /// replica could not be trusted any more (see `ResyncReason`). The updates are the
+        /// difference between the two snapshots.
+        case resync(ResyncReason)
+    }
+
+    public var kind: Kind
+    public var room: String
+    /// The position before the change; `nil` for `.initial`.
+    public var previousPosition: RoomPosition?
+    /// The position after the change.
+    public var position: RoomPosition
+    /// The operations applied, in order (all of a catch-up's batches); empty for `.initial` and
+    /// `.resync`, which replace the snapshot.
+    public var operations: [Operation]
+    /// The replica's snapshot after the change.
+    public var snapshot: Snapshot
+    /// The change resolved to index paths against the previous and this snapshot.
+    public var updates: BatchUpdates
+
+    public init(kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,
+                operations: [Operation], snapshot: Snapshot, updates: BatchUpdates) {
+        self.kind = kind
+        self.room = room
+        self.previousPosition = previousPosition
+        self.position = position
+        self.operations = operations
+        self.snapshot = snapshot
+        self.updates = updates
+    }
+
+    /// The room's version after the change.
+    public var version: UInt64 { position.version }
+}
+
+/// Why a replica was replaced by a fresh snapshot.
+public enum ResyncReason: Hashable, Sendable, CustomStringConvertible {
+    /// On resume, the server no longer had the versions the replica missed (SNAPSHOT reason
+    /// `resync`), or the room was recreated under a new epoch.
+    case historyUnavailable
+    /// A SNAPSHOT's digest did not match its content: the client asked again.
+    case digestMismatch
+    /// A DIFF did not apply cleanly to the replica.
+    case diffFailed(BatchError)
+    /// A DIFF's version was not the replica's + 1, or its epoch was not the replica's.
+    case outOfSequence(expected: RoomPosition, received: RoomPosition)
+
+    public var description: String {
+        switch self {
+        case .historyUnavailable: "the missed versions are no longer in the room's history"
+        case .digestMismatch: "a snapshot's digest did not match its content"
+        case .diffFailed(let error): "a diff did not apply: \(error)"
+        case .outOfSequence(let expected, let received): "expected \(expected), received \(received)"
+        }
+    }
+}

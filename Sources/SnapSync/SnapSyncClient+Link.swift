@@ -1,0 +1,280 @@
+// The connection's life: connect and handshake, keep alive with PING, notice the drop,
+// reconnect with backoff, and on each new connection rejoin the rooms and resend the writes.
+
+extension SnapSyncClient {
+    /// Opens a new connection; its events are handled in order by one task.
+    func startConnection() {
+        generation += 1
+        let generation = generation
+        reconnectTask = nil
+        setState(hasConnected ? .reconnecting(attempt: max(reconnectAttempt, 1)) : .connecting)
+        let connection: Connection
+        do {
+            connection = try Connection(host: configuration.host, port: configuration.port,
+                                        connectTimeout: configuration.connectTimeout)
+        } catch {
+            connectionClosed(error)
+            return
+        }
+        link = .handshaking(connection)
+        Task { [weak self] in
+            for await event in connection.events {
+                guard let self else {
+                    connection.close(.closed)
+                    return
+                }
+                await self.handle(event, generation: generation)
+            }
+        }
+        let timeout = configuration.connectTimeout
+        handshakeTimer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            await self?.handshakeTimedOut(generation)
+        }
+    }
+
+    func handshakeTimedOut(_ generation: Int) {
+        guard generation == self.generation, case .handshaking(let connection) = link else { return }
+        connection.close(.timedOut("no WELCOME from \(configuration.host):\(configuration.port) within \(configuration.connectTimeout)"))
+    }
+
+    func handle(_ event: Connection.Event, generation: Int) {
+        guard generation == self.generation else { return }
+        switch event {
+        case .connected:
+            link.connection?.send(.hello(versions: [1], clientName: configuration.clientName, credentials: []))
+        case .message(let message):
+            lastHeard = .now
+            handle(message)
+        case .closed(let reason):
+            connectionClosed(serverClosingReason ?? reason)
+        }
+    }
+
+    func handle(_ message: Message) {
+        switch message {
+        case .welcome(let version, let sessionID, let serverName, let limits):
+            guard case .handshaking(let connection) = link else { return violation("WELCOME after the handshake") }
+            guard version == 1 else { return violation("WELCOME chose version \(version), not offered") }
+            serverLimits = WireLimits(welcome: limits)
+            session = (sessionID, serverName)
+            ready(connection, sessionID: sessionID, serverName: serverName)
+        case .error(let code, let text):
+            // The server closes after ERROR; report this rather than the bare end of stream.
+            serverClosingReason = .serverError(.init(rawCode: code, message: text))
+            link.connection?.close(serverClosingReason!)
+        case .ping(let nonce):
+            link.connection?.send(.pong(nonce: nonce))
+        case .pong(let nonce):
+            if outstandingPing?.nonce == nonce { outstandingPing = nil }
+        default:
+            guard case .ready = link else { return violation("\(message.type.name) before WELCOME") }
+            switch message {
+            case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot):
+                handleSnapshot(requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version),
+                               reason: reason, digest: digest, snapshot: snapshot)
+            case .catchup(let requestID, let room, let epoch, let from, let to):
+                handleCatchUp(requestID: requestID, room: room, epoch: epoch, from: from, to: to)
+            case .diff(let room, let epoch, let version, let operations):
+                handleDiff(room: room, position: RoomPosition(epoch: epoch, version: version), operations: operations)
+            case .ack(let requestID, let epoch, let version):
+                handleAck(requestID: requestID, position: RoomPosition(epoch: epoch, version: version))
+            case .reject(let requestID, let code, let opIndex, let identifier, let text):
+                let rejection = SnapSyncError.Rejection(rawCode: code, operationIndex: opIndex.map { Int(clamping: $0) },
+                                                        identifier: identifier, message: text)
+                handleReject(requestID: requestID, rejection)
+            case .statsReply:
+                // This client sends no STATS.
+                violation("STATS_REPLY answers no request")
+            default:
+                // The decoder accepts server messages only; the rest are handled above.
+                violation("unexpected \(message.type.name)")
+            }
+        }
+    }
+
+    /// The server broke the protocol: drop the connection (and reconnect, which starts clean).
+    func violation(_ what: String) {
+        link.connection?.close(.protocolViolation(what))
+    }
+
+    /// WELCOME: requests may flow. Rooms are rejoined from their positions and unanswered
+    /// writes resent with their write ids, in the order they were made.
+    func ready(_ connection: Connection, sessionID: UInt64, serverName: String) {
+        link = .ready(connection)
+        handshakeTimer?.cancel()
+        handshakeTimer = nil
+        let resumed = hasConnected
+        hasConnected = true
+        reconnectAttempt = 0
+        serverClosingReason = nil
+        setState(.connected)
+        eventSink.yield(.connected(sessionID: sessionID, serverName: serverName, resumed: resumed))
+        for call in connectCalls { complete(call, .success(.done)) }
+        startPinging()
+        for room in rooms.keys.sorted() { sendJoin(room) }
+        for call in writes.keys.sorted() {
+            if let error = sendWrite(call) { complete(call, .failure(error)) }
+        }
+    }
+
+    /// The connection ended (or never came up).
+    func connectionClosed(_ reason: SnapSyncError) {
+        let wasReady: Bool
+        if case .ready = link { wasReady = true } else { wasReady = false }
+        link = .none
+        serverClosingReason = nil
+        handshakeTimer?.cancel()
+        handshakeTimer = nil
+        pingTask?.cancel()
+        pingTask = nil
+        outstandingPing = nil
+        requests = [:]
+        for room in rooms.keys { rooms[room]!.phase = .detached }
+        guard state != .closed else { return }
+        if wasReady { eventSink.yield(.disconnected(reason)) }
+        guard hasConnected else {
+            // The first connection: the caller of connect() hears why; no retry.
+            setState(.disconnected)
+            for call in connectCalls { complete(call, .failure(reason)) }
+            return
+        }
+        let policy = configuration.reconnect
+        guard policy.enabled else { return stop(reason) }
+        reconnectAttempt += 1
+        if let maximum = policy.maximumAttempts, reconnectAttempt > maximum { return stop(reason) }
+        var random = SystemRandomNumberGenerator()
+        let delay = policy.delay(attempt: reconnectAttempt - 1, using: &random)
+        setState(.reconnecting(attempt: reconnectAttempt))
+        eventSink.yield(.reconnecting(attempt: reconnectAttempt, delay: delay))
+        guard !reconnectHeld else { return }
+        let generation = generation
+        reconnectTask = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await self?.reconnectNow(after: generation)
+        }
+    }
+
+    func reconnectNow(after generation: Int) {
+        guard generation == self.generation, case .reconnecting = state, case .none = link else { return }
+        startConnection()
+    }
+
+    /// Stops reconnecting: waiting calls fail, rooms stay (a later `connect()` resumes them).
+    func stop(_ reason: SnapSyncError) {
+        setState(.disconnected)
+        reconnectAttempt = 0
+        let lost = SnapSyncError.connectionLost("\(reason)")
+        for call in Array(calls.keys) { complete(call, .failure(lost)) }
+        eventSink.yield(.stopped(reason))
+    }
+
+    // MARK: Keepalive
+
+    /// Checks a few times per interval: PING after `pingInterval` of silence, drop the
+    /// connection when a PING stays unanswered for `pingTimeout`.
+    func startPinging() {
+        pingTask?.cancel()
+        lastHeard = .now
+        outstandingPing = nil
+        let tick = max(.milliseconds(10), min(configuration.pingInterval, configuration.pingTimeout) / 4)
+        let generation = generation
+        pingTask = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: tick)
+                guard let self, !Task.isCancelled else { return }
+                await self.pingTick(generation)
+            }
+        }
+    }
+
+    func pingTick(_ generation: Int) {
+        guard generation == self.generation, case .ready(let connection) = link else { return }
+        let now = ContinuousClock.now
+        if let ping = outstandingPing {
+            if now - ping.sentAt >= configuration.pingTimeout {
+                connection.close(.timedOut("no PONG within \(configuration.pingTimeout)"))
+            }
+        } else if now - lastHeard >= configuration.pingInterval {
+            nextPingNonce += 1
+            outstandingPing = (nextPingNonce, now)
+            connection.send(.ping(nonce: nextPingNonce))
+        }
+    }
+
+    // MARK: Requests
+
+    func newRequest(_ request: Request) -> UInt64 {
+        nextRequestID += 1
+        requests[nextRequestID] = request
+        return nextRequestID
+    }
+
+    /// JOIN, resuming from the replica's position unless the replica is new or distrusted.
+    func sendJoin(_ room: String) {
+        guard case .ready(let connection) = link, let entry = rooms[room] else { return }
+        let requestID = newRequest(.join(room: room))
+        rooms[room]!.phase = .joining(requestID: requestID)
+        var resume: Message.Position?
+        if entry.loaded && entry.resyncReason == nil {
+            let position = entry.replica.position
+            resume = Message.Position(epoch: position.epoch, version: position.version)
+        }
+        connection.send(.join(requestId: requestID, room: room, resume: resume))
+    }
+
+    func sendLeave(_ room: String, call: UInt64?) {
+        guard case .ready(let connection) = link else { return }
+        let requestID = newRequest(.leave(room: room, call: call))
+        connection.send(.leave(requestId: requestID, room: room))
+    }
+
+    /// Sends write `call` with a new request id, or says why it cannot be sent.
+    func sendWrite(_ call: UInt64) -> SnapSyncError? {
+        guard case .ready(let connection) = link, let write = writes[call] else { return nil }
+        nextRequestID += 1
+        let requestID = nextRequestID
+        let message: Message
+        switch write.body {
+        case .operations(let operations):
+            message = .mutate(requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                              writeId: write.writeID, ops: operations)
+        case .snapshot(let snapshot):
+            message = .replace(requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                               writeId: write.writeID, snapshot: snapshot)
+        }
+        let frame = FrameEncoder().encode(message)
+        // The server would answer an oversized frame by closing the connection, and the resend
+        // after the reconnect would do it again: refuse it here instead.
+        guard frame.count - 4 <= serverLimits.maxFrameBytes else {
+            return .requestTooLarge(size: frame.count - 4, limit: serverLimits.maxFrameBytes)
+        }
+        requests[requestID] = .write(call: call)
+        connection.send(frame: frame)
+        return nil
+    }
+
+    func write(_ write: PendingWrite) async throws(SnapSyncError) -> RoomPosition {
+        try checkUsable()
+        let call = newCallID()
+        writes[call] = write
+        if let error = sendWrite(call) {
+            writes[call] = nil
+            throw error
+        }
+        let what = "\(write.body.isSnapshot ? "REPLACE" : "MUTATE") on \(write.room)"
+        guard case .position(let position) = try await wait(call, what: what).get() else {
+            preconditionFailure("a write completes with a position")
+        }
+        return position
+    }
+}
+
+extension SnapSyncClient.PendingWrite.Body {
+    var isSnapshot: Bool {
+        if case .snapshot = self { return true }
+        return false
+    }
+}

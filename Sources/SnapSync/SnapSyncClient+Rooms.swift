@@ -1,0 +1,200 @@
+// Keeping replicas in step with their rooms: SNAPSHOT (initial or resync), CATCHUP and the DIFFs
+// that follow it, live DIFFs, and the answers to writes and leaves.
+//
+// A replica moves only forward, one version at a time, within one epoch. Anything else (a gap, a
+// DIFF that does not apply, a digest that does not match) means the replica can no longer be
+// trusted, and the client fetches a fresh snapshot rather than guess.
+
+extension SnapSyncClient {
+    /// The answer to a JOIN: the replica is replaced, whatever the SNAPSHOT's `reason` says (a
+    /// fresh JOIN after a digest mismatch is answered `initial`, a resume `resync`); the change's
+    /// kind says how it got here.
+    func handleSnapshot(requestID: UInt64, room: String, position: RoomPosition, reason: SnapshotReason,
+                        digest: SnapshotDigest, snapshot: Snapshot) {
+        guard case .join(let joined)? = requests.removeValue(forKey: requestID), joined == room else {
+            return violation("SNAPSHOT of \(room) answers no JOIN of it (request \(requestID))")
+        }
+        guard var entry = rooms[room], case .joining(let current) = entry.phase, current == requestID else {
+            abandonedJoinAnswered(room)
+            return
+        }
+        guard snapshot.digest == digest else {
+            entry.digestFailures += 1
+            rooms[room] = entry
+            // A server that keeps sending bad snapshots is broken; a new connection is the most
+            // a client can try (and the backoff keeps that cheap).
+            guard entry.digestFailures < 3 else {
+                return violation("the SNAPSHOT of \(room) failed its digest check 3 times")
+            }
+            return resync(room, .digestMismatch)
+        }
+        entry.digestFailures = 0
+        let old = entry.replica.current
+        let kind: RoomChange.Kind
+        if !entry.loaded {
+            kind = .initial
+        } else {
+            kind = .resync(entry.resyncReason ?? .historyUnavailable)
+        }
+        entry.phase = .live
+        entry.loaded = true
+        entry.resyncReason = nil
+        let calls = entry.joinCalls
+        rooms[room] = entry
+        let base = kind == .initial ? Snapshot() : old.snapshot
+        entry.replica.publish(RoomChange(kind: kind, room: room, previousPosition: kind == .initial ? nil : old.position,
+                                         position: position, operations: [], snapshot: snapshot,
+                                         updates: BatchUpdates(from: base, to: snapshot)))
+        for call in calls { complete(call, .success(.replica(entry.replica))) }
+    }
+
+    func handleCatchUp(requestID: UInt64, room: String, epoch: UInt64, from: UInt64, to: UInt64) {
+        guard case .join(let joined)? = requests.removeValue(forKey: requestID), joined == room else {
+            return violation("CATCHUP of \(room) answers no JOIN of it (request \(requestID))")
+        }
+        guard var entry = rooms[room], case .joining(let current) = entry.phase, current == requestID else {
+            abandonedJoinAnswered(room)
+            return
+        }
+        let replica = entry.replica.current
+        guard entry.loaded, epoch == replica.position.epoch, from == replica.position.version, to >= from else {
+            return resync(room, .outOfSequence(expected: replica.position, received: RoomPosition(epoch: epoch, version: from)))
+        }
+        entry.phase = .catchingUp(CatchUp(epoch: epoch, version: from, toVersion: to, working: replica.snapshot, operations: []))
+        rooms[room] = entry
+        if to == from { finishCatchUp(room) }
+    }
+
+    func handleDiff(room: String, position: RoomPosition, operations: [Operation]) {
+        // Take the entry out while advancing it, so that a catch-up's working snapshot is not
+        // shared with the dictionary's copy (which would cost a full copy per DIFF).
+        guard var entry = rooms.removeValue(forKey: room) else { return }  // left; DIFFs were in flight
+        let outcome = Self.advance(&entry, to: position, by: operations)
+        rooms[room] = entry
+        switch outcome {
+        case .ignored:
+            break
+        case .applied(let change):
+            entry.replica.publish(change)
+        case .caughtUp:
+            finishCatchUp(room)
+        case .broken(let reason):
+            resync(room, reason)
+        }
+    }
+
+    enum DiffOutcome {
+        case ignored
+        case applied(RoomChange)
+        case caughtUp
+        case broken(ResyncReason)
+    }
+
+    /// Applies one DIFF to a room's state, or says why it cannot be.
+    static func advance(_ entry: inout RoomEntry, to position: RoomPosition, by operations: [Operation]) -> DiffOutcome {
+        switch entry.phase {
+        case .detached, .joining:
+            // The SNAPSHOT or CATCHUP that answers the JOIN covers it.
+            return .ignored
+        case .catchingUp(var catchUp):
+            entry.phase = .detached  // drops the enum's reference to the working snapshot
+            let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.version + 1)
+            guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position)) }
+            do {
+                try catchUp.working.apply(operations, limits: .unlimited)
+            } catch {
+                return .broken(.diffFailed(error))
+            }
+            catchUp.operations += operations
+            catchUp.version = position.version
+            entry.phase = .catchingUp(catchUp)
+            return catchUp.version == catchUp.toVersion ? .caughtUp : .ignored
+        case .live:
+            let current = entry.replica.current
+            // An old DIFF (its version is already in the replica) changes nothing.
+            if position.epoch == current.position.epoch && position.version <= current.position.version { return .ignored }
+            let expected = RoomPosition(epoch: current.position.epoch, version: current.position.version + 1)
+            guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position)) }
+            // A copy of the previous snapshot, which the previous change still holds: O(n).
+            var snapshot = current.snapshot
+            do {
+                // The server validated the batch against its limits; the replica only follows.
+                try snapshot.apply(operations, limits: .unlimited)
+            } catch {
+                return .broken(.diffFailed(error))
+            }
+            return .applied(RoomChange(kind: .diff, room: entry.replica.room, previousPosition: current.position,
+                                       position: position, operations: operations, snapshot: snapshot,
+                                       updates: BatchUpdates(from: current.snapshot, to: snapshot, operations: operations)))
+        }
+    }
+
+    /// The catch-up reached its target version: publish it as one change.
+    func finishCatchUp(_ room: String) {
+        guard var entry = rooms[room], case .catchingUp(let catchUp) = entry.phase else { return }
+        entry.phase = .live
+        rooms[room] = entry
+        let old = entry.replica.current
+        entry.replica.publish(RoomChange(kind: .catchUp, room: room, previousPosition: old.position,
+                                         position: RoomPosition(epoch: catchUp.epoch, version: catchUp.version),
+                                         operations: catchUp.operations, snapshot: catchUp.working,
+                                         updates: BatchUpdates(from: old.snapshot, to: catchUp.working,
+                                                               operations: catchUp.operations)))
+    }
+
+    /// Replaces the replica with a fresh snapshot: LEAVE, then JOIN without a resume position.
+    /// The answer is published as `.resync(reason)`.
+    func resync(_ room: String, _ reason: ResyncReason) {
+        guard rooms[room] != nil else { return }
+        eventSink.yield(.resyncing(room: room, reason: reason))
+        rooms[room]!.resyncReason = reason
+        rooms[room]!.phase = .detached
+        guard case .ready = link else { return }  // the rejoin after the reconnect is fresh
+        sendLeave(room, call: nil)
+        sendJoin(room)
+    }
+
+    /// A SNAPSHOT or CATCHUP arrived for a join nobody waits for any more (it timed out, or the
+    /// room was left meanwhile): the server counts this connection as a member, so leave again,
+    /// unless a LEAVE is already on its way.
+    func abandonedJoinAnswered(_ room: String) {
+        guard rooms[room] == nil else { return }
+        let leaving = requests.values.contains { request in
+            if case .leave(let r, _) = request { return r == room }
+            return false
+        }
+        if !leaving { sendLeave(room, call: nil) }
+    }
+
+    func handleAck(requestID: UInt64, position: RoomPosition) {
+        switch requests.removeValue(forKey: requestID) {
+        case .write(let call)?:
+            complete(call, .success(.position(position)))
+        case .leave(_, let call)?:
+            if let call { complete(call, .success(.done)) }
+        case .join(let room)?:
+            violation("ACK answers JOIN \(room) (request \(requestID))")
+        case nil:
+            violation("ACK answers no request (request \(requestID))")
+        }
+    }
+
+    func handleReject(requestID: UInt64, _ rejection: SnapSyncError.Rejection) {
+        switch requests.removeValue(forKey: requestID) {
+        case .write(let call)?:
+            complete(call, .failure(.rejected(rejection)))
+        case .leave(_, let call)?:
+            // Not joined server-side is what a LEAVE wants.
+            guard let call else { return }
+            complete(call, rejection.code == .notJoined ? .success(.done) : .failure(.rejected(rejection)))
+        case .join(let room)?:
+            guard let entry = rooms[room], case .joining(let current) = entry.phase, current == requestID else { return }
+            rooms[room] = nil
+            entry.replica.finish()
+            if entry.loaded { eventSink.yield(.roomLost(room: room, error: .rejected(rejection))) }
+            for call in entry.joinCalls { complete(call, .failure(.rejected(rejection))) }
+        case nil:
+            violation("REJECT answers no request (request \(requestID))")
+        }
+    }
+}

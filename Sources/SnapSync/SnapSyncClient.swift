@@ -1,0 +1,362 @@
+/// A connection to a SnapSync daemon, serving any number of rooms.
+///
+/// ```swift
+/// let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: 7400))
+/// try await client.connect()
+/// let inbox = try await client.join("inbox")
+/// for await change in inbox.changes { apply(change.updates, change.snapshot) }
+/// ```
+///
+/// - Joins return a `RoomReplica`, kept up to date from the room's DIFFs.
+/// - Writes (`mutate`, `perform`, `replace`) return the room's new position once the server has
+///   applied them, or throw the server's typed `REJECT`. When this client has joined the room,
+///   the replica already holds the write when the call returns (the server sends the writer's
+///   DIFF before its ACK).
+/// - When a connection that was up drops, the client reconnects by itself (`ReconnectPolicy`),
+///   resumes every room from its replica's position (a `.catchUp` change, or a `.resync` when the
+///   server's history no longer reaches back), and resends the writes that were in flight with
+///   their original write id: the server applies each write at most once.
+/// - `events` and `state` tell the app about the connection.
+///
+/// An actor: every call is safe from any task. The socket is served by a dedicated thread (POSIX
+/// sockets and `poll`; no Network.framework, no libevent), so the client runs unchanged on Linux
+/// and Apple platforms. Call `close()` when done.
+public actor SnapSyncClient {
+    public nonisolated let configuration: Configuration
+    /// Connection and room events. One consumer; the newest 1024 are kept if nobody listens.
+    public nonisolated let events: AsyncStream<ClientEvent>
+    nonisolated let eventSink: AsyncStream<ClientEvent>.Continuation
+    nonisolated let stateBox = Locked(ConnectionState.disconnected)
+
+    /// The connection's state, readable from any thread.
+    public nonisolated var state: ConnectionState { stateBox.value }
+    /// The server's limits, from the last WELCOME (the protocol's defaults before).
+    public internal(set) var serverLimits = WireLimits.default
+    /// The session id and server name of the last WELCOME.
+    public internal(set) var session: (id: UInt64, serverName: String)?
+
+    // MARK: Connection (see SnapSyncClient+Link.swift)
+
+    enum Link {
+        case none
+        /// TCP connect and HELLO/WELCOME under way.
+        case handshaking(Connection)
+        /// WELCOME received: requests flow.
+        case ready(Connection)
+
+        var connection: Connection? {
+            switch self {
+            case .none: nil
+            case .handshaking(let c), .ready(let c): c
+            }
+        }
+    }
+    var link = Link.none
+    /// Bumped for each connection, so that events of an older one are ignored.
+    var generation = 0
+    /// A handshake has succeeded once: from then on a drop means reconnect, not fail.
+    var hasConnected = false
+    var reconnectAttempt = 0
+    /// Testing: reconnection waits for `resumeReconnecting()`.
+    var reconnectHeld = false
+    var reconnectTask: Task<Void, Never>?
+    var handshakeTimer: Task<Void, Never>?
+    var pingTask: Task<Void, Never>?
+    /// Why the server said it would close (ERROR), reported when the socket closes.
+    var serverClosingReason: SnapSyncError?
+    var lastHeard = ContinuousClock.now
+    var outstandingPing: (nonce: UInt64, sentAt: ContinuousClock.Instant)?
+    var nextPingNonce: UInt64 = 0
+
+    // MARK: Calls waiting for an answer
+
+    struct Call {
+        let continuation: CheckedContinuation<Result<Outcome, SnapSyncError>, Never>
+        let timer: Task<Void, Never>
+    }
+    enum Outcome {
+        case done
+        case position(RoomPosition)
+        case replica(RoomReplica)
+    }
+    var nextCallID: UInt64 = 0
+    var calls: [UInt64: Call] = [:]
+    /// `connect()` calls waiting for the handshake.
+    var connectCalls: [UInt64] = []
+    /// `join` calls, by room.
+    var joinCallRooms: [UInt64: String] = [:]
+
+    // MARK: Requests on the current connection, by request id
+
+    enum Request {
+        case join(room: String)
+        /// `call` is nil for the client's own LEAVEs (resync, abandoned joins).
+        case leave(room: String, call: UInt64?)
+        case write(call: UInt64)
+    }
+    var nextRequestID: UInt64 = 0
+    var requests: [UInt64: Request] = [:]
+
+    // MARK: Rooms and writes (see SnapSyncClient+Rooms.swift)
+
+    struct RoomEntry {
+        let replica: RoomReplica
+        var phase: Phase
+        /// The replica holds a snapshot of the room (the first SNAPSHOT arrived).
+        var loaded = false
+        var joinCalls: [UInt64] = []
+        /// Set when the client distrusts its replica: the next rejoin is a fresh JOIN, and the
+        /// SNAPSHOT that answers it is reported as `.resync(reason)`.
+        var resyncReason: ResyncReason?
+        var digestFailures = 0
+    }
+    enum Phase {
+        /// Not joined on the current connection (or no connection).
+        case detached
+        case joining(requestID: UInt64)
+        /// CATCHUP received; its DIFFs are being applied to `working`.
+        case catchingUp(CatchUp)
+        case live
+    }
+    struct CatchUp {
+        var epoch: UInt64
+        var version: UInt64
+        var toVersion: UInt64
+        var working: Snapshot
+        var operations: [Operation]
+    }
+    var rooms: [String: RoomEntry] = [:]
+
+    struct PendingWrite {
+        enum Body {
+            case operations([Operation])
+            case snapshot(Snapshot)
+        }
+        var room: String
+        var expectedVersion: UInt64?
+        /// Random, 16 bytes, kept across resends: the server applies a write id once.
+        var writeID: [UInt8]
+        var body: Body
+    }
+    /// Writes not yet answered, by call id (call ids grow, so sorting keeps the callers' order).
+    var writes: [UInt64: PendingWrite] = [:]
+
+    // MARK: - API
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        (events, eventSink) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    public init(host: String, port: Int, clientName: String = "SnapSync client") {
+        self.init(configuration: Configuration(host: host, port: port, clientName: clientName))
+    }
+
+    deinit {
+        link.connection?.close(.closed)
+        reconnectTask?.cancel()
+        handshakeTimer?.cancel()
+        pingTask?.cancel()
+        eventSink.finish()
+    }
+
+    /// Connects and handshakes. Throws when that fails (no automatic retry for the first
+    /// connection: a wrong address should say so); once connected, drops are retried by
+    /// themselves. Calling it while connected does nothing. After the client gave up
+    /// reconnecting, it connects again and rejoins the rooms.
+    public func connect() async throws(SnapSyncError) {
+        switch state {
+        case .closed: throw .closed
+        case .connected: return
+        case .disconnected: startConnection()
+        case .connecting, .reconnecting: break
+        }
+        let call = newCallID()
+        connectCalls.append(call)
+        _ = try await wait(call, what: "connecting to \(configuration.host):\(configuration.port)",
+                           timeout: configuration.connectTimeout + .seconds(1)).get()
+    }
+
+    /// Joins `room` and returns its replica once the room's snapshot has arrived. Joining a
+    /// room already joined returns the same replica.
+    public func join(_ room: String) async throws(SnapSyncError) -> RoomReplica {
+        try checkUsable()
+        if let entry = rooms[room], entry.loaded { return entry.replica }
+        if rooms[room] == nil {
+            rooms[room] = RoomEntry(replica: RoomReplica(room: room), phase: .detached)
+            if case .ready = link { sendJoin(room) }
+        }
+        let call = newCallID()
+        rooms[room]!.joinCalls.append(call)
+        joinCallRooms[call] = room
+        guard case .replica(let replica) = try await wait(call, what: "JOIN \(room)").get() else {
+            preconditionFailure("a join completes with its replica")
+        }
+        return replica
+    }
+
+    /// Leaves `room`: the replica's `changes` finish and DIFFs stop. Leaving a room not joined
+    /// does nothing.
+    public func leave(_ room: String) async throws(SnapSyncError) {
+        guard let entry = rooms.removeValue(forKey: room) else { return }
+        entry.replica.finish()
+        for call in entry.joinCalls { complete(call, .failure(.notJoined(room: room))) }
+        guard case .ready = link, !entry.phase.isDetached else { return }
+        let call = newCallID()
+        sendLeave(room, call: call)
+        _ = try await wait(call, what: "LEAVE \(room)").get()
+    }
+
+    /// The replica of a joined room.
+    public func replica(_ room: String) -> RoomReplica? {
+        rooms[room]?.replica
+    }
+
+    /// Applies `operations` to `room` atomically (MUTATE), whether or not this client has joined it.
+    ///
+    /// - Parameter expectedVersion: compare-and-set: the server rejects the batch
+    ///   (`version_mismatch`) unless the room is at this version.
+    /// - Returns: the room's position after the batch.
+    /// - Throws: `.rejected` with the server's code, failing operation index and identifier;
+    ///   connection errors; `.timedOut` after `requestTimeout`.
+    @discardableResult
+    public func mutate(_ room: String, _ operations: [Operation], expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
+        try await write(PendingWrite(room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
+                                     body: .operations(operations)))
+    }
+
+    /// Builds a batch with UIKit's mutators against the joined replica's snapshot, validating
+    /// each call locally (see `BatchBuilder`), then sends it as `mutate` does.
+    ///
+    /// `body` runs on the caller's actor (the `isolation` parameter), not the client's, so it may
+    /// touch the caller's state.
+    /// - Throws: `SnapSyncError.invalidBatch` when a builder call fails locally (nothing is
+    ///   sent), `.notJoined` when the room is not joined, anything `body` throws, and what
+    ///   `mutate` throws.
+    @discardableResult
+    public func perform(_ room: String, expectedVersion: UInt64? = nil,
+                                    isolation: isolated (any Actor)? = #isolation,
+                                    _ body: (inout BatchBuilder) throws -> Void) async throws -> RoomPosition {
+        guard let base = await batchBase(room) else { throw SnapSyncError.notJoined(room: room) }
+        var builder = BatchBuilder(base: base.snapshot, limits: base.limits)
+        do {
+            try body(&builder)
+        } catch let error as BatchError {
+            throw SnapSyncError.invalidBatch(error)
+        }
+        return try await mutate(room, builder.operations, expectedVersion: expectedVersion)
+    }
+
+    /// Replaces the whole content of `room` (REPLACE). See `mutate` for the rest.
+    @discardableResult
+    public func replace(_ room: String, with snapshot: Snapshot, expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
+        try await write(PendingWrite(room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
+                                     body: .snapshot(snapshot)))
+    }
+
+    /// Closes the connection for good: waiting calls throw `.closed`, replicas' `changes` and
+    /// `events` finish.
+    public func close() {
+        guard state != .closed else { return }
+        setState(.closed)
+        generation += 1
+        link.connection?.close(.closed)
+        link = .none
+        for task in [reconnectTask, handshakeTimer, pingTask] { task?.cancel() }
+        for call in Array(calls.keys) { complete(call, .failure(.closed)) }
+        for entry in rooms.values { entry.replica.finish() }
+        rooms = [:]
+        writes = [:]
+        requests = [:]
+        eventSink.yield(.closed)
+        eventSink.finish()
+    }
+
+    // MARK: - Testing
+
+    /// Shuts the socket down as a network failure would. With `reconnect: false` the client
+    /// then waits in `.reconnecting` until `resumeReconnecting()`.
+    @_spi(Testing) public func dropConnection(reconnect: Bool = true) {
+        reconnectHeld = !reconnect
+        link.connection?.drop()
+    }
+
+    @_spi(Testing) public func resumeReconnecting() {
+        reconnectHeld = false
+        if case .reconnecting = state, case .none = link, reconnectTask == nil { startConnection() }
+    }
+
+    // MARK: - Calls
+
+    func newCallID() -> UInt64 {
+        nextCallID += 1
+        return nextCallID
+    }
+
+    /// Waits for call `id` to be completed (by an answer, a failure, its timeout or the
+    /// caller's cancellation). The call is registered before this suspends, so an answer can
+    /// never arrive unheard.
+    func wait(_ id: UInt64, what: String, timeout: Duration? = nil) async -> Result<Outcome, SnapSyncError> {
+        let timeout = timeout ?? configuration.requestTimeout
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let timer = Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    guard !Task.isCancelled else { return }
+                    await self?.complete(id, .failure(.timedOut("\(what): no answer within \(timeout)")))
+                }
+                calls[id] = Call(continuation: continuation, timer: timer)
+            }
+        } onCancel: {
+            Task { [weak self] in await self?.complete(id, .failure(.cancelled)) }
+        }
+    }
+
+    /// Resumes call `id` once and forgets everything waiting on it.
+    func complete(_ id: UInt64, _ result: Result<Outcome, SnapSyncError>) {
+        guard let call = calls.removeValue(forKey: id) else { return }
+        call.timer.cancel()
+        writes[id] = nil
+        connectCalls.removeAll { $0 == id }
+        if let room = joinCallRooms.removeValue(forKey: id), var entry = rooms[room] {
+            entry.joinCalls.removeAll { $0 == id }
+            if !entry.loaded && entry.joinCalls.isEmpty {
+                // Nobody waits for this room any more; a late SNAPSHOT is answered with LEAVE.
+                rooms[room] = nil
+                entry.replica.finish()
+            } else {
+                rooms[room] = entry
+            }
+        }
+        call.continuation.resume(returning: result)
+    }
+
+    func checkUsable() throws(SnapSyncError) {
+        switch state {
+        case .closed: throw .closed
+        case .disconnected: throw .connectionLost("not connected: call connect()")
+        case .connecting, .connected, .reconnecting: break
+        }
+    }
+
+    func setState(_ state: ConnectionState) {
+        stateBox.withLock { $0 = state }
+    }
+
+    static func newWriteID() -> [UInt8] {
+        var random = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+    }
+
+    func batchBase(_ room: String) -> (snapshot: Snapshot, limits: Limits)? {
+        guard let entry = rooms[room], entry.loaded else { return nil }
+        return (entry.replica.snapshot, serverLimits.model)
+    }
+}
+
+extension SnapSyncClient.Phase {
+    var isDetached: Bool {
+        if case .detached = self { return true }
+        return false
+    }
+}

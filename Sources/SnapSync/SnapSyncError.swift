@@ -1,0 +1,104 @@
+/// Everything a `SnapSyncClient` call can throw.
+///
+/// `rejected` and `serverError` carry the server's answer with its wire code (`ErrorCode`, one case
+/// per row of Protocol/PROTOCOL.md §6); the other cases are the client's own: local validation,
+/// the connection, time.
+public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The server refused the request (REJECT). Nothing was applied.
+    case rejected(Rejection)
+    /// The server ended the connection with ERROR (a handshake failure, a protocol violation it
+    /// saw, `shutting_down`, ...).
+    case serverError(ServerError)
+    /// The batch failed local validation against the replica's snapshot (`BatchBuilder`); it was
+    /// not sent.
+    case invalidBatch(BatchError)
+    /// No connection could be made: name resolution, refusal, or the connect timeout.
+    case connectFailed(String)
+    /// The connection dropped and automatic reconnection is off (or gave up), or it dropped
+    /// before the handshake completed.
+    case connectionLost(String)
+    /// No answer within `Configuration.requestTimeout`. A write that timed out may or may not
+    /// have been applied; the replica's next change tells.
+    case timedOut(String)
+    /// The server sent something the protocol does not allow (an undecodable frame, a SNAPSHOT
+    /// whose digest never matches, an answer to no request). The client drops the connection.
+    case protocolViolation(String)
+    /// The request's frame would exceed the server's `max_frame_bytes`; it was not sent (the
+    /// server would have closed the connection).
+    case requestTooLarge(size: Int, limit: Int)
+    /// The room is not joined: `perform` needs the replica to validate against.
+    case notJoined(room: String)
+    /// The calling task was cancelled. A write may or may not have been applied.
+    case cancelled
+    /// `close()` was called.
+    case closed
+
+    /// A REJECT: the request failed as a whole and the room is unchanged.
+    public struct Rejection: Hashable, Sendable, CustomStringConvertible {
+        /// The wire code, as sent; `code` is its typed form.
+        public var rawCode: UInt64
+        /// The failing operation's index in the batch (codes 20–32).
+        public var operationIndex: Int?
+        /// The identifier the rule is about, when it is about one.
+        public var identifier: Identifier?
+        /// The server's explanation.
+        public var message: String
+
+        public init(rawCode: UInt64, operationIndex: Int?, identifier: Identifier?, message: String) {
+            self.rawCode = rawCode
+            self.operationIndex = operationIndex
+            self.identifier = identifier
+            self.message = message
+        }
+
+        /// `nil` for a code this client does not know: a generic rejection (§6).
+        public var code: ErrorCode? { ErrorCode(rawValue: rawCode) }
+
+        public var description: String {
+            var text = "rejected (\(code?.name ?? "code \(rawCode)"))"
+            if let operationIndex { text += " at operation \(operationIndex)" }
+            if let identifier { text += " on \(identifier)" }
+            return text + ": " + message
+        }
+    }
+
+    /// An ERROR: the server closed the connection.
+    public struct ServerError: Hashable, Sendable, CustomStringConvertible {
+        public var rawCode: UInt64
+        public var message: String
+
+        public init(rawCode: UInt64, message: String) {
+            self.rawCode = rawCode
+            self.message = message
+        }
+
+        public var code: ErrorCode? { ErrorCode(rawValue: rawCode) }
+
+        public var description: String { "server error (\(code?.name ?? "code \(rawCode)")): \(message)" }
+    }
+
+    /// The wire code of a `rejected` or `serverError`; `nil` otherwise.
+    public var code: ErrorCode? {
+        switch self {
+        case .rejected(let rejection): rejection.code
+        case .serverError(let error): error.code
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .rejected(let rejection): rejection.description
+        case .serverError(let error): error.description
+        case .invalidBatch(let error): "invalid batch: \(error)"
+        case .connectFailed(let why): "could not connect: \(why)"
+        case .connectionLost(let why): "connection lost: \(why)"
+        case .timedOut(let what): "timed out: \(what)"
+        case .protocolViolation(let what): "protocol violation: \(what)"
+        case .requestTooLarge(let size, let limit): "the request is \(size) bytes, over the server's frame limit of \(limit)"
+        case .notJoined(let room): "room \(room) is not joined"
+        case .cancelled: "cancelled"
+        case .closed: "the client is closed"
+        }
+    }
+}
