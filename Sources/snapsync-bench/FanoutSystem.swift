@@ -1,0 +1,267 @@
+// The few Linux facilities the fan-out load generator needs and Swift's Glibc module does not
+// import: epoll (<sys/epoll.h> is not in SwiftGlibc.h) and CPU affinity (sched_setaffinity needs
+// _GNU_SOURCE). They are looked up once with dlsym and called through @convention(c) function
+// pointers, so the calling convention is C's and no C target is needed in the bench.
+// Everything else here is plain Glibc: the monotonic clock, /proc readers, sockets.
+#if canImport(Glibc)
+import Glibc
+
+/// Writes to standard error (fd 2) unbuffered; Glibc's `stderr` is not concurrency-safe in Swift 6.
+func fanoutErr(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let n = write(2, raw.baseAddress! + offset, raw.count - offset)
+            if n <= 0 { if errno == EINTR { continue }; return }
+            offset += n
+        }
+    }
+}
+
+/// A NUL-terminated C buffer as a String.
+func fanoutString(cString buffer: [CChar]) -> String {
+    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+enum FanoutSys {
+
+    // dlsym(nil, name): glibc's RTLD_DEFAULT is the null handle, i.e. the process's global symbols.
+    private static func symbol<T>(_ name: String, as type: T.Type) -> T {
+        guard let pointer = dlsym(nil, name) else {
+            fatalError("snapsync-bench: libc has no \(name) (Linux only)")
+        }
+        return unsafeBitCast(pointer, to: type)
+    }
+
+    typealias EpollCreate1 = @convention(c) (Int32) -> Int32
+    typealias EpollCtl = @convention(c) (Int32, Int32, Int32, UnsafeMutableRawPointer?) -> Int32
+    typealias EpollWait = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32, Int32) -> Int32
+    typealias EpollPwait2 = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32,
+                                            UnsafeRawPointer?, UnsafeRawPointer?) -> Int32
+    typealias SchedSetaffinity = @convention(c) (Int32, Int, UnsafeRawPointer?) -> Int32
+
+    static let epollCreate1 = symbol("epoll_create1", as: EpollCreate1.self)
+    static let epollCtl = symbol("epoll_ctl", as: EpollCtl.self)
+    static let epollWait = symbol("epoll_wait", as: EpollWait.self)
+    /// glibc ≥ 2.35 and Linux ≥ 5.11: a nanosecond timeout, so the open-loop publisher neither
+    /// oversleeps by a millisecond nor spins. Nil where missing; epoll_wait is the fallback.
+    static let epollPwait2: EpollPwait2? = {
+        guard let pointer = dlsym(nil, "epoll_pwait2") else { return nil }
+        return unsafeBitCast(pointer, to: EpollPwait2.self)
+    }()
+    static let schedSetaffinity = symbol("sched_setaffinity", as: SchedSetaffinity.self)
+
+    // <sys/epoll.h> constants (identical on every Linux architecture).
+    static let EPOLL_CTL_ADD: Int32 = 1
+    static let EPOLL_CTL_DEL: Int32 = 2
+    static let EPOLL_CTL_MOD: Int32 = 3
+    static let EPOLLIN: UInt32 = 0x001
+    static let EPOLLOUT: UInt32 = 0x004
+    static let EPOLLERR: UInt32 = 0x008
+    static let EPOLLHUP: UInt32 = 0x010
+
+    /// struct epoll_event is packed on x86-64 (12 bytes: u32 events, u64 data) and naturally
+    /// aligned elsewhere (16 bytes). The generator reads and writes it as raw memory.
+    #if arch(x86_64)
+    static let epollEventSize = 12
+    static let epollDataOffset = 4
+    #else
+    static let epollEventSize = 16
+    static let epollDataOffset = 8
+    #endif
+
+    /// Registers `fd` with `events`, tagging it with `token` (epoll_ctl).
+    static func epollSet(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, token: UInt64) {
+        var raw = (UInt64(0), UInt64(0))
+        let rc = withUnsafeMutableBytes(of: &raw) { bytes -> Int32 in
+            bytes.storeBytes(of: events, toByteOffset: 0, as: UInt32.self)
+            bytes.storeBytes(of: token, toByteOffset: epollDataOffset, as: UInt64.self)
+            return epollCtl(epfd, op, fd, bytes.baseAddress)
+        }
+        if rc != 0 { fail("epoll_ctl(fd \(fd))") }
+    }
+
+    /// Waits for events, at most `timeoutNs` nanoseconds (epoll_pwait2, else epoll_wait rounded up
+    /// to a millisecond).
+    @inline(__always)
+    static func epollWaitNs(_ epfd: Int32, _ events: UnsafeMutableRawPointer, _ max: Int32, timeoutNs: UInt64) -> Int32 {
+        if let pwait2 = epollPwait2 {
+            var ts = timespec(tv_sec: Int(timeoutNs / 1_000_000_000), tv_nsec: Int(timeoutNs % 1_000_000_000))
+            return pwait2(epfd, events, max, &ts, nil)
+        }
+        return epollWait(epfd, events, max, Int32((timeoutNs + 999_999) / 1_000_000))
+    }
+
+    /// Pins the calling thread (and whatever it spawns afterwards) to one CPU (sched_setaffinity).
+    /// Returns false if the CPU does not exist or the call is refused.
+    @discardableResult
+    static func pinCurrentThread(toCPU cpu: Int) -> Bool {
+        pin(pid: 0, toCPU: cpu)
+    }
+
+    @discardableResult
+    static func pin(pid: Int32, toCPU cpu: Int) -> Bool {
+        guard cpu >= 0, cpu < 1024 else { return false }
+        var mask = [UInt64](repeating: 0, count: 16)  // 1024 CPUs, as glibc's cpu_set_t
+        mask[cpu / 64] |= UInt64(1) << UInt64(cpu % 64)
+        return mask.withUnsafeBytes { schedSetaffinity(pid, $0.count, $0.baseAddress) } == 0
+    }
+
+    /// Restores affinity to every online CPU.
+    static func unpinCurrentThread() {
+        let mask = [UInt64](repeating: ~0, count: 16)
+        _ = mask.withUnsafeBytes { schedSetaffinity(0, $0.count, $0.baseAddress) }
+    }
+
+    static var onlineCPUs: Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+
+    @inline(__always)
+    static func nowNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    static func sleepMs(_ ms: Int) {
+        var request = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+
+    static func fail(_ what: String) -> Never {
+        let message = String(cString: strerror(errno))
+        fanoutErr("snapsync-bench: \(what): \(message)\n")
+        exit(1)
+    }
+
+    static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// utime + stime of a process in clock ticks, from /proc/PID/stat fields 14 and 15.
+    static func cpuTicks(pid: Int32) -> UInt64? {
+        guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name start at field 3 (state).
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return nil }
+        return user + system
+    }
+
+    static var ticksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
+
+    /// VmRSS of a process in bytes, from /proc/PID/status.
+    static func residentBytes(pid: Int32) -> Int? {
+        guard let status = readFile("/proc/\(pid)/status") else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if parts.count >= 2, let kb = Int(parts[1]) { return kb * 1024 }
+        }
+        return nil
+    }
+
+    /// Raises the open-file limit to its hard limit (1,000 subscribers need 1,001 sockets).
+    static func raiseFileLimit(atLeast wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let target = max(limit.rlim_cur, min(limit.rlim_max, rlim_t(wanted)))
+        limit.rlim_cur = target
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if target < rlim_t(wanted) {
+            fanoutErr("snapsync-bench: open-file limit is \(target), below the \(wanted) needed (ulimit -n)\n")
+        }
+    }
+
+    /// A blocking TCP connection to host:port with TCP_NODELAY (connect(2)).
+    static func connectTCP(host: String, port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if fd < 0 { fail("socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
+            fanoutErr("snapsync-bench: --host must be an IPv4 address, not \(host)\n")
+            exit(1)
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if rc != 0 { fail("connect \(host):\(port)") }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return fd
+    }
+
+    /// True if something accepts connections on 127.0.0.1:port.
+    static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        } == 0
+    }
+
+    /// A loopback port nobody listens on right now (bind to port 0, read it back, close).
+    static func freeLoopbackPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if fd < 0 { fail("socket") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        if !ok { fail("bind 127.0.0.1:0") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    /// Writes everything, blocking (setup only).
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN {  // a non-blocking socket with a full send buffer
+                        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&p, 1, 100)
+                        continue
+                    }
+                    fail("write")
+                }
+                offset += n
+            }
+        }
+    }
+}
+#endif
