@@ -1,0 +1,140 @@
+// Queries, under their UIKit names, on a small fixed snapshot.
+
+import Testing
+import SnapSyncModel
+
+@Suite struct QueryTests {
+    /// main: a b c · empty: (none) · side: d
+    let s = try! Snapshot([
+        (Element("main", "M"), [Element("a", "A"), Element("b"), Element("c", "C")]),
+        (Element("empty"), []),
+        (Element("side"), [Element("d", "D")]),
+    ])
+
+    @Test func counts() {
+        #expect(s.numberOfSections == 3)
+        #expect(s.numberOfItems == 4)
+        #expect(!s.isEmpty)
+        #expect(Snapshot().isEmpty)
+        #expect(Snapshot().numberOfItems == 0)
+        #expect(Snapshot().numberOfSections == 0)
+    }
+
+    @Test func numberOfItemsInSection() {
+        #expect(s.numberOfItems(inSection: "main") == 3)
+        #expect(s.numberOfItems(inSection: "empty") == 0)
+        #expect(s.numberOfItems(inSection: "side") == 1)
+        #expect(s.numberOfItems(inSection: "nope") == nil)
+    }
+
+    @Test func identifiers() {
+        #expect(s.sectionIdentifiers == ["main", "empty", "side"])
+        #expect(s.itemIdentifiers == ["a", "b", "c", "d"])
+        #expect(s.itemIdentifiers(inSection: "main") == ["a", "b", "c"])
+        #expect(s.itemIdentifiers(inSection: "empty") == [])
+        #expect(s.itemIdentifiers(inSection: "nope") == nil)
+        #expect(Snapshot().sectionIdentifiers == [])
+        #expect(Snapshot().itemIdentifiers == [])
+    }
+
+    @Test func sectionIdentifierContainingItem() {
+        #expect(s.sectionIdentifier(containingItem: "a") == "main")
+        #expect(s.sectionIdentifier(containingItem: "d") == "side")
+        #expect(s.sectionIdentifier(containingItem: "main") == nil)  // sections and items are separate namespaces
+        #expect(s.sectionIdentifier(containingItem: "zz") == nil)
+    }
+
+    @Test func indexOfItemCountsAcrossSections() {
+        #expect(s.indexOfItem("a") == 0)
+        #expect(s.indexOfItem("c") == 2)
+        #expect(s.indexOfItem("d") == 3)  // the empty section contributes nothing
+        #expect(s.indexOfItem("zz") == nil)
+    }
+
+    @Test func indexPathOfItem() {
+        #expect(s.indexPath(ofItem: "b").map { [$0.section, $0.item] } == [0, 1])
+        #expect(s.indexPath(ofItem: "d").map { [$0.section, $0.item] } == [2, 0])
+        #expect(s.indexPath(ofItem: "zz") == nil)
+    }
+
+    @Test func indexOfSection() {
+        #expect(s.indexOfSection("main") == 0)
+        #expect(s.indexOfSection("empty") == 1)
+        #expect(s.indexOfSection("side") == 2)
+        #expect(s.indexOfSection("a") == nil)
+    }
+
+    @Test func containsAndPayloads() {
+        #expect(s.contains(item: "a"))
+        #expect(!s.contains(item: "main"))
+        #expect(s.contains(section: "empty"))
+        #expect(!s.contains(section: "a"))
+        #expect(s.payload(ofItem: "a") == "A")
+        #expect(s.payload(ofItem: "b") == .empty)
+        #expect(s.payload(ofItem: "zz") == nil)
+        #expect(s.payload(ofSection: "main") == "M")
+        #expect(s.payload(ofSection: "side") == .empty)
+        #expect(s.payload(ofSection: "zz") == nil)
+    }
+
+    @Test func sequences() {
+        #expect(Array(s.sections) == [Element("main", "M"), Element("empty"), Element("side")])
+        #expect(s.sections.underestimatedCount == 3)
+        #expect(Array(s.items(inSection: "main")) == [Element("a", "A"), Element("b"), Element("c", "C")])
+        #expect(Array(s.items(inSection: "empty")) == [])
+        #expect(Array(s.items(inSection: "nope")) == [])
+    }
+
+    @Test func equalityComparesContentNotStorage() throws {
+        var other = snapshot([("main", ["a", "b", "c"]), ("empty", []), ("side", ["d"])])
+        #expect(other != s)  // payloads differ
+        try other.reloadSections([Element("main", "M")])
+        try other.reloadItems([Element("a", "A"), Element("c", "C")])
+        try other.reconfigureItems([Element("d", "D")])
+        #expect(other == s)
+        // Reach the same content through deletes and re-inserts: different slots, still equal.
+        try other.deleteItems(["a", "b"])
+        try other.insertItems([Element("a", "A"), "b"], beforeItem: "c")
+        try other.checkInvariants()
+        #expect(other == s)
+        #expect(snapshot([("x", ["1"])]) != snapshot([("x", [])]))
+        #expect(snapshot([("x", [])]) != snapshot([("y", [])]))
+        #expect(snapshot([("x", ["1", "2"])]) != snapshot([("x", ["2", "1"])]))
+        #expect(snapshot([("x", ["1"]), ("y", [])]) != snapshot([("x", []), ("y", ["1"])]))
+    }
+
+    @Test func initRejectsDuplicates() {
+        // The init builds one append per section and one per non-empty item list: the index
+        // counts those.
+        #expect(throws: BatchError(operationIndex: 3, violation: .duplicateItem("a"))) {
+            try Snapshot([(Element("x"), [Element("a")]), (Element("y"), [Element("a")])])
+        }
+        #expect(throws: BatchError(operationIndex: 2, violation: .duplicateSection("x"))) {
+            try Snapshot([(Element("x"), [Element("a")]), (Element("x"), [])])
+        }
+    }
+
+    @Test func visualDescription() {
+        let text = s.visualDescription()
+        #expect(text == """
+            Snapshot: 3 sections, 4 items
+            ├─ section main (3) = "M"
+            │  ├─ a = "A"
+            │  ├─ b
+            │  └─ c = "C"
+            ├─ section empty (0)
+            └─ section side (1)
+               └─ d = "D"
+
+            """)
+        #expect(s.description == text)
+    }
+
+    @Test func identifierDescriptions() {
+        #expect(Identifier("abc").description == "abc")
+        #expect(Identifier("a b").description == "\"a b\"")
+        #expect(Identifier([0x00, 0xFF]).description == "0x00ff")
+        #expect(Identifier(uint64: 258).bytes == [0, 0, 0, 0, 0, 0, 1, 2])
+        #expect(Identifier(uint64: 2) < Identifier(uint64: 10))
+    }
+}
