@@ -1,0 +1,852 @@
+#!/usr/bin/env python3
+"""Generates the SnapSync wire test vectors (Protocol/vectors/*.json) from PROTOCOL.md alone.
+
+This is a third, independent implementation of the encoding: it shares no code with the Swift
+codec (Sources/SnapSyncWire) or with snapcat (scripts/snapcat_wire.py), so that the three check
+each other. It only encodes (and applies ops, for the replay set); the decoders under test do the
+rest. Standard library only; deterministic: running it twice gives byte-identical files.
+
+    python3 Protocol/vectors/generate.py          # rewrite the files
+    python3 Protocol/vectors/generate.py --check  # exit 1 if the committed files are stale
+"""
+
+import hashlib
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GENERATOR_VERSION = "1"
+
+# ---------------------------------------------------------------------------------------------
+# Field encodings (PROTOCOL.md section 2)
+
+
+def varint(n):
+    assert 0 <= n < 1 << 64, n
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def u8(n):
+    assert 0 <= n <= 0xFF
+    return bytes([n])
+
+
+def bstr(b):
+    return varint(len(b)) + b
+
+
+def text(s):
+    return bstr(s.encode("utf-8") if isinstance(s, str) else s)
+
+
+def opt(value, enc):
+    return b"\x00" if value is None else b"\x01" + enc(value)
+
+
+def lst(values, enc):
+    return varint(len(values)) + b"".join(enc(v) for v in values)
+
+
+def frame(body):
+    return len(body).to_bytes(4, "big") + body
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSON form (PROTOCOL.md, "JSON form"). Byte strings are a JSON string when they are valid
+# UTF-8 without control characters, else {"hex": "..."}.
+
+
+def is_plain(b):
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in s)
+
+
+def jb(b):
+    return b.decode("utf-8") if is_plain(b) else {"hex": b.hex()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations (section 5). In this script an op is a dict in JSON form with bytes values; the
+# helpers below build them, `enc_op` encodes, `op_json` converts to the JSON form.
+
+SIDES = {"before": 0, "after": 1}
+KINDS = {"reload": 0, "reconfigure": 1}
+OPCODES = {
+    "append_sections": 0x01, "insert_sections": 0x02, "delete_sections": 0x03,
+    "move_section": 0x04, "update_sections": 0x05, "append_items": 0x10, "insert_items": 0x11,
+    "delete_items": 0x12, "delete_all_items": 0x13, "move_item": 0x14,
+    "move_item_to_section": 0x15, "update_items": 0x16,
+}
+
+
+def B(x):
+    return x.encode("utf-8") if isinstance(x, str) else bytes(x)
+
+
+def el(id_, payload=b""):
+    return {"id": B(id_), "payload": B(payload)}
+
+
+def pl(side, anchor):
+    return {"side": side, "anchor": B(anchor)}
+
+
+def enc_el(e):
+    return bstr(e["id"]) + bstr(e["payload"])
+
+
+def enc_pl(p):
+    return u8(SIDES[p["side"]]) + bstr(p["anchor"])
+
+
+def enc_op(op):
+    name = op["op"]
+    out = u8(OPCODES[name])
+    if name in ("append_sections", "update_sections"):
+        out += lst(op["elements"], enc_el)
+    elif name in ("insert_sections", "insert_items"):
+        out += enc_pl(op["placement"]) + lst(op["elements"], enc_el)
+    elif name in ("delete_sections", "delete_items"):
+        out += lst(op["ids"], bstr)
+    elif name in ("move_section", "move_item"):
+        out += bstr(op["id"]) + enc_pl(op["placement"])
+    elif name == "append_items":
+        out += opt(op["section"], bstr) + lst(op["elements"], enc_el)
+    elif name == "delete_all_items":
+        pass
+    elif name == "move_item_to_section":
+        out += bstr(op["id"]) + bstr(op["section"])
+    elif name == "update_items":
+        out += u8(KINDS[op["kind"]]) + lst(op["elements"], enc_el)
+    else:
+        raise AssertionError(name)
+    return out
+
+
+def el_json(e):
+    return {"id": jb(e["id"]), "payload": jb(e["payload"])}
+
+
+def op_json(op):
+    out = {}
+    for k, v in op.items():
+        if k == "elements":
+            out[k] = [el_json(e) for e in v]
+        elif k == "ids":
+            out[k] = [jb(i) for i in v]
+        elif k == "placement":
+            out[k] = {"side": v["side"], "anchor": jb(v["anchor"])}
+        elif k in ("id", "section"):
+            out[k] = None if v is None else jb(v)
+        else:
+            out[k] = v
+    return out
+
+
+# Op constructors, named as in the table.
+def append_sections(*els): return {"op": "append_sections", "elements": list(els)}
+def insert_sections(p, *els): return {"op": "insert_sections", "placement": p, "elements": list(els)}
+def delete_sections(*ids): return {"op": "delete_sections", "ids": [B(i) for i in ids]}
+def move_section(id_, p): return {"op": "move_section", "id": B(id_), "placement": p}
+def update_sections(*els): return {"op": "update_sections", "elements": list(els)}
+def append_items(section, *els): return {"op": "append_items", "section": None if section is None else B(section), "elements": list(els)}
+def insert_items(p, *els): return {"op": "insert_items", "placement": p, "elements": list(els)}
+def delete_items(*ids): return {"op": "delete_items", "ids": [B(i) for i in ids]}
+def delete_all_items(): return {"op": "delete_all_items"}
+def move_item(id_, p): return {"op": "move_item", "id": B(id_), "placement": p}
+def move_item_to_section(id_, section): return {"op": "move_item_to_section", "id": B(id_), "section": B(section)}
+def update_items(kind, *els): return {"op": "update_items", "kind": kind, "elements": list(els)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots (section 4): a list of (section element, [item elements]).
+
+
+def enc_snapshot(snap):
+    return lst(snap, lambda s: enc_el(s[0]) + lst(s[1], enc_el))
+
+
+def snapshot_json(snap):
+    return [{"id": jb(s[0]["id"]), "payload": jb(s[0]["payload"]), "items": [el_json(i) for i in s[1]]}
+            for s in snap]
+
+
+def digest(snap):
+    return hashlib.sha256(enc_snapshot(snap)).digest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages (section 3). Each encoder takes the message's fields in JSON-form order and returns
+# (body, json). Field names are exactly the layout's.
+
+MAGIC = b"SNAP"
+
+
+def hello(versions, client_name, credentials=b""):
+    body = u8(0x01) + MAGIC + lst(versions, varint) + text(client_name) + bstr(B(credentials))
+    return body, {"type": "HELLO", "magic": "SNAP", "versions": versions, "client_name": client_name,
+                  "credentials": jb(B(credentials))}
+
+
+def welcome(version, session_id, server_name, limits):
+    body = (u8(0x02) + varint(version) + varint(session_id) + text(server_name)
+            + lst(limits, lambda kv: varint(kv[0]) + varint(kv[1])))
+    return body, {"type": "WELCOME", "version": version, "session_id": session_id, "server_name": server_name,
+                  "limits": [{"key": k, "value": v} for k, v in limits]}
+
+
+def error(code, message):
+    return u8(0x03) + varint(code) + text(message), {"type": "ERROR", "code": code, "message": message}
+
+
+def ping(nonce):
+    return u8(0x04) + varint(nonce), {"type": "PING", "nonce": nonce}
+
+
+def pong(nonce):
+    return u8(0x05) + varint(nonce), {"type": "PONG", "nonce": nonce}
+
+
+def join(request_id, room, resume=None):
+    body = u8(0x10) + varint(request_id) + text(room) + opt(resume, lambda p: varint(p[0]) + varint(p[1]))
+    return body, {"type": "JOIN", "request_id": request_id, "room": room,
+                  "resume": None if resume is None else {"epoch": resume[0], "version": resume[1]}}
+
+
+def leave(request_id, room):
+    return u8(0x11) + varint(request_id) + text(room), {"type": "LEAVE", "request_id": request_id, "room": room}
+
+
+def mutate(request_id, room, expected_version, write_id, ops):
+    body = (u8(0x12) + varint(request_id) + text(room) + opt(expected_version, varint) + bstr(B(write_id))
+            + lst(ops, enc_op))
+    return body, {"type": "MUTATE", "request_id": request_id, "room": room, "expected_version": expected_version,
+                  "write_id": jb(B(write_id)), "ops": [op_json(o) for o in ops]}
+
+
+def replace(request_id, room, expected_version, write_id, snap):
+    body = (u8(0x13) + varint(request_id) + text(room) + opt(expected_version, varint) + bstr(B(write_id))
+            + enc_snapshot(snap))
+    return body, {"type": "REPLACE", "request_id": request_id, "room": room, "expected_version": expected_version,
+                  "write_id": jb(B(write_id)), "snapshot": snapshot_json(snap)}
+
+
+def stats(request_id):
+    return u8(0x14) + varint(request_id), {"type": "STATS", "request_id": request_id}
+
+
+REASONS = {"initial": 0, "resync": 1}
+
+
+def snapshot(request_id, room, epoch, version, reason, snap, digest_bytes=None):
+    d = digest(snap) if digest_bytes is None else digest_bytes
+    body = (u8(0x20) + varint(request_id) + text(room) + varint(epoch) + varint(version) + u8(REASONS[reason])
+            + d + enc_snapshot(snap))
+    return body, {"type": "SNAPSHOT", "request_id": request_id, "room": room, "epoch": epoch, "version": version,
+                  "reason": reason, "digest": jb(d), "snapshot": snapshot_json(snap)}
+
+
+def catchup(request_id, room, epoch, from_version, to_version):
+    body = u8(0x21) + varint(request_id) + text(room) + varint(epoch) + varint(from_version) + varint(to_version)
+    return body, {"type": "CATCHUP", "request_id": request_id, "room": room, "epoch": epoch,
+                  "from_version": from_version, "to_version": to_version}
+
+
+def diff(room, epoch, version, ops):
+    body = u8(0x22) + text(room) + varint(epoch) + varint(version) + lst(ops, enc_op)
+    return body, {"type": "DIFF", "room": room, "epoch": epoch, "version": version, "ops": [op_json(o) for o in ops]}
+
+
+def ack(request_id, epoch, version):
+    return (u8(0x23) + varint(request_id) + varint(epoch) + varint(version),
+            {"type": "ACK", "request_id": request_id, "epoch": epoch, "version": version})
+
+
+def reject(request_id, code, op_index, identifier, message):
+    body = (u8(0x24) + varint(request_id) + varint(code) + opt(op_index, varint)
+            + opt(None if identifier is None else B(identifier), bstr) + text(message))
+    return body, {"type": "REJECT", "request_id": request_id, "code": code, "op_index": op_index,
+                  "identifier": None if identifier is None else jb(B(identifier)), "message": message}
+
+
+def stats_reply(request_id, pairs):
+    body = u8(0x25) + varint(request_id) + lst(pairs, lambda p: text(p[0]) + varint(p[1]))
+    return body, {"type": "STATS_REPLY", "request_id": request_id,
+                  "stats": [{"name": n, "value": v} for n, v in pairs]}
+
+
+# ---------------------------------------------------------------------------------------------
+# A reference model for the replay set (sections 5 and 7), only for batches that succeed.
+
+
+class Model:
+    def __init__(self, snap):
+        self.sections = [[dict(s), [dict(i) for i in items]] for s, items in snap]
+
+    def snap(self):
+        return [(s, list(items)) for s, items in self.sections]
+
+    def sidx(self, id_):
+        return next(k for k, s in enumerate(self.sections) if s[0]["id"] == id_)
+
+    def iloc(self, id_):
+        return next((k, j) for k, s in enumerate(self.sections) for j, i in enumerate(s[1]) if i["id"] == id_)
+
+    def apply(self, op):
+        name = op["op"]
+        if name == "append_sections":
+            self.sections += [[dict(e), []] for e in op["elements"]]
+        elif name == "insert_sections":
+            at = self.sidx(op["placement"]["anchor"]) + (op["placement"]["side"] == "after")
+            self.sections[at:at] = [[dict(e), []] for e in op["elements"]]
+        elif name == "delete_sections":
+            for id_ in op["ids"]:
+                del self.sections[self.sidx(id_)]
+        elif name == "move_section":
+            moved = self.sections.pop(self.sidx(op["id"]))
+            at = self.sidx(op["placement"]["anchor"]) + (op["placement"]["side"] == "after")
+            self.sections.insert(at, moved)
+        elif name == "update_sections":
+            for e in op["elements"]:
+                self.sections[self.sidx(e["id"])][0] = dict(e)
+        elif name == "append_items":
+            k = len(self.sections) - 1 if op["section"] is None else self.sidx(op["section"])
+            self.sections[k][1] += [dict(e) for e in op["elements"]]
+        elif name == "insert_items":
+            k, j = self.iloc(op["placement"]["anchor"])
+            j += op["placement"]["side"] == "after"
+            self.sections[k][1][j:j] = [dict(e) for e in op["elements"]]
+        elif name == "delete_items":
+            for id_ in op["ids"]:
+                k, j = self.iloc(id_)
+                del self.sections[k][1][j]
+        elif name == "delete_all_items":
+            self.sections = []
+        elif name == "move_item":
+            k, j = self.iloc(op["id"])
+            moved = self.sections[k][1].pop(j)
+            k, j = self.iloc(op["placement"]["anchor"])
+            j += op["placement"]["side"] == "after"
+            self.sections[k][1].insert(j, moved)
+        elif name == "move_item_to_section":
+            k, j = self.iloc(op["id"])
+            moved = self.sections[k][1].pop(j)
+            self.sections[self.sidx(op["section"])][1].append(moved)
+        elif name == "update_items":
+            for e in op["elements"]:
+                k, j = self.iloc(e["id"])
+                self.sections[k][1][j] = dict(e)
+        else:
+            raise AssertionError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Test cases
+
+NOTES = {
+    "Valid": "A well-formed frame. Decoding MUST give `message`; encoding `message` MUST give `hex` exactly "
+             "(every message has exactly one encoding).",
+    "EdgeCase": "Valid, at a boundary: empty list or string, empty identifier, zero or maximal varint, "
+                "a limit exactly reached.",
+    "EveryOp": "Valid; part of the set that covers each operation kind at least once.",
+    "Truncated": "`hex` is a proper prefix of a frame. A stream decoder MUST report 'need more bytes' and "
+                 "consume nothing; only when the stream ends there is it an error (`malformed_frame`). "
+                 "A decoder of one whole frame reports `malformed_frame` at once.",
+    "FrameLength": "The 4-byte length prefix is itself wrong (zero, or over max_frame_bytes). A receiver "
+                   "MUST detect it from the 4 length bytes alone, before buffering any of the body, so `hex` "
+                   "may hold only the prefix.",
+    "UnknownType": "The type byte is not a message type of this protocol version.",
+    "BadVarint": "A varint that breaks section 2: non-minimal (overlong), longer than 10 bytes, or over 64 bits.",
+    "BadFlag": "An `opt` presence flag other than 0x00 or 0x01.",
+    "BadEnum": "An unknown opcode, placement side, update kind or snapshot reason.",
+    "TrailingBytes": "Bytes left in the body after the last field.",
+    "FieldOverrun": "A length or count that runs past the end of the body.",
+    "LayoutRule": "Breaks a rule of a layout: empty HELLO versions, write_id over 32 bytes, bad magic.",
+    "InvalidUtf8": "A `string` field that is not UTF-8. Receivers MAY reject it (section 2); the Swift codec and "
+                   "snapcat do, with `malformed_frame`. An implementation that does not validate MAY skip these.",
+    "ContentRule": "A whole, well-formed SNAPSHOT, REPLACE or DIFF whose content breaks a model rule or "
+                   "limit. The error is the rule's code (20-32), not malformed_frame: a server answers a "
+                   "REPLACE like this with REJECT.",
+    "ContentUnchecked": "Valid at the wire level although the content breaks a limit: MUTATE ops are checked by "
+                        "applying them, which gives the REJECT its op_index, not by the decoder.",
+}
+
+
+class Suite:
+    def __init__(self):
+        self.tests = []
+
+    def add(self, comment, flags, raw, result, message=None, err=None):
+        t = {"tcId": len(self.tests) + 1, "comment": comment, "flags": flags, "hex": raw.hex(), "result": result}
+        if message is not None:
+            t["message"] = message
+        if err is not None:
+            t["error"] = err
+        self.tests.append(t)
+
+    def valid(self, comment, flags, built):
+        body, js = built
+        self.add(comment, ["Valid"] + flags, frame(body), "valid", message=js)
+
+    def invalid(self, comment, flags, raw, err):
+        self.add(comment, flags, raw, "invalid", err=err)
+
+    def invalid_body(self, comment, flags, body, err):
+        self.invalid(comment, flags, frame(body), err)
+
+
+DEFAULT_LIMITS = {
+    "max_frame_bytes": 16 * 1024 * 1024,
+    "max_identifier_bytes": 256,
+    "max_payload_bytes": 64 * 1024,
+    "max_items_per_room": 1_000_000,
+    "max_sections_per_room": 100_000,
+    "max_rooms_per_connection": 64,
+    "max_snapshot_bytes": 16 * 1024 * 1024 - 64 * 1024,
+    "history_count": 1024,
+}
+
+LIMIT_KEYS = {name: k + 1 for k, name in enumerate(DEFAULT_LIMITS)}
+
+EPOCH = 0x1F2E3D4C5B6A7988  # a 64-bit epoch, as servers draw them at random
+
+
+def message_vectors():
+    s = Suite()
+    dl = [(LIMIT_KEYS[k], v) for k, v in DEFAULT_LIMITS.items()]
+
+    # --- one valid frame per message type -----------------------------------------------------
+    s.valid("HELLO, one version, no credentials", [], hello([1], "snapcat/1.0"))
+    s.valid("HELLO, several versions and credentials", [], hello([2, 1], "app", b"token-123"))
+    s.valid("HELLO, empty client name", ["EdgeCase"], hello([1], ""))
+    s.valid("WELCOME with every default limit", [], welcome(1, 42, "snapsyncd/1.0", dl))
+    s.valid("WELCOME with no limits (receiver keeps its defaults)", ["EdgeCase"], welcome(1, 0, "s", []))
+    s.valid("WELCOME with an unknown limit key (receivers ignore it)", ["EdgeCase"],
+            welcome(1, 7, "s", [(1, 1 << 20), (99, 5)]))
+    s.valid("ERROR handshake_required", [], error(4, "expected HELLO, got JOIN"))
+    s.valid("ERROR with an unknown code (receivers treat it as a generic ERROR)", ["EdgeCase"], error(999, "?"))
+    s.valid("ERROR with an empty message", ["EdgeCase"], error(9, ""))
+    s.valid("PING nonce 0", ["EdgeCase"], ping(0))
+    s.valid("PING nonce 127 (largest 1-byte varint)", ["EdgeCase"], ping(127))
+    s.valid("PING nonce 128 (smallest 2-byte varint)", ["EdgeCase"], ping(128))
+    s.valid("PING nonce 2^63 (10-byte varint)", ["EdgeCase"], ping(1 << 63))
+    s.valid("PONG nonce 2^64-1 (largest varint)", ["EdgeCase"], pong((1 << 64) - 1))
+    s.valid("PONG nonce 300", [], pong(300))
+    s.valid("JOIN, fresh", [], join(1, "lobby"))
+    s.valid("JOIN with a resume position", [], join(2, "lobby", (EPOCH, 17)))
+    s.valid("JOIN with a non-ASCII UTF-8 room name", ["EdgeCase"], join(3, "채팅방-é", None))
+    s.valid("JOIN with an empty room name (valid frame; the server rejects invalid_room_name)", ["EdgeCase"],
+            join(4, ""))
+    s.valid("LEAVE", [], leave(5, "lobby"))
+    s.valid("MUTATE, empty batch (valid; the server ACKs without a new version)", ["EdgeCase"],
+            mutate(6, "lobby", None, b"", []))
+    s.valid("MUTATE with expected_version and a write_id", [],
+            mutate(7, "lobby", 12, b"w-0001", [append_items(None, el("m1", "hello"))]))
+    s.valid("MUTATE with a binary 32-byte write_id (the maximum)", ["EdgeCase"],
+            mutate(8, "lobby", 0, bytes(range(32)), [delete_items("m1")]))
+    s.valid("MUTATE with expected_version 0", ["EdgeCase"], mutate(9, "r", 0, b"", [delete_all_items()]))
+    s.valid("REPLACE with an empty snapshot", ["EdgeCase"], replace(10, "lobby", None, b"", []))
+    s.valid("REPLACE with sections and items", [],
+            replace(11, "lobby", 3, b"rw",
+                    [(el("inbox", "Inbox"), [el("a", "A"), el("b")]), (el("archive"), [])]))
+    s.valid("STATS", [], stats(12))
+    s.valid("SNAPSHOT, initial, empty room", ["EdgeCase"], snapshot(1, "lobby", EPOCH, 0, "initial", []))
+    s.valid("SNAPSHOT, initial, two sections", [],
+            snapshot(1, "lobby", EPOCH, 5, "initial",
+                     [(el("s1", "Section 1"), [el("i1", "one"), el("i2", "two")]), (el("s2"), [el("i3")])]))
+    s.valid("SNAPSHOT, resync, with binary identifiers and an empty section", ["EdgeCase"],
+            snapshot(2, "lobby", 1, 900, "resync",
+                     [(el(b"\x00\x01", b"\xff"), []), (el(b""), [el(b"\x00", b"\n")])]))
+    s.valid("CATCHUP of three versions", [], catchup(2, "lobby", EPOCH, 17, 20))
+    s.valid("CATCHUP of zero versions (the client is current)", ["EdgeCase"], catchup(2, "lobby", EPOCH, 20, 20))
+    s.valid("DIFF with one op", [], diff("lobby", EPOCH, 21, [append_items(None, el("m2", "hi"))]))
+    s.valid("DIFF with an empty batch (valid frame; servers do not send one)", ["EdgeCase"],
+            diff("lobby", EPOCH, 22, []))
+    s.valid("ACK", [], ack(7, EPOCH, 13))
+    s.valid("REJECT duplicate_item with op_index and identifier", [],
+            reject(8, 21, 0, "m1", "item m1 already exists"))
+    s.valid("REJECT version_mismatch without op_index or identifier", [],
+            reject(9, 40, None, None, "expected version 12, but room lobby is at version 14"))
+    s.valid("REJECT with a binary identifier", ["EdgeCase"], reject(10, 23, 3, b"\x00\xff", "no such item"))
+    s.valid("REJECT with an empty identifier", ["EdgeCase"], reject(10, 22, 0, b"", "section \"\" does not exist"))
+    s.valid("STATS_REPLY", [], stats_reply(12, [("rooms", 3), ("connections", 10), ("frames_out", 123456)]))
+    s.valid("STATS_REPLY with no stats", ["EdgeCase"], stats_reply(12, []))
+
+    # --- every op kind, each alone in a DIFF, and all in one MUTATE ---------------------------
+    every = [
+        append_sections(el("s1", "S1"), el("s2")),
+        insert_sections(pl("before", "s1"), el("s0")),
+        insert_sections(pl("after", "s2"), el("s3", "S3")),
+        delete_sections("s3"),
+        move_section("s0", pl("after", "s2")),
+        update_sections(el("s1", "S1'")),
+        append_items("s1", el("a", "A"), el("b", "B")),
+        append_items(None, el("z")),
+        insert_items(pl("before", "a"), el("a0")),
+        insert_items(pl("after", "b"), el("c", "C")),
+        delete_items("a0"),
+        move_item("c", pl("before", "a")),
+        move_item("z", pl("after", "b")),
+        move_item_to_section("z", "s2"),
+        update_items("reload", el("a", "A2")),
+        update_items("reconfigure", el("b", "B2"), el("c", "C2")),
+        delete_all_items(),
+    ]
+    for k, op in enumerate(every):
+        detail = op["op"]
+        if "placement" in op:
+            detail += " " + op["placement"]["side"]
+        if op["op"] == "append_items":
+            detail += " to a named section" if op["section"] is not None else " to the last section"
+        if op["op"] == "update_items":
+            detail += " " + op["kind"]
+        s.valid("DIFF: " + detail, ["EveryOp"], diff("lobby", EPOCH, 100 + k, [op]))
+    s.valid("MUTATE carrying every op kind in one batch", ["EveryOp"], mutate(20, "lobby", None, b"all", every))
+    s.valid("DIFF: ops with empty lists (valid frame)", ["EveryOp", "EdgeCase"],
+            diff("lobby", EPOCH, 200, [append_sections(), delete_items(), update_items("reload")]))
+    s.valid("DIFF: empty identifiers and payloads", ["EdgeCase"],
+            diff("lobby", EPOCH, 201, [append_sections(el("")), append_items("", el("", "")),
+                                       move_item_to_section("", "")]))
+    s.valid("DIFF: identifiers that need the hex form in JSON", ["EdgeCase"],
+            diff("lobby", EPOCH, 202, [append_items(None, el(b"\x01\x02", b"\x00"), el(b"\xc3\x28", b"\x7f"),
+                                                    el("tab\there", "\x1b[0m"))]))
+    s.valid("DIFF: a 200-byte payload (2-byte length varint)", ["EdgeCase"],
+            diff("lobby", EPOCH, 203, [update_items("reload", el("a", "x" * 200))]))
+
+    # --- framing ------------------------------------------------------------------------------
+    s.invalid("length prefix 0", ["FrameLength"], bytes.fromhex("00000000"), "malformed_frame")
+    s.invalid("length prefix 0 followed by bytes", ["FrameLength"], bytes.fromhex("0000000004"), "malformed_frame")
+    over = DEFAULT_LIMITS["max_frame_bytes"] + 1
+    s.invalid("length prefix max_frame_bytes + 1, no body buffered", ["FrameLength"], over.to_bytes(4, "big"),
+              "frame_too_large")
+    s.invalid("length prefix 0xFFFFFFFF", ["FrameLength"], bytes.fromhex("ffffffff0400"), "frame_too_large")
+    s.invalid("3 bytes of a length prefix", ["Truncated"], bytes.fromhex("000000"), "malformed_frame")
+    s.invalid("length prefix only", ["Truncated"], bytes.fromhex("00000002"), "malformed_frame")
+    whole = frame(ping(300)[0])
+    s.invalid("PING missing its last byte", ["Truncated"], whole[:-1], "malformed_frame")
+    whole = frame(diff("lobby", EPOCH, 21, [append_items(None, el("m2", "hi"))])[0])
+    s.invalid("DIFF cut in the middle of an op", ["Truncated"], whole[:len(whole) - 4], "malformed_frame")
+
+    # --- type byte ----------------------------------------------------------------------------
+    for t in (0x00, 0x06, 0x15, 0x26, 0xFF):
+        s.invalid_body("unknown message type 0x%02x" % t, ["UnknownType"], bytes([t]) + b"\x00", "unknown_message_type")
+    s.invalid_body("unknown message type 0x7f with no fields", ["UnknownType"], b"\x7f", "unknown_message_type")
+
+    # --- varints ------------------------------------------------------------------------------
+    s.invalid_body("PING nonce 0 encoded as 80 00 (overlong)", ["BadVarint"], bytes.fromhex("048000"), "malformed_frame")
+    s.invalid_body("PING nonce 1 encoded as 81 80 00 (non-minimal)", ["BadVarint"], bytes.fromhex("04818000"),
+                   "malformed_frame")
+    s.invalid_body("PING nonce 2^63 padded to 11 bytes (longer than 10)", ["BadVarint"],
+                   bytes.fromhex("04") + bytes.fromhex("80" * 9 + "81" + "00"), "malformed_frame")
+    s.invalid_body("PING nonce of 11 continuation bytes", ["BadVarint"], bytes.fromhex("04" + "ff" * 10 + "01"),
+                   "malformed_frame")
+    s.invalid_body("PING nonce 2^64 (overflow: 10th byte 0x02)", ["BadVarint"],
+                   bytes.fromhex("04" + "80" * 9 + "02"), "malformed_frame")
+    s.invalid_body("PING nonce with a 10th byte of 0x7f (overflow)", ["BadVarint"],
+                   bytes.fromhex("04" + "ff" * 9 + "7f"), "malformed_frame")
+    s.invalid_body("PING nonce whose varint runs past the body", ["BadVarint", "FieldOverrun"], bytes.fromhex("0480"),
+                   "malformed_frame")
+    s.invalid_body("JOIN with a non-minimal room length (05 encoded as 85 00)", ["BadVarint"],
+                   bytes.fromhex("1001") + bytes.fromhex("8500") + b"lobby" + b"\x00", "malformed_frame")
+    s.invalid_body("DIFF with a non-minimal op count", ["BadVarint"],
+                   diff("r", 1, 1, [])[0][:-1] + bytes.fromhex("8080808000"), "malformed_frame")
+
+    # --- opt flags and enums ------------------------------------------------------------------
+    s.invalid_body("JOIN resume flag 0x02", ["BadFlag"], join(1, "lobby")[0][:-1] + b"\x02\x01\x01", "malformed_frame")
+    s.invalid_body("MUTATE expected_version flag 0xff", ["BadFlag"],
+                   bytes.fromhex("1201") + text("r") + b"\xff\x00\x00", "malformed_frame")
+    s.invalid_body("REJECT identifier flag 0x02", ["BadFlag"],
+                   bytes.fromhex("24011500") + b"\x02\x01a" + text("m"), "malformed_frame")
+    s.invalid_body("DIFF append_items section flag 0x80", ["BadFlag"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x10\x80\x00", "malformed_frame")
+    s.invalid_body("DIFF with unknown opcode 0x00", ["BadEnum"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x00", "malformed_frame")
+    s.invalid_body("DIFF with unknown opcode 0x06", ["BadEnum"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x06\x00", "malformed_frame")
+    s.invalid_body("DIFF with unknown opcode 0x17", ["BadEnum"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x17", "malformed_frame")
+    s.invalid_body("MUTATE with unknown opcode 0xff after a valid op", ["BadEnum"],
+                   mutate(1, "r", None, b"", [delete_all_items()])[0][:-2] + b"\x02\x13\xff", "malformed_frame")
+    s.invalid_body("DIFF insert_items with placement side 0x02", ["BadEnum"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x11\x02\x01a\x00", "malformed_frame")
+    s.invalid_body("DIFF update_items with kind 0x02", ["BadEnum"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x16\x02\x00", "malformed_frame")
+    snap_body = snapshot(1, "r", 1, 1, "initial", [])[0]
+    s.invalid_body("SNAPSHOT with reason 2", ["BadEnum"],
+                   snap_body[:6] + b"\x02" + snap_body[7:], "malformed_frame")
+
+    # --- trailing bytes and overruns ----------------------------------------------------------
+    s.invalid_body("PING with a trailing byte", ["TrailingBytes"], ping(1)[0] + b"\x00", "malformed_frame")
+    s.invalid_body("STATS with trailing bytes", ["TrailingBytes"], stats(1)[0] + b"\x01\x02", "malformed_frame")
+    s.invalid_body("DIFF with a byte after the last op", ["TrailingBytes"],
+                   diff("r", 1, 1, [delete_all_items()])[0] + b"\x13", "malformed_frame")
+    s.invalid_body("LEAVE whose room length runs past the body", ["FieldOverrun"],
+                   bytes.fromhex("1101") + b"\x09lobby", "malformed_frame")
+    s.invalid_body("DIFF whose op count exceeds the ops present", ["FieldOverrun"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(3) + b"\x13\x13", "malformed_frame")
+    s.invalid_body("DIFF with a 2^32 element count", ["FieldOverrun"],
+                   u8(0x22) + text("r") + varint(1) + varint(1) + varint(1) + b"\x01" + varint(1 << 32),
+                   "malformed_frame")
+    s.invalid_body("SNAPSHOT with a digest cut short", ["FieldOverrun"],
+                   snap_body[:7] + b"\x00" * 20, "malformed_frame")
+    s.invalid_body("ACK missing its version", ["FieldOverrun"], bytes.fromhex("230101"), "malformed_frame")
+    s.invalid_body("HELLO with nothing after the type byte", ["FieldOverrun"], b"\x01", "malformed_frame")
+
+    # --- layout rules -------------------------------------------------------------------------
+    s.invalid_body("HELLO with magic \"SNAQ\"", ["LayoutRule"], b"\x01SNAQ" + hello([1], "x")[0][5:], "bad_magic")
+    s.invalid_body("HELLO with lower-case magic", ["LayoutRule"], b"\x01snap" + hello([1], "x")[0][5:], "bad_magic")
+    s.invalid_body("HELLO with an empty versions list", ["LayoutRule"],
+                   b"\x01SNAP" + lst([], varint) + text("x") + bstr(b""), "malformed_frame")
+    s.invalid_body("MUTATE with a 33-byte write_id", ["LayoutRule"],
+                   bytes.fromhex("1201") + text("r") + b"\x00" + bstr(b"w" * 33) + b"\x00", "malformed_frame")
+    s.invalid_body("REPLACE with a 33-byte write_id", ["LayoutRule"],
+                   bytes.fromhex("1301") + text("r") + b"\x00" + bstr(b"w" * 33) + b"\x00", "malformed_frame")
+
+    # --- UTF-8 --------------------------------------------------------------------------------
+    s.invalid_body("JOIN room name with a lone continuation byte", ["InvalidUtf8"],
+                   bytes.fromhex("1001") + bstr(b"lob\x80y") + b"\x00", "malformed_frame")
+    s.invalid_body("ERROR message with an overlong encoding of '/'", ["InvalidUtf8"],
+                   bytes.fromhex("0301") + bstr(b"\xc0\xaf"), "malformed_frame")
+    s.invalid_body("DIFF room name cut inside a 3-byte sequence", ["InvalidUtf8"],
+                   u8(0x22) + bstr("채".encode()[:2]) + varint(1) + varint(1) + varint(0), "malformed_frame")
+
+    # --- content rules in whole frames ---------------------------------------------------------
+    s.invalid_body("SNAPSHOT with an item id in two sections", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", [(el("s1"), [el("x")]), (el("s2"), [el("x")])])[0],
+                   "duplicate_item")
+    s.invalid_body("SNAPSHOT with a repeated section id", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", [(el("s"), []), (el("s"), [])])[0], "duplicate_section")
+    s.invalid_body("REPLACE with a repeated item id", ["ContentRule"],
+                   replace(3, "r", None, b"", [(el("s"), [el("x"), el("x")])])[0], "duplicate_item")
+    s.invalid_body("DIFF with a 257-byte identifier", ["ContentRule"],
+                   diff("r", 1, 1, [delete_items("i" * 257)])[0], "identifier_too_long")
+    s.valid("DIFF with a 256-byte identifier (max_identifier_bytes)", ["EdgeCase"],
+            diff("r", 1, 1, [delete_items("i" * 256)]))
+    return s.tests
+
+
+# Small limits, so that boundaries can be shown in small frames.
+SMALL_LIMITS = {
+    "max_frame_bytes": 128,
+    "max_identifier_bytes": 8,
+    "max_payload_bytes": 16,
+    "max_items_per_room": 4,
+    "max_sections_per_room": 2,
+    "max_rooms_per_connection": 64,
+    "max_snapshot_bytes": 40,
+    "history_count": 1024,
+}
+
+
+def pad_frame(build, target):
+    """A frame whose body is exactly `target` bytes, by growing a payload (built by build(n))."""
+    for n in range(0, target + 1):
+        body, js = build(n)
+        if len(body) == target:
+            return body, js
+    raise AssertionError(target)
+
+
+def limit_vectors():
+    s = Suite()
+    L = SMALL_LIMITS
+    fmax = L["max_frame_bytes"]
+    # Frame length at 0, 1, max, max+1. A MUTATE payload is not checked by the decoder, so it
+    # can fill the frame up to any size.
+    s.invalid("frame body length 0", ["FrameLength"], bytes.fromhex("00000000"), "malformed_frame")
+    s.invalid("frame body length 1 holding only an unknown type byte", ["UnknownType"], frame(b"\x00"),
+              "unknown_message_type")
+    s.invalid("frame body length 1 holding only PING's type byte", ["FieldOverrun"], frame(b"\x04"), "malformed_frame")
+    fill = lambda n: mutate(1, "r", None, b"", [update_items("reload", el("a", "p" * n))])
+    s.valid("frame body length max_frame_bytes - 1", ["EdgeCase", "ContentUnchecked"], pad_frame(fill, fmax - 1))
+    s.valid("frame body length max_frame_bytes", ["EdgeCase", "ContentUnchecked"], pad_frame(fill, fmax))
+    body, _ = pad_frame(fill, fmax + 1)
+    s.invalid("frame body length max_frame_bytes + 1 (whole frame present)", ["FrameLength"], frame(body),
+              "frame_too_large")
+    s.invalid("frame body length max_frame_bytes + 1 (prefix only)", ["FrameLength"], (fmax + 1).to_bytes(4, "big"),
+              "frame_too_large")
+
+    # Identifier length in a DIFF at 0, 1, max, max+1; in an anchor; in a MUTATE (unchecked).
+    imax = L["max_identifier_bytes"]
+    for n in (0, 1, imax):
+        s.valid("DIFF identifier of %d bytes" % n, ["EdgeCase"], diff("r", 1, 1, [append_sections(el("s" * n))]))
+    s.invalid_body("DIFF identifier of max + 1 bytes", ["ContentRule"],
+                   diff("r", 1, 1, [append_sections(el("s" * (imax + 1)))])[0], "identifier_too_long")
+    s.invalid_body("DIFF anchor of max + 1 bytes", ["ContentRule"],
+                   diff("r", 1, 1, [move_section("s", pl("after", "a" * (imax + 1)))])[0], "identifier_too_long")
+    s.invalid_body("DIFF deleted id of max + 1 bytes", ["ContentRule"],
+                   diff("r", 1, 1, [delete_items("i" * (imax + 1))])[0], "identifier_too_long")
+    s.valid("MUTATE identifier of max + 1 bytes (the server rejects it when applying)", ["ContentUnchecked"],
+            mutate(1, "r", None, b"", [append_sections(el("s" * (imax + 1)))]))
+
+    # Payload size in a DIFF at 0, 1, max, max+1.
+    pmax = L["max_payload_bytes"]
+    for n in (0, 1, pmax):
+        s.valid("DIFF payload of %d bytes" % n, ["EdgeCase"], diff("r", 1, 1, [update_items("reload", el("i", "p" * n))]))
+    s.invalid_body("DIFF payload of max + 1 bytes", ["ContentRule"],
+                   diff("r", 1, 1, [update_items("reload", el("i", "p" * (pmax + 1)))])[0], "payload_too_large")
+    s.valid("MUTATE payload of max + 1 bytes (the server rejects it when applying)", ["ContentUnchecked"],
+            mutate(1, "r", None, b"", [update_items("reload", el("i", "p" * (pmax + 1)))]))
+
+    # Snapshot limits: identifiers, payloads, items, sections, bytes.
+    def snap_items(n):
+        return [(el("s"), [el(str(k)) for k in range(n)])]
+    for n in (0, 1, L["max_items_per_room"]):
+        s.valid("SNAPSHOT with %d items" % n, ["EdgeCase"], snapshot(1, "r", 1, 1, "initial", snap_items(n)))
+    s.invalid_body("SNAPSHOT with max_items_per_room + 1 items", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", snap_items(L["max_items_per_room"] + 1))[0], "too_many_items")
+    def snap_sections(n):
+        return [(el(str(k)), []) for k in range(n)]
+    for n in (0, 1, L["max_sections_per_room"]):
+        s.valid("SNAPSHOT with %d sections" % n, ["EdgeCase"], snapshot(1, "r", 1, 1, "initial", snap_sections(n)))
+    s.invalid_body("SNAPSHOT with max_sections_per_room + 1 sections", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", snap_sections(L["max_sections_per_room"] + 1))[0],
+                   "too_many_sections")
+    s.invalid_body("REPLACE with max_sections_per_room + 1 sections", ["ContentRule"],
+                   replace(1, "r", None, b"", snap_sections(L["max_sections_per_room"] + 1))[0], "too_many_sections")
+    s.invalid_body("SNAPSHOT with an identifier of max + 1 bytes", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", [(el("s" * (imax + 1)), [])])[0], "identifier_too_long")
+    s.invalid_body("REPLACE with a payload of max + 1 bytes", ["ContentRule"],
+                   replace(1, "r", None, b"", [(el("s"), [el("i", "p" * (pmax + 1))])])[0], "payload_too_large")
+
+    smax = L["max_snapshot_bytes"]
+    # Two sections (the limit), each with one item; payloads sized so that the encoding is
+    # exactly n bytes.
+    def snap_bytes(n):
+        base = enc_snapshot([(el("a"), [el("1")]), (el("b"), [el("2")])])
+        extra = n - len(base)
+        assert 0 <= extra <= 2 * pmax
+        p1, p2 = extra // 2, extra - extra // 2
+        return [(el("a", "x" * p1), [el("1")]), (el("b", "y" * p2), [el("2")])]
+    for n in (smax - 1, smax):
+        snap = snap_bytes(n)
+        assert len(enc_snapshot(snap)) == n
+        s.valid("SNAPSHOT whose encoding is %d bytes (max_snapshot_bytes %d)" % (n, smax), ["EdgeCase"],
+                snapshot(1, "r", 1, 1, "initial", snap))
+    snap = snap_bytes(smax + 1)
+    assert len(enc_snapshot(snap)) == smax + 1
+    s.invalid_body("SNAPSHOT whose encoding is max_snapshot_bytes + 1", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", snap)[0], "snapshot_too_large")
+    s.invalid_body("REPLACE whose snapshot encoding is max_snapshot_bytes + 1", ["ContentRule"],
+                   replace(1, "r", None, b"", snap)[0], "snapshot_too_large")
+    for t in s.tests:
+        assert len(bytes.fromhex(t["hex"])) - 4 <= fmax or "frame_too_large" == t.get("error"), t["comment"]
+    return s.tests
+
+
+def replay_set():
+    start = [(el("inbox", "Inbox"), [el("m1", "first"), el("m2", "second"), el("m3")]),
+             (el("archive", "Archive"), [el("old", "old news")])]
+    batches = [
+        [append_items("inbox", el("m4", "fourth"))],
+        [insert_items(pl("before", "m1"), el("m0", "zeroth")), delete_items("m3")],
+        [update_items("reconfigure", el("m2", "second, edited")), update_sections(el("inbox", "Inbox (4)"))],
+        [append_sections(el("later")), move_item_to_section("m4", "later")],
+        [move_item("old", pl("after", "m0")), move_section("later", pl("before", "inbox"))],
+        [insert_sections(pl("after", "inbox"), el(b"\x00bin", b"\xff\xfe")),
+         append_items(None, el(b"\x01", b"\x00\x01"))],
+        [delete_sections("archive"), update_items("reload", el("m1", "first!"))],
+        [move_item("m2", pl("before", "m0")), insert_items(pl("after", "m4"), el("m5"))],
+    ]
+    model = Model(start)
+    frames = []
+    epoch = EPOCH
+    for k, ops in enumerate(batches):
+        for op in ops:
+            model.apply(op)
+        body, js = diff("lobby", epoch, k + 1, ops)
+        frames.append({"version": k + 1, "hex": frame(body).hex(), "message": js})
+    end = model.snap()
+    # The same start, then delete_all_items: the empty snapshot's digest is worth pinning too.
+    return {
+        "algorithm": "SnapSync DIFF replay",
+        "protocolVersion": 1,
+        "generatorVersion": GENERATOR_VERSION,
+        "header": [
+            "Apply each DIFF's ops, in order, to `start`; the result MUST equal `end` and its canonical",
+            "encoding (section 4) MUST be `end.hex`, whose SHA-256 is `end.digest`. Versions run 1..n in one",
+            "epoch, so a replica resuming from `start` at version 0 ends at version n.",
+        ],
+        "room": "lobby",
+        "epoch": epoch,
+        "start": {"version": 0, "hex": enc_snapshot(start).hex(), "digest": digest(start).hex(),
+                  "snapshot": snapshot_json(start)},
+        "diffs": frames,
+        "end": {"version": len(batches), "hex": enc_snapshot(end).hex(), "digest": digest(end).hex(),
+                "snapshot": snapshot_json(end)},
+        "empty": {"hex": enc_snapshot([]).hex(), "digest": digest([]).hex()},
+    }
+
+
+def vector_file(name, tests, limits, header):
+    used = sorted({f for t in tests for f in t["flags"]})
+    return {
+        "algorithm": "SnapSync wire protocol",
+        "protocolVersion": 1,
+        "generatorVersion": GENERATOR_VERSION,
+        "numberOfTests": len(tests),
+        "header": header,
+        "limits": limits,
+        "accepting": "either",
+        "notes": {f: NOTES[f] for f in used},
+        "tests": tests,
+    }
+
+
+def outputs():
+    common = [
+        "Each test is one frame, `hex` holding the 4-byte length prefix and the body. Decode it with the",
+        "`limits` above (a receiver accepting messages from both sides: `accepting` is \"either\").",
+        "result \"valid\": decoding gives `message` (the JSON form of PROTOCOL.md section 9) and encoding",
+        "`message` gives `hex` again. result \"invalid\": decoding fails with `error` (a snake_case name",
+        "of section 6).",
+    ]
+    return {
+        "messages.json": vector_file("messages", message_vectors(), DEFAULT_LIMITS, common + [
+            "Every message type and op kind, framing, varints, flags, enums and trailing bytes, with the",
+            "default limits.",
+        ]),
+        "limits.json": vector_file("limits", limit_vectors(), SMALL_LIMITS, common + [
+            "Boundaries of every limit at 0, 1, max and max + 1, with small limits (NOT the defaults)",
+            "so that the frames stay small.",
+        ]),
+        "replay.json": replay_set(),
+    }
+
+
+def render(doc):
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for name, doc in outputs().items():
+        path = os.path.join(HERE, name)
+        text_out = render(doc)
+        if check:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    if f.read() != text_out:
+                        stale.append(name)
+            except FileNotFoundError:
+                stale.append(name)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text_out)
+    if check and stale:
+        print("stale vector files (run Protocol/vectors/generate.py): " + ", ".join(stale), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+import Foundation
+import SnapSyncModel
+import SnapSyncWire
+
+/// A parsed JSON value. Integers are kept exact up to 2^64 - 1, which `JSONSerialization` does
+/// not promise and the vectors need (varints are 64-bit).
+enum JSON: Hashable, Decodable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case uint(UInt64)
+    case int(Int64)
+    case string(String)
+    case array([JSON])
+    case object([String: JSON])
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
+        else if let v = try? c.decode(UInt64.self) { self = .uint(v) }
+        else if let v = try? c.decode(Int64.self) { self = .int(v) }
+        else if let v = try? c.decode(String.self) { self = .string(v) }
+        else if let v = try? c.decode([JSON].self) { self = .array(v) }
+        else { self = .object(try c.decode([String: JSON].self)) }
+    }
+
+    static func parse(file path: String) throws -> JSON {
+        try JSONDecoder().decode(JSON.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    subscript(key: String) -> JSON? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    var string: String? { if case .string(let s) = self { s } else { nil } }
+    var uint: UInt64? { if case .uint(let v) = self { v } else { nil } }
+    var array: [JSON]? { if case .array(let a) = self { a } else { nil } }
+
+    var description: String {
+        switch self {
+        case .null: "null"
+        case .bool(let b): "\(b)"
+        case .uint(let v): "\(v)"
+        case .int(let v): "\(v)"
+        case .string(let s): "\"\(s)\""
+        case .array(let a): "[" + a.map(\.description).joined(separator: ",") + "]"
+        case .object(let o): "{" + o.keys.sorted().map { "\"\($0)\":\(o[$0]!)" }.joined(separator: ",") + "}"
+        }
+    }
+}
+
+/// The JSON form of PROTOCOL.md ("JSON form"), written here from the spec so that a vector's
+/// `message` is compared with what the Swift decoder produced.
+enum JSONForm {
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func bytes(fromHex hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            out.append(UInt8(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
+    /// A byte string: text when it is valid UTF-8 with no C0, DEL or C1 control characters,
+    /// else {"hex": ...}.
+    static func bytes(_ b: [UInt8]) -> JSON {
+        if let s = utf8(b),
+           !s.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            return .string(s)
+        }
+        return .object(["hex": .string(hex(b))])
+    }
+
+    /// The bytes as text when they are valid UTF-8 (decoding repairs invalid input, so the
+    /// round trip differs exactly then). Avoids `String(validating:)`, which is macOS 15+.
+    static func utf8(_ b: [UInt8]) -> String? {
+        let s = String(decoding: b, as: UTF8.self)
+        return s.utf8.elementsEqual(b) ? s : nil
+    }
+
+    static func element(_ e: SnapSyncModel.Element) -> JSON {
+        .object(["id": bytes(e.id.bytes), "payload": bytes(e.payload.bytes)])
+    }
+
+    static func elements(_ es: [SnapSyncModel.Element]) -> JSON { .array(es.map(element)) }
+
+    static func placement(_ p: Placement) -> JSON {
+        switch p {
+        case .before(let a): .object(["side": .string("before"), "anchor": bytes(a.bytes)])
+        case .after(let a): .object(["side": .string("after"), "anchor": bytes(a.bytes)])
+        }
+    }
+
+    static func op(_ op: SnapSyncModel.Operation) -> JSON {
+        var o: [String: JSON]
+        switch op {
+        case .appendSections(let e): o = ["op": .string("append_sections"), "elements": elements(e)]
+        case .insertSections(let e, let p): o = ["op": .string("insert_sections"), "placement": placement(p), "elements": elements(e)]
+        case .deleteSections(let ids): o = ["op": .string("delete_sections"), "ids": .array(ids.map { bytes($0.bytes) })]
+        case .moveSection(let id, let p): o = ["op": .string("move_section"), "id": bytes(id.bytes), "placement": placement(p)]
+        case .updateSections(let e): o = ["op": .string("update_sections"), "elements": elements(e)]
+        case .appendItems(let e, let s): o = ["op": .string("append_items"), "section": s.map { bytes($0.bytes) } ?? .null, "elements": elements(e)]
+        case .insertItems(let e, let p): o = ["op": .string("insert_items"), "placement": placement(p), "elements": elements(e)]
+        case .deleteItems(let ids): o = ["op": .string("delete_items"), "ids": .array(ids.map { bytes($0.bytes) })]
+        case .deleteAllItems: o = ["op": .string("delete_all_items")]
+        case .moveItem(let id, let p): o = ["op": .string("move_item"), "id": bytes(id.bytes), "placement": placement(p)]
+        case .moveItemToSection(let id, let s): o = ["op": .string("move_item_to_section"), "id": bytes(id.bytes), "section": bytes(s.bytes)]
+        case .updateItems(let e, let k): o = ["op": .string("update_items"), "kind": .string(k == .reload ? "reload" : "reconfigure"), "elements": elements(e)]
+        }
+        return .object(o)
+    }
+
+    static func snapshot(_ s: Snapshot) -> JSON {
+        .array(s.sections.map { section in
+            .object(["id": bytes(section.id.bytes), "payload": bytes(section.payload.bytes),
+                     "items": elements(Array(s.items(inSection: section.id)))])
+        })
+    }
+
+    static func opt(_ v: UInt64?) -> JSON { v.map { .uint($0) } ?? .null }
+
+    static func message(_ m: Message) -> JSON {
+        var o: [String: JSON] = ["type": .string(m.type.name)]
+        switch m {
+        case .hello(let versions, let clientName, let credentials):
+            o["magic"] = .string("SNAP")
+            o["versions"] = .array(versions.map { .uint($0) })
+            o["client_name"] = .string(clientName)
+            o["credentials"] = bytes(credentials)
+        case .welcome(let version, let sessionId, let serverName, let limits):
+            o["version"] = .uint(version)
+            o["session_id"] = .uint(sessionId)
+            o["server_name"] = .string(serverName)
+            o["limits"] = .array(limits.map { .object(["key": .uint($0.key), "value": .uint($0.value)]) })
+        case .error(let code, let message):
+            o["code"] = .uint(code)
+            o["message"] = .string(message)
+        case .ping(let nonce), .pong(let nonce):
+            o["nonce"] = .uint(nonce)
+        case .join(let requestId, let room, let resume):
+            o["request_id"] = .uint(requestId)
+            o["room"] = .string(room)
+            o["resume"] = resume.map { .object(["epoch": .uint($0.epoch), "version": .uint($0.version)]) } ?? .null
+        case .leave(let requestId, let room):
+            o["request_id"] = .uint(requestId)
+            o["room"] = .string(room)
+        case .mutate(let requestId, let room, let expected, let writeId, let ops):
+            o["request_id"] = .uint(requestId)
+            o["room"] = .string(room)
+            o["expected_version"] = opt(expected)
+            o["write_id"] = bytes(writeId)
+            o["ops"] = .array(ops.map { JSONForm.op($0) })
+        case .replace(let requestId, let room, let expected, let writeId, let snap):
+            o["request_id"] = .uint(requestId)
+            o["room"] = .string(room)
+            o["expected_version"] = opt(expected)
+            o["write_id"] = bytes(writeId)
+            o["snapshot"] = snapshot(snap)
+        case .stats(let requestId):
+            o["request_id"] = .uint(requestId)
+        case .snapshot(let requestId, let room, let epoch, let version, let reason, let digest, let snap):
+            o["request_id"] = .uint(requestId)
+            o["room"] = .string(room)
+            o["epoch"] = .uint(epoch)
+            o["version"] = .uint(version)
+            o["reason"] = .string(reason == .initial ? "initial" : "resync")
+            o["digest"] = bytes(digest.bytes)
+            o["snapshot"] = snapshot(snap)
+        case .catchup(let requestId, let room, let epoch, let from, let to):
+            o["request_id"] = .uint(requestId)
+            o["room"] = .string(room)
+            o["epoch"] = .uint(epoch)
+            o["from_version"] = .uint(from)
+            o["to_version"] = .uint(to)
+        case .diff(let room, let epoch, let version, let ops):
+            o["room"] = .string(room)
+            o["epoch"] = .uint(epoch)
+            o["version"] = .uint(version)
+            o["ops"] = .array(ops.map { JSONForm.op($0) })
+        case .ack(let requestId, let epoch, let version):
+            o["request_id"] = .uint(requestId)
+            o["epoch"] = .uint(epoch)
+            o["version"] = .uint(version)
+        case .reject(let requestId, let code, let opIndex, let identifier, let message):
+            o["request_id"] = .uint(requestId)
+            o["code"] = .uint(code)
+            o["op_index"] = opt(opIndex)
+            o["identifier"] = identifier.map { bytes($0.bytes) } ?? .null
+            o["message"] = .string(message)
+        case .statsReply(let requestId, let stats):
+            o["request_id"] = .uint(requestId)
+            o["stats"] = .array(stats.map { .object(["name": .string($0.name), "value": .uint($0.value)]) })
+        }
+        return .object(o)
+    }
+
+    /// Builds a Snapshot from its JSON form (used by the replay set).
+    static func snapshot(from json: JSON) throws -> Snapshot {
+        var sections: [(section: SnapSyncModel.Element, items: [SnapSyncModel.Element])] = []
+        for s in json.array ?? [] {
+            let items = (s["items"]?.array ?? []).map { element(from: $0) }
+            sections.append((element(from: s), items))
+        }
+        return try Snapshot(sections)
+    }
+
+    static func byteString(from json: JSON) -> [UInt8] {
+        if let s = json.string { return Array(s.utf8) }
+        return bytes(fromHex: json["hex"]!.string!)
+    }
+
+    static func element(from json: JSON) -> SnapSyncModel.Element {
+        SnapSyncModel.Element(Identifier(byteString(from: json["id"]!)), payload: Payload(byteString(from: json["payload"]!)))
+    }
+}

@@ -1,0 +1,114 @@
+import SnapSyncModel
+import SnapSyncWire
+
+/// SplitMix64: a tiny seeded generator, so that failures reproduce from the seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Random messages covering every case, with values at varint boundaries, empty and binary
+/// byte strings and non-ASCII text.
+struct MessageFactory {
+    var rng: SeededGenerator
+
+    mutating func uint() -> UInt64 {
+        switch Int.random(in: 0..<6, using: &rng) {
+        case 0: return 0
+        case 1: return UInt64.random(in: 0...127, using: &rng)
+        case 2: return UInt64.random(in: 128...16_383, using: &rng)
+        case 3: return UInt64.max - UInt64.random(in: 0...3, using: &rng)
+        case 4: return 1 << UInt64.random(in: 0...63, using: &rng)
+        default: return rng.next()
+        }
+    }
+
+    mutating func bytes(max: Int = 12) -> [UInt8] {
+        let n = Int.random(in: 0...max, using: &rng)
+        if Bool.random(using: &rng) {
+            return (0..<n).map { _ in UInt8.random(in: 0x61...0x7A, using: &rng) }
+        }
+        return (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+    }
+
+    mutating func text() -> String {
+        let pieces = ["a", "room", "é", "채팅", "🙂", " ", "\u{0}", "z"]
+        return (0..<Int.random(in: 0...4, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined()
+    }
+
+    mutating func id() -> Identifier { Identifier(bytes(max: 6)) }
+    mutating func element() -> SnapSyncModel.Element { SnapSyncModel.Element(id(), payload: Payload(bytes())) }
+    mutating func elements() -> [SnapSyncModel.Element] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in element() } }
+    mutating func ids() -> [Identifier] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in id() } }
+    mutating func placement() -> Placement { Bool.random(using: &rng) ? .before(id()) : .after(id()) }
+    mutating func optional<T>(_ make: (inout MessageFactory) -> T) -> T? {
+        Bool.random(using: &rng) ? make(&self) : nil
+    }
+
+    mutating func operation() -> SnapSyncModel.Operation {
+        switch Int.random(in: 0..<12, using: &rng) {
+        case 0: return .appendSections(elements())
+        case 1: return .insertSections(elements(), placement())
+        case 2: return .deleteSections(ids())
+        case 3: return .moveSection(id(), placement())
+        case 4: return .updateSections(elements())
+        case 5: return .appendItems(elements(), toSection: optional { $0.id() })
+        case 6: return .insertItems(elements(), placement())
+        case 7: return .deleteItems(ids())
+        case 8: return .deleteAllItems
+        case 9: return .moveItem(id(), placement())
+        case 10: return .moveItemToSection(id(), section: id())
+        default: return .updateItems(elements(), Bool.random(using: &rng) ? .reload : .reconfigure)
+        }
+    }
+
+    mutating func ops() -> [SnapSyncModel.Operation] { (0..<Int.random(in: 0...5, using: &rng)).map { _ in operation() } }
+
+    /// A valid snapshot: unique section and item identifiers (made unique by a counter prefix).
+    mutating func snapshot() -> Snapshot {
+        var snapshot = Snapshot()
+        var counter: UInt8 = 0
+        for _ in 0..<Int.random(in: 0...3, using: &rng) {
+            counter += 1
+            let section = SnapSyncModel.Element(Identifier([counter] + bytes(max: 4)), payload: Payload(bytes()))
+            let items = (0..<Int.random(in: 0...3, using: &rng)).map { _ -> SnapSyncModel.Element in
+                counter += 1
+                return SnapSyncModel.Element(Identifier([counter] + bytes(max: 4)), payload: Payload(bytes()))
+            }
+            try! snapshot.apply([.appendSections([section]), .appendItems(items, toSection: section.id)])
+        }
+        return snapshot
+    }
+
+    mutating func message() -> Message {
+        switch Int.random(in: 0..<16, using: &rng) {
+        case 0: return .hello(versions: (0..<Int.random(in: 1...3, using: &rng)).map { _ in uint() }, clientName: text(), credentials: bytes())
+        case 1: return .welcome(version: uint(), sessionId: uint(), serverName: text(),
+                                limits: (0..<Int.random(in: 0...9, using: &rng)).map { _ in Message.LimitEntry(key: uint(), value: uint()) })
+        case 2: return .error(code: uint(), message: text())
+        case 3: return .ping(nonce: uint())
+        case 4: return .pong(nonce: uint())
+        case 5: return .join(requestId: uint(), room: text(), resume: optional { Message.Position(epoch: $0.uint(), version: $0.uint()) })
+        case 6: return .leave(requestId: uint(), room: text())
+        case 7: return .mutate(requestId: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), ops: ops())
+        case 8: return .replace(requestId: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), snapshot: snapshot())
+        case 9: return .stats(requestId: uint())
+        case 10:
+            let snap = snapshot()
+            return .snapshot(requestId: uint(), room: text(), epoch: uint(), version: uint(),
+                             reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap)
+        case 11: return .catchup(requestId: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint())
+        case 12: return .diff(room: text(), epoch: uint(), version: uint(), ops: ops())
+        case 13: return .ack(requestId: uint(), epoch: uint(), version: uint())
+        case 14: return .reject(requestId: uint(), code: uint(), opIndex: optional { $0.uint() }, identifier: optional { $0.id() }, message: text())
+        default: return .statsReply(requestId: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Testing
+import SnapSyncModel
+@testable import SnapSyncWire
+
+/// Every vector in Protocol/vectors, against the Swift codec.
+@Suite struct VectorTests {
+    @Test func vectorsArePresent() {
+        #expect(Vectors.all.count > 100)
+        #expect(Vectors.valid.count > 50)
+        // Every message type and every op kind appears in a valid vector.
+        let types = Set(Vectors.valid.compactMap { $0.message?["type"]?.string })
+        #expect(types == Set(MessageType.allCases.map(\.name)))
+        let ops = Set(Vectors.valid.flatMap { ($0.message?["ops"]?.array ?? []).compactMap { $0["op"]?.string } })
+        #expect(ops.count == 12)
+    }
+
+    @Test(arguments: Vectors.all)
+    func decodeWholeFrame(_ v: Vectors.Case) throws {
+        if v.valid {
+            let message = try FrameDecoder.decode(frame: v.bytes, limits: v.limits)
+            #expect(JSONForm.message(message) == v.message, "\(v)")
+            // Exactly one encoding per message.
+            #expect(FrameEncoder().encode(message) == v.bytes, "\(v)")
+        } else {
+            #expect(throws: WireError.self, "\(v)") { try FrameDecoder.decode(frame: v.bytes, limits: v.limits) }
+            do {
+                _ = try FrameDecoder.decode(frame: v.bytes, limits: v.limits)
+            } catch {
+                #expect(error.code.name == v.error, "\(v): \(error)")
+            }
+        }
+    }
+
+    /// The incremental decoder: a valid frame decodes; a truncated one is "need more" and
+    /// consumes nothing; a bad length prefix fails from the 4 length bytes alone.
+    @Test(arguments: Vectors.all)
+    func decodeIncrementally(_ v: Vectors.Case) throws {
+        var decoder = FrameDecoder(limits: v.limits)
+        decoder.append(v.bytes)
+        if v.valid {
+            let message = try decoder.nextMessage()
+            #expect(message.map(JSONForm.message) == v.message, "\(v)")
+            #expect(decoder.bufferedByteCount == 0)
+            #expect(try decoder.nextMessage() == nil)
+        } else if v.flags.contains("Truncated") {
+            #expect(try decoder.nextMessage() == nil, "\(v)")
+            #expect(decoder.bufferedByteCount == v.bytes.count, "consumed nothing: \(v)")
+        } else {
+            do {
+                let m = try decoder.nextMessage()
+                Issue.record("\(v) decoded as \(String(describing: m))")
+            } catch {
+                #expect(error.code.name == v.error, "\(v): \(error)")
+            }
+            if v.flags.contains("FrameLength") {
+                // Nothing consumed, and the error repeats: the stream cannot be resynchronised.
+                #expect(decoder.bufferedByteCount == v.bytes.count)
+                #expect(throws: WireError.self) { try decoder.nextMessage() }
+                var prefixOnly = FrameDecoder(limits: v.limits)
+                prefixOnly.append(v.bytes.prefix(4))
+                #expect(throws: WireError.self) { try prefixOnly.nextMessage() }
+            } else {
+                // A whole frame was there: it is consumed.
+                #expect(decoder.bufferedByteCount == 0, "\(v)")
+            }
+        }
+    }
+
+    /// Each valid vector fed one byte at a time: nil until the last byte, nothing consumed.
+    @Test func byteByByte() throws {
+        for v in Vectors.valid {
+            var decoder = FrameDecoder(limits: v.limits)
+            for (index, byte) in v.bytes.enumerated() {
+                decoder.append(CollectionOfOne(byte))
+                if index < v.bytes.count - 1 {
+                    #expect(try decoder.nextMessage() == nil, "\(v) at byte \(index)")
+                    #expect(decoder.bufferedByteCount == index + 1)
+                }
+            }
+            let message = try #require(try decoder.nextMessage(), "\(v)")
+            #expect(JSONForm.message(message) == v.message, "\(v)")
+        }
+    }
+
+    /// Every prefix of every valid vector is "need more" and consumes nothing.
+    @Test func truncatedAtEveryLength() throws {
+        for v in Vectors.valid {
+            for length in 0..<v.bytes.count {
+                var decoder = FrameDecoder(limits: v.limits)
+                decoder.append(v.bytes[..<length])
+                #expect(try decoder.nextMessage() == nil, "\(v) cut at \(length)")
+                #expect(decoder.bufferedByteCount == length)
+                #expect(throws: WireError.self) { try FrameDecoder.decode(frame: Array(v.bytes[..<length]), limits: v.limits) }
+            }
+        }
+    }
+
+    /// All valid vectors of a file in one buffer, and in chunks of awkward sizes.
+    @Test(arguments: Vectors.files, [1 << 20, 7, 1000])
+    func concatenated(file: String, chunk: Int) throws {
+        let cases = Vectors.load(file).filter(\.valid)
+        let stream = cases.flatMap(\.bytes)
+        var decoder = FrameDecoder(limits: cases[0].limits)
+        var decoded: [Message] = []
+        var offset = 0
+        while offset < stream.count {
+            let end = min(offset + chunk, stream.count)
+            decoder.append(stream[offset..<end])
+            offset = end
+            while let m = try decoder.nextMessage() { decoded.append(m) }
+        }
+        #expect(decoded.count == cases.count)
+        #expect(decoder.bufferedByteCount == 0)
+        for (m, v) in zip(decoded, cases) {
+            #expect(JSONForm.message(m) == v.message, "\(v)")
+        }
+        // Encoding them all into one reused buffer gives the same stream back.
+        var buffer: [UInt8] = []
+        let encoder = FrameEncoder()
+        for m in decoded { encoder.encode(m, into: &buffer) }
+        #expect(buffer == stream)
+    }
+}

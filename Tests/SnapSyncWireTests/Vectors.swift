@@ -1,0 +1,61 @@
+import Foundation
+import SnapSyncModel
+import SnapSyncWire
+
+/// Protocol/vectors/*.json, loaded relative to this file: the repository root is three levels up.
+enum Vectors {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Protocol/vectors")
+
+    struct Case: CustomStringConvertible, Sendable {
+        let file: String
+        let tcId: UInt64
+        let comment: String
+        let flags: [String]
+        let bytes: [UInt8]
+        let valid: Bool
+        let message: JSON?
+        let error: String?
+        let limits: WireLimits
+
+        var description: String { "\(file) #\(tcId): \(comment)" }
+    }
+
+    static func limits(from json: JSON) -> WireLimits {
+        var limits = WireLimits.default
+        for key in LimitKey.allCases {
+            if let v = json[name(of: key)]?.uint { limits[key] = Int(v) }
+        }
+        return limits
+    }
+
+    static func name(of key: LimitKey) -> String {
+        switch key {
+        case .maxFrameBytes: "max_frame_bytes"
+        case .maxIdentifierBytes: "max_identifier_bytes"
+        case .maxPayloadBytes: "max_payload_bytes"
+        case .maxItemsPerRoom: "max_items_per_room"
+        case .maxSectionsPerRoom: "max_sections_per_room"
+        case .maxRoomsPerConnection: "max_rooms_per_connection"
+        case .maxSnapshotBytes: "max_snapshot_bytes"
+        case .historyCount: "history_count"
+        }
+    }
+
+    static func load(_ file: String) -> [Case] {
+        let doc = try! JSON.parse(file: directory.appendingPathComponent(file).path)
+        let limits = limits(from: doc["limits"]!)
+        return doc["tests"]!.array!.map { t in
+            Case(file: file, tcId: t["tcId"]!.uint!, comment: t["comment"]!.string!,
+                 flags: t["flags"]!.array!.map { $0.string! },
+                 bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
+                 valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
+                 limits: limits)
+        }
+    }
+
+    static let files = ["messages.json", "limits.json"]
+    static let all: [Case] = files.flatMap(load)
+    static var valid: [Case] { all.filter(\.valid) }
+}
