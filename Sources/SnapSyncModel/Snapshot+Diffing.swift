@@ -1,0 +1,374 @@
+// Diffing: the batch of operations that turns one snapshot into another.
+//
+// The daemon answers a REPLACE with a DIFF that every replica applies, so the batch must be
+// small (it goes to every member of the room) and cheap to compute on rooms of 100k items.
+//
+// Shape of the result, in this order (each part only when non-empty):
+//  1. `deleteSections` for sections of `a` that are gone and keep none of their items: deleting
+//     them first keeps every later state, and the working snapshot, small;
+//  2. one `deleteItems` for gone items of surviving sections (the items of deleted sections go
+//     with their section);
+//  3. `updateSections` and `updateItems(.reload)` for payload changes of elements in both;
+//  4. sections in `b`'s order: new ones inserted (consecutive ones in one `insertSections`),
+//     common ones outside the longest increasing subsequence (LIS) of their `a` positions moved;
+//  5. items, section by section in `b`'s order: an item stays put when it is in the same section
+//     in `a` and `b` and in that section's LIS; the others are inserted (consecutive new items in
+//     one operation) or moved;
+//  6. `deleteSections` for the gone sections that still had items to hand over in step 5.
+//
+// Why LIS: a move relocates one element and keeps the relative order of all others, so the
+// elements that never move must already be in `b`'s relative order. The largest such set is a
+// longest increasing subsequence of their `a` positions; everything outside it must move once.
+// So the number of moves is minimal: (common sections − section LIS) for sections, and, for
+// items, (items that change section) + Σ over sections (items staying in it − its LIS).
+//
+// Why anchors on the previous element of `b`: processing `b` in order, each placed element goes
+// right after its predecessor, which is already in place, so the elements handled so far plus the
+// stable ones are always in `b`'s order. Elements that still have to leave can sit anywhere in
+// between; they are gone by the end. That needs no positions or indexes, only identifiers.
+//
+// Cost: O(|a| + |b| + Σ k log k) over the per-section LIS inputs, with one hash lookup per element
+// of `b` into `a`'s existing index and flat arrays indexed by `a`'s slots for everything else.
+
+extension Snapshot {
+    /// The batch that turns `a` into `b`: `a.apply(Snapshot.diff(a, b)) == b`.
+    /// See `difference(to:)`.
+    /// - Complexity: O(|a| + |b| + Σ k log k), k the items kept in each section.
+    public static func diff(_ a: Snapshot, _ b: Snapshot) -> [Operation] { a.difference(to: b) }
+
+    /// The batch that turns `self` into `other` when applied in order:
+    /// `self.apply(self.difference(to: other)) == other`, and it is empty when they are equal.
+    ///
+    /// Every element that can keep its identity does (a payload change is an update, never a
+    /// delete and insert), and the number of moves is the minimum (see the file comment).
+    /// Payload changes are reported as `updateItems(_, .reload)`.
+    ///
+    /// Intermediate states hold up to |a ∪ b| sections and |b| items plus the gone items of
+    /// deleted sections that hand items over, so apply the result with limits that admit that
+    /// (the daemon applies it with `Limits.unlimited` after validating `other` itself).
+    ///
+    /// - Complexity: O(|a| + |b| + Σ k log k), k the items that stay in each section; one hash
+    ///   lookup per section and per item of `other`.
+    public func difference(to other: Snapshot) -> [Operation] {
+        if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
+        var differ = Differ(a: self, b: other)
+        return differ.run()
+    }
+}
+
+/// The working state of one `difference(to:)` call. Arrays named `a…` are indexed by slots of
+/// `a`; arrays named `b…` by position in a walk of `b` (sections or items in order).
+private struct Differ {
+    typealias Slot = Snapshot.Slot
+    static var none: Slot { Snapshot.none }
+
+    let a: Snapshot
+    let b: Snapshot
+
+    /// Item status in `b` order.
+    static let new: UInt8 = 0, stable: UInt8 = 1, moved: UInt8 = 2
+
+    // Sections.
+    /// b section position → slot in `b`, and slot in `a` (`none`: new).
+    var bSectionSlot: [Slot] = []
+    var bSectionA: [Slot] = []
+    var bSectionStable: [Bool] = []
+    /// a section slot → slot in `b` (`none`: the section is gone).
+    var aSectionInB: [Slot]
+    /// a section slot → its position in `a`.
+    var aSectionPos: [Int32]
+
+    // Items.
+    /// a item slot → its position within its section of `a`.
+    var aItemPos: [Int32]
+    /// a item slot → it is also in `b`.
+    var aKept: [Bool]
+    /// a item slots in `a`'s order: the walk for gone items, without a second list traversal.
+    var aOrder: [Slot] = []
+    /// b item position → status (`new`, `stable`, `moved`).
+    var bItemStatus: [UInt8] = []
+    /// b section position → slot in `b` of its first stable item, or `none`.
+    var bSectionFirstStable: [Slot] = []
+
+    var ops: [Operation] = []
+
+    init(a: Snapshot, b: Snapshot) {
+        self.a = a
+        self.b = b
+        aSectionInB = [Slot](repeating: Self.none, count: a.sectionNodes.count)
+        aSectionPos = [Int32](repeating: -1, count: a.sectionNodes.count)
+        aItemPos = [Int32](repeating: -1, count: a.itemNodes.count)
+        aKept = [Bool](repeating: false, count: a.itemNodes.count)
+    }
+
+    mutating func run() -> [Operation] {
+        indexA()
+        var sectionUpdates: [Element] = []
+        var itemUpdates: [Element] = []
+        matchSections(updates: &sectionUpdates)
+        matchItems(updates: &itemUpdates)
+        emitDeletes()
+        if !sectionUpdates.isEmpty { ops.append(.updateSections(sectionUpdates)) }
+        if !itemUpdates.isEmpty { ops.append(.updateItems(itemUpdates, .reload)) }
+        emitSections()
+        emitItems()
+        emitLateSectionDeletes()
+        return ops
+    }
+
+    /// Positions in `a`: one walk of its lists. O(|a|).
+    mutating func indexA() {
+        aOrder.reserveCapacity(a.numberOfItems)
+        var position: Int32 = 0
+        var s = a.firstSection
+        while s != Self.none {
+            aSectionPos[Int(s)] = position
+            position += 1
+            var itemPosition: Int32 = 0
+            var i = a.sectionNodes[Int(s)].firstItem
+            while i != Self.none {
+                aItemPos[Int(i)] = itemPosition
+                itemPosition += 1
+                aOrder.append(i)
+                i = a.itemNodes[Int(i)].next
+            }
+            s = a.sectionNodes[Int(s)].next
+        }
+    }
+
+    /// Pairs `b`'s sections with `a`'s and finds the ones that stay put. O(sections · log).
+    mutating func matchSections(updates: inout [Element]) {
+        let count = b.numberOfSections
+        bSectionSlot.reserveCapacity(count)
+        bSectionA.reserveCapacity(count)
+        var values: [Int32] = []
+        var positions: [Int32] = []
+        var t = b.firstSection
+        while t != Self.none {
+            let node = b.sectionNodes[Int(t)]
+            let s = a.sectionIndex[node.id] ?? Self.none
+            if s != Self.none {
+                aSectionInB[Int(s)] = t
+                if a.sectionNodes[Int(s)].payload != node.payload { updates.append(Element(node.id, payload: node.payload)) }
+                values.append(aSectionPos[Int(s)])
+                positions.append(Int32(bSectionSlot.count))
+            }
+            bSectionSlot.append(t)
+            bSectionA.append(s)
+            t = node.next
+        }
+        bSectionStable = [Bool](repeating: false, count: count)
+        var lis = LIS()
+        lis.mark(values) { k in bSectionStable[Int(positions[k])] = true }
+    }
+
+    /// Pairs `b`'s items with `a`'s (one hash lookup each) and classifies them, section by
+    /// section. O(|b| + Σ k log k).
+    mutating func matchItems(updates: inout [Element]) {
+        bItemStatus = [UInt8](repeating: Self.new, count: b.numberOfItems)
+        bSectionFirstStable = [Slot](repeating: Self.none, count: bSectionSlot.count)
+        var lis = LIS()
+        // Per-section LIS input, reused: a positions, and the b item positions and slots they
+        // belong to.
+        var values: [Int32] = []
+        var positions: [Int32] = []
+        var slots: [Slot] = []
+        var g = 0
+        for sectionPosition in bSectionSlot.indices {
+            let t = bSectionSlot[sectionPosition]
+            values.removeAll(keepingCapacity: true)
+            positions.removeAll(keepingCapacity: true)
+            slots.removeAll(keepingCapacity: true)
+            var j = b.sectionNodes[Int(t)].firstItem
+            while j != Self.none {
+                let i = a.itemIndex[b.itemNodes[Int(j)].id] ?? Self.none
+                if i != Self.none {
+                    aKept[Int(i)] = true
+                    if a.itemNodes[Int(i)].payload != b.itemNodes[Int(j)].payload {
+                        updates.append(Element(b.itemNodes[Int(j)].id, payload: b.itemNodes[Int(j)].payload))
+                    }
+                    if aSectionInB[Int(a.itemNodes[Int(i)].section)] == t {
+                        values.append(aItemPos[Int(i)])
+                        positions.append(Int32(g))
+                        slots.append(j)
+                    }
+                    bItemStatus[g] = Self.moved
+                }
+                g += 1
+                j = b.itemNodes[Int(j)].next
+            }
+            var first = Self.none
+            lis.mark(values) { k in
+                bItemStatus[Int(positions[k])] = Self.stable
+                first = slots[k]  // marked back to front: the last call is the first item
+            }
+            bSectionFirstStable[sectionPosition] = first
+        }
+    }
+
+    /// a section slots of gone sections that hand items over to `b`: deleted last.
+    var lateSectionDeletes: [Identifier] = []
+    /// Whether a gone section of `a` (by slot) is deleted at the end rather than first.
+    var aSectionLate: [Bool] = []
+
+    /// Steps 1 and 2: gone sections with nothing to hand over, then gone items. O(|a|).
+    mutating func emitDeletes() {
+        aSectionLate = [Bool](repeating: false, count: a.sectionNodes.count)
+        var goneItems: [Identifier] = []
+        for i in aOrder {
+            let s = a.itemNodes[Int(i)].section
+            if aKept[Int(i)] {
+                if aSectionInB[Int(s)] == Self.none { aSectionLate[Int(s)] = true }
+            } else if aSectionInB[Int(s)] != Self.none {
+                goneItems.append(a.itemNodes[Int(i)].id)
+            }
+        }
+        var early: [Identifier] = []
+        var s = a.firstSection
+        while s != Self.none {
+            if aSectionInB[Int(s)] == Self.none {
+                if aSectionLate[Int(s)] { lateSectionDeletes.append(a.sectionNodes[Int(s)].id) }
+                else { early.append(a.sectionNodes[Int(s)].id) }
+            }
+            s = a.sectionNodes[Int(s)].next
+        }
+        if !early.isEmpty { ops.append(.deleteSections(early)) }
+        if !goneItems.isEmpty { ops.append(.deleteItems(goneItems)) }
+    }
+
+    /// Step 4: every section of `b` placed after its predecessor in `b`. O(sections of b).
+    mutating func emitSections() {
+        let count = bSectionSlot.count
+        let firstStable = bSectionStable.firstIndex(of: true).map { b.sectionNodes[Int(bSectionSlot[$0])].id }
+        // The first section left after step 1, for new sections in front when nothing is stable.
+        var firstRemaining: Identifier?
+        var s = a.firstSection
+        while s != Self.none, firstRemaining == nil {
+            if aSectionInB[Int(s)] != Self.none || aSectionLate[Int(s)] { firstRemaining = a.sectionNodes[Int(s)].id }
+            s = a.sectionNodes[Int(s)].next
+        }
+        var p = 0
+        while p < count {
+            if bSectionStable[p] { p += 1; continue }
+            let id = b.sectionNodes[Int(bSectionSlot[p])].id
+            if bSectionA[p] == Self.none {
+                var group: [Element] = []
+                var q = p
+                while q < count, bSectionA[q] == Self.none {
+                    let node = b.sectionNodes[Int(bSectionSlot[q])]
+                    group.append(Element(node.id, payload: node.payload))
+                    q += 1
+                }
+                if p > 0 {
+                    ops.append(.insertSections(group, .after(b.sectionNodes[Int(bSectionSlot[p - 1])].id)))
+                } else if let anchor = firstStable ?? firstRemaining {
+                    ops.append(.insertSections(group, .before(anchor)))
+                } else {
+                    ops.append(.appendSections(group))
+                }
+                p = q
+            } else {
+                // A common section outside the LIS: there is a stable one, so `firstStable` is set.
+                let placement: Placement = p > 0 ? .after(b.sectionNodes[Int(bSectionSlot[p - 1])].id) : .before(firstStable!)
+                ops.append(.moveSection(id, placement))
+                p += 1
+            }
+        }
+    }
+
+    /// Step 5: every item of `b` placed after its predecessor in its section. O(|b|).
+    mutating func emitItems() {
+        var g = 0
+        var group: [Element] = []
+        for sectionPosition in bSectionSlot.indices {
+            let t = bSectionSlot[sectionPosition]
+            let sectionID = b.sectionNodes[Int(t)].id
+            let firstStable = bSectionFirstStable[sectionPosition]
+            let firstStableID = firstStable == Self.none ? nil : b.itemNodes[Int(firstStable)].id
+            var previous = Self.none
+            var j = b.sectionNodes[Int(t)].firstItem
+            while j != Self.none {
+                let status = bItemStatus[g]
+                if status == Self.stable {
+                    previous = j
+                    g += 1
+                    j = b.itemNodes[Int(j)].next
+                    continue
+                }
+                if status == Self.new {
+                    group.removeAll(keepingCapacity: true)
+                    var last = j
+                    while j != Self.none, bItemStatus[g] == Self.new {
+                        group.append(Element(b.itemNodes[Int(j)].id, payload: b.itemNodes[Int(j)].payload))
+                        last = j
+                        g += 1
+                        j = b.itemNodes[Int(j)].next
+                    }
+                    if previous != Self.none {
+                        ops.append(.insertItems(group, .after(b.itemNodes[Int(previous)].id)))
+                    } else if let anchor = firstStableID {
+                        ops.append(.insertItems(group, .before(anchor)))
+                    } else {
+                        ops.append(.appendItems(group, toSection: sectionID))
+                    }
+                    previous = last
+                } else {
+                    let id = b.itemNodes[Int(j)].id
+                    if previous != Self.none {
+                        ops.append(.moveItem(id, .after(b.itemNodes[Int(previous)].id)))
+                    } else if let anchor = firstStableID {
+                        ops.append(.moveItem(id, .before(anchor)))
+                    } else {
+                        ops.append(.moveItemToSection(id, section: sectionID))
+                    }
+                    previous = j
+                    g += 1
+                    j = b.itemNodes[Int(j)].next
+                }
+            }
+        }
+    }
+
+    /// Step 6.
+    mutating func emitLateSectionDeletes() {
+        if !lateSectionDeletes.isEmpty { ops.append(.deleteSections(lateSectionDeletes)) }
+    }
+}
+
+/// Longest strictly increasing subsequence by patience sorting: O(k log k), O(k) when the input
+/// is already mostly increasing (the common case: most elements stay), thanks to the check
+/// against the last pile before the binary search. Buffers are kept across calls.
+private struct LIS {
+    /// `tails[l]`: index of the smallest value ending an increasing run of length l + 1.
+    var tails: [Int32] = []
+    /// `predecessor[k]`: the index before k in the best run ending at k, or -1.
+    var predecessor: [Int32] = []
+
+    /// Calls `body` with the index of every element of one longest increasing subsequence of
+    /// `values` (distinct), from the last to the first.
+    mutating func mark(_ values: [Int32], _ body: (Int) -> Void) {
+        tails.removeAll(keepingCapacity: true)
+        predecessor.removeAll(keepingCapacity: true)
+        for k in values.indices {
+            let v = values[k]
+            if let last = tails.last, values[Int(last)] > v {
+                // Lowest pile whose tail is above v (values are distinct).
+                var low = 0, high = tails.count - 1
+                while low < high {
+                    let mid = (low + high) / 2
+                    if values[Int(tails[mid])] < v { low = mid + 1 } else { high = mid }
+                }
+                predecessor.append(low > 0 ? tails[low - 1] : -1)
+                tails[low] = Int32(k)
+            } else {
+                predecessor.append(tails.last ?? -1)
+                tails.append(Int32(k))
+            }
+        }
+        var k = tails.last ?? -1
+        while k >= 0 {
+            body(Int(k))
+            k = predecessor[Int(k)]
+        }
+    }
+}

@@ -1,0 +1,166 @@
+// `difference(to:)` on hand-made cases: the exact shape of the batch where it matters, and the
+// exact number of moves where it can be worked out by hand.
+
+import Testing
+import SnapSyncModel
+
+/// Applies `a.difference(to: b)` to `a` and checks it lands on `b`; returns the batch.
+@discardableResult
+func checkedDiff(_ a: Snapshot, _ b: Snapshot, sourceLocation: SourceLocation = #_sourceLocation) -> [Operation] {
+    let ops = a.difference(to: b)
+    var s = a
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(ops, limits: .unlimited) }
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.checkInvariants() }
+    #expect(s == b, "diff \(ops) does not reach the target", sourceLocation: sourceLocation)
+    #expect(Snapshot.diff(a, b) == ops, sourceLocation: sourceLocation)
+    return ops
+}
+
+func itemMoves(_ ops: [Operation]) -> Int {
+    ops.filter { if case .moveItem = $0 { true } else if case .moveItemToSection = $0 { true } else { false } }.count
+}
+
+func sectionMoves(_ ops: [Operation]) -> Int {
+    ops.filter { if case .moveSection = $0 { true } else { false } }.count
+}
+
+@Suite struct DiffTests {
+    @Test func equalSnapshotsGiveAnEmptyBatch() {
+        #expect(Snapshot().difference(to: Snapshot()).isEmpty)
+        let s = snapshot([("s1", ["a", "b"]), ("s2", [])])
+        #expect(s.difference(to: s).isEmpty)
+        // Equal content in different storage layouts.
+        var t = s
+        try! t.apply([.deleteItems(["a"]), .insertItems(["a"], .before("b"))])
+        #expect(s.difference(to: t).isEmpty)
+    }
+
+    @Test func fromEmpty() {
+        let b = try! Snapshot([(Element("s1", "P"), [Element("a", "A"), "b"]), (Element("s2"), []), (Element("s3"), ["c"])])
+        let ops = checkedDiff(Snapshot(), b)
+        #expect(ops == [
+            .appendSections([Element("s1", "P"), "s2", "s3"]),
+            .appendItems([Element("a", "A"), "b"], toSection: "s1"),
+            .appendItems(["c"], toSection: "s3"),
+        ])
+    }
+
+    @Test func toEmptyIsOneDeleteAll() {
+        let ops = checkedDiff(snapshot([("s1", ["a"]), ("s2", [])]), Snapshot())
+        #expect(ops == [.deleteAllItems])
+    }
+
+    @Test func payloadChangesAreUpdatesNotDeletesAndInserts() throws {
+        let a = snapshot([("s1", ["a", "b"]), ("s2", ["c"])])
+        var b = a
+        try b.reloadItems([Element("b", "new"), Element("c", "C")])
+        try b.reloadSections([Element("s2", "S")])
+        let ops = checkedDiff(a, b)
+        #expect(ops == [.updateSections([Element("s2", "S")]), .updateItems([Element("b", "new"), Element("c", "C")], .reload)])
+    }
+
+    @Test func oneMovedItemIsOneMove() {
+        let a = snapshot([("s", ["1", "2", "3", "4", "5"])])
+        #expect(checkedDiff(a, snapshot([("s", ["2", "3", "4", "5", "1"])])) == [.moveItem("1", .after("5"))])
+        #expect(checkedDiff(a, snapshot([("s", ["5", "1", "2", "3", "4"])])) == [.moveItem("5", .before("1"))])
+        #expect(checkedDiff(a, snapshot([("s", ["1", "3", "2", "4", "5"])])).count == 1)
+    }
+
+    @Test func reversingNItemsTakesNMinusOneMoves() {
+        let n = 50
+        let ids = (0..<n).map { "i\($0)" }
+        let ops = checkedDiff(snapshot([("s", ids)]), snapshot([("s", ids.reversed())]))
+        #expect(itemMoves(ops) == n - 1)
+        #expect(ops.count == n - 1)
+    }
+
+    @Test func interleavedRotationMovesOnlyWhatLeftTheLIS() {
+        // 0..<20 → evens then odds: the a positions read 0 2 … 18 1 3 … 19, whose LIS has 11
+        // elements (the evens and 19, or 0 and the odds); the other 9 move.
+        let ids = (0..<20).map { "i\($0)" }
+        let reordered = stride(from: 0, to: 20, by: 2).map { "i\($0)" } + stride(from: 1, to: 20, by: 2).map { "i\($0)" }
+        #expect(itemMoves(checkedDiff(snapshot([("s", ids)]), snapshot([("s", reordered)]))) == 9)
+    }
+
+    @Test func itemsChangingSectionAlwaysMove() {
+        let a = snapshot([("s1", ["a", "b", "c"]), ("s2", ["d"])])
+        let b = snapshot([("s1", ["a", "c"]), ("s2", ["b", "d"])])
+        #expect(checkedDiff(a, b) == [.moveItem("b", .before("d"))])
+        // To an empty section: no item to anchor on.
+        let c = snapshot([("s1", ["a", "b", "c"]), ("s2", [])])
+        let d = snapshot([("s1", ["a", "c"]), ("s2", ["b"])])
+        #expect(checkedDiff(c, d) == [.moveItemToSection("b", section: "s2")])
+    }
+
+    @Test func insertsAreGroupedAndAnchoredOnThePreviousItem() {
+        let a = snapshot([("s", ["a", "b"])])
+        let b = snapshot([("s", ["x", "y", "a", "p", "q", "b", "z"])])
+        #expect(checkedDiff(a, b) == [
+            .insertItems(["x", "y"], .before("a")),
+            .insertItems(["p", "q"], .after("a")),
+            .insertItems(["z"], .after("b")),
+        ])
+    }
+
+    @Test func goneItemsOfDeletedSectionsGoWithTheirSection() {
+        let a = snapshot([("s1", ["a", "b"]), ("s2", ["c", "d"]), ("s3", ["e", "f"])])
+        let b = snapshot([("s1", ["a"]), ("s3", ["f", "d"])])
+        let ops = checkedDiff(a, b)
+        // s2 hands "d" over, so it is deleted last; "c" goes with it; "b" and "e" are deleted.
+        #expect(ops == [
+            .deleteItems(["b", "e"]),
+            .moveItem("d", .after("f")),
+            .deleteSections(["s2"]),
+        ])
+    }
+
+    @Test func sectionsWithNothingToHandOverAreDeletedFirst() {
+        let a = snapshot([("s1", ["a"]), ("s2", ["b"]), ("s3", ["c"])])
+        let b = snapshot([("n", ["a", "x"])])
+        #expect(checkedDiff(a, b) == [
+            .deleteSections(["s2", "s3"]),
+            .insertSections(["n"], .before("s1")),
+            .moveItemToSection("a", section: "n"),
+            .insertItems(["x"], .after("a")),
+            .deleteSections(["s1"]),
+        ])
+        // Nothing left at all after the early deletes: new sections are appended.
+        #expect(checkedDiff(a, snapshot([("n", ["x"])])) == [.deleteSections(["s1", "s2", "s3"]), .appendSections(["n"]),
+                                                            .appendItems(["x"], toSection: "n")])
+    }
+
+    @Test func sectionsMoveMinimally() {
+        let a = snapshot([("s1", ["a"]), ("s2", ["b"]), ("s3", []), ("s4", ["c"])])
+        #expect(checkedDiff(a, snapshot([("s4", ["c"]), ("s1", ["a"]), ("s2", ["b"]), ("s3", [])])) == [.moveSection("s4", .before("s1"))])
+        #expect(checkedDiff(a, snapshot([("s2", ["b"]), ("s3", []), ("s4", ["c"]), ("s1", ["a"])])) == [.moveSection("s1", .after("s4"))])
+        let reversed = checkedDiff(a, snapshot([("s4", ["c"]), ("s3", []), ("s2", ["b"]), ("s1", ["a"])]))
+        #expect(sectionMoves(reversed) == 3)
+        #expect(itemMoves(reversed) == 0)  // items travel with their sections
+    }
+
+    @Test func newSectionsAreGroupedAndPlacedAfterThePreviousOne() {
+        let a = snapshot([("s1", []), ("s2", [])])
+        let b = snapshot([("n1", []), ("n2", []), ("s1", []), ("n3", []), ("n4", []), ("s2", []), ("n5", [])])
+        #expect(checkedDiff(a, b) == [
+            .insertSections(["n1", "n2"], .before("s1")),
+            .insertSections(["n3", "n4"], .after("s1")),
+            .insertSections(["n5"], .after("s2")),
+        ])
+    }
+
+    @Test func everythingAtOnce() throws {
+        let a = try Snapshot([
+            (Element("s1", "x"), ["a", "b", "c", "d"]),
+            (Element("s2"), ["e", Element("f", "F")]),
+            (Element("s3"), ["g"]),
+        ])
+        let b = try Snapshot([
+            (Element("s3", "y"), ["g", "b"]),
+            (Element("new"), ["h", "e"]),
+            (Element("s1", "x"), ["d", "a", "i", "c"]),
+        ])
+        let ops = checkedDiff(a, b)
+        #expect(itemMoves(ops) == 3)   // b and e change section; d leaves s1's LIS [a, c]
+        #expect(sectionMoves(ops) == 1)  // s3 before s1
+    }
+}
