@@ -167,7 +167,9 @@ struct FanoutGenerator {
     var endMeasuredSequence: UInt64 = .max
     var closedSubscribers = 0
     var outOfOrder: UInt64 = 0
-    var latency = FanoutHistogram()
+    /// FanoutHistogram buckets, recorded in place: no array uniqueness check per delivery.
+    let latencyBuckets: UnsafeMutablePointer<UInt64>
+    var latencyMax: UInt64 = 0
     var failure: String?
 
     init(target: FanoutTarget, load: FanoutLoad, connections: FanoutConnections, serverPID: Int32?) {
@@ -187,6 +189,8 @@ struct FanoutGenerator {
         closed = .allocate(capacity: slots); closed.initialize(repeating: false, count: slots)
         ring = .allocate(capacity: FanoutGenerator.ringSize)
         ring.initialize(repeating: 0, count: FanoutGenerator.ringSize)
+        latencyBuckets = .allocate(capacity: FanoutHistogram.bucketCount)
+        latencyBuckets.initialize(repeating: 0, count: FanoutHistogram.bucketCount)
         readBuffer = .allocate(capacity: FanoutGenerator.readBufferSize)
         events = .allocate(byteCount: Int(FanoutGenerator.maxEvents) * FanoutSys.epollEventSize, alignment: 8)
         outCapacity = 1 << 20
@@ -210,6 +214,7 @@ struct FanoutGenerator {
         close(epfd)
         fds.deallocate(); carry.deallocate(); carryLength.deallocate(); received.deallocate()
         nextSequence.deallocate(); closed.deallocate(); ring.deallocate(); readBuffer.deallocate()
+        latencyBuckets.deallocate()
         events.deallocate(); out.deallocate()
     }
 
@@ -306,7 +311,9 @@ struct FanoutGenerator {
         deliveriesAll &+= 1
         if inWindow { deliveriesWindow &+= 1 }
         if sequence >= firstMeasuredSequence && sequence < endMeasuredSequence {
-            latency.record(now &- stamp)
+            let latency = now &- stamp
+            latencyBuckets[FanoutHistogram.index(latency)] &+= 1
+            if latency > latencyMax { latencyMax = latency }
         }
         let slot = Int(truncatingIfNeeded: sequence) & (FanoutGenerator.ringSize - 1)
         ring[slot] &+= 1
@@ -523,7 +530,7 @@ struct FanoutGenerator {
         for s in 0..<subscriberCount where received[s] < published { lost += published - received[s] }
         result.lost = lost
         result.outOfOrder = outOfOrder
-        result.latency = latency
+        result.latency = FanoutHistogram(buckets: latencyBuckets, maxValue: latencyMax)
         let hz = FanoutSys.ticksPerSecond
         if seconds > 0 {
             result.generatorCPU = Double(selfTicks1 - selfTicks0) / hz / seconds

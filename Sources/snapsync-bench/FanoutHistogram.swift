@@ -28,9 +28,17 @@ struct FanoutHistogram {
         return (32 + sub) << UInt64(msb - 5)
     }
 
-    @inline(__always)
+    init() {}
+
+    /// A histogram from raw bucket counts (the generator records into a plain buffer).
+    init(buckets: UnsafePointer<UInt64>, maxValue: UInt64) {
+        counts = Array(UnsafeBufferPointer(start: buckets, count: FanoutHistogram.bucketCount))
+        count = counts.reduce(0, +)
+        self.maxValue = maxValue
+    }
+
     mutating func record(_ value: UInt64) {
-        counts.withUnsafeMutableBufferPointer { $0[FanoutHistogram.index(value)] &+= 1 }
+        counts[FanoutHistogram.index(value)] &+= 1
         count &+= 1
         if value > maxValue { maxValue = value }
     }

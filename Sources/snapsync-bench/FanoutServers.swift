@@ -12,9 +12,16 @@ struct FanoutServerProcess {
     var port: Int
     var logPath: String
     var name: String
+    /// A data directory the benchmark made for this process, removed by `stop()`.
+    var temporaryDirectory: String? = nil
 
-    /// SIGTERM, then SIGKILL after 3 s; reaps the child.
+    /// SIGTERM, then SIGKILL after 3 s; reaps the child; removes its temporary data directory.
     func stop() {
+        defer {
+            if let dir = temporaryDirectory, dir.hasPrefix("/"), dir.contains("snapsync-bench-") {
+                _ = system("rm -rf '\(dir)'")
+            }
+        }
         kill(pid, SIGTERM)
         var status: Int32 = 0
         for _ in 0..<300 {
@@ -135,11 +142,20 @@ enum FanoutServers {
         return "\(dir)/snapsync-bench-\(getpid())-\(name).log"
     }
 
-    /// Starts snapsyncd with `--port 0` (plus `extraArguments`) and waits for its
-    /// "listening on HOST:PORT" line.
+    /// Starts snapsyncd with `--host 127.0.0.1 --port 0`, a fresh temporary `--data-dir` (unless
+    /// `extraArguments` name one) and `extraArguments`, and waits for its "listening on HOST:PORT".
     static func startDaemon(binary: String, extraArguments: [String], cpu: Int?) -> FanoutServerProcess {
         let log = logPath("snapsyncd")
-        let pid = spawn([binary, "--port", "0"] + extraArguments, logPath: log, cpu: cpu)
+        var arguments = [binary, "--host", "127.0.0.1", "--port", "0"]
+        var temporary: String?
+        if !extraArguments.contains(where: { $0 == "--data-dir" || $0.hasPrefix("--data-dir=") }) {
+            let dir = (getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/snapsync-bench-data-XXXXXX"
+            var template = Array(dir.utf8CString)
+            guard mkdtemp(&template) != nil else { FanoutSys.fail("mkdtemp \(dir)") }
+            temporary = fanoutString(cString: template)
+            arguments += ["--data-dir", temporary!]
+        }
+        let pid = spawn(arguments + extraArguments, logPath: log, cpu: cpu)
         let deadline = FanoutSys.nowNs() + 20_000_000_000
         while FanoutSys.nowNs() < deadline {
             if let text = FanoutSys.readFile(log), let found = fanoutFind("listening on ", in: text) {
@@ -147,7 +163,8 @@ enum FanoutServers {
                 if let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]) {
                     var host = String(rest[..<colon])
                     if host.hasPrefix("[") || host == "0.0.0.0" || host == "localhost" { host = "127.0.0.1" }
-                    return FanoutServerProcess(pid: pid, host: host, port: port, logPath: log, name: "snapsyncd")
+                    return FanoutServerProcess(pid: pid, host: host, port: port, logPath: log, name: "snapsyncd",
+                                               temporaryDirectory: temporary)
                 }
             }
             var status: Int32 = 0

@@ -1,0 +1,213 @@
+// `snapsync-bench memory`: the daemon's resident memory per idle connection and per item,
+// measured as VmRSS deltas (/proc/PID/status) of a daemon this command starts (issue #8).
+//
+// - Per idle connection: open N connections that complete HELLO/WELCOME and then do nothing;
+//   (RSS after − RSS before) / N. Then the same connections each JOIN one room: the extra per
+//   joined member is reported too.
+// - Per item: in a fresh daemon (so freed connection memory is not reused), fill one room with K
+//   items of fixed id and payload sizes by append_items batches; (RSS after − RSS before) / K,
+//   against the raw bytes of an item (id + payload). The room's DIFF history (WELCOME's
+//   history_count) holds the last batches too; the command then overwrites history with small
+//   update_items and reports the RSS again, so the reader can see how much was history.
+#if canImport(Glibc)
+import ArgumentParser
+import Glibc
+
+struct FanoutMemoryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "memory",
+        abstract: "The daemon's memory per idle connection and per item (VmRSS deltas).")
+
+    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, else debug).")
+    var serverBinary: String?
+
+    @Option(name: .customLong("server-arg"), parsing: .unconditionalSingleValue,
+            help: "An extra argument for snapsyncd (repeatable).")
+    var serverArguments: [String] = []
+
+    @Option(help: "Idle connections to open.")
+    var connections: Int = 1000
+
+    @Option(help: "Items to put in the room.")
+    var items: Int = 100_000
+
+    @Option(name: .customLong("id-bytes"), help: "Bytes per item identifier (at least 8).")
+    var idBytes: Int = 16
+
+    @Option(name: .customLong("payload-bytes"), help: "Bytes per item payload.")
+    var payloadBytes: Int = 64
+
+    @Option(help: "Items per append_items MUTATE.")
+    var batch: Int = 1000
+
+    @Flag(help: "One JSON object per measurement per line.")
+    var json = false
+
+    func validate() throws {
+        if connections < 1 || items < 1 || batch < 1 { throw ValidationError("--connections, --items and --batch must be positive") }
+        if idBytes < 8 { throw ValidationError("--id-bytes must be at least 8 (ids are unique decimal numbers)") }
+        if payloadBytes < 0 { throw ValidationError("--payload-bytes must not be negative") }
+    }
+
+    func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        FanoutSys.raiseFileLimit(atLeast: connections + 64)
+        let binary = FanoutServers.daemonBinary(explicit: serverBinary)
+        try measureConnections(binary: binary)
+        try measureItems(binary: binary)
+    }
+
+    /// Lets the daemon finish what it was doing and the kernel account it, then reads VmRSS.
+    private func settledRSS(_ pid: Int32) -> Int {
+        FanoutSys.sleepMs(300)
+        return FanoutSys.residentBytes(pid: pid) ?? 0
+    }
+
+    private func measureConnections(binary: String) throws {
+        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: serverArguments, cpu: nil)
+        defer { daemon.stop() }
+        // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
+        let first = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
+        var firstReader = FanoutFrameReader(fd: first)
+        FanoutSys.writeAll(first, FanoutSnapSync.helloFrame())
+        firstReader.expect(FanoutSnapSync.welcome, context: "HELLO")
+        let before = settledRSS(daemon.pid)
+
+        var fds: [Int32] = []
+        var readers: [FanoutFrameReader] = []
+        var index = 0
+        while index < connections {
+            let upper = min(connections, index + 64)
+            var pending: [Int32] = []
+            for _ in index..<upper {
+                let fd = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
+                FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame())
+                pending.append(fd)
+            }
+            for fd in pending {
+                var reader = FanoutFrameReader(fd: fd)
+                reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+                fds.append(fd)
+                readers.append(reader)
+            }
+            index = upper
+        }
+        let handshaken = settledRSS(daemon.pid)
+        let perConnection = Double(handshaken - before) / Double(connections)
+        report(name: "idle_connection", fields: [
+            ("connections", "\(connections)"), ("rss_before_bytes", "\(before)"), ("rss_after_bytes", "\(handshaken)"),
+            ("bytes_per_connection", fanoutJSONNumber(perConnection, digits: 0)), ("target_bytes", "8192"),
+            ("target_met", "\(perConnection <= 8192)"),
+        ], text: "idle handshaken connection: \(fanoutJSONNumber(perConnection, digits: 0)) B each (\(connections) connections, VmRSS \(before / 1024) → \(handshaken / 1024) KiB; target ≤ 8192 B)")
+
+        let room = "memory-\(getpid())"
+        for fd in fds { FanoutSys.writeAll(fd, FanoutSnapSync.joinFrame(requestID: 1, room: room)) }
+        for i in readers.indices { readers[i].expect(FanoutSnapSync.snapshot, context: "JOIN") }
+        let joined = settledRSS(daemon.pid)
+        let perMember = Double(joined - handshaken) / Double(connections)
+        report(name: "room_member", fields: [
+            ("connections", "\(connections)"), ("rss_before_bytes", "\(handshaken)"), ("rss_after_bytes", "\(joined)"),
+            ("extra_bytes_per_member", fanoutJSONNumber(perMember, digits: 0)),
+        ], text: "joining one room: \(fanoutJSONNumber(perMember, digits: 0)) B more per member (VmRSS → \(joined / 1024) KiB)")
+        for fd in fds { close(fd) }
+        close(first)
+    }
+
+    private func measureItems(binary: String) throws {
+        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: serverArguments, cpu: nil)
+        defer { daemon.stop() }
+        let fd = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
+        defer { close(fd) }
+        var reader = FanoutFrameReader(fd: fd)
+        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame())
+        let limits = FanoutSnapSync.welcomeLimits(reader.expect(FanoutSnapSync.welcome, context: "HELLO"))
+        let room = "memory-items-\(getpid())"
+        var requestID: UInt64 = 1
+        FanoutSys.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: requestID, room: room))
+        reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
+
+        // Respect the daemon's limits rather than measure its rejections.
+        var count = items
+        let rawPerItem = idBytes + payloadBytes
+        if let maxItems = limits[4], UInt64(count) > maxItems {
+            count = Int(maxItems)
+            note("--items lowered to the daemon's max_items_per_room, \(count)")
+        }
+        let encodedPerItem = rawPerItem + 4  // two length varints, generously
+        if let maxSnapshot = limits[7], UInt64(count * encodedPerItem + 64) > maxSnapshot {
+            count = Int((maxSnapshot - 64) / UInt64(encodedPerItem))
+            note("--items lowered to fit the daemon's max_snapshot_bytes, \(count)")
+        }
+        var perBatch = batch
+        if let maxFrame = limits[1], UInt64(perBatch * encodedPerItem + 256) > maxFrame {
+            perBatch = max(1, Int((maxFrame - 256) / UInt64(encodedPerItem)))
+        }
+        let history = Int(limits[8] ?? 0)
+
+        // A warm-up batch in another room, so allocator arenas and code paths exist before the baseline.
+        FanoutSys.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: 1000, room: room + "-warm"))
+        reader.expect(FanoutSnapSync.ack, context: "warm-up")
+        requestID = 2
+        let before = settledRSS(daemon.pid)
+
+        let payload = [UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes)
+        var next = 0
+        while next < count {
+            let upper = min(count, next + perBatch)
+            var elements: [([UInt8], [UInt8])] = []
+            elements.reserveCapacity(upper - next)
+            for n in next..<upper {
+                let digits = Array(String(n).utf8)
+                let id = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - digits.count) + digits
+                elements.append((id, payload))
+            }
+            FanoutSys.writeAll(fd, FanoutSnapSync.appendItemsFrame(requestID: requestID, room: room, items: elements))
+            requestID += 1
+            reader.expect(FanoutSnapSync.ack, context: "append_items")
+            next = upper
+        }
+        let filled = settledRSS(daemon.pid)
+        let perItem = Double(filled - before) / Double(count)
+        let ratio = perItem / Double(rawPerItem)
+        report(name: "item", fields: [
+            ("items", "\(count)"), ("id_bytes", "\(idBytes)"), ("payload_bytes", "\(payloadBytes)"),
+            ("raw_bytes_per_item", "\(rawPerItem)"), ("batch", "\(perBatch)"), ("history_count", "\(history)"),
+            ("rss_before_bytes", "\(before)"), ("rss_after_bytes", "\(filled)"),
+            ("bytes_per_item", fanoutJSONNumber(perItem, digits: 1)), ("ratio_to_raw", fanoutJSONNumber(ratio, digits: 2)),
+            ("target_ratio", "2"), ("target_met", "\(ratio <= 2)"),
+        ], text: "item (\(idBytes) B id + \(payloadBytes) B payload = \(rawPerItem) B raw): \(fanoutJSONNumber(perItem, digits: 1)) B each = \(fanoutJSONNumber(ratio, digits: 2))× raw (\(count) items in batches of \(perBatch), VmRSS \(before / 1024) → \(filled / 1024) KiB; target ≤ 2×)")
+
+        // Push the append batches out of the DIFF history with small updates of one item.
+        if history > 0 {
+            let id = Array(String(0).utf8)
+            let firstID = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - id.count) + id
+            for _ in 0..<(history + 1) {
+                let frame = FanoutFrameBuilder.build { b in
+                    b.u8(FanoutSnapSync.mutate); b.varint(requestID); b.string(room); b.u8(0); b.blob([])
+                    b.varint(1); b.u8(FanoutSnapSync.opUpdateItems); b.u8(0); b.varint(1); b.blob(firstID); b.blob(payload)
+                }
+                requestID += 1
+                FanoutSys.writeAll(fd, frame)
+                reader.expect(FanoutSnapSync.ack, context: "update_items")
+            }
+            let flushed = settledRSS(daemon.pid)
+            let perItemFlushed = Double(flushed - before) / Double(count)
+            report(name: "item_after_history_turnover", fields: [
+                ("items", "\(count)"), ("updates", "\(history + 1)"), ("rss_after_bytes", "\(flushed)"),
+                ("bytes_per_item", fanoutJSONNumber(perItemFlushed, digits: 1)),
+                ("ratio_to_raw", fanoutJSONNumber(perItemFlushed / Double(rawPerItem), digits: 2)),
+            ], text: "  after \(history + 1) small updates turned the DIFF history over: \(fanoutJSONNumber(perItemFlushed, digits: 1)) B per item = \(fanoutJSONNumber(perItemFlushed / Double(rawPerItem), digits: 2))× raw (freed memory is not always returned to the OS)")
+        }
+    }
+
+    private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
+
+    private func report(name: String, fields: [(String, String)], text: String) {
+        if json {
+            print("{\"measurement\":\"\(name)\"," + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+        } else {
+            print(text)
+        }
+    }
+}
+#endif
