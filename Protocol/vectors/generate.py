@@ -376,6 +376,7 @@ NOTES = {
     "ContentRule": "A whole, well-formed SNAPSHOT, REPLACE or DIFF whose content breaks a model rule or "
                    "limit. The error is the rule's code (20-32), not malformed_frame: a server answers a "
                    "REPLACE like this with REJECT.",
+    "Example": "Valid; a worked example printed in PROTOCOL.md (regenerated from here, so the two agree).",
     "ContentUnchecked": "Valid at the wire level although the content breaks a limit: MUTATE ops are checked by "
                         "applying them, which gives the REJECT its op_index, not by the decoder.",
 }
@@ -631,6 +632,10 @@ def message_vectors():
                    diff("r", 1, 1, [delete_items("i" * 257)])[0], "identifier_too_long")
     s.valid("DIFF with a 256-byte identifier (max_identifier_bytes)", ["EdgeCase"],
             diff("r", 1, 1, [delete_items("i" * 256)]))
+
+    # --- the worked examples of PROTOCOL.md ----------------------------------------------------
+    for name, (built, _) in doc_examples().items():
+        s.valid("PROTOCOL.md example " + name, ["Example"], built)
     return s.tests
 
 
@@ -787,6 +792,257 @@ def replay_set():
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Annotated hex for PROTOCOL.md. A second walk over each layout, from the JSON form, that labels
+# every field; `annotated` asserts that its bytes equal the encoder's, so the document's examples
+# cannot drift from the vectors (each example is also a test in messages.json).
+
+LAYOUTS = {
+    "HELLO": (0x01, [("magic", "magic"), ("versions", "versions"), ("client_name", "string"), ("credentials", "bytes")]),
+    "WELCOME": (0x02, [("version", "varint"), ("session_id", "varint"), ("server_name", "string"), ("limits", "limits")]),
+    "ERROR": (0x03, [("code", "code"), ("message", "string")]),
+    "PING": (0x04, [("nonce", "varint")]),
+    "PONG": (0x05, [("nonce", "varint")]),
+    "JOIN": (0x10, [("request_id", "varint"), ("room", "string"), ("resume", "position")]),
+    "LEAVE": (0x11, [("request_id", "varint"), ("room", "string")]),
+    "MUTATE": (0x12, [("request_id", "varint"), ("room", "string"), ("expected_version", "opt_varint"),
+                      ("write_id", "bytes"), ("ops", "ops")]),
+    "REPLACE": (0x13, [("request_id", "varint"), ("room", "string"), ("expected_version", "opt_varint"),
+                       ("write_id", "bytes"), ("snapshot", "snapshot")]),
+    "STATS": (0x14, [("request_id", "varint")]),
+    "SNAPSHOT": (0x20, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
+                        ("reason", "reason"), ("digest", "digest"), ("snapshot", "snapshot")]),
+    "CATCHUP": (0x21, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
+                       ("from_version", "varint"), ("to_version", "varint")]),
+    "DIFF": (0x22, [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops")]),
+    "ACK": (0x23, [("request_id", "varint"), ("epoch", "varint"), ("version", "varint")]),
+    "REJECT": (0x24, [("request_id", "varint"), ("code", "code"), ("op_index", "opt_varint"),
+                      ("identifier", "opt_bytes"), ("message", "string")]),
+    "STATS_REPLY": (0x25, [("request_id", "varint"), ("stats", "stats")]),
+}
+LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
+ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
+               5: "unsupported_version", 6: "bad_magic", 7: "too_many_connections", 8: "slow_consumer",
+               9: "timeout", 10: "shutting_down", 11: "unauthorized", 20: "duplicate_section",
+               21: "duplicate_item", 22: "section_not_found", 23: "item_not_found",
+               24: "anchor_section_not_found", 25: "anchor_item_not_found", 26: "no_sections",
+               27: "anchor_is_self", 28: "identifier_too_long", 29: "payload_too_large", 30: "too_many_items",
+               31: "too_many_sections", 32: "snapshot_too_large", 40: "version_mismatch", 41: "too_many_rooms",
+               42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
+               45: "storage_failure"}
+
+
+def unjb(v):
+    return bytes.fromhex(v["hex"]) if isinstance(v, dict) else v.encode("utf-8")
+
+
+def show(b):
+    return json.dumps(jb(b), ensure_ascii=False)
+
+
+class Annotator:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, data, label, depth=0):
+        self.rows.append((bytes(data), "  " * depth + label))
+
+    def varint(self, label, n, depth=0, note=""):
+        self.add(varint(n), "%s: %d%s" % (label, n, note), depth)
+
+    def bytes_(self, label, b, depth=0):
+        self.add(varint(len(b)) + b, "%s: %s" % (label, show(b)) if b else "%s: empty" % label, depth)
+
+    def element(self, label, e, depth):
+        self.bytes_(label + " id", unjb(e["id"]), depth)
+        self.bytes_(label + " payload", unjb(e["payload"]), depth)
+
+    def elements(self, es, depth, what="element"):
+        self.varint("%ss" % what, len(es), depth, " (count)")
+        for k, e in enumerate(es):
+            self.element("%s %d" % (what, k), e, depth + 1)
+
+    def placement(self, p, depth):
+        self.add(u8(SIDES[p["side"]]), "placement side: %s" % p["side"], depth)
+        self.bytes_("placement anchor", unjb(p["anchor"]), depth)
+
+    def op(self, k, op, depth):
+        name = op["op"]
+        self.add(u8(OPCODES[name]), "op %d: %s" % (k, name), depth)
+        d = depth + 1
+        if name in ("append_sections", "update_sections"):
+            self.elements(op["elements"], d)
+        elif name in ("insert_sections", "insert_items"):
+            self.placement(op["placement"], d)
+            self.elements(op["elements"], d)
+        elif name in ("delete_sections", "delete_items"):
+            self.varint("ids", len(op["ids"]), d, " (count)")
+            for i in op["ids"]:
+                self.bytes_("id", unjb(i), d + 1)
+        elif name in ("move_section", "move_item"):
+            self.bytes_("id", unjb(op["id"]), d)
+            self.placement(op["placement"], d)
+        elif name == "append_items":
+            if op["section"] is None:
+                self.add(b"\x00", "section: absent (the last section)", d)
+            else:
+                self.add(b"\x01", "section: present", d)
+                self.bytes_("section", unjb(op["section"]), d)
+            self.elements(op["elements"], d)
+        elif name == "move_item_to_section":
+            self.bytes_("id", unjb(op["id"]), d)
+            self.bytes_("section", unjb(op["section"]), d)
+        elif name == "update_items":
+            self.add(u8(KINDS[op["kind"]]), "kind: %s" % op["kind"], d)
+            self.elements(op["elements"], d)
+
+    def snapshot(self, snap, depth):
+        self.varint("snapshot: sections", len(snap), depth, " (count)")
+        for k, s in enumerate(snap):
+            self.element("section %d" % k, s, depth + 1)
+            self.elements(s["items"], depth + 2, "item")
+
+    def field(self, name, kind, v):
+        if kind == "magic":
+            self.add(MAGIC, 'magic: "SNAP"')
+        elif kind == "varint":
+            self.varint(name, v)
+        elif kind == "code":
+            self.varint(name, v, note=" (%s)" % ERROR_NAMES.get(v, "unknown"))
+        elif kind == "versions":
+            self.varint("versions", len(v), note=" (count)")
+            for n in v:
+                self.varint("version", n, 1)
+        elif kind == "string":
+            b = v.encode("utf-8")
+            self.add(varint(len(b)) + b, "%s: %s" % (name, json.dumps(v, ensure_ascii=False)))
+        elif kind == "bytes":
+            self.bytes_(name, unjb(v))
+        elif kind == "limits":
+            self.varint("limits", len(v), note=" (count)")
+            for lim in v:
+                self.varint("key", lim["key"], 1, " (%s)" % LIMIT_NAMES.get(lim["key"], "unknown"))
+                self.varint("value", lim["value"], 1)
+        elif kind == "stats":
+            self.varint("stats", len(v), note=" (count)")
+            for st in v:
+                b = st["name"].encode("utf-8")
+                self.add(varint(len(b)) + b, "name: %s" % json.dumps(st["name"]), 1)
+                self.varint("value", st["value"], 1)
+        elif kind == "position":
+            if v is None:
+                self.add(b"\x00", "resume: absent")
+            else:
+                self.add(b"\x01", "resume: present")
+                self.varint("epoch", v["epoch"], 1)
+                self.varint("version", v["version"], 1)
+        elif kind == "opt_varint":
+            if v is None:
+                self.add(b"\x00", "%s: absent" % name)
+            else:
+                self.add(b"\x01" + varint(v), "%s: present, %d" % (name, v))
+        elif kind == "opt_bytes":
+            if v is None:
+                self.add(b"\x00", "%s: absent" % name)
+            else:
+                self.add(b"\x01", "%s: present" % name)
+                self.bytes_(name, unjb(v))
+        elif kind == "reason":
+            self.add(u8(REASONS[v]), "reason: %s" % v)
+        elif kind == "digest":
+            self.add(unjb(v), "digest (SHA-256 of the snapshot field)")
+        elif kind == "ops":
+            self.varint("ops", len(v), note=" (count)")
+            for k, op in enumerate(v):
+                self.op(k, op, 1)
+        elif kind == "snapshot":
+            self.snapshot(v, 0)
+        else:
+            raise AssertionError(kind)
+
+
+def annotated(built, direction=None):
+    """Annotated hex of a frame; asserts it equals the encoder's bytes."""
+    body, js = built
+    code, fields = LAYOUTS[js["type"]]
+    a = Annotator()
+    a.add(u8(code), "type: %s" % js["type"])
+    for name, kind in fields:
+        a.field(name, kind, js[name])
+    assert b"".join(r[0] for r in a.rows) == body, js["type"]
+    rows = [(len(body).to_bytes(4, "big"), "length: %d" % len(body))] + a.rows
+    lines = []
+    if direction:
+        lines.append(direction)
+    for data, label in rows:
+        hexes = [" ".join("%02x" % c for c in data[k:k + 12]) for k in range(0, len(data), 12)]
+        for k, h in enumerate(hexes):
+            lines.append("%-36s %s" % (h, label if k == 0 else ""))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# The messages shown in PROTOCOL.md: one example per message, and a whole session.
+WALK_EPOCH = 0x1F2E3D4C5B6A7988
+TODO_V3 = [(el("today", "Today"), [el("milk", "Buy milk")])]
+
+
+def doc_examples():
+    """name -> (built message, direction). Every one is also a vector in messages.json."""
+    limits = [(LIMIT_KEYS[k], v) for k, v in DEFAULT_LIMITS.items()]
+    eggs = [append_items("today", el("eggs", "Buy eggs"))]
+    return {
+        "HELLO": (hello([1], "demo"), "client -> server"),
+        "WELCOME": (welcome(1, 7, "snapsyncd/1.0", limits), "server -> client"),
+        "ERROR": (error(4, "expected HELLO"), "server -> client"),
+        "PING": (ping(42), "client -> server"),
+        "PONG": (pong(42), "server -> client"),
+        "JOIN": (join(1, "todo"), "client -> server"),
+        "JOIN-resume": (join(5, "todo", (WALK_EPOCH, 4)), "client -> server"),
+        "LEAVE": (leave(6, "todo"), "client -> server"),
+        "MUTATE": (mutate(2, "todo", 3, b"w1", eggs), "client -> server"),
+        "MUTATE-bad": (mutate(3, "todo", None, b"", [delete_items("bread")]), "client -> server"),
+        "REPLACE": (replace(7, "todo", 4, b"", [(el("today", "Today"), [el("milk", "Buy milk"), el("tea")])]),
+                    "client -> server"),
+        "STATS": (stats(8), "client -> server"),
+        "SNAPSHOT": (snapshot(1, "todo", WALK_EPOCH, 3, "initial", TODO_V3), "server -> client"),
+        "CATCHUP": (catchup(5, "todo", WALK_EPOCH, 4, 5), "server -> client"),
+        "DIFF": (diff("todo", WALK_EPOCH, 4, eggs), "server -> client"),
+        "ACK": (ack(2, WALK_EPOCH, 4), "server -> client"),
+        "REJECT": (reject(3, 23, 0, "bread", "item bread does not exist"), "server -> client"),
+        "STATS_REPLY": (stats_reply(8, [("rooms", 1), ("connections", 2)]), "server -> client"),
+        "DIFF-ops": (diff("todo", WALK_EPOCH, 5, [insert_sections(pl("before", "today"), el("later")),
+                                                  move_item("eggs", pl("before", "milk")),
+                                                  update_items("reconfigure", el("milk", "Buy oat milk"))]),
+                     "server -> client"),
+    }
+
+
+WALKTHROUGH = ["HELLO", "WELCOME", "JOIN", "SNAPSHOT", "MUTATE", "DIFF", "ACK", "MUTATE-bad", "REJECT", "PING",
+               "PONG"]
+
+
+def render_protocol(text_in):
+    """PROTOCOL.md with every generated block replaced: `<!-- BEGIN example NAME -->` ... `<!-- END -->`."""
+    examples = doc_examples()
+    out, k = [], 0
+    lines = text_in.split("\n")
+    while k < len(lines):
+        line = lines[k]
+        out.append(line)
+        if line.startswith("<!-- BEGIN example ") or line == "<!-- BEGIN walkthrough -->":
+            if line == "<!-- BEGIN walkthrough -->":
+                block = "\n\n".join(annotated(examples[n][0], examples[n][1]) for n in WALKTHROUGH)
+            else:
+                name = line[len("<!-- BEGIN example "):-len(" -->")]
+                block = annotated(*examples[name])
+            out += ["```", block, "```"]
+            while not lines[k].startswith("<!-- END"):
+                k += 1
+            out.append(lines[k])
+        k += 1
+    return "\n".join(out)
+
+
 def vector_file(name, tests, limits, header):
     used = sorted({f for t in tests for f in t["flags"]})
     return {
@@ -806,7 +1062,7 @@ def outputs():
     common = [
         "Each test is one frame, `hex` holding the 4-byte length prefix and the body. Decode it with the",
         "`limits` above (a receiver accepting messages from both sides: `accepting` is \"either\").",
-        "result \"valid\": decoding gives `message` (the JSON form of PROTOCOL.md section 9) and encoding",
+        "result \"valid\": decoding gives `message` (the JSON form of PROTOCOL.md section 14) and encoding",
         "`message` gives `hex` again. result \"invalid\": decoding fails with `error` (a snake_case name",
         "of section 6).",
     ]
@@ -830,9 +1086,12 @@ def render(doc):
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
-    for name, doc in outputs().items():
+    files = {name: render(doc) for name, doc in outputs().items()}
+    spec = os.path.join(HERE, os.pardir, "PROTOCOL.md")
+    with open(spec, encoding="utf-8") as f:
+        files[os.path.join(os.pardir, "PROTOCOL.md")] = render_protocol(f.read())
+    for name, text_out in files.items():
         path = os.path.join(HERE, name)
-        text_out = render(doc)
         if check:
             try:
                 with open(path, encoding="utf-8") as f:
