@@ -5,6 +5,7 @@ import importlib.util
 import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ class Daemon:
 
     START_TIMEOUT = 30
 
-    def __init__(self, *extra_args):
+    def __init__(self, *extra_args, wrapper=()):
         self.path = daemon_path()
         if not os.access(self.path, os.X_OK):
             raise AssertionError(
@@ -51,9 +52,11 @@ class Daemon:
         self.data_dir = tempfile.TemporaryDirectory(prefix="snapcat-test-")
         self.stderr_lines = []
         self.proc = subprocess.Popen(
-            [self.path, "--host", "127.0.0.1", "--port", "0", "--data-dir", self.data_dir.name,
+            [*wrapper, self.path, "--host", "127.0.0.1", "--port", "0", "--data-dir", self.data_dir.name,
              *extra_args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)     # its own process group, so stop() can end a wrapper too
+        self.wrapped = bool(wrapper)
         found = queue.Queue()
         self.drain = threading.Thread(target=self._drain, args=(found,), daemon=True)
         self.drain.start()
@@ -84,16 +87,35 @@ class Daemon:
     def log(self):
         return "\n".join(self.stderr_lines[-50:])
 
+    def daemon_pid(self):
+        """The daemon's pid: the process itself, or the wrapper's (e.g. strace's) child."""
+        if not self.wrapped:
+            return self.proc.pid
+        try:
+            with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                children = f.read().split()
+        except OSError:
+            children = []
+        return int(children[0]) if children else None
+
     def stop(self):
+        """SIGTERM to the daemon (a clean shutdown), SIGKILL to the group if that takes > 10 s."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            pid = self.daemon_pid()
             try:
+                os.kill(pid if pid else self.proc.pid, signal.SIGTERM)
                 self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                pass
+        if self.proc.poll() is None or self.wrapped:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait(timeout=10)
         self.drain.join(timeout=5)
-        self.proc.stderr.close()
+        if not self.drain.is_alive():      # closing under a blocked reader would block too
+            self.proc.stderr.close()
         self.data_dir.cleanup()
 
 
