@@ -70,11 +70,12 @@ def error_name(code):
 class WireError(Exception):
     """A frame or field that breaks the protocol; ``name`` is the PROTOCOL.md error name."""
 
-    def __init__(self, name, message):
+    def __init__(self, name, message, identifier=None):
         super().__init__("%s: %s" % (name, message))
         self.name = name
         self.code = ERROR_NAMES[name]
         self.message = message
+        self.identifier = identifier    # for content rules about one identifier (section 4)
 
 
 def _malformed(message):
@@ -126,9 +127,14 @@ class Reader:
         return self.take(n, what)
 
     def string(self, what="string"):
-        # Kept as bytes: PROTOCOL.md lets receivers accept invalid UTF-8, and snapcat is a
-        # debugger that should show what it got. The JSON form validates it.
-        return self.bytes_(what)
+        # Validated (PROTOCOL.md section 2: snapcat rejects invalid UTF-8 as malformed_frame) but
+        # kept as bytes, like identifiers, since strings are compared byte for byte.
+        data = self.bytes_(what)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _malformed("%s is not valid UTF-8: %s" % (what, data.hex()))
+        return data
 
     def digest(self, what="digest"):
         return self.take(32, what)
@@ -222,6 +228,80 @@ def encode_snapshot(snapshot):
 
 def snapshot_digest(snapshot):
     return hashlib.sha256(encode_snapshot(snapshot)).digest()
+
+
+def _show(ident):
+    try:
+        return repr(bytes(ident).decode("utf-8"))
+    except UnicodeDecodeError:
+        return "0x" + bytes(ident).hex()
+
+
+def _check_element(e, limits, what):
+    if len(e["id"]) > limits["max_identifier_bytes"]:
+        raise WireError("identifier_too_long", "%s identifier of %d bytes exceeds "
+                        "max_identifier_bytes %d" % (what, len(e["id"]), limits["max_identifier_bytes"]),
+                        e["id"])
+    if len(e["payload"]) > limits["max_payload_bytes"]:
+        raise WireError("payload_too_large", "%s %s payload of %d bytes exceeds max_payload_bytes %d"
+                        % (what, _show(e["id"]), len(e["payload"]), limits["max_payload_bytes"]),
+                        e["id"])
+
+
+def check_snapshot_content(snapshot, limits=None):
+    """The rules every snapshot obeys (PROTOCOL.md section 4): unique identifiers and the content
+    limits. Raises WireError named after the broken rule (not malformed_frame)."""
+    limits = limits_from(limits)
+    sections, items = set(), set()
+    for sec in snapshot:
+        _check_element(sec, limits, "section")
+        if sec["id"] in sections:
+            raise WireError("duplicate_section", "section %s appears twice" % _show(sec["id"]), sec["id"])
+        sections.add(sec["id"])
+        for item in sec["items"]:
+            _check_element(item, limits, "item")
+            if item["id"] in items:
+                raise WireError("duplicate_item", "item %s appears twice" % _show(item["id"]), item["id"])
+            items.add(item["id"])
+    if len(sections) > limits["max_sections_per_room"]:
+        raise WireError("too_many_sections", "%d sections exceed max_sections_per_room %d"
+                        % (len(sections), limits["max_sections_per_room"]))
+    if len(items) > limits["max_items_per_room"]:
+        raise WireError("too_many_items", "%d items exceed max_items_per_room %d"
+                        % (len(items), limits["max_items_per_room"]))
+    size = len(encode_snapshot(snapshot))
+    if size > limits["max_snapshot_bytes"]:
+        raise WireError("snapshot_too_large", "snapshot encoding of %d bytes exceeds "
+                        "max_snapshot_bytes %d" % (size, limits["max_snapshot_bytes"]))
+
+
+def op_identifiers(op):
+    """Every identifier an op names (elements, ids, anchors, sections), in field order."""
+    out = []
+    for field, kind in OP_CODES[op["op"]][1]:
+        v = op[field]
+        if kind == "elements":
+            out.extend(e["id"] for e in v)
+        elif kind == "ids":
+            out.extend(v)
+        elif kind == "placement":
+            out.append(v["anchor"])
+        elif kind == "id" or (kind == "opt_id" and v is not None):
+            out.append(v)
+    return out
+
+
+def check_ops_content(ops, limits=None):
+    """Identifier and payload limits over a DIFF's ops (PROTOCOL.md sections 11.13 and 12)."""
+    limits = limits_from(limits)
+    for op in ops:
+        for ident in op_identifiers(op):
+            if len(ident) > limits["max_identifier_bytes"]:
+                raise WireError("identifier_too_long", "%s identifier of %d bytes exceeds "
+                                "max_identifier_bytes %d" % (op["op"], len(ident),
+                                                             limits["max_identifier_bytes"]), ident)
+        for e in op.get("elements", []):
+            _check_element(e, limits, op["op"])
 
 
 def decode_snapshot(data):
@@ -328,6 +408,27 @@ LIMIT_KEYS = {
     8: "history_count",
 }
 LIMIT_CODES = {v: k for k, v in LIMIT_KEYS.items()}
+# PROTOCOL.md section 12: what a missing WELCOME key means.
+DEFAULT_LIMITS = {
+    "max_frame_bytes": 16 * 1024 * 1024,
+    "max_identifier_bytes": 256,
+    "max_payload_bytes": 64 * 1024,
+    "max_items_per_room": 1_000_000,
+    "max_sections_per_room": 100_000,
+    "max_rooms_per_connection": 64,
+    "max_snapshot_bytes": 16 * 1024 * 1024 - 64 * 1024,
+    "history_count": 1024,
+}
+
+
+def limits_from(values=None):
+    """A full limits dict: DEFAULT_LIMITS overridden by ``values`` (by name, or by WELCOME key)."""
+    limits = dict(DEFAULT_LIMITS)
+    for k, v in (values or {}).items():
+        name = LIMIT_KEYS.get(k, k) if isinstance(k, int) else k
+        if name in limits:
+            limits[name] = v
+    return limits
 SNAPSHOT_REASONS = {0: "initial", 1: "resync"}
 SNAPSHOT_REASON_CODES = {v: k for k, v in SNAPSHOT_REASONS.items()}
 
@@ -453,11 +554,14 @@ def _enc_field(kind, v):
     raise AssertionError(kind)
 
 
-def decode_body(body, accept=None):
+def decode_body(body, accept=None, limits=None):
     """Decodes one frame body (type byte + fields) into a message dict.
 
     ``accept`` is the set of message names this receiver may get (e.g. SERVER_TO_CLIENT); a known
-    type outside it is ``unknown_message_type`` too, as PROTOCOL.md section 6 says.
+    type outside it is ``unknown_message_type`` too, as PROTOCOL.md section 6 says. ``limits``
+    (by name; defaults for the rest) bound the content of SNAPSHOT, REPLACE and DIFF, which is
+    checked once the whole frame has decoded (section 12); MUTATE ops are left to whoever applies
+    them.
     """
     if not body:
         raise _malformed("empty frame body (L must be at least 1)")
@@ -471,6 +575,10 @@ def decode_body(body, accept=None):
         msg[field] = _read_field(r, kind, field)
     if r.remaining():
         raise _malformed("%d bytes left over after the last field of %s" % (r.remaining(), name))
+    if name in ("SNAPSHOT", "REPLACE"):
+        check_snapshot_content(msg["snapshot"], limits)
+    elif name == "DIFF":
+        check_ops_content(msg["ops"], limits)
     return msg
 
 
@@ -502,14 +610,14 @@ def frame_length(buf, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
     return 4 + n
 
 
-def decode_frame(data, accept=None, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
+def decode_frame(data, accept=None, limits=None):
     """Decodes exactly one whole frame (4-byte length + body); anything else is an error."""
-    n = frame_length(data, max_frame_bytes)
+    n = frame_length(data, limits_from(limits)["max_frame_bytes"])
     if n is None:
         raise _malformed("truncated frame (%d bytes)" % len(data))
     if n != len(data):
         raise _malformed("%d bytes after the frame" % (len(data) - n))
-    return decode_body(data[4:], accept)
+    return decode_body(data[4:], accept, limits)
 
 
 class FrameSplitter:
@@ -535,22 +643,38 @@ class FrameSplitter:
 # ---------------------------------------------------------------------------------------------
 # JSON form
 
+def _is_control(ch):
+    o = ord(ch)
+    return o <= 0x1F or 0x7F <= o <= 0x9F
+
+
 def bytes_to_json(b):
-    """Identifiers, payloads and other ``bytes`` fields in the JSON form: lower-case hex."""
-    return bytes(b).hex()
+    """A byte string in the JSON form (PROTOCOL.md section 14): the text when it is UTF-8 without
+    control characters, else {"hex": lower-case hex}. Exactly one form is right for given bytes."""
+    b = bytes(b)
+    try:
+        text = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": b.hex()}
+    if any(_is_control(ch) for ch in text):
+        return {"hex": b.hex()}
+    return text
 
 
 def bytes_from_json(v):
-    if not isinstance(v, str):
-        raise ValueError("expected a hex string, got %r" % (v,))
-    return bytes.fromhex(v)
+    """Either form of a byte string (a reader accepts both, whichever bytes they hold)."""
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, dict) and set(v) == {"hex"} and isinstance(v["hex"], str):
+        try:
+            return bytes.fromhex(v["hex"])
+        except ValueError:
+            raise ValueError("bad hex in %r" % (v,))
+    raise ValueError("a byte string is a JSON string or {\"hex\": \"...\"}, not %r" % (v,))
 
 
 def string_to_json(b):
-    try:
-        return bytes(b).decode("utf-8")
-    except UnicodeDecodeError:
-        raise _malformed("string is not valid UTF-8: %s" % bytes(b).hex())
+    return bytes(b).decode("utf-8")     # validated when decoded
 
 
 def string_from_json(v):
@@ -716,6 +840,7 @@ class Snapshot:
     """
 
     def __init__(self, sections=None):
+        self.limits = None          # only while apply_batch runs with limits
         self.sections = []          # [{"id", "payload", "items": [{"id", "payload"}]}]
         self.section_index = {}     # section id -> section dict
         self.item_section = {}      # item id -> section id
@@ -776,7 +901,29 @@ class Snapshot:
                 return sec, n
         raise KeyError(iid)
 
+    def _check_limits(self, k, elements):
+        if self.limits is None:
+            return
+        for e in elements:
+            try:
+                _check_element(e, self.limits, "element")
+            except WireError as err:
+                raise BatchError(err.name, k, e["id"], err.message)
+
+    def _check_counts(self, k):
+        if self.limits is None:
+            return
+        if len(self.sections) > self.limits["max_sections_per_room"]:
+            raise BatchError("too_many_sections", k, None, "the room would have %d sections "
+                             "(max_sections_per_room %d)" % (len(self.sections),
+                                                            self.limits["max_sections_per_room"]))
+        if len(self.item_section) > self.limits["max_items_per_room"]:
+            raise BatchError("too_many_items", k, None, "the room would have %d items "
+                             "(max_items_per_room %d)" % (len(self.item_section),
+                                                         self.limits["max_items_per_room"]))
+
     def _add_sections(self, k, elements, pos):
+        self._check_limits(k, elements)
         for e in elements:
             if e["id"] in self.section_index:
                 raise BatchError("duplicate_section", k, e["id"], "section already exists")
@@ -784,14 +931,17 @@ class Snapshot:
             self.sections.insert(pos, sec)
             self.section_index[e["id"]] = sec
             pos += 1
+        self._check_counts(k)
 
     def _add_items(self, k, elements, sec, pos):
+        self._check_limits(k, elements)
         for e in elements:
             if e["id"] in self.item_section:
                 raise BatchError("duplicate_item", k, e["id"], "item already exists")
             sec["items"].insert(pos, {"id": e["id"], "payload": e["payload"]})
             self.item_section[e["id"]] = sec["id"]
             pos += 1
+        self._check_counts(k)
 
     def _remove_item(self, iid):
         sec, n = self._item_pos(iid)
@@ -831,6 +981,7 @@ class Snapshot:
             pos = self._section_pos(anchor) + (1 if op["placement"]["side"] == "after" else 0)
             self.sections.insert(pos, sec)
         elif name == "update_sections":
+            self._check_limits(k, op["elements"])
             for e in op["elements"]:
                 if e["id"] not in self.section_index:
                     raise BatchError("section_not_found", k, e["id"], "no such section")
@@ -890,6 +1041,7 @@ class Snapshot:
             target["items"].append(item)
             self.item_section[iid] = sid
         elif name == "update_items":
+            self._check_limits(k, op["elements"])
             for e in op["elements"]:
                 if e["id"] not in self.item_section:
                     raise BatchError("item_not_found", k, e["id"], "no such item")
@@ -904,10 +1056,22 @@ class Snapshot:
                 return n
         raise KeyError(sec["id"])
 
-    def apply_batch(self, ops):
+    def apply_batch(self, ops, limits=None):
         """Applies a whole batch atomically: returns the new Snapshot, or raises BatchError and
-        leaves self untouched."""
+        leaves self untouched. With ``limits`` (by name), the content limits are enforced as a
+        server does (PROTOCOL.md sections 5 and 12); a replica applying DIFFs needs none."""
         work = self.copy()
-        for k, op in enumerate(ops):
-            work.apply_op(op, k)
+        work.limits = None if limits is None else limits_from(limits)
+        try:
+            for k, op in enumerate(ops):
+                work.apply_op(op, k)
+            if work.limits is not None and ops:
+                size = len(work.encode())
+                if size > work.limits["max_snapshot_bytes"]:
+                    # The rule is about the batch's result; blame its last op.
+                    raise BatchError("snapshot_too_large", len(ops) - 1, None,
+                                     "the snapshot would encode to %d bytes (max_snapshot_bytes %d)"
+                                     % (size, work.limits["max_snapshot_bytes"]))
+        finally:
+            work.limits = None
         return work

@@ -131,25 +131,30 @@ class CommandTests(unittest.TestCase):
             self.p.parse("write-id " + "x" * 33)
 
     def test_replace_takes_the_json_form(self):
+        # payload and items may be left out; {"hex": ...} gives non-UTF-8 bytes.
         doc = [{"id": "main", "payload": "title", "items": [{"id": "a", "payload": "hi"}, {"id": "b"}]},
-               {"id": "empty", "items": []}]
-        doc_wire = wire.snapshot_to_json([
-            {"id": b"main", "payload": b"title", "items": [el(b"a", b"hi"), el(b"b")]},
-            {"id": b"empty", "payload": b"", "items": []}])
-        [m] = sent(self.p, "replace lobby " + json.dumps(doc_wire))
-        self.assertEqual(m["type"], "REPLACE")
-        self.assertEqual(m["snapshot"][0]["items"][0], el(b"a", b"hi"))
-        self.assertEqual(len(m["snapshot"]), 2)
-        # Quoted as one shell word works too.
-        [m2] = sent(self.p, "replace lobby '" + json.dumps(doc_wire) + "'")
-        self.assertEqual(m2["snapshot"], m["snapshot"])
-        del doc
+               {"id": {"hex": "00ff"}, "items": []}]
+        expected = [{"id": b"main", "payload": b"title", "items": [el(b"a", b"hi"), el(b"b")]},
+                    {"id": b"\x00\xff", "payload": b"", "items": []}]
+        [m] = sent(self.p, "replace lobby " + json.dumps(doc))
+        self.assertEqual((m["type"], m["room"], m["snapshot"]), ("REPLACE", b"lobby", expected))
+        # Quoted as one shell word works too, and the JSON form round-trips.
+        [m2] = sent(self.p, "replace lobby '" + json.dumps(wire.snapshot_to_json(expected)) + "'")
+        self.assertEqual(m2["snapshot"], expected)
 
-    def test_replace_rejects_duplicates_and_bad_json_before_sending(self):
-        dup = wire.snapshot_to_json([{"id": b"s", "payload": b"", "items": [el(b"a")]},
-                                     {"id": b"t", "payload": b"", "items": [el(b"a")]}])
-        for line in ["replace lobby " + json.dumps(dup), "replace lobby [", "replace lobby",
-                     "replace lobby {\"id\": 1}"]:
+    def test_replace_sends_a_snapshot_that_breaks_rules_so_the_server_can_refuse_it(self):
+        dup = [{"id": "s", "items": [{"id": "a"}]}, {"id": "t", "items": [{"id": "a"}]}]
+        [(kind, m)] = self.p.parse("replace lobby " + json.dumps(dup))
+        self.assertEqual((kind, m["type"]), ("send", "REPLACE"))
+        # The frame is well formed; the receiver refuses its content with the rule's code.
+        with self.assertRaises(wire.WireError) as ctx:
+            wire.decode_frame(wire.encode_frame(m))
+        self.assertEqual((ctx.exception.name, ctx.exception.identifier), ("duplicate_item", b"a"))
+
+    def test_replace_refuses_json_that_is_not_a_snapshot(self):
+        for line in ["replace lobby [", "replace lobby", "replace lobby {\"id\": 1}",
+                     "replace lobby [{\"id\": 5}]", "replace lobby [{\"id\": {\"hex\": \"zz\"}}]",
+                     "replace lobby [{\"payload\": \"p\"}]"]:
             with self.assertRaises(snapcat.UsageError, msg=line):
                 self.p.parse(line)
         self.assertEqual(self.p.next_id, 1)

@@ -121,6 +121,14 @@ class SessionTests(DaemonTestCase):
         self.assertEqual(wire.message_from_json(snap_frame)["digest"],
                          hashlib.sha256(wire.encode_snapshot(native)).digest())
 
+    def test_replace_breaking_a_rule_is_rejected_and_the_connection_stays(self):
+        done = self.snapcat('replace room3 [{"id":"s","items":[{"id":"a"}]},{"id":"t","items":[{"id":"a"}]}]\n'
+                            "ping\n")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertRegex(done.stdout, re.compile(r"^REJECT #1 room3 duplicate_item \(21\) id=a: ", re.M),
+                         self.explain(done))
+        self.assertIn("PONG nonce=2", done.stdout)
+
     def test_resume_from_the_local_replica(self):
         s = self.interactive()
         s.send("join lobby")

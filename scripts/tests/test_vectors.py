@@ -1,6 +1,13 @@
-"""Every vector in Protocol/vectors/*.json against snapcat's independent codec and model."""
+"""Every vector in Protocol/vectors/*.json against snapcat's own codec and model.
+
+messages.json and limits.json (Wycheproof style): a valid frame decodes to `message` (JSON form,
+PROTOCOL.md section 14) and `message` encodes back to the exact bytes; an invalid one fails with
+the named error. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
+SHA-256. Each frame is also fed to the stream decoder byte by byte, whole, all at once, and cut.
+"""
 
 import glob
+import hashlib
 import json
 import os
 import unittest
@@ -8,22 +15,150 @@ import unittest
 from tests.support import VECTORS, wire
 
 
-def vector_files():
-    return sorted(glob.glob(os.path.join(VECTORS, "*.json")))
+def load(name):
+    with open(os.path.join(VECTORS, name)) as f:
+        return json.load(f)
 
 
-class VectorTests(unittest.TestCase):
-    def test_vectors_exist(self):
-        self.assertTrue(vector_files(), "no test vectors in %s (Protocol/vectors/*.json)" % VECTORS)
+def frame_files():
+    """The Wycheproof-style files (every *.json with a `tests` list)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(VECTORS, "*.json"))):
+        with open(path) as f:
+            doc = json.load(f)
+        if isinstance(doc, dict) and isinstance(doc.get("tests"), list):
+            out.append((os.path.basename(path), doc))
+    return out
 
-    def test_every_vector(self):
-        files = vector_files()
-        self.assertTrue(files, "no test vectors in %s" % VECTORS)
-        for path in files:
-            with open(path) as f:
-                doc = json.load(f)
-            with self.subTest(file=os.path.basename(path)):
-                self.fail("unrecognised vector file layout: %s" % sorted(doc)[:10])
+
+class FrameVectorTests(unittest.TestCase):
+    def setUp(self):
+        self.files = frame_files()
+        self.assertTrue(self.files, "no frame vectors (*.json with \"tests\") in %s" % VECTORS)
+
+    def test_the_expected_files_are_there(self):
+        names = {n for n, _ in self.files}
+        self.assertLessEqual({"messages.json", "limits.json"}, names)
+        for name, doc in self.files:
+            self.assertEqual(doc["protocolVersion"], wire.PROTOCOL_VERSION, name)
+            self.assertEqual(doc.get("numberOfTests", len(doc["tests"])), len(doc["tests"]), name)
+            self.assertEqual(doc["accepting"], "either", name)
+
+    def test_valid_vectors_decode_to_the_json_form_and_encode_back(self):
+        count = 0
+        for name, doc in self.files:
+            limits = doc["limits"]
+            for t in doc["tests"]:
+                if t["result"] != "valid":
+                    continue
+                count += 1
+                with self.subTest(file=name, tcId=t["tcId"], comment=t["comment"]):
+                    data = bytes.fromhex(t["hex"])
+                    msg = wire.decode_frame(data, limits=limits)
+                    self.assertEqual(wire.message_to_json(msg), t["message"])
+                    again = wire.encode_frame(wire.message_from_json(t["message"]))
+                    self.assertEqual(again.hex(), t["hex"])
+                    # A JSON round trip through text keeps 64-bit numbers exact.
+                    self.assertEqual(json.loads(wire.dumps(t["message"])), t["message"])
+        self.assertGreater(count, 0)
+
+    def test_valid_vectors_through_the_stream_decoder(self):
+        for name, doc in self.files:
+            limits = doc["limits"]
+            frames = [bytes.fromhex(t["hex"]) for t in doc["tests"] if t["result"] == "valid"]
+            for data in frames:
+                with self.subTest(file=name, hex=data.hex()[:40]):
+                    sp = wire.FrameSplitter(limits["max_frame_bytes"])
+                    for i in range(len(data) - 1):          # byte by byte
+                        sp.feed(data[i:i + 1])
+                        self.assertEqual(list(sp.frames()), [])
+                        self.assertEqual(len(sp.buf), i + 1, "consumed part of a frame")
+                    sp.feed(data[-1:])
+                    self.assertEqual(list(sp.frames()), [data])
+                    self.assertEqual(len(sp.buf), 0)
+            sp = wire.FrameSplitter(limits["max_frame_bytes"])   # many at once
+            sp.feed(b"".join(frames))
+            self.assertEqual(list(sp.frames()), frames)
+            self.assertEqual(len(sp.buf), 0)
+            for data in frames:                                 # truncated
+                for cut in (1, 4, len(data) - 1):
+                    if cut >= len(data):
+                        continue
+                    sp = wire.FrameSplitter(limits["max_frame_bytes"])
+                    sp.feed(data[:cut])
+                    self.assertEqual(list(sp.frames()), [])
+                    self.assertEqual(bytes(sp.buf), data[:cut])
+                    with self.assertRaises(wire.WireError) as ctx:
+                        wire.decode_frame(data[:cut], limits=limits)
+                    self.assertEqual(ctx.exception.name, "malformed_frame")
+
+    def test_invalid_vectors_fail_with_the_named_error(self):
+        count = 0
+        for name, doc in self.files:
+            limits = doc["limits"]
+            for t in doc["tests"]:
+                if t["result"] != "invalid":
+                    continue
+                count += 1
+                with self.subTest(file=name, tcId=t["tcId"], comment=t["comment"]):
+                    self.assertIn(t["error"], wire.ERROR_NAMES)
+                    data = bytes.fromhex(t["hex"])
+                    with self.assertRaises(wire.WireError) as ctx:
+                        wire.decode_frame(data, limits=limits)
+                    self.assertEqual(ctx.exception.name, t["error"], ctx.exception.message)
+                    sp = wire.FrameSplitter(limits["max_frame_bytes"])
+                    sp.feed(data)
+                    if "Truncated" in t["flags"]:
+                        # A stream decoder waits for more and consumes nothing.
+                        self.assertEqual(list(sp.frames()), [])
+                        self.assertEqual(bytes(sp.buf), data)
+                    elif "FrameLength" in t["flags"]:
+                        # Detected from the 4 length bytes alone.
+                        sp = wire.FrameSplitter(limits["max_frame_bytes"])
+                        sp.feed(data[:4])
+                        with self.assertRaises(wire.WireError) as ctx:
+                            list(sp.frames())
+                        self.assertEqual(ctx.exception.name, t["error"])
+        self.assertGreater(count, 0)
+
+
+class ReplayVectorTests(unittest.TestCase):
+    def setUp(self):
+        path = os.path.join(VECTORS, "replay.json")
+        self.assertTrue(os.path.exists(path), "no replay vectors at %s" % path)
+        self.doc = load("replay.json")
+
+    def check_state(self, state, snapshot):
+        self.assertEqual(wire.snapshot_to_json(snapshot.sections), state["snapshot"])
+        encoded = snapshot.encode()
+        self.assertEqual(encoded.hex(), state["hex"])
+        self.assertEqual(hashlib.sha256(encoded).hexdigest(), state["digest"])
+        self.assertEqual(snapshot.digest().hex(), state["digest"])
+
+    def test_replay_reproduces_the_end_snapshot_and_digest(self):
+        doc = self.doc
+        start = wire.Snapshot(wire.snapshot_from_json(doc["start"]["snapshot"]))
+        self.check_state(doc["start"], start)
+        self.assertEqual(wire.decode_snapshot(bytes.fromhex(doc["start"]["hex"])), start.sections)
+        replica, version = start, doc["start"]["version"]
+        for d in doc["diffs"]:
+            with self.subTest(version=d["version"]):
+                msg = wire.decode_frame(bytes.fromhex(d["hex"]))
+                self.assertEqual(wire.message_to_json(msg), d["message"])
+                self.assertEqual(wire.encode_frame(msg).hex(), d["hex"])
+                self.assertEqual((msg["room"].decode(), msg["epoch"]), (doc["room"], doc["epoch"]))
+                self.assertEqual(msg["version"], version + 1, "DIFF versions must have no gap")
+                replica = replica.apply_batch(msg["ops"])
+                replica.check_invariants()
+                version = msg["version"]
+        self.assertEqual(version, doc["end"]["version"])
+        self.check_state(doc["end"], replica)
+        self.assertNotEqual(doc["start"]["digest"], doc["end"]["digest"])
+
+    def test_the_empty_snapshot(self):
+        empty = wire.Snapshot()
+        self.assertEqual(empty.encode().hex(), self.doc["empty"]["hex"])
+        self.assertEqual(empty.digest().hex(), self.doc["empty"]["digest"])
 
 
 if __name__ == "__main__":
