@@ -175,6 +175,23 @@ class SessionTests(DaemonTestCase):
         self.assertEqual(pong, {"type": "PONG", "nonce": 5})
 
 
+class LivenessTests(unittest.TestCase):
+    def setUp(self):
+        self.daemon = Daemon("--idle-timeout", "300ms")
+
+    def tearDown(self):
+        self.daemon.stop()
+
+    def test_snapcat_answers_the_servers_ping(self):
+        # Quiet for several idle timeouts: the server PINGs, snapcat PONGs, the connection lives.
+        done = run_snapcat(self.daemon.port, "sleep 1.5\nstats\n")
+        explain = "stdout:\n%s\nstderr:\n%s\ndaemon:\n%s" % (done.stdout, done.stderr, self.daemon.log())
+        self.assertEqual(done.returncode, 0, explain)
+        self.assertRegex(done.stdout, re.compile(r"^PING nonce=\d+$", re.M), explain)
+        self.assertRegex(done.stdout, re.compile(r"^STATS_REPLY #1 ", re.M), explain)
+        self.assertNotIn("ERROR", done.stdout)
+
+
 class ErrorTests(DaemonTestCase):
     def assert_error(self, commands, name, *options):
         done = self.snapcat(commands, *options)
