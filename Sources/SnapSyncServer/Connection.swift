@@ -1,0 +1,177 @@
+import SnapSyncWire
+internal import Glibc
+
+/// One client connection: its socket, its events, what it has half-received and what it still
+/// has to send, and the rooms it has joined.
+///
+/// Input: the server reads into one shared 64 KiB buffer and cuts frames straight out of it;
+/// only the tail of a frame that has not fully arrived is copied into `pending`. So an idle
+/// connection holds no input buffer, and a burst of small requests is never copied twice.
+///
+/// Output: replies and shared DIFF chunks go into `output`; nothing is written until the loop
+/// pass's flush (`Server.flushPass`), which sends everything pending for the connection in one
+/// gathering write. `EV_WRITE` is only armed while the kernel's send buffer is full.
+///
+/// Lifetime: the server's table holds the connection; libevent callbacks hold only an unretained
+/// pointer to it, and every event is freed in `destroy()` before the table lets go. A connection
+/// closed inside its own callback stays alive until that callback returns, because the callback
+/// holds a strong reference for its duration (`withExtendedLifetime`).
+final class Connection {
+    /// Where the connection is in its life.
+    enum State: Equatable {
+        /// Accepted; only HELLO is allowed, and it must come within the handshake timeout.
+        case awaitingHello
+        /// WELCOME sent; requests are served, and an idle connection is PINGed.
+        case ready
+        /// Ending: input is read and discarded, queued output (ending with the ERROR, if any) is
+        /// flushed within the close timeout, then the socket is shut down and closed.
+        case closing
+    }
+
+    let id: UInt64
+    let fd: Int32
+    let peer: SocketAddress
+    unowned let server: Server
+    private(set) var state: State = .awaitingHello
+    /// Set once `destroy()` ran: the socket is closed and the events are freed.
+    private(set) var isDestroyed = false
+
+    var output: OutputQueue
+    /// Bytes of a frame that has not fully arrived (empty most of the time).
+    var pending: [UInt8] = []
+
+    /// Joined rooms by name, with this connection's slot in `room.members`.
+    var memberships: [String: (room: Room, slot: Int)] = [:]
+    var clientName = ""
+
+    /// In the server's dirty list, waiting for this pass's flush.
+    var isDirty = false
+    /// EV_WRITE is armed: the kernel's send buffer was full at the last flush.
+    private(set) var isWaitingForWritable = false
+    /// The connection reached `closing` after sending everything and shut its sending side.
+    private var hasShutDownOutput = false
+
+    var lastInput: ContinuousClock.Instant
+    var pingOutstanding = false
+    private var nextPingNonce: UInt64 = 1
+
+    private var readEvent: Event?
+    private var writeEvent: Event?
+    /// Handshake timeout, then idle/PING timer, then close deadline: one timer, re-armed.
+    private var timer: Event?
+
+    init(id: UInt64, fd: Int32, peer: SocketAddress, server: Server, outputCap: Int) {
+        self.id = id
+        self.fd = fd
+        self.peer = peer
+        self.server = server
+        self.output = OutputQueue(cap: outputCap)
+        self.lastInput = .now
+    }
+
+    deinit {
+        precondition(isDestroyed, "a connection was released without destroy()")
+    }
+
+    private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    /// Registers the read event and arms the handshake timeout.
+    func start(loop: EventLoop, handshakeTimeout: Duration) throws(EventLoopError) {
+        readEvent = try loop.makeEvent(fd: fd, [.read, .persist], context: context, Connection.onReadable)
+        timer = try loop.makeTimer(context: context, Connection.onTimer)
+        try readEvent!.add()
+        try timer!.add(timeout: handshakeTimeout)
+    }
+
+    // MARK: Callbacks
+
+    private static let onReadable: EventCallback = { _, _, context in
+        let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
+        withExtendedLifetime(connection) { connection.server.readable(connection) }
+    }
+
+    private static let onWritable: EventCallback = { _, _, context in
+        let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
+        withExtendedLifetime(connection) { connection.server.writable(connection) }
+    }
+
+    private static let onTimer: EventCallback = { _, _, context in
+        let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
+        withExtendedLifetime(connection) { connection.server.timerFired(connection) }
+    }
+
+    // MARK: State
+
+    func becomeReady() {
+        precondition(state == .awaitingHello)
+        state = .ready
+    }
+
+    /// Enters `closing` (once). The caller has queued whatever should still reach the client.
+    func enterClosing(deadline: Duration) {
+        guard state != .closing else { return }
+        state = .closing
+        try? timer?.add(timeout: deadline)
+    }
+
+    func armTimer(_ timeout: Duration) {
+        do {
+            try timer?.add(timeout: timeout)
+        } catch {
+            // A timer that cannot be armed would leave the connection unwatched; end it instead.
+            server.destroy(self, reason: "cannot arm timer: \(error)")
+        }
+    }
+
+    func makePingNonce() -> UInt64 {
+        defer { nextPingNonce &+= 1 }
+        return nextPingNonce
+    }
+
+    // MARK: Writing
+
+    /// Arms EV_WRITE (persistent) after the kernel's send buffer filled up.
+    func waitForWritable(loop: EventLoop) throws(EventLoopError) {
+        guard !isWaitingForWritable else { return }
+        if writeEvent == nil {
+            writeEvent = try loop.makeEvent(fd: fd, [.write, .persist], context: context, Connection.onWritable)
+        }
+        try writeEvent!.add()
+        isWaitingForWritable = true
+    }
+
+    /// Disarms EV_WRITE once everything was sent.
+    func stopWaitingForWritable() {
+        guard isWaitingForWritable else { return }
+        writeEvent?.remove()
+        isWaitingForWritable = false
+    }
+
+    /// Called when a closing connection has sent everything: FIN to the peer, then wait (reading
+    /// and discarding) for its EOF until the close deadline. Closing at once could make the
+    /// kernel answer late input with RST, which would destroy the ERROR still in flight.
+    func shutDownOutput() {
+        guard !hasShutDownOutput else { return }
+        hasShutDownOutput = true
+        Syscall.shutdownWrite(fd)
+    }
+
+    // MARK: End
+
+    /// Frees the events and closes the socket. Only `Server.destroy` calls this.
+    func releaseResources() {
+        guard !isDestroyed else { return }
+        isDestroyed = true
+        state = .closing
+        readEvent?.free()
+        writeEvent?.free()
+        timer?.free()
+        readEvent = nil
+        writeEvent = nil
+        timer = nil
+        isWaitingForWritable = false
+        output.removeAll()
+        pending = []
+        Syscall.close(fd)
+    }
+}

@@ -1,0 +1,74 @@
+/// Bytes queued for sending, at a base address that never moves: what an `iovec` points at.
+///
+/// A DIFF is encoded once into one chunk, and that one chunk is queued on every member's
+/// `OutputQueue` and kept in the room's history: fan-out to N subscribers costs N retains,
+/// not N copies. Such a chunk is frozen (`isFrozen`): it never changes again.
+///
+/// A chunk that is not frozen belongs to one queue, which may append small replies (ACK, PONG,
+/// REJECT) to it while it has room, so a burst of replies costs no allocation per message.
+///
+/// Reference counting is the lifetime: the memory is freed when the last queue and the history
+/// let go of it. Not thread-safe; a chunk lives on one loop thread.
+final class OutputChunk {
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    /// Bytes filled, from `base`.
+    private(set) var count: Int
+    /// Set once the chunk may be shared; `append` is then a bug.
+    private(set) var isFrozen: Bool
+
+    /// A private chunk with room for `capacity` bytes, to be filled with `append`.
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+        self.base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+        self.count = 0
+        self.isFrozen = false
+    }
+
+    /// A frozen chunk holding a copy of `bytes`.
+    /// - Complexity: O(bytes.count), one allocation.
+    convenience init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(capacity: bytes.count)
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            base.copyMemory(from: source, byteCount: bytes.count)
+        }
+        count = bytes.count
+        isFrozen = true
+    }
+
+    deinit {
+        base.deallocate()
+    }
+
+    var freeCapacity: Int { capacity - count }
+
+    /// Appends bytes to a private chunk that has room for them.
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        precondition(!isFrozen && bytes.count <= freeCapacity, "append to a frozen or full output chunk")
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            (base + count).copyMemory(from: source, byteCount: bytes.count)
+        }
+        count += bytes.count
+    }
+
+    /// Empties a private chunk for reuse, once every byte of it has been sent.
+    func reset() {
+        precondition(!isFrozen, "reset of a shared output chunk")
+        count = 0
+    }
+
+    /// Marks the chunk shareable; it never changes again.
+    func freeze() { isFrozen = true }
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// A copy of the bytes, for tests and logs.
+    var array: [UInt8] { Array(bytes) }
+}
+
+extension OutputChunk {
+    /// A frozen chunk holding a copy of `bytes`.
+    static func frozen(_ bytes: [UInt8]) -> OutputChunk {
+        bytes.withUnsafeBytes { OutputChunk(copying: $0) }
+    }
+}

@@ -1,0 +1,150 @@
+internal import Glibc
+
+/// What one connection has left to send: a queue of (chunk, offset) entries, flushed with one
+/// gathering write (`sendmsg` with up to `OutputQueue.maxIovecs` iovecs) per loop pass.
+///
+/// Shared DIFF chunks are queued by reference (`enqueue`); small replies are copied into a
+/// private tail chunk (`append`) so that a burst of ACKs is one iovec, not one per ACK.
+///
+/// Accounting: `pendingBytes` is every unsent byte, counted per connection even when the chunk
+/// is shared, because that is what this subscriber would still have to receive. `cap` bounds
+/// it: a connection whose output would pass the cap is a slow consumer and is cut off
+/// (`Connection`), so its memory stays bounded and nobody else waits for it.
+///
+/// Complexity: enqueue and append are amortized O(1) (plus the copy for `append`); `gather` is
+/// O(iovecs gathered); `consume(n)` is O(entries completed).
+struct OutputQueue {
+    /// Linux's IOV_MAX (UIO_MAXIOV): the most iovecs one sendmsg/writev takes.
+    static let maxIovecs = 1024
+    /// Size of a private tail chunk; replies larger than this get a chunk of their own size.
+    static let tailChunkSize = 4096
+
+    private struct Entry {
+        var chunk: OutputChunk
+        var offset: Int
+    }
+
+    /// Unsent bytes allowed before the connection counts as a slow consumer.
+    let cap: Int
+    private var entries: [Entry] = []
+    /// Index of the first unsent entry; the array is compacted lazily (amortized O(1) pops).
+    private var head = 0
+    /// A fully sent private chunk kept for the next reply, so a connection exchanging requests
+    /// and answers allocates nothing in steady state.
+    private var spare: OutputChunk?
+
+    private(set) var pendingBytes = 0
+
+    init(cap: Int) {
+        self.cap = cap
+    }
+
+    var isEmpty: Bool { pendingBytes == 0 }
+    var entryCount: Int { entries.count - head }
+
+    /// Whether adding `count` more bytes would pass the cap. A single frame is always accepted
+    /// into an empty queue, so that the cap never makes a large SNAPSHOT impossible.
+    func wouldExceedCap(adding count: Int) -> Bool {
+        pendingBytes > 0 && pendingBytes + count > cap
+    }
+
+    /// Queues a whole chunk by reference (no copy): a shared DIFF or a large frame.
+    mutating func enqueue(_ chunk: OutputChunk) {
+        guard chunk.count > 0 else { return }
+        entries.append(Entry(chunk: chunk, offset: 0))
+        pendingBytes += chunk.count
+    }
+
+    /// Copies `bytes` (one or more whole frames) to the end of the queue, into the private tail
+    /// chunk when it has room.
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        if head < entries.count, let tail = entries.last?.chunk, !tail.isFrozen, tail.freeCapacity >= bytes.count {
+            tail.append(bytes)
+        } else {
+            let chunk: OutputChunk
+            if bytes.count <= Self.tailChunkSize, let reused = spare {
+                spare = nil
+                chunk = reused
+            } else {
+                chunk = OutputChunk(capacity: max(bytes.count, Self.tailChunkSize))
+            }
+            chunk.append(bytes)
+            entries.append(Entry(chunk: chunk, offset: 0))
+        }
+        pendingBytes += bytes.count
+    }
+
+    /// Fills `iovecs` with the unsent bytes, in order, up to `capacity` entries.
+    /// - Returns: the number of iovecs filled.
+    func gather(into iovecs: UnsafeMutablePointer<iovec>, capacity: Int) -> Int {
+        var n = 0
+        var index = head
+        while index < entries.count && n < capacity {
+            let entry = entries[index]
+            iovecs[n] = iovec(iov_base: entry.chunk.base + entry.offset, iov_len: entry.chunk.count - entry.offset)
+            n += 1
+            index += 1
+        }
+        return n
+    }
+
+    /// Marks `count` bytes as sent, from the front.
+    mutating func consume(_ count: Int) {
+        precondition(count <= pendingBytes, "consumed more than was queued")
+        var left = count
+        pendingBytes -= count
+        while left > 0 {
+            let remaining = entries[head].chunk.count - entries[head].offset
+            if left < remaining {
+                entries[head].offset += left
+                return
+            }
+            left -= remaining
+            popHead()
+        }
+        // Sent entries that were empty to begin with cannot exist (enqueue skips them).
+        if pendingBytes == 0 { removeAll() }
+    }
+
+    /// Keeps only what must still be sent to leave the stream at a frame boundary (the rest of a
+    /// partly sent head entry, which holds whole frames), and drops everything else.
+    /// - Returns: the bytes dropped.
+    @discardableResult
+    mutating func dropAllButPartialHead() -> Int {
+        guard head < entries.count else { return 0 }
+        let keep = entries[head].offset > 0 ? 1 : 0
+        var dropped = 0
+        for index in (head + keep)..<entries.count {
+            dropped += entries[index].chunk.count - entries[index].offset
+        }
+        entries.removeSubrange((head + keep)...)
+        pendingBytes -= dropped
+        if keep == 0 { removeAll() }
+        return dropped
+    }
+
+    /// Drops everything (a connection that is gone).
+    mutating func removeAll() {
+        entries.removeAll(keepingCapacity: entries.capacity <= 64)
+        head = 0
+        pendingBytes = 0
+    }
+
+    private mutating func popHead() {
+        let chunk = entries[head].chunk
+        head += 1
+        // A private chunk belongs to this queue alone, so once sent it can be refilled.
+        if !chunk.isFrozen, chunk.capacity == Self.tailChunkSize {
+            chunk.reset()
+            spare = chunk
+        }
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: entries.capacity <= 64)
+            head = 0
+        } else if head >= 64 && head * 2 >= entries.count {
+            entries.removeSubrange(0..<head)
+            head = 0
+        }
+    }
+}

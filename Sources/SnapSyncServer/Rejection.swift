@@ -1,0 +1,38 @@
+import SnapSyncModel
+import SnapSyncWire
+
+/// Why one request failed: exactly the fields of a REJECT frame (PROTOCOL.md §3, §6).
+/// Nothing was applied when a request is rejected.
+struct Rejection: Error, Hashable, Sendable, CustomStringConvertible {
+    var code: ErrorCode
+    /// The failing operation (codes 20–32).
+    var opIndex: Int?
+    /// The identifier the failed rule is about, if any.
+    var identifier: Identifier?
+    var message: String
+
+    init(_ code: ErrorCode, _ message: String, opIndex: Int? = nil, identifier: Identifier? = nil) {
+        self.code = code
+        self.message = message
+        self.opIndex = opIndex
+        self.identifier = identifier
+    }
+
+    /// The rejection of a batch the model refused: its code, op index and identifier.
+    init(_ error: BatchError) {
+        self.init(ErrorCode(error.violation), error.violation.description,
+                  opIndex: error.operationIndex, identifier: error.violation.identifier)
+    }
+
+    /// The REJECT frame answering request `requestId`.
+    func message(requestId: UInt64) -> Message {
+        .reject(requestId: requestId, code: code.rawValue, opIndex: opIndex.map { UInt64($0) },
+                identifier: identifier, message: message)
+    }
+
+    var description: String {
+        var text = "\(code.name)"
+        if let opIndex { text += " at operation \(opIndex)" }
+        return text + ": \(message)"
+    }
+}

@@ -1,0 +1,206 @@
+import SnapSyncModel
+import SnapSyncWire
+
+/// One room: the authoritative snapshot, its position (epoch, version), its recent history and
+/// its members (PROTOCOL.md §7).
+///
+/// Every write goes through `mutate` or `replace`, which decide everything a write can be —
+/// applied, unchanged, a duplicate, rejected — without touching sockets; the server only fans
+/// the outcome out. A rejected write leaves the room exactly as it was: the snapshot's `apply`
+/// is atomic, and everything that can fail is checked before the room is touched.
+///
+/// Threading: a room belongs to one event loop. To shard rooms over one loop per core, a room
+/// and all its members' queues stay on one loop; a member on another loop would receive its
+/// DIFF chunks through that loop's queue and notify fd (see `EventLoop`).
+final class Room {
+    /// Sizes a room works within (from `ServerConfiguration`).
+    struct Limits: Sendable, Hashable {
+        /// Content limits handed to `Snapshot.apply`.
+        var model: SnapSyncModel.Limits
+        /// A DIFF frame must fit the clients' `max_frame_bytes`.
+        var maxFrameBytes: Int
+        /// History bounds: frames, and bytes of frames.
+        var historyCount: Int
+        var historyBytes: Int
+
+        init(model: SnapSyncModel.Limits = .default, maxFrameBytes: Int = WireLimits.default.maxFrameBytes,
+                    historyCount: Int = WireLimits.default.historyCount, historyBytes: Int = 4 * 1024 * 1024) {
+            self.model = model
+            self.maxFrameBytes = maxFrameBytes
+            self.historyCount = historyCount
+            self.historyBytes = historyBytes
+        }
+    }
+
+    /// What became of a write.
+    enum WriteOutcome {
+        /// Applied: the room moved to `version` (one more than before), and `diff` is the
+        /// encoded DIFF frame, to be sent to every member and kept in history.
+        case applied(version: UInt64, diff: OutputChunk)
+        /// Valid but changes nothing (no operations, or REPLACE with the same content): ACK at
+        /// the current version, no DIFF, and the version does not move.
+        case unchanged(version: UInt64)
+        /// The write id was seen before: ACK at the version of the original write; nothing applied.
+        case duplicate(version: UInt64)
+        case rejected(Rejection)
+    }
+
+    /// How to answer a JOIN.
+    enum JoinAnswer {
+        /// SNAPSHOT of the current state.
+        case snapshot(reason: SnapshotReason)
+        /// CATCHUP(from, to) followed by exactly these DIFF frames (versions from+1 ... to).
+        case catchup(from: UInt64, to: UInt64, frames: ArraySlice<OutputChunk>)
+    }
+
+    let name: String
+    let epoch: UInt64
+    var version: UInt64 { history.lastVersion }
+    private(set) var snapshot: Snapshot
+    let limits: Limits
+    private(set) var history: RoomHistory
+    private var writeIds: WriteIdWindow
+    private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
+
+    /// Connections that have joined, in join order (swap-removed on leave). Each member knows
+    /// its slot (`Connection.memberships`), so join and leave are O(1).
+    var members: [Connection] = []
+
+    /// A new, empty room at version 0 with a fresh random nonzero epoch.
+    convenience init(name: String, limits: Limits) {
+        self.init(name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits)
+    }
+
+    /// A room at a known position, e.g. one restored from storage.
+    init(name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits) {
+        self.name = name
+        self.epoch = epoch
+        self.snapshot = snapshot
+        self.limits = limits
+        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: limits.historyBytes, version: version)
+        self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
+    }
+
+    /// The longest room name, in UTF-8 bytes (PROTOCOL.md §6, `invalid_room_name`).
+    static let maxNameBytes = 128
+
+    /// Why `name` cannot name a room, or `nil` when it can.
+    static func validate(name: String) -> Rejection? {
+        let size = name.utf8.count
+        if size == 0 { return Rejection(.invalidRoomName, "the room name is empty") }
+        if size > maxNameBytes {
+            return Rejection(.invalidRoomName, "the room name is \(size) bytes, over the limit of \(maxNameBytes)")
+        }
+        return nil
+    }
+
+    /// SHA-256 of the snapshot, computed once per version.
+    /// - Complexity: O(n) the first time after a change, O(1) after.
+    var digest: SnapshotDigest {
+        if let cachedDigest, cachedDigest.version == version { return cachedDigest.digest }
+        let digest = snapshot.digest
+        cachedDigest = (version, digest)
+        return digest
+    }
+
+    /// Number of DIFF frames kept for resume, and their bytes.
+    var historyCount: Int { history.count }
+    var historyBytes: Int { history.byteCount }
+    /// The oldest version a JOIN may resume from and get CATCHUP.
+    var historyBaseVersion: UInt64 { history.baseVersion }
+
+    // MARK: Joining
+
+    /// Decides how to answer a JOIN: a fresh JOIN gets SNAPSHOT(initial); a resume position in
+    /// this epoch and inside history gets CATCHUP plus the missing DIFFs (none when the client
+    /// is current); anything else (another epoch, too old, ahead of the room) gets
+    /// SNAPSHOT(resync).
+    /// - Complexity: O(1) (the frames are a slice of history).
+    func answerJoin(resume: Message.Position?) -> JoinAnswer {
+        guard let resume else { return .snapshot(reason: .initial) }
+        guard resume.epoch == epoch, let frames = history.frames(after: resume.version) else {
+            return .snapshot(reason: .resync)
+        }
+        return .catchup(from: resume.version, to: version, frames: frames)
+    }
+
+    // MARK: Writing
+
+    /// Applies a MUTATE: idempotency (write id), then compare-and-set (expected version), then
+    /// the whole batch atomically against the snapshot.
+    ///
+    /// - Parameter scratch: a reusable buffer for encoding the DIFF (emptied first).
+    /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
+    func mutate(_ ops: [Operation], expectedVersion: UInt64?, writeId: [UInt8],
+                       scratch: inout [UInt8]) -> WriteOutcome {
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId) { return outcome }
+        if ops.isEmpty { return unchanged(writeId: writeId) }
+        // Encode first: a DIFF too large for the clients' frame limit must be refused before the
+        // room changes, and the ops are exactly what the DIFF carries.
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        do {
+            try snapshot.apply(ops, limits: limits.model)
+        } catch {
+            return .rejected(Rejection(error))
+        }
+        return commit(version: next, writeId: writeId, frame: scratch)
+    }
+
+    /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
+    /// current snapshot to `target` (`Snapshot.difference(to:)`), applied as one DIFF. A target
+    /// equal to the current content changes nothing: ACK at the current version, no DIFF.
+    /// `target` has been checked against the content limits by the decoder.
+    /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
+    func replace(with target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8],
+                        scratch: inout [UInt8]) -> WriteOutcome {
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId) { return outcome }
+        if target.canonicalByteCount > limits.model.maxSnapshotBytes {
+            return .rejected(Rejection(.snapshotTooLarge,
+                                       "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
+        }
+        let ops = snapshot.difference(to: target)
+        if ops.isEmpty { return unchanged(writeId: writeId) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        // The target is exactly the result of applying the diff (the model's law
+        // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
+        snapshot = target
+        return commit(version: next, writeId: writeId, frame: scratch)
+    }
+
+    private func precheck(expectedVersion: UInt64?, writeId: [UInt8]) -> WriteOutcome? {
+        // A retry must get its original answer even though the room has moved on since, so the
+        // write id is looked up before the compare-and-set.
+        if !writeId.isEmpty, let original = writeIds.version(of: writeId) {
+            return .duplicate(version: original)
+        }
+        if let expectedVersion, expectedVersion != version {
+            return .rejected(Rejection(.versionMismatch,
+                                       "expected version \(expectedVersion), but room \(name) is at version \(version)"))
+        }
+        return nil
+    }
+
+    private func checkFrameSize(_ size: Int) -> Rejection? {
+        guard size - 4 > limits.maxFrameBytes else { return nil }
+        return Rejection(.snapshotTooLarge,
+                         "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
+    }
+
+    private func unchanged(writeId: [UInt8]) -> WriteOutcome {
+        writeIds.remember(writeId, version: version, oldestVersion: history.baseVersion)
+        return .unchanged(version: version)
+    }
+
+    private func commit(version next: UInt64, writeId: [UInt8], frame: [UInt8]) -> WriteOutcome {
+        let chunk = OutputChunk.frozen(frame)
+        history.append(chunk, version: next)
+        writeIds.remember(writeId, version: next, oldestVersion: history.baseVersion)
+        return .applied(version: next, diff: chunk)
+    }
+}

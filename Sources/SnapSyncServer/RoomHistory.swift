@@ -1,0 +1,60 @@
+/// A room's recent DIFF frames, for resume (CATCHUP) — the encoded frames themselves, the very
+/// chunks that were queued to the members, so keeping history costs no copy.
+///
+/// Bounded twice: at most `maxCount` frames and at most `maxBytes` bytes; the oldest go first.
+/// Versions are contiguous: the frame at position i (from the oldest) is the DIFF to version
+/// `baseVersion + 1 + i`, and the newest is the DIFF to `lastVersion`, the room's version.
+///
+/// Complexity: `append` amortized O(1) (plus O(evicted)); `frames(after:)` O(frames returned).
+struct RoomHistory {
+    let maxCount: Int
+    let maxBytes: Int
+
+    private var frames: [OutputChunk] = []
+    /// Index of the oldest frame still kept; compacted lazily.
+    private var head = 0
+    /// Total bytes of the kept frames.
+    private(set) var byteCount = 0
+    /// The room's version: the newest frame's version, or the version history started at.
+    private(set) var lastVersion: UInt64
+
+    init(maxCount: Int, maxBytes: Int, version: UInt64) {
+        self.maxCount = maxCount
+        self.maxBytes = maxBytes
+        self.lastVersion = version
+    }
+
+    /// Frames kept.
+    var count: Int { frames.count - head }
+
+    /// The oldest version a client may resume from: it then receives every kept frame.
+    var baseVersion: UInt64 { lastVersion - UInt64(count) }
+
+    /// Records the DIFF that moved the room from `lastVersion` to `version`, then evicts the
+    /// oldest frames until both bounds hold (a frame larger than `maxBytes` is not kept at all).
+    mutating func append(_ frame: OutputChunk, version: UInt64) {
+        precondition(version == lastVersion + 1, "history versions must be contiguous")
+        lastVersion = version
+        frames.append(frame)
+        byteCount += frame.count
+        while count > 0 && (count > maxCount || byteCount > maxBytes) {
+            byteCount -= frames[head].count
+            head += 1
+        }
+        if head == frames.count {
+            frames.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= frames.count {
+            frames.removeSubrange(0..<head)
+            head = 0
+        }
+    }
+
+    /// The frames a client at `version` needs to reach `lastVersion`, oldest first; `nil` when
+    /// history no longer reaches back to `version` (or `version` is ahead of the room).
+    func frames(after version: UInt64) -> ArraySlice<OutputChunk>? {
+        guard version >= baseVersion, version <= lastVersion else { return nil }
+        let start = head + Int(version - baseVersion)
+        return frames[start..<frames.count]
+    }
+}

@@ -1,0 +1,208 @@
+import SnapSyncModel
+public import SnapSyncWire
+
+/// Everything `snapsyncd` can be configured with. Each property has a `--flag` of the same name
+/// in kebab case (see `snapsyncd --help`); the defaults here are the documented defaults.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on: numeric IPv4 or IPv6 (`::1`, `[::1]`), or a host name.
+    public var host = "127.0.0.1"
+    /// TCP port; 0 picks a free ephemeral port (logged as `listening on HOST:PORT`).
+    public var port = 7400
+    /// Where durable state will live (created if missing).
+    public var dataDirectory = "./data"
+
+    /// The limits announced in WELCOME: max frame bytes, identifier, payload, items, sections,
+    /// rooms per connection, snapshot bytes, history count.
+    public var wire = WireLimits()
+    /// Connections served at once; one more is answered ERROR too_many_connections and closed.
+    public var maxConnections = 10_000
+    /// Rooms the daemon holds; a JOIN or write creating one more gets REJECT too_many_rooms.
+    public var maxRooms = 100_000
+    /// Unsent output one connection may have queued; past it the connection is a slow consumer
+    /// (ERROR slow_consumer, closed). A single frame into an empty queue is always accepted.
+    public var maxOutputBytes = 32 * 1024 * 1024
+    /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).
+    public var historyBytes = 4 * 1024 * 1024
+
+    /// Time a new connection has to send HELLO.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// Silence after which the server sends PING; as long again without any frame closes the
+    /// connection with ERROR timeout.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Longest wait at shutdown for queued output to reach clients.
+    public var shutdownTimeout: Duration = .seconds(5)
+    /// `listen(2)` backlog.
+    public var listenBacklog = 1024
+    /// Name sent in WELCOME.
+    public var serverName = "snapsyncd"
+
+    public init() {}
+
+    // The WELCOME limits under their flag names (the storage is `wire`).
+
+    /// `--max-frame-bytes`: largest frame body accepted and announced. Default 16 MiB.
+    public var maxFrameBytes: Int {
+        get { wire.maxFrameBytes }
+        set { wire.maxFrameBytes = newValue }
+    }
+    /// `--max-rooms-per-connection`. Default 64.
+    public var maxRoomsPerConnection: Int {
+        get { wire.maxRoomsPerConnection }
+        set { wire.maxRoomsPerConnection = newValue }
+    }
+    /// `--max-items-per-room`. Default 1,000,000.
+    public var maxItemsPerRoom: Int {
+        get { wire.model.maxItems }
+        set { wire.model.maxItems = newValue }
+    }
+    /// `--max-sections-per-room`. Default 100,000.
+    public var maxSectionsPerRoom: Int {
+        get { wire.model.maxSections }
+        set { wire.model.maxSections = newValue }
+    }
+    /// `--max-payload-bytes`: largest section or item payload. Default 64 KiB.
+    public var maxPayloadBytes: Int {
+        get { wire.model.maxPayloadBytes }
+        set { wire.model.maxPayloadBytes = newValue }
+    }
+    /// `--max-identifier-bytes`. Default 256.
+    public var maxIdentifierBytes: Int {
+        get { wire.model.maxIdentifierBytes }
+        set { wire.model.maxIdentifierBytes = newValue }
+    }
+    /// `--max-snapshot-bytes`: largest canonical snapshot encoding of a room. Default 16 MiB − 64 KiB
+    /// (`snapshotBytes(forFrameBytes:)`).
+    public var maxSnapshotBytes: Int {
+        get { wire.maxSnapshotBytes }
+        set {
+            wire.maxSnapshotBytes = newValue
+            wire.model.maxSnapshotBytes = newValue
+        }
+    }
+    /// `--history-count`: DIFFs each room keeps for resume and write-id deduplication. Default 1024.
+    public var historyCount: Int {
+        get { wire.historyCount }
+        set { wire.historyCount = newValue }
+    }
+
+    /// The largest `max_snapshot_bytes` that leaves room in a SNAPSHOT frame for its header
+    /// (request id, room name of at most 128 bytes, epoch, version, reason, digest): 64 KiB
+    /// below `maxFrameBytes`, or half of it for frames of 128 KiB and less.
+    public static func snapshotBytes(forFrameBytes frameBytes: Int) -> Int {
+        frameBytes > 128 * 1024 ? frameBytes - 64 * 1024 : frameBytes / 2
+    }
+
+    /// SNAPSHOT header bytes beyond the snapshot itself, with margin (see `snapshotBytes`).
+    static let snapshotFrameOverhead = 1024
+
+    /// The limits rooms work within.
+    var roomLimits: Room.Limits {
+        var model = wire.model
+        model.maxSnapshotBytes = wire.maxSnapshotBytes
+        return Room.Limits(model: model, maxFrameBytes: wire.maxFrameBytes,
+                           historyCount: wire.historyCount, historyBytes: historyBytes)
+    }
+
+    /// Checks that the values make sense together.
+    public func validate() throws(ConfigurationError) {
+        func fail(_ text: String) -> ConfigurationError { ConfigurationError(message: text) }
+        guard (0...65535).contains(port) else { throw fail("--port must be 0...65535, not \(port)") }
+        guard !host.isEmpty else { throw fail("--host must not be empty") }
+        guard (1024...(1 << 30)).contains(wire.maxFrameBytes) else {
+            throw fail("--max-frame-bytes must be between 1KiB and 1GiB, not \(wire.maxFrameBytes)")
+        }
+        guard wire.maxSnapshotBytes >= 1, wire.maxSnapshotBytes + Self.snapshotFrameOverhead <= wire.maxFrameBytes else {
+            throw fail("--max-snapshot-bytes must be at least 1 and at most --max-frame-bytes minus \(Self.snapshotFrameOverhead) (\(wire.maxFrameBytes - Self.snapshotFrameOverhead)), not \(wire.maxSnapshotBytes)")
+        }
+        guard wire.model.maxIdentifierBytes >= 1 else { throw fail("--max-identifier-bytes must be at least 1") }
+        guard wire.model.maxPayloadBytes >= 0 else { throw fail("--max-payload-bytes must not be negative") }
+        guard wire.model.maxItems >= 0 else { throw fail("--max-items-per-room must not be negative") }
+        guard wire.model.maxSections >= 0 else { throw fail("--max-sections-per-room must not be negative") }
+        guard wire.maxRoomsPerConnection >= 1 else { throw fail("--max-rooms-per-connection must be at least 1") }
+        guard wire.historyCount >= 0 else { throw fail("--history-count must not be negative") }
+        guard historyBytes >= 0 else { throw fail("--history-bytes must not be negative") }
+        guard maxConnections >= 1 else { throw fail("--max-connections must be at least 1") }
+        guard maxRooms >= 1 else { throw fail("--max-rooms must be at least 1") }
+        guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }
+        guard listenBacklog >= 1 else { throw fail("--backlog must be at least 1") }
+        for (flag, value) in [("--handshake-timeout", handshakeTimeout), ("--idle-timeout", idleTimeout),
+                              ("--shutdown-timeout", shutdownTimeout)] where value <= .zero {
+            throw fail("\(flag) must be positive")
+        }
+    }
+}
+
+/// Configuration values that do not fit together, or cannot be parsed.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var message: String
+    public init(message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Parsers for the value syntax of `snapsyncd`'s flags.
+public enum ConfigurationValue {
+    /// A byte count: a plain number, or one with a binary suffix (`K`/`KiB`, `M`/`MiB`,
+    /// `G`/`GiB`, case-insensitive, optional `B`): `65536`, `64KiB`, `16M`, `1GiB`.
+    public static func byteCount(_ text: String) throws(ConfigurationError) -> Int {
+        let trimmed = text.trimmingSpaces
+        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
+        let unit = trimmed.dropFirst(digits.count).lowercased()
+        guard !digits.isEmpty, let number = Int(digits) else {
+            throw ConfigurationError(message: "'\(text)' is not a byte count (examples: 65536, 64KiB, 16MiB)")
+        }
+        let multiplier: Int
+        switch unit {
+        case "", "b": multiplier = 1
+        case "k", "kb", "kib": multiplier = 1 << 10
+        case "m", "mb", "mib": multiplier = 1 << 20
+        case "g", "gb", "gib": multiplier = 1 << 30
+        default: throw ConfigurationError(message: "'\(text)' has an unknown unit '\(unit)' (use K, M or G, binary)")
+        }
+        let (value, overflow) = number.multipliedReportingOverflow(by: multiplier)
+        guard !overflow else { throw ConfigurationError(message: "'\(text)' is too large") }
+        return value
+    }
+
+    /// A duration: a number with an optional unit `ms`, `s` (the default), `m` or `h`:
+    /// `10`, `10s`, `500ms`, `2m`. Fractions are allowed: `1.5s`.
+    public static func duration(_ text: String) throws(ConfigurationError) -> Duration {
+        let trimmed = text.trimmingSpaces
+        let number = trimmed.prefix { ($0.isASCII && $0.isNumber) || $0 == "." }
+        let unit = trimmed.dropFirst(number.count).lowercased()
+        guard !number.isEmpty, let value = Double(number), value.isFinite else {
+            throw ConfigurationError(message: "'\(text)' is not a duration (examples: 10s, 500ms, 2m)")
+        }
+        let milliseconds: Double
+        switch unit {
+        case "ms": milliseconds = value
+        case "", "s": milliseconds = value * 1000
+        case "m", "min": milliseconds = value * 60_000
+        case "h": milliseconds = value * 3_600_000
+        default: throw ConfigurationError(message: "'\(text)' has an unknown unit '\(unit)' (use ms, s, m or h)")
+        }
+        guard milliseconds < 1e12 else { throw ConfigurationError(message: "'\(text)' is too long") }
+        return .milliseconds(Int64(milliseconds.rounded()))
+    }
+
+    /// `16MiB` for 16777216, `1000` for 1000: the shortest exact binary form, for help texts.
+    public static func describe(byteCount: Int) -> String {
+        for (suffix, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] where byteCount != 0 && byteCount % (1 << shift) == 0 {
+            return "\(byteCount >> shift)\(suffix)"
+        }
+        return "\(byteCount)"
+    }
+
+    /// `10s`, `500ms`: for help texts.
+    public static func describe(duration: Duration) -> String {
+        let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: Substring {
+        let start = firstIndex { $0 != " " } ?? endIndex
+        let end = lastIndex { $0 != " " }.map { index(after: $0) } ?? endIndex
+        return start < end ? self[start..<end] : ""
+    }
+}

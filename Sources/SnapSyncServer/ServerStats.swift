@@ -1,0 +1,59 @@
+/// The daemon's counters, answered to STATS (names snake_case, PROTOCOL.md §3 STATS_REPLY).
+///
+/// `frames_out` counts a DIFF once per member it is queued for; `bytes_out` counts bytes the
+/// kernel accepted. Rates are over the last whole second (`tick`, driven by a 1 s timer).
+struct ServerStats {
+    var framesIn: UInt64 = 0
+    var framesOut: UInt64 = 0
+    var bytesIn: UInt64 = 0
+    var bytesOut: UInt64 = 0
+    var connectionsAccepted: UInt64 = 0
+    var connectionsRefused: UInt64 = 0
+    var slowConsumerDisconnects: UInt64 = 0
+    var protocolErrors: UInt64 = 0
+    var writesApplied: UInt64 = 0
+    var writesRejected: UInt64 = 0
+
+    private(set) var framesInPerSecond: UInt64 = 0
+    private(set) var framesOutPerSecond: UInt64 = 0
+    private var lastFramesIn: UInt64 = 0
+    private var lastFramesOut: UInt64 = 0
+    private var lastTick: ContinuousClock.Instant?
+
+    /// Recomputes the per-second rates from the counters' growth since the previous tick.
+    mutating func tick(now: ContinuousClock.Instant) {
+        if let lastTick {
+            let elapsed = now - lastTick
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            if seconds > 0 {
+                framesInPerSecond = UInt64((Double(framesIn - lastFramesIn) / seconds).rounded())
+                framesOutPerSecond = UInt64((Double(framesOut - lastFramesOut) / seconds).rounded())
+            }
+        }
+        lastTick = now
+        lastFramesIn = framesIn
+        lastFramesOut = framesOut
+    }
+
+    /// The STATS_REPLY entries, given the live gauges.
+    func entries(connections: Int, rooms: Int, items: Int, uptime: Duration) -> [(String, UInt64)] {
+        [
+            ("connections", UInt64(connections)),
+            ("rooms", UInt64(rooms)),
+            ("items", UInt64(items)),
+            ("frames_in", framesIn),
+            ("frames_out", framesOut),
+            ("bytes_in", bytesIn),
+            ("bytes_out", bytesOut),
+            ("frames_in_per_second", framesInPerSecond),
+            ("frames_out_per_second", framesOutPerSecond),
+            ("slow_consumer_disconnects", slowConsumerDisconnects),
+            ("connections_accepted", connectionsAccepted),
+            ("connections_refused", connectionsRefused),
+            ("protocol_errors", protocolErrors),
+            ("writes_applied", writesApplied),
+            ("writes_rejected", writesRejected),
+            ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),
+        ]
+    }
+}

@@ -1,0 +1,210 @@
+internal import Glibc
+
+// Every socket system call of the daemon, after swift-nio's SystemCallHelpers and
+// swift-system's Syscalls.swift: each wrapper's doc names its C function, EINTR is retried
+// here, EBADF/EFAULT/ENOTSOCK are preconditions (they mean a bug in SnapSync, not bad input),
+// and every other failure becomes a typed `SystemError`. "Would block" is not an error on the
+// hot paths: `read` and `send` return it as a value.
+
+/// A failed system call: which one, and errno.
+public struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var call: String
+    public var errno: Int32
+
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    public var description: String { "\(call): \(String(cString: strerror(errno))) (errno \(errno))" }
+
+    /// The peer went away (reset, broken pipe, timed out): a normal way for a connection to end.
+    var isDisconnect: Bool {
+        errno == ECONNRESET || errno == EPIPE || errno == ETIMEDOUT || errno == ENOTCONN || errno == EHOSTUNREACH
+    }
+}
+
+enum Syscall {
+    /// Runs `body` until it returns something other than -1 with EINTR. The one place errno is read.
+    @inline(__always)
+    private static func retrying<T: FixedWidthInteger>(_ call: StaticString, _ body: () -> T) throws(SystemError) -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let error = Glibc.errno
+            if error == EINTR { continue }
+            precondition(error != EBADF && error != EFAULT && error != ENOTSOCK,
+                         "\(call) failed with errno \(error): a SnapSync bug (bad descriptor or buffer)")
+            throw SystemError(call: "\(call)", errno: error)
+        }
+    }
+
+    private static func isWouldBlock(_ error: SystemError) -> Bool {
+        error.errno == EAGAIN || error.errno == EWOULDBLOCK
+    }
+
+    // MARK: Sockets
+
+    /// `socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)`.
+    static func socket(domain: Int32, type: Int32) throws(SystemError) -> Int32 {
+        try retrying("socket") { Glibc.socket(domain, type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+    }
+
+    /// `setsockopt(fd, level, name, &value, sizeof(int))`.
+    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
+        var value = value
+        _ = try retrying("setsockopt") { Glibc.setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) }
+    }
+
+    /// `getsockopt(fd, level, name, &value, &len)` for an int option.
+    static func option(_ fd: Int32, _ level: Int32, _ name: Int32) throws(SystemError) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try retrying("getsockopt") { Glibc.getsockopt(fd, level, name, &value, &length) }
+        return value
+    }
+
+    /// `bind(fd, address, length)`.
+    static func bind(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
+        _ = try address.withSockaddr { (pointer, length) throws(SystemError) in
+            try retrying("bind") { Glibc.bind(fd, pointer, length) }
+        }
+    }
+
+    /// `listen(fd, backlog)`.
+    static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
+        _ = try retrying("listen") { Glibc.listen(fd, backlog) }
+    }
+
+    /// `getsockname(fd, ...)`: the address a socket is bound to (the real port after port 0).
+    static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(SystemError) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(SystemError) in
+                try retrying("getsockname") { Glibc.getsockname(fd, address, &length) }
+            }
+        }
+        return SocketAddress(storage: storage, length: length)
+    }
+
+    /// The result of a non-blocking accept.
+    enum Accepted {
+        case connection(fd: Int32, peer: SocketAddress)
+        /// EAGAIN: the backlog is empty.
+        case none
+    }
+
+    /// `accept(fd, ...)`, then `fcntl(F_SETFL, O_NONBLOCK)` and `fcntl(F_SETFD, FD_CLOEXEC)`.
+    ///
+    /// Not accept4: Swift's Glibc module is built without _GNU_SOURCE and does not declare it,
+    /// and a shim for a non-macro would widen the C boundary for two syscalls per accept —
+    /// accepting is not a hot path (connections are long-lived; fan-out is).
+    static func accept(_ fd: Int32) throws(SystemError) -> Accepted {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let client: Int32
+        do throws(SystemError) {
+            client = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(SystemError) in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(SystemError) in
+                    try retrying("accept") { Glibc.accept(fd, address, &length) }
+                }
+            }
+        } catch where isWouldBlock(error) {
+            return .none
+        }
+        do throws(SystemError) {
+            let flags = try retrying("fcntl") { Glibc.fcntl(client, F_GETFL) }
+            _ = try retrying("fcntl") { Glibc.fcntl(client, F_SETFL, flags | O_NONBLOCK) }
+            _ = try retrying("fcntl") { Glibc.fcntl(client, F_SETFD, FD_CLOEXEC) }
+        } catch {
+            close(client)
+            throw error
+        }
+        return .connection(fd: client, peer: SocketAddress(storage: storage, length: length))
+    }
+
+    /// The result of a non-blocking read.
+    enum ReadResult {
+        case bytes(Int)
+        case wouldBlock
+        case endOfFile
+    }
+
+    /// `read(fd, buffer, count)`.
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> ReadResult {
+        do throws(SystemError) {
+            let n = try retrying("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+            return n == 0 ? .endOfFile : .bytes(n)
+        } catch where isWouldBlock(error) {
+            return .wouldBlock
+        }
+    }
+
+    /// `sendmsg(fd, {iov, count}, MSG_NOSIGNAL)`: writev with MSG_NOSIGNAL, so that a vanished
+    /// peer is an EPIPE here rather than a process-wide SIGPIPE.
+    /// - Returns: bytes written, or `nil` when the socket's send buffer is full (EAGAIN).
+    static func send(_ fd: Int32, _ iovecs: UnsafeMutablePointer<iovec>, count: Int) throws(SystemError) -> Int? {
+        var message = msghdr()
+        message.msg_iov = iovecs
+        message.msg_iovlen = count
+        do throws(SystemError) {
+            return try retrying("sendmsg") { Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
+        } catch where isWouldBlock(error) {
+            return nil
+        }
+    }
+
+    /// `send(fd, bytes, count, MSG_NOSIGNAL)` of one buffer; `nil` when it would block.
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
+        do throws(SystemError) {
+            return try retrying("send") { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+        } catch where isWouldBlock(error) {
+            return nil
+        }
+    }
+
+    /// `sendto(fd, bytes, count, MSG_NOSIGNAL, address, length)`, for datagrams (sd_notify).
+    static func sendDatagram(_ fd: Int32, _ bytes: [UInt8], to address: SocketAddress) throws(SystemError) {
+        _ = try retrying("sendto") {
+            address.withSockaddr { pointer, length in
+                bytes.withUnsafeBytes { Glibc.sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), pointer, length) }
+            }
+        }
+    }
+
+    /// `shutdown(fd, SHUT_WR)`: sends FIN after everything queued, keeps reading possible.
+    /// A peer that is already gone (ENOTCONN) is not an error here.
+    static func shutdownWrite(_ fd: Int32) {
+        while Glibc.shutdown(fd, Int32(SHUT_WR)) == -1 {
+            let error = Glibc.errno
+            if error == EINTR { continue }
+            precondition(error != EBADF && error != ENOTSOCK, "shutdown on a bad descriptor: a SnapSync bug")
+            return
+        }
+    }
+
+    /// `close(fd)`. Not retried on EINTR: on Linux the descriptor is released even then, and a
+    /// retry could close a descriptor another part of the program just got.
+    static func close(_ fd: Int32) {
+        if Glibc.close(fd) == -1 {
+            precondition(Glibc.errno != EBADF, "close of a bad descriptor: a SnapSync bug")
+        }
+    }
+
+    // MARK: Process
+
+    /// `getrlimit(RLIMIT_NOFILE)` then, when `needed` is above the soft limit, `setrlimit` to
+    /// min(needed, hard). Returns the soft limit in force afterwards.
+    static func raiseOpenFileLimit(to needed: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        let wanted = rlim_t(max(0, needed))
+        if wanted > limit.rlim_cur {
+            var raised = limit
+            raised.rlim_cur = min(wanted, limit.rlim_max)
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
+    }
+}

@@ -1,0 +1,143 @@
+import ArgumentParser
+import Logging
+import SnapSyncServer
+
+/// `snapsyncd [options]`: every limit has a flag and a documented default (ServerConfiguration).
+struct SnapsyncdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapsyncd",
+        abstract: "The SnapSync daemon: one authoritative snapshot per room, every change streamed as a diff.",
+        discussion: """
+            Listens for SnapSync clients (Protocol/PROTOCOL.md) and logs to stderr, one line per \
+            event (journald priorities when JOURNAL_STREAM is set). Sizes take K, M, G suffixes \
+            (binary: 64KiB, 16MiB); durations take ms, s, m, h (500ms, 10s). SIGTERM or SIGINT \
+            shut down cleanly: stop accepting, flush, close every connection, exit 0. Under \
+            systemd (NOTIFY_SOCKET) it sends READY=1 once listening and STOPPING=1 at shutdown.
+            """
+    )
+
+    private static let defaults = ServerConfiguration()
+    private static func size(_ value: Int) -> String { ConfigurationValue.describe(byteCount: value) }
+    private static func time(_ value: Duration) -> String { ConfigurationValue.describe(duration: value) }
+
+    @Option(help: "Address to listen on: IPv4, IPv6 (::1) or a host name.")
+    var host: String = defaults.host
+
+    @Option(help: "TCP port; 0 picks a free one (the log says which).")
+    var port: Int = defaults.port
+
+    @Option(help: ArgumentHelp("Directory for durable state, created if missing. (default: $STATE_DIRECTORY if set, else ./data)", valueName: "path"))
+    var dataDir: String?
+
+    @Option(help: "Least severe level logged: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    @Option(help: "Largest frame body accepted and announced (max_frame_bytes). (default: \(size(defaults.maxFrameBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxFrameBytes: Int = defaults.maxFrameBytes
+
+    @Option(help: "Connections served at once; one more gets ERROR too_many_connections.")
+    var maxConnections: Int = defaults.maxConnections
+
+    @Option(help: "Rooms held by the daemon; a request creating one more gets REJECT too_many_rooms.")
+    var maxRooms: Int = defaults.maxRooms
+
+    @Option(help: "Rooms one connection may have joined at once.")
+    var maxRoomsPerConnection: Int = defaults.maxRoomsPerConnection
+
+    @Option(help: "Items one room may hold.")
+    var maxItemsPerRoom: Int = defaults.maxItemsPerRoom
+
+    @Option(help: "Sections one room may hold.")
+    var maxSectionsPerRoom: Int = defaults.maxSectionsPerRoom
+
+    @Option(help: "Largest section or item payload. (default: \(size(defaults.maxPayloadBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxPayloadBytes: Int = defaults.maxPayloadBytes
+
+    @Option(help: "Longest section or item identifier, in bytes. (default: \(defaults.maxIdentifierBytes))", transform: ConfigurationValue.byteCount)
+    var maxIdentifierBytes: Int = defaults.maxIdentifierBytes
+
+    @Option(help: ArgumentHelp("Largest encoded room snapshot. (default: --max-frame-bytes minus 64KiB)", valueName: "max-snapshot-bytes"),
+            transform: ConfigurationValue.byteCount)
+    var maxSnapshotBytes: Int?
+
+    @Option(help: "Unsent output allowed per connection before it is cut off as a slow consumer. (default: \(size(defaults.maxOutputBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxOutputBytes: Int = defaults.maxOutputBytes
+
+    @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
+    var historyCount: Int = defaults.historyCount
+
+    @Option(help: "Bytes of DIFFs each room keeps for resume. (default: \(size(defaults.historyBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var historyBytes: Int = defaults.historyBytes
+
+    @Option(help: "Time a new connection has to send HELLO. (default: \(time(defaults.handshakeTimeout)))",
+            transform: ConfigurationValue.duration)
+    var handshakeTimeout: Duration = defaults.handshakeTimeout
+
+    @Option(help: "Silence before a PING; as long again without an answer closes. (default: \(time(defaults.idleTimeout)))",
+            transform: ConfigurationValue.duration)
+    var idleTimeout: Duration = defaults.idleTimeout
+
+    @Option(help: "Longest wait for queued output at shutdown and when closing a connection. (default: \(time(defaults.shutdownTimeout)))",
+            transform: ConfigurationValue.duration)
+    var shutdownTimeout: Duration = defaults.shutdownTimeout
+
+    @Option(help: "listen(2) backlog.")
+    var backlog: Int = defaults.listenBacklog
+
+    /// The flags as a checked configuration.
+    func serverConfiguration() throws(ConfigurationError) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.dataDirectory = dataDir ?? DataDirectory.defaultPath()
+        configuration.maxFrameBytes = maxFrameBytes
+        configuration.maxRoomsPerConnection = maxRoomsPerConnection
+        configuration.maxItemsPerRoom = maxItemsPerRoom
+        configuration.maxSectionsPerRoom = maxSectionsPerRoom
+        configuration.maxPayloadBytes = maxPayloadBytes
+        configuration.maxIdentifierBytes = maxIdentifierBytes
+        configuration.maxSnapshotBytes = maxSnapshotBytes ?? ServerConfiguration.snapshotBytes(forFrameBytes: maxFrameBytes)
+        configuration.historyCount = historyCount
+        configuration.maxConnections = maxConnections
+        configuration.maxRooms = maxRooms
+        configuration.maxOutputBytes = maxOutputBytes
+        configuration.historyBytes = historyBytes
+        configuration.handshakeTimeout = handshakeTimeout
+        configuration.idleTimeout = idleTimeout
+        configuration.shutdownTimeout = shutdownTimeout
+        configuration.listenBacklog = backlog
+        try configuration.validate()
+        return configuration
+    }
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        do {
+            _ = try serverConfiguration()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { _ in JournalLogHandler(level: level) }
+        let logger = Logger(label: "snapsyncd")
+        let configuration = try serverConfiguration()
+        do {
+            try DataDirectory.prepare(configuration.dataDirectory)
+            let server = try Server(configuration: configuration, logger: logger)
+            try server.start()
+            try server.run()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode.failure
+        }
+    }
+}
