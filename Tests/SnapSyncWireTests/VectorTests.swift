@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import SnapSyncModel
 @testable import SnapSyncWire
@@ -21,6 +22,10 @@ import SnapSyncModel
             #expect(JSONForm.message(message) == v.message, "\(v)")
             // Exactly one encoding per message.
             #expect(FrameEncoder().encode(message) == v.bytes, "\(v)")
+            // The generator's SHA-256 agrees with the model's digest.
+            if case .snapshot(_, _, _, _, _, let digest, let snapshot) = message {
+                #expect(snapshot.digest == digest, "\(v)")
+            }
         } else {
             #expect(throws: WireError.self, "\(v)") { try FrameDecoder.decode(frame: v.bytes, limits: v.limits) }
             do {
@@ -29,6 +34,16 @@ import SnapSyncModel
                 #expect(error.code.name == v.error, "\(v): \(error)")
             }
         }
+    }
+
+    /// The committed vectors and PROTOCOL.md's examples are what generate.py produces now.
+    @Test func vectorsAreFresh() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Vectors.directory.appendingPathComponent("generate.py").path, "--check"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "run python3 Protocol/vectors/generate.py")
     }
 
     /// The incremental decoder: a valid frame decodes; a truncated one is "need more" and
