@@ -371,8 +371,8 @@ NOTES = {
     "TrailingBytes": "Bytes left in the body after the last field.",
     "FieldOverrun": "A length or count that runs past the end of the body.",
     "LayoutRule": "Breaks a rule of a layout: empty HELLO versions, write_id over 32 bytes, bad magic.",
-    "InvalidUtf8": "A `string` field that is not UTF-8. Receivers MAY reject it (section 2); the Swift codec and "
-                   "snapcat do, with `malformed_frame`. An implementation that does not validate MAY skip these.",
+    "InvalidUtf8": "A `string` field that is not UTF-8. Receivers MAY reject it (section 2); the reference "
+                   "implementations do, with `malformed_frame`. An implementation that does not validate MAY skip these.",
     "ContentRule": "A whole, well-formed SNAPSHOT, REPLACE or DIFF whose content breaks a model rule or "
                    "limit. The error is the rule's code (20-32), not malformed_frame: a server answers a "
                    "REPLACE like this with REJECT.",
