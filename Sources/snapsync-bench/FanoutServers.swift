@@ -83,7 +83,9 @@ enum FanoutServers {
     }
 
     /// --server-binary, else <repo>/.build/release/snapsyncd, else <repo>/.build/debug/snapsyncd,
-    /// else the snapsyncd next to this executable.
+    /// else the snapsyncd next to this executable. When none exists and this is a checkout, it is
+    /// built (`swift build -c release --product snapsyncd`); one older than the daemon's sources
+    /// gets a warning, since `swift run snapsync-bench` does not rebuild it.
     static func daemonBinary(explicit: String?) -> String {
         if let explicit {
             guard access(explicit, X_OK) == 0 else {
@@ -92,12 +94,29 @@ enum FanoutServers {
             }
             return explicit
         }
+        let root = repositoryRoot()
         var candidates: [String] = []
-        if let root = repositoryRoot() {
+        if let root {
             candidates += [root + "/.build/release/snapsyncd", root + "/.build/debug/snapsyncd"]
         }
         if let exe = executablePath() { candidates.append(parent(of: exe) + "/snapsyncd") }
-        for path in candidates where access(path, X_OK) == 0 { return path }
+        if let found = candidates.first(where: { access($0, X_OK) == 0 }) {
+            if let root, let built = modificationTime(found) {
+                let sources = ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel", "snapsyncd"]
+                    .map { newestModification(under: root + "/Sources/" + $0) }.max() ?? 0
+                if sources > built {
+                    fanoutErr("snapsync-bench: warning: \(found) is older than the daemon's sources; rebuild it with `swift build -c release --product snapsyncd`\n")
+                }
+            }
+            return found
+        }
+        if let root, findInPath("swift") != nil {
+            let command = "cd '\(root)' && swift build -c release --product snapsyncd >&2"
+            fanoutErr("snapsync-bench: no snapsyncd binary yet; building it: \(command)\n")
+            if system(command) == 0, access(root + "/.build/release/snapsyncd", X_OK) == 0 {
+                return root + "/.build/release/snapsyncd"
+            }
+        }
         fanoutErr("""
             snapsync-bench: no snapsyncd binary found (looked at \(candidates.joined(separator: ", "))).
             Build it with `swift build -c release --product snapsyncd`, or pass --server-binary PATH,
@@ -105,6 +124,32 @@ enum FanoutServers {
 
             """)
         exit(1)
+    }
+
+    static func modificationTime(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return info.st_mtim.tv_sec
+    }
+
+    /// The newest modification time of any file under `directory` (recursive), 0 if none.
+    static func newestModification(under directory: String) -> Int {
+        guard let dir = opendir(directory) else { return modificationTime(directory) ?? 0 }
+        defer { closedir(dir) }
+        var newest = 0
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            let path = directory + "/" + name
+            if Int32(entry.pointee.d_type) == Int32(DT_DIR) {
+                newest = max(newest, newestModification(under: path))
+            } else {
+                newest = max(newest, modificationTime(path) ?? 0)
+            }
+        }
+        return newest
     }
 
     static func findInPath(_ name: String) -> String? {
