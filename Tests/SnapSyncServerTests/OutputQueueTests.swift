@@ -1,0 +1,116 @@
+import Testing
+@testable import SnapSyncServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The per-connection output queue: byte accounting, iovec gathering, partial sends, the cap.
+
+private func chunk(_ bytes: [UInt8]) -> OutputChunk { OutputChunk.frozen(bytes) }
+
+/// Gathers the queue and concatenates what the iovecs point at.
+private func gathered(_ queue: OutputQueue, capacity: Int = OutputQueue.maxIovecs) -> (bytes: [UInt8], iovecs: Int) {
+    let iovecs = UnsafeMutablePointer<iovec>.allocate(capacity: capacity)
+    defer { iovecs.deallocate() }
+    let count = queue.gather(into: iovecs, capacity: capacity)
+    var bytes: [UInt8] = []
+    for index in 0..<count {
+        bytes += UnsafeRawBufferPointer(start: iovecs[index].iov_base, count: iovecs[index].iov_len)
+    }
+    return (bytes, count)
+}
+
+extension OutputQueue {
+    /// `append` of a byte array (spelled out: an untyped literal would be `[Int]`).
+    mutating func appendBytes(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+}
+
+@Suite struct OutputQueueTests {
+    @Test func sharedChunksAreQueuedByReferenceAndCountedPerQueue() {
+        let diff = chunk([1, 2, 3, 4])
+        var a = OutputQueue(cap: 100), b = OutputQueue(cap: 100)
+        a.enqueue(diff)
+        b.enqueue(diff)
+        #expect(a.pendingBytes == 4 && b.pendingBytes == 4)
+        let iovecs = UnsafeMutablePointer<iovec>.allocate(capacity: 2)
+        defer { iovecs.deallocate() }
+        _ = a.gather(into: iovecs, capacity: 1)
+        _ = b.gather(into: iovecs + 1, capacity: 1)
+        #expect(iovecs[0].iov_base == iovecs[1].iov_base, "both queues point at the one encoding")
+    }
+
+    @Test func smallRepliesShareOnePrivateTailChunk() {
+        var queue = OutputQueue(cap: 1 << 20)
+        for byte in UInt8(0)..<10 { queue.appendBytes([byte, byte]) }
+        #expect(queue.pendingBytes == 20)
+        #expect(queue.entryCount == 1)
+        // A shared chunk closes the tail; a later reply starts a new one after it.
+        queue.enqueue(chunk([99]))
+        queue.appendBytes([7])
+        #expect(queue.entryCount == 3)
+        let (bytes, iovecs) = gathered(queue)
+        #expect(iovecs == 3)
+        #expect(bytes == (0..<10).flatMap { [UInt8($0), UInt8($0)] } + [99, 7])
+    }
+
+    @Test func partialSendsConsumeFromTheFrontInOrder() {
+        var queue = OutputQueue(cap: 1 << 20)
+        queue.enqueue(chunk([1, 2, 3]))
+        queue.enqueue(chunk([4, 5]))
+        queue.appendBytes([6, 7, 8])
+        queue.consume(2)
+        #expect(queue.pendingBytes == 6)
+        #expect(gathered(queue).bytes == [3, 4, 5, 6, 7, 8])
+        queue.consume(3)
+        #expect(gathered(queue).bytes == [6, 7, 8])
+        #expect(queue.entryCount == 1)
+        queue.consume(3)
+        #expect(queue.isEmpty && queue.entryCount == 0 && queue.pendingBytes == 0)
+        // The drained private chunk is reused, and the queue works as new.
+        queue.appendBytes([9])
+        #expect(gathered(queue).bytes == [9])
+    }
+
+    @Test func gatherStopsAtTheIovecCapacity() {
+        var queue = OutputQueue(cap: 1 << 20)
+        for byte in UInt8(0)..<5 { queue.enqueue(chunk([byte])) }
+        let (bytes, count) = gathered(queue, capacity: 3)
+        #expect(count == 3 && bytes == [0, 1, 2])
+    }
+
+    @Test func theCapRefusesGrowthButNeverTheFirstFrame() {
+        var queue = OutputQueue(cap: 10)
+        #expect(!queue.wouldExceedCap(adding: 50), "one frame into an empty queue is always accepted")
+        queue.enqueue(chunk(Array(repeating: 0, count: 8)))
+        #expect(!queue.wouldExceedCap(adding: 2))
+        #expect(queue.wouldExceedCap(adding: 3))
+        queue.consume(8)
+        #expect(!queue.wouldExceedCap(adding: 50))
+    }
+
+    @Test func slowConsumerCutOffKeepsOnlyThePartlySentFrame() {
+        var queue = OutputQueue(cap: 1 << 20)
+        queue.enqueue(chunk([1, 2, 3, 4]))
+        queue.enqueue(chunk([5, 6]))
+        queue.appendBytes([7, 8])
+        queue.consume(1)
+        let dropped = queue.dropAllButPartialHead()
+        #expect(dropped == 4)
+        #expect(queue.pendingBytes == 3)
+        #expect(gathered(queue).bytes == [2, 3, 4])
+        // Nothing partly sent: everything goes.
+        var fresh = OutputQueue(cap: 1 << 20)
+        fresh.enqueue(chunk([1, 2]))
+        #expect(fresh.dropAllButPartialHead() == 2)
+        #expect(fresh.isEmpty && fresh.entryCount == 0)
+    }
+
+    @Test func emptyChunksAreNotQueued() {
+        var queue = OutputQueue(cap: 10)
+        queue.enqueue(chunk([]))
+        [UInt8]().withUnsafeBytes { queue.append($0) }
+        #expect(queue.isEmpty && queue.entryCount == 0)
+    }
+}

@@ -1,0 +1,301 @@
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+@testable import SnapSyncServer
+
+// Rooms without sockets: writes, rejections, compare-and-set, write-id deduplication, history
+// and the resume decision.
+
+private func makeRoom(_ name: String = "room", limits: Room.Limits = Room.Limits(),
+                      version: UInt64 = 0, epoch: UInt64 = 77) -> Room {
+    Room(name: name, epoch: epoch, version: version, snapshot: Snapshot(), limits: limits)
+}
+
+private func element(_ id: String, _ payload: String = "") -> Element {
+    Element(Identifier(id), payload: Payload(payload))
+}
+
+/// Applies ops that must succeed and returns the DIFF frame.
+@discardableResult
+private func mustApply(_ room: Room, _ ops: [Operation], writeId: [UInt8] = [], expected: UInt64? = nil,
+                       sourceLocation: SourceLocation = #_sourceLocation) -> OutputChunk? {
+    var scratch: [UInt8] = []
+    guard case .applied(_, let diff) = room.mutate(ops, expectedVersion: expected, writeId: writeId, scratch: &scratch) else {
+        Issue.record("write was not applied", sourceLocation: sourceLocation)
+        return nil
+    }
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try room.snapshot.checkInvariants() }
+    return diff
+}
+
+private func decode(_ chunk: OutputChunk) throws -> Message {
+    try FrameDecoder.decode(frame: chunk.array, accepting: .server)
+}
+
+@Suite struct RoomTests {
+    @Test func appliedWriteBumpsTheVersionAndEncodesItsDiffOnce() throws {
+        let room = makeRoom()
+        let ops: [Operation] = [.appendSections([element("s")]), .appendItems([element("a", "x")], toSection: "s")]
+        var scratch: [UInt8] = []
+        guard case .applied(let version, let diff) = room.mutate(ops, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+            Issue.record("not applied")
+            return
+        }
+        #expect(version == 1)
+        #expect(room.version == 1)
+        #expect(diff.isFrozen)
+        let message = try decode(diff)
+        guard case .diff(let name, let epoch, let diffVersion, let diffOps) = message else {
+            Issue.record("not a DIFF: \(message)")
+            return
+        }
+        #expect(name == "room" && epoch == 77 && diffVersion == 1 && diffOps == ops)
+        #expect(room.snapshot.itemIdentifiers == ["a"])
+        #expect(room.historyCount == 1 && room.historyBytes == diff.count)
+    }
+
+    @Test func rejectedBatchLeavesTheRoomUnchangedAndSaysWhere() {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s")]), .appendItems([element("a")], toSection: "s")])
+        let before = room.snapshot
+        let digest = room.digest
+        var scratch: [UInt8] = []
+        let outcome = room.mutate([.appendItems([element("b")], toSection: "s"), .deleteItems(["missing"])],
+                                  expectedVersion: nil, writeId: [1, 2], scratch: &scratch)
+        guard case .rejected(let rejection) = outcome else {
+            Issue.record("expected a rejection, got \(outcome)")
+            return
+        }
+        #expect(rejection.code == .itemNotFound)
+        #expect(rejection.opIndex == 1)
+        #expect(rejection.identifier == "missing")
+        #expect(rejection.message.contains("missing"))
+        #expect(room.snapshot == before)
+        #expect(room.digest == digest)
+        #expect(room.version == 1)
+        #expect(room.historyCount == 1)
+        // A rejected write's id is not remembered: retrying it is a fresh attempt.
+        #expect(throws: Never.self) { try room.snapshot.checkInvariants() }
+        guard case .rejected = room.mutate([.deleteItems(["missing"])], expectedVersion: nil, writeId: [1, 2], scratch: &scratch) else {
+            Issue.record("a rejected write id was remembered")
+            return
+        }
+    }
+
+    @Test func limitsComeFromTheRoomLimits() {
+        var limits = Room.Limits()
+        limits.model.maxItems = 2
+        let room = makeRoom(limits: limits)
+        mustApply(room, [.appendSections([element("s")]), .appendItems([element("a"), element("b")], toSection: "s")])
+        var scratch: [UInt8] = []
+        guard case .rejected(let rejection) = room.mutate([.appendItems([element("c")], toSection: "s")],
+                                                          expectedVersion: nil, writeId: [], scratch: &scratch) else {
+            Issue.record("a third item was accepted")
+            return
+        }
+        #expect(rejection.code == .tooManyItems && rejection.opIndex == 0)
+        #expect(room.snapshot.numberOfItems == 2)
+    }
+
+    @Test func compareAndSetRejectsAStaleVersionNamingTheCurrentOne() {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s")])], expected: 0)
+        var scratch: [UInt8] = []
+        guard case .rejected(let rejection) = room.mutate([.appendSections([element("t")])], expectedVersion: 0,
+                                                          writeId: [], scratch: &scratch) else {
+            Issue.record("a stale expected version was accepted")
+            return
+        }
+        #expect(rejection.code == .versionMismatch)
+        #expect(rejection.opIndex == nil)
+        #expect(rejection.message.contains("version 1"))
+        #expect(room.version == 1 && room.snapshot.numberOfSections == 1)
+        mustApply(room, [.appendSections([element("t")])], expected: 1)
+        #expect(room.version == 2)
+    }
+
+    @Test func repeatedWriteIdGetsTheOriginalVersionAndAppliesNothing() {
+        let room = makeRoom()
+        let id: [UInt8] = Array("write-1".utf8)
+        mustApply(room, [.appendSections([element("s")])], writeId: id)
+        mustApply(room, [.appendSections([element("t")])], writeId: Array("write-2".utf8))
+        var scratch: [UInt8] = []
+        // The retry would fail if applied (duplicate section) and carries a stale expected
+        // version; neither matters: it is answered with version 1.
+        let outcome = room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: id, scratch: &scratch)
+        guard case .duplicate(let version) = outcome else {
+            Issue.record("expected a duplicate, got \(outcome)")
+            return
+        }
+        #expect(version == 1)
+        #expect(room.version == 2)
+        #expect(room.snapshot.sectionIdentifiers == ["s", "t"])
+    }
+
+    @Test func writeIdsAreForgottenWithTheirHistory() {
+        var limits = Room.Limits()
+        limits.historyCount = 2
+        let room = makeRoom(limits: limits)
+        mustApply(room, [.appendSections([element("a")])], writeId: [1])
+        mustApply(room, [.appendSections([element("b")])], writeId: [2])
+        mustApply(room, [.appendSections([element("c")])], writeId: [3])
+        mustApply(room, [.appendSections([element("d")])], writeId: [4])
+        // History keeps versions 3 and 4 (base 2): ids of versions 2...4 are remembered.
+        #expect(room.historyBaseVersion == 2)
+        var scratch: [UInt8] = []
+        guard case .duplicate(3) = room.mutate([], expectedVersion: nil, writeId: [3], scratch: &scratch) else {
+            Issue.record("write id 3 was forgotten too early")
+            return
+        }
+        guard case .applied = room.mutate([.appendSections([element("a2")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {
+            Issue.record("write id 1 is still remembered after leaving history")
+            return
+        }
+    }
+
+    @Test func emptyBatchIsAcknowledgedAtTheCurrentVersionWithoutANewOne() {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s")])])
+        var scratch: [UInt8] = []
+        guard case .unchanged(let version) = room.mutate([], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+            Issue.record("an empty batch changed something")
+            return
+        }
+        #expect(version == 1 && room.version == 1 && room.historyCount == 1)
+        // Its write id is remembered too.
+        guard case .duplicate(1) = room.mutate([.appendSections([element("t")])], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+            Issue.record("the write id of an empty batch was not remembered")
+            return
+        }
+        // An empty batch still checks the expected version.
+        guard case .rejected(let rejection) = room.mutate([], expectedVersion: 5, writeId: [], scratch: &scratch) else {
+            Issue.record("an empty batch skipped compare-and-set")
+            return
+        }
+        #expect(rejection.code == .versionMismatch)
+    }
+
+    @Test func replaceSendsTheServerSideDiffAndReachesTheTarget() throws {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s"), element("t")]),
+                         .appendItems([element("a"), element("b")], toSection: "s")])
+        let before = room.snapshot
+        let target = try Snapshot([(element("t", "new"), [element("b"), element("c")]), (element("u"), [])])
+        var scratch: [UInt8] = []
+        guard case .applied(let version, let diff) = room.replace(with: target, expectedVersion: 1, writeId: [], scratch: &scratch) else {
+            Issue.record("replace was not applied")
+            return
+        }
+        #expect(version == 2)
+        #expect(room.snapshot == target)
+        guard case .diff(_, _, 2, let ops) = try decode(diff) else {
+            Issue.record("not a DIFF at version 2")
+            return
+        }
+        var replica = before
+        try replica.apply(ops, limits: .unlimited)
+        #expect(replica == target)
+        // Replacing with the same content changes nothing.
+        guard case .unchanged(2) = room.replace(with: target, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+            Issue.record("an identical replace made a version")
+            return
+        }
+        #expect(room.version == 2)
+    }
+
+    @Test func aDiffTooLargeForTheFrameLimitIsRefusedBeforeTheRoomChanges() {
+        var limits = Room.Limits()
+        limits.maxFrameBytes = 1024
+        let room = makeRoom(limits: limits)
+        var scratch: [UInt8] = []
+        let big = element("s", String(repeating: "x", count: 2000))
+        guard case .rejected(let rejection) = room.mutate([.appendSections([big])], expectedVersion: nil, writeId: [], scratch: &scratch) else {
+            Issue.record("an oversized DIFF was accepted")
+            return
+        }
+        #expect(rejection.code == .snapshotTooLarge)
+        #expect(room.version == 0 && room.snapshot.isEmpty)
+    }
+
+    @Test func roomNamesAreCheckedForLength() {
+        #expect(Room.validate(name: "")?.code == .invalidRoomName)
+        #expect(Room.validate(name: String(repeating: "r", count: 129))?.code == .invalidRoomName)
+        #expect(Room.validate(name: String(repeating: "r", count: 128)) == nil)
+        #expect(Room.validate(name: "é") == nil)
+    }
+
+    @Test func newRoomsStartEmptyAtVersionZeroWithANonzeroEpoch() {
+        let a = Room(name: "a", limits: Room.Limits()), b = Room(name: "b", limits: Room.Limits())
+        #expect(a.epoch != 0 && b.epoch != 0 && a.epoch != b.epoch)
+        #expect(a.version == 0 && a.snapshot.isEmpty)
+    }
+
+    @Test func digestIsTheSnapshotsAndFollowsEveryVersion() {
+        let room = makeRoom()
+        #expect(room.digest == Snapshot().digest)
+        mustApply(room, [.appendSections([element("s")])])
+        #expect(room.digest == room.snapshot.digest)
+        #expect(room.digest != Snapshot().digest)
+    }
+}
+
+@Suite struct ResumeDecisionTests {
+    /// A room at version 5 keeping the last 3 DIFFs (base version 2).
+    private func roomAtFive() -> (Room, [OutputChunk]) {
+        var limits = Room.Limits()
+        limits.historyCount = 3
+        let room = makeRoom(limits: limits)
+        var frames: [OutputChunk] = []
+        for i in 1...5 { frames.append(mustApply(room, [.appendSections([element("s\(i)")])])!) }
+        return (room, frames)
+    }
+
+    @Test func freshJoinGetsTheInitialSnapshot() {
+        let (room, _) = roomAtFive()
+        guard case .snapshot(.initial) = room.answerJoin(resume: nil) else {
+            Issue.record("fresh JOIN not answered with SNAPSHOT initial")
+            return
+        }
+    }
+
+    @Test func positionInsideHistoryGetsCatchupWithExactlyTheMissingDiffs() {
+        let (room, frames) = roomAtFive()
+        for from in UInt64(2)...5 {
+            guard case .catchup(let start, let end, let sent) = room.answerJoin(resume: .init(epoch: 77, version: from)) else {
+                Issue.record("position \(from) is inside history")
+                continue
+            }
+            #expect(start == from && end == 5)
+            #expect(sent.map(ObjectIdentifier.init) == frames[Int(from)...].map(ObjectIdentifier.init),
+                    "CATCHUP must send the very frames of versions \(from + 1)...5")
+        }
+    }
+
+    @Test func positionOutsideHistoryOrAnotherEpochGetsResync() {
+        let (room, _) = roomAtFive()
+        for position in [Message.Position(epoch: 77, version: 1), .init(epoch: 77, version: 0),
+                         .init(epoch: 78, version: 5), .init(epoch: 77, version: 6)] {
+            guard case .snapshot(.resync) = room.answerJoin(resume: position) else {
+                Issue.record("\(position) should get SNAPSHOT resync")
+                continue
+            }
+        }
+    }
+
+    @Test func historyIsBoundedByBytesToo() {
+        var limits = Room.Limits()
+        limits.historyBytes = 100
+        let room = makeRoom(limits: limits)
+        for i in 1...4 { mustApply(room, [.appendSections([element("s\(i)", String(repeating: "p", count: 40))])]) }
+        #expect(room.historyBytes <= 100)
+        #expect(room.historyCount >= 1)
+        #expect(room.historyBaseVersion == 4 - UInt64(room.historyCount))
+        // A frame larger than the byte bound is not kept at all.
+        mustApply(room, [.appendSections([element("big", String(repeating: "p", count: 200))])])
+        #expect(room.historyCount == 0 && room.historyBaseVersion == 5)
+        guard case .catchup(5, 5, let none) = room.answerJoin(resume: .init(epoch: 77, version: 5)), none.isEmpty else {
+            Issue.record("a current client must get an empty CATCHUP")
+            return
+        }
+    }
+}
