@@ -31,6 +31,12 @@ let package = Package(
             pkgConfig: "libevent_core",
             providers: [.apt(["libevent-dev"])]
         ),
+        // zlib, for its crc32() (the storage log's record checksum), through pkg-config (Debian: zlib1g-dev).
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "SnapSyncModel",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
@@ -49,7 +55,7 @@ let package = Package(
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "SnapSyncModel", "SnapSyncWire",
+                "CLibevent", "CZlib", "SnapSyncModel", "SnapSyncWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: upcoming

@@ -11,6 +11,7 @@ snapsync_need_root() {
 snapsync_install_deps() {
     local missing=()
     pkg-config --exists libevent_core 2>/dev/null || missing+=(libevent-dev)
+    pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
     local p

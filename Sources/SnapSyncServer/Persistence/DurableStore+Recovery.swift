@@ -1,0 +1,268 @@
+public import Logging
+internal import SnapSyncModel
+internal import SnapSyncWire
+
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+// Start-up: lock the directory, load checkpoints, replay the log over them, cut a torn tail,
+// refuse damage that a crash cannot explain.
+//
+// What a crash can leave, and so what is repaired silently (with a log line):
+// - `*.tmp` files: a checkpoint or segment that was never renamed into place. Removed.
+// - The end of the newest segment: a record cut short or half written (a torn write), or the
+//   zeros of preallocated space. Everything from the first bad record on is cut off, but only
+//   when no good record follows it anywhere: appends are sequential, so a crash can only ever
+//   damage the very end.
+// - Two checkpoints of one room (a crash between writing the new one and deleting the old):
+//   the older is removed.
+// Anything else — a bad record with good ones after it, a damaged checkpoint, a segment header
+// that does not check, a gap in a room's versions — is corruption: the store refuses to open,
+// with the file, the byte offset and what is wrong, and changes nothing.
+
+extension DurableStore {
+    /// Opens (creating if needed) the data directory and recovers every room from it.
+    ///
+    /// - Returns: the store, ready for writes to a new log segment, and the rooms, each at the
+    ///   epoch and version it had when its last write was logged.
+    /// - Throws: `.locked`, `.badDirectory`, `.corrupt` or an I/O error: the daemon must not start.
+    public static func open(options: StorageOptions, logger: Logger,
+                            now: ContinuousClock.Instant = .now) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
+        let dir = options.directory
+        try Directory.create(dir)
+        guard Directory.isWritable(dir) else {
+            throw StorageError.badDirectory(path: dir, reason: "it is not writable by this user")
+        }
+        let lock = try PosixFile(path: dir + "/LOCK", flags: O_RDWR | O_CREAT)
+        guard try lock.tryLock() else { throw StorageError.locked(path: dir) }
+        // A crash of the process or the machine can leave
+        // SIGXFSZ would kill the daemon when a write passes RLIMIT_FSIZE; ignored, the write
+        // fails with EFBIG instead and is answered like a full disk.
+        signal(SIGXFSZ, SIG_IGN)
+
+        var names = try Directory.list(dir)
+        var removedTemp = false
+        for name in names where name.hasSuffix(".tmp") {
+            logger.notice("storage: removing \(name), left unfinished by a crash")
+            try Directory.remove(dir + "/" + name)
+            removedTemp = true
+        }
+        if removedTemp { try Directory.syncEntries(dir) }
+        names.removeAll { $0.hasSuffix(".tmp") }
+
+        var recovery = Recovery(options: options, logger: logger)
+        try recovery.loadCheckpoints(names: names)
+        let segments = names.compactMap(LogSegment.sequence(ofFileName:)).sorted()
+        try recovery.replay(segments: segments)
+
+        let nextSegment = (segments.last ?? 0) + 1
+        let active = try LogSegmentWriter.create(directory: dir, sequence: nextSegment,
+                                                 preallocate: options.preallocationBytes, now: now)
+        let store = DurableStore(options: options, logger: logger, lockFile: lock, active: active,
+                                 closedSegments: segments, rooms: recovery.tracks(),
+                                 nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        let rooms = recovery.recoveredRooms()
+        let versions = rooms.reduce(0) { $0 + Int($1.version) }
+        logger.info("storage: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(segments.count) segment(s), \(versions) version(s) in all")
+        return (store, rooms)
+    }
+}
+
+/// The state of a recovery in progress.
+struct Recovery {
+    let options: StorageOptions
+    let logger: Logger
+
+    struct Room {
+        var epoch: UInt64
+        var version: UInt64
+        var snapshot: Snapshot
+        var history: [LoggedWrite]
+        var checkpointFile: String?
+        var checkpointVersion: UInt64
+        var pinnedSegment: UInt64?
+    }
+
+    var rooms: [String: Room] = [:]
+    var nextCheckpointSequence: UInt64 = 1
+    var checkpointsLoaded = 0
+    var recordsReplayed = 0
+
+    init(options: StorageOptions, logger: Logger) {
+        self.options = options
+        self.logger = logger
+    }
+
+    var directory: String { options.directory }
+
+    /// Reads every checkpoint file; when a room has two (a crash between writing the new one
+    /// and removing the old), keeps the newer and removes the other.
+    mutating func loadCheckpoints(names: [String]) throws(StorageError) {
+        let files = names.compactMap { name in CheckpointFile.sequence(ofFileName: name).map { (name, $0) } }
+            .sorted { $0.1 < $1.1 }
+        var superseded: [String] = []
+        for (name, sequence) in files {
+            nextCheckpointSequence = max(nextCheckpointSequence, sequence + 1)
+            let path = directory + "/" + name
+            let file = try PosixFile(path: path, flags: O_RDONLY)
+            let bytes = try file.readAll()
+            file.close()
+            let checkpoint = try CheckpointFile.decode(bytes, path: path)
+            if let existing = rooms[checkpoint.room] {
+                // Later sequence numbers are newer checkpoints of the same room.
+                if existing.epoch == checkpoint.epoch && existing.version > checkpoint.version {
+                    superseded.append(name)
+                    continue
+                }
+                if let old = existing.checkpointFile { superseded.append(old) }
+            }
+            rooms[checkpoint.room] = Room(epoch: checkpoint.epoch, version: checkpoint.version,
+                                          snapshot: checkpoint.snapshot, history: checkpoint.history,
+                                          checkpointFile: name, checkpointVersion: checkpoint.version,
+                                          pinnedSegment: nil)
+            checkpointsLoaded += 1
+        }
+        for name in superseded {
+            logger.notice("storage: removing \(name), superseded by a newer checkpoint of the same room")
+            try Directory.remove(directory + "/" + name)
+            checkpointsLoaded -= 1
+        }
+        if !superseded.isEmpty { try Directory.syncEntries(directory) }
+    }
+
+    /// Replays every segment, oldest first.
+    mutating func replay(segments: [UInt64]) throws(StorageError) {
+        // Read them all first: the check "is anything good after the damage?" looks ahead.
+        var contents: [(UInt64, String, [UInt8])] = []
+        for sequence in segments {
+            let path = directory + "/" + LogSegment.fileName(sequence)
+            let file = try PosixFile(path: path, flags: O_RDONLY)
+            let bytes = try file.readAll()
+            file.close()
+            if let problem = LogSegment.checkHeader(bytes, sequence: sequence) {
+                throw StorageError.corrupt(path: path, offset: 0, reason: problem + " (segments are created whole and renamed into place, so this is damage)")
+            }
+            contents.append((sequence, path, bytes))
+        }
+        let maxPayload = options.maxWritePayloadBytes
+        for index in contents.indices {
+            let (sequence, path, bytes) = contents[index]
+            var offset = LogSegment.headerSize
+            var stop: (offset: Int, why: String?)? = nil
+            while stop == nil {
+                switch RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: max(maxPayload, Int(UInt32.max) >> 1)) {
+                case .record(let payload, let next):
+                    try apply(bytes, payload: payload, path: path, offset: offset, segment: sequence)
+                    offset = next
+                case .end:
+                    stop = (offset, nil)
+                case .damaged(let why):
+                    stop = (offset, why)
+                }
+            }
+            guard let (end, why) = stop, end < bytes.count else { continue }
+            // Something other than a clean end: a torn tail if nothing good follows it.
+            if let good = RecordFraming.nextGoodRecord(bytes, after: end, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) {
+                throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? "zero bytes where a record should be"), yet a good record follows at byte \(good): this is damage in the middle of the log, not an unfinished write, so the daemon will not start (restore the file from a backup, or move it aside to start without the writes in and after it)")
+            }
+            if let later = contents[(index + 1)...].first(where: { Self.hasRecords($0.2) }) {
+                throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start")
+            }
+            let nonZero = !RecordFraming.isAllZero(bytes, from: end, to: bytes.count)
+            let file = try PosixFile(path: path, flags: O_RDWR)
+            try file.truncate(to: end)
+            try file.syncData()
+            file.close()
+            if nonZero {
+                logger.warning("storage: \(LogSegment.fileName(sequence)): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged")
+            } else {
+                logger.info("storage: \(LogSegment.fileName(sequence)): trimmed \(bytes.count - end) zero bytes after the last record at byte \(end) (preallocated space, or the start of a write cut short)")
+            }
+        }
+    }
+
+    static func hasRecords(_ bytes: [UInt8]) -> Bool {
+        if case .record = RecordFraming.parse(bytes, at: LogSegment.headerSize, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) {
+            return true
+        }
+        return RecordFraming.nextGoodRecord(bytes, after: LogSegment.headerSize, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) != nil
+    }
+
+    /// Replays one record over its room.
+    private mutating func apply(_ bytes: [UInt8], payload: Range<Int>, path: String, offset: Int,
+                                segment: UInt64) throws(StorageError) {
+        func corrupt(_ reason: String) -> StorageError {
+            .corrupt(path: path, offset: offset, reason: reason + "; the daemon will not start")
+        }
+        let write: LoggedWrite
+        do { write = try LoggedWrite(payload: bytes, range: payload) } catch {
+            throw corrupt("a record with a good checksum does not decode: \(error.what)")
+        }
+        var room = rooms[write.room] ?? Room(epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
+                                              checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)
+        guard room.epoch == write.epoch else {
+            throw corrupt("room \(write.room) is at epoch \(room.epoch), but this write is for epoch \(write.epoch)")
+        }
+        if write.version <= room.version {
+            // Already in the room's checkpoint: the segment is older than the checkpoint.
+            return
+        }
+        guard write.version == room.version + 1 else {
+            throw corrupt("room \(write.room) is at version \(room.version), and the next logged write is version \(write.version): writes are missing")
+        }
+        let ops: [Operation]
+        do {
+            let message = try FrameDecoder.decode(frame: write.diffFrame, limits: Self.permissiveLimits, accepting: .server)
+            guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps) = message,
+                  diffRoom == write.room, diffEpoch == write.epoch, diffVersion == write.version else {
+                throw corrupt("the record of \(write.room) at \(write.epoch)/\(write.version) does not hold that room's DIFF frame")
+            }
+            ops = diffOps
+        } catch let error as WireError {
+            throw corrupt("the DIFF frame of \(write.room) at version \(write.version) does not decode: \(error)")
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw corrupt("\(error)")
+        }
+        do {
+            try room.snapshot.apply(ops, limits: .unlimited)
+        } catch {
+            throw corrupt("the write of \(write.room) at version \(write.version) does not apply: \(error)")
+        }
+        room.version = write.version
+        if room.pinnedSegment == nil { room.pinnedSegment = segment }
+        if room.history.last.map({ $0.version + 1 != write.version }) ?? false { room.history.removeAll() }
+        room.history.append(write)
+        if room.history.count >= 2 * max(options.historyLimit, 1) {
+            room.history.removeFirst(room.history.count - options.historyLimit)
+        }
+        rooms[write.room] = room
+        recordsReplayed += 1
+    }
+
+    /// Limits for replay: none beyond what the formats allow, so that a write accepted once
+    /// loads again after an operator lowered a limit.
+    static let permissiveLimits: WireLimits = {
+        var limits = WireLimits()
+        limits.maxFrameBytes = Int(UInt32.max)
+        limits.model = .unlimited
+        return limits
+    }()
+
+    func recoveredRooms() -> [RecoveredRoom] {
+        rooms.map { name, room in
+            RecoveredRoom(name: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
+                          history: Array(room.history.suffix(options.historyLimit)))
+        }.sorted { $0.name < $1.name }
+    }
+
+    func tracks() -> [String: DurableStore.RoomTrack] {
+        rooms.mapValues { room in
+            DurableStore.RoomTrack(epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
+                                   checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
+                                   recent: Array(room.history.suffix(options.historyLimit)))
+        }
+    }
+}

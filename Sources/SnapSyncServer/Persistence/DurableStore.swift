@@ -1,0 +1,396 @@
+internal import Logging
+
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// Rooms that survive restarts and crashes (issue #7): a write-ahead log shared by all rooms,
+/// plus a checkpoint file per room. The format is in docs/persistence.md.
+///
+/// One log for all rooms, not one per room, because the cost of durability is the fsync, and
+/// one file lets every write of a loop pass, whatever its room, share one fdatasync (group
+/// commit). Per-room logs would need one fdatasync per room written in the pass. Checkpoints
+/// are per room so that a busy room does not make every idle room be rewritten.
+///
+/// How the daemon drives it, all on the event loop's thread (the type is not thread-safe):
+///
+/// 1. `open` once at start: it recovers every room (checkpoint + log replay) and returns them.
+/// 2. For each MUTATE/REPLACE, before applying it: `reserve()`. If it throws `.noSpace`, answer
+///    REJECT storage_failure; nothing has changed. The room goes on serving reads.
+/// 3. After applying it and encoding its DIFF frame: `append(_:)`. It only buffers. Hold the
+///    write's ACK and DIFF.
+/// 4. Once per loop pass, after the pass's writes: `sync()`. It writes the buffered records
+///    (one write(2)) and, by the fsync policy, fdatasyncs them (one fdatasync for the pass).
+///    Then release the pass's ACKs and DIFFs. If `sync()` throws, exit: never retry.
+/// 5. From a timer (about once a second): `maintain(now:image:)`, which does the `everysec`
+///    fsync when the loop is idle, starts new segments, writes checkpoints and deletes the
+///    segments no room needs any more.
+/// 6. On shutdown: `close()`.
+public final class DurableStore {
+    public let options: StorageOptions
+    let logger: Logger
+
+    /// The data directory's lock file, held (flock) for the store's lifetime.
+    private let lockFile: PosixFile
+    private var active: ActiveSegment
+    /// Closed segments still needed by some room, oldest first.
+    private(set) var closedSegments: [UInt64]
+    private var rooms: [String: RoomTrack]
+    private var nextCheckpointSequence: UInt64
+
+    /// Records appended since the last `sync()`, framed, ready for one write(2).
+    private var pending: [UInt8] = []
+    private var scratch: [UInt8] = []
+    /// Bytes written to the active segment but not yet fdatasynced.
+    private var unsynced = false
+    private var lastSync: ContinuousClock.Instant
+    /// True while `reserve()` fails for lack of space; logged once on each change.
+    private var outOfSpace = false
+
+    /// Counters, for STATS and for tests.
+    public private(set) var statistics = StorageStatistics()
+
+    struct ActiveSegment {
+        var sequence: UInt64
+        var file: PosixFile
+        /// Where the next record goes: the end of the written data.
+        var end: Int
+        /// How far the file's blocks are allocated (its size; the bytes past `end` are zeros).
+        var allocated: Int
+        var records: Int
+        var started: ContinuousClock.Instant
+    }
+
+    struct RoomTrack {
+        var epoch: UInt64
+        /// The version of the room's last logged write (or of its checkpoint).
+        var version: UInt64
+        var checkpointVersion: UInt64
+        var checkpointFile: String?
+        /// The oldest segment holding a write newer than the room's checkpoint; nil when the
+        /// checkpoint has everything. Segments older than every room's pin can be deleted.
+        var pinnedSegment: UInt64?
+        /// Recent writes, oldest first, consecutive versions; at most 2 × historyLimit (trimmed
+        /// in halves so that appending stays amortized O(1)).
+        var recent: [LoggedWrite]
+    }
+
+    init(options: StorageOptions, logger: Logger, lockFile: PosixFile, active: ActiveSegment,
+         closedSegments: [UInt64], rooms: [String: RoomTrack], nextCheckpointSequence: UInt64,
+         now: ContinuousClock.Instant) {
+        self.options = options
+        self.logger = logger
+        self.lockFile = lockFile
+        self.active = active
+        self.closedSegments = closedSegments
+        self.rooms = rooms
+        self.nextCheckpointSequence = nextCheckpointSequence
+        self.lastSync = now
+    }
+
+    var directory: String { options.directory }
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    // MARK: - Writes
+
+    /// Makes sure one more write of up to `options.maxDiffFrameBytes` can be logged without
+    /// running out of disk: allocates more of the log file when less than that is left ahead
+    /// of the pending records. Call it before applying a write.
+    ///
+    /// - Throws: `.noSpace` when the disk (quota, file-size limit) is full: reject the write
+    ///   with storage_failure. Other errors are fatal.
+    /// - Complexity: O(1); a posix_fallocate call once per `preallocationBytes` of log.
+    public func reserve() throws(StorageError) {
+        let needed = active.end + pending.count + options.maxWriteRecordBytes
+        if needed <= active.allocated {
+            return
+        }
+        let grow = max(options.preallocationBytes, needed - active.allocated)
+        do {
+            try active.file.allocate(offset: active.allocated, length: grow)
+        } catch {
+            if case .noSpace = error {
+                statistics.rejectedForSpace += 1
+                if !outOfSpace {
+                    outOfSpace = true
+                    logger.error("storage: disk full, rejecting writes with storage_failure until space is freed; reads go on", metadata: ["error": "\(error)"])
+                }
+            }
+            throw error
+        }
+        active.allocated += grow
+        if outOfSpace {
+            outOfSpace = false
+            logger.notice("storage: disk space available again, accepting writes")
+        }
+    }
+
+    /// Buffers one accepted write's record. Nothing reaches the kernel until `sync()`, so hold
+    /// the write's ACK and DIFF until then.
+    /// - Complexity: O(size of the DIFF frame): one copy and one CRC pass.
+    public func append(_ write: LoggedWrite) {
+        scratch.removeAll(keepingCapacity: true)
+        write.encodePayload(into: &scratch)
+        RecordFraming.append(payload: scratch, to: &pending)
+        active.records += 1
+        statistics.recordsAppended += 1
+
+        var track = rooms[write.room] ?? RoomTrack(epoch: write.epoch, version: 0, checkpointVersion: 0,
+                                                   checkpointFile: nil, pinnedSegment: nil, recent: [])
+        if track.epoch != write.epoch || (track.version != 0 && write.version != track.version + 1) {
+            // The daemon's room and the log disagree: replay would stop at this record and
+            // the daemon would refuse to start. Say so now, loudly, while it can be traced.
+            logger.critical("storage: write for \(write.room) at \(write.epoch)/\(write.version) does not follow the logged \(track.epoch)/\(track.version)")
+        }
+        track.epoch = write.epoch
+        track.version = write.version
+        if track.pinnedSegment == nil { track.pinnedSegment = active.sequence }
+        if track.recent.last.map({ $0.version + 1 == write.version }) == false { track.recent.removeAll() }
+        track.recent.append(write)
+        if track.recent.count >= 2 * max(options.historyLimit, 1) {
+            track.recent.removeFirst(track.recent.count - options.historyLimit)
+        }
+        rooms[write.room] = track
+    }
+
+    /// Writes the records appended since the last call, and fdatasyncs them as the policy says:
+    /// `always` every time there is something unsynced, `everysec` when the last fdatasync is
+    /// at least a second old, `no` never. Call it once per loop pass, after the pass's writes
+    /// and before their ACKs and DIFFs go out.
+    ///
+    /// - Returns: whether it fdatasynced.
+    /// - Throws: any error is fatal: the records may not be on disk, and must not be
+    ///   acknowledged. Exit; do not call again.
+    /// - Complexity: one write(2) of the pending bytes, at most one fdatasync.
+    @discardableResult
+    public func sync(now: ContinuousClock.Instant = .now) throws(StorageError) -> Bool {
+        try writePending()
+        guard unsynced else { return false }
+        switch options.fsync {
+        case .always: break
+        case .everysec: guard now - lastSync >= .seconds(1) else { return false }
+        case .no: return false
+        }
+        try fdatasyncActive(now: now)
+        return true
+    }
+
+    /// True when records are buffered or written but not yet fdatasynced.
+    public var hasUnsyncedWrites: Bool { unsynced || !pending.isEmpty }
+
+    private func writePending() throws(StorageError) {
+        guard !pending.isEmpty else { return }
+        do {
+            try active.file.write(pending, at: active.end)
+        } catch {
+            // `reserve()` allocated this space; running out here means the filesystem broke
+            // that promise (copy-on-write filesystems do). The writes are applied in memory but
+            // cannot be made durable, so this is fatal like any other write error.
+            if case .noSpace(let p, let e) = error { throw StorageError.io(operation: "write (space was reserved)", path: p, errno: e) }
+            throw error
+        }
+        active.end += pending.count
+        if active.end > active.allocated { active.allocated = active.end }
+        statistics.bytesWritten += pending.count
+        pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20)
+        unsynced = true
+    }
+
+    private func fdatasyncActive(now: ContinuousClock.Instant) throws(StorageError) {
+        try active.file.syncData()
+        unsynced = false
+        lastSync = now
+        statistics.fsyncs += 1
+    }
+
+    // MARK: - Checkpoints and segments
+
+    /// Background work, from a timer (about once a second): the `everysec` fdatasync when the
+    /// loop is idle; a new segment when the active one is full or older than
+    /// `checkpointInterval`; checkpoints of the rooms that keep old segments alive (oldest
+    /// first, about `checkpointBytesPerCall` bytes per call); deleting segments no room needs.
+    ///
+    /// `image` returns a room's current state; it must include every write appended for it.
+    /// - Throws: fatal errors only. A full disk while checkpointing is logged and retried on
+    ///   a later call.
+    public func maintain(now: ContinuousClock.Instant = .now, image: (String) -> RoomImage?) throws(StorageError) {
+        try sync(now: now)
+        let dataBytes = active.end + pending.count - LogSegment.headerSize
+        if dataBytes >= options.segmentBytes || (active.records > 0 && now - active.started >= options.checkpointInterval) {
+            do {
+                try rotate(now: now)
+            } catch {
+                if case .noSpace = error {
+                    logger.warning("storage: cannot start a new log segment: \(error); will retry")
+                } else {
+                    throw error
+                }
+            }
+        }
+        try checkpointPinnedRooms(image: image)
+        try deleteUnneededSegments()
+    }
+
+    /// Closes the active segment (written, fdatasynced, trimmed to its data) and starts the next.
+    func rotate(now: ContinuousClock.Instant) throws(StorageError) {
+        let next = try LogSegmentWriter.create(directory: directory, sequence: active.sequence + 1,
+                                               preallocate: options.preallocationBytes, now: now)
+        try writePending()
+        try active.file.truncate(to: active.end)
+        try fdatasyncActive(now: now)
+        active.file.close()
+        closedSegments.append(active.sequence)
+        logger.info("storage: started log segment \(LogSegment.fileName(next.sequence)) after \(active.records) records in \(LogSegment.fileName(active.sequence))")
+        active = next
+    }
+
+    private func checkpointPinnedRooms(image: (String) -> RoomImage?) throws(StorageError) {
+        let due = rooms.compactMap { name, track -> (String, UInt64)? in
+            guard let pin = track.pinnedSegment, pin < active.sequence else { return nil }
+            return (name, pin)
+        }.sorted { $0.1 < $1.1 }
+        var written = 0
+        for (name, _) in due {
+            guard written < options.checkpointBytesPerCall else { break }
+            guard let room = image(name) else {
+                logger.warning("storage: room \(name) has logged writes but the daemon no longer has it; its log is kept")
+                continue
+            }
+            do {
+                written += try checkpoint(room: name, room)
+            } catch {
+                if case .noSpace = error {
+                    logger.warning("storage: no space to checkpoint room \(name): \(error); will retry")
+                    return
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Writes one room's checkpoint (temp file, fsync, rename, fsync directory), then removes
+    /// the room's previous one. - Returns: the bytes written.
+    @discardableResult
+    func checkpoint(room name: String, _ image: RoomImage) throws(StorageError) -> Int {
+        var track = rooms[name] ?? RoomTrack(epoch: image.epoch, version: image.version, checkpointVersion: 0,
+                                             checkpointFile: nil, pinnedSegment: nil, recent: [])
+        // A checkpoint must never be ahead of the log it replaces: write and sync the log first.
+        if hasUnsyncedWrites {
+            try writePending()
+            try fdatasyncActive(now: .now)
+        }
+        let history = track.recent.suffix(options.historyLimit).filter { $0.epoch == image.epoch && $0.version <= image.version }
+        let contiguous = history.last?.version == image.version ? Array(history) : []
+        let bytes = CheckpointFile.encode(room: name, epoch: image.epoch, version: image.version,
+                                          snapshot: image.snapshot, history: contiguous)
+        let sequence = nextCheckpointSequence
+        nextCheckpointSequence += 1
+        let finalName = CheckpointFile.fileName(sequence)
+        try DurableFile.writeWhole(bytes, directory: directory, name: finalName)
+        if let old = track.checkpointFile { try Directory.remove(path(old)) }
+        track.checkpointFile = finalName
+        track.checkpointVersion = image.version
+        track.epoch = image.epoch
+        if image.version >= track.version {
+            track.version = image.version
+            track.pinnedSegment = nil
+        }
+        rooms[name] = track
+        statistics.checkpoints += 1
+        statistics.checkpointBytes += bytes.count
+        logger.debug("storage: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes.count) bytes, \(finalName))")
+        return bytes.count
+    }
+
+    private func deleteUnneededSegments() throws(StorageError) {
+        let oldestPin = rooms.values.compactMap(\.pinnedSegment).min() ?? active.sequence
+        let limit = min(oldestPin, active.sequence)
+        var removed = 0
+        while let first = closedSegments.first, first < limit {
+            try Directory.remove(path(LogSegment.fileName(first)))
+            closedSegments.removeFirst()
+            removed += 1
+        }
+        if removed > 0 {
+            try Directory.syncEntries(directory)
+            statistics.segmentsDeleted += removed
+            logger.info("storage: deleted \(removed) log segment(s) covered by checkpoints")
+        }
+    }
+
+    /// Writes and fdatasyncs what is pending, trims the active segment's preallocated tail and
+    /// releases the directory lock. Call it on shutdown.
+    public func close() throws(StorageError) {
+        try writePending()
+        try active.file.truncate(to: active.end)
+        try fdatasyncActive(now: .now)
+        active.file.close()
+        lockFile.close()
+    }
+
+    /// The name of the segment appends go to (for tests and logs).
+    public var activeSegmentName: String { LogSegment.fileName(active.sequence) }
+    /// The log segment files present, oldest first (for tests).
+    public var segmentNames: [String] { (closedSegments + [active.sequence]).map(LogSegment.fileName) }
+}
+
+/// Counters since open.
+public struct StorageStatistics: Sendable, Hashable {
+    public var recordsAppended = 0
+    public var bytesWritten = 0
+    public var fsyncs = 0
+    public var checkpoints = 0
+    public var checkpointBytes = 0
+    public var segmentsDeleted = 0
+    public var rejectedForSpace = 0
+}
+
+/// Files written whole: temp name, fsync, rename, fsync the directory.
+enum DurableFile {
+    static func writeWhole(_ bytes: [UInt8], directory: String, name: String) throws(StorageError) {
+        let tmp = directory + "/" + name + ".tmp"
+        do {
+            let file = try PosixFile(path: tmp, flags: O_WRONLY | O_CREAT | O_TRUNC)
+            defer { file.close() }
+            try file.write(bytes, at: 0)
+            try file.syncAll()
+        } catch {
+            try? Directory.remove(tmp)
+            throw error
+        }
+        try Directory.rename(tmp, directory + "/" + name)
+        try Directory.syncEntries(directory)
+    }
+}
+
+enum LogSegmentWriter {
+    /// Creates segment `sequence` under a temporary name (header, preallocation, fsync), then
+    /// renames it into place and fsyncs the directory, so a segment file always has its header.
+    static func create(directory: String, sequence: UInt64, preallocate: Int,
+                       now: ContinuousClock.Instant) throws(StorageError) -> DurableStore.ActiveSegment {
+        let name = LogSegment.fileName(sequence)
+        let tmp = directory + "/" + name + ".tmp"
+        let file: PosixFile
+        var allocated = LogSegment.headerSize
+        do throws(StorageError) {
+            file = try PosixFile(path: tmp, flags: O_RDWR | O_CREAT | O_TRUNC)
+            try file.write(LogSegment.header(sequence: sequence), at: 0)
+            do throws(StorageError) {
+                try file.allocate(offset: LogSegment.headerSize, length: preallocate)
+                allocated += preallocate
+            } catch {
+                // A full disk: start anyway; `reserve()` retries and rejects writes meanwhile.
+                guard case .noSpace = error else { throw error }
+            }
+            try file.syncAll()
+        } catch {
+            try? Directory.remove(tmp)
+            throw error
+        }
+        try Directory.rename(tmp, directory + "/" + name)
+        file.path = directory + "/" + name
+        try Directory.syncEntries(directory)
+        return .init(sequence: sequence, file: file, end: LogSegment.headerSize, allocated: allocated,
+                     records: 0, started: now)
+    }
+}

@@ -1,0 +1,52 @@
+/// How the durable store is laid out and when it syncs. Defaults suit the daemon's defaults
+/// (16 MiB frames, history of 1024 versions).
+public struct StorageOptions: Sendable {
+    /// The data directory: created (with its parents) when missing.
+    public var directory: String
+    public var fsync: FsyncPolicy
+    /// A log segment is closed and a new one started once it holds this many bytes; closed
+    /// segments are deleted once every room written in them has a newer checkpoint.
+    public var segmentBytes: Int
+    /// The largest DIFF frame the daemon will log (its max_frame_bytes plus the 4-byte prefix).
+    /// `reserve()` keeps at least this much disk space allocated ahead of the log's end.
+    public var maxDiffFrameBytes: Int
+    /// The log file grows in steps of at least this many bytes (posix_fallocate).
+    public var preallocationBytes: Int
+    /// A segment with writes in it is closed, and the rooms written in it checkpointed, at the
+    /// latest this long after it was started, even if it is small.
+    public var checkpointInterval: Duration
+    /// `maintain()` stops checkpointing once it has written this many bytes in one call (it
+    /// always writes at least one room), so that one call does not stall the loop for long.
+    public var checkpointBytesPerCall: Int
+    /// How many recent writes per room are kept for history (CATCHUP) across restarts.
+    public var historyLimit: Int
+
+    public init(directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
+                maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
+                checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
+                historyLimit: Int = 1024) {
+        self.directory = directory
+        self.fsync = fsync
+        self.segmentBytes = segmentBytes
+        self.maxDiffFrameBytes = maxDiffFrameBytes
+        self.preallocationBytes = preallocationBytes
+        self.checkpointInterval = checkpointInterval
+        self.checkpointBytesPerCall = checkpointBytesPerCall
+        self.historyLimit = historyLimit
+    }
+
+    /// The largest record payload a write can need: the DIFF frame plus the room name (at most
+    /// 128 bytes), the write_id (at most 32) and a few varints.
+    var maxWritePayloadBytes: Int { maxDiffFrameBytes + 256 }
+    var maxWriteRecordBytes: Int { RecordFraming.headerSize + maxWritePayloadBytes }
+
+    /// The data directory the daemon uses when `--data-dir` is not given: the state directory
+    /// systemd provides (`$STATE_DIRECTORY`, from `StateDirectory=`; the first one when it lists
+    /// several, colon-separated), else `./data`.
+    public static func defaultDirectory(environment: [String: String]) -> String {
+        if let state = environment["STATE_DIRECTORY"], let first = state.split(separator: ":").first, !first.isEmpty {
+            return String(first)
+        }
+        return "./data"
+    }
+}

@@ -1,0 +1,177 @@
+// Helpers for the storage tests: temporary data directories, DIFF frames, a log handler that
+// keeps the lines, and a tiny "daemon" that applies writes to rooms and logs them.
+
+import Testing
+import Logging
+import Synchronization
+import SnapSyncModel
+import SnapSyncWire
+@testable import SnapSyncServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh directory under /tmp, removed (with its contents) by `remove()`.
+struct TempDirectory {
+    let path: String
+
+    init(_ label: String = "persistence") {
+        var template = Array("/tmp/snapsync-\(label)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed: \(errno)")
+        path = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
+    }
+
+    var data: String { path + "/data" }
+
+    func remove() { _ = system("rm -rf '\(path)'") }
+}
+
+/// Keeps every log line, so tests can check what the storage said.
+final class LogLines: Sendable {
+    let lines = Mutex<[String]>([])
+
+    var all: [String] { lines.withLock { $0 } }
+    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
+
+    var logger: Logger {
+        Logger(label: "test.storage") { _ in Handler(sink: self) }
+    }
+
+    struct Handler: LogHandler {
+        let sink: LogLines
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            sink.lines.withLock { $0.append("\(event.level): \(event.message)") }
+        }
+    }
+}
+
+/// A DIFF frame as the daemon encodes it.
+func diffFrame(room: String, epoch: UInt64, version: UInt64, ops: [Operation]) -> [UInt8] {
+    var frame: [UInt8] = []
+    FrameEncoder().encodeDiff(room: room, epoch: epoch, version: version, ops: ops, into: &frame)
+    return frame
+}
+
+/// What the daemon does with rooms, reduced to what storage sees: apply, log, sync.
+struct Rooms {
+    struct Room: Equatable {
+        var epoch: UInt64
+        var version: UInt64
+        var snapshot: Snapshot
+    }
+
+    var rooms: [String: Room] = [:]
+    var writes: [LoggedWrite] = []
+
+    init() {}
+
+    init(recovered: [RecoveredRoom]) {
+        for r in recovered { rooms[r.name] = Room(epoch: r.epoch, version: r.version, snapshot: r.snapshot) }
+    }
+
+    /// Applies `ops` to `room` (created at epoch `epoch`), and appends the write to `store`.
+    @discardableResult
+    mutating func write(_ room: String, _ ops: [Operation], epoch: UInt64 = 7, writeId: [UInt8] = [],
+                        to store: DurableStore) throws -> LoggedWrite {
+        try store.reserve()
+        var r = rooms[room] ?? Room(epoch: epoch, version: 0, snapshot: Snapshot())
+        try r.snapshot.apply(ops, limits: .unlimited)
+        r.version += 1
+        rooms[room] = r
+        let write = LoggedWrite(room: room, epoch: r.epoch, version: r.version, writeId: writeId,
+                                diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
+        store.append(write)
+        writes.append(write)
+        return write
+    }
+
+    /// A deterministic stream of writes: each appends one item to one of `roomCount` rooms.
+    mutating func writeMany(_ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
+                            to store: DurableStore, syncEvery: Int = 1) throws {
+        for i in 0..<count {
+            let room = "room-\(i % roomCount)"
+            var ops: [Operation] = []
+            if rooms[room] == nil { ops.append(.appendSections([Element("s")])) }
+            let n = (rooms[room]?.snapshot.numberOfItems ?? 0)
+            ops.append(.appendItems([Element(Identifier("\(room)-item-\(n)"),
+                                             payload: Payload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))],
+                                    toSection: "s"))
+            try write(room, ops, epoch: UInt64(100 + i % roomCount), to: store)
+            if (i + 1) % syncEvery == 0 { try store.sync() }
+        }
+    }
+
+    func image(_ name: String) -> RoomImage? {
+        rooms[name].map { RoomImage(epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot) }
+    }
+
+    /// The writes of one room, in order.
+    func writes(of room: String) -> [LoggedWrite] { writes.filter { $0.room == room } }
+}
+
+/// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly.
+func smallOptions(_ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
+                  historyLimit: Int = 16) -> StorageOptions {
+    StorageOptions(directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
+                   preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
+                   checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit)
+}
+
+func expectSameRooms(_ recovered: [RecoveredRoom], _ expected: Rooms,
+                     sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(recovered.map(\.name) == expected.rooms.keys.sorted(), sourceLocation: sourceLocation)
+    for r in recovered {
+        guard let e = expected.rooms[r.name] else { continue }
+        #expect(r.epoch == e.epoch, "epoch of \(r.name)", sourceLocation: sourceLocation)
+        #expect(r.version == e.version, "version of \(r.name)", sourceLocation: sourceLocation)
+        #expect(r.snapshot == e.snapshot, "snapshot of \(r.name)", sourceLocation: sourceLocation)
+        #expect(throws: Never.self, sourceLocation: sourceLocation) { try r.snapshot.checkInvariants() }
+    }
+}
+
+// MARK: - Files
+
+func readFile(_ path: String) -> [UInt8] {
+    guard let f = fopen(path, "rb") else { return [] }
+    defer { fclose(f) }
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, f)
+        if n <= 0 { break }
+        out.append(contentsOf: buffer[0..<n])
+    }
+    return out
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+    let f = fopen(path, "wb")!
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
+    fclose(f)
+}
+
+func fileNames(_ directory: String) -> [String] {
+    (try? Directory.list(directory).sorted()) ?? []
+}
+
+func copyDirectory(_ from: String, _ to: String) {
+    _ = system("rm -rf '\(to)' && cp -a '\(from)' '\(to)'")
+}
+
+/// The byte offsets at which each record of a segment starts, and where its data ends.
+func recordOffsets(_ bytes: [UInt8]) -> (starts: [Int], end: Int) {
+    var offset = LogSegment.headerSize
+    var starts: [Int] = []
+    while case .record(_, let next) = RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: 1 << 30) {
+        starts.append(offset)
+        offset = next
+    }
+    return (starts, offset)
+}
