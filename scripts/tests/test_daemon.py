@@ -217,6 +217,14 @@ class ErrorTests(DaemonTestCase):
                                    "client_name": b"again", "credentials": b""}).hex()
         self.assert_error("raw %s\n" % hello, "handshake_required")
 
+    def test_daemon_shutdown_reaches_snapcat_as_an_error(self):
+        s = self.interactive()
+        s.send("join lobby")
+        s.expect(r"^SNAPSHOT #1 lobby")
+        self.daemon.stop()                      # SIGTERM: a clean shutdown
+        s.expect(r"^ERROR shutting_down \(10\): ")
+        self.assertEqual(s.proc.wait(timeout=15), snapcat.EXIT_SERVER_ERROR)
+
     def test_hex_dump_and_mistyped_commands_send_nothing(self):
         done = self.snapcat("frobnicate lobby\nappend-items lobby\nping\n", "--hex")
         self.assertEqual(done.returncode, snapcat.EXIT_USAGE, self.explain(done))
