@@ -14,6 +14,10 @@ snapsync_install_deps() {
     pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
+    # snapcat's tests check the systemd unit (systemd-analyze) and trace the daemon's system
+    # calls against the unit's filter (strace); without them those checks would be skipped.
+    command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+    command -v strace >/dev/null 2>&1 || missing+=(strace)
     local p
     for p in "$@"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
