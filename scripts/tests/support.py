@@ -68,7 +68,9 @@ class Daemon:
                                  "stderr:\n%s" % (self.START_TIMEOUT, self.log()))
         if self.port is None:
             self.stop()
-            raise AssertionError("snapsyncd exited before listening; stderr:\n%s" % self.log())
+            raise AssertionError("%s exited with status %s before printing 'listening on "
+                                 "HOST:PORT' (stale build? set SNAPSYNCD); stderr:\n%s"
+                                 % (self.path, self.proc.returncode, self.log()))
 
     def _drain(self, found):
         pattern = re.compile(r"listening on (\S+):(\d+)")
