@@ -218,7 +218,7 @@ extension SnapSyncClient {
         let requestID = newRequest(.join(room: room))
         rooms[room]!.phase = .joining(requestID: requestID)
         var resume: Message.Position?
-        if entry.loaded && entry.resyncReason == nil {
+        if entry.loaded && !entry.distrusted {
             let position = entry.replica.position
             resume = Message.Position(epoch: position.epoch, version: position.version)
         }

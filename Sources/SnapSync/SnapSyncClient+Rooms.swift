@@ -39,6 +39,7 @@ extension SnapSyncClient {
         entry.phase = .live
         entry.loaded = true
         entry.resyncReason = nil
+        entry.distrusted = false
         let calls = entry.joinCalls
         rooms[room] = entry
         let base = kind == .initial ? Snapshot() : old.snapshot
@@ -58,6 +59,8 @@ extension SnapSyncClient {
         }
         let replica = entry.replica.current
         guard entry.loaded, epoch == replica.position.epoch, from == replica.position.version, to >= from else {
+            // The server answered a resume from another position: do not resume again.
+            rooms[room]!.distrusted = true
             return resync(room, .outOfSequence(expected: replica.position, received: RoomPosition(epoch: epoch, version: from)))
         }
         entry.phase = .catchingUp(CatchUp(epoch: epoch, version: from, toVersion: to, working: replica.snapshot, operations: []))
@@ -78,7 +81,8 @@ extension SnapSyncClient {
             entry.replica.publish(change)
         case .caughtUp:
             finishCatchUp(room)
-        case .broken(let reason):
+        case .broken(let reason, let fresh):
+            if fresh { rooms[room]!.distrusted = true }
             resync(room, reason)
         }
     }
@@ -87,7 +91,8 @@ extension SnapSyncClient {
         case ignored
         case applied(RoomChange)
         case caughtUp
-        case broken(ResyncReason)
+        /// `fresh`: resuming from the replica's position cannot help (a catch-up went wrong).
+        case broken(ResyncReason, fresh: Bool)
     }
 
     /// Applies one DIFF to a room's state, or says why it cannot be.
@@ -99,11 +104,11 @@ extension SnapSyncClient {
         case .catchingUp(var catchUp):
             entry.phase = .detached  // drops the enum's reference to the working snapshot
             let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.version + 1)
-            guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position)) }
+            guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: true) }
             do {
                 try catchUp.working.apply(operations, limits: .unlimited)
             } catch {
-                return .broken(.diffFailed(error))
+                return .broken(.diffFailed(error), fresh: true)
             }
             catchUp.operations += operations
             catchUp.version = position.version
@@ -114,14 +119,14 @@ extension SnapSyncClient {
             // An old DIFF (its version is already in the replica) changes nothing.
             if position.epoch == current.position.epoch && position.version <= current.position.version { return .ignored }
             let expected = RoomPosition(epoch: current.position.epoch, version: current.position.version + 1)
-            guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position)) }
+            guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: false) }
             // A copy of the previous snapshot, which the previous change still holds: O(n).
             var snapshot = current.snapshot
             do {
                 // The server validated the batch against its limits; the replica only follows.
                 try snapshot.apply(operations, limits: .unlimited)
             } catch {
-                return .broken(.diffFailed(error))
+                return .broken(.diffFailed(error), fresh: true)
             }
             return .applied(RoomChange(kind: .diff, room: entry.replica.room, previousPosition: current.position,
                                        position: position, operations: operations, snapshot: snapshot,
@@ -133,6 +138,7 @@ extension SnapSyncClient {
     func finishCatchUp(_ room: String) {
         guard var entry = rooms[room], case .catchingUp(let catchUp) = entry.phase else { return }
         entry.phase = .live
+        entry.resyncReason = nil
         rooms[room] = entry
         let old = entry.replica.current
         entry.replica.publish(RoomChange(kind: .catchUp, room: room, previousPosition: old.position,
@@ -142,15 +148,24 @@ extension SnapSyncClient {
                                                                operations: catchUp.operations)))
     }
 
-    /// Replaces the replica with a fresh snapshot: LEAVE, then JOIN without a resume position.
-    /// The answer is published as `.resync(reason)`.
+    /// Re-synchronises a replica that can no longer follow its DIFFs: JOIN again (a server
+    /// answers a JOIN of a room already joined with its state and keeps the membership, so no
+    /// DIFF is missed; the DIFFs that arrive before the answer are older than it and ignored).
+    ///
+    /// A replica that is merely behind (a gap, another epoch) resumes from its position: a
+    /// CATCHUP if the history still has the versions, else a SNAPSHOT. A replica whose content is
+    /// suspect (a DIFF did not apply, a digest did not match) asks for a fresh SNAPSHOT. A
+    /// SNAPSHOT answer is published as `.resync(reason)`.
     func resync(_ room: String, _ reason: ResyncReason) {
         guard rooms[room] != nil else { return }
         eventSink.yield(.resyncing(room: room, reason: reason))
         rooms[room]!.resyncReason = reason
+        switch reason {
+        case .digestMismatch, .diffFailed: rooms[room]!.distrusted = true
+        case .historyUnavailable, .outOfSequence: break
+        }
         rooms[room]!.phase = .detached
-        guard case .ready = link else { return }  // the rejoin after the reconnect is fresh
-        sendLeave(room, call: nil)
+        // Without a connection, the rejoin after the reconnect is the fresh JOIN.
         sendJoin(room)
     }
 
@@ -168,6 +183,10 @@ extension SnapSyncClient {
 
     func handleAck(requestID: UInt64, position: RoomPosition) {
         switch requests.removeValue(forKey: requestID) {
+        case .write? where loseNextWriteAck:
+            // The write stays in `writes`: it is resent after the reconnect.
+            loseNextWriteAck = false
+            link.connection?.drop()
         case .write(let call)?:
             complete(call, .success(.position(position)))
         case .leave(_, let call)?:

@@ -59,6 +59,8 @@ public actor SnapSyncClient {
     var reconnectAttempt = 0
     /// Testing: reconnection waits for `resumeReconnecting()`.
     var reconnectHeld = false
+    /// Testing: the next write ACK is treated as lost with the connection.
+    var loseNextWriteAck = false
     var reconnectTask: Task<Void, Never>?
     var handshakeTimer: Task<Void, Never>?
     var pingTask: Task<Void, Never>?
@@ -90,7 +92,7 @@ public actor SnapSyncClient {
 
     enum Request {
         case join(room: String)
-        /// `call` is nil for the client's own LEAVEs (resync, abandoned joins).
+        /// `call` is nil for the client's own LEAVEs (after an abandoned join).
         case leave(room: String, call: UInt64?)
         case write(call: UInt64)
     }
@@ -105,9 +107,12 @@ public actor SnapSyncClient {
         /// The replica holds a snapshot of the room (the first SNAPSHOT arrived).
         var loaded = false
         var joinCalls: [UInt64] = []
-        /// Set when the client distrusts its replica: the next rejoin is a fresh JOIN, and the
-        /// SNAPSHOT that answers it is reported as `.resync(reason)`.
+        /// Why the client is re-synchronising the replica; a SNAPSHOT that answers is reported
+        /// as `.resync(reason)`.
         var resyncReason: ResyncReason?
+        /// The replica's content is suspect (a DIFF did not apply, a digest did not match): the
+        /// next JOIN is fresh, not a resume from its position.
+        var distrusted = false
         var digestFailures = 0
     }
     enum Phase {
@@ -279,6 +284,13 @@ public actor SnapSyncClient {
     @_spi(Testing) public func dropConnection(reconnect: Bool = true) {
         reconnectHeld = !reconnect
         link.connection?.drop()
+    }
+
+    /// Drops the connection when the next write's ACK arrives, as if the network failed just
+    /// before it: the write was applied but its caller did not hear so. The write is then resent
+    /// with its write id after the reconnect, and the server must answer with the original ACK.
+    @_spi(Testing) public func loseNextWriteAcknowledgement() {
+        loseNextWriteAck = true
     }
 
     @_spi(Testing) public func resumeReconnecting() {

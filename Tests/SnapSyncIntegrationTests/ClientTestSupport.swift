@@ -20,11 +20,14 @@ struct RandomBatches {
     var random: SeededGenerator
     let sectionPool: Int
     let itemPool: Int
+    /// `deleteAllItems` empties the room; concurrent writers leave more to compare without it.
+    let allowsDeleteAll: Bool
 
-    init(seed: UInt64, sectionPool: Int = 8, itemPool: Int = 40) {
+    init(seed: UInt64, sectionPool: Int = 8, itemPool: Int = 40, allowsDeleteAll: Bool = true) {
         random = SeededGenerator(seed: seed)
         self.sectionPool = sectionPool
         self.itemPool = itemPool
+        self.allowsDeleteAll = allowsDeleteAll
     }
 
     mutating func sectionID() -> Identifier { Identifier("s\(Int.random(in: 0..<sectionPool, using: &random))") }
@@ -64,7 +67,7 @@ struct RandomBatches {
         case 6, 7: return .appendItems(elements { itemID() }, toSection: Bool.random(using: &random) ? nil : existingOrNewSection())
         case 8: return .insertItems(elements { itemID() }, placement(existingOrNewItem()))
         case 9: return .deleteItems([existingOrNewItem()])
-        case 10: return Int.random(in: 0..<6, using: &random) == 0 ? .deleteAllItems : .deleteItems([existingOrNewItem()])
+        case 10: return allowsDeleteAll && Int.random(in: 0..<6, using: &random) == 0 ? .deleteAllItems : .deleteItems([existingOrNewItem()])
         case 11, 12: return .moveItem(existingOrNewItem(), placement(existingOrNewItem()))
         case 13: return .moveItemToSection(existingOrNewItem(), section: existingOrNewSection())
         case 14: return .updateItems([Element(existingOrNewItem(), payload: payload())], .reload)
