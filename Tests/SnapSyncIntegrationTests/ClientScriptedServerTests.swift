@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+@testable import SnapSync
+import Testing
+
+// A correct daemon never sends a bad digest, skips a version or sends a DIFF that does not apply,
+// so the client's answers to those are tested against a scripted peer: a real loopback socket
+// speaking real frames (the Wire codec), playing the server's side step by step on its own
+// thread and checking every frame the client sends. Every wait has a deadline.
+
+/// One accepted connection, driven synchronously by a script.
+final class ScriptedPeer {
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    let listener: Int32
+    let port: Int
+    private var connection: Int32 = -1
+    private var decoder = FrameDecoder(accepting: .client)
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM_VALUE), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = 0
+        #if canImport(Darwin)
+        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 4) == 0 else {
+            close(fd)
+            throw Failure(description: "bind/listen: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit {
+        if connection >= 0 { close(connection) }
+        close(listener)
+    }
+
+    private func wait(_ fd: Int32, timeout: Int32 = 10_000) throws {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, timeout) > 0 else { throw Failure(description: "timed out waiting on the socket") }
+    }
+
+    func accept() throws {
+        try wait(listener)
+        if connection >= 0 { close(connection) }
+        connection = peerAccept(listener)
+        guard connection >= 0 else { throw Failure(description: "accept: errno \(errno)") }
+        decoder = FrameDecoder(accepting: .client)
+    }
+
+    func receive() throws -> Message {
+        while true {
+            if let message = try decoder.nextMessage() { return message }
+            try wait(connection)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let n = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw Failure(description: "the client closed the connection") }
+            decoder.append(buffer[..<n])
+        }
+    }
+
+    /// Receives frames, answering PINGs, until one that is not a PING.
+    func request() throws -> Message {
+        while true {
+            let message = try receive()
+            guard case .ping(let nonce) = message else { return message }
+            send(.pong(nonce: nonce))
+        }
+    }
+
+    func send(_ message: Message) {
+        let frame = FrameEncoder().encode(message)
+        _ = frame.withUnsafeBytes { peerSend(connection, $0.baseAddress, $0.count) }
+    }
+
+    /// HELLO → WELCOME.
+    func handshake() throws {
+        guard case .hello(let versions, _, let credentials) = try request(), versions == [1], credentials.isEmpty else {
+            throw Failure(description: "expected HELLO [1] with empty credentials")
+        }
+        send(.welcome(version: 1, sessionId: 1, serverName: "scripted", limits: []))
+    }
+
+    /// Expects a JOIN of `room` with `resume`; returns its request id.
+    func expectJoin(_ room: String, resume: Message.Position?) throws -> UInt64 {
+        let message = try request()
+        guard case .join(let requestID, room, let received) = message, received == resume else {
+            throw Failure(description: "expected JOIN \(room) resume \(String(describing: resume)), got \(message)")
+        }
+        return requestID
+    }
+}
+
+#if canImport(Glibc)
+private let SOCK_STREAM_VALUE = SOCK_STREAM.rawValue
+private func peerAccept(_ fd: Int32) -> Int32 { Glibc.accept(fd, nil, nil) }
+private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL)) }
+#else
+private let SOCK_STREAM_VALUE = SOCK_STREAM
+private func peerAccept(_ fd: Int32) -> Int32 { Darwin.accept(fd, nil, nil) }
+private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Darwin.send(fd, bytes, count, 0) }
+#endif
+
+@Suite("Client against a scripted peer")
+struct ClientScriptedServerTests {
+    /// Runs `script` on its own thread; the returned task ends with its outcome.
+    func play(_ peer: ScriptedPeer, _ script: @escaping @Sendable (ScriptedPeer) throws -> Void) -> Task<String?, Never> {
+        let outcome = Locked<String??>(nil)
+        let box = UncheckedBox(peer)
+        startThread {
+            do {
+                try script(box.value)
+                outcome.withLock { $0 = .some(nil) }
+            } catch {
+                outcome.withLock { $0 = .some("\(error)") }
+            }
+        }
+        return Task {
+            while true {
+                if let result = outcome.value { return result }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    @Test("bad digest → fresh JOIN; version gap → resume (catch-up); DIFF that does not apply → fresh JOIN (resync); new epoch → resume (resync)",
+          .timeLimit(.minutes(1)))
+    func misbehavingServer() async throws {
+        let peer = try ScriptedPeer()
+        let room = "r"
+        let s1 = try Snapshot([(Element("s"), [Element("a"), Element("b")])])
+        let s3 = try Snapshot([(Element("s"), [Element("c"), Element("a"), Element("b")])])
+        let s4 = try Snapshot([(Element("t"), [Element("z")])])
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake()
+            // 1. A SNAPSHOT whose digest does not match: the client must ask again, fresh.
+            var request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial,
+                                digest: Snapshot().digest, snapshot: s1))
+            request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
+            // 2. A gap (v5 after v3): the replica is fine but behind, so it resumes from v3.
+            peer.send(.diff(room: room, epoch: 7, version: 5, ops: [.moveItem("c", .before("a"))]))
+            request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 3))
+            peer.send(.catchup(requestId: request, room: room, epoch: 7, fromVersion: 3, toVersion: 5))
+            peer.send(.diff(room: room, epoch: 7, version: 4, ops: [.appendItems(["c"], toSection: "s")]))
+            peer.send(.diff(room: room, epoch: 7, version: 5, ops: [.moveItem("c", .before("a"))]))
+            // 3. A DIFF that does not apply: the replica is suspect, so the JOIN is fresh.
+            peer.send(.diff(room: room, epoch: 7, version: 6, ops: [.deleteItems(["nope"])]))
+            request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 6, reason: .initial, digest: s3.digest, snapshot: s3))
+            // 4. A DIFF of another epoch (the room was recreated): resume, answered with a resync.
+            peer.send(.diff(room: room, epoch: 8, version: 1, ops: []))
+            request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 6))
+            peer.send(.snapshot(requestId: request, room: room, epoch: 8, version: 1, reason: .resync, digest: s4.digest, snapshot: s4))
+            // 5. The client still works: a write is answered.
+            guard case .mutate(let write, room, nil, let writeID, [.appendItems(["y"], toSection: "t")]) = try peer.request(),
+                  writeID.count == 16 else { throw ScriptedPeer.Failure(description: "expected the MUTATE") }
+            peer.send(.diff(room: room, epoch: 8, version: 2, ops: [.appendItems(["y"], toSection: "t")]))
+            peer.send(.ack(requestId: write, epoch: 8, version: 2))
+        }
+
+        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
+                                                         reconnect: .disabled))
+        let events = EventLog.start(client)
+        try await client.connect()
+        let replica = try await client.join(room)
+        let log = ChangeLog.start(replica)
+        let changes = try await log.wait(for: "the epoch-8 resync") { $0.last?.position == RoomPosition(epoch: 8, version: 1) }
+        let position = try await client.mutate(room, [.appendItems(["y"], toSection: "t")])
+        #expect(position == RoomPosition(epoch: 8, version: 2))
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+
+        #expect(changes.map(\.kind) == [.initial, .catchUp, .resync(.diffFailed(BatchError(operationIndex: 0, violation: .itemNotFound("nope")))),
+                                         .resync(.outOfSequence(expected: RoomPosition(epoch: 7, version: 7), received: RoomPosition(epoch: 8, version: 1)))])
+        #expect(changes[0].snapshot == s1 && changes[0].position.version == 3)
+        #expect(changes[1].snapshot == s3 && changes[1].operations.count == 2)
+        #expect(changes[1].updates.insertedItems == [ItemIndexPath(item: 0, section: 0)], "c, inserted at its final place")
+        #expect(changes[2].snapshot == s3 && changes[2].updates.isEmpty, "the fresh snapshot held what the replica had")
+        #expect(changes[3].snapshot == s4 && changes[3].updates.deletedSections == [0] && changes[3].updates.insertedSections == [0])
+        expectConsistentStream(changes, "scripted")
+        let resyncs = await events.events.compactMap { if case .resyncing(_, let reason) = $0 { reason } else { nil } }
+        #expect(resyncs.count == 4, "\(resyncs)")
+        #expect(resyncs.first == .digestMismatch)
+        #expect(resyncs.dropFirst().first == .outOfSequence(expected: RoomPosition(epoch: 7, version: 4), received: RoomPosition(epoch: 7, version: 5)))
+        await client.close()
+    }
+}
+
+private final class UncheckedBox<T>: @unchecked Sendable {
+    // @unchecked: the value is handed to one thread and used only there.
+    let value: T
+    init(_ value: T) { self.value = value }
+}
