@@ -194,7 +194,7 @@ extension Snapshot {
             }
 
         case .insertItems(let items, let placement):
-            guard let anchor = itemIndex[placement.anchor] else { throw .anchorItemNotFound(placement.anchor) }
+            guard let anchor = itemSlot(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
             let section = itemNodes[Int(anchor)].section
             var after: Slot
             switch placement {
@@ -211,7 +211,7 @@ extension Snapshot {
 
         case .deleteItems(let ids):
             for id in ids {
-                guard let slot = itemIndex[id] else { throw .itemNotFound(id) }
+                guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
                 let node = itemNodes[Int(slot)]
                 undo.append(.restoreItem(Element(id, payload: node.payload),
                                          section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
@@ -225,9 +225,9 @@ extension Snapshot {
             undo.append(.restoreAll(old))
 
         case .moveItem(let id, let placement):
-            guard let slot = itemIndex[id] else { throw .itemNotFound(id) }
+            guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
             guard placement.anchor != id else { throw .anchorIsSelf(id) }
-            guard let anchor = itemIndex[placement.anchor] else { throw .anchorItemNotFound(placement.anchor) }
+            guard let anchor = itemSlot(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
             recordItemPosition(slot, undo: &undo)
             unlinkItem(slot)
             let section = itemNodes[Int(anchor)].section
@@ -237,7 +237,7 @@ extension Snapshot {
             }
 
         case .moveItemToSection(let id, let sectionID):
-            guard let slot = itemIndex[id] else { throw .itemNotFound(id) }
+            guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
             guard let section = sectionIndex[sectionID] else { throw .sectionNotFound(sectionID) }
             recordItemPosition(slot, undo: &undo)
             unlinkItem(slot)
@@ -245,7 +245,7 @@ extension Snapshot {
 
         case .updateItems(let items, _):
             for item in items {
-                guard let slot = itemIndex[item.id] else { throw .itemNotFound(item.id) }
+                guard let slot = itemSlot(item.id) else { throw .itemNotFound(item.id) }
                 try checkPayload(item, limits: limits)
                 undo.append(.restoreItemPayload(item.id, itemNodes[Int(slot)].payload))
                 setItemPayload(slot, item.payload)
@@ -268,7 +268,7 @@ extension Snapshot {
     private func checkNewItem(_ item: Element, limits: Limits) throws(Violation) {
         if item.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(item.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(item, limits: limits)
-        if itemIndex[item.id] != nil { throw .duplicateItem(item.id) }
+        if itemSlot(item.id) != nil { throw .duplicateItem(item.id) }
         if itemIndex.count >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
     }
 
@@ -304,18 +304,18 @@ extension Snapshot {
             case .restoreSectionPayload(let id, let payload):
                 setSectionPayload(sectionIndex[id]!, payload)
             case .removeItem(let id):
-                let slot = itemIndex[id]!
+                let slot = itemSlot(id)!
                 unlinkItem(slot)
                 freeItem(slot)
             case .restoreItem(let item, let section, let after):
                 let slot = allocateItem(item)
-                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemIndex[$0]! } ?? Self.none)
+                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none)
             case .moveItemBack(let id, let section, let after):
-                let slot = itemIndex[id]!
+                let slot = itemSlot(id)!
                 unlinkItem(slot)
-                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemIndex[$0]! } ?? Self.none)
+                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none)
             case .restoreItemPayload(let id, let payload):
-                setItemPayload(itemIndex[id]!, payload)
+                setItemPayload(itemSlot(id)!, payload)
             case .restoreAll(let old):
                 self = old
             }
@@ -407,14 +407,14 @@ extension Snapshot {
             slot = Slot(itemNodes.count)
             itemNodes.append(node)
         }
-        itemIndex[item.id] = slot
+        itemIndex.insert(item.id, slot: slot)
         encodedBodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
         return slot
     }
 
     /// The item must be unlinked.
     mutating func freeItem(_ slot: Slot) {
-        itemIndex.removeValue(forKey: itemNodes[Int(slot)].id)
+        itemIndex.remove(itemNodes[Int(slot)].id, slot: slot)
         encodedBodyBytes -= Self.encodedSize(id: itemNodes[Int(slot)].id, payload: itemNodes[Int(slot)].payload)
         itemNodes[Int(slot)].id = Identifier([])
         itemNodes[Int(slot)].payload = .empty

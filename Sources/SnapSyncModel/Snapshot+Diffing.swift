@@ -5,7 +5,7 @@
 //
 // Shape of the result, in this order (each part only when non-empty):
 //  1. `deleteSections` for sections of `a` that are gone and keep none of their items: deleting
-//     them first keeps every later state, and the working snapshot, small;
+//     them first keeps every later state small;
 //  2. one `deleteItems` for gone items of surviving sections (the items of deleted sections go
 //     with their section);
 //  3. `updateSections` and `updateItems(.reload)` for payload changes of elements in both;
@@ -28,7 +28,8 @@
 // between; they are gone by the end. That needs no positions or indexes, only identifiers.
 //
 // Cost: O(|a| + |b| + Σ k log k) over the per-section LIS inputs, with one hash lookup per element
-// of `b` into `a`'s existing index and flat arrays indexed by `a`'s slots for everything else.
+// of `b` into `a`'s existing index at most (usually far fewer: see `matchAndEmitItems`), and flat arrays
+// indexed by `a`'s slots for everything else.
 
 extension Snapshot {
     /// The batch that turns `a` into `b`: `a.apply(Snapshot.diff(a, b)) == b`.
@@ -51,8 +52,13 @@ extension Snapshot {
     ///   lookup per section and per item of `other`.
     public func difference(to other: Snapshot) -> [Operation] {
         if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
-        var differ = Differ(a: self, b: other)
-        return differ.run()
+        // The pointers live only as long as these closures, and so does the Differ.
+        return itemNodes.withUnsafeBufferPointer { aItems in
+            other.itemNodes.withUnsafeBufferPointer { bItems in
+                var differ = Differ(a: self, b: other, aItems: aItems, bItems: bItems)
+                return differ.run()
+            }
+        }
     }
 }
 
@@ -64,6 +70,10 @@ private struct Differ {
 
     let a: Snapshot
     let b: Snapshot
+    /// The item slots of `a` and `b`, read through pointers in the hot loops: array access
+    /// through `self` in a mutating method retains the buffer and re-checks it every time.
+    let aItems: UnsafeBufferPointer<Snapshot.ItemNode>
+    let bItems: UnsafeBufferPointer<Snapshot.ItemNode>
 
     /// Item status in `b` order.
     static let new: UInt8 = 0, stable: UInt8 = 1, moved: UInt8 = 2
@@ -82,23 +92,20 @@ private struct Differ {
     /// a item slot → its position within its section of `a`.
     var aItemPos: [Int32]
     /// a item slot → it is also in `b`.
-    var aKept: [Bool]
+    var aKept: [Bool] = []
     /// a item slots in `a`'s order: the walk for gone items, without a second list traversal.
     var aOrder: [Slot] = []
-    /// b item position → status (`new`, `stable`, `moved`).
-    var bItemStatus: [UInt8] = []
-    /// b section position → slot in `b` of its first stable item, or `none`.
-    var bSectionFirstStable: [Slot] = []
 
     var ops: [Operation] = []
 
-    init(a: Snapshot, b: Snapshot) {
+    init(a: Snapshot, b: Snapshot, aItems: UnsafeBufferPointer<Snapshot.ItemNode>, bItems: UnsafeBufferPointer<Snapshot.ItemNode>) {
         self.a = a
         self.b = b
+        self.aItems = aItems
+        self.bItems = bItems
         aSectionInB = [Slot](repeating: Self.none, count: a.sectionNodes.count)
         aSectionPos = [Int32](repeating: -1, count: a.sectionNodes.count)
         aItemPos = [Int32](repeating: -1, count: a.itemNodes.count)
-        aKept = [Bool](repeating: false, count: a.itemNodes.count)
     }
 
     mutating func run() -> [Operation] {
@@ -106,13 +113,17 @@ private struct Differ {
         var sectionUpdates: [Element] = []
         var itemUpdates: [Element] = []
         matchSections(updates: &sectionUpdates)
-        matchItems(updates: &itemUpdates)
-        emitDeletes()
-        if !sectionUpdates.isEmpty { ops.append(.updateSections(sectionUpdates)) }
-        if !itemUpdates.isEmpty { ops.append(.updateItems(itemUpdates, .reload)) }
         emitSections()
-        emitItems()
-        emitLateSectionDeletes()
+        matchAndEmitItems(updates: &itemUpdates)
+        // Deletes and updates come first in the batch but are known only now (they need every
+        // item matched). Inserting them in front moves the other operations bitwise, with no
+        // retain or release: O(ops) memmove.
+        var prefix: [Operation] = []
+        emitDeletes(into: &prefix)
+        if !sectionUpdates.isEmpty { prefix.append(.updateSections(sectionUpdates)) }
+        if !itemUpdates.isEmpty { prefix.append(.updateItems(itemUpdates, .reload)) }
+        ops.insert(contentsOf: prefix, at: 0)
+        if !lateSectionDeletes.isEmpty { ops.append(.deleteSections(lateSectionDeletes)) }
         return ops
     }
 
@@ -130,7 +141,7 @@ private struct Differ {
                 aItemPos[Int(i)] = itemPosition
                 itemPosition += 1
                 aOrder.append(i)
-                i = a.itemNodes[Int(i)].next
+                i = aItems[Int(i)].next
             }
             s = a.sectionNodes[Int(s)].next
         }
@@ -162,91 +173,163 @@ private struct Differ {
         lis.mark(values) { k in bSectionStable[Int(positions[k])] = true }
     }
 
-    /// Pairs `b`'s items with `a`'s (one hash lookup each) and classifies them, section by
+    /// Pairs `b`'s items with `a`'s, classifies them and emits their operations, section by
     /// section. O(|b| + Σ k log k).
-    mutating func matchItems(updates: inout [Element]) {
-        bItemStatus = [UInt8](repeating: Self.new, count: b.numberOfItems)
-        bSectionFirstStable = [Slot](repeating: Self.none, count: bSectionSlot.count)
+    ///
+    /// Finding an item of `b` in `a` costs at most one hash lookup, but usually none: most items
+    /// keep their neighbours, so the next item of `b` is checked first against a few guesses
+    /// next to the previous match. A guess costs one identifier comparison with a node that is
+    /// likely in cache; a lookup is a cache miss or two on a 100k-item room.
+    ///
+    /// Each section's operations are emitted right after its LIS, while its nodes are still in
+    /// cache.
+    mutating func matchAndEmitItems(updates: inout [Element]) {
+        let aItems = self.aItems, bItems = self.bItems
+        var kept = [Bool](repeating: false, count: aItems.count)
+        let sectionInB = aSectionInB, position = aItemPos
         var lis = LIS()
-        // Per-section LIS input, reused: a positions, and the b item positions and slots they
-        // belong to.
+        // Per section, reused: the status of each item, and the LIS input (a positions) with
+        // the section-relative positions and slots it came from.
+        var status: [UInt8] = []
         var values: [Int32] = []
         var positions: [Int32] = []
         var slots: [Slot] = []
-        var g = 0
-        for sectionPosition in bSectionSlot.indices {
-            let t = bSectionSlot[sectionPosition]
+        // Guesses: `expected` follows the last match; `resume` keeps the run that a match found
+        // by hash (a moved-in item) interrupted, so the item after it is found again.
+        var expected = Self.none, resume = Self.none
+        for t in bSectionSlot {
+            status.removeAll(keepingCapacity: true)
             values.removeAll(keepingCapacity: true)
             positions.removeAll(keepingCapacity: true)
             slots.removeAll(keepingCapacity: true)
             var j = b.sectionNodes[Int(t)].firstItem
             while j != Self.none {
-                let i = a.itemIndex[b.itemNodes[Int(j)].id] ?? Self.none
-                if i != Self.none {
-                    aKept[Int(i)] = true
-                    if a.itemNodes[Int(i)].payload != b.itemNodes[Int(j)].payload {
-                        updates.append(Element(b.itemNodes[Int(j)].id, payload: b.itemNodes[Int(j)].payload))
+                let id = bItems[Int(j)].id
+                var i = Self.none
+                if expected != Self.none {
+                    if aItems[Int(expected)].id == id {
+                        i = expected
+                    } else {
+                        // One item of `a` skipped: deleted, or moved away from here.
+                        let skip = aItems[Int(expected)].next
+                        if skip != Self.none, aItems[Int(skip)].id == id { i = skip }
                     }
-                    if aSectionInB[Int(a.itemNodes[Int(i)].section)] == t {
-                        values.append(aItemPos[Int(i)])
-                        positions.append(Int32(g))
+                }
+                if i == Self.none, resume != Self.none, aItems[Int(resume)].id == id { i = resume }
+                if i != Self.none {
+                    resume = Self.none
+                } else {
+                    i = a.itemIndex.find(id, in: aItems) ?? Self.none
+                    if i != Self.none, expected != Self.none { resume = expected }
+                }
+                if i != Self.none {
+                    // A new item (no match) leaves the guesses alone: the next one may be it.
+                    expected = aItems[Int(i)].next
+                    kept[Int(i)] = true
+                    if aItems[Int(i)].payload != bItems[Int(j)].payload {
+                        updates.append(Element(id, payload: bItems[Int(j)].payload))
+                    }
+                    if sectionInB[Int(aItems[Int(i)].section)] == t {
+                        values.append(position[Int(i)])
+                        positions.append(Int32(status.count))
                         slots.append(j)
                     }
-                    bItemStatus[g] = Self.moved
+                    status.append(Self.moved)
+                } else {
+                    status.append(Self.new)
                 }
-                g += 1
-                j = b.itemNodes[Int(j)].next
+                j = bItems[Int(j)].next
             }
-            var first = Self.none
+            var firstStable = Self.none
             lis.mark(values) { k in
-                bItemStatus[Int(positions[k])] = Self.stable
-                first = slots[k]  // marked back to front: the last call is the first item
+                status[Int(positions[k])] = Self.stable
+                firstStable = slots[k]  // marked back to front: the last call is the first item
             }
-            bSectionFirstStable[sectionPosition] = first
+            emitItems(ofSection: t, status: status, firstStable: firstStable)
+        }
+        aKept = kept
+    }
+
+    /// Step 5 for one section: every non-stable item placed after its predecessor in `b`.
+    /// O(items of the section).
+    mutating func emitItems(ofSection t: Slot, status: [UInt8], firstStable: Slot) {
+        let bItems = self.bItems
+        let sectionID = b.sectionNodes[Int(t)].id
+        let firstStableID = firstStable == Self.none ? nil : bItems[Int(firstStable)].id
+        var previous = Self.none
+        var g = 0
+        var j = b.sectionNodes[Int(t)].firstItem
+        while j != Self.none {
+            switch status[g] {
+            case Self.stable:
+                previous = j
+                g += 1
+                j = bItems[Int(j)].next
+            case Self.new:
+                var group: [Element] = []
+                var last = j
+                while j != Self.none, status[g] == Self.new {
+                    group.append(Element(bItems[Int(j)].id, payload: bItems[Int(j)].payload))
+                    last = j
+                    g += 1
+                    j = bItems[Int(j)].next
+                }
+                if previous != Self.none {
+                    ops.append(.insertItems(group, .after(bItems[Int(previous)].id)))
+                } else if let anchor = firstStableID {
+                    ops.append(.insertItems(group, .before(anchor)))
+                } else {
+                    ops.append(.appendItems(group, toSection: sectionID))
+                }
+                previous = last
+            default:
+                let id = bItems[Int(j)].id
+                if previous != Self.none {
+                    ops.append(.moveItem(id, .after(bItems[Int(previous)].id)))
+                } else if let anchor = firstStableID {
+                    ops.append(.moveItem(id, .before(anchor)))
+                } else {
+                    ops.append(.moveItemToSection(id, section: sectionID))
+                }
+                previous = j
+                g += 1
+                j = bItems[Int(j)].next
+            }
         }
     }
 
-    /// a section slots of gone sections that hand items over to `b`: deleted last.
+    /// Gone sections that hand items over to other sections: deleted last.
     var lateSectionDeletes: [Identifier] = []
-    /// Whether a gone section of `a` (by slot) is deleted at the end rather than first.
-    var aSectionLate: [Bool] = []
 
     /// Steps 1 and 2: gone sections with nothing to hand over, then gone items. O(|a|).
-    mutating func emitDeletes() {
-        aSectionLate = [Bool](repeating: false, count: a.sectionNodes.count)
+    mutating func emitDeletes(into prefix: inout [Operation]) {
+        var late = [Bool](repeating: false, count: a.sectionNodes.count)
         var goneItems: [Identifier] = []
         for i in aOrder {
-            let s = a.itemNodes[Int(i)].section
+            let s = aItems[Int(i)].section
             if aKept[Int(i)] {
-                if aSectionInB[Int(s)] == Self.none { aSectionLate[Int(s)] = true }
+                if aSectionInB[Int(s)] == Self.none { late[Int(s)] = true }
             } else if aSectionInB[Int(s)] != Self.none {
-                goneItems.append(a.itemNodes[Int(i)].id)
+                goneItems.append(aItems[Int(i)].id)
             }
         }
         var early: [Identifier] = []
         var s = a.firstSection
         while s != Self.none {
             if aSectionInB[Int(s)] == Self.none {
-                if aSectionLate[Int(s)] { lateSectionDeletes.append(a.sectionNodes[Int(s)].id) }
+                if late[Int(s)] { lateSectionDeletes.append(a.sectionNodes[Int(s)].id) }
                 else { early.append(a.sectionNodes[Int(s)].id) }
             }
             s = a.sectionNodes[Int(s)].next
         }
-        if !early.isEmpty { ops.append(.deleteSections(early)) }
-        if !goneItems.isEmpty { ops.append(.deleteItems(goneItems)) }
+        if !early.isEmpty { prefix.append(.deleteSections(early)) }
+        if !goneItems.isEmpty { prefix.append(.deleteItems(goneItems)) }
     }
 
     /// Step 4: every section of `b` placed after its predecessor in `b`. O(sections of b).
     mutating func emitSections() {
         let count = bSectionSlot.count
         let firstStable = bSectionStable.firstIndex(of: true).map { b.sectionNodes[Int(bSectionSlot[$0])].id }
-        // The first section left after step 1, for new sections in front when nothing is stable.
-        var firstRemaining: Identifier?
-        var s = a.firstSection
-        while s != Self.none, firstRemaining == nil {
-            if aSectionInB[Int(s)] != Self.none || aSectionLate[Int(s)] { firstRemaining = a.sectionNodes[Int(s)].id }
-            s = a.sectionNodes[Int(s)].next
-        }
         var p = 0
         while p < count {
             if bSectionStable[p] { p += 1; continue }
@@ -261,9 +344,11 @@ private struct Differ {
                 }
                 if p > 0 {
                     ops.append(.insertSections(group, .after(b.sectionNodes[Int(bSectionSlot[p - 1])].id)))
-                } else if let anchor = firstStable ?? firstRemaining {
-                    ops.append(.insertSections(group, .before(anchor)))
+                } else if let firstStable {
+                    ops.append(.insertSections(group, .before(firstStable)))
                 } else {
+                    // No stable section means no section of `a` survives: whatever is there
+                    // now gets deleted, so the end is as good a place as the front.
                     ops.append(.appendSections(group))
                 }
                 p = q
@@ -275,72 +360,17 @@ private struct Differ {
             }
         }
     }
-
-    /// Step 5: every item of `b` placed after its predecessor in its section. O(|b|).
-    mutating func emitItems() {
-        var g = 0
-        var group: [Element] = []
-        for sectionPosition in bSectionSlot.indices {
-            let t = bSectionSlot[sectionPosition]
-            let sectionID = b.sectionNodes[Int(t)].id
-            let firstStable = bSectionFirstStable[sectionPosition]
-            let firstStableID = firstStable == Self.none ? nil : b.itemNodes[Int(firstStable)].id
-            var previous = Self.none
-            var j = b.sectionNodes[Int(t)].firstItem
-            while j != Self.none {
-                let status = bItemStatus[g]
-                if status == Self.stable {
-                    previous = j
-                    g += 1
-                    j = b.itemNodes[Int(j)].next
-                    continue
-                }
-                if status == Self.new {
-                    group.removeAll(keepingCapacity: true)
-                    var last = j
-                    while j != Self.none, bItemStatus[g] == Self.new {
-                        group.append(Element(b.itemNodes[Int(j)].id, payload: b.itemNodes[Int(j)].payload))
-                        last = j
-                        g += 1
-                        j = b.itemNodes[Int(j)].next
-                    }
-                    if previous != Self.none {
-                        ops.append(.insertItems(group, .after(b.itemNodes[Int(previous)].id)))
-                    } else if let anchor = firstStableID {
-                        ops.append(.insertItems(group, .before(anchor)))
-                    } else {
-                        ops.append(.appendItems(group, toSection: sectionID))
-                    }
-                    previous = last
-                } else {
-                    let id = b.itemNodes[Int(j)].id
-                    if previous != Self.none {
-                        ops.append(.moveItem(id, .after(b.itemNodes[Int(previous)].id)))
-                    } else if let anchor = firstStableID {
-                        ops.append(.moveItem(id, .before(anchor)))
-                    } else {
-                        ops.append(.moveItemToSection(id, section: sectionID))
-                    }
-                    previous = j
-                    g += 1
-                    j = b.itemNodes[Int(j)].next
-                }
-            }
-        }
-    }
-
-    /// Step 6.
-    mutating func emitLateSectionDeletes() {
-        if !lateSectionDeletes.isEmpty { ops.append(.deleteSections(lateSectionDeletes)) }
-    }
 }
 
 /// Longest strictly increasing subsequence by patience sorting: O(k log k), O(k) when the input
 /// is already mostly increasing (the common case: most elements stay), thanks to the check
 /// against the last pile before the binary search. Buffers are kept across calls.
 private struct LIS {
-    /// `tails[l]`: index of the smallest value ending an increasing run of length l + 1.
+    /// `tails[l]`: index of the smallest value ending an increasing run of length l + 1, and
+    /// `tailValues[l]` that value: the binary search reads one contiguous array instead of
+    /// chasing indexes.
     var tails: [Int32] = []
+    var tailValues: [Int32] = []
     /// `predecessor[k]`: the index before k in the best run ending at k, or -1.
     var predecessor: [Int32] = []
 
@@ -348,21 +378,24 @@ private struct LIS {
     /// `values` (distinct), from the last to the first.
     mutating func mark(_ values: [Int32], _ body: (Int) -> Void) {
         tails.removeAll(keepingCapacity: true)
+        tailValues.removeAll(keepingCapacity: true)
         predecessor.removeAll(keepingCapacity: true)
         for k in values.indices {
             let v = values[k]
-            if let last = tails.last, values[Int(last)] > v {
+            if let last = tailValues.last, last > v {
                 // Lowest pile whose tail is above v (values are distinct).
-                var low = 0, high = tails.count - 1
+                var low = 0, high = tailValues.count - 1
                 while low < high {
                     let mid = (low + high) / 2
-                    if values[Int(tails[mid])] < v { low = mid + 1 } else { high = mid }
+                    if tailValues[mid] < v { low = mid + 1 } else { high = mid }
                 }
                 predecessor.append(low > 0 ? tails[low - 1] : -1)
                 tails[low] = Int32(k)
+                tailValues[low] = v
             } else {
                 predecessor.append(tails.last ?? -1)
                 tails.append(Int32(k))
+                tailValues.append(v)
             }
         }
         var k = tails.last ?? -1

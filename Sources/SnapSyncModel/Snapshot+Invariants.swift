@@ -29,7 +29,7 @@ extension Snapshot {
             while i != Self.none {
                 let item = itemNodes[Int(i)]
                 guard seenItems.insert(item.id).inserted else { throw fail("item \(item.id) is linked twice") }
-                guard itemIndex[item.id] == i else { throw fail("item index of \(item.id) does not point at its slot") }
+                guard itemSlot(item.id) == i else { throw fail("item index of \(item.id) does not point at its slot") }
                 guard item.prev == prevItem else { throw fail("item \(item.id) has a wrong back link") }
                 guard item.section == s else { throw fail("item \(item.id) names the wrong section") }
                 bodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
@@ -45,6 +45,19 @@ extension Snapshot {
         }
         guard lastSection == prevSection else { throw fail("wrong last section") }
         guard sectionIndex.count == sectionCount else { throw fail("section index holds \(sectionIndex.count) entries, lists hold \(sectionCount)") }
+        var indexed = 0
+        var indexProblem: String?
+        itemIndex.forEachEntry { tag, slot in
+            indexed += 1
+            guard slot >= 0, Int(slot) < itemNodes.count, itemNodes[Int(slot)].section != Self.none else {
+                indexProblem = "item index points at slot \(slot), which holds no item"
+                return
+            }
+            if tag != SlotIndex.tag(of: itemNodes[Int(slot)].id) { indexProblem = "item index has a stale hash for \(itemNodes[Int(slot)].id)" }
+        }
+        if let indexProblem { throw fail(indexProblem) }
+        guard indexed == itemIndex.count else { throw fail("item index counts \(itemIndex.count) entries but holds \(indexed)") }
+        guard itemIndex.count * 2 <= itemIndex.buckets.count || itemIndex.count == 0 else { throw fail("item index is over half full") }
         guard itemIndex.count == seenItems.count else { throw fail("item index holds \(itemIndex.count) entries, lists hold \(seenItems.count)") }
         guard sectionNodes.count == sectionCount + freeSections.count else { throw fail("section slots leak") }
         guard itemNodes.count == seenItems.count + freeItems.count else { throw fail("item slots leak") }

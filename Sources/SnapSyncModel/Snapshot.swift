@@ -5,7 +5,7 @@
 /// Storage is built for rooms of a million items, where an array per section would make every
 /// insert and delete an O(n) memmove:
 /// - sections and items live in slot arrays, linked into doubly linked lists (items per section);
-/// - two hash indexes map identifiers to slots.
+/// - two hash indexes map identifiers to slots (items: `SlotIndex`, built for large rooms).
 ///
 /// So lookup by identifier, insert, delete and move are O(1) (expected, hashing), and
 /// position queries (`indexOfItem`, `itemIdentifiers`) walk the lists: O(n).
@@ -41,7 +41,7 @@ public struct Snapshot: Sendable {
     @usableFromInline var freeSections: [Slot] = []
     @usableFromInline var freeItems: [Slot] = []
     @usableFromInline var sectionIndex: [Identifier: Slot] = [:]
-    @usableFromInline var itemIndex: [Identifier: Slot] = [:]
+    @usableFromInline var itemIndex = SlotIndex()
     @usableFromInline var firstSection: Slot = Snapshot.none
     @usableFromInline var lastSection: Slot = Snapshot.none
     /// Size of the canonical encoding (Protocol/PROTOCOL.md §4) without its leading section
@@ -128,14 +128,14 @@ extension Snapshot {
 
     /// - Complexity: O(1)
     public func sectionIdentifier(containingItem item: Identifier) -> Identifier? {
-        guard let i = itemIndex[item] else { return nil }
+        guard let i = itemSlot(item) else { return nil }
         return sectionNodes[Int(itemNodes[Int(i)].section)].id
     }
 
     /// The item's index in `itemIdentifiers` (across all sections), as UIKit's `indexOfItem(_:)`.
     /// - Complexity: O(n): positions are not stored, so that moves stay O(1).
     public func indexOfItem(_ item: Identifier) -> Int? {
-        guard let target = itemIndex[item] else { return nil }
+        guard let target = itemSlot(item) else { return nil }
         let section = itemNodes[Int(target)].section
         var index = 0
         var s = firstSection
@@ -154,7 +154,7 @@ extension Snapshot {
     /// The item's (section index, item index within the section), as an index path.
     /// - Complexity: O(n)
     public func indexPath(ofItem item: Identifier) -> (section: Int, item: Int)? {
-        guard let target = itemIndex[item] else { return nil }
+        guard let target = itemSlot(item) else { return nil }
         let section = itemNodes[Int(target)].section
         var sectionIndex = 0
         var s = firstSection
@@ -184,13 +184,13 @@ extension Snapshot {
     }
 
     /// - Complexity: O(1)
-    @inlinable public func contains(item: Identifier) -> Bool { itemIndex[item] != nil }
+    @inlinable public func contains(item: Identifier) -> Bool { itemSlot(item) != nil }
     /// - Complexity: O(1)
     @inlinable public func contains(section: Identifier) -> Bool { sectionIndex[section] != nil }
 
     /// - Complexity: O(1)
     public func payload(ofItem item: Identifier) -> Payload? {
-        itemIndex[item].map { itemNodes[Int($0)].payload }
+        itemSlot(item).map { itemNodes[Int($0)].payload }
     }
 
     /// - Complexity: O(1)

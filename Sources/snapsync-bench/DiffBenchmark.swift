@@ -1,0 +1,206 @@
+// `snapsync-bench diff`: cost of Snapshot.difference(to:) on fixed, seeded cases, and the size
+// of the batch it produces (operations, moves, elements named).
+
+import ArgumentParser
+import SnapSyncModel
+
+struct DiffBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "Time Snapshot.difference(to:) on fixed, seeded cases.",
+        discussion: """
+            Cases: flat-10k and flat-100k (one section; 10% of items deleted, 10% inserted, 10% \
+            moved, 10% payload-updated, at random positions); flat-100k-small (100k items, 13 \
+            changes); sectioned-100x1000 (100 sections × 1000 items, 10% item churn, part of it \
+            across sections, and 5 section changes). Each diff is applied once to check it reaches \
+            the target before it is timed. median_ms is wall time to compute the batch; \
+            cpu_median_ms the thread's CPU time for the same (steadier on a busy machine); \
+            free_median_ms the time to free the batch afterwards, timed apart.
+            """)
+
+    @Option(help: "Timed runs per case (the median is reported).")
+    var runs: Int = 21
+
+    @Option(help: "Seed for building the cases.")
+    var seed: UInt64 = 0x5EED
+
+    @Option(name: .customLong("case"), help: "Run only this case (repeatable).")
+    var cases: [String] = []
+
+    func run() throws {
+        let all: [(String, () -> (Snapshot, Snapshot))] = [
+            ("flat-10k", { DiffCases.flat(items: 10_000, churnPercent: 10, seed: seed) }),
+            ("flat-100k", { DiffCases.flat(items: 100_000, churnPercent: 10, seed: seed) }),
+            ("flat-100k-small", { DiffCases.flat(items: 100_000, deletes: 3, inserts: 3, moves: 4, updates: 3, seed: seed) }),
+            ("sectioned-100x1000", { DiffCases.sectioned(sections: 100, itemsPerSection: 1000, seed: seed) }),
+        ]
+        for name in cases where !all.contains(where: { $0.0 == name }) {
+            throw ValidationError("unknown case \(name); cases: \(all.map(\.0).joined(separator: ", "))")
+        }
+        for (name, build) in all where cases.isEmpty || cases.contains(name) {
+            let (a, b) = build()
+            let ops = a.difference(to: b)
+            var check = a
+            try check.apply(ops, limits: .unlimited)
+            guard check == b else { throw ValidationError("\(name): the diff does not reach the target") }
+            let (times, cpu, free) = Bench.measureProducing(runs: runs) { a.difference(to: b) }
+            let stats = BatchStats(ops)
+            Bench.printJSON([
+                "case": .string(name),
+                "items": .int(a.numberOfItems),
+                "sections": .int(a.numberOfSections),
+                "median_ms": .number(Bench.median(times) / 1e6),
+                "min_ms": .number(times.min()! / 1e6),
+                "cpu_median_ms": .number(Bench.median(cpu) / 1e6),
+                "free_median_ms": .number(Bench.median(free) / 1e6),
+                "ops": .int(ops.count),
+                "moves": .int(stats.moves),
+                "elements": .int(stats.elements),
+                "runs": .int(runs),
+            ])
+        }
+    }
+}
+
+/// What a batch amounts to: moves, and elements named (each id in a list counts once, each move
+/// once, `deleteAllItems` once), which is what tools that count "changes" report.
+struct BatchStats {
+    var moves = 0
+    var elements = 0
+
+    init(_ ops: [Operation]) {
+        for op in ops {
+            switch op {
+            case .appendSections(let e), .insertSections(let e, _), .updateSections(let e),
+                 .appendItems(let e, _), .insertItems(let e, _), .updateItems(let e, _):
+                elements += e.count
+            case .deleteSections(let ids), .deleteItems(let ids):
+                elements += ids.count
+            case .moveSection, .moveItem, .moveItemToSection:
+                moves += 1
+                elements += 1
+            case .deleteAllItems:
+                elements += 1
+            }
+        }
+    }
+}
+
+/// The benchmark inputs. Items have 8-byte identifiers (big-endian integers) and 16-byte
+/// payloads (the integer and a version), so updates change bytes, not lengths.
+enum DiffCases {
+    static func item(_ k: Int, version: UInt64 = 0) -> Element {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<8 {
+            bytes[i] = UInt8(truncatingIfNeeded: UInt64(k) >> (56 - 8 * UInt64(i)))
+            bytes[8 + i] = UInt8(truncatingIfNeeded: version >> (56 - 8 * UInt64(i)))
+        }
+        return Element(Identifier(uint64: UInt64(k)), payload: Payload(bytes))
+    }
+
+    /// A copy with its own byte buffers, as a decoder would produce: the target of a REPLACE
+    /// shares no storage with the room it replaces, so comparisons must read both sides.
+    static func fresh(_ element: Element) -> Element {
+        Element(Identifier(Array(element.id.bytes[...])), payload: Payload(Array(element.payload.bytes[...])))
+    }
+
+    static func flat(items n: Int, churnPercent: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+        let k = n * churnPercent / 100
+        return flat(items: n, deletes: k, inserts: k, moves: k, updates: k, seed: seed)
+    }
+
+    /// One section of `n` items; `b` deletes, moves and updates distinct random items of `a`
+    /// and inserts new ones at random positions. Positions come from sort keys, so building `b`
+    /// is O(n log n) rather than O(n) per random insert.
+    static func flat(items n: Int, deletes: Int, inserts: Int, moves: Int, updates: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+        var rng = BenchRandom(seed: seed)
+        let section = Element(Identifier("flat"))
+        let aItems = (0..<n).map { item($0) }
+        // 0 keep, 1 delete, 2 move, 3 update: distinct items for each change.
+        var fate = [UInt8](repeating: 0, count: n)
+        var order = Array(0..<n)
+        order.shuffle(using: &rng)
+        for (offset, count, kind) in [(0, deletes, 1), (deletes, moves, 2), (deletes + moves, updates, 3)] as [(Int, Int, UInt8)] {
+            for j in offset..<(offset + count) { fate[order[j]] = kind }
+        }
+        var keyed: [(key: Double, element: Element)] = []
+        keyed.reserveCapacity(n + inserts)
+        for i in 0..<n {
+            switch fate[i] {
+            case 1: continue
+            case 2: keyed.append((Double.random(in: 0..<Double(n), using: &rng), aItems[i]))
+            case 3: keyed.append((Double(i), item(i, version: 1)))
+            default: keyed.append((Double(i), aItems[i]))
+            }
+        }
+        for j in 0..<inserts { keyed.append((Double.random(in: 0..<Double(n), using: &rng), item(n + j))) }
+        keyed.sort { $0.key < $1.key }
+        let a = try! Snapshot([(section, aItems)], limits: .unlimited)
+        let b = try! Snapshot([(section, keyed.map { Self.fresh($0.element) })], limits: .unlimited)
+        return (a, b)
+    }
+
+    /// `sections` × `itemsPerSection`; `b` churns 10% of the items (2.5% each deleted,
+    /// inserted, moved (half of those to another section) and updated) and makes 5 section
+    /// changes: two moved, one deleted (its items go with it, except those moved out), one
+    /// inserted (with a few of the new items) and one payload update.
+    static func sectioned(sections: Int, itemsPerSection: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+        var rng = BenchRandom(seed: seed)
+        let n = sections * itemsPerSection
+        let quarter = n / 40  // 2.5%
+        func sectionID(_ s: Int) -> Identifier { Identifier("section-\(s)") }
+
+        var aContents: [(section: Element, items: [Element])] = []
+        for s in 0..<sections {
+            aContents.append((Element(sectionID(s)), (0..<itemsPerSection).map { item(s * itemsPerSection + $0) }))
+        }
+
+        // Section changes, on distinct sections.
+        var sectionOrder = Array(0..<sections)
+        sectionOrder.shuffle(using: &rng)
+        let movedSections = Set(sectionOrder[0..<2]), deletedSection = sectionOrder[2], updatedSection = sectionOrder[3]
+        var bSections: [(key: Double, id: Identifier, payload: Payload, slot: Int)] = []
+        for s in 0..<sections where s != deletedSection {
+            let key = movedSections.contains(s) ? Double.random(in: 0..<Double(sections), using: &rng) : Double(s)
+            bSections.append((key, sectionID(s), s == updatedSection ? Payload("updated") : .empty, s))
+        }
+        bSections.append((Double.random(in: 0..<Double(sections), using: &rng), Identifier("section-new"), .empty, sections))
+        bSections.sort { $0.key < $1.key }
+        let survivors = bSections.map(\.slot)  // a section numbers, plus `sections` for the new one
+
+        // Item changes.
+        var fate = [UInt8](repeating: 0, count: n)  // 0 keep, 1 delete, 2 move within, 3 move across, 4 update
+        var order = Array(0..<n)
+        order.shuffle(using: &rng)
+        let half = quarter / 2
+        for (offset, count, kind) in [(0, quarter, 1), (quarter, half, 2), (quarter + half, quarter - half, 3), (2 * quarter, quarter, 4)] as [(Int, Int, UInt8)] {
+            for j in offset..<(offset + count) { fate[order[j]] = kind }
+        }
+        var bItems = [[(key: Double, element: Element)]](repeating: [], count: sections + 1)
+        for s in 0..<sections {
+            for i in 0..<itemsPerSection {
+                let k = s * itemsPerSection + i
+                let key = Double(i)
+                switch fate[k] {
+                case 1: continue
+                case 2: bItems[s].append((Double.random(in: 0..<Double(itemsPerSection), using: &rng), aContents[s].items[i]))
+                case 3:
+                    let target = survivors.randomElement(using: &rng)!
+                    bItems[target].append((Double.random(in: 0..<Double(itemsPerSection), using: &rng), aContents[s].items[i]))
+                case 4: bItems[s].append((key, item(k, version: 1)))
+                default: bItems[s].append((key, aContents[s].items[i]))
+                }
+            }
+        }
+        for j in 0..<quarter {
+            // Ten of the new items go to the new section, the rest anywhere.
+            let target = j < 10 ? sections : survivors.randomElement(using: &rng)!
+            bItems[target].append((Double.random(in: 0..<Double(itemsPerSection), using: &rng), item(n + j)))
+        }
+        let bContents: [(section: Element, items: [Element])] = bSections.map { section in
+            (Element(section.id, payload: section.payload), bItems[section.slot].sorted { $0.key < $1.key }.map(\.element))
+        }
+        let decoded: [(section: Element, items: [Element])] = bContents.map { (Self.fresh($0.section), $0.items.map(Self.fresh)) }
+        return (try! Snapshot(aContents, limits: .unlimited), try! Snapshot(decoded, limits: .unlimited))
+    }
+}

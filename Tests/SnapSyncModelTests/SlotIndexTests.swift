@@ -1,0 +1,62 @@
+// The item index (SlotIndex): open addressing with backward-shift deletion. Growth, deletion
+// in the middle of probe runs, and slot reuse are where such tables break; checkInvariants()
+// re-derives every entry's hash and slot.
+
+import Testing
+@testable import SnapSyncModel
+
+@Suite struct SlotIndexTests {
+    @Test func survivesHeavyChurnWithSlotReuse() throws {
+        var rng = SplitMix64(seed: 77)
+        var s = snapshot([("a", []), ("b", [])])
+        var live: [Identifier] = []
+        var next = 0
+        for round in 0..<60 {
+            // Grow through several capacity doublings, then shrink, with slots freed and reused.
+            let adds = round < 30 ? 300 : 100
+            var batch: [Element] = []
+            for _ in 0..<adds { batch.append(Element(Identifier("k\(next)"))); next += 1 }
+            try s.appendItems(batch, toSection: Bool.random(using: &rng) ? "a" : "b", limits: .unlimited)
+            live += batch.map(\.id)
+            live.shuffle(using: &rng)
+            let removeCount = round < 30 ? 150 : min(live.count, 250)
+            try s.deleteItems(Array(live.suffix(removeCount)))
+            live.removeLast(removeCount)
+            try s.checkInvariants()
+            #expect(s.numberOfItems == live.count)
+        }
+        for id in live { #expect(s.contains(item: id)) }
+        // Deleted identifiers are gone, including ones whose slots were reused.
+        var gone = 0
+        for n in 0..<next where !s.contains(item: Identifier("k\(n)")) { gone += 1 }
+        #expect(gone == next - live.count)
+    }
+
+    @Test func emptyIdentifierAndBinaryIdentifiersAreItemsLikeAnyOther() throws {
+        var s = snapshot([("s", [])])
+        let ids = [Identifier([]), Identifier([0]), Identifier([0, 0]), Identifier([0xFF]), Identifier(uint64: 0)]
+        try s.appendItems(ids.map { Element($0) }, toSection: "s")
+        try s.checkInvariants()
+        for id in ids { #expect(s.contains(item: id)) }
+        #expect(s.itemIdentifiers == ids)
+        try s.deleteItems([Identifier([0])])
+        try s.checkInvariants()
+        #expect(!s.contains(item: Identifier([0])))
+        #expect(s.contains(item: Identifier([0, 0])))
+        #expect(s.contains(item: Identifier([])))
+    }
+
+    @Test func rollbackRestoresTheIndex() throws {
+        var s = snapshot([("s", (0..<500).map { "i\($0)" })])
+        let before = s
+        #expect(throws: BatchError.self) {
+            try s.apply([.deleteItems((0..<400).map { Identifier("i\($0)") }),
+                         .appendItems((0..<400).map { Element(Identifier("n\($0)")) }, toSection: "s"),
+                         .deleteItems(["i0"])])
+        }
+        try s.checkInvariants()
+        #expect(s == before)
+        for n in 0..<500 { #expect(s.contains(item: Identifier("i\(n)"))) }
+        #expect(!s.contains(item: "n0"))
+    }
+}
