@@ -25,6 +25,14 @@ struct FanoutMemoryCommand: ParsableCommand {
             help: "An extra argument for snapsyncd (repeatable).")
     var serverArguments: [String] = []
 
+    @Option(help: ArgumentHelp("snapsyncd's --fsync policy for the daemon this command starts: no (the write-ahead log is written but not fsynced; redis-server runs with no persistence at all), everysec or always.", valueName: "always|everysec|no"))
+    var fsync: String = "no"
+
+    /// The daemon's arguments: --fsync (unless --server-arg gives one), then --server-arg.
+    var daemonArguments: [String] {
+        serverArguments.contains(where: { $0 == "--fsync" || $0.hasPrefix("--fsync=") }) ? serverArguments : ["--fsync", fsync] + serverArguments
+    }
+
     @Option(help: "Idle connections to open.")
     var connections: Int = 1000
 
@@ -64,7 +72,7 @@ struct FanoutMemoryCommand: ParsableCommand {
     }
 
     private func measureConnections(binary: String) throws {
-        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: serverArguments, cpu: nil)
+        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: daemonArguments, cpu: nil)
         defer { daemon.stop() }
         // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
         let first = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
@@ -114,7 +122,7 @@ struct FanoutMemoryCommand: ParsableCommand {
     }
 
     private func measureItems(binary: String) throws {
-        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: serverArguments, cpu: nil)
+        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: daemonArguments, cpu: nil)
         defer { daemon.stop() }
         let fd = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
         defer { close(fd) }

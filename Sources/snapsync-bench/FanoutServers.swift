@@ -15,12 +15,15 @@ struct FanoutServerProcess {
     /// A data directory the benchmark made for this process, removed by `stop()`.
     var temporaryDirectory: String? = nil
 
-    /// SIGTERM, then SIGKILL after 3 s; reaps the child; removes its temporary data directory.
+    /// SIGTERM, then SIGKILL after 3 s; reaps the child; removes its temporary data directory
+    /// and its log.
     func stop() {
+        FanoutServers.forget(pid)
         defer {
             if let dir = temporaryDirectory, dir.hasPrefix("/"), dir.contains("snapsync-bench-") {
                 _ = system("rm -rf '\(dir)'")
             }
+            unlink(logPath)
         }
         kill(pid, SIGTERM)
         var status: Int32 = 0
@@ -50,6 +53,33 @@ func fanoutFind(_ needle: String, in text: String) -> String.Index? {
 }
 
 enum FanoutServers {
+    /// Children still running, killed by an atexit handler when the benchmark exits early
+    /// (a setup failure calls exit(1)), so no daemon outlives it. Loop thread only.
+    nonisolated(unsafe) private static var running: [Int32] = []
+    nonisolated(unsafe) private static var directories: [String] = []
+    nonisolated(unsafe) private static var cleanupInstalled = false
+
+    static func remember(_ pid: Int32) {
+        running.append(pid)
+        installCleanup()
+    }
+
+    static func remember(directory: String) {
+        directories.append(directory)
+        installCleanup()
+    }
+
+    private static func installCleanup() {
+        guard !cleanupInstalled else { return }
+        cleanupInstalled = true
+        atexit {
+            for pid in FanoutServers.running { kill(pid, SIGKILL) }
+            for dir in FanoutServers.directories { _ = system("rm -rf '\(dir)'") }
+        }
+    }
+
+    static func forget(_ pid: Int32) { running.removeAll { $0 == pid } }
+
     /// The repository root: the nearest directory holding Package.swift above the current
     /// directory or above this executable.
     static func repositoryRoot() -> String? {
@@ -179,6 +209,7 @@ enum FanoutServers {
             fanoutErr("snapsync-bench: cannot start \(argv[0]): \(String(cString: strerror(rc)))\n")
             exit(1)
         }
+        remember(pid)
         return pid
     }
 
@@ -198,6 +229,7 @@ enum FanoutServers {
             var template = Array(dir.utf8CString)
             guard mkdtemp(&template) != nil else { FanoutSys.fail("mkdtemp \(dir)") }
             temporary = fanoutString(cString: template)
+            remember(directory: temporary!)
             arguments += ["--data-dir", temporary!]
         }
         let pid = spawn(arguments + extraArguments, logPath: log, cpu: cpu)
