@@ -5,7 +5,18 @@ import SnapSyncModel
 
 extension Array where Element == UInt8 {
     /// Minimal unsigned LEB128: 1 byte below 128, at most 10.
+    @inline(__always)
     mutating func appendVarint(_ value: UInt64) {
+        // Most varints (lengths, counts, small ids) are one byte: keep that path inlined.
+        if value < 0x80 {
+            append(UInt8(truncatingIfNeeded: value))
+            return
+        }
+        appendLongVarint(value)
+    }
+
+    @inline(never)
+    mutating func appendLongVarint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
             append(UInt8(truncatingIfNeeded: v) | 0x80)

@@ -24,7 +24,7 @@ struct CodecBenchmark: ParsableCommand {
             """)
 
     @Option(help: "Distinct frames per run.")
-    var frames: Int = 20_000
+    var frames: Int = 100_000
 
     @Option(help: "Timed runs per case (the median is reported).")
     var runs: Int = 15
