@@ -383,15 +383,12 @@ private struct LIS {
         for k in values.indices {
             let v = values[k]
             if let last = tailValues.last, last > v {
-                // Lowest pile whose tail is above v (values are distinct). Branch-free halving:
-                // the comparisons are unpredictable, and a conditional move beats a mispredict.
-                var low = 0, length = tailValues.count
-                while length > 1 {
-                    let half = length / 2
-                    low = tailValues[low + half - 1] < v ? low + half : low
-                    length -= half
+                // Lowest pile whose tail is above v (values are distinct).
+                var low = 0, high = tailValues.count - 1
+                while low < high {
+                    let mid = (low + high) / 2
+                    if tailValues[mid] < v { low = mid + 1 } else { high = mid }
                 }
-                if tailValues[low] < v { low += 1 }
                 predecessor.append(low > 0 ? tails[low - 1] : -1)
                 tails[low] = Int32(k)
                 tailValues[low] = v
