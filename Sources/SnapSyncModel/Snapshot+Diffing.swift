@@ -9,8 +9,9 @@
 //  2. one `deleteItems` for gone items of surviving sections (the items of deleted sections go
 //     with their section);
 //  3. `updateSections` and `updateItems(.reload)` for payload changes of elements in both;
-//  4. sections in `b`'s order: new ones inserted (consecutive ones in one `insertSections`),
-//     common ones outside the longest increasing subsequence (LIS) of their `a` positions moved;
+//  4. sections in `b`'s order: new ones inserted (consecutive ones in one `insertSections`, or
+//     `appendSections` when no section of `a` survives), common ones outside the longest
+//     increasing subsequence (LIS) of their `a` positions moved;
 //  5. items, section by section in `b`'s order: an item stays put when it is in the same section
 //     in `a` and `b` and in that section's LIS; the others are inserted (consecutive new items in
 //     one operation) or moved;
@@ -46,7 +47,8 @@ extension Snapshot {
     ///
     /// Intermediate states hold up to |a ∪ b| sections and |b| items plus the gone items of
     /// deleted sections that hand items over, so apply the result with limits that admit that
-    /// (the daemon applies it with `Limits.unlimited` after validating `other` itself).
+    /// (for example `Limits.unlimited`, once `other` itself has been checked against the real
+    /// limits).
     ///
     /// - Complexity: O(|a| + |b| + Σ k log k), k the items that stay in each section; one hash
     ///   lookup per section and per item of `other`.
