@@ -71,14 +71,24 @@ final class Room {
         self.init(name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits)
     }
 
-    /// A room at a known position, e.g. one restored from storage.
-    init(name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits) {
+    /// A room at a known position, e.g. one restored from storage, optionally with the DIFF
+    /// frames and write ids of its latest versions (oldest first, the last one at `version`;
+    /// ignored unless their versions are consecutive and end there).
+    init(name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits,
+         history recent: [(version: UInt64, writeId: [UInt8], frame: [UInt8])] = []) {
         self.name = name
         self.epoch = epoch
         self.snapshot = snapshot
         self.limits = limits
-        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: limits.historyBytes, version: version)
+        let usable = recent.count <= version && recent.last.map { $0.version == version } ?? false
+            && zip(recent, recent.dropFirst()).allSatisfy { $0.version + 1 == $1.version }
+        let start = usable ? version - UInt64(recent.count) : version
+        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: limits.historyBytes, version: start)
         self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
+        for entry in usable ? recent : [] {
+            history.append(.frozen(entry.frame), version: entry.version)
+            writeIds.remember(entry.writeId, version: entry.version, oldestVersion: history.baseVersion)
+        }
     }
 
     /// The longest room name, in UTF-8 bytes (PROTOCOL.md §6, `invalid_room_name`).

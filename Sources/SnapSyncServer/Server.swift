@@ -195,7 +195,7 @@ public final class Server {
     }
 
     /// Storage failed to commit: nothing of this pass may reach a client. Stop at once.
-    private func fail(_ error: ServerError) {
+    func fail(_ error: ServerError) {
         logger.critical("\(error.message)")
         fatalError = error
         for connection in Array(connections.values) { destroy(connection, reason: "fatal error") }

@@ -29,6 +29,13 @@ public protocol WriteStorage: AnyObject {
     func prepare(room: String) throws
     func append(_ write: AcceptedWrite)
     func commit() throws
+    /// Background work, from the daemon's one-second timer (checkpoints, a due fsync while the
+    /// loop is idle); `image` gives a room's current state. Throwing is fatal, like `commit()`.
+    func maintain(image: (String) -> RoomImage?) throws
+}
+
+extension WriteStorage {
+    public func maintain(image: (String) -> RoomImage?) throws {}
 }
 
 /// No durability: every write is accepted and nothing is kept (rooms live in memory only).
