@@ -109,7 +109,8 @@ struct Rooms {
     }
 
     func image(_ name: String) -> RoomImage? {
-        rooms[name].map { RoomImage(epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot) }
+        rooms[name].map { RoomImage(epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot,
+                                    history: writes(of: name).suffix(20).map(\.diffFrame)) }
     }
 
     /// The writes of one room, in order.

@@ -35,8 +35,15 @@ extension DurableStore {
             throw StorageError.badDirectory(path: dir, reason: "it is not writable by this user")
         }
         let lock = try PosixFile(path: dir + "/LOCK", flags: O_RDWR | O_CREAT)
-        guard try lock.tryLock() else { throw StorageError.locked(path: dir) }
-        // A crash of the process or the machine can leave
+        // Retried for up to a second: a process that just let go of the lock may still share it
+        // for a moment with a child between fork and exec (flock belongs to the open file, and
+        // O_CLOEXEC only drops it at exec), e.g. a daemon being restarted.
+        var locked = try lock.tryLock()
+        for _ in 0..<50 where !locked {
+            usleep(20_000)
+            locked = try lock.tryLock()
+        }
+        guard locked else { throw StorageError.locked(path: dir) }
         // SIGXFSZ would kill the daemon when a write passes RLIMIT_FSIZE; ignored, the write
         // fails with EFBIG instead and is answered like a full disk.
         signal(SIGXFSZ, SIG_IGN)
@@ -262,7 +269,7 @@ struct Recovery {
         rooms.mapValues { room in
             DurableStore.RoomTrack(epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
                                    checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
-                                   recent: Array(room.history.suffix(options.historyLimit)))
+                                   writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId) })
         }
     }
 }

@@ -70,9 +70,11 @@ public final class DurableStore {
         /// The oldest segment holding a write newer than the room's checkpoint; nil when the
         /// checkpoint has everything. Segments older than every room's pin can be deleted.
         var pinnedSegment: UInt64?
-        /// Recent writes, oldest first, consecutive versions; at most 2 × historyLimit (trimmed
-        /// in halves so that appending stays amortized O(1)).
-        var recent: [LoggedWrite]
+        /// The write_ids of recent writes, oldest first, consecutive versions; at most
+        /// 2 × historyLimit (trimmed in halves so that appending stays amortized O(1)). The
+        /// frames themselves are the daemon's (`RoomImage.history`): keeping them here too
+        /// would double the memory history takes.
+        var writeIds: [(version: UInt64, id: [UInt8])]
     }
 
     init(options: StorageOptions, logger: Logger, lockFile: PosixFile, active: ActiveSegment,
@@ -129,14 +131,24 @@ public final class DurableStore {
     /// the write's ACK and DIFF until then.
     /// - Complexity: O(size of the DIFF frame): one copy and one CRC pass.
     public func append(_ write: LoggedWrite) {
+        write.diffFrame.withUnsafeBytes { frame in
+            append(room: write.room, epoch: write.epoch, version: write.version, writeId: write.writeId, diffFrame: frame)
+        }
+    }
+
+    /// `append(_:)` for a DIFF frame the caller owns (the daemon's shared output chunk): the
+    /// bytes are copied once, into the pending buffer, and only during the call.
+    public func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer) {
         scratch.removeAll(keepingCapacity: true)
-        write.encodePayload(into: &scratch)
+        LoggedWrite.encodePayload(room: room, epoch: epoch, version: version, writeId: writeId,
+                                  diffFrame: diffFrame, into: &scratch)
         RecordFraming.append(payload: scratch, to: &pending)
         active.records += 1
         statistics.recordsAppended += 1
+        let write = (room: room, epoch: epoch, version: version, writeId: writeId)
 
         var track = rooms[write.room] ?? RoomTrack(epoch: write.epoch, version: 0, checkpointVersion: 0,
-                                                   checkpointFile: nil, pinnedSegment: nil, recent: [])
+                                                   checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         if track.epoch != write.epoch || (track.version != 0 && write.version != track.version + 1) {
             // The daemon's room and the log disagree: replay would stop at this record and
             // the daemon would refuse to start. Say so now, loudly, while it can be traced.
@@ -145,10 +157,10 @@ public final class DurableStore {
         track.epoch = write.epoch
         track.version = write.version
         if track.pinnedSegment == nil { track.pinnedSegment = active.sequence }
-        if track.recent.last.map({ $0.version + 1 == write.version }) == false { track.recent.removeAll() }
-        track.recent.append(write)
-        if track.recent.count >= 2 * max(options.historyLimit, 1) {
-            track.recent.removeFirst(track.recent.count - options.historyLimit)
+        if track.writeIds.last.map({ $0.version + 1 == write.version }) == false { track.writeIds.removeAll() }
+        track.writeIds.append((write.version, write.writeId))
+        if track.writeIds.count >= 2 * max(options.historyLimit, 1) {
+            track.writeIds.removeFirst(track.writeIds.count - options.historyLimit)
         }
         rooms[write.room] = track
     }
@@ -273,16 +285,25 @@ public final class DurableStore {
     @discardableResult
     func checkpoint(room name: String, _ image: RoomImage) throws(StorageError) -> Int {
         var track = rooms[name] ?? RoomTrack(epoch: image.epoch, version: image.version, checkpointVersion: 0,
-                                             checkpointFile: nil, pinnedSegment: nil, recent: [])
+                                             checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         // A checkpoint must never be ahead of the log it replaces: write and sync the log first.
         if hasUnsyncedWrites {
             try writePending()
             try fdatasyncActive(now: .now)
         }
-        let history = track.recent.suffix(options.historyLimit).filter { $0.epoch == image.epoch && $0.version <= image.version }
-        let contiguous = history.last?.version == image.version ? Array(history) : []
+        let frames = image.history.suffix(min(options.historyLimit, Int(clamping: image.version)))
+        var ids: [UInt64: [UInt8]] = [:]
+        for entry in track.writeIds where entry.version <= image.version { ids[entry.version] = entry.id }
+        var history: [LoggedWrite] = []
+        history.reserveCapacity(frames.count)
+        var version = image.version - UInt64(frames.count)
+        for frame in frames {
+            version += 1
+            history.append(LoggedWrite(room: name, epoch: image.epoch, version: version,
+                                       writeId: ids[version] ?? [], diffFrame: frame))
+        }
         let bytes = CheckpointFile.encode(room: name, epoch: image.epoch, version: image.version,
-                                          snapshot: image.snapshot, history: contiguous)
+                                          snapshot: image.snapshot, history: history)
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
         let finalName = CheckpointFile.fileName(sequence)

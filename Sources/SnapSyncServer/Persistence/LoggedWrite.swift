@@ -42,11 +42,16 @@ public struct RoomImage {
     public var epoch: UInt64
     public var version: UInt64
     public var snapshot: Snapshot
+    /// The room's recent DIFF frames (length prefix included), oldest first, the last one being
+    /// the DIFF to `version`: kept in the checkpoint so that CATCHUP works across a restart even
+    /// after the log holding them is deleted. May be empty.
+    public var history: [[UInt8]]
 
-    public init(epoch: UInt64, version: UInt64, snapshot: Snapshot) {
+    public init(epoch: UInt64, version: UInt64, snapshot: Snapshot, history: [[UInt8]] = []) {
         self.epoch = epoch
         self.version = version
         self.snapshot = snapshot
+        self.history = history
     }
 }
 
@@ -63,6 +68,13 @@ extension LoggedWrite {
     /// kind 0x01, string room, varint epoch, varint version, bytes write_id, bytes diff_frame.
     /// - Complexity: O(size of the DIFF frame), one copy.
     func encodePayload(into out: inout [UInt8]) {
+        diffFrame.withUnsafeBytes { frame in
+            Self.encodePayload(room: room, epoch: epoch, version: version, writeId: writeId, diffFrame: frame, into: &out)
+        }
+    }
+
+    static func encodePayload(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8],
+                              diffFrame: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         out.append(PayloadKind.write.rawValue)
         out.appendBytesField(room.utf8)
         out.appendVarint(epoch)
