@@ -230,6 +230,7 @@ public final class Server {
     private static let onStatsTick: EventCallback = { _, _, context in
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
         server.stats.tick(now: .now)
+        server.maintainStorage()
         try? server.statsTimer?.add(timeout: .seconds(1))
     }
 

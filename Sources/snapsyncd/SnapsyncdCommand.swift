@@ -29,6 +29,17 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Directory for durable state, created if missing. (default: $STATE_DIRECTORY if set, else ./data)", valueName: "path"))
     var dataDir: String?
 
+    @Option(help: ArgumentHelp("When the write-ahead log is fsynced: always (an ACK means on disk; one fsync per loop pass), everysec (a machine crash may lose the last 1-2 s of acknowledged writes), no (left to the kernel). A crash of the daemon alone loses nothing in any mode.", valueName: "always|everysec|no"))
+    var fsync: String = FsyncPolicy.always.rawValue
+
+    @Option(help: "Longest time between checkpoints of a room that was written (also: whenever the log reaches --log-segment-bytes). (default: 5m)",
+            transform: ConfigurationValue.duration)
+    var checkpointInterval: Duration = .seconds(300)
+
+    @Option(help: "Size at which the write-ahead log moves to a new segment and older ones are checkpointed away. (default: 64MiB)",
+            transform: ConfigurationValue.byteCount)
+    var logSegmentBytes: Int = 64 << 20
+
     @Option(help: "Least severe level logged: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -114,7 +125,19 @@ struct SnapsyncdCommand: ParsableCommand {
         return configuration
     }
 
+    /// The storage options (issue #7): the data directory, the fsync policy and checkpointing.
+    func storageOptions(_ configuration: ServerConfiguration) -> StorageOptions {
+        StorageOptions(directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
+                       segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.maxFrameBytes + 4,
+                       checkpointInterval: checkpointInterval, historyLimit: configuration.historyCount)
+    }
+
     func validate() throws {
+        guard FsyncPolicy(rawValue: fsync) != nil else {
+            throw ValidationError("--fsync must be one of always, everysec, no")
+        }
+        guard logSegmentBytes >= 4096 else { throw ValidationError("--log-segment-bytes must be at least 4KiB") }
+        guard checkpointInterval > .zero else { throw ValidationError("--checkpoint-interval must be positive") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -132,9 +155,12 @@ struct SnapsyncdCommand: ParsableCommand {
         let configuration = try serverConfiguration()
         do {
             try DataDirectory.prepare(configuration.dataDirectory)
-            let server = try Server(configuration: configuration, logger: logger)
+            let (store, recovered) = try DurableStore.open(options: storageOptions(configuration), logger: logger)
+            let server = try Server(configuration: configuration, logger: logger, storage: DurableWriteStorage(store: store))
+            server.restore(recovered)
             try server.start()
             try server.run()
+            try store.close()
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure
