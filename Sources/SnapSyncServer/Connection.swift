@@ -107,10 +107,14 @@ final class Connection {
         state = .ready
     }
 
+    /// When a closing connection is destroyed at the latest.
+    private(set) var closeDeadline: ContinuousClock.Instant?
+
     /// Enters `closing` (once). The caller has queued whatever should still reach the client.
     func enterClosing(deadline: Duration) {
         guard state != .closing else { return }
         state = .closing
+        closeDeadline = .now + deadline
         try? timer?.add(timeout: deadline)
     }
 
@@ -147,14 +151,22 @@ final class Connection {
         isWaitingForWritable = false
     }
 
-    /// Called when a closing connection has sent everything: FIN to the peer, then wait (reading
-    /// and discarding) for its EOF until the close deadline. Closing at once could make the
-    /// kernel answer late input with RST, which would destroy the ERROR still in flight.
+    /// Called when a closing connection has handed everything to the kernel: FIN to the peer.
+    /// The socket is then closed once the peer has acknowledged every byte, or sent EOF, or the
+    /// close deadline passed — not at once, because closing a socket with unread input makes
+    /// the kernel reset the connection and drop whatever it had not delivered yet (the ERROR).
     func shutDownOutput() {
         guard !hasShutDownOutput else { return }
         hasShutDownOutput = true
         Syscall.shutdownWrite(fd)
     }
+
+    /// Closing, flushed, shut down, and every byte acknowledged: nothing can be lost by closing.
+    var isFullyDelivered: Bool {
+        hasShutDownOutput && output.isEmpty && Syscall.unacknowledgedBytes(fd) == 0
+    }
+
+    var hasShutDown: Bool { hasShutDownOutput }
 
     // MARK: End
 

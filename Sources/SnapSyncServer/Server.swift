@@ -120,6 +120,7 @@ public final class Server {
             statsTimer = try loop.makeTimer(context: context, Server.onStatsTick)
             try statsTimer!.add(timeout: .seconds(1))
             if handleSignals {
+                Syscall.unblock([SIGTERM, SIGINT])
                 for signal in [SIGTERM, SIGINT] {
                     let event = try loop.makeSignal(signal, context: context, Server.onSignal)
                     signalEvents.append(event)
@@ -188,7 +189,11 @@ public final class Server {
         if isShuttingDown && connections.isEmpty { finishShutdown() }
     }
 
+    private var isFinishingShutdown = false
+
     private func finishShutdown() {
+        guard !isFinishingShutdown else { return }
+        isFinishingShutdown = true
         for connection in Array(connections.values) { destroy(connection, reason: "shutdown deadline passed") }
         logger.info("stopped", metadata: ["uptime_seconds": "\((ContinuousClock.now - startTime).components.seconds)"])
         loop.stop()
@@ -353,9 +358,21 @@ public final class Server {
                 connection.armTimer(idle)
             }
         case .closing:
-            destroy(connection, reason: "close timeout")
+            let now = ContinuousClock.now
+            if connection.isFullyDelivered {
+                destroy(connection, reason: "closed")
+            } else if let deadline = connection.closeDeadline, now < deadline {
+                // Flushed and waiting for acknowledgements: look again soon. Still flushing
+                // (EV_WRITE armed): wait for the deadline.
+                connection.armTimer(connection.hasShutDown ? min(Self.lingerPollInterval, deadline - now) : deadline - now)
+            } else {
+                destroy(connection, reason: "close timeout")
+            }
         }
     }
+
+    /// How often a flushed, closing connection checks whether its peer acknowledged everything.
+    static let lingerPollInterval: Duration = .milliseconds(10)
 
     // MARK: Output
 
@@ -471,7 +488,14 @@ public final class Server {
         }
         if connection.output.isEmpty {
             connection.stopWaitingForWritable()
-            if connection.state == .closing { connection.shutDownOutput() }
+            if connection.state == .closing {
+                connection.shutDownOutput()
+                if connection.isFullyDelivered {
+                    destroy(connection, reason: "closed")
+                } else {
+                    connection.armTimer(Self.lingerPollInterval)
+                }
+            }
         } else {
             do {
                 try connection.waitForWritable(loop: loop)

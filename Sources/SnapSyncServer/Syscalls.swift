@@ -184,6 +184,13 @@ enum Syscall {
         }
     }
 
+    /// `ioctl(fd, SIOCOUTQ)` (TIOCOUTQ on Linux, the same request): bytes in the socket's send
+    /// queue that the peer has not acknowledged yet. 0 also when the call fails.
+    static func unacknowledgedBytes(_ fd: Int32) -> Int {
+        var count: Int32 = 0
+        return Glibc.ioctl(fd, UInt(TIOCOUTQ), &count) == 0 ? Int(count) : 0
+    }
+
     /// `close(fd)`. Not retried on EINTR: on Linux the descriptor is released even then, and a
     /// retry could close a descriptor another part of the program just got.
     static func close(_ fd: Int32) {
@@ -193,6 +200,16 @@ enum Syscall {
     }
 
     // MARK: Process
+
+    /// `pthread_sigmask(SIG_UNBLOCK, signals)`: a daemon started by a parent that blocked
+    /// SIGTERM (a test runner's thread, some supervisors) would otherwise never see it, since
+    /// a blocked signal stays pending and libevent's handler never runs.
+    static func unblock(_ signals: [Int32]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
 
     /// `getrlimit(RLIMIT_NOFILE)` then, when `needed` is above the soft limit, `setrlimit` to
     /// min(needed, hard). Returns the soft limit in force afterwards.

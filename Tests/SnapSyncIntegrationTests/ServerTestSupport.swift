@@ -1,0 +1,92 @@
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+
+// Helpers for the daemon's black-box tests (Server*Tests.swift): the real snapsyncd
+// (Support/DaemonProcess.swift) and raw frames (Support/RawClient.swift).
+
+/// Every server integration test, one at a time: each starts its own daemon, and these tests
+/// block their thread on sockets (with deadlines), so running them serially keeps them from
+/// crowding 2 loaded cores and from starving the async client tests of pool threads.
+@Suite(.serialized) struct ServerIntegration {}
+
+extension Element {
+    /// `.named("a", "payload")`.
+    static func named(_ id: String, _ payload: String = "") -> Element { Element(Identifier(id), payload: Payload(payload)) }
+}
+
+/// The answer of a fresh JOIN: what the room holds now.
+struct RoomState {
+    var epoch: UInt64
+    var version: UInt64
+    var digest: SnapshotDigest
+    var snapshot: Snapshot
+}
+
+extension RawClient {
+    /// JOINs `room` (fresh, or resuming) and returns the answer.
+    func join(_ room: String, resume: Message.Position? = nil) throws -> Message {
+        try request { .join(requestId: $0, room: room, resume: resume) }.answer
+    }
+
+    /// A fresh JOIN's SNAPSHOT, checked: reason initial, digest matching the snapshot.
+    func state(of room: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> RoomState {
+        let answer = try join(room)
+        guard case .snapshot(_, let name, let epoch, let version, let reason, let digest, let snapshot) = answer else {
+            throw RawClientError.unexpected("expected SNAPSHOT", answer)
+        }
+        #expect(name == room && reason == .initial, sourceLocation: sourceLocation)
+        #expect(digest == snapshot.digest, "SNAPSHOT digest must match its snapshot", sourceLocation: sourceLocation)
+        return RoomState(epoch: epoch, version: version, digest: digest, snapshot: snapshot)
+    }
+
+    /// Sends a MUTATE and returns its answer (ACK or REJECT) and the frames before it.
+    func mutate(_ room: String, _ ops: [Operation], expectedVersion: UInt64? = nil,
+                writeId: [UInt8] = []) throws -> (answer: Message, skipped: [Message]) {
+        try request { .mutate(requestId: $0, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops) }
+    }
+
+    /// A MUTATE that must be ACKed; returns the new version.
+    @discardableResult
+    func mustMutate(_ room: String, _ ops: [Operation], writeId: [UInt8] = [],
+                    sourceLocation: SourceLocation = #_sourceLocation) throws -> UInt64 {
+        let (answer, _) = try mutate(room, ops, writeId: writeId)
+        guard case .ack(_, _, let version) = answer else {
+            throw RawClientError.unexpected("expected ACK", answer)
+        }
+        return version
+    }
+
+    /// STATS, as a dictionary.
+    func stats() throws -> [String: UInt64] {
+        let (answer, _) = try request { .stats(requestId: $0) }
+        guard case .statsReply(_, let stats) = answer else { throw RawClientError.unexpected("expected STATS_REPLY", answer) }
+        return Dictionary(stats.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The ERROR code of the last frame before the daemon closed the connection.
+    func closingError(timeout: Double? = nil) throws -> (code: ErrorCode?, message: String, before: [Message]) {
+        let messages = try receiveUntilClosed(timeout: timeout)
+        guard let last = messages.last, case .error(let code, let text) = last else {
+            throw RawClientError.failed("the daemon closed without an ERROR; got \(messages)")
+        }
+        return (ErrorCode(rawValue: code), text, Array(messages.dropLast()))
+    }
+}
+
+/// Polls `condition` every 10 ms for up to `timeout` seconds.
+func waitUntil(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    var waited = 0.0
+    while waited < timeout {
+        if try condition() { return true }
+        usleep(10_000)
+        waited += 0.01
+    }
+    return try condition()
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
