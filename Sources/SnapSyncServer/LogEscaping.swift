@@ -20,10 +20,12 @@ enum LogEscaping {
         return out
     }
 
-    /// A text escaped for one log line: control characters and non-ASCII bytes as `\xNN`, `\n`,
-    /// `\t`, `\r`; backslash and quote escaped. Printable non-ASCII text (é, 😀) is kept.
+    /// A text made safe for one log line: control and invisible format characters as `\xNN`
+    /// (their UTF-8 bytes), `\n`, `\t`, `\r`; double quotes escaped (values may be quoted).
+    /// Printable text (é, 😀) and backslashes are kept as they are, so a `sample` embedded in a
+    /// message or value reads the same in the log.
     static func line(_ text: String) -> String {
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "\"") }) {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") }) {
             return text
         }
         var out = ""
@@ -33,7 +35,6 @@ enum LogEscaping {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "\\": out += "\\\\"
             case "\"": out += "\\\""
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value)

@@ -98,6 +98,10 @@ extension Server {
     }
 
     private func join(requestId: UInt64, roomName: String, resume: Message.Position?, from connection: Connection) {
+        if let rejection = Room.validate(name: roomName) {
+            send(rejection.message(requestId: requestId), to: connection)
+            return
+        }
         let alreadyJoined = connection.memberships[roomName] != nil
         if !alreadyJoined && connection.memberships.count >= configuration.wire.maxRoomsPerConnection {
             send(Rejection(.tooManyRoomsForConnection,

@@ -29,6 +29,7 @@ import Synchronization
         #expect(LogEscaping.line("room é 😀") == "room é 😀")
         #expect(LogEscaping.line("a\nb\tc") == "a\\nb\\tc")
         #expect(LogEscaping.line("bell\u{07}") == "bell\\x07")
+        #expect(LogEscaping.line(#"already \x00 escaped"#) == #"already \x00 escaped"#)
         #expect(LogEscaping.line("rtl\u{202E}") == "rtl\\xe2\\x80\\xae")
     }
 }

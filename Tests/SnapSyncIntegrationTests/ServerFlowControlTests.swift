@@ -1,0 +1,74 @@
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Back-pressure on the real daemon: a subscriber that stops reading is cut off at its output
+// cap while the others keep up, and connections beyond the limit are refused at once.
+
+extension ServerIntegration {
+    @Suite struct FlowControl {
+        @Test func aSubscriberThatStopsReadingIsCutOffWhileAnotherGetsEveryDiff() throws {
+            let daemon = try DaemonProcess.start(arguments: ["--max-output-bytes", "256KiB", "--shutdown-timeout", "30s"])
+            defer { daemon.stop() }
+            let writer = try RawClient.ready(daemon)
+            let fast = try RawClient.ready(daemon)
+            // A tiny receive buffer keeps the kernel from absorbing much on the slow side.
+            let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
+            try writer.mustMutate("feed", [.appendSections([.named("s")]), .appendItems([.named("i")], toSection: "s")])
+            let start = try fast.state(of: "feed")
+            _ = try slow.join("feed") // then never reads again
+            let payload = String(repeating: "x", count: 60_000)
+            var version = start.version
+            var cutOff = false
+            // The kernel may buffer a few MiB for the slow socket before the daemon's own queue
+            // grows; 24 MiB of DIFFs is far beyond both.
+            for round in 0..<400 where !cutOff {
+                try writer.send(.mutate(requestId: UInt64(round), room: "feed", expectedVersion: nil, writeId: [],
+                                        ops: [.updateItems([.named("i", payload + "\(round)")], .reload)]))
+                guard case .ack(_, _, let acked) = try writer.receive() else { Issue.record("writer lost its ACK"); return }
+                version += 1
+                #expect(acked == version)
+                guard case .diff(_, _, let seen, _) = try fast.receive() else { Issue.record("the fast subscriber lost a DIFF"); return }
+                #expect(seen == version, "the fast subscriber sees every version in order")
+                if round % 10 == 9 { cutOff = try writer.stats()["slow_consumer_disconnects"] == 1 }
+            }
+            #expect(cutOff, "the slow subscriber was never cut off")
+            #expect(daemon.waitForLog("slow consumer, closing"))
+            // The slow side, reading at last, finds whole DIFFs in order, then ERROR
+            // slow_consumer, then the close.
+            let (code, _, before) = try slow.closingError(timeout: 30)
+            #expect(code == .slowConsumer)
+            var last = start.version
+            for message in before {
+                guard case .diff(_, _, let seen, _) = message else { Issue.record("unexpected \(message)"); continue }
+                #expect(seen == last + 1)
+                last = seen
+            }
+            #expect(last < version, "the slow subscriber cannot have received everything")
+            // The others were not held up and are still served.
+            try writer.mustMutate("feed", [.deleteItems(["i"])])
+            guard case .diff = try fast.receive() else { Issue.record("the fast subscriber stopped getting DIFFs"); return }
+            #expect(try waitUntil { try writer.stats()["connections"] == 2 })
+        }
+
+        @Test func connectionsOverTheLimitAreRefusedAtOnce() throws {
+            let daemon = try DaemonProcess.start(arguments: ["--max-connections", "3"])
+            defer { daemon.stop() }
+            var clients = try (0..<3).map { _ in try RawClient.ready(daemon) }
+            // The fourth is told why and closed right away, without sending anything.
+            let excess = try RawClient(host: daemon.host, port: daemon.port)
+            let (code, message, _) = try excess.closingError(timeout: 5)
+            #expect(code == .tooManyConnections)
+            #expect(message.contains("3"))
+            #expect(try clients[0].stats()["connections_refused"] == 1)
+            // A free slot is usable again.
+            clients.removeLast()
+            #expect(try waitUntil { try clients[0].stats()["connections"] == 2 })
+            let again = try RawClient.ready(daemon)
+            #expect(try again.stats()["connections"] == 3)
+        }
+    }
+}

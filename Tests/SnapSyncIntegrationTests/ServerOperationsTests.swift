@@ -1,0 +1,135 @@
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Running the daemon: signals, STATS, flags and --help, sd_notify, IPv6.
+
+extension ServerIntegration {
+    @Suite struct Operations {
+        @Test(arguments: [SIGTERM, SIGINT])
+        func aSignalShutsDownCleanly(signal: Int32) throws {
+            let daemon = try DaemonProcess.start()
+            let a = try RawClient.ready(daemon), b = try RawClient.ready(daemon)
+            _ = try a.join("r")
+            try b.mustMutate("r", [.appendSections([.named("s")])])
+            daemon.signal(signal)
+            for client in [a, b] {
+                let (code, _, _) = try client.closingError(timeout: 10)
+                #expect(code == .shuttingDown)
+            }
+            #expect(daemon.waitForExit(timeout: 10) == 0)
+            #expect(daemon.log.contains("shutting down"))
+            #expect(daemon.log.contains("stopped"))
+            // Nothing listens any more.
+            #expect(throws: RawClientError.self) { try RawClient(host: daemon.host, port: daemon.port, timeout: 2) }
+        }
+
+        @Test func shutdownIsBoundedEvenIfAClientNeverReads() throws {
+            let daemon = try DaemonProcess.start(arguments: ["--shutdown-timeout", "500ms"])
+            let stuck = try RawClient.ready(daemon, receiveBuffer: 4096)
+            _ = stuck
+            let begin = ContinuousClock.now
+            daemon.signal(SIGTERM)
+            #expect(daemon.waitForExit(timeout: 15) == 0)
+            #expect(ContinuousClock.now - begin < .seconds(10))
+        }
+
+        @Test func statsReportsEveryCounter() throws {
+            let daemon = try DaemonProcess.start()
+            defer { daemon.stop() }
+            let a = try RawClient.ready(daemon), b = try RawClient.ready(daemon)
+            _ = try a.join("r1")
+            try b.mustMutate("r1", [.appendSections([.named("s")]), .appendItems([.named("x"), .named("y")], toSection: "s")])
+            try b.mustMutate("r2", [.appendSections([.named("t")]), .appendItems([.named("z")], toSection: "t")])
+            _ = try b.mutate("r2", [.deleteItems(["nope"])])
+            let stats = try b.stats()
+            let names = ["connections", "rooms", "items", "frames_in", "frames_out", "bytes_in", "bytes_out",
+                         "frames_in_per_second", "frames_out_per_second", "slow_consumer_disconnects",
+                         "connections_accepted", "connections_refused", "protocol_errors", "writes_applied",
+                         "writes_rejected", "uptime_seconds"]
+            for name in names { #expect(stats[name] != nil, "STATS lacks \(name)") }
+            #expect(stats["connections"] == 2)
+            #expect(stats["rooms"] == 2)
+            #expect(stats["items"] == 3)
+            #expect(stats["writes_applied"] == 2)
+            #expect(stats["writes_rejected"] == 1)
+            #expect(stats["slow_consumer_disconnects"] == 0)
+            // 2 HELLO, 1 JOIN, 3 MUTATE, 1 STATS so far.
+            #expect(stats["frames_in"] == 7)
+            #expect((stats["frames_out"] ?? 0) >= 7)
+            #expect((stats["bytes_in"] ?? 0) > 0 && (stats["bytes_out"] ?? 0) > 0)
+        }
+
+        @Test func helpDescribesEveryFlag() throws {
+            let (status, output) = try DaemonProcess.run(arguments: ["--help"])
+            #expect(status == 0)
+            for flag in ["--host", "--port", "--data-dir", "--log-level", "--max-frame-bytes", "--max-connections",
+                         "--max-rooms", "--max-rooms-per-connection", "--max-items-per-room", "--max-sections-per-room",
+                         "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes",
+                         "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout"] {
+                #expect(output.contains(flag), "--help does not mention \(flag)")
+            }
+            #expect(output.contains("(default: 7400)") && output.contains("(default: 16MiB)"))
+        }
+
+        @Test(arguments: [
+            (["--max-frame-bytes", "12X"], "unknown unit"),
+            (["--port", "70000"], "--port"),
+            (["--max-frame-bytes", "1MiB", "--max-snapshot-bytes", "1MiB"], "--max-snapshot-bytes"),
+            (["--idle-timeout", "soon"], "not a duration"),
+            (["--log-level", "loud"], "--log-level"),
+        ])
+        func badFlagsAreRefusedWithAReason(arguments: [String], reason: String) throws {
+            // Refused while parsing, before anything is bound (a daemon that started would be
+            // killed by `run`'s timeout and fail the status check).
+            let (status, output) = try DaemonProcess.run(arguments: arguments, timeout: 20)
+            #expect(status == 64, "\(arguments): exit status \(status)\n\(output)")
+            #expect(output.contains(reason), "\(arguments): \(output)")
+        }
+
+        @Test func systemdIsToldReadyAndStopping() throws {
+            let name = "snapsync-test-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let bytes = [UInt8(0)] + Array(name.utf8) // abstract namespace
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+            let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count)
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            try #require(bound == 0)
+            let daemon = try DaemonProcess.start(environment: ["NOTIFY_SOCKET": "@" + name])
+            let ready = try datagram(fd)
+            #expect(ready.contains("READY=1"))
+            #expect(ready.contains("STATUS=listening on 127.0.0.1:\(daemon.port)"))
+            daemon.signal(SIGTERM)
+            #expect(try datagram(fd).contains("STOPPING=1"))
+            #expect(daemon.waitForExit(timeout: 10) == 0)
+        }
+
+        private func datagram(_ fd: Int32) throws -> String {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            try #require(poll(&entry, 1, 10_000) == 1, "no datagram within 10 s")
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            try #require(n > 0)
+            return String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+
+        @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/net/if_inet6"), "needs IPv6"))
+        func listensOnIPv6() throws {
+            let daemon = try DaemonProcess.start(arguments: ["--host", "::1"])
+            defer { daemon.stop() }
+            #expect(daemon.host == "::1")
+            #expect(daemon.log.contains("listening on [::1]:\(daemon.port)"))
+            let client = try RawClient(host: "::1", port: daemon.port)
+            try client.handshake()
+            #expect(try client.state(of: "v6").version == 0)
+        }
+    }
+}
