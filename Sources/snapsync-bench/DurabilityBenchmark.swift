@@ -1,0 +1,287 @@
+// `snapsync-bench durability`: acknowledged writes per second through snapsyncd's write-ahead
+// log, by fsync policy, next to redis-server with `appendonly yes, appendfsync always` on the
+// same disk in the same run (docs/benchmarks.md, "Durability").
+//
+// A closed loop per client: send one write, wait for its acknowledgement, send the next. Each
+// client writes its own room (snapsyncd: MUTATE update_items(reload) of one item; Redis: SET of
+// one key), so the daemon gets writes to several rooms in one loop pass and group-commits them
+// under one fdatasync, as Redis does with its AOF.
+#if canImport(Glibc)
+import Glibc
+import ArgumentParser
+
+struct DurabilityBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "durability",
+        abstract: "Acknowledged writes/s with --fsync always and everysec, and redis-server with appendfsync always.",
+        discussion: """
+            Starts snapsyncd once per policy, with a fresh data directory under --dir, and \
+            redis-server (appendonly yes, appendfsync always, its AOF under --dir too), each on a \
+            loopback port. --clients closed-loop writers run for --seconds after a one-second \
+            warm-up; one JSON line per server and policy: writes acknowledged per second and the \
+            latency of one acknowledged write (p50, p99, max).
+            """)
+
+    @Option(help: "Concurrent writers, each in its own room (snapsyncd) or on its own key (Redis).")
+    var clients: Int = 8
+
+    @Option(help: "Measured seconds per case (after a one-second warm-up).")
+    var seconds: Double = 5
+
+    @Option(help: "Payload bytes per write.")
+    var payloadBytes: Int = 100
+
+    @Option(help: "Directory for the data directories and the AOF: put it on the disk to measure (default: $TMPDIR or /var/tmp).")
+    var dir: String?
+
+    @Option(help: "Policies to measure, comma-separated.")
+    var policies: String = "always,everysec"
+
+    @Flag(help: "Skip the redis-server comparison.")
+    var noRedis = false
+
+    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, else debug).")
+    var serverBinary: String?
+
+    @Option(name: .customLong("redis-binary"), help: "redis-server to start (default: from PATH).")
+    var redisBinary: String?
+
+    func validate() throws {
+        guard clients >= 1, clients <= 256 else { throw ValidationError("--clients must be 1...256") }
+        guard seconds > 0 else { throw ValidationError("--seconds must be positive") }
+        guard payloadBytes >= 1, payloadBytes <= 60_000 else { throw ValidationError("--payload-bytes must be 1...60000") }
+        for p in policies.split(separator: ",") where !["always", "everysec", "no"].contains(String(p)) {
+            throw ValidationError("--policies: \(p) is not always, everysec or no")
+        }
+    }
+
+    func run() throws {
+        let base = dir ?? (getenv("TMPDIR").map { String(cString: $0) } ?? "/var/tmp")
+        let binary = FanoutServers.daemonBinary(explicit: serverBinary)
+        for policy in policies.split(separator: ",").map(String.init) {
+            let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-durable")
+            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: ["--data-dir", data, "--fsync", policy], cpu: nil)
+            defer {
+                daemon.stop()
+                _ = system("rm -rf '\(data)'")
+            }
+            let result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
+                SnapSyncWriter(host: daemon.host, port: daemon.port, room: "durable-\(index)", payloadBytes: payloadBytes)
+            }
+            result.print(server: "snapsyncd", fsync: policy, clients: clients, payloadBytes: payloadBytes, dir: base)
+        }
+        if !noRedis {
+            let redis = FanoutServers.redisBinary(explicit: redisBinary)
+            let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-redis")
+            let port = FanoutSys.freeLoopbackPort()
+            let log = FanoutServers.logPath("redis-aof")
+            let pid = FanoutServers.spawn([redis, "--bind", "127.0.0.1", "--port", String(port), "--dir", data,
+                                           "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+                                          logPath: log, cpu: nil)
+            let server = FanoutServerProcess(pid: pid, host: "127.0.0.1", port: port, logPath: log, name: "redis-server")
+            defer {
+                server.stop()
+                _ = system("rm -rf '\(data)'")
+            }
+            let deadline = FanoutSys.nowNs() + 10_000_000_000
+            while !FanoutSys.canConnect(port: port) {
+                if FanoutSys.nowNs() > deadline || server.hasExited {
+                    FanoutSys.fail("redis-server did not start (log: \(log))")
+                }
+                FanoutSys.sleepMs(20)
+            }
+            let result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
+                RedisWriter(port: port, key: "durable-\(index)", payloadBytes: payloadBytes)
+            }
+            result.print(server: "redis-server", fsync: "always", clients: clients, payloadBytes: payloadBytes, dir: base)
+        }
+    }
+}
+
+/// One closed-loop writer: `write()` sends one write and returns once it is acknowledged.
+protocol DurabilityWriter {
+    mutating func write()
+}
+
+/// MUTATE update_items(reload) of item "i" in the writer's own room, waiting for its ACK.
+/// The measured loop reuses one frame buffer and one read buffer, as the Redis writer does, so
+/// the two clients cost the same CPU per write (it matters: clients and server share 2 cores).
+struct SnapSyncWriter: DurabilityWriter {
+    let fd: Int32
+    let room: String
+    var frame: [UInt8] = []
+    var payloadStart = 0
+    var input = [UInt8](repeating: 0, count: 65536)
+    var filled = 0
+    var requestId: UInt64 = 10
+
+    init(host: String, port: Int, room: String, payloadBytes: Int) {
+        fd = FanoutSys.connectTCP(host: host, port: port)
+        self.room = room
+        var reader = FanoutFrameReader(fd: fd)
+        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench"))
+        reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+        let payload = [UInt8](repeating: 0x61, count: payloadBytes)
+        FanoutSys.writeAll(fd, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
+        reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
+        // The MUTATE with a fixed-width request id (a 5-byte varint, padded with continuation
+        // bytes is not minimal, so ids stay in 0x10000000...0x7FFFFFFFF: always 5 bytes).
+        let middle = FanoutSnapSync.publishMiddle(room: room, payloadBytes: payloadBytes)
+        var body: [UInt8] = [FanoutSnapSync.mutate, 0, 0, 0, 0, 0]
+        body += middle
+        payloadStart = 4 + body.count
+        body += payload
+        frame = FanoutFrameBuilder.frame(body)
+        requestId = 0x1000_0000
+    }
+
+    mutating func write() {
+        requestId += 1
+        var n = requestId
+        for i in 0..<5 {
+            frame[5 + i] = UInt8(truncatingIfNeeded: n & 0x7F) | (i < 4 ? 0x80 : 0)
+            n >>= 7
+        }
+        frame[payloadStart] = UInt8(truncatingIfNeeded: requestId)
+        FanoutSys.writeAll(fd, frame)
+        // Read frames until the ACK (nothing else is expected: the writer has not joined).
+        while true {
+            if filled >= 4 {
+                let length = Int(input[0]) << 24 | Int(input[1]) << 16 | Int(input[2]) << 8 | Int(input[3])
+                if filled >= 4 + length {
+                    let type = input[4]
+                    if type != FanoutSnapSync.ack {
+                        FanoutSys.fail("MUTATE in \(room) answered \(FanoutSnapSync.describeFailure(input[4..<(4 + length)]) ?? "type \(type)")")
+                    }
+                    input.withUnsafeMutableBytes { raw in
+                        raw.baseAddress!.copyMemory(from: raw.baseAddress! + 4 + length, byteCount: filled - 4 - length)
+                    }
+                    filled -= 4 + length
+                    return
+                }
+            }
+            let got = input.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if got < 0 && errno == EINTR { continue }
+            if got <= 0 { FanoutSys.fail("snapsyncd closed the connection") }
+            filled += got
+        }
+    }
+}
+
+/// SET key payload over RESP, waiting for "+OK".
+struct RedisWriter: DurabilityWriter {
+    let fd: Int32
+    let key: [UInt8]
+    var payload: [UInt8]
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    var counter: UInt64 = 0
+
+    init(port: Int, key: String, payloadBytes: Int) {
+        fd = FanoutSys.connectTCP(host: "127.0.0.1", port: port)
+        self.key = Array(key.utf8)
+        payload = [UInt8](repeating: 0x61, count: payloadBytes)
+    }
+
+    mutating func write() {
+        counter += 1
+        payload[0] = UInt8(truncatingIfNeeded: counter)
+        FanoutSys.writeAll(fd, FanoutRedis.command([Array("SET".utf8), key, payload]))
+        // "+OK\r\n": read until the line ends (it may come in pieces).
+        var got: [UInt8] = []
+        while got.last != 0x0A {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { FanoutSys.fail("redis-server closed the connection") }
+            got += buffer[0..<n]
+        }
+        if got.first != 0x2B { FanoutSys.fail("redis-server answered \(String(decoding: got, as: UTF8.self))") }
+    }
+}
+
+enum DurabilityBench {
+    struct Result {
+        var writes: Int
+        var seconds: Double
+        var latenciesNs: [UInt64]
+
+        func print(server: String, fsync: String, clients: Int, payloadBytes: Int, dir: String) {
+            let sorted = latenciesNs.sorted()
+            func ms(_ q: Double) -> JSONValue {
+                guard !sorted.isEmpty else { return .number(.nan) }
+                return .number(Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1e6, digits: 3)
+            }
+            Bench.printJSON([
+                "benchmark": "durability", "server": .string(server), "fsync": .string(fsync),
+                "clients": .int(clients), "payload_bytes": .int(payloadBytes), "dir": .string(dir),
+                "seconds": .number(seconds, digits: 2), "acked_writes": .int(writes),
+                "acked_writes_per_s": .number(Double(writes) / seconds, digits: 0),
+                "latency_p50_ms": ms(0.5), "latency_p99_ms": ms(0.99), "latency_max_ms": ms(1.0),
+            ])
+        }
+    }
+
+    /// Box for one writer thread's closure and results.
+    final class Worker {
+        let make: (Int) -> any DurabilityWriter
+        let index: Int
+        let start: UInt64, warmupEnd: UInt64, end: UInt64
+        var writes = 0
+        var latencies: [UInt64] = []
+
+        init(index: Int, start: UInt64, warmupEnd: UInt64, end: UInt64, make: @escaping (Int) -> any DurabilityWriter) {
+            self.index = index
+            self.start = start
+            self.warmupEnd = warmupEnd
+            self.end = end
+            self.make = make
+        }
+
+        func run() {
+            var writer = make(index)
+            while FanoutSys.nowNs() < start { FanoutSys.sleepMs(1) }
+            while true {
+                let t0 = FanoutSys.nowNs()
+                if t0 >= end { break }
+                writer.write()
+                let t1 = FanoutSys.nowNs()
+                if t0 >= warmupEnd {
+                    writes += 1
+                    latencies.append(t1 - t0)
+                }
+            }
+        }
+    }
+
+    /// Runs `clients` writers on their own threads: connect, wait for a common start, one
+    /// second of warm-up, then `seconds` measured.
+    static func measure(clients: Int, seconds: Double, make: @escaping (Int) -> any DurabilityWriter) -> Result {
+        let start = FanoutSys.nowNs() + 500_000_000
+        let warmupEnd = start + 1_000_000_000
+        let end = warmupEnd + UInt64(seconds * 1e9)
+        let workers = (0..<clients).map { Worker(index: $0, start: start, warmupEnd: warmupEnd, end: end, make: make) }
+        var threads: [pthread_t] = []
+        for worker in workers {
+            var thread = pthread_t()
+            let context = Unmanaged.passRetained(worker).toOpaque()
+            let rc = pthread_create(&thread, nil, { raw in
+                let worker = Unmanaged<Worker>.fromOpaque(raw!).takeRetainedValue()
+                worker.run()
+                return nil
+            }, context)
+            if rc != 0 { FanoutSys.fail("pthread_create") }
+            threads.append(thread)
+        }
+        for thread in threads { pthread_join(thread, nil) }
+        return Result(writes: workers.reduce(0) { $0 + $1.writes }, seconds: seconds,
+                      latenciesNs: workers.flatMap(\.latencies))
+    }
+
+    static func temporaryDirectory(under base: String, _ prefix: String) -> String {
+        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { FanoutSys.fail("mkdtemp under \(base)") }
+        let path = fanoutString(cString: template)
+        FanoutServers.remember(directory: path)
+        return path
+    }
+}
+#endif
