@@ -147,8 +147,11 @@ public final class DurableStore {
         statistics.recordsAppended += 1
         let write = (room: room, epoch: epoch, version: version, writeId: writeId)
 
-        var track = rooms[write.room] ?? RoomTrack(epoch: write.epoch, version: 0, checkpointVersion: 0,
-                                                   checkpointFile: nil, pinnedSegment: nil, writeIds: [])
+        // Taken out of the dictionary, not copied: a copy would share `writeIds`' buffer with the
+        // dictionary's value, and the append below would then copy all of it (up to 2 ×
+        // historyLimit ids, one retain each) on every write.
+        var track = rooms.removeValue(forKey: write.room) ?? RoomTrack(epoch: write.epoch, version: 0, checkpointVersion: 0,
+                                                                       checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         if track.epoch != write.epoch || (track.version != 0 && write.version != track.version + 1) {
             // The daemon's room and the log disagree: replay would stop at this record and
             // the daemon would refuse to start. Say so now, loudly, while it can be traced.
