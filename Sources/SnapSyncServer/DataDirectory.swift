@@ -19,19 +19,22 @@ public enum DataDirectory {
     public static func prepare(_ path: String) throws(ConfigurationError) {
         guard !path.isEmpty else { throw ConfigurationError(message: "--data-dir must not be empty") }
         var prefix = path.hasPrefix("/") ? "/" : ""
-        for component in path.split(separator: "/") {
-            prefix += component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw ConfigurationError(message: "cannot create data directory \(prefix): \(String(cString: strerror(errno)))")
+        do throws(SystemError) {
+            for component in path.split(separator: "/") {
+                prefix += component
+                try Syscall.makeDirectory(prefix, mode: 0o700)
+                prefix += "/"
             }
-            prefix += "/"
+        } catch {
+            throw ConfigurationError(message: "cannot create data directory: \(error)")
         }
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+        guard Syscall.isDirectory(path) else {
             throw ConfigurationError(message: "data directory \(path) is not a directory")
         }
-        guard access(path, W_OK | X_OK) == 0 else {
-            throw ConfigurationError(message: "data directory \(path) is not writable: \(String(cString: strerror(errno)))")
+        do {
+            try Syscall.checkWritable(path)
+        } catch {
+            throw ConfigurationError(message: "data directory \(path) is not writable: \(error)")
         }
     }
 }

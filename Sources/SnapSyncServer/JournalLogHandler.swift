@@ -30,15 +30,7 @@ public struct JournalLogHandler: LogHandler {
         self.journal = journal ?? (getenv("JOURNAL_STREAM") != nil)
         self.write = write ?? { line in
             var line = line
-            line.withUTF8 { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { return }
-                    offset += n
-                }
-            }
+            _ = line.withUTF8 { Syscall.writeAll(2, UnsafeRawBufferPointer($0)) }
         }
     }
 
