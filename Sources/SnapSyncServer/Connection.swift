@@ -36,7 +36,10 @@ final class Connection {
     /// Set once `destroy()` ran: the socket is closed and the events are freed.
     private(set) var isDestroyed = false
 
-    var output: OutputQueue
+    /// Mutated once per delivery (`Server.send(shared:to:)`): `@exclusivity(unchecked)` because
+    /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
+    /// Fan-out). Only the loop thread touches it, and never in overlapping accesses.
+    @exclusivity(unchecked) var output: OutputQueue
     /// Bytes of a frame that has not fully arrived (empty most of the time).
     var pending: [UInt8] = []
 
@@ -45,7 +48,7 @@ final class Connection {
     var clientName = ""
 
     /// In the server's dirty list, waiting for this pass's flush.
-    var isDirty = false
+    @exclusivity(unchecked) var isDirty = false  // read once per delivery; see `output`
     /// EV_WRITE is armed: the kernel's send buffer was full at the last flush.
     private(set) var isWaitingForWritable = false
     /// The connection reached `closing` after sending everything and shut its sending side.

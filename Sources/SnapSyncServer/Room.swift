@@ -64,7 +64,8 @@ final class Room {
 
     /// Connections that have joined, in join order (swap-removed on leave). Each member knows
     /// its slot (`Connection.memberships`), so join and leave are O(1).
-    var members: [Connection] = []
+    /// Read once per DIFF; unchecked for the reason given on `Connection.output`.
+    @exclusivity(unchecked) var members: [Connection] = []
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(name: String, limits: Limits) {

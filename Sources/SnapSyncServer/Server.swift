@@ -30,13 +30,16 @@ public final class Server {
     var connections: [UInt64: Connection] = [:]
     var rooms: [String: Room] = [:]
     var totalItems = 0
-    var stats = ServerStats()
+    /// Counted once per frame sent; unchecked for the reason given on `Connection.output`.
+    @exclusivity(unchecked) var stats = ServerStats()
     private var nextConnectionId: UInt64 = 1
     let startTime = ContinuousClock.now
 
     // Flush machinery (see the type's doc).
-    private var dirty: [Connection] = []
-    private var flushing: [Connection] = []
+    // Touched once per delivery (markDirty) and per flush; unchecked for the reason given on
+    // `Connection.output`.
+    @exclusivity(unchecked) private var dirty: [Connection] = []
+    @exclusivity(unchecked) private var flushing: [Connection] = []
     private var flushEvent: Event?
     private var flushScheduled = false
     /// Reads processed since the flush was scheduled. libevent runs no lower-priority event
