@@ -47,7 +47,7 @@ extension ServerIntegration {
             }
             #expect(rejection != nil, "a write was refused once the file could not grow")
             #expect(acked >= 1)
-            #expect(daemon.log.contains("disk full"))
+            #expect(daemon.waitForLog("disk full"), "the log says so")
             // Reads go on, and the refused write changed nothing.
             let reader = try RawClient.ready(daemon)
             let state = try reader.state(of: "full")
@@ -61,7 +61,7 @@ extension ServerIntegration {
                 return
             }
             acked += 1
-            #expect(daemon.log.contains("available again"))
+            #expect(daemon.waitForLog("available again"))
             daemon.kill()
 
             let restarted = try dir.start()

@@ -192,11 +192,4 @@ import SnapSyncWire
         for _ in 0..<2 { bytes.appendBytesField("s".utf8); bytes.appendVarint(0); bytes.appendVarint(0) }
         #expect(throws: ByteReader.Failure.self) { try SnapshotDecoding.decode(bytes, range: bytes.indices) }
     }
-
-    @Test func defaultDirectoryFollowsSystemd() {
-        #expect(StorageOptions.defaultDirectory(environment: [:]) == "./data")
-        #expect(StorageOptions.defaultDirectory(environment: ["STATE_DIRECTORY": "/var/lib/snapsync"]) == "/var/lib/snapsync")
-        #expect(StorageOptions.defaultDirectory(environment: ["STATE_DIRECTORY": "/var/lib/a:/var/lib/b"]) == "/var/lib/a")
-        #expect(StorageOptions.defaultDirectory(environment: ["STATE_DIRECTORY": ""]) == "./data")
-    }
 }

@@ -1,7 +1,8 @@
 /// How the durable store is laid out and when it syncs. Defaults suit the daemon's defaults
 /// (16 MiB frames, history of 1024 versions).
 public struct StorageOptions: Sendable {
-    /// The data directory: created (with its parents) when missing.
+    /// The data directory: created (with its parents) when missing. The daemon's default
+    /// (`$STATE_DIRECTORY`, else `./data`) is `DataDirectory.defaultPath()`.
     public var directory: String
     public var fsync: FsyncPolicy
     /// A log segment is closed and a new one started once it holds this many bytes; closed
@@ -39,14 +40,4 @@ public struct StorageOptions: Sendable {
     /// 128 bytes), the write_id (at most 32) and a few varints.
     var maxWritePayloadBytes: Int { maxDiffFrameBytes + 256 }
     var maxWriteRecordBytes: Int { RecordFraming.headerSize + maxWritePayloadBytes }
-
-    /// The data directory the daemon uses when `--data-dir` is not given: the state directory
-    /// systemd provides (`$STATE_DIRECTORY`, from `StateDirectory=`; the first one when it lists
-    /// several, colon-separated), else `./data`.
-    public static func defaultDirectory(environment: [String: String]) -> String {
-        if let state = environment["STATE_DIRECTORY"], let first = state.split(separator: ":").first, !first.isEmpty {
-            return String(first)
-        }
-        return "./data"
-    }
 }
