@@ -57,6 +57,36 @@ import SnapSyncModel
         #expect(recovered[0].history.map(\.version) == [8, 9, 10, 11])
     }
 
+    /// After a restart the old segments are closed segments: the first maintenance checkpoints
+    /// the rooms replayed from them and deletes them; the state survives another restart.
+    @Test func segmentsFromBeforeARestartAreCheckpointedAway() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        do {
+            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+            try rooms.writeMany(10, rooms: 2, to: store)
+            // Crash: no close.
+        }
+        do {
+            let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+            var restored = Rooms(recovered: recovered)
+            restored.writes = rooms.writes
+            #expect(store.segmentNames.count == 2)
+            try store.maintain { restored.image($0) }
+            #expect(store.statistics.checkpoints == 2)
+            #expect(store.segmentNames.count == 1)
+            #expect(fileNames(dir.data).filter { $0.hasPrefix("wal-") } == store.segmentNames)
+            try store.close()
+        }
+        let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+        defer { try? store.close() }
+        expectSameRooms(recovered, rooms)
+        for room in recovered {
+            #expect(room.history == Array(rooms.writes(of: room.name).suffix(16)))
+        }
+    }
+
     @Test func aSegmentIsClosedAfterTheCheckpointInterval() throws {
         let dir = TempDirectory()
         defer { dir.remove() }

@@ -242,6 +242,9 @@ public final class DurableStore {
                 }
             }
         }
+        // Only closed segments pin rooms: with none, there is nothing to checkpoint or delete,
+        // and the O(rooms) scans below are skipped (the common case, every second).
+        guard !closedSegments.isEmpty else { return }
         try checkpointPinnedRooms(image: image)
         try deleteUnneededSegments()
     }
