@@ -3,8 +3,10 @@ internal import Glibc
 /// What one connection has left to send: a queue of (chunk, offset) entries, flushed with one
 /// gathering write (`sendmsg` with up to `OutputQueue.maxIovecs` iovecs) per loop pass.
 ///
-/// Shared DIFF chunks are queued by reference (`enqueue`); small replies are copied into a
-/// private tail chunk (`append`) so that a burst of ACKs is one iovec, not one per ACK.
+/// Shared DIFF chunks are queued by reference (`enqueue`); a DIFF that directly follows the
+/// previous one in its room's arena extends that entry instead, so a run of DIFFs costs one
+/// entry, one retain and one iovec. Small replies are copied into a private tail chunk
+/// (`append`) so that a burst of ACKs is one iovec, not one per ACK.
 ///
 /// Accounting: `pendingBytes` is every unsent byte, counted per connection even when the chunk
 /// is shared, because that is what this subscriber would still have to receive. `cap` bounds
@@ -22,6 +24,12 @@ struct OutputQueue {
     private struct Entry {
         var chunk: OutputChunk
         var offset: Int
+        /// Bytes beyond the chunk's own that this entry covers: the chunks that follow it in its
+        /// arena (kept alive by the arena, which this chunk keeps alive). 0 for a private chunk,
+        /// whose `count` may still grow.
+        var extra = 0
+
+        var end: Int { chunk.count + extra }
     }
 
     /// Unsent bytes allowed before the connection counts as a slow consumer.
@@ -48,9 +56,25 @@ struct OutputQueue {
         pendingBytes > 0 && pendingBytes + count > cap
     }
 
-    /// Queues a whole chunk by reference (no copy): a shared DIFF or a large frame.
+    /// Queues a whole chunk by reference (no copy): a shared DIFF or a large frame. A chunk that
+    /// starts where the last entry ends, in the same arena, extends that entry (no retain, no
+    /// new entry): the case of every DIFF after the first that a member gets in a pass.
     mutating func enqueue(_ chunk: OutputChunk) {
         guard chunk.count > 0 else { return }
+        if let arena = chunk.arenaBase, head < entries.count {
+            // Through the buffer, so that reading the last entry's chunk costs no retain.
+            let extended = entries.withUnsafeMutableBufferPointer { buffer -> Bool in
+                let last = buffer.baseAddress! + (buffer.count - 1)
+                guard last.pointee.chunk.arenaBase == arena,
+                      last.pointee.chunk.base + last.pointee.end == chunk.base else { return false }
+                last.pointee.extra += chunk.count
+                return true
+            }
+            if extended {
+                pendingBytes += chunk.count
+                return
+            }
+        }
         entries.append(Entry(chunk: chunk, offset: 0))
         pendingBytes += chunk.count
     }
@@ -82,7 +106,7 @@ struct OutputQueue {
         var index = head
         while index < entries.count && n < capacity {
             let entry = entries[index]
-            iovecs[n] = iovec(iov_base: entry.chunk.base + entry.offset, iov_len: entry.chunk.count - entry.offset)
+            iovecs[n] = iovec(iov_base: entry.chunk.base + entry.offset, iov_len: entry.end - entry.offset)
             n += 1
             index += 1
         }
@@ -95,7 +119,7 @@ struct OutputQueue {
         var left = count
         pendingBytes -= count
         while left > 0 {
-            let remaining = entries[head].chunk.count - entries[head].offset
+            let remaining = entries[head].end - entries[head].offset
             if left < remaining {
                 entries[head].offset += left
                 return
@@ -116,7 +140,7 @@ struct OutputQueue {
         let keep = entries[head].offset > 0 ? 1 : 0
         var dropped = 0
         for index in (head + keep)..<entries.count {
-            dropped += entries[index].chunk.count - entries[index].offset
+            dropped += entries[index].end - entries[index].offset
         }
         entries.removeSubrange((head + keep)...)
         pendingBytes -= dropped

@@ -66,6 +66,8 @@ final class Room {
     /// its slot (`Connection.memberships`), so join and leave are O(1).
     /// Read once per DIFF; unchecked for the reason given on `Connection.output`.
     @exclusivity(unchecked) var members: [Connection] = []
+    /// Where this room's DIFF chunks are written, back to back (`arena(for:)`).
+    private var diffArena: OutputArena?
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(name: String, limits: Limits) {
@@ -208,8 +210,23 @@ final class Room {
         return .unchanged(version: version)
     }
 
+    /// An arena with room for `count` more bytes: the current one, or a new one twice its size,
+    /// from 1 KiB up to 64 KiB (a larger frame gets an arena of its own size). So a quiet room
+    /// holds at most twice what its recent DIFFs need, and a busy one writes its DIFFs back to
+    /// back in 64 KiB blocks. O(1).
+    private func arena(for count: Int) -> OutputArena {
+        if let arena = diffArena, arena.freeCapacity >= count { return arena }
+        let grown = min(Room.maxArenaBytes, max(Room.minArenaBytes, 2 * (diffArena?.capacity ?? 0)))
+        let arena = OutputArena(capacity: max(count, grown))
+        diffArena = arena
+        return arena
+    }
+
+    static let minArenaBytes = 1024
+    static let maxArenaBytes = 64 * 1024
+
     private func commit(version next: UInt64, writeId: [UInt8], frame: [UInt8]) -> WriteOutcome {
-        let chunk = OutputChunk.frozen(frame)
+        let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
         history.append(chunk, version: next)
         writeIds.remember(writeId, version: next, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)

@@ -114,3 +114,75 @@ extension OutputQueue {
         #expect(queue.isEmpty && queue.entryCount == 0)
     }
 }
+
+/// A room's DIFFs, written back to back into one arena (as `Room` does).
+private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(capacity: 1024)) -> [OutputChunk] {
+    frames.map { frame in frame.withUnsafeBytes { OutputChunk(in: arena, copying: $0) } }
+}
+
+@Suite struct OutputQueueArenaTests {
+    @Test func adjacentArenaChunksExtendOneEntry() {
+        let diffs = arenaChunks([[1, 2], [3], [4, 5, 6]])
+        var queue = OutputQueue(cap: 100)
+        for diff in diffs { queue.enqueue(diff) }
+        #expect(queue.entryCount == 1)
+        #expect(queue.pendingBytes == 6)
+        let (bytes, iovecs) = gathered(queue)
+        #expect(iovecs == 1)
+        #expect(bytes == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func aReplyOrAGapBetweenArenaChunksStartsANewEntry() {
+        let diffs = arenaChunks([[1], [2], [3], [4]])
+        var queue = OutputQueue(cap: 100)
+        queue.enqueue(diffs[0])
+        queue.appendBytes([9])     // the writer's ACK after its DIFF
+        queue.enqueue(diffs[1])    // follows diffs[0] in memory, but not in the queue
+        queue.enqueue(diffs[3])    // skips diffs[2]: not adjacent
+        #expect(queue.entryCount == 4)
+        #expect(gathered(queue).bytes == [1, 9, 2, 4])
+    }
+
+    @Test func chunksOfAnotherArenaAreNotMerged() {
+        let first = arenaChunks([[1, 2]])
+        let second = arenaChunks([[3]])
+        var queue = OutputQueue(cap: 100)
+        queue.enqueue(first[0])
+        queue.enqueue(second[0])
+        #expect(queue.entryCount == 2)
+        #expect(gathered(queue).bytes == [1, 2, 3])
+    }
+
+    @Test func partialSendsAndDropsWorkAcrossAnExtendedEntry() {
+        let diffs = arenaChunks([[1, 2, 3], [4, 5], [6]])
+        var queue = OutputQueue(cap: 100)
+        queue.enqueue(diffs[0])
+        queue.enqueue(diffs[1])
+        queue.consume(4)           // into the second DIFF of the extended entry
+        queue.enqueue(diffs[2])    // still extends it
+        #expect(queue.entryCount == 1)
+        #expect(gathered(queue).bytes == [5, 6])
+        // A slow consumer keeps only the rest of the partly sent entry: whole frames, still.
+        queue.appendBytes([7])
+        #expect(queue.dropAllButPartialHead() == 1)
+        #expect(gathered(queue).bytes == [5, 6])
+        queue.consume(2)
+        #expect(queue.isEmpty)
+    }
+
+    @Test func theArenaLivesAsLongAsAnyOfItsChunks() {
+        var queue = OutputQueue(cap: 100)
+        weak var weakArena: OutputArena?
+        do {
+            let arena = OutputArena(capacity: 64)
+            weakArena = arena
+            let diffs = arenaChunks([[1], [2]], arena: arena)
+            queue.enqueue(diffs[0])
+            queue.enqueue(diffs[1])
+        }
+        #expect(weakArena != nil, "the queued entry keeps its chunk, and the chunk its arena")
+        #expect(gathered(queue).bytes == [1, 2])
+        queue.consume(2)
+        #expect(weakArena == nil)
+    }
+}
