@@ -214,7 +214,9 @@ struct FanoutCommand: ParsableCommand {
         let head = "\(r.load.subscribers) subs, \(r.load.payloadBytes) B, \(name) \(r.load.mode == "throughput" ? "closed loop (window \(r.load.window))" : "open loop (\(Int(r.load.rate)) msg/s)")"
         var line = "\(head): \(human(r.deliveriesPerSecond)) deliveries/s, \(human(r.publishedPerSecond)) msg/s; "
         line += "latency p50 \(micro(r.latency.quantile(0.5))) p99 \(micro(r.latency.quantile(0.99))) max \(micro(r.latency.maxValue)); "
-        line += "server CPU \(r.serverCPU.map { "\(Int(($0 * 100).rounded()))%" } ?? "n/a"), generator CPU \(Int((r.generatorCPU * 100).rounded()))%; "
+        line += "server CPU \(r.serverCPU.map { "\(Int(($0 * 100).rounded()))%" } ?? "n/a")"
+        if let perCPU = r.deliveriesPerServerCPUSecond { line += " (\(human(perCPU)) deliveries per server CPU-second)" }
+        line += ", generator CPU \(Int((r.generatorCPU * 100).rounded()))%; "
         line += "lost \(r.lost)"
         if r.outOfOrder > 0 { line += ", out of order \(r.outOfOrder)" }
         if let failure = r.failure { line += "; FAILED: \(failure)" }
@@ -226,6 +228,9 @@ struct FanoutCommand: ParsableCommand {
         var parts: [String] = []
         if let a = snap["throughput"], let b = redis["throughput"], b.deliveriesPerSecond > 0 {
             parts.append(fanoutFormat("deliveries/s %.2f× (target ≥ 1.5×)", a.deliveriesPerSecond / b.deliveriesPerSecond))
+            if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
+                parts.append(fanoutFormat("per server CPU-second %.2f×", x / y))
+            }
         }
         if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
             parts.append(fanoutFormat("latency p99 %.2f× (target ≤ 1×)", Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))))
@@ -256,6 +261,9 @@ struct FanoutCommand: ParsableCommand {
                 let value = a.deliveriesPerSecond / b.deliveriesPerSecond
                 ratio.append("\"deliveries_per_s\":\(fanoutJSONNumber(value, digits: 3))")
                 ratio.append("\"deliveries_target_met\":\(value >= 1.5)")
+                if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
+                    ratio.append("\"deliveries_per_server_cpu_s\":\(fanoutJSONNumber(x / y, digits: 3))")
+                }
             }
             if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
                 let value = Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))
@@ -276,6 +284,7 @@ struct FanoutCommand: ParsableCommand {
             "\"max_us\":\(fanoutJSONNumber(Double(r.latency.maxValue) / 1000, digits: 1))",
             "\"latency_samples\":\(r.latency.count)",
             "\"server_cpu\":\(r.serverCPU.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
+            "\"deliveries_per_server_cpu_s\":\(r.deliveriesPerServerCPUSecond.map { fanoutJSONNumber($0, digits: 0) } ?? "null")",
             "\"generator_cpu\":\(fanoutJSONNumber(r.generatorCPU, digits: 3))",
             "\"measured_s\":\(fanoutJSONNumber(r.measuredSeconds, digits: 3))",
             "\"published\":\(r.published)",

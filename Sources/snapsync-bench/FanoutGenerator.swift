@@ -45,6 +45,12 @@ struct FanoutRunResult {
 
     var deliveriesPerSecond: Double { measuredSeconds > 0 ? Double(deliveriesMeasured) / measuredSeconds : 0 }
     var publishedPerSecond: Double { measuredSeconds > 0 ? Double(publishedMeasured) / measuredSeconds : 0 }
+    /// Deliveries per second of server CPU time: what the server would deliver with a core to
+    /// itself, a figure that holds up better than deliveries/s when other work shares the CPU.
+    var deliveriesPerServerCPUSecond: Double? {
+        guard let cpu = serverCPU, cpu > 0 else { return nil }
+        return deliveriesPerSecond / cpu
+    }
 }
 
 /// Connected sockets for one run: subscribers 0..<N, then the publisher.
