@@ -9,7 +9,7 @@ extension Server {
     /// The connection's socket is readable: read (up to `maxReadsPerCallback` × 64 KiB, or until
     /// the kernel has nothing more) and handle every whole frame.
     func readable(_ connection: Connection) {
-        defer { noteReadProcessed() }
+        defer { noteHighPriorityCallback() }
         for _ in 0..<Self.maxReadsPerCallback {
             let result: Syscall.ReadResult
             do {

@@ -42,11 +42,12 @@ public final class Server {
     @exclusivity(unchecked) private var flushing: [Connection] = []
     private var flushEvent: Event?
     private var flushScheduled = false
-    /// Reads processed since the flush was scheduled. libevent runs no lower-priority event
-    /// while higher-priority ones keep becoming active, so under a constant stream of input the
-    /// flush could starve; past `maxReadsBeforeFlush` the read path flushes inline.
-    private var readsSinceFlushScheduled = 0
-    static let maxReadsBeforeFlush = 64
+    /// Priority-0 callbacks run since the flush was scheduled. libevent runs no lower-priority
+    /// event while higher-priority ones keep becoming active, so under a constant stream of
+    /// input (or accepts) the flush could starve; past `maxCallbacksBeforeFlush` the callback
+    /// path flushes inline.
+    private var callbacksSinceFlushScheduled = 0
+    static let maxCallbacksBeforeFlush = 64
     private let iovecs: UnsafeMutablePointer<iovec>
 
     // Scratch buffers, reused for every read and every encoding: the hot path allocates nothing
@@ -247,6 +248,7 @@ public final class Server {
     /// Accepts every pending connection (until EAGAIN). Over `maxConnections`, or while
     /// shutting down, a connection is refused at once with ERROR and closed, never left waiting.
     func acceptPending(from listener: Listener) {
+        defer { noteHighPriorityCallback() }
         while true {
             let accepted: Syscall.Accepted
             do {
@@ -420,28 +422,37 @@ public final class Server {
               "unread output passed the limit of \(ConfigurationValue.describe(byteCount: configuration.maxOutputBytes))")
     }
 
+    /// Puts the connection on this pass's flush list. A connection waiting for EV_WRITE is left
+    /// alone: its send buffer is full, so a write would only say EAGAIN.
     func markDirty(_ connection: Connection) {
         guard !connection.isDirty, !connection.isWaitingForWritable, !connection.isDestroyed else { return }
         connection.isDirty = true
         dirty.append(connection)
         if !flushScheduled {
             flushScheduled = true
-            readsSinceFlushScheduled = 0
+            callbacksSinceFlushScheduled = 0
             flushEvent?.activate()
         }
     }
 
     /// EV_WRITE fired: the kernel has room again. The bytes go out in this pass's flush.
+    ///
+    /// EV_WRITE is disarmed here, not left armed until the queue drains: a persistent write
+    /// event on a writable socket is active in every loop iteration at the higher priority,
+    /// and libevent runs no lower-priority event while a higher one is active, so the flush
+    /// itself would starve. The flush arms it again if the buffer fills up.
     func writable(_ connection: Connection) {
+        defer { noteHighPriorityCallback() }
         connection.stopWaitingForWritable()
         markDirty(connection)
     }
 
-    /// Called after each readable callback: flushes inline if the flush event is being starved.
-    func noteReadProcessed() {
+    /// Called after each read, write and accept callback: flushes inline if the flush event is
+    /// being starved.
+    func noteHighPriorityCallback() {
         guard flushScheduled else { return }
-        readsSinceFlushScheduled += 1
-        if readsSinceFlushScheduled >= Self.maxReadsBeforeFlush { flushPass() }
+        callbacksSinceFlushScheduled += 1
+        if callbacksSinceFlushScheduled >= Self.maxCallbacksBeforeFlush { flushPass() }
     }
 
     private static let onFlush: EventCallback = { _, _, context in
@@ -454,7 +465,7 @@ public final class Server {
     ///   has more than 1024 chunks pending.
     func flushPass() {
         flushScheduled = false
-        readsSinceFlushScheduled = 0
+        callbacksSinceFlushScheduled = 0
         guard !dirty.isEmpty else { return }
         do {
             try storage.commit()

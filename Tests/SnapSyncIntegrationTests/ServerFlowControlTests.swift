@@ -43,7 +43,7 @@ extension ServerIntegration {
             #expect(code == .slowConsumer)
             var last = start.version
             for message in before {
-                guard case .diff(_, _, let seen, _) = message else { Issue.record("unexpected \(message)"); continue }
+                guard case .diff(_, _, let seen, _) = message else { Issue.record("unexpected \(summary(message))"); continue }
                 #expect(seen == last + 1)
                 last = seen
             }

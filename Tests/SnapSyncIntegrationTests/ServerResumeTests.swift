@@ -26,7 +26,7 @@ extension ServerIntegration {
             let diffs = try write(10, to: "r", by: writer, seenBy: member)
             let resumer = try RawClient.ready(daemon)
             let answer = try resumer.join("r", resume: .init(epoch: start.epoch, version: 3))
-            guard case .catchup(_, "r", start.epoch, 3, 10) = answer else { Issue.record("expected CATCHUP 3...10, got \(answer)"); return }
+            guard case .catchup(_, "r", start.epoch, 3, 10) = answer else { Issue.record("expected CATCHUP 3...10, got \(summary(answer))"); return }
             let caughtUp = try (0..<7).map { _ in try resumer.receive() }
             #expect(caughtUp == Array(diffs[3...]), "versions 4...10, byte for byte as the live member got them")
             #expect(resumer.isQuiet(for: 0.2))
@@ -42,7 +42,7 @@ extension ServerIntegration {
             let start = try member.state(of: "r")
             _ = try write(2, to: "r", by: writer, seenBy: member)
             let answer = try RawClient.ready(daemon).join("r", resume: .init(epoch: start.epoch, version: 2))
-            guard case .catchup(_, _, _, 2, 2) = answer else { Issue.record("expected CATCHUP 2...2, got \(answer)"); return }
+            guard case .catchup(_, _, _, 2, 2) = answer else { Issue.record("expected CATCHUP 2...2, got \(summary(answer))"); return }
         }
 
         @Test func aPositionOlderThanHistoryGetsResync() throws {
@@ -61,7 +61,7 @@ extension ServerIntegration {
             _ = try (0..<4).map { _ in try resumer.receive() }
             let answer = try RawClient.ready(daemon).join("r", resume: .init(epoch: start.epoch, version: 5))
             guard case .snapshot(_, _, let epoch, let version, .resync, let digest, let snapshot) = answer else {
-                Issue.record("expected SNAPSHOT resync, got \(answer)")
+                Issue.record("expected SNAPSHOT resync, got \(summary(answer))")
                 return
             }
             #expect(epoch == start.epoch && version == 10)
@@ -77,7 +77,7 @@ extension ServerIntegration {
             for position in [Message.Position(epoch: start.epoch &+ 1, version: 3), .init(epoch: start.epoch, version: 4)] {
                 let answer = try RawClient.ready(daemon).join("r", resume: position)
                 guard case .snapshot(_, _, start.epoch, 3, .resync, _, let snapshot) = answer else {
-                    Issue.record("\(position): expected SNAPSHOT resync at version 3, got \(answer)")
+                    Issue.record("\(position): expected SNAPSHOT resync at version 3, got \(summary(answer))")
                     continue
                 }
                 #expect(snapshot.numberOfSections == 3)
@@ -86,7 +86,7 @@ extension ServerIntegration {
             // another epoch by definition.
             let answer = try RawClient.ready(daemon).join("new", resume: .init(epoch: 5, version: 5))
             guard case .snapshot(_, "new", _, 0, .resync, _, let empty) = answer, empty.isEmpty else {
-                Issue.record("expected SNAPSHOT resync of an empty room, got \(answer)")
+                Issue.record("expected SNAPSHOT resync of an empty room, got \(summary(answer))")
                 return
             }
         }

@@ -41,7 +41,7 @@ extension ServerIntegration {
                         #expect(mine.contains(version), "ACK \(version) before its DIFF")
                         acks[id] = version
                     default:
-                        Issue.record("unexpected \(message)")
+                        Issue.record("unexpected \(summary(message))")
                     }
                 }
                 streams.append(diffs)
@@ -99,7 +99,7 @@ extension ServerIntegration {
                 let (answer, skipped) = try writer.mutate("r", ops)
                 #expect(skipped.isEmpty)
                 guard case .reject(_, let raw, let opIndex, let id, let message) = answer else {
-                    Issue.record("\(code.name): expected REJECT, got \(answer)")
+                    Issue.record("\(code.name): expected REJECT, got \(summary(answer))")
                     continue
                 }
                 #expect(ErrorCode(rawValue: raw) == code, "expected \(code.name), got \(raw): \(message)")
@@ -123,11 +123,11 @@ extension ServerIntegration {
             let client = try RawClient.ready(daemon)
             try client.mustMutate("cas", [.appendSections([.named("s")])])
             let (stale, _) = try client.mutate("cas", [.appendSections([.named("t")])], expectedVersion: 0)
-            guard case .reject(_, let code, nil, nil, let message) = stale else { Issue.record("expected REJECT, got \(stale)"); return }
+            guard case .reject(_, let code, nil, nil, let message) = stale else { Issue.record("expected REJECT, got \(summary(stale))"); return }
             #expect(ErrorCode(rawValue: code) == .versionMismatch)
             #expect(message.contains("version 1"), "the message names the current version: \(message)")
             let (fresh, _) = try client.mutate("cas", [.appendSections([.named("t")])], expectedVersion: 1)
-            guard case .ack(_, _, 2) = fresh else { Issue.record("expected ACK 2, got \(fresh)"); return }
+            guard case .ack(_, _, 2) = fresh else { Issue.record("expected ACK 2, got \(summary(fresh))"); return }
         }
 
         @Test func aRetriedWriteIdIsAcknowledgedOnceAndAppliedOnce() throws {
@@ -139,7 +139,7 @@ extension ServerIntegration {
             let first = try writer.mustMutate("idem", [.appendSections([.named("s")])], writeId: id)
             try writer.mustMutate("idem", [.appendSections([.named("t")])])
             let (retry, _) = try writer.mutate("idem", [.appendSections([.named("s")])], writeId: id)
-            guard case .ack(_, _, let version) = retry else { Issue.record("expected ACK, got \(retry)"); return }
+            guard case .ack(_, _, let version) = retry else { Issue.record("expected ACK, got \(summary(retry))"); return }
             #expect(version == first)
             // The member saw exactly two DIFFs, and the room is at version 2.
             let diffs = try (0..<2).map { _ in try member.receive() }
@@ -156,7 +156,7 @@ extension ServerIntegration {
             let before = try member.state(of: "doc")
             let target = try Snapshot([(Element.named("b", "B"), [Element.named("y"), Element.named("z")]), (Element.named("c"), [])])
             let (answer, _) = try writer.request { .replace(requestId: $0, room: "doc", expectedVersion: before.version, writeId: [], snapshot: target) }
-            guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(answer)"); return }
+            guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(summary(answer))"); return }
             #expect(version == before.version + 1)
             guard case .diff(_, _, version, let ops) = try member.receive() else { Issue.record("expected one DIFF"); return }
             var replica = before.snapshot
@@ -164,12 +164,12 @@ extension ServerIntegration {
             #expect(replica == target)
             // The same content again: ACK at the same version, no DIFF.
             let (again, _) = try writer.request { .replace(requestId: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: target) }
-            guard case .ack(_, _, version) = again else { Issue.record("expected ACK \(version), got \(again)"); return }
+            guard case .ack(_, _, version) = again else { Issue.record("expected ACK \(version), got \(summary(again))"); return }
             #expect(member.isQuiet(for: 0.2))
             // A REPLACE breaking a content limit is a REJECT, and the connection goes on.
             let bad = try Snapshot([(Element.named("much-too-long"), [])], limits: .unlimited)
             let (refused, _) = try writer.request { .replace(requestId: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: bad) }
-            guard case .reject(_, let code, _, let identifier, _) = refused else { Issue.record("expected REJECT, got \(refused)"); return }
+            guard case .reject(_, let code, _, let identifier, _) = refused else { Issue.record("expected REJECT, got \(summary(refused))"); return }
             #expect(ErrorCode(rawValue: code) == .identifierTooLong)
             #expect(identifier == "much-too-long")
             #expect(try writer.state(of: "doc").snapshot == target)
@@ -183,7 +183,7 @@ extension ServerIntegration {
             try client.mustMutate("quiet", [.appendSections([.named("s")])])
             let (answer, skipped) = try client.mutate("quiet", [])
             #expect(skipped.isEmpty) // version 1's DIFF came before its ACK, read by mustMutate
-            guard case .ack(_, _, 1) = answer else { Issue.record("expected ACK 1, got \(answer)"); return }
+            guard case .ack(_, _, 1) = answer else { Issue.record("expected ACK 1, got \(summary(answer))"); return }
             #expect(client.isQuiet(for: 0.2))
         }
 
@@ -194,12 +194,12 @@ extension ServerIntegration {
             _ = try member.join("l")
             try writer.mustMutate("l", [.appendSections([.named("s")])])
             let (left, skipped) = try member.request { .leave(requestId: $0, room: "l") }
-            guard case .ack(_, _, 1) = left else { Issue.record("expected ACK 1, got \(left)"); return }
+            guard case .ack(_, _, 1) = left else { Issue.record("expected ACK 1, got \(summary(left))"); return }
             #expect(skipped.count == 1)
             try writer.mustMutate("l", [.appendSections([.named("t")])])
             #expect(member.isQuiet(for: 0.2))
             let (again, _) = try member.request { .leave(requestId: $0, room: "l") }
-            guard case .reject(_, let code, _, _, _) = again else { Issue.record("expected REJECT, got \(again)"); return }
+            guard case .reject(_, let code, _, _, _) = again else { Issue.record("expected REJECT, got \(summary(again))"); return }
             #expect(ErrorCode(rawValue: code) == .notJoined)
         }
 

@@ -68,9 +68,20 @@ extension RawClient {
     func closingError(timeout: Double? = nil) throws -> (code: ErrorCode?, message: String, before: [Message]) {
         let messages = try receiveUntilClosed(timeout: timeout)
         guard let last = messages.last, case .error(let code, let text) = last else {
-            throw RawClientError.failed("the daemon closed without an ERROR; got \(messages)")
+            throw RawClientError.failed("the daemon closed without an ERROR; got \(messages.count) frames, the last \(messages.last.map(summary) ?? "none")")
         }
         return (ErrorCode(rawValue: code), text, Array(messages.dropLast()))
+    }
+}
+
+/// A message in a few words, for failure messages (frames can carry megabytes).
+func summary(_ message: Message) -> String {
+    switch message {
+    case .diff(let room, _, let version, let ops): "DIFF \(room) v\(version) (\(ops.count) ops)"
+    case .snapshot(let id, let room, _, let version, let reason, _, let snapshot):
+        "SNAPSHOT #\(id) \(room) v\(version) \(reason) (\(snapshot.numberOfItems) items)"
+    case .error(let code, let text): "ERROR \(code) \(text)"
+    default: "\(message)".count > 200 ? String("\(message)".prefix(200)) + "…" : "\(message)"
     }
 }
 

@@ -224,7 +224,7 @@ enum RawClientError: Error, CustomStringConvertible {
         case .closed(let how): "connection closed (\(how))"
         case .failed(let what): what
         case .decode(let error): "undecodable frame from the daemon: \(error)"
-        case .unexpected(let what, let message): "\(what), got \(message)"
+        case .unexpected(let what, let message): "\(what), got \(summary(message))"
         }
     }
 }
