@@ -206,7 +206,7 @@ final class Room {
     }
 
     private func unchanged(writeId: [UInt8]) -> WriteOutcome {
-        writeIds.remember(writeId, version: version, oldestVersion: history.baseVersion)
+        writeIds.remember(writeId, version: version, changed: false, oldestVersion: history.baseVersion)
         return .unchanged(version: version)
     }
 

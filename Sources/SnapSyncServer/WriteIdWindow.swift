@@ -1,20 +1,24 @@
 /// The write ids a room remembers, so that a retried MUTATE or REPLACE is not applied twice
-/// (PROTOCOL.md §3, `write_id`): a repeated id is answered with the ACK of the version its
+/// (PROTOCOL.md §10, `write_id`): a repeated id is answered with the ACK of the version its
 /// original write produced, and nothing is applied.
 ///
-/// The window is the room's history window: an id is forgotten once the version it produced
-/// falls out of history (a client that retries that late must resync anyway), and at most
-/// `maxCount` ids are kept, so writes that changed nothing (and so added no history) cannot grow
-/// it without bound either.
+/// The window is the room's history window (PROTOCOL.md: "at least the versions it keeps for
+/// resume"), kept exactly:
+/// - the id of a write that made a version is forgotten when that version leaves history (a
+///   client retrying that late must resync anyway); history holds at most `maxCount` versions,
+///   so these are bounded too;
+/// - writes that changed nothing make no version and no history, so their ids have a FIFO of
+///   their own, capped at `maxCount`, and they also leave with the version they were acked at.
+///   A flood of no-op writes therefore never pushes out the id of a write still in history.
 ///
 /// Complexity: lookups and `remember` O(1) expected (hashing an id of at most 32 bytes);
 /// `forget` amortized O(1) per id forgotten.
 struct WriteIdWindow {
     let maxCount: Int
     private var versions: [[UInt8]: UInt64] = [:]
-    /// Ids in the order they were remembered (versions never decrease along it).
-    private var order: [(id: [UInt8], version: UInt64)] = []
-    private var head = 0
+    /// Ids in the order they were remembered (versions never decrease along each queue).
+    private var applied = IdQueue()
+    private var unchanged = IdQueue()
 
     init(maxCount: Int) {
         self.maxCount = max(0, maxCount)
@@ -27,28 +31,49 @@ struct WriteIdWindow {
         versions[id]
     }
 
-    /// Remembers that the write `id` was acknowledged at `version`, then drops ids older than
-    /// `oldestVersion` and the oldest beyond `maxCount`.
-    mutating func remember(_ id: [UInt8], version: UInt64, oldestVersion: UInt64) {
-        guard !id.isEmpty, maxCount > 0 else { return }
-        if versions.updateValue(version, forKey: id) == nil {
-            order.append((id, version))
+    /// Remembers that the write `id` was acknowledged at `version` (`changed`: it made that
+    /// version; otherwise it changed nothing), then forgets ids older than `oldestVersion`.
+    /// Only ids not remembered yet are passed (a remembered one is answered as a duplicate).
+    mutating func remember(_ id: [UInt8], version: UInt64, changed: Bool = true, oldestVersion: UInt64) {
+        guard !id.isEmpty, maxCount > 0, versions.updateValue(version, forKey: id) == nil else { return }
+        if changed {
+            applied.append(id, version)
+        } else {
+            unchanged.append(id, version)
+            while unchanged.count > maxCount { versions[unchanged.removeFirst()] = nil }
         }
         forget(before: oldestVersion)
     }
 
-    /// Drops ids whose version is below `oldestVersion`, and the oldest beyond `maxCount`.
+    /// Drops ids whose version is below `oldestVersion`.
     mutating func forget(before oldestVersion: UInt64) {
-        while head < order.count && (order[head].version < oldestVersion || versions.count > maxCount) {
-            versions[order[head].id] = nil
-            head += 1
+        while let version = applied.firstVersion, version < oldestVersion { versions[applied.removeFirst()] = nil }
+        while let version = unchanged.firstVersion, version < oldestVersion { versions[unchanged.removeFirst()] = nil }
+    }
+
+    /// A FIFO of (id, version) with amortized O(1) pops.
+    private struct IdQueue {
+        private var entries: [(id: [UInt8], version: UInt64)] = []
+        private var head = 0
+
+        var count: Int { entries.count - head }
+        var firstVersion: UInt64? { head < entries.count ? entries[head].version : nil }
+
+        mutating func append(_ id: [UInt8], _ version: UInt64) {
+            entries.append((id, version))
         }
-        if head == order.count {
-            order.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 64 && head * 2 >= order.count {
-            order.removeSubrange(0..<head)
-            head = 0
+
+        mutating func removeFirst() -> [UInt8] {
+            let id = entries[head].id
+            head += 1
+            if head == entries.count {
+                entries.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 64 && head * 2 >= entries.count {
+                entries.removeSubrange(0..<head)
+                head = 0
+            }
+            return id
         }
     }
 }

@@ -299,3 +299,28 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         }
     }
 }
+
+@Suite struct WriteIdWindowTests {
+    @Test func noOpWritesCannotPushOutTheIdOfAWriteStillInHistory() {
+        var window = WriteIdWindow(maxCount: 4)
+        window.remember([1], version: 1, oldestVersion: 0)
+        for n in UInt8(10)..<UInt8(30) { window.remember([n], version: 1, changed: false, oldestVersion: 0) }
+        #expect(window.version(of: [1]) == 1, "the applied write's id is still in the window")
+        #expect(window.version(of: [29]) == 1 && window.version(of: [26]) == 1)
+        #expect(window.version(of: [25]) == nil, "no-op ids are capped at maxCount")
+        #expect(window.count == 5)
+    }
+
+    @Test func idsLeaveWithTheirVersion() {
+        var window = WriteIdWindow(maxCount: 4)
+        window.remember([1], version: 1, oldestVersion: 0)
+        window.remember([2], version: 1, changed: false, oldestVersion: 0)
+        window.remember([3], version: 2, oldestVersion: 0)
+        window.forget(before: 2)
+        #expect(window.version(of: [1]) == nil && window.version(of: [2]) == nil)
+        #expect(window.version(of: [3]) == 2)
+        // Empty ids are never remembered.
+        window.remember([], version: 3, oldestVersion: 2)
+        #expect(window.version(of: []) == nil)
+    }
+}
