@@ -186,3 +186,24 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
         #expect(weakArena == nil)
     }
 }
+
+@Suite struct OutputQueueTailTests {
+    @Test func tailChunksStartSmallAndGrowWithBursts() {
+        var queue = OutputQueue(cap: 1 << 20)
+        let reply = [UInt8](repeating: 1, count: 100)
+        queue.appendBytes(reply)
+        queue.appendBytes(reply)
+        #expect(queue.entryCount == 1, "two replies fit the first 256-byte tail")
+        queue.appendBytes(reply)
+        #expect(queue.entryCount == 2, "the third starts a new, larger tail")
+        for _ in 0..<4 { queue.appendBytes(reply) }
+        #expect(queue.entryCount == 2, "the 512-byte tail holds the next four")
+        #expect(gathered(queue).bytes == [UInt8](repeating: 1, count: 700))
+        queue.consume(700)
+        #expect(queue.isEmpty)
+        // The larger sent tail is kept as the spare and refilled: a burst as large as before
+        // now fits one chunk.
+        for _ in 0..<5 { queue.appendBytes(reply) }
+        #expect(queue.entryCount == 1)
+    }
+}
