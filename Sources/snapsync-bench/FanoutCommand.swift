@@ -166,7 +166,8 @@ struct FanoutCommand: ParsableCommand {
                         let load = FanoutLoad(subscribers: count, payloadBytes: size,
                                               window: m == "throughput" ? window : 0,
                                               rate: m == "latency" ? rate : 0,
-                                              warmupNs: UInt64(warmup * 1e9), durationNs: UInt64(duration * 1e9))
+                                              warmupNs: UInt64(warmup * 1e9), durationNs: UInt64(duration * 1e9),
+                                              serverCore: pin && port == nil ? serverCPU : nil)
                         let room = "fanout-\(getpid())-\(runIndex)-\(count)x\(size)-\(m)"
                         let connections: FanoutConnections
                         let pid: Int32?
@@ -216,6 +217,9 @@ struct FanoutCommand: ParsableCommand {
         line += "latency p50 \(micro(r.latency.quantile(0.5))) p99 \(micro(r.latency.quantile(0.99))) max \(micro(r.latency.maxValue)); "
         line += "server CPU \(r.serverCPU.map { "\(Int(($0 * 100).rounded()))%" } ?? "n/a")"
         if let perCPU = r.deliveriesPerServerCPUSecond { line += " (\(human(perCPU)) deliveries per server CPU-second)" }
+        if let busy = r.serverCoreBusy, let softirq = r.serverCoreSoftirq {
+            line += ", CPU\(serverCPU) busy \(Int((busy * 100).rounded()))% (softirq \(Int((softirq * 100).rounded()))%)"
+        }
         line += ", generator CPU \(Int((r.generatorCPU * 100).rounded()))%; "
         line += "lost \(r.lost)"
         if r.outOfOrder > 0 { line += ", out of order \(r.outOfOrder)" }
@@ -284,6 +288,8 @@ struct FanoutCommand: ParsableCommand {
             "\"max_us\":\(fanoutJSONNumber(Double(r.latency.maxValue) / 1000, digits: 1))",
             "\"latency_samples\":\(r.latency.count)",
             "\"server_cpu\":\(r.serverCPU.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
+            "\"server_core_busy\":\(r.serverCoreBusy.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
+            "\"server_core_softirq\":\(r.serverCoreSoftirq.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
             "\"deliveries_per_server_cpu_s\":\(r.deliveriesPerServerCPUSecond.map { fanoutJSONNumber($0, digits: 0) } ?? "null")",
             "\"generator_cpu\":\(fanoutJSONNumber(r.generatorCPU, digits: 3))",
             "\"measured_s\":\(fanoutJSONNumber(r.measuredSeconds, digits: 3))",

@@ -25,6 +25,8 @@ struct FanoutLoad {
     var durationNs: UInt64
     /// How long to wait after the measured window for the last deliveries before counting losses.
     var drainNs: UInt64 = 5_000_000_000
+    /// The CPU the server is pinned to, if it is: its /proc/stat busy time is reported too.
+    var serverCore: Int? = nil
 
     var mode: String { window > 0 ? "throughput" : "latency" }
 }
@@ -40,6 +42,8 @@ struct FanoutRunResult {
     var outOfOrder: UInt64 = 0          // deliveries whose sequence number was not the next one expected
     var latency = FanoutHistogram()     // publish → delivery, messages published in the window
     var serverCPU: Double?              // fraction of one core, utime+stime over the window
+    var serverCoreBusy: Double?         // the server's CPU, /proc/stat busy (softirq and others included)
+    var serverCoreSoftirq: Double?
     var generatorCPU: Double = 0
     var failure: String?
 
@@ -456,6 +460,7 @@ struct FanoutGenerator {
         var publishedAtWindowStart: UInt64 = 0, publishedAtWindowStop: UInt64 = 0
         var serverTicks0: UInt64 = 0, serverTicks1: UInt64 = 0
         var selfTicks0: UInt64 = 0, selfTicks1: UInt64 = 0
+        var core0: (busy: UInt64, softirq: UInt64, total: UInt64)?, core1: (busy: UInt64, softirq: UInt64, total: UInt64)?
         var drainDeadline: UInt64 = 0
         var lastProgress = start, lastDeliveries: UInt64 = 0
         let me = getpid()
@@ -469,6 +474,7 @@ struct FanoutGenerator {
                 firstMeasuredSequence = published
                 selfTicks0 = FanoutSys.cpuTicks(pid: me) ?? 0
                 if let pid = serverPID { serverTicks0 = FanoutSys.cpuTicks(pid: pid) ?? 0 }
+                if let core = load.serverCore { core0 = FanoutSys.cpuJiffies(cpu: core) }
             }
             if windowStart != 0 && windowStop == 0 && (now >= measureEnds || failure != nil) {
                 windowStop = now
@@ -477,6 +483,7 @@ struct FanoutGenerator {
                 endMeasuredSequence = published
                 selfTicks1 = FanoutSys.cpuTicks(pid: me) ?? 0
                 if let pid = serverPID { serverTicks1 = FanoutSys.cpuTicks(pid: pid) ?? 0 }
+                if let core = load.serverCore { core1 = FanoutSys.cpuJiffies(cpu: core) }
                 drainDeadline = now + load.drainNs
             }
             if windowStop != 0 {
@@ -541,6 +548,10 @@ struct FanoutGenerator {
         if seconds > 0 {
             result.generatorCPU = Double(selfTicks1 - selfTicks0) / hz / seconds
             if serverPID != nil { result.serverCPU = Double(serverTicks1 - serverTicks0) / hz / seconds }
+        }
+        if let a = core0, let b = core1, b.total > a.total {
+            result.serverCoreBusy = Double(b.busy - a.busy) / Double(b.total - a.total)
+            result.serverCoreSoftirq = Double(b.softirq - a.softirq) / Double(b.total - a.total)
         }
         if target == .snapsync && acknowledged < published && failure == nil && lost == 0 {
             // Every DIFF arrived; an ACK still in flight is not a loss, but say so if many are.

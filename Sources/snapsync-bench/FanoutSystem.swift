@@ -159,6 +159,22 @@ enum FanoutSys {
         return user + system
     }
 
+    /// One CPU's jiffies from /proc/stat: (busy, softirq, total). Busy counts user, nice, system,
+    /// irq, softirq and steal: it includes the loopback TCP receive work that runs in softirq
+    /// and is not charged to any task (on IRQ_TIME_ACCOUNTING kernels), and anything else that
+    /// ran on that CPU.
+    static func cpuJiffies(cpu: Int) -> (busy: UInt64, softirq: UInt64, total: UInt64)? {
+        guard let stat = readFile("/proc/stat") else { return nil }
+        for line in stat.split(separator: "\n") where line.hasPrefix("cpu\(cpu) ") {
+            let values = line.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+            guard values.count >= 8 else { return nil }
+            let total = values[0..<8].reduce(0, +)
+            let idle = values[3] + values[4]
+            return (total - idle, values[6], total)
+        }
+        return nil
+    }
+
     static var ticksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
 
     /// VmRSS of a process in bytes, from /proc/PID/status.
