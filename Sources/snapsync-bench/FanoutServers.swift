@@ -112,10 +112,11 @@ enum FanoutServers {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// --server-binary, else <repo>/.build/release/snapsyncd, else <repo>/.build/debug/snapsyncd,
-    /// else the snapsyncd next to this executable. When none exists and this is a checkout, it is
-    /// built (`swift build -c release --product snapsyncd`); one older than the daemon's sources
-    /// gets a warning, since `swift run snapsync-bench` does not rebuild it.
+    /// --server-binary; else the first of <repo>/.build/release/snapsyncd,
+    /// <repo>/.build/debug/snapsyncd and the snapsyncd next to this executable that is not older
+    /// than the daemon's sources (`swift run snapsync-bench` does not rebuild it). When none is
+    /// current and this is a checkout, `swift build -c release --product snapsyncd` makes one;
+    /// if that fails, a stale binary is used with a warning.
     static func daemonBinary(explicit: String?) -> String {
         if let explicit {
             guard access(explicit, X_OK) == 0 else {
@@ -130,22 +131,24 @@ enum FanoutServers {
             candidates += [root + "/.build/release/snapsyncd", root + "/.build/debug/snapsyncd"]
         }
         if let exe = executablePath() { candidates.append(parent(of: exe) + "/snapsyncd") }
-        if let found = candidates.first(where: { access($0, X_OK) == 0 }) {
-            if let root, let built = modificationTime(found) {
-                let sources = ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel", "snapsyncd"]
-                    .map { newestModification(under: root + "/Sources/" + $0) }.max() ?? 0
-                if sources > built {
-                    fanoutErr("snapsync-bench: warning: \(found) is older than the daemon's sources; rebuild it with `swift build -c release --product snapsyncd`\n")
-                }
-            }
-            return found
+        let existing = candidates.filter { access($0, X_OK) == 0 }
+        let sources = root.map { root in
+            ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel", "snapsyncd"]
+                .map { newestModification(under: root + "/Sources/" + $0) }.max() ?? 0
+        } ?? 0
+        if let current = existing.first(where: { (modificationTime($0) ?? 0) >= sources }) {
+            return current
         }
         if let root, findInPath("swift") != nil {
             let command = "cd '\(root)' && swift build -c release --product snapsyncd >&2"
-            fanoutErr("snapsync-bench: no snapsyncd binary yet; building it: \(command)\n")
+            fanoutErr("snapsync-bench: no snapsyncd as new as its sources; building it: \(command)\n")
             if system(command) == 0, access(root + "/.build/release/snapsyncd", X_OK) == 0 {
                 return root + "/.build/release/snapsyncd"
             }
+        }
+        if let stale = existing.first {
+            fanoutErr("snapsync-bench: warning: using \(stale), which is older than the daemon's sources\n")
+            return stale
         }
         fanoutErr("""
             snapsync-bench: no snapsyncd binary found (looked at \(candidates.joined(separator: ", "))).
