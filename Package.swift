@@ -72,24 +72,26 @@ let package = Package(
         .executableTarget(
             name: "snapsync-bench",
             dependencies: [
-                "SnapSyncModel", "SnapSyncWire",
+                "SnapSyncModel", "SnapSyncWire", "SnapSyncTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: upcoming
         ),
+        // A seeded PRNG shared by the property tests and snapsync-bench (not a product).
+        .target(name: "SnapSyncTestSupport", swiftSettings: upcoming),
         // The README's client example, compiled with every build so it cannot rot.
         .executableTarget(
             name: "snapsync-example",
             dependencies: ["SnapSync"],
             swiftSettings: upcoming
         ),
-        .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel"], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel"],
+        .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport"], swiftSettings: upcoming),
+        .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport"],
                     resources: [], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel"],
                     swiftSettings: upcoming),
         // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
-        .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel"],
+        .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport"],
                     swiftSettings: upcoming),
     ],
     swiftLanguageModes: [.v6]

@@ -17,7 +17,7 @@ extension BatchUpdates {
     ///   They say which items and sections were updated and whether an item update is a reload
     ///   or a reconfigure. Content changes they do not name (a resync has no operations) are found
     ///   by comparing payloads and reported as reloads.
-    public init(from old: Snapshot, to new: Snapshot, operations: [Operation] = []) {
+    public init(from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation] = []) {
         self.init()
         var itemKinds: [Identifier: UpdateKind] = [:]
         var updatedSections: Set<Identifier> = []

@@ -37,14 +37,14 @@ public struct RoomChange: Sendable {
     public var position: RoomPosition
     /// The operations applied, in order (all of a catch-up's batches); empty for `.initial` and
     /// `.resync`, which replace the snapshot.
-    public var operations: [Operation]
+    public var operations: [SnapshotOperation]
     /// The replica's snapshot after the change.
     public var snapshot: Snapshot
     /// The change resolved to index paths against the previous and this snapshot.
     public var updates: BatchUpdates
 
     public init(kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,
-                operations: [Operation], snapshot: Snapshot, updates: BatchUpdates) {
+                operations: [SnapshotOperation], snapshot: Snapshot, updates: BatchUpdates) {
         self.kind = kind
         self.room = room
         self.previousPosition = previousPosition

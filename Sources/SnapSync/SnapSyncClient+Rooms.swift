@@ -68,7 +68,7 @@ extension SnapSyncClient {
         if to == from { finishCatchUp(room) }
     }
 
-    func handleDiff(room: String, position: RoomPosition, operations: [Operation]) {
+    func handleDiff(room: String, position: RoomPosition, operations: [SnapshotOperation]) {
         // Take the entry out while advancing it, so that a catch-up's working snapshot is not
         // shared with the dictionary's copy (which would cost a full copy per DIFF).
         guard var entry = rooms.removeValue(forKey: room) else { return }  // left; DIFFs were in flight
@@ -96,7 +96,7 @@ extension SnapSyncClient {
     }
 
     /// Applies one DIFF to a room's state, or says why it cannot be.
-    static func advance(_ entry: inout RoomEntry, to position: RoomPosition, by operations: [Operation]) -> DiffOutcome {
+    static func advance(_ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation]) -> DiffOutcome {
         switch entry.phase {
         case .detached, .joining:
             // The SNAPSHOT or CATCHUP that answers the JOIN covers it.

@@ -128,13 +128,13 @@ public actor SnapSyncClient {
         var version: UInt64
         var toVersion: UInt64
         var working: Snapshot
-        var operations: [Operation]
+        var operations: [SnapshotOperation]
     }
     var rooms: [String: RoomEntry] = [:]
 
     struct PendingWrite {
         enum Body {
-            case operations([Operation])
+            case operations([SnapshotOperation])
             case snapshot(Snapshot)
         }
         var room: String
@@ -225,7 +225,7 @@ public actor SnapSyncClient {
     /// - Throws: `.rejected` with the server's code, failing operation index and identifier;
     ///   connection errors; `.timedOut` after `requestTimeout`.
     @discardableResult
-    public func mutate(_ room: String, _ operations: [Operation], expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
+    public func mutate(_ room: String, _ operations: [SnapshotOperation], expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
         try await write(PendingWrite(room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
                                      body: .operations(operations)))
     }

@@ -17,7 +17,7 @@ extension Snapshot {
     ///   later. The size limit is checked in O(1) per operation. A failed batch costs O(work done
     ///   before the failure) to roll back. No copy of the snapshot is made unless its storage is
     ///   shared with another copy (copy-on-write: the first mutation of a shared copy is O(n)).
-    public mutating func apply(_ batch: [Operation], limits: Limits = .default) throws(BatchError) {
+    public mutating func apply(_ batch: [SnapshotOperation], limits: Limits = .default) throws(BatchError) {
         var undo: [Undo] = []
         for index in batch.indices {
             do throws(Violation) {
@@ -38,102 +38,18 @@ extension Snapshot {
 
     /// Applies one operation atomically. See `apply(_:limits:)`.
     /// - Complexity: that of the operation (see `apply(_:limits:)`).
-    public mutating func apply(_ operation: Operation, limits: Limits = .default) throws(BatchError) {
+    public mutating func apply(_ operation: SnapshotOperation, limits: Limits = .default) throws(BatchError) {
         try apply([operation], limits: limits)
     }
 }
 
 // MARK: - UIKit-named mutators
 
-extension Snapshot {
-    /// `appendSections(_:)`: new sections after the last one. Each is a batch of one operation.
-    /// - Complexity: O(k) for k sections (expected, hashing).
-    public mutating func appendSections(_ sections: [Element], limits: Limits = .default) throws(BatchError) {
-        try apply(.appendSections(sections), limits: limits)
-    }
-    /// `insertSections(_:beforeSection:)`.
-    /// - Complexity: O(k) for k sections.
-    public mutating func insertSections(_ sections: [Element], beforeSection anchor: Identifier, limits: Limits = .default) throws(BatchError) {
-        try apply(.insertSections(sections, .before(anchor)), limits: limits)
-    }
-    /// `insertSections(_:afterSection:)`.
-    /// - Complexity: O(k) for k sections.
-    public mutating func insertSections(_ sections: [Element], afterSection anchor: Identifier, limits: Limits = .default) throws(BatchError) {
-        try apply(.insertSections(sections, .after(anchor)), limits: limits)
-    }
-    /// `deleteSections(_:)`: removes each section with its items; an unknown identifier rejects
-    /// the whole call (Protocol/PROTOCOL.md §7).
-    /// - Complexity: O(k + items in the deleted sections).
-    public mutating func deleteSections(_ sections: [Identifier]) throws(BatchError) {
-        try apply(.deleteSections(sections))
-    }
-    /// `moveSection(_:beforeSection:)`; the items travel with the section.
-    /// - Complexity: O(1).
-    public mutating func moveSection(_ section: Identifier, beforeSection anchor: Identifier) throws(BatchError) {
-        try apply(.moveSection(section, .before(anchor)))
-    }
-    /// `moveSection(_:afterSection:)`; the items travel with the section.
-    /// - Complexity: O(1).
-    public mutating func moveSection(_ section: Identifier, afterSection anchor: Identifier) throws(BatchError) {
-        try apply(.moveSection(section, .after(anchor)))
-    }
-    /// `reloadSections(_:)`: replaces section payloads.
-    /// - Complexity: O(k + payload bytes).
-    public mutating func reloadSections(_ sections: [Element], limits: Limits = .default) throws(BatchError) {
-        try apply(.updateSections(sections), limits: limits)
-    }
-    /// `appendItems(_:toSection:)`: `nil` means the last section.
-    /// - Complexity: O(k) for k items.
-    public mutating func appendItems(_ items: [Element], toSection section: Identifier? = nil, limits: Limits = .default) throws(BatchError) {
-        try apply(.appendItems(items, toSection: section), limits: limits)
-    }
-    /// `insertItems(_:beforeItem:)`: into the anchor's section.
-    /// - Complexity: O(k) for k items.
-    public mutating func insertItems(_ items: [Element], beforeItem anchor: Identifier, limits: Limits = .default) throws(BatchError) {
-        try apply(.insertItems(items, .before(anchor)), limits: limits)
-    }
-    /// `insertItems(_:afterItem:)`: into the anchor's section.
-    /// - Complexity: O(k) for k items.
-    public mutating func insertItems(_ items: [Element], afterItem anchor: Identifier, limits: Limits = .default) throws(BatchError) {
-        try apply(.insertItems(items, .after(anchor)), limits: limits)
-    }
-    /// `deleteItems(_:)`: an unknown identifier rejects the whole call (Protocol/PROTOCOL.md §7).
-    /// - Complexity: O(k) for k items.
-    public mutating func deleteItems(_ items: [Identifier]) throws(BatchError) {
-        try apply(.deleteItems(items))
-    }
-    /// `deleteAllItems()`: removes every item and every section, as UIKit does.
-    /// - Complexity: O(1) to apply (the old storage moves into the undo log); freeing it
-    ///   afterwards is O(n).
-    public mutating func deleteAllItems() {
-        // Cannot fail: it names nothing.
-        try! apply(.deleteAllItems)
-    }
-    /// `moveItem(_:beforeItem:)`; may cross sections.
-    /// - Complexity: O(1).
-    public mutating func moveItem(_ item: Identifier, beforeItem anchor: Identifier) throws(BatchError) {
-        try apply(.moveItem(item, .before(anchor)))
-    }
-    /// `moveItem(_:afterItem:)`; may cross sections.
-    /// - Complexity: O(1).
-    public mutating func moveItem(_ item: Identifier, afterItem anchor: Identifier) throws(BatchError) {
-        try apply(.moveItem(item, .after(anchor)))
-    }
-    /// Moves an item to the end of a section, which may be empty (`move_item_to_section`).
-    /// - Complexity: O(1).
-    public mutating func moveItem(_ item: Identifier, toSection section: Identifier) throws(BatchError) {
-        try apply(.moveItemToSection(item, section: section))
-    }
-    /// `reloadItems(_:)`: replaces item payloads; clients replace the cells.
-    /// - Complexity: O(k + payload bytes).
-    public mutating func reloadItems(_ items: [Element], limits: Limits = .default) throws(BatchError) {
-        try apply(.updateItems(items, .reload), limits: limits)
-    }
-    /// `reconfigureItems(_:)`: replaces item payloads; clients keep the cells.
-    /// - Complexity: O(k + payload bytes).
-    public mutating func reconfigureItems(_ items: [Element], limits: Limits = .default) throws(BatchError) {
-        try apply(.updateItems(items, .reconfigure), limits: limits)
-    }
+/// `Snapshot` gets UIKit's mutator names (`appendItems(_:toSection:)`, `moveItem(_:beforeItem:)`,
+/// ...) from `SnapshotMutating`; each call is a batch of one operation, checked against
+/// `Limits.default` unless the call names other limits.
+extension Snapshot: SnapshotMutating {
+    public var defaultLimits: Limits { .default }
 }
 
 // MARK: - One operation
@@ -152,7 +68,7 @@ extension Snapshot {
         case restoreAll(Snapshot)
     }
 
-    mutating func applyOne(_ op: Operation, limits: Limits, undo: inout [Undo]) throws(Violation) {
+    mutating func applyOne(_ op: SnapshotOperation, limits: Limits, undo: inout [Undo]) throws(Violation) {
         switch op {
         case .appendSections(let sections):
             for section in sections {

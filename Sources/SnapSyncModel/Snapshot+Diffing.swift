@@ -36,7 +36,7 @@ extension Snapshot {
     /// The batch that turns `a` into `b`: `a.apply(Snapshot.diff(a, b)) == b`.
     /// See `difference(to:)`.
     /// - Complexity: O(|a| + |b| + Σ k log k), k the items kept in each section.
-    public static func diff(_ a: Snapshot, _ b: Snapshot) -> [Operation] { a.difference(to: b) }
+    public static func diff(_ a: Snapshot, _ b: Snapshot) -> [SnapshotOperation] { a.difference(to: b) }
 
     /// The batch that turns `self` into `other` when applied in order:
     /// `self.apply(self.difference(to: other)) == other`, and it is empty when they are equal.
@@ -52,7 +52,7 @@ extension Snapshot {
     ///
     /// - Complexity: O(|a| + |b| + Σ k log k), k the items that stay in each section; one hash
     ///   lookup per section and per item of `other`.
-    public func difference(to other: Snapshot) -> [Operation] {
+    public func difference(to other: Snapshot) -> [SnapshotOperation] {
         if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
         // The pointers live only as long as these closures, and so does the Differ.
         return itemNodes.withUnsafeBufferPointer { aItems in
@@ -98,7 +98,7 @@ private struct Differ {
     /// a item slots in `a`'s order: the walk for gone items, without a second list traversal.
     var aOrder: [Slot] = []
 
-    var ops: [Operation] = []
+    var ops: [SnapshotOperation] = []
 
     init(a: Snapshot, b: Snapshot, aItems: UnsafeBufferPointer<Snapshot.ItemNode>, bItems: UnsafeBufferPointer<Snapshot.ItemNode>) {
         self.a = a
@@ -110,7 +110,7 @@ private struct Differ {
         aItemPos = [Int32](repeating: -1, count: a.itemNodes.count)
     }
 
-    mutating func run() -> [Operation] {
+    mutating func run() -> [SnapshotOperation] {
         indexA()
         var sectionUpdates: [Element] = []
         var itemUpdates: [Element] = []
@@ -120,7 +120,7 @@ private struct Differ {
         // Deletes and updates come first in the batch but are known only now (they need every
         // item matched). Inserting them in front moves the other operations bitwise, with no
         // retain or release: O(ops) memmove.
-        var prefix: [Operation] = []
+        var prefix: [SnapshotOperation] = []
         emitDeletes(into: &prefix)
         if !sectionUpdates.isEmpty { prefix.append(.updateSections(sectionUpdates)) }
         if !itemUpdates.isEmpty { prefix.append(.updateItems(itemUpdates, .reload)) }
@@ -304,7 +304,7 @@ private struct Differ {
     var lateSectionDeletes: [Identifier] = []
 
     /// Steps 1 and 2: gone sections with nothing to hand over, then gone items. O(|a|).
-    mutating func emitDeletes(into prefix: inout [Operation]) {
+    mutating func emitDeletes(into prefix: inout [SnapshotOperation]) {
         var late = [Bool](repeating: false, count: a.sectionNodes.count)
         var goneItems: [Identifier] = []
         for i in aOrder {

@@ -56,7 +56,7 @@ public struct Snapshot: Sendable {
     /// Builds a snapshot from sections and their items, checking every rule and limit.
     /// - Complexity: O(n) in the number of sections and items.
     public init(_ sections: [(section: Element, items: [Element])], limits: Limits = .unlimited) throws(BatchError) {
-        var ops: [Operation] = []
+        var ops: [SnapshotOperation] = []
         ops.reserveCapacity(sections.count * 2)
         for (section, items) in sections {
             ops.append(.appendSections([section]))

@@ -144,7 +144,7 @@ final class Room {
     ///
     /// - Parameter scratch: a reusable buffer for encoding the DIFF (emptied first).
     /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
-    func mutate(_ ops: [Operation], expectedVersion: UInt64?, writeId: [UInt8],
+    func mutate(_ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
                        scratch: inout [UInt8]) -> WriteOutcome {
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId) { return outcome }
         if ops.isEmpty { return unchanged(writeId: writeId) }

@@ -76,7 +76,7 @@ extension Array where Element == UInt8 {
     }
 
     /// `op = opcode u8, fields` (§5).
-    mutating func appendOperation(_ op: Operation) {
+    mutating func appendOperation(_ op: SnapshotOperation) {
         switch op {
         case .appendSections(let elements):
             append(Opcode.appendSections.rawValue)
@@ -128,7 +128,7 @@ extension Array where Element == UInt8 {
         }
     }
 
-    mutating func appendOperations(_ ops: [Operation]) {
+    mutating func appendOperations(_ ops: [SnapshotOperation]) {
         appendVarint(ops.count)
         for op in ops { appendOperation(op) }
     }

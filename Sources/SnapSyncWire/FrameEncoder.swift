@@ -34,7 +34,7 @@ public struct FrameEncoder: Sendable {
     /// once and shares the bytes with every member of the room.
     /// - Returns: the frame's size in bytes, length prefix included.
     @discardableResult
-    public func encodeDiff(room: String, epoch: UInt64, version: UInt64, ops: [Operation],
+    public func encodeDiff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation],
                            into buffer: inout [UInt8]) -> Int {
         let start = beginFrame(&buffer)
         buffer.append(MessageType.diff.rawValue)
@@ -52,7 +52,7 @@ public struct FrameEncoder: Sendable {
 
     /// Appends an operation list as it appears in MUTATE and DIFF (`list<op>`), e.g. for a
     /// history log that stores batches in wire form.
-    public static func encodeOperations(_ ops: [Operation], into buffer: inout [UInt8]) {
+    public static func encodeOperations(_ ops: [SnapshotOperation], into buffer: inout [UInt8]) {
         buffer.appendOperations(ops)
     }
 

@@ -28,7 +28,7 @@ public enum Message: Sendable {
     case leave(requestId: UInt64, room: String)
     /// Apply `ops` atomically. `expectedVersion` makes it a compare-and-set; a non-empty
     /// `writeId` (0–32 bytes) makes it idempotent.
-    case mutate(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [Operation])
+    case mutate(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [SnapshotOperation])
     /// Replace the room's whole content.
     case replace(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
     case stats(requestId: UInt64)
@@ -39,7 +39,7 @@ public enum Message: Sendable {
     /// DIFF frames follow, for versions `fromVersion + 1 ... toVersion`.
     case catchup(requestId: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
     /// One applied batch: the room moved from `version - 1` to `version` within `epoch`.
-    case diff(room: String, epoch: UInt64, version: UInt64, ops: [Operation])
+    case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation])
     case ack(requestId: UInt64, epoch: UInt64, version: UInt64)
     /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32).
     case reject(requestId: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)

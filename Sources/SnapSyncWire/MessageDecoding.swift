@@ -181,15 +181,15 @@ extension ByteReader {
         }
     }
 
-    mutating func operations(limits: Limits?) throws(WireError) -> [Operation] {
+    mutating func operations(limits: Limits?) throws(WireError) -> [SnapshotOperation] {
         let count = try count("ops", minimumSize: 1)
-        var ops: [Operation] = []
+        var ops: [SnapshotOperation] = []
         ops.reserveCapacity(count)
         for _ in 0..<count { ops.append(try operation(limits: limits)) }
         return ops
     }
 
-    mutating func operation(limits: Limits?) throws(WireError) -> Operation {
+    mutating func operation(limits: Limits?) throws(WireError) -> SnapshotOperation {
         let code = try u8("ops.opcode")
         guard let opcode = Opcode(rawValue: code) else {
             throw fail("ops.opcode", "unknown opcode 0x\(hex(code))")
@@ -241,7 +241,7 @@ extension ByteReader {
         let sectionCount = try count("snapshot.sections", minimumSize: 3)
         var sections: [SnapSyncModel.Element] = []
         sections.reserveCapacity(sectionCount)
-        var ops: [Operation] = []
+        var ops: [SnapshotOperation] = []
         ops.reserveCapacity(sectionCount + 1)
         ops.append(.appendSections([]))
         for _ in 0..<sectionCount {

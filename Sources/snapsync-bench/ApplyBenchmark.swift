@@ -1,6 +1,7 @@
 // `snapsync-bench apply`: per-operation cost of Snapshot.apply on a room of 1,000,000 items, and
 // of the whole-snapshot walks the daemon does (digest, canonical encoding).
 
+import SnapSyncTestSupport
 import ArgumentParser
 import SnapSyncModel
 
@@ -32,7 +33,7 @@ struct ApplyBenchmark: ParsableCommand {
     var seed: UInt64 = 0x5EED
 
     func run() throws {
-        var rng = BenchRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var contents: [(section: Element, items: [Element])] = []
         contents.reserveCapacity(sections)
         for s in 0..<sections {
@@ -57,7 +58,7 @@ struct ApplyBenchmark: ParsableCommand {
         }
 
         // Each block draws its random operands before the clock starts.
-        func timedBlocks(_ prepare: (inout BenchRandom) -> [Operation]) throws -> [Double] {
+        func timedBlocks(_ prepare: (inout SplitMix64) -> [SnapshotOperation]) throws -> [Double] {
             var times: [Double] = []
             for round in 0...blocks {
                 let ops = prepare(&rng)

@@ -2,23 +2,11 @@
 // JSON object per line on stdout (so results can be piped into jq or appended to a log).
 
 #if canImport(Glibc)
+import SnapSyncTestSupport
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// SplitMix64: fast, tiny, and fully determined by its seed, so every run builds the same cases.
-struct BenchRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 enum Bench {
     /// Wall time of `body`, in nanoseconds, on the monotonic clock.

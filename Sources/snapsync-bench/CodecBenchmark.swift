@@ -5,6 +5,7 @@
 // Self-contained on purpose (its own timing helper): it depends only on SnapSyncModel and
 // SnapSyncWire, so it measures the codec and nothing else.
 
+import SnapSyncTestSupport
 import ArgumentParser
 import SnapSyncModel
 import SnapSyncWire
@@ -36,7 +37,7 @@ struct CodecBenchmark: ParsableCommand {
         for opsPerFrame in [1, 100] {
             // Fewer 100-op frames, so that both cases move a similar number of bytes.
             let count = opsPerFrame == 1 ? frames : max(1, frames / 50)
-            var rng = CodecRandom(seed: seed &+ UInt64(opsPerFrame))
+            var rng = SplitMix64(seed: seed &+ UInt64(opsPerFrame))
             let batches = (0..<count).map { _ in (0..<opsPerFrame).map { _ in Self.operation(&rng) } }
             let epoch: UInt64 = 0x1F2E_3D4C_5B6A_7988
             let encoder = FrameEncoder()
@@ -83,17 +84,17 @@ struct CodecBenchmark: ParsableCommand {
 
     /// 12-byte identifiers drawn from a pool, so batches name the same items repeatedly as real
     /// rooms do; payloads are 32 bytes.
-    static func identifier(_ rng: inout CodecRandom) -> Identifier {
+    static func identifier(_ rng: inout SplitMix64) -> Identifier {
         let n = rng.next() % 100_000
         return Identifier(Array("item-".utf8) + (0..<7).map { UInt8(truncatingIfNeeded: 0x30 + (n >> (4 * UInt64($0))) & 0xF) })
     }
 
-    static func element(_ rng: inout CodecRandom) -> Element {
+    static func element(_ rng: inout SplitMix64) -> Element {
         let fill = UInt8(truncatingIfNeeded: rng.next())
         return Element(identifier(&rng), payload: Payload([UInt8](repeating: fill, count: 32)))
     }
 
-    static func operation(_ rng: inout CodecRandom) -> SnapSyncModel.Operation {
+    static func operation(_ rng: inout SplitMix64) -> SnapshotOperation {
         switch rng.next() % 5 {
         case 0: return .appendItems([element(&rng)], toSection: Identifier("section-1"))
         case 1: return .insertItems([element(&rng)], .after(identifier(&rng)))
@@ -144,15 +145,3 @@ struct CodecBenchmark: ParsableCommand {
     }
 }
 
-/// SplitMix64, seeded, so every run encodes the same frames.
-struct CodecRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,6 +1,7 @@
 // `snapsync-bench diff`: cost of Snapshot.difference(to:) on fixed, seeded cases, and the size
 // of the batch it produces (operations, moves, elements named).
 
+import SnapSyncTestSupport
 import ArgumentParser
 import SnapSyncModel
 
@@ -68,7 +69,7 @@ struct BatchStats {
     var moves = 0
     var elements = 0
 
-    init(_ ops: [Operation]) {
+    init(_ ops: [SnapshotOperation]) {
         for op in ops {
             switch op {
             case .appendSections(let e), .insertSections(let e, _), .updateSections(let e),
@@ -113,7 +114,7 @@ enum DiffCases {
     /// and inserts new ones at random positions. Positions come from sort keys, so building `b`
     /// is O(n log n) rather than O(n) per random insert.
     static func flat(items n: Int, deletes: Int, inserts: Int, moves: Int, updates: Int, seed: UInt64) -> (Snapshot, Snapshot) {
-        var rng = BenchRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let section = Element(Identifier("flat"))
         let aItems = (0..<n).map { item($0) }
         // 0 keep, 1 delete, 2 move, 3 update: distinct items for each change.
@@ -145,7 +146,7 @@ enum DiffCases {
     /// changes: two moved, one deleted (its items go with it, except those moved out), one
     /// inserted (with a few of the new items) and one payload update.
     static func sectioned(sections: Int, itemsPerSection: Int, seed: UInt64) -> (Snapshot, Snapshot) {
-        var rng = BenchRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let n = sections * itemsPerSection
         let quarter = n / 40  // 2.5%
         func sectionID(_ s: Int) -> Identifier { Identifier("section-\(s)") }

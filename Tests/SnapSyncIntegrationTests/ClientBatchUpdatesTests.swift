@@ -47,7 +47,7 @@ struct ClientBatchUpdatesTests {
             var random = RandomBatches(seed: seed &+ 1_000_000)
             let old = random.snapshot()
             var new = old
-            var operations: [Operation] = []
+            var operations: [SnapshotOperation] = []
             for _ in 0..<10 {
                 let batch = random.batch(on: new, count: 3)
                 operations += batch.operations
@@ -79,7 +79,7 @@ struct ClientBatchUpdatesTests {
     @Test("UIKit conventions: deletes at old paths, inserts at new paths, moves old → new, reloads at old paths")
     func conventions() throws {
         let old = layout([("a", ["1", "2", "3"]), ("b", ["4"])])
-        let operations: [Operation] = [
+        let operations: [SnapshotOperation] = [
             .deleteItems(["1"]),
             .insertItems([Element("9")], .after("4")),
             .moveItemToSection("2", section: "b"),
@@ -98,7 +98,7 @@ struct ClientBatchUpdatesTests {
     @Test("a reconfigure is reported apart from a reload, at old and at new paths")
     func reconfigure() throws {
         let old = layout([("a", ["1", "2", "3"])])
-        let operations: [Operation] = [.deleteItems(["1"]), .updateItems([Element("3", payload: "x")], .reconfigure)]
+        let operations: [SnapshotOperation] = [.deleteItems(["1"]), .updateItems([Element("3", payload: "x")], .reconfigure)]
         var new = old
         try new.apply(operations)
         let updates = BatchUpdates(from: old, to: new, operations: operations)
@@ -111,7 +111,7 @@ struct ClientBatchUpdatesTests {
     @Test("an item that moves and changes is a delete plus an insert (UIKit refuses move + reload)")
     func moveAndReload() throws {
         let old = layout([("a", ["1", "2", "3"])])
-        let operations: [Operation] = [.moveItem("3", .before("1")), .updateItems([Element("3", payload: "x")], .reload)]
+        let operations: [SnapshotOperation] = [.moveItem("3", .before("1")), .updateItems([Element("3", payload: "x")], .reload)]
         var new = old
         try new.apply(operations)
         let updates = BatchUpdates(from: old, to: new, operations: operations)
@@ -124,7 +124,7 @@ struct ClientBatchUpdatesTests {
     @Test("items of deleted, inserted and reloaded sections are not named one by one")
     func sectionsCarryTheirItems() throws {
         let old = layout([("a", ["1", "2"]), ("b", ["3"]), ("c", ["4"])])
-        let operations: [Operation] = [
+        let operations: [SnapshotOperation] = [
             .deleteSections(["a"]),
             .appendSections([Element("d")]),
             .appendItems([Element("5")], toSection: "d"),

@@ -184,7 +184,7 @@ struct ClientDaemonTests {
         try await client.mutate(room, [.appendSections(["s"]), .appendItems(["a", "b"], toSection: "s")])
         let before = replica.current
 
-        func rejection(_ operations: [Operation], expectedVersion: UInt64? = nil) async -> SnapSyncError.Rejection? {
+        func rejection(_ operations: [SnapshotOperation], expectedVersion: UInt64? = nil) async -> SnapSyncError.Rejection? {
             do {
                 try await client.mutate(room, operations, expectedVersion: expectedVersion)
                 return nil

@@ -1,5 +1,6 @@
-// Foundation only here: it has its own `Operation` (NSOperation), which would make the model's
-// `Operation` ambiguous in the other test files.
+// An app imports Foundation (UIKit does) next to SnapSync. The model's operation type is named
+// `SnapshotOperation`, not `Operation`, because Foundation has an `Operation` (NSOperation) and the
+// unqualified name would be ambiguous in every such file: this file compiling is the check.
 #if canImport(Foundation)
 import Foundation
 import SnapSync
@@ -7,6 +8,15 @@ import Testing
 
 @Suite("Client: Foundation interop and README")
 struct ClientFoundationTests {
+    @Test("the model's names do not clash with Foundation's")
+    func noClashWithFoundation() throws {
+        let ops: [SnapshotOperation] = [.appendSections(["s"]), .appendItems(["a"], toSection: nil)]
+        var snapshot = Snapshot()
+        try snapshot.apply(ops)
+        #expect(snapshot.itemIdentifiers == ["a"])
+        #expect(Operation.self != BlockOperation.self)  // Foundation's Operation is still reachable
+    }
+
     @Test("ItemIndexPath converts to and from Foundation's IndexPath")
     func foundationIndexPath() {
         let path = ItemIndexPath(item: 7, section: 2)

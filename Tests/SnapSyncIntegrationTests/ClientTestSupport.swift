@@ -1,30 +1,18 @@
+import SnapSyncTestSupport
 import SnapSync
 import Testing
-
-/// SplitMix64: a tiny seeded generator, so that a failing random case reproduces from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random snapshots and operation batches over small identifier pools, so that batches often
 /// touch, move and re-add the same identifiers.
 struct RandomBatches {
-    var random: SeededGenerator
+    var random: SplitMix64
     let sectionPool: Int
     let itemPool: Int
     /// `deleteAllItems` empties the room; concurrent writers leave more to compare without it.
     let allowsDeleteAll: Bool
 
     init(seed: UInt64, sectionPool: Int = 8, itemPool: Int = 40, allowsDeleteAll: Bool = true) {
-        random = SeededGenerator(seed: seed)
+        random = SplitMix64(seed: seed)
         self.sectionPool = sectionPool
         self.itemPool = itemPool
         self.allowsDeleteAll = allowsDeleteAll
@@ -50,7 +38,7 @@ struct RandomBatches {
     }
 
     /// One operation that may or may not apply to `snapshot`.
-    mutating func operation(on snapshot: Snapshot) -> Operation {
+    mutating func operation(on snapshot: Snapshot) -> SnapshotOperation {
         let sections = snapshot.sectionIdentifiers, items = snapshot.itemIdentifiers
         func existingOrNewSection() -> Identifier { sections.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? sectionID() : sections.randomElement(using: &random)! }
         func existingOrNewItem() -> Identifier { items.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? itemID() : items.randomElement(using: &random)! }
@@ -76,9 +64,9 @@ struct RandomBatches {
     }
 
     /// A batch of `count` operations that all apply in order to `snapshot`, and the result.
-    mutating func batch(on snapshot: Snapshot, count: Int) -> (operations: [Operation], result: Snapshot) {
+    mutating func batch(on snapshot: Snapshot, count: Int) -> (operations: [SnapshotOperation], result: Snapshot) {
         var result = snapshot
-        var operations: [Operation] = []
+        var operations: [SnapshotOperation] = []
         var attempts = 0
         while operations.count < count && attempts < count * 20 {
             attempts += 1
@@ -185,7 +173,7 @@ func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource new: Sn
 
 /// Checks that `updates` take `old` to `new` as UIKit would replay them, and that every item
 /// or section whose content changed gets a fresh cell.
-func expectReplays(_ updates: BatchUpdates, from old: Snapshot, to new: Snapshot, operations: [Operation],
+func expectReplays(_ updates: BatchUpdates, from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation],
                    _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
     let layout: [(Identifier, [Identifier])]
     do {

@@ -1,3 +1,4 @@
+import SnapSyncTestSupport
 @testable import SnapSync
 import Testing
 
@@ -63,7 +64,7 @@ struct ClientBatchBuilderTests {
 struct ClientMiscellaneousTests {
     @Test("backoff grows exponentially up to the cap; jitter only shortens it, within its fraction")
     func backoff() {
-        var random = SeededGenerator(seed: 42)
+        var random = SplitMix64(seed: 42)
         let exact = SnapSyncClient.ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(1), jitter: 0)
         #expect(exact.delay(attempt: 0, using: &random) == .milliseconds(100))
         #expect(exact.delay(attempt: 1, using: &random) == .milliseconds(200))

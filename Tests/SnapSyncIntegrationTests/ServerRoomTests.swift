@@ -73,10 +73,10 @@ extension ServerIntegration {
             try writer.mustMutate("r", [.appendSections([.named("s1"), .named("s2")]),
                                         .appendItems([.named("i1"), .named("i2")], toSection: "s1")])
             let before = try watcher.state(of: "r")
-            let valid = Operation.appendItems([.named("new")], toSection: "s2")
+            let valid = SnapshotOperation.appendItems([.named("new")], toSection: "s2")
             let long = String(repeating: "x", count: 17)
             let p64 = String(repeating: "p", count: 64)
-            let cases: [(ops: [Operation], code: ErrorCode, index: UInt64?, identifier: Identifier?)] = [
+            let cases: [(ops: [SnapshotOperation], code: ErrorCode, index: UInt64?, identifier: Identifier?)] = [
                 ([valid, .appendSections([.named("s1")])], .duplicateSection, 1, "s1"),
                 ([valid, .appendItems([.named("i1")], toSection: "s2")], .duplicateItem, 1, "i1"),
                 ([valid, .deleteSections(["nope"])], .sectionNotFound, 1, "nope"),

@@ -41,14 +41,14 @@ extension RawClient {
     }
 
     /// Sends a MUTATE and returns its answer (ACK or REJECT) and the frames before it.
-    func mutate(_ room: String, _ ops: [Operation], expectedVersion: UInt64? = nil,
+    func mutate(_ room: String, _ ops: [SnapshotOperation], expectedVersion: UInt64? = nil,
                 writeId: [UInt8] = []) throws -> (answer: Message, skipped: [Message]) {
         try request { .mutate(requestId: $0, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops) }
     }
 
     /// A MUTATE that must be ACKed; returns the new version.
     @discardableResult
-    func mustMutate(_ room: String, _ ops: [Operation], writeId: [UInt8] = [],
+    func mustMutate(_ room: String, _ ops: [SnapshotOperation], writeId: [UInt8] = [],
                     sourceLocation: SourceLocation = #_sourceLocation) throws -> UInt64 {
         let (answer, _) = try mutate(room, ops, writeId: writeId)
         guard case .ack(_, _, let version) = answer else {

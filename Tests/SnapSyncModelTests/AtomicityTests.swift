@@ -10,9 +10,9 @@ import SnapSyncModel
         (Element("s3", "three"), []),
     ])
     /// Fails last in every batch below.
-    let failing: Operation = .moveItem("nope", .after("a"))
+    let failing: SnapshotOperation = .moveItem("nope", .after("a"))
 
-    func expectRollBack(_ prefix: [Operation], sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectRollBack(_ prefix: [SnapshotOperation], sourceLocation: SourceLocation = #_sourceLocation) {
         var s = base
         let digest = base.digest
         #expect(throws: BatchError(operationIndex: prefix.count, violation: .itemNotFound("nope")), sourceLocation: sourceLocation) {

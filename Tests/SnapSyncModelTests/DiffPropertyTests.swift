@@ -5,6 +5,7 @@
 //   identities are kept: only items of b ∖ a are inserted, only items of a ∖ b removed, and
 //   only elements whose payload changed are updated.
 
+import SnapSyncTestSupport
 import Testing
 import SnapSyncModel
 

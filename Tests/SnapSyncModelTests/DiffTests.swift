@@ -6,7 +6,7 @@ import SnapSyncModel
 
 /// Applies `a.difference(to: b)` to `a` and checks it lands on `b`; returns the batch.
 @discardableResult
-func checkedDiff(_ a: Snapshot, _ b: Snapshot, sourceLocation: SourceLocation = #_sourceLocation) -> [Operation] {
+func checkedDiff(_ a: Snapshot, _ b: Snapshot, sourceLocation: SourceLocation = #_sourceLocation) -> [SnapshotOperation] {
     let ops = a.difference(to: b)
     var s = a
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(ops, limits: .unlimited) }
@@ -16,11 +16,11 @@ func checkedDiff(_ a: Snapshot, _ b: Snapshot, sourceLocation: SourceLocation = 
     return ops
 }
 
-func itemMoves(_ ops: [Operation]) -> Int {
+func itemMoves(_ ops: [SnapshotOperation]) -> Int {
     ops.filter { if case .moveItem = $0 { true } else if case .moveItemToSection = $0 { true } else { false } }.count
 }
 
-func sectionMoves(_ ops: [Operation]) -> Int {
+func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     ops.filter { if case .moveSection = $0 { true } else { false } }.count
 }
 

@@ -1,5 +1,6 @@
 // Random operations and snapshots for the property tests, all driven by a seeded SplitMix64.
 
+import SnapSyncTestSupport
 import SnapSyncModel
 
 /// Draws operations that mostly name existing identifiers (so most succeed and the state gets
@@ -51,7 +52,7 @@ struct RandomOperations {
 
     mutating func placement(_ anchor: Identifier) -> Placement { chance(50) ? .before(anchor) : .after(anchor) }
 
-    mutating func operation(in model: ReferenceModel) -> Operation {
+    mutating func operation(in model: ReferenceModel) -> SnapshotOperation {
         switch Int.random(in: 0..<100, using: &rng) {
         case 0..<8: return .appendSections(newSections(in: model))
         case 8..<14: return .insertSections(newSections(in: model), placement(section(in: model)))
@@ -76,9 +77,9 @@ struct RandomOperations {
 
     /// A batch of 1 to 4 operations, generated against the model as it would evolve, so later
     /// operations can name what earlier ones created.
-    mutating func batch(for model: ReferenceModel, limits: Limits) -> [Operation] {
+    mutating func batch(for model: ReferenceModel, limits: Limits) -> [SnapshotOperation] {
         var evolving = model
-        var ops: [Operation] = []
+        var ops: [SnapshotOperation] = []
         for _ in 0..<Int.random(in: 1...5, using: &rng) {
             let op = operation(in: evolving)
             ops.append(op)

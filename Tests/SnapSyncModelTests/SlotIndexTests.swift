@@ -2,6 +2,7 @@
 // in the middle of probe runs, and slot reuse are where such tables break; checkInvariants()
 // re-derives every entry's hash and slot.
 
+import SnapSyncTestSupport
 import Testing
 @testable import SnapSyncModel
 

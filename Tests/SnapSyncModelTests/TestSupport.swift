@@ -1,21 +1,8 @@
 // Shared helpers for the model tests: a seeded PRNG, a naive reference model, and builders.
 
+import SnapSyncTestSupport
 import Testing
 @testable import SnapSyncModel
-
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and fully determined by its seed, so every
-/// property test failure reproduces from the seed it prints.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 extension Element {
     /// `"a" = "p"` in tests: an element with a payload.
@@ -33,7 +20,7 @@ func layout(_ s: Snapshot) -> [[String]] {
 }
 
 /// Applies a batch that must fail, and checks the error and that nothing changed.
-func expectRejected(_ batch: [Operation], on snapshot: Snapshot, limits: Limits = .default,
+func expectRejected(_ batch: [SnapshotOperation], on snapshot: Snapshot, limits: Limits = .default,
                     index: Int, _ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation) {
     var s = snapshot
     do {
@@ -48,7 +35,7 @@ func expectRejected(_ batch: [Operation], on snapshot: Snapshot, limits: Limits 
 }
 
 /// Applies a batch that must succeed, then checks the invariants.
-func applied(_ batch: [Operation], to snapshot: Snapshot, limits: Limits = .default,
+func applied(_ batch: [SnapshotOperation], to snapshot: Snapshot, limits: Limits = .default,
              sourceLocation: SourceLocation = #_sourceLocation) -> Snapshot {
     var s = snapshot
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(batch, limits: limits) }
@@ -96,7 +83,7 @@ struct ReferenceModel: Equatable {
     }
 
     /// The same rules as `Snapshot.apply`, in the same order of checks, written the obvious way.
-    mutating func apply(_ batch: [Operation], limits: Limits) throws(BatchError) {
+    mutating func apply(_ batch: [SnapshotOperation], limits: Limits) throws(BatchError) {
         var copy = self
         for (index, op) in batch.enumerated() {
             let before = copy.encodedSize
@@ -129,7 +116,7 @@ struct ReferenceModel: Equatable {
         if itemCount >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
     }
 
-    private mutating func applyOne(_ op: Operation, limits: Limits) throws(Violation) {
+    private mutating func applyOne(_ op: SnapshotOperation, limits: Limits) throws(Violation) {
         switch op {
         case .appendSections(let new):
             for e in new {

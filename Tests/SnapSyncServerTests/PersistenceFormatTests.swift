@@ -90,7 +90,7 @@ import SnapSyncWire
     }
 
     @Test func writePayloadRoundTrips() throws {
-        let ops: [Operation] = [.appendSections([Element("s", payload: "p")]), .appendItems(["a", "b"], toSection: "s")]
+        let ops: [SnapshotOperation] = [.appendSections([Element("s", payload: "p")]), .appendItems(["a", "b"], toSection: "s")]
         let write = LoggedWrite(room: "ροom ✓", epoch: 0xDEAD_BEEF_0000_0001, version: 300,
                                 writeId: Array(0..<32), diffFrame: diffFrame(room: "ροom ✓", epoch: 1, version: 300, ops: ops))
         var payload: [UInt8] = []
@@ -142,7 +142,7 @@ import SnapSyncWire
         var snapshot = Snapshot()
         var history: [LoggedWrite] = []
         for v in 1...5 as ClosedRange<UInt64> {
-            let ops: [Operation] = v == 1 ? [.appendSections(["s"])] : [.appendItems([Element(Identifier(uint64: v), payload: "x")], toSection: "s")]
+            let ops: [SnapshotOperation] = v == 1 ? [.appendSections(["s"])] : [.appendItems([Element(Identifier(uint64: v), payload: "x")], toSection: "s")]
             try snapshot.apply(ops)
             history.append(LoggedWrite(room: "r", epoch: 9, version: v, writeId: [UInt8(v)],
                                        diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops)))

@@ -53,7 +53,7 @@ final class LogLines: Sendable {
 }
 
 /// A DIFF frame as the daemon encodes it.
-func diffFrame(room: String, epoch: UInt64, version: UInt64, ops: [Operation]) -> [UInt8] {
+func diffFrame(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation]) -> [UInt8] {
     var frame: [UInt8] = []
     FrameEncoder().encodeDiff(room: room, epoch: epoch, version: version, ops: ops, into: &frame)
     return frame
@@ -78,7 +78,7 @@ struct Rooms {
 
     /// Applies `ops` to `room` (created at epoch `epoch`), and appends the write to `store`.
     @discardableResult
-    mutating func write(_ room: String, _ ops: [Operation], epoch: UInt64 = 7, writeId: [UInt8] = [],
+    mutating func write(_ room: String, _ ops: [SnapshotOperation], epoch: UInt64 = 7, writeId: [UInt8] = [],
                         to store: DurableStore) throws -> LoggedWrite {
         try store.reserve()
         var r = rooms[room] ?? Room(epoch: epoch, version: 0, snapshot: Snapshot())
@@ -97,7 +97,7 @@ struct Rooms {
                             to store: DurableStore, syncEvery: Int = 1) throws {
         for i in 0..<count {
             let room = "room-\(i % roomCount)"
-            var ops: [Operation] = []
+            var ops: [SnapshotOperation] = []
             if rooms[room] == nil { ops.append(.appendSections([Element("s")])) }
             let n = (rooms[room]?.snapshot.numberOfItems ?? 0)
             ops.append(.appendItems([Element(Identifier("\(room)-item-\(n)"),

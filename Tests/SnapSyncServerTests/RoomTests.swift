@@ -17,7 +17,7 @@ private func element(_ id: String, _ payload: String = "") -> Element {
 
 /// Applies ops that must succeed and returns the DIFF frame.
 @discardableResult
-private func mustApply(_ room: Room, _ ops: [Operation], writeId: [UInt8] = [], expected: UInt64? = nil,
+private func mustApply(_ room: Room, _ ops: [SnapshotOperation], writeId: [UInt8] = [], expected: UInt64? = nil,
                        sourceLocation: SourceLocation = #_sourceLocation) -> OutputChunk? {
     var scratch: [UInt8] = []
     guard case .applied(_, let diff) = room.mutate(ops, expectedVersion: expected, writeId: writeId, scratch: &scratch) else {
@@ -35,7 +35,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
 @Suite struct RoomTests {
     @Test func appliedWriteBumpsTheVersionAndEncodesItsDiffOnce() throws {
         let room = makeRoom()
-        let ops: [Operation] = [.appendSections([element("s")]), .appendItems([element("a", "x")], toSection: "s")]
+        let ops: [SnapshotOperation] = [.appendSections([element("s")]), .appendItems([element("a", "x")], toSection: "s")]
         var scratch: [UInt8] = []
         guard case .applied(let version, let diff) = room.mutate(ops, expectedVersion: nil, writeId: [], scratch: &scratch) else {
             Issue.record("not applied")

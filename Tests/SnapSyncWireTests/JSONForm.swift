@@ -98,7 +98,7 @@ enum JSONForm {
         }
     }
 
-    static func op(_ op: SnapSyncModel.Operation) -> JSON {
+    static func op(_ op: SnapshotOperation) -> JSON {
         var o: [String: JSON]
         switch op {
         case .appendSections(let e): o = ["op": .string("append_sections"), "elements": elements(e)]

@@ -1,23 +1,11 @@
+import SnapSyncTestSupport
 import SnapSyncModel
 import SnapSyncWire
-
-/// SplitMix64: a tiny seeded generator, so that failures reproduce from the seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random messages covering every case, with values at varint boundaries, empty and binary
 /// byte strings and non-ASCII text.
 struct MessageFactory {
-    var rng: SeededGenerator
+    var rng: SplitMix64
 
     mutating func uint() -> UInt64 {
         switch Int.random(in: 0..<6, using: &rng) {
@@ -52,7 +40,7 @@ struct MessageFactory {
         Bool.random(using: &rng) ? make(&self) : nil
     }
 
-    mutating func operation() -> SnapSyncModel.Operation {
+    mutating func operation() -> SnapshotOperation {
         switch Int.random(in: 0..<12, using: &rng) {
         case 0: return .appendSections(elements())
         case 1: return .insertSections(elements(), placement())
@@ -69,7 +57,7 @@ struct MessageFactory {
         }
     }
 
-    mutating func ops() -> [SnapSyncModel.Operation] { (0..<Int.random(in: 0...5, using: &rng)).map { _ in operation() } }
+    mutating func ops() -> [SnapshotOperation] { (0..<Int.random(in: 0...5, using: &rng)).map { _ in operation() } }
 
     /// A valid snapshot: unique section and item identifiers (made unique by a counter prefix).
     mutating func snapshot() -> Snapshot {

@@ -218,7 +218,7 @@ struct Recovery {
         guard write.version == room.version + 1 else {
             throw corrupt("room \(write.room) is at version \(room.version), and the next logged write is version \(write.version): writes are missing")
         }
-        let ops: [Operation]
+        let ops: [SnapshotOperation]
         do {
             let message = try FrameDecoder.decode(frame: write.diffFrame, limits: Self.permissiveLimits, accepting: .server)
             guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps) = message,

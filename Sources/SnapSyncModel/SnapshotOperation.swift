@@ -23,7 +23,7 @@ public enum UpdateKind: UInt8, Hashable, Sendable {
 ///
 /// Every operation names what it touches by identifier, never by index, as UIKit's snapshot
 /// mutators do: that is what keeps a batch meaningful when writers act concurrently.
-public enum Operation: Hashable, Sendable {
+public enum SnapshotOperation: Hashable, Sendable {
     // MARK: Sections
     /// `appendSections(_:)`: append new sections, in order, after the last one.
     case appendSections([Element])
