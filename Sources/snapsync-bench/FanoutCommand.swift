@@ -72,6 +72,9 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "Seconds of warm-up per run, not measured.")
     var warmup: Double = 1
 
+    @Option(name: .customLong("repeat"), help: "Runs per server and mode, taking turns; the median run is reported.")
+    var repeatCount: Int = 1
+
     @Option(help: "Also run the same load against this server: redis.")
     var compare: String?
 
@@ -99,6 +102,7 @@ struct FanoutCommand: ParsableCommand {
         }
         if let compare, compare != "redis" { throw ValidationError("--compare supports only redis") }
         if window < 1 { throw ValidationError("--window must be at least 1") }
+        if repeatCount < 1 { throw ValidationError("--repeat must be at least 1") }
         if rate <= 0 { throw ValidationError("--rate must be positive") }
         if duration <= 0 || warmup < 0 { throw ValidationError("--duration must be positive and --warmup not negative") }
         if host != nil && port == nil { throw ValidationError("--host needs --port") }
@@ -157,11 +161,14 @@ struct FanoutCommand: ParsableCommand {
         for count in counts {
             for size in sizes {
                 var results: [FanoutTarget: [String: FanoutRunResult]] = [:]
+                var allRuns: [FanoutTarget: [String: [FanoutRunResult]]] = [:]
                 var targets: [(FanoutTarget, FanoutServerProcess?)] = [(.snapsync, daemon)]
                 if let redis { targets.append((.redis, redis)) }
-                for (target, process) in targets {
-                    let modes: [String] = mode == .both ? ["throughput", "latency"] : [mode.rawValue]
-                    for m in modes {
+                let modes: [String] = mode == .both ? ["throughput", "latency"] : [mode.rawValue]
+                // With --repeat, the servers take turns, so that both see the same spells of load.
+                for m in modes {
+                  for _ in 0..<repeatCount {
+                    for (target, process) in targets {
                         runIndex += 1
                         let load = FanoutLoad(subscribers: count, payloadBytes: size,
                                               window: m == "throughput" ? window : 0,
@@ -186,10 +193,23 @@ struct FanoutCommand: ParsableCommand {
                         var generator = FanoutGenerator(target: target, load: load, connections: connections, serverPID: pid)
                         let result = generator.run()
                         generator.tearDown()
-                        results[target, default: [:]][m] = result
+                        allRuns[target, default: [:]][m, default: []].append(result)
                         if result.lost > 0 || result.failure != nil || result.outOfOrder > 0 { anyLoss = true }
                         if !json { print(describe(result)) }
                         FanoutSys.sleepMs(200)  // let the server close the run's connections
+                    }
+                  }
+                }
+                // The run of median deliveries/s (throughput) or median p99 (latency) stands for each.
+                for (target, byMode) in allRuns {
+                    for (m, runs) in byMode {
+                        let sorted = runs.sorted {
+                            m == "throughput" ? $0.deliveriesPerSecond < $1.deliveriesPerSecond
+                                              : $0.latency.quantile(0.99) < $1.latency.quantile(0.99)
+                        }
+                        var chosen = sorted[sorted.count / 2]
+                        chosen.repeats = runs.map { m == "throughput" ? $0.deliveriesPerSecond : Double($0.latency.quantile(0.99)) / 1000 }
+                        results[target, default: [:]][m] = chosen
                     }
                 }
                 if json {
@@ -239,14 +259,15 @@ struct FanoutCommand: ParsableCommand {
         if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
             parts.append(fanoutFormat("latency p99 %.2f× (target ≤ 1×)", Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))))
         }
-        return parts.isEmpty ? nil : "  SnapSync / Redis: " + parts.joined(separator: ", ")
+        let medians = repeatCount > 1 ? " (median runs of \(repeatCount))" : ""
+        return parts.isEmpty ? nil : "  SnapSync / Redis\(medians): " + parts.joined(separator: ", ")
     }
 
     private func jsonLine(subscribers: Int, payloadBytes: Int, results: [FanoutTarget: [String: FanoutRunResult]],
                           loadAverage: Double?, pinned: Bool) -> String {
         var fields: [String] = [
             "\"subscribers\":\(subscribers)", "\"payload_bytes\":\(payloadBytes)",
-            "\"window\":\(window)", "\"rate\":\(fanoutJSONNumber(rate))",
+            "\"window\":\(window)", "\"rate\":\(fanoutJSONNumber(rate))", "\"repeat\":\(repeatCount)",
             "\"duration_s\":\(fanoutJSONNumber(duration))", "\"warmup_s\":\(fanoutJSONNumber(warmup))",
             "\"pinned\":\(pinned)", "\"loadavg_1m\":\(loadAverage.map(fanoutJSONNumber) ?? "null")",
             "\"daemon_args\":\(port == nil ? fanoutJSONString(daemonArguments.joined(separator: " ")) : "null")",
@@ -297,6 +318,10 @@ struct FanoutCommand: ParsableCommand {
             "\"lost\":\(r.lost)",
             "\"out_of_order\":\(r.outOfOrder)",
         ]
+        if r.repeats.count > 1 {
+            let key = r.load.mode == "throughput" ? "deliveries_per_s_runs" : "p99_us_runs"
+            fields.append("\"\(key)\":[\(r.repeats.map { fanoutJSONNumber($0, digits: r.load.mode == "throughput" ? 0 : 1) }.joined(separator: ","))]")
+        }
         if let failure = r.failure { fields.append("\"failure\":\(fanoutJSONString(failure))") }
         return "{" + fields.joined(separator: ",") + "}"
     }

@@ -46,6 +46,8 @@ struct FanoutRunResult {
     var serverCoreSoftirq: Double?
     var generatorCPU: Double = 0
     var failure: String?
+    /// With --repeat: every run's deliveries/s (throughput) or p99 in µs (latency).
+    var repeats: [Double] = []
 
     var deliveriesPerSecond: Double { measuredSeconds > 0 ? Double(deliveriesMeasured) / measuredSeconds : 0 }
     var publishedPerSecond: Double { measuredSeconds > 0 ? Double(publishedMeasured) / measuredSeconds : 0 }
