@@ -27,7 +27,7 @@ struct FanoutCommand: ParsableCommand {
         case throughput, latency, both
     }
 
-    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, else debug).")
+    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, built first if older than its sources).")
     var serverBinary: String?
 
     @Option(name: .customLong("server-arg"), parsing: .unconditionalSingleValue,

@@ -18,7 +18,7 @@ struct FanoutMemoryCommand: ParsableCommand {
         commandName: "memory",
         abstract: "The daemon's memory per idle connection and per item (VmRSS deltas).")
 
-    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, else debug).")
+    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, built first if older than its sources).")
     var serverBinary: String?
 
     @Option(name: .customLong("server-arg"), parsing: .unconditionalSingleValue,

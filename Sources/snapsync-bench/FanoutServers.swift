@@ -76,6 +76,11 @@ enum FanoutServers {
             for pid in FanoutServers.running { kill(pid, SIGKILL) }
             for dir in FanoutServers.directories { _ = system("rm -rf '\(dir)'") }
         }
+        // Ctrl-C or a kill must not leave the servers running: exit() runs the handler above.
+        // (Not async-signal-safe, but this process is one thread that only waits on epoll.)
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            _ = Glibc.signal(signal) { number in exit(128 + number) }
+        }
     }
 
     static func forget(_ pid: Int32) { running.removeAll { $0 == pid } }
@@ -112,11 +117,11 @@ enum FanoutServers {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// --server-binary; else the first of <repo>/.build/release/snapsyncd,
-    /// <repo>/.build/debug/snapsyncd and the snapsyncd next to this executable that is not older
-    /// than the daemon's sources (`swift run snapsync-bench` does not rebuild it). When none is
-    /// current and this is a checkout, `swift build -c release --product snapsyncd` makes one;
-    /// if that fails, a stale binary is used with a warning.
+    /// --server-binary; else <repo>/.build/release/snapsyncd (or the release snapsyncd next to
+    /// this executable) if it is not older than the daemon's sources, since `swift run
+    /// snapsync-bench` does not rebuild it; else one built now with `swift build -c release
+    /// --product snapsyncd`; if that fails, whatever exists (a stale release build, then
+    /// <repo>/.build/debug/snapsyncd), with a warning.
     static func daemonBinary(explicit: String?) -> String {
         if let explicit {
             guard access(explicit, X_OK) == 0 else {
@@ -136,19 +141,23 @@ enum FanoutServers {
             ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel", "snapsyncd"]
                 .map { newestModification(under: root + "/Sources/" + $0) }.max() ?? 0
         } ?? 0
-        if let current = existing.first(where: { (modificationTime($0) ?? 0) >= sources }) {
+        // A release build as new as the sources: <repo>/.build/release, or next to this
+        // executable when that is a release build (another --scratch-path). Never a debug
+        // daemon while a release one can be built: it would measure the debug build.
+        let releases = existing.filter { $0.contains("/release/") }
+        if let current = releases.first(where: { (modificationTime($0) ?? 0) >= sources }) {
             return current
         }
         if let root, findInPath("swift") != nil {
             let command = "cd '\(root)' && swift build -c release --product snapsyncd >&2"
-            fanoutErr("snapsync-bench: no snapsyncd as new as its sources; building it: \(command)\n")
+            fanoutErr("snapsync-bench: no release snapsyncd as new as its sources; building it: \(command)\n")
             if system(command) == 0, access(root + "/.build/release/snapsyncd", X_OK) == 0 {
                 return root + "/.build/release/snapsyncd"
             }
         }
-        if let stale = existing.first {
-            fanoutErr("snapsync-bench: warning: using \(stale), which is older than the daemon's sources\n")
-            return stale
+        if let fallback = releases.first ?? existing.first {
+            fanoutErr("snapsync-bench: warning: using \(fallback)\(fallback.contains("/release/") ? ", which is older than the daemon's sources" : ", a debug build: its figures say nothing about speed")\n")
+            return fallback
         }
         fanoutErr("""
             snapsync-bench: no snapsyncd binary found (looked at \(candidates.joined(separator: ", "))).
