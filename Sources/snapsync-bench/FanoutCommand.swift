@@ -27,20 +27,7 @@ struct FanoutCommand: ParsableCommand {
         case throughput, latency, both
     }
 
-    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, built first if older than its sources).")
-    var serverBinary: String?
-
-    @Option(name: .customLong("server-arg"), parsing: .unconditionalSingleValue,
-            help: "An extra argument for snapsyncd (repeatable).")
-    var serverArguments: [String] = []
-
-    @Option(help: ArgumentHelp("snapsyncd's --fsync policy for the daemon this command starts: no (the write-ahead log is written but not fsynced; redis-server runs with no persistence at all), everysec or always.", valueName: "always|everysec|no"))
-    var fsync: String = "no"
-
-    /// The daemon's arguments: --fsync (unless --server-arg gives one), then --server-arg.
-    var daemonArguments: [String] {
-        serverArguments.contains(where: { $0 == "--fsync" || $0.hasPrefix("--fsync=") }) ? serverArguments : ["--fsync", fsync] + serverArguments
-    }
+    @OptionGroup var launch: DaemonOptions
 
     @Option(help: "Use the daemon already listening on this IPv4 address (with --port) instead of starting one.")
     var host: String?
@@ -106,8 +93,7 @@ struct FanoutCommand: ParsableCommand {
         if rate <= 0 { throw ValidationError("--rate must be positive") }
         if duration <= 0 || warmup < 0 { throw ValidationError("--duration must be positive and --warmup not negative") }
         if host != nil && port == nil { throw ValidationError("--host needs --port") }
-        if !["always", "everysec", "no"].contains(fsync) { throw ValidationError("--fsync must be always, everysec or no") }
-    }
+            }
 
     private func parsedList(_ text: String) -> [Int]? {
         let values = text.split(separator: ",").map { Int($0.filter { $0 != " " }) }
@@ -130,8 +116,8 @@ struct FanoutCommand: ParsableCommand {
             daemonPort = port
             daemonPID = serverPID
         } else {
-            let binary = FanoutServers.daemonBinary(explicit: serverBinary)
-            let started = FanoutServers.startDaemon(binary: binary, extraArguments: daemonArguments, cpu: pin ? serverCPU : nil)
+            let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
+            let started = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: pin ? serverCPU : nil)
             daemon = started
             daemonHost = started.host
             daemonPort = started.port
@@ -152,7 +138,7 @@ struct FanoutCommand: ParsableCommand {
         if pin { FanoutSys.pinCurrentThread(toCPU: generatorCPU) }
         if !json {
             let load = loadAverage.map { fanoutFormat("%.2f", $0) } ?? "?"
-            if port == nil { print("snapsyncd \(daemonArguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")") }
+            if port == nil { print("snapsyncd \(launch.arguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")") }
             print("snapsync-bench fanout: window \(window), rate \(Int(rate)) msg/s, \(fmt(duration)) s measured after \(fmt(warmup)) s warm-up, load average \(load)\(pin ? ", servers on CPU\(serverCPU), generator on CPU\(generatorCPU)" : ", not pinned")")
         }
 
@@ -270,7 +256,7 @@ struct FanoutCommand: ParsableCommand {
             "\"window\":\(window)", "\"rate\":\(fanoutJSONNumber(rate))", "\"repeat\":\(repeatCount)",
             "\"duration_s\":\(fanoutJSONNumber(duration))", "\"warmup_s\":\(fanoutJSONNumber(warmup))",
             "\"pinned\":\(pinned)", "\"loadavg_1m\":\(loadAverage.map(fanoutJSONNumber) ?? "null")",
-            "\"daemon_args\":\(port == nil ? fanoutJSONString(daemonArguments.joined(separator: " ")) : "null")",
+            "\"daemon_args\":\(port == nil ? fanoutJSONString(launch.arguments.joined(separator: " ")) : "null")",
         ]
         for target in FanoutTarget.allCases {
             guard let runs = results[target] else { continue }

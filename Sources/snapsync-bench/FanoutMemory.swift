@@ -18,20 +18,7 @@ struct FanoutMemoryCommand: ParsableCommand {
         commandName: "memory",
         abstract: "The daemon's memory per idle connection and per item (VmRSS deltas).")
 
-    @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, built first if older than its sources).")
-    var serverBinary: String?
-
-    @Option(name: .customLong("server-arg"), parsing: .unconditionalSingleValue,
-            help: "An extra argument for snapsyncd (repeatable).")
-    var serverArguments: [String] = []
-
-    @Option(help: ArgumentHelp("snapsyncd's --fsync policy for the daemon this command starts: no (the write-ahead log is written but not fsynced; redis-server runs with no persistence at all), everysec or always.", valueName: "always|everysec|no"))
-    var fsync: String = "no"
-
-    /// The daemon's arguments: --fsync (unless --server-arg gives one), then --server-arg.
-    var daemonArguments: [String] {
-        serverArguments.contains(where: { $0 == "--fsync" || $0.hasPrefix("--fsync=") }) ? serverArguments : ["--fsync", fsync] + serverArguments
-    }
+    @OptionGroup var launch: DaemonOptions
 
     @Option(help: "Idle connections to open.")
     var connections: Int = 1000
@@ -60,7 +47,7 @@ struct FanoutMemoryCommand: ParsableCommand {
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
         FanoutSys.raiseFileLimit(atLeast: connections + 64)
-        let binary = FanoutServers.daemonBinary(explicit: serverBinary)
+        let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
         try measureConnections(binary: binary)
         try measureItems(binary: binary)
     }
@@ -72,7 +59,7 @@ struct FanoutMemoryCommand: ParsableCommand {
     }
 
     private func measureConnections(binary: String) throws {
-        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: daemonArguments, cpu: nil)
+        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
         defer { daemon.stop() }
         // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
         let first = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
@@ -122,7 +109,7 @@ struct FanoutMemoryCommand: ParsableCommand {
     }
 
     private func measureItems(binary: String) throws {
-        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: daemonArguments, cpu: nil)
+        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
         defer { daemon.stop() }
         let fd = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
         defer { close(fd) }
