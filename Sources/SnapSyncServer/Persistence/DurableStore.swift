@@ -145,27 +145,28 @@ public final class DurableStore {
         RecordFraming.append(payload: scratch, to: &pending)
         active.records += 1
         statistics.recordsAppended += 1
-        let write = (room: room, epoch: epoch, version: version, writeId: writeId)
+        // Mutated in place through the defaulting subscript: one hash lookup, and no copy of
+        // `writeIds` (a copied track would share its buffer with the dictionary's value, and the
+        // append below would then copy up to 2 × historyLimit ids on every write).
+        track(of: room, epoch: epoch, version: version, writeId: writeId,
+              in: &rooms[room, default: RoomTrack(epoch: epoch, version: 0, checkpointVersion: 0,
+                                                  checkpointFile: nil, pinnedSegment: nil, writeIds: [])])
+    }
 
-        // Taken out of the dictionary, not copied: a copy would share `writeIds`' buffer with the
-        // dictionary's value, and the append below would then copy all of it (up to 2 ×
-        // historyLimit ids, one retain each) on every write.
-        var track = rooms.removeValue(forKey: write.room) ?? RoomTrack(epoch: write.epoch, version: 0, checkpointVersion: 0,
-                                                                       checkpointFile: nil, pinnedSegment: nil, writeIds: [])
-        if track.epoch != write.epoch || (track.version != 0 && write.version != track.version + 1) {
+    private func track(of room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], in track: inout RoomTrack) {
+        if track.epoch != epoch || (track.version != 0 && version != track.version + 1) {
             // The daemon's room and the log disagree: replay would stop at this record and
             // the daemon would refuse to start. Say so now, loudly, while it can be traced.
-            logger.critical("storage: write for \(write.room) at \(write.epoch)/\(write.version) does not follow the logged \(track.epoch)/\(track.version)")
+            logger.critical("storage: write for \(room) at \(epoch)/\(version) does not follow the logged \(track.epoch)/\(track.version)")
         }
-        track.epoch = write.epoch
-        track.version = write.version
+        track.epoch = epoch
+        track.version = version
         if track.pinnedSegment == nil { track.pinnedSegment = active.sequence }
-        if track.writeIds.last.map({ $0.version + 1 == write.version }) == false { track.writeIds.removeAll() }
-        track.writeIds.append((write.version, write.writeId))
+        if track.writeIds.last.map({ $0.version + 1 == version }) == false { track.writeIds.removeAll() }
+        track.writeIds.append((version, writeId))
         if track.writeIds.count >= 2 * max(options.historyLimit, 1) {
             track.writeIds.removeFirst(track.writeIds.count - options.historyLimit)
         }
-        rooms[write.room] = track
     }
 
     /// Writes the records appended since the last call, and fdatasyncs them as the policy says:
