@@ -75,14 +75,7 @@ import Glibc
     @Test func truncatedTailIsCutAtEveryByte() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
-        var rooms = Rooms()
-        let segment: String
-        do {
-            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
-            try rooms.writeMany(12, rooms: 2, payloadBytes: 5, to: store)
-            segment = dir.data + "/" + store.activeSegmentName
-            try store.close()
-        }
+        let (rooms, segment) = try writeClosedLog(12, rooms: 2, payloadBytes: 5, in: dir)
         let original = readFile(segment)
         let (starts, end) = recordOffsets(original)
         #expect(starts.count == 12 && end == original.count)
@@ -148,14 +141,7 @@ import Glibc
     @Test func damageFollowedByGoodRecordsRefusesToStart() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
-        var rooms = Rooms()
-        let segment: String
-        do {
-            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
-            try rooms.writeMany(20, to: store)
-            segment = dir.data + "/" + store.activeSegmentName
-            try store.close()
-        }
+        let (rooms, segment) = try writeClosedLog(20, in: dir)
         let original = readFile(segment)
         let (starts, _) = recordOffsets(original)
         for (victim, byteInRecord) in [(10, 3), (10, 5), (10, 9), (10, 30), (0, 14), (18, 20)] {
@@ -182,14 +168,7 @@ import Glibc
     @Test func damagedLastRecordIsCut() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
-        var rooms = Rooms()
-        let segment: String
-        do {
-            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
-            try rooms.writeMany(6, to: store)
-            segment = dir.data + "/" + store.activeSegmentName
-            try store.close()
-        }
+        let (rooms, segment) = try writeClosedLog(6, in: dir)
         var bytes = readFile(segment)
         let (starts, _) = recordOffsets(bytes)
         bytes[starts[5] + 20] ^= 1
@@ -227,14 +206,7 @@ import Glibc
     @Test func aGapInVersionsRefusesToStart() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
-        let segment: String
-        do {
-            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
-            var rooms = Rooms()
-            try rooms.writeMany(6, rooms: 1, to: store)
-            segment = dir.data + "/" + store.activeSegmentName
-            try store.close()
-        }
+        let (_, segment) = try writeClosedLog(6, rooms: 1, in: dir)
         var bytes = readFile(segment)
         let (starts, _) = recordOffsets(bytes)
         bytes.removeSubrange(starts[2]..<starts[3])

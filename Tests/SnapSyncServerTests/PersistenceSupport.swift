@@ -117,6 +117,18 @@ struct Rooms {
     func writes(of room: String) -> [LoggedWrite] { writes.filter { $0.room == room } }
 }
 
+/// Opens a store in `dir`, writes `count` records (see `Rooms.writeMany`), and closes it cleanly.
+/// Returns what was written and the path of the log segment that holds it.
+func writeClosedLog(_ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
+                    in dir: TempDirectory) throws -> (rooms: Rooms, segment: String) {
+    let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+    var rooms = Rooms()
+    try rooms.writeMany(count, rooms: roomCount, payloadBytes: payloadBytes, to: store)
+    let segment = dir.data + "/" + store.activeSegmentName
+    try store.close()
+    return (rooms, segment)
+}
+
 /// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly.
 func smallOptions(_ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
                   historyLimit: Int = 16) -> StorageOptions {
