@@ -13,7 +13,7 @@
 /// bits of the identifier's hash. The home bucket is `tag & mask`, so growing and deleting never
 /// re-hash an identifier: the tag holds every bit they need (capacities stay far below 2^32).
 ///
-/// The index does not store identifiers; lookups compare against the node array they are given.
+/// The index does not store identifiers; lookups compare against the item bytes they are given.
 /// - Complexity: expected O(1) per operation (amortized for insertion), plus O(identifier
 ///   length) to hash.
 @usableFromInline struct SlotIndex: Sendable {
@@ -26,14 +26,21 @@
 
     @inlinable var isEmpty: Bool { count == 0 }
 
-    @usableFromInline static func tag(of id: Identifier) -> UInt32 {
-        UInt32(truncatingIfNeeded: id.hashValue)
+    /// The low 32 bits of the bytes' hash: `Hasher.combine(bytes:)`, as `Identifier.hash(into:)`
+    /// does, so one identifier has one tag whether it is read from a value or from the arena.
+    @usableFromInline static func tag(of bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        return UInt32(truncatingIfNeeded: hasher.finalize())
     }
 
-    /// The slot whose node has identifier `id`, or nil.
-    @usableFromInline func find(_ id: Identifier, in nodes: UnsafeBufferPointer<Snapshot.ItemNode>) -> Slot? {
+    @usableFromInline static func tag(of id: Identifier) -> UInt32 {
+        id.bytes.withUnsafeBytes { tag(of: $0) }
+    }
+
+    /// The slot whose identifier bytes are `id`, or nil.
+    @usableFromInline func find(_ id: UnsafeRawBufferPointer, tag: UInt32, in items: Snapshot.ItemsView) -> Slot? {
         guard count > 0 else { return nil }
-        let tag = Self.tag(of: id)
         let mask = buckets.count - 1
         return buckets.withUnsafeBufferPointer { buckets in
             var b = Int(tag) & mask
@@ -42,23 +49,29 @@
                 if entry == 0 { return nil }
                 if UInt32(truncatingIfNeeded: entry >> 32) == tag {
                     let slot = Slot(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1
-                    if nodes[Int(slot)].id == id { return slot }
+                    if Snapshot.bytesEqual(items.idBytes(slot), id) { return slot }
                 }
                 b = (b + 1) & mask
             }
         }
     }
 
-    /// Adds `id` → `slot`. The identifier must not be in the index (callers have checked).
-    @usableFromInline mutating func insert(_ id: Identifier, slot: Slot) {
+    /// The slot of identifier `id`, or nil.
+    @usableFromInline func find(_ id: Identifier, in items: Snapshot.ItemsView) -> Slot? {
+        guard count > 0 else { return nil }
+        return id.bytes.withUnsafeBytes { find($0, tag: Self.tag(of: $0), in: items) }
+    }
+
+    /// Adds an identifier with hash tag `tag` → `slot`. The identifier must not be in the index
+    /// (callers have checked).
+    @usableFromInline mutating func insert(tag: UInt32, slot: Slot) {
         if (count + 1) * 2 > buckets.count { grow() }
-        place(tag: Self.tag(of: id), slot: slot)
+        place(tag: tag, slot: slot)
         count += 1
     }
 
-    /// Removes the entry of `slot`, whose identifier is `id`.
-    @usableFromInline mutating func remove(_ id: Identifier, slot: Slot) {
-        let tag = Self.tag(of: id)
+    /// Removes the entry of `slot`, whose identifier has hash tag `tag`.
+    @usableFromInline mutating func remove(tag: UInt32, slot: Slot) {
         let wanted = UInt64(tag) << 32 | UInt64(UInt32(slot) + 1)
         let mask = buckets.count - 1
         buckets.withUnsafeMutableBufferPointer { buckets in
@@ -116,6 +129,6 @@
 extension Snapshot {
     /// The slot of item `id`, or nil. Expected O(1).
     @usableFromInline func itemSlot(_ id: Identifier) -> Slot? {
-        itemNodes.withUnsafeBufferPointer { itemIndex.find(id, in: $0) }
+        withItems { itemIndex.find(id, in: $0) }
     }
 }

@@ -101,8 +101,7 @@ extension Snapshot {
                 var item = sectionNodes[Int(slot)].firstItem
                 while item != Self.none {
                     let next = itemNodes[Int(item)].next
-                    let node = itemNodes[Int(item)]
-                    undo.append(.restoreItem(Element(node.id, payload: node.payload), section: id, after: nil))
+                    undo.append(.restoreItem(Element(itemIdentifier(at: item), payload: itemPayload(at: item)), section: id, after: nil))
                     unlinkItem(item)
                     freeItem(item)
                     item = next
@@ -168,7 +167,7 @@ extension Snapshot {
             for id in ids {
                 guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
                 let node = itemNodes[Int(slot)]
-                undo.append(.restoreItem(Element(id, payload: node.payload),
+                undo.append(.restoreItem(Element(id, payload: itemPayload(at: slot)),
                                          section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
                 unlinkItem(slot)
                 freeItem(slot)
@@ -202,7 +201,7 @@ extension Snapshot {
             for item in items {
                 guard let slot = itemSlot(item.id) else { throw .itemNotFound(item.id) }
                 try checkPayload(item, limits: limits)
-                undo.append(.restoreItemPayload(item.id, itemNodes[Int(slot)].payload))
+                undo.append(.restoreItemPayload(item.id, itemPayload(at: slot)))
                 setItemPayload(slot, item.payload)
             }
         }
@@ -210,7 +209,7 @@ extension Snapshot {
 
     private func recordItemPosition(_ slot: Slot, undo: inout [Undo]) {
         let node = itemNodes[Int(slot)]
-        undo.append(.moveItemBack(node.id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
+        undo.append(.moveItemBack(itemIdentifier(at: slot), section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
     }
 
     private func checkNewSection(_ section: Element, limits: Limits) throws(Violation) {
@@ -234,7 +233,7 @@ extension Snapshot {
     }
 
     private func sectionID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : sectionNodes[Int(slot)].id }
-    private func itemID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : itemNodes[Int(slot)].id }
+    private func itemID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : itemIdentifier(at: slot) }
 }
 
 // MARK: - Roll back
@@ -292,7 +291,11 @@ extension Snapshot {
 
     /// `id bytes, payload bytes`: the encoded size of an element.
     @inlinable static func encodedSize(id: Identifier, payload: Payload) -> Int {
-        varintSize(id.count) + id.count + varintSize(payload.count) + payload.count
+        encodedSize(idCount: id.count, payloadCount: payload.count)
+    }
+
+    @inlinable static func encodedSize(idCount: Int, payloadCount: Int) -> Int {
+        varintSize(idCount) + idCount + varintSize(payloadCount) + payloadCount
     }
 
     mutating func setSectionPayload(_ slot: Slot, _ payload: Payload) {
@@ -302,9 +305,9 @@ extension Snapshot {
     }
 
     mutating func setItemPayload(_ slot: Slot, _ payload: Payload) {
-        let old = itemNodes[Int(slot)].payload.count
+        let old = Int(itemNodes[Int(slot)].payloadCount)
         encodedBodyBytes += Self.varintSize(payload.count) + payload.count - Self.varintSize(old) - old
-        itemNodes[Int(slot)].payload = payload
+        storeItemPayload(slot, payload)
     }
 
     mutating func allocateSection(_ section: Element) -> Slot {
@@ -353,7 +356,9 @@ extension Snapshot {
     }
 
     mutating func allocateItem(_ item: Element) -> Slot {
-        let node = ItemNode(id: item.id, payload: item.payload, prev: Self.none, next: Self.none, section: Self.none)
+        let stored = storeItemBytes(item)
+        let node = ItemNode(offset: stored.offset, idCount: stored.idCount, payloadCount: stored.payloadCount,
+                            payloadCapacity: stored.payloadCount, prev: Self.none, next: Self.none, section: Self.none)
         let slot: Slot
         if let free = freeItems.popLast() {
             slot = free
@@ -362,17 +367,18 @@ extension Snapshot {
             slot = Slot(itemNodes.count)
             itemNodes.append(node)
         }
-        itemIndex.insert(item.id, slot: slot)
+        itemIndex.insert(tag: SlotIndex.tag(of: item.id), slot: slot)
         encodedBodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
         return slot
     }
 
     /// The item must be unlinked.
     mutating func freeItem(_ slot: Slot) {
-        itemIndex.remove(itemNodes[Int(slot)].id, slot: slot)
-        encodedBodyBytes -= Self.encodedSize(id: itemNodes[Int(slot)].id, payload: itemNodes[Int(slot)].payload)
-        itemNodes[Int(slot)].id = Identifier([])
-        itemNodes[Int(slot)].payload = .empty
+        let tag = withItems { SlotIndex.tag(of: $0.idBytes(slot)) }
+        itemIndex.remove(tag: tag, slot: slot)
+        let node = itemNodes[Int(slot)]
+        encodedBodyBytes -= Self.encodedSize(idCount: Int(node.idCount), payloadCount: Int(node.payloadCount))
+        releaseItemBytes(slot)
         freeItems.append(slot)
     }
 

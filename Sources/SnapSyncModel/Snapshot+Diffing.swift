@@ -55,8 +55,8 @@ extension Snapshot {
     public func difference(to other: Snapshot) -> [SnapshotOperation] {
         if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
         // The pointers live only as long as these closures, and so does the Differ.
-        return itemNodes.withUnsafeBufferPointer { aItems in
-            other.itemNodes.withUnsafeBufferPointer { bItems in
+        return withItems { aItems in
+            other.withItems { bItems in
                 var differ = Differ(a: self, b: other, aItems: aItems, bItems: bItems)
                 return differ.run()
             }
@@ -72,10 +72,11 @@ private struct Differ {
 
     let a: Snapshot
     let b: Snapshot
-    /// The item slots of `a` and `b`, read through pointers in the hot loops: array access
-    /// through `self` in a mutating method retains the buffer and re-checks it every time.
-    let aItems: UnsafeBufferPointer<Snapshot.ItemNode>
-    let bItems: UnsafeBufferPointer<Snapshot.ItemNode>
+    /// The item slots and bytes of `a` and `b`, read through pointers in the hot loops: array
+    /// access through `self` in a mutating method retains the buffer and re-checks it every time.
+    /// Identifiers and payloads are compared in place; they are copied out only into operations.
+    let aItems: Snapshot.ItemsView
+    let bItems: Snapshot.ItemsView
 
     /// Item status in `b` order.
     static let new: UInt8 = 0, stable: UInt8 = 1, moved: UInt8 = 2
@@ -100,7 +101,7 @@ private struct Differ {
 
     var ops: [SnapshotOperation] = []
 
-    init(a: Snapshot, b: Snapshot, aItems: UnsafeBufferPointer<Snapshot.ItemNode>, bItems: UnsafeBufferPointer<Snapshot.ItemNode>) {
+    init(a: Snapshot, b: Snapshot, aItems: Snapshot.ItemsView, bItems: Snapshot.ItemsView) {
         self.a = a
         self.b = b
         self.aItems = aItems
@@ -206,30 +207,30 @@ private struct Differ {
             slots.removeAll(keepingCapacity: true)
             var j = b.sectionNodes[Int(t)].firstItem
             while j != Self.none {
-                let id = bItems[Int(j)].id
+                let id = bItems.idBytes(j)
                 var i = Self.none
                 if expected != Self.none {
-                    if aItems[Int(expected)].id == id {
+                    if Snapshot.bytesEqual(aItems.idBytes(expected), id) {
                         i = expected
                     } else {
                         // One item of `a` skipped: deleted, or moved away from here.
                         let skip = aItems[Int(expected)].next
-                        if skip != Self.none, aItems[Int(skip)].id == id { i = skip }
+                        if skip != Self.none, Snapshot.bytesEqual(aItems.idBytes(skip), id) { i = skip }
                     }
                 }
-                if i == Self.none, resume != Self.none, aItems[Int(resume)].id == id { i = resume }
+                if i == Self.none, resume != Self.none, Snapshot.bytesEqual(aItems.idBytes(resume), id) { i = resume }
                 if i != Self.none {
                     resume = Self.none
                 } else {
-                    i = a.itemIndex.find(id, in: aItems) ?? Self.none
+                    i = a.itemIndex.find(id, tag: SlotIndex.tag(of: id), in: aItems) ?? Self.none
                     if i != Self.none, expected != Self.none { resume = expected }
                 }
                 if i != Self.none {
                     // A new item (no match) leaves the guesses alone: the next one may be it.
                     expected = aItems[Int(i)].next
                     kept[Int(i)] = true
-                    if aItems[Int(i)].payload != bItems[Int(j)].payload {
-                        updates.append(Element(id, payload: bItems[Int(j)].payload))
+                    if !Snapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
+                        updates.append(Element(bItems.id(j), payload: bItems.payload(j)))
                     }
                     if sectionInB[Int(aItems[Int(i)].section)] == t {
                         values.append(position[Int(i)])
@@ -257,7 +258,7 @@ private struct Differ {
     mutating func emitItems(ofSection t: Slot, status: [UInt8], firstStable: Slot) {
         let bItems = self.bItems
         let sectionID = b.sectionNodes[Int(t)].id
-        let firstStableID = firstStable == Self.none ? nil : bItems[Int(firstStable)].id
+        let firstStableID = firstStable == Self.none ? nil : bItems.id(firstStable)
         var previous = Self.none
         var g = 0
         var j = b.sectionNodes[Int(t)].firstItem
@@ -271,13 +272,13 @@ private struct Differ {
                 var group: [Element] = []
                 var last = j
                 while j != Self.none, status[g] == Self.new {
-                    group.append(Element(bItems[Int(j)].id, payload: bItems[Int(j)].payload))
+                    group.append(Element(bItems.id(j), payload: bItems.payload(j)))
                     last = j
                     g += 1
                     j = bItems[Int(j)].next
                 }
                 if previous != Self.none {
-                    ops.append(.insertItems(group, .after(bItems[Int(previous)].id)))
+                    ops.append(.insertItems(group, .after(bItems.id(previous))))
                 } else if let anchor = firstStableID {
                     ops.append(.insertItems(group, .before(anchor)))
                 } else {
@@ -285,9 +286,9 @@ private struct Differ {
                 }
                 previous = last
             default:
-                let id = bItems[Int(j)].id
+                let id = bItems.id(j)
                 if previous != Self.none {
-                    ops.append(.moveItem(id, .after(bItems[Int(previous)].id)))
+                    ops.append(.moveItem(id, .after(bItems.id(previous))))
                 } else if let anchor = firstStableID {
                     ops.append(.moveItem(id, .before(anchor)))
                 } else {
@@ -312,7 +313,7 @@ private struct Differ {
             if aKept[Int(i)] {
                 if aSectionInB[Int(s)] == Self.none { late[Int(s)] = true }
             } else if aSectionInB[Int(s)] != Self.none {
-                goneItems.append(aItems[Int(i)].id)
+                goneItems.append(aItems.id(i))
             }
         }
         var early: [Identifier] = []

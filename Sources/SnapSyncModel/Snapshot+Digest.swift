@@ -84,20 +84,21 @@ extension Snapshot {
     /// The one walk both outputs share, so the digest can never disagree with the encoding.
     func writeCanonical<Sink: CanonicalSink>(to sink: inout Sink) {
         sink.varint(numberOfSections)
-        var s = firstSection
-        while s != Self.none {
-            let section = sectionNodes[Int(s)]
-            sink.bytes(section.id.bytes)
-            sink.bytes(section.payload.bytes)
-            sink.varint(section.itemCount)
-            var i = section.firstItem
-            while i != Self.none {
-                // Fields are read in place: copying the node would retain and release two arrays.
-                sink.bytes(itemNodes[Int(i)].id.bytes)
-                sink.bytes(itemNodes[Int(i)].payload.bytes)
-                i = itemNodes[Int(i)].next
+        withItems { items in
+            var s = firstSection
+            while s != Self.none {
+                let section = sectionNodes[Int(s)]
+                section.id.bytes.withUnsafeBytes { sink.bytes($0) }
+                section.payload.bytes.withUnsafeBytes { sink.bytes($0) }
+                sink.varint(section.itemCount)
+                var i = section.firstItem
+                while i != Self.none {
+                    sink.bytes(items.idBytes(i))
+                    sink.bytes(items.payloadBytes(i))
+                    i = items[Int(i)].next
+                }
+                s = section.next
             }
-            s = section.next
         }
     }
 }
@@ -105,7 +106,7 @@ extension Snapshot {
 /// Where the canonical walk writes: varints and length-prefixed byte strings.
 protocol CanonicalSink {
     mutating func varint(_ value: Int)
-    mutating func bytes(_ bytes: [UInt8])
+    mutating func bytes(_ bytes: UnsafeRawBufferPointer)
 }
 
 /// Writes through a raw pointer into memory the caller sized with `canonicalByteCount`.
@@ -123,11 +124,9 @@ struct PointerSink: CanonicalSink {
         cursor += 1
     }
 
-    mutating func bytes(_ bytes: [UInt8]) {
+    mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
         varint(bytes.count)
-        bytes.withUnsafeBufferPointer { source in
-            if let base = source.baseAddress { cursor.update(from: base, count: source.count) }
-        }
+        if let base = bytes.baseAddress { UnsafeMutableRawPointer(cursor).copyMemory(from: base, byteCount: bytes.count) }
         cursor += bytes.count
     }
 }
@@ -160,19 +159,18 @@ struct HashSink: CanonicalSink {
         }
     }
 
-    mutating func bytes(_ bytes: [UInt8]) {
+    mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
         varint(bytes.count)
         if bytes.count > Self.capacity - used {
             flush()
             if bytes.count > Self.capacity / 2 {
-                bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+                hasher.update(bufferPointer: bytes)
                 return
             }
         }
-        scratch.withUnsafeMutableBufferPointer { out in
-            bytes.withUnsafeBufferPointer { source in
-                if let base = source.baseAddress { (out.baseAddress! + used).update(from: base, count: source.count) }
-            }
+        let at = used
+        scratch.withUnsafeMutableBytes { out in
+            if let base = bytes.baseAddress { (out.baseAddress! + at).copyMemory(from: base, byteCount: bytes.count) }
         }
         used += bytes.count
     }

@@ -6,9 +6,10 @@ public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
 extension Snapshot {
     /// Proves the storage is consistent: identifiers are unique, both hash indexes agree with the
     /// linked lists, every link has its back link, per-section counts are right, free slots
-    /// are neither linked nor indexed, and the running encoded size matches the content.
+    /// are neither linked nor indexed, the running encoded size matches the content, and every
+    /// byte of the item arena is either one item's or counted as garbage.
     /// Tests call it after every mutation.
-    /// - Complexity: O(n)
+    /// - Complexity: O(n log n) (the arena check sorts the items' places)
     public func checkInvariants() throws(InvariantViolation) {
         func fail(_ message: String) -> InvariantViolation { InvariantViolation(description: message) }
         var seenSections = Set<Identifier>()
@@ -17,6 +18,8 @@ extension Snapshot {
         var s = firstSection
         var sectionCount = 0
         var bodyBytes = 0
+        var liveItemBytes = 0
+        var places: [(start: Int, end: Int)] = []
         while s != Self.none {
             let node = sectionNodes[Int(s)]
             bodyBytes += Self.encodedSize(id: node.id, payload: node.payload) + Self.varintSize(node.itemCount)
@@ -28,11 +31,18 @@ extension Snapshot {
             var count = 0
             while i != Self.none {
                 let item = itemNodes[Int(i)]
-                guard seenItems.insert(item.id).inserted else { throw fail("item \(item.id) is linked twice") }
-                guard itemSlot(item.id) == i else { throw fail("item index of \(item.id) does not point at its slot") }
-                guard item.prev == prevItem else { throw fail("item \(item.id) has a wrong back link") }
-                guard item.section == s else { throw fail("item \(item.id) names the wrong section") }
-                bodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
+                let placeEnd = item.offset + Int(item.idCount) + Int(item.payloadCapacity)
+                guard item.offset >= 0, item.payloadCount <= item.payloadCapacity, placeEnd <= itemBytes.count else {
+                    throw fail("item slot \(i) names bytes \(item.offset)..<\(placeEnd) (payload \(item.payloadCount)) outside the arena of \(itemBytes.count)")
+                }
+                let id = itemIdentifier(at: i)
+                guard seenItems.insert(id).inserted else { throw fail("item \(id) is linked twice") }
+                guard itemSlot(id) == i else { throw fail("item index of \(id) does not point at its slot") }
+                guard item.prev == prevItem else { throw fail("item \(id) has a wrong back link") }
+                guard item.section == s else { throw fail("item \(id) names the wrong section") }
+                bodyBytes += Self.encodedSize(idCount: Int(item.idCount), payloadCount: Int(item.payloadCount))
+                liveItemBytes += Int(item.idCount) + Int(item.payloadCount)
+                places.append((item.offset, placeEnd))
                 prevItem = i
                 i = item.next
                 count += 1
@@ -53,7 +63,7 @@ extension Snapshot {
                 indexProblem = "item index points at slot \(slot), which holds no item"
                 return
             }
-            if tag != SlotIndex.tag(of: itemNodes[Int(slot)].id) { indexProblem = "item index has a stale hash for \(itemNodes[Int(slot)].id)" }
+            if tag != withItems({ SlotIndex.tag(of: $0.idBytes(slot)) }) { indexProblem = "item index has a stale hash for \(itemIdentifier(at: slot))" }
         }
         if let indexProblem { throw fail(indexProblem) }
         guard indexed == itemIndex.count else { throw fail("item index counts \(itemIndex.count) entries but holds \(indexed)") }
@@ -62,6 +72,14 @@ extension Snapshot {
         guard sectionNodes.count == sectionCount + freeSections.count else { throw fail("section slots leak") }
         guard itemNodes.count == seenItems.count + freeItems.count else { throw fail("item slots leak") }
         guard encodedBodyBytes == bodyBytes else { throw fail("running encoded size is \(encodedBodyBytes), content is \(bodyBytes) bytes") }
+        guard freeItems.allSatisfy({ itemNodes[Int($0)].offset == -1 }) else { throw fail("a free item slot still names bytes") }
+        guard liveItemBytes + itemGarbage == itemBytes.count else {
+            throw fail("item arena holds \(itemBytes.count) bytes, but items name \(liveItemBytes) and \(itemGarbage) are counted as garbage")
+        }
+        places.sort { $0.start < $1.start }
+        for k in places.indices.dropFirst() where places[k].start < places[k - 1].end {
+            throw fail("two items share arena bytes at \(places[k].start)")
+        }
         guard Set(freeItems).count == freeItems.count, Set(freeSections).count == freeSections.count else { throw fail("a slot is freed twice") }
     }
 }

@@ -5,6 +5,8 @@
 /// Storage is built for rooms of a million items, where an array per section would make every
 /// insert and delete an O(n) memmove:
 /// - sections and items live in slot arrays, linked into doubly linked lists (items per section);
+/// - item identifiers and payloads live in one byte arena, not in an array each
+///   (`Snapshot+ItemBytes.swift`), which keeps a room under twice its raw bytes;
 /// - two hash indexes map identifiers to slots (items: `SlotIndex`, built for large rooms).
 ///
 /// So lookup by identifier, insert, delete and move are O(1) (expected, hashing), and
@@ -28,9 +30,16 @@ public struct Snapshot: Sendable {
         @usableFromInline var itemCount: Int
     }
 
+    /// An item: where its bytes are in `itemBytes` (see `Snapshot+ItemBytes.swift`) and its
+    /// links. 32 bytes.
     @usableFromInline struct ItemNode: Sendable {
-        @usableFromInline var id: Identifier
-        @usableFromInline var payload: Payload
+        /// Start of `[id][payload]` in `itemBytes`; -1 for a free slot.
+        @usableFromInline var offset: Int
+        @usableFromInline var idCount: UInt32
+        @usableFromInline var payloadCount: UInt32
+        /// Bytes reserved for the payload at `offset + idCount`: a payload that shrank may grow
+        /// back in place.
+        @usableFromInline var payloadCapacity: UInt32
         @usableFromInline var prev: Slot
         @usableFromInline var next: Slot
         @usableFromInline var section: Slot
@@ -38,6 +47,10 @@ public struct Snapshot: Sendable {
 
     @usableFromInline var sectionNodes: [SectionNode] = []
     @usableFromInline var itemNodes: [ItemNode] = []
+    /// Every item's identifier and payload bytes, back to back (`Snapshot+ItemBytes.swift`).
+    @usableFromInline var itemBytes: [UInt8] = []
+    /// Bytes of `itemBytes` that no live item names, until the next compaction.
+    @usableFromInline var itemGarbage = 0
     @usableFromInline var freeSections: [Slot] = []
     @usableFromInline var freeItems: [Slot] = []
     @usableFromInline var sectionIndex: [Identifier: Slot] = [:]
@@ -96,32 +109,36 @@ extension Snapshot {
     }
 
     /// Every item, section by section.
-    /// - Complexity: O(n)
+    /// - Complexity: O(n), one allocation per item (identifiers are copied out of the arena).
     public var itemIdentifiers: [Identifier] {
         var result: [Identifier] = []
         result.reserveCapacity(numberOfItems)
-        var s = firstSection
-        while s != Self.none {
-            var i = sectionNodes[Int(s)].firstItem
-            while i != Self.none {
-                result.append(itemNodes[Int(i)].id)
-                i = itemNodes[Int(i)].next
+        withItems { items in
+            var s = firstSection
+            while s != Self.none {
+                var i = sectionNodes[Int(s)].firstItem
+                while i != Self.none {
+                    result.append(items.id(i))
+                    i = items[Int(i)].next
+                }
+                s = sectionNodes[Int(s)].next
             }
-            s = sectionNodes[Int(s)].next
         }
         return result
     }
 
     /// The items of one section in order, or `nil` when there is no such section.
-    /// - Complexity: O(items in the section)
+    /// - Complexity: O(items in the section), one allocation per item.
     public func itemIdentifiers(inSection section: Identifier) -> [Identifier]? {
         guard let s = sectionIndex[section] else { return nil }
         var result: [Identifier] = []
         result.reserveCapacity(sectionNodes[Int(s)].itemCount)
-        var i = sectionNodes[Int(s)].firstItem
-        while i != Self.none {
-            result.append(itemNodes[Int(i)].id)
-            i = itemNodes[Int(i)].next
+        withItems { items in
+            var i = sectionNodes[Int(s)].firstItem
+            while i != Self.none {
+                result.append(items.id(i))
+                i = items[Int(i)].next
+            }
         }
         return result
     }
@@ -188,9 +205,9 @@ extension Snapshot {
     /// - Complexity: O(1)
     @inlinable public func contains(section: Identifier) -> Bool { sectionIndex[section] != nil }
 
-    /// - Complexity: O(1)
+    /// - Complexity: O(1) expected, plus O(payload) to copy it.
     public func payload(ofItem item: Identifier) -> Payload? {
-        itemSlot(item).map { itemNodes[Int($0)].payload }
+        itemSlot(item).map { itemPayload(at: $0) }
     }
 
     /// - Complexity: O(1)
@@ -225,7 +242,8 @@ extension Snapshot {
         public var underestimatedCount: Int { snapshot.numberOfSections }
     }
 
-    /// Iterates one section's items in order without allocating.
+    /// Iterates one section's items in order; each element's identifier and payload are copied
+    /// out of the arena (an allocation each).
     public struct ItemSequence: Sequence, Sendable {
         let snapshot: Snapshot
         let first: Slot
@@ -234,9 +252,11 @@ extension Snapshot {
             var slot: Slot
             public mutating func next() -> Element? {
                 guard slot != Snapshot.none else { return nil }
-                let node = snapshot.itemNodes[Int(slot)]
-                slot = node.next
-                return Element(node.id, payload: node.payload)
+                let current = slot
+                return snapshot.withItems { items in
+                    slot = items[Int(current)].next
+                    return Element(items.id(current), payload: items.payload(current))
+                }
             }
         }
         public func makeIterator() -> Iterator { Iterator(snapshot: snapshot, slot: first) }
@@ -255,14 +275,19 @@ extension Snapshot: Equatable {
         while a != none, b != none {
             let sa = lhs.sectionNodes[Int(a)], sb = rhs.sectionNodes[Int(b)]
             guard sa.id == sb.id, sa.payload == sb.payload, sa.itemCount == sb.itemCount else { return false }
-            var i = sa.firstItem, j = sb.firstItem
-            while i != none, j != none {
-                let ia = lhs.itemNodes[Int(i)], ib = rhs.itemNodes[Int(j)]
-                guard ia.id == ib.id, ia.payload == ib.payload else { return false }
-                i = ia.next
-                j = ib.next
+            let sameItems = lhs.withItems { left in
+                rhs.withItems { right in
+                    var i = sa.firstItem, j = sb.firstItem
+                    while i != none, j != none {
+                        guard bytesEqual(left.idBytes(i), right.idBytes(j)),
+                              bytesEqual(left.payloadBytes(i), right.payloadBytes(j)) else { return false }
+                        i = left[Int(i)].next
+                        j = right[Int(j)].next
+                    }
+                    return i == none && j == none
+                }
             }
-            guard i == none, j == none else { return false }
+            guard sameItems else { return false }
             a = sa.next
             b = sb.next
         }

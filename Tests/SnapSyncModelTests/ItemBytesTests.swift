@@ -1,0 +1,159 @@
+// The item byte arena (Snapshot+ItemBytes.swift): payloads rewritten in place or moved, freed
+// bytes counted as garbage and compacted away, all without changing what the snapshot says, and
+// with the arena bounded by about twice its live bytes. `@testable` only to read the arena's
+// size: the bound is the point of the arena.
+
+import Testing
+@testable import SnapSyncModel
+import SnapSyncTestSupport
+
+@Suite struct ItemBytesTests {
+    static func element(_ k: Int, payloadBytes: Int, fill: UInt8 = 0x61) -> Element {
+        Element(Identifier("item-\(k)"), payload: Payload([UInt8](repeating: fill, count: payloadBytes)))
+    }
+
+    /// The snapshot built from scratch with the same content: equal, same digest, same encoding.
+    static func expectSameContent(_ s: Snapshot, as items: [Element], section: Identifier = "s") throws {
+        let rebuilt = try Snapshot([(section: Element(section), items: items)], limits: .unlimited)
+        #expect(s == rebuilt)
+        #expect(s.digest == rebuilt.digest)
+        #expect(s.canonicalEncoding == rebuilt.canonicalEncoding)
+        #expect(s.itemIdentifiers == items.map(\.id))
+        for item in items { #expect(s.payload(ofItem: item.id) == item.payload) }
+    }
+
+    @Test func aPayloadThatFitsIsRewrittenInPlace() throws {
+        var s = Snapshot()
+        try s.appendSections(["s"])
+        try s.appendItems([Self.element(1, payloadBytes: 64), Self.element(2, payloadBytes: 64)], toSection: "s")
+        let arena = s.itemBytes.count
+        for round in 0..<1_000 {
+            try s.reloadItems([Self.element(1, payloadBytes: 64 - round % 3, fill: UInt8(round % 200))])
+            try s.checkInvariants()
+        }
+        // Same size or smaller every time: nothing was appended, whatever shrank is garbage.
+        #expect(s.itemBytes.count == arena)
+        try Self.expectSameContent(s, as: [Self.element(1, payloadBytes: 64 - 999 % 3, fill: UInt8(999 % 200)), Self.element(2, payloadBytes: 64)])
+    }
+
+    @Test func aGrowingPayloadMovesAndTheArenaStaysBounded() throws {
+        var s = Snapshot()
+        try s.appendSections(["s"])
+        try s.appendItems((0..<50).map { Self.element($0, payloadBytes: 8) }, toSection: "s")
+        var expected = (0..<50).map { Self.element($0, payloadBytes: 8) }
+        for round in 1...2_000 {
+            let k = round % 50
+            // Grows until 400 bytes, then starts small again: moves and in-place writes mixed.
+            let size = 8 + (round / 50 * 7) % 400
+            expected[k] = Self.element(k, payloadBytes: size, fill: UInt8(round % 251))
+            try s.reloadItems([expected[k]])
+            if round % 97 == 0 { try s.checkInvariants() }
+            let live = expected.reduce(0) { $0 + $1.id.count + $1.payload.count }
+            #expect(s.itemBytes.count <= 2 * live + s.itemNodes.count + 4096, "round \(round)")
+        }
+        try s.checkInvariants()
+        try Self.expectSameContent(s, as: expected)
+    }
+
+    @Test func deletesAreCompactedAway() throws {
+        var s = Snapshot()
+        try s.appendSections(["s"])
+        let all = (0..<400).map { Self.element($0, payloadBytes: 64) }
+        try s.appendItems(all, toSection: "s")
+        let full = s.itemBytes.count
+        // Delete three in four: ~23 KiB of garbage against ~7.7 KiB live, so a compaction ran.
+        let gone = all.indices.filter { $0 % 4 != 0 }.map { all[$0].id }
+        for chunk in stride(from: 0, to: gone.count, by: 10) {
+            try s.deleteItems(Array(gone[chunk..<min(chunk + 10, gone.count)]))
+            try s.checkInvariants()
+        }
+        let kept = all.indices.filter { $0 % 4 == 0 }.map { all[$0] }
+        let live = kept.reduce(0) { $0 + $1.id.count + $1.payload.count }
+        #expect(s.itemBytes.count < full / 2)
+        #expect(s.itemBytes.count <= 2 * live + s.itemNodes.count + 4096)
+        try Self.expectSameContent(s, as: kept)
+        // Freed slots are reused, and the new bytes land after the compacted ones.
+        try s.appendItems([Self.element(1_000, payloadBytes: 32)], toSection: "s")
+        try s.checkInvariants()
+        try Self.expectSameContent(s, as: kept + [Self.element(1_000, payloadBytes: 32)])
+    }
+
+    @Test func aRejectedBatchThatCompactedRollsBackExactly() throws {
+        var s = Snapshot()
+        try s.appendSections(["s"])
+        let all = (0..<300).map { Self.element($0, payloadBytes: 64) }
+        try s.appendItems(all, toSection: "s")
+        let before = s
+        let beforeDigest = s.digest
+        // Deletes enough to compact, grows a payload (a move), then fails on a missing item.
+        let batch: [SnapshotOperation] = [
+            .deleteItems(all[0..<250].map(\.id)),
+            .updateItems([Self.element(260, payloadBytes: 500)], .reload),
+            .deleteItems(["missing"]),
+        ]
+        #expect(throws: BatchError.self) { try s.apply(batch, limits: .unlimited) }
+        try s.checkInvariants()
+        #expect(s == before)
+        #expect(s.digest == beforeDigest)
+        try Self.expectSameContent(s, as: all)
+    }
+
+    @Test func copiesDoNotSeeEachOthersWrites() throws {
+        var a = Snapshot()
+        try a.appendSections(["s"])
+        try a.appendItems((0..<100).map { Self.element($0, payloadBytes: 64) }, toSection: "s")
+        let b = a
+        try a.reloadItems([Self.element(3, payloadBytes: 64, fill: 0x7A)])     // in place
+        try a.reloadItems([Self.element(4, payloadBytes: 200, fill: 0x7A)])    // moved
+        try a.deleteItems((50..<100).map { Self.element($0, payloadBytes: 0).id })  // compacted or not
+        try a.checkInvariants()
+        try b.checkInvariants()
+        try Self.expectSameContent(b, as: (0..<100).map { Self.element($0, payloadBytes: 64) })
+        #expect(a.payload(ofItem: "item-3") == Self.element(3, payloadBytes: 64, fill: 0x7A).payload)
+        #expect(a.payload(ofItem: "item-4") == Self.element(4, payloadBytes: 200, fill: 0x7A).payload)
+    }
+
+    /// Churn against a dictionary: random inserts, deletes, moves and payload changes of random
+    /// sizes; after each batch the invariants hold, the arena is bounded, and the content is
+    /// what the dictionary says.
+    @Test(arguments: [11, 12, 13] as [UInt64])
+    func randomChurnKeepsContentAndBound(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        var s = Snapshot()
+        try s.appendSections(["s"])
+        var order: [Identifier] = []
+        var payloads: [Identifier: Payload] = [:]
+        var next = 0
+        for round in 0..<1_500 {
+            let roll = random.next() % 10
+            if roll < 4 || order.count < 20 {
+                let id = Identifier("i\(next)")
+                next += 1
+                let payload = Payload([UInt8](repeating: UInt8(truncatingIfNeeded: next), count: Int(random.next() % 300)))
+                try s.appendItems([Element(id, payload: payload)], toSection: "s")
+                order.append(id)
+                payloads[id] = payload
+            } else if roll < 6 {
+                let k = Int(random.next() % UInt64(order.count))
+                try s.deleteItems([order[k]])
+                payloads[order.remove(at: k)] = nil
+            } else if roll < 7 {
+                let k = Int(random.next() % UInt64(order.count)), anchor = Int(random.next() % UInt64(order.count))
+                guard k != anchor else { continue }
+                let anchorID = order[anchor]
+                try s.moveItem(order[k], afterItem: anchorID)
+                let id = order.remove(at: k)
+                order.insert(id, at: order.firstIndex(of: anchorID)! + 1)
+            } else {
+                let id = order[Int(random.next() % UInt64(order.count))]
+                let payload = Payload([UInt8](repeating: UInt8(truncatingIfNeeded: round), count: Int(random.next() % 300)))
+                try s.reloadItems([Element(id, payload: payload)])
+                payloads[id] = payload
+            }
+            try s.checkInvariants()
+            let live = order.reduce(0) { $0 + $1.count + payloads[$1]!.count }
+            #expect(s.itemBytes.count <= 2 * live + s.itemNodes.count + 4096, "seed \(seed), round \(round)")
+        }
+        try Self.expectSameContent(s, as: order.map { Element($0, payload: payloads[$0]!) })
+    }
+}
