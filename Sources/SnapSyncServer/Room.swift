@@ -50,7 +50,7 @@ final class Room {
         /// SNAPSHOT of the current state.
         case snapshot(reason: SnapshotReason)
         /// CATCHUP(from, to) followed by exactly these DIFF frames (versions from+1 ... to).
-        case catchup(from: UInt64, to: UInt64, frames: ArraySlice<OutputChunk>)
+        case catchup(from: UInt64, to: UInt64, frames: [OutputChunk])
     }
 
     let name: String

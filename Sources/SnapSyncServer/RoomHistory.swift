@@ -10,8 +10,10 @@ struct RoomHistory {
     let maxCount: Int
     let maxBytes: Int
 
-    private var frames: [OutputChunk] = []
-    /// Index of the oldest frame still kept; compacted lazily.
+    /// Kept frames from `head` on. An evicted frame is set to nil at once, so that its memory
+    /// goes with it (the bounds are on memory); the nil slots are compacted away lazily.
+    private var frames: [OutputChunk?] = []
+    /// Index of the oldest frame still kept.
     private var head = 0
     /// Total bytes of the kept frames.
     private(set) var byteCount = 0
@@ -38,7 +40,8 @@ struct RoomHistory {
         frames.append(frame)
         byteCount += frame.count
         while count > 0 && (count > maxCount || byteCount > maxBytes) {
-            byteCount -= frames[head].count
+            byteCount -= frames[head]!.count
+            frames[head] = nil
             head += 1
         }
         if head == frames.count {
@@ -52,9 +55,9 @@ struct RoomHistory {
 
     /// The frames a client at `version` needs to reach `lastVersion`, oldest first; `nil` when
     /// history no longer reaches back to `version` (or `version` is ahead of the room).
-    func frames(after version: UInt64) -> ArraySlice<OutputChunk>? {
+    func frames(after version: UInt64) -> [OutputChunk]? {
         guard version >= baseVersion, version <= lastVersion else { return nil }
         let start = head + Int(version - baseVersion)
-        return frames[start..<frames.count]
+        return frames[start..<frames.count].map { $0! }
     }
 }

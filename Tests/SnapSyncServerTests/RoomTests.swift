@@ -298,6 +298,30 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
             return
         }
     }
+
+    /// The bounds are on memory: an evicted frame must be released when it is evicted, not when
+    /// the history next compacts its array (which once kept up to 64 evicted DIFFs alive).
+    @Test func evictedFramesAreReleasedAtOnce() {
+        var history = RoomHistory(maxCount: 2, maxBytes: 1 << 20, version: 0)
+        weak var first: OutputChunk?
+        weak var second: OutputChunk?
+        do {
+            let a = [UInt8](repeating: 1, count: 100).withUnsafeBytes { OutputChunk(copying: $0) }
+            let b = [UInt8](repeating: 2, count: 100).withUnsafeBytes { OutputChunk(copying: $0) }
+            first = a
+            second = b
+            history.append(a, version: 1)
+            history.append(b, version: 2)
+        }
+        #expect(first != nil && second != nil)
+        for v in 3...5 {
+            history.append([UInt8](repeating: UInt8(v), count: 100).withUnsafeBytes { OutputChunk(copying: $0) }, version: UInt64(v))
+        }
+        #expect(first == nil, "an evicted frame is still referenced")
+        #expect(second == nil, "an evicted frame is still referenced")
+        #expect(history.count == 2 && history.baseVersion == 3)
+        #expect(history.frames(after: 3)?.map { $0.array } == [[UInt8](repeating: 4, count: 100), [UInt8](repeating: 5, count: 100)])
+    }
 }
 
 @Suite struct WriteIdWindowTests {
