@@ -182,7 +182,7 @@ extension Snapshot {
             guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
             guard placement.anchor != id else { throw .anchorIsSelf(id) }
             guard let anchor = itemSlot(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
-            recordItemPosition(slot, undo: &undo)
+            recordItemPosition(id, slot, undo: &undo)
             unlinkItem(slot)
             let section = itemNodes[Int(anchor)].section
             switch placement {
@@ -193,7 +193,7 @@ extension Snapshot {
         case .moveItemToSection(let id, let sectionID):
             guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
             guard let section = sectionIndex[sectionID] else { throw .sectionNotFound(sectionID) }
-            recordItemPosition(slot, undo: &undo)
+            recordItemPosition(id, slot, undo: &undo)
             unlinkItem(slot)
             linkItem(slot, section: section, after: sectionNodes[Int(section)].lastItem)
 
@@ -207,9 +207,11 @@ extension Snapshot {
         }
     }
 
-    private func recordItemPosition(_ slot: Slot, undo: inout [Undo]) {
+    /// `id` is the operation's own identifier value: copying it out of the arena would cost an
+    /// allocation per move.
+    private func recordItemPosition(_ id: Identifier, _ slot: Slot, undo: inout [Undo]) {
         let node = itemNodes[Int(slot)]
-        undo.append(.moveItemBack(itemIdentifier(at: slot), section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
+        undo.append(.moveItemBack(id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
     }
 
     private func checkNewSection(_ section: Element, limits: Limits) throws(Violation) {

@@ -67,7 +67,7 @@ extension Snapshot {
         }
         if let indexProblem { throw fail(indexProblem) }
         guard indexed == itemIndex.count else { throw fail("item index counts \(itemIndex.count) entries but holds \(indexed)") }
-        guard itemIndex.count * 2 <= itemIndex.buckets.count || itemIndex.count == 0 else { throw fail("item index is over half full") }
+        guard itemIndex.count * 4 <= itemIndex.buckets.count * 3 || itemIndex.count == 0 else { throw fail("item index is over 3/4 full") }
         guard itemIndex.count == seenItems.count else { throw fail("item index holds \(itemIndex.count) entries, lists hold \(seenItems.count)") }
         guard sectionNodes.count == sectionCount + freeSections.count else { throw fail("section slots leak") }
         guard itemNodes.count == seenItems.count + freeItems.count else { throw fail("item slots leak") }
