@@ -37,6 +37,8 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // glibc's <malloc.h>, for mallopt() in snapsyncd's main (no library, no package).
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "SnapSyncModel",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
@@ -64,6 +66,7 @@ let package = Package(
             name: "snapsyncd",
             dependencies: [
                 "SnapSyncServer",
+                .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
