@@ -209,19 +209,16 @@ private struct Resolver {
     /// Compares a surviving pair of sections item by item. When the identifiers match in order
     /// the pair is clean: its content updates are recorded and `true` is returned. Otherwise
     /// nothing is recorded.
-    /// - Complexity: O(items in the sections); O(1) per item whose storage is shared.
+    /// - Complexity: O(items in the sections), comparing bytes in place
+    ///   (`Snapshot.payloadChanges(inSection:comparedTo:marking:)`); identifiers are copied only
+    ///   for the items reported.
     func compareClean(oldSection i: Int, newSection j: Int, into updates: inout BatchUpdates) -> Bool {
         let id = oldSections[i].id
-        guard old.numberOfItems(inSection: id) == new.numberOfItems(inSection: id) else { return false }
-        var found: [(k: Int, id: Identifier, kind: UpdateKind)] = []
-        var a = old.items(inSection: id).makeIterator(), b = new.items(inSection: id).makeIterator()
-        var k = 0
-        while let x = a.next(), let y = b.next() {
-            guard x.id == y.id else { return false }
-            if let kind = updateKind(of: x.id, old: x.payload, new: y.payload) { found.append((k, x.id, kind)) }
-            k += 1
-        }
-        for (k, itemID, kind) in found {
+        // Items named by an update operation are reported whatever their payloads (a
+        // reconfigure may keep the payload); any other item when its payload changed.
+        guard let changes = old.payloadChanges(inSection: id, comparedTo: new, marking: itemKinds.keys) else { return false }
+        for (k, itemID) in changes {
+            let kind = itemKinds[itemID] ?? .reload
             record(itemID, kind, into: &updates)
             switch kind {
             case .reload:

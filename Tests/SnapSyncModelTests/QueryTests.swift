@@ -137,4 +137,28 @@ import SnapSyncModel
         #expect(Identifier(uint64: 258).bytes == [0, 0, 0, 0, 0, 0, 1, 2])
         #expect(Identifier(uint64: 2) < Identifier(uint64: 10))
     }
+
+    @Test func payloadChangesComparesOneSectionInPlace() throws {
+        var t = s
+        try t.reloadItems([Element("c", "C2")])
+        try t.reloadItems([Element("d", "D2")])  // another section: not reported for main
+        func pairs(_ r: [(position: Int, id: Identifier)]?) -> [String]? { r?.map { "\($0.position):\($0.id)" } }
+        #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: t)) == ["2:c"])
+        #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: s)) == [])
+        // Marked items are reported even when their payload is unchanged; unknown marks are ignored.
+        #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: t, marking: ["a", "zzz", "d"])) == ["0:a", "2:c"])
+        #expect(pairs(s.payloadChanges(inSection: "empty", comparedTo: t)) == [])
+        // Different identifiers, order or count, or a missing section: nil.
+        var moved = s
+        try moved.moveItem("a", afterItem: "b")
+        #expect(s.payloadChanges(inSection: "main", comparedTo: moved) == nil)
+        var grown = s
+        try grown.appendItems(["e"], toSection: "main")
+        #expect(s.payloadChanges(inSection: "main", comparedTo: grown) == nil)
+        var renamed = s
+        try renamed.deleteItems(["b"])
+        try renamed.insertItems(["x"], afterItem: "a")
+        #expect(s.payloadChanges(inSection: "main", comparedTo: renamed) == nil)
+        #expect(s.payloadChanges(inSection: "nope", comparedTo: t) == nil)
+    }
 }
