@@ -48,6 +48,9 @@ struct FanoutRunResult {
     var failure: String?
     /// With --repeat: every run's deliveries/s (throughput) or p99 in µs (latency).
     var repeats: [Double] = []
+    /// With --repeat: every delivery of every run of this server, case and mode, pooled. Its p99
+    /// is steadier than any one run's when the machine's noise moves single runs' tails.
+    var pooledLatency: FanoutHistogram?
 
     var deliveriesPerSecond: Double { measuredSeconds > 0 ? Double(deliveriesMeasured) / measuredSeconds : 0 }
     var publishedPerSecond: Double { measuredSeconds > 0 ? Double(publishedMeasured) / measuredSeconds : 0 }

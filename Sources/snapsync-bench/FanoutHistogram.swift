@@ -37,6 +37,13 @@ struct FanoutHistogram {
         self.maxValue = maxValue
     }
 
+    /// Adds another histogram's samples: the pooled distribution of several runs. O(buckets)
+    mutating func merge(_ other: FanoutHistogram) {
+        for index in counts.indices { counts[index] &+= other.counts[index] }
+        count &+= other.count
+        maxValue = max(maxValue, other.maxValue)
+    }
+
     mutating func record(_ value: UInt64) {
         counts[FanoutHistogram.index(value)] &+= 1
         count &+= 1
