@@ -42,7 +42,9 @@ extension Snapshot {
                 guard item.section == s else { throw fail("item \(id) names the wrong section") }
                 bodyBytes += Self.encodedSize(idCount: Int(item.idCount), payloadCount: Int(item.payloadCount))
                 liveItemBytes += Int(item.idCount) + Int(item.payloadCount)
-                places.append((item.offset, placeEnd))
+                // An empty identifier with an empty payload owns no bytes: its place may start
+                // where another item's bytes start, so it takes no part in the overlap check.
+                if placeEnd > item.offset { places.append((item.offset, placeEnd)) }
                 prevItem = i
                 i = item.next
                 count += 1

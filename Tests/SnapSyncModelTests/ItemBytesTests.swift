@@ -156,4 +156,18 @@ import SnapSyncTestSupport
         }
         try Self.expectSameContent(s, as: order.map { Element($0, payload: payloads[$0]!) })
     }
+    /// An empty identifier with an empty payload owns no arena bytes, so its place is empty and
+    /// may start where the next item's bytes start: that is not an overlap.
+    @Test func anEmptyItemSharesNoBytesWithItsNeighbour() throws {
+        var s = Snapshot()
+        try s.appendSections(["s"])
+        try s.appendItems([Element(Identifier(""))], toSection: "s")
+        try s.insertItems([Element(Identifier("a"))], beforeItem: Identifier(""))
+        try s.checkInvariants()
+        try s.appendItems([Element(Identifier("b")), Element(Identifier("c"), payload: "p")], toSection: "s")
+        try s.reloadItems([Element(Identifier(""), payload: .empty), Element(Identifier("b"), payload: .empty)])
+        try s.checkInvariants()
+        try Self.expectSameContent(s, as: [Element(Identifier("a")), Element(Identifier("")), Element(Identifier("b")),
+                                           Element(Identifier("c"), payload: "p")])
+    }
 }

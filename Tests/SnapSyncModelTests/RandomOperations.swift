@@ -22,8 +22,11 @@ struct RandomOperations {
         }
     }
 
+    /// A new identifier, now and then the empty one (an identifier like any other, PROTOCOL.md
+    /// §2: once it exists, drawing it again is a duplicate) or one over the tight limits.
     mutating func freshID(_ prefix: String) -> Identifier {
         fresh += 1
+        if chance(3) { return Identifier("") }
         return chance(3) ? Identifier("\(prefix)-much-too-long-\(fresh)") : Identifier("\(prefix)\(fresh)")
     }
 
@@ -91,9 +94,10 @@ struct RandomOperations {
     /// A random snapshot over a small universe of identifiers, so that two draws share many
     /// sections and items in different places: every diff path gets exercised.
     mutating func snapshot(sections maxSections: Int, items maxItems: Int, universe: Int) -> Snapshot {
-        var sectionIDs = (0..<maxSections).map { Identifier("s\($0)") }.shuffled(using: &rng)
+        // Identifier 0 of each universe is the empty one.
+        var sectionIDs = (0..<maxSections).map { Identifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
         sectionIDs = Array(sectionIDs.prefix(Int.random(in: 0...maxSections, using: &rng)))
-        var itemIDs = (0..<universe).map { Identifier("i\($0)") }.shuffled(using: &rng)
+        var itemIDs = (0..<universe).map { Identifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
         itemIDs = Array(itemIDs.prefix(sectionIDs.isEmpty ? 0 : Int.random(in: 0...maxItems, using: &rng)))
         var contents: [(section: Element, items: [Element])] = sectionIDs.map { (Element($0, payload: smallPayload()), []) }
         for id in itemIDs {

@@ -59,16 +59,22 @@ struct MessageFactory {
 
     mutating func ops() -> [SnapshotOperation] { (0..<Int.random(in: 0...5, using: &rng)).map { _ in operation() } }
 
-    /// A valid snapshot: unique section and item identifiers (made unique by a counter prefix).
+    /// A valid snapshot: unique section and item identifiers (made unique by a counter prefix),
+    /// the first of each kind empty now and then (the empty identifier is an identifier, §2).
     mutating func snapshot() -> Snapshot {
         var snapshot = Snapshot()
         var counter: UInt8 = 0
+        var emptySection = Bool.random(using: &rng), emptyItem = Bool.random(using: &rng)
         for _ in 0..<Int.random(in: 0...3, using: &rng) {
             counter += 1
-            let section = SnapSyncModel.Element(Identifier([counter] + bytes(max: 4)), payload: Payload(bytes()))
+            let sectionID = emptySection ? Identifier([]) : Identifier([counter] + bytes(max: 4))
+            emptySection = false
+            let section = SnapSyncModel.Element(sectionID, payload: Payload(bytes()))
             let items = (0..<Int.random(in: 0...3, using: &rng)).map { _ -> SnapSyncModel.Element in
                 counter += 1
-                return SnapSyncModel.Element(Identifier([counter] + bytes(max: 4)), payload: Payload(bytes()))
+                let itemID = emptyItem ? Identifier([]) : Identifier([counter] + bytes(max: 4))
+                emptyItem = false
+                return SnapSyncModel.Element(itemID, payload: Payload(bytes()))
             }
             try! snapshot.apply([.appendSections([section]), .appendItems(items, toSection: section.id)])
         }
