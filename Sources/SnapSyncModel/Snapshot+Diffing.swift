@@ -4,24 +4,35 @@
 // small (it goes to every member of the room) and cheap to compute on rooms of 100k items.
 //
 // Shape of the result, in this order (each part only when non-empty):
-//  1. `deleteSections` for sections of `a` that are gone and keep none of their items: deleting
-//     them first keeps every later state small;
-//  2. one `deleteItems` for gone items of surviving sections (the items of deleted sections go
-//     with their section);
-//  3. `updateSections` and `updateItems(.reload)` for payload changes of elements in both;
+//  1. one `deleteSections` for every section of `a` that is gone, with all its items: an item of
+//     a deleted section that reappears elsewhere in `b` is inserted there, not moved (as staged
+//     changesets and UIKit's batch updates do: nothing moves out of a deleted section);
+//  2. one `deleteItems` for gone items of surviving sections;
+//  3. `updateSections` and `updateItems(.reload)` for payload changes that do not grow the
+//     payload, then the same for those that do;
 //  4. sections in `b`'s order: new ones inserted (consecutive ones in one `insertSections`, or
 //     `appendSections` when no section of `a` survives), common ones outside the longest
 //     increasing subsequence (LIS) of their `a` positions moved;
 //  5. items, section by section in `b`'s order: an item stays put when it is in the same section
 //     in `a` and `b` and in that section's LIS; the others are inserted (consecutive new items in
-//     one operation) or moved;
-//  6. `deleteSections` for the gone sections that still had items to hand over in step 5.
+//     one operation) or moved.
+//
+// Why this order: every prefix of the batch stays within the limits `a` and `b` both meet, so a
+// replica applying the DIFF op by op under the room's limits (PROTOCOL.md §5) never refuses it.
+// Deletes and shrinking updates only shrink; after them the sections and items present are a
+// subset of `b`'s, each with at most `b`'s payload from step 3 on, so counts never exceed `b`'s
+// and the size never exceeds `b`'s except by item-count varints: a section can hold items on
+// their way out while it already holds its own (at most |a's kept items| + |b's items| of it).
+// `difference(to:limits:)` bounds that excess from the counts, and in the rare case where it could
+// cross `maxSnapshotBytes` it checks the batch by applying it, falling back to a rebuild
+// (`deleteAllItems`, then `b` appended in order, whose every prefix is a prefix of `b`).
 //
 // Why LIS: a move relocates one element and keeps the relative order of all others, so the
 // elements that never move must already be in `b`'s relative order. The largest such set is a
 // longest increasing subsequence of their `a` positions; everything outside it must move once.
-// So the number of moves is minimal: (common sections − section LIS) for sections, and, for
-// items, (items that change section) + Σ over sections (items staying in it − its LIS).
+// So the number of moves is minimal for a batch that deletes gone sections first:
+// (common sections − section LIS) for sections, and, for items, (items that change from one
+// surviving section to another) + Σ over sections (items staying in it − its LIS).
 //
 // Why anchors on the previous element of `b`: processing `b` in order, each placed element goes
 // right after its predecessor, which is already in place, so the elements handled so far plus the
@@ -41,26 +52,55 @@ extension Snapshot {
     /// The batch that turns `self` into `other` when applied in order:
     /// `self.apply(self.difference(to: other)) == other`, and it is empty when they are equal.
     ///
-    /// Every element that can keep its identity does (a payload change is an update, never a
-    /// delete and insert), and the number of moves is the minimum (see the file comment).
-    /// Payload changes are reported as `updateItems(_, .reload)`.
+    /// Every element keeps its identity (a payload change is an update, never a delete and
+    /// insert), except the items of a deleted section, which are inserted where they reappear;
+    /// the number of moves is the minimum (see the file comment). Payload changes are reported
+    /// as `updateItems(_, .reload)`.
     ///
-    /// Intermediate states hold up to |a ∪ b| sections and |b| items plus the gone items of
-    /// deleted sections that hand items over, so apply the result with limits that admit that
-    /// (for example `Limits.unlimited`, once `other` itself has been checked against the real
-    /// limits).
+    /// Every intermediate state holds at most `max(|self|, |other|)` sections and items; its
+    /// encoding is at most the larger of the two ends' except by a few item-count varint bytes
+    /// (see the file comment). `difference(to:limits:)` removes that exception.
     ///
     /// - Complexity: O(|a| + |b| + Σ k log k), k the items that stay in each section; one hash
     ///   lookup per section and per item of `other`.
     public func difference(to other: Snapshot) -> [SnapshotOperation] {
+        difference(to: other, limits: .unlimited)
+    }
+
+    /// `difference(to:)` whose every prefix applies under `limits`: when both `self` and `other`
+    /// are within `limits`, `apply` accepts the batch op by op and every state it passes through
+    /// is within `limits` too, which is what a replica applying the DIFF checks (PROTOCOL.md §5).
+    ///
+    /// - Complexity: that of `difference(to:)`; plus, only when the varint bound of the file
+    ///   comment could reach `limits.maxSnapshotBytes`, one `apply` of the batch to a copy
+    ///   (O(|a|) to copy, O(batch) to apply).
+    public func difference(to other: Snapshot, limits: Limits) -> [SnapshotOperation] {
         if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
         // The pointers live only as long as these closures, and so does the Differ.
-        return withItems { aItems in
+        let (ops, sizeBound) = withItems { aItems in
             other.withItems { bItems in
                 var differ = Differ(a: self, b: other, aItems: aItems, bItems: bItems)
-                return differ.run()
+                let ops = differ.run()
+                return (ops, other.canonicalByteCount + differ.varintExcess)
             }
         }
+        if sizeBound <= limits.maxSnapshotBytes { return ops }
+        var check = self
+        if (try? check.apply(ops, limits: limits)) != nil { return ops }
+        return other.rebuild()
+    }
+
+    /// `deleteAllItems`, then every section appended with its items, in order: each prefix's
+    /// result is a prefix of `self`, so no count or size ever exceeds `self`'s. O(|self|).
+    func rebuild() -> [SnapshotOperation] {
+        var ops: [SnapshotOperation] = [.deleteAllItems]
+        for section in sections {
+            ops.append(.appendSections([section]))
+            let items = Array(items(inSection: section.id))
+            // The section just appended is the last one: no need to repeat its identifier.
+            if !items.isEmpty { ops.append(.appendItems(items, toSection: nil)) }
+        }
+        return ops
     }
 }
 
@@ -113,8 +153,8 @@ private struct Differ {
 
     mutating func run() -> [SnapshotOperation] {
         indexA()
-        var sectionUpdates: [Element] = []
-        var itemUpdates: [Element] = []
+        var sectionUpdates = Updates()
+        var itemUpdates = Updates()
         matchSections(updates: &sectionUpdates)
         emitSections()
         matchAndEmitItems(updates: &itemUpdates)
@@ -123,12 +163,28 @@ private struct Differ {
         // retain or release: O(ops) memmove.
         var prefix: [SnapshotOperation] = []
         emitDeletes(into: &prefix)
-        if !sectionUpdates.isEmpty { prefix.append(.updateSections(sectionUpdates)) }
-        if !itemUpdates.isEmpty { prefix.append(.updateItems(itemUpdates, .reload)) }
+        if !sectionUpdates.shrinking.isEmpty { prefix.append(.updateSections(sectionUpdates.shrinking)) }
+        if !itemUpdates.shrinking.isEmpty { prefix.append(.updateItems(itemUpdates.shrinking, .reload)) }
+        if !sectionUpdates.growing.isEmpty { prefix.append(.updateSections(sectionUpdates.growing)) }
+        if !itemUpdates.growing.isEmpty { prefix.append(.updateItems(itemUpdates.growing, .reload)) }
         ops.insert(contentsOf: prefix, at: 0)
-        if !lateSectionDeletes.isEmpty { ops.append(.deleteSections(lateSectionDeletes)) }
         return ops
     }
+
+    /// Payload changes, split so that the ones that shrink (or keep) the encoding come first.
+    struct Updates {
+        var shrinking: [Element] = []
+        var growing: [Element] = []
+        /// Payload sizes only: an element's encoded size grows exactly when its payload does.
+        mutating func append(_ element: Element, from oldCount: Int) {
+            if element.payload.count > oldCount { growing.append(element) } else { shrinking.append(element) }
+        }
+    }
+
+    /// Bytes by which an intermediate state's encoding can exceed `b`'s (file comment): for
+    /// each surviving section, the varint of its largest possible item count (its kept items of
+    /// `a` plus its items of `b`) over the varint of its count in `b`. Set by `emitDeletes`.
+    var varintExcess = 0
 
     /// Positions in `a`: one walk of its lists. O(|a|).
     mutating func indexA() {
@@ -151,7 +207,7 @@ private struct Differ {
     }
 
     /// Pairs `b`'s sections with `a`'s and finds the ones that stay put. O(sections · log).
-    mutating func matchSections(updates: inout [Element]) {
+    mutating func matchSections(updates: inout Updates) {
         let count = b.numberOfSections
         bSectionSlot.reserveCapacity(count)
         bSectionA.reserveCapacity(count)
@@ -163,7 +219,8 @@ private struct Differ {
             let s = a.sectionIndex[node.id] ?? Self.none
             if s != Self.none {
                 aSectionInB[Int(s)] = t
-                if a.sectionNodes[Int(s)].payload != node.payload { updates.append(Element(node.id, payload: node.payload)) }
+                let old = a.sectionNodes[Int(s)].payload
+                if old != node.payload { updates.append(Element(node.id, payload: node.payload), from: old.count) }
                 values.append(aSectionPos[Int(s)])
                 positions.append(Int32(bSectionSlot.count))
             }
@@ -186,7 +243,7 @@ private struct Differ {
     ///
     /// Each section's operations are emitted right after its LIS, while its nodes are still in
     /// cache.
-    mutating func matchAndEmitItems(updates: inout [Element]) {
+    mutating func matchAndEmitItems(updates: inout Updates) {
         let aItems = self.aItems, bItems = self.bItems
         var kept = [Bool](repeating: false, count: aItems.count)
         let sectionInB = aSectionInB, position = aItemPos
@@ -228,17 +285,21 @@ private struct Differ {
                 if i != Self.none {
                     // A new item (no match) leaves the guesses alone: the next one may be it.
                     expected = aItems[Int(i)].next
+                }
+                let fromSection = i == Self.none ? Self.none : sectionInB[Int(aItems[Int(i)].section)]
+                if fromSection != Self.none {
                     kept[Int(i)] = true
                     if !Snapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
-                        updates.append(Element(bItems.id(j), payload: bItems.payload(j)))
+                        updates.append(Element(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
                     }
-                    if sectionInB[Int(aItems[Int(i)].section)] == t {
+                    if fromSection == t {
                         values.append(position[Int(i)])
                         positions.append(Int32(status.count))
                         slots.append(j)
                     }
                     status.append(Self.moved)
                 } else {
+                    // New, or in a section that is deleted (it goes with it): inserted.
                     status.append(Self.new)
                 }
                 j = bItems[Int(j)].next
@@ -301,31 +362,32 @@ private struct Differ {
         }
     }
 
-    /// Gone sections that hand items over to other sections: deleted last.
-    var lateSectionDeletes: [Identifier] = []
-
-    /// Steps 1 and 2: gone sections with nothing to hand over, then gone items. O(|a|).
+    /// Steps 1 and 2: gone sections, then gone items of surviving sections; and `varintExcess`.
+    /// O(|a|).
     mutating func emitDeletes(into prefix: inout [SnapshotOperation]) {
-        var late = [Bool](repeating: false, count: a.sectionNodes.count)
+        var keptCount = [Int](repeating: 0, count: a.sectionNodes.count)
         var goneItems: [Identifier] = []
         for i in aOrder {
             let s = aItems[Int(i)].section
             if aKept[Int(i)] {
-                if aSectionInB[Int(s)] == Self.none { late[Int(s)] = true }
+                keptCount[Int(s)] += 1
             } else if aSectionInB[Int(s)] != Self.none {
                 goneItems.append(aItems.id(i))
             }
         }
-        var early: [Identifier] = []
+        var goneSections: [Identifier] = []
         var s = a.firstSection
         while s != Self.none {
-            if aSectionInB[Int(s)] == Self.none {
-                if late[Int(s)] { lateSectionDeletes.append(a.sectionNodes[Int(s)].id) }
-                else { early.append(a.sectionNodes[Int(s)].id) }
+            let t = aSectionInB[Int(s)]
+            if t == Self.none {
+                goneSections.append(a.sectionNodes[Int(s)].id)
+            } else {
+                let final = b.sectionNodes[Int(t)].itemCount
+                varintExcess += Snapshot.varintSize(keptCount[Int(s)] + final) - Snapshot.varintSize(final)
             }
             s = a.sectionNodes[Int(s)].next
         }
-        if !early.isEmpty { prefix.append(.deleteSections(early)) }
+        if !goneSections.isEmpty { prefix.append(.deleteSections(goneSections)) }
         if !goneItems.isEmpty { prefix.append(.deleteItems(goneItems)) }
     }
 

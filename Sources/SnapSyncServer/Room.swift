@@ -163,7 +163,7 @@ final class Room {
     }
 
     /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
-    /// current snapshot to `target` (`Snapshot.difference(to:)`), applied as one DIFF. A target
+    /// current snapshot to `target` (`Snapshot.difference(to:limits:)`), applied as one DIFF. A target
     /// equal to the current content changes nothing: ACK at the current version, no DIFF.
     /// `target` has been checked against the content limits by the decoder.
     /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
@@ -174,7 +174,8 @@ final class Room {
             return .rejected(Rejection(.snapshotTooLarge,
                                        "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
         }
-        let ops = snapshot.difference(to: target)
+        // Limited: every prefix of the DIFF applies under the room's limits, as replicas check.
+        let ops = snapshot.difference(to: target, limits: limits.model)
         if ops.isEmpty { return unchanged(writeId: writeId) }
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)

@@ -102,31 +102,77 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
         ])
     }
 
-    @Test func goneItemsOfDeletedSectionsGoWithTheirSection() {
+    @Test func itemsOfDeletedSectionsGoWithTheirSection() {
         let a = snapshot([("s1", ["a", "b"]), ("s2", ["c", "d"]), ("s3", ["e", "f"])])
         let b = snapshot([("s1", ["a"]), ("s3", ["f", "d"])])
         let ops = checkedDiff(a, b)
-        // s2 hands "d" over, so it is deleted last; "c" goes with it; "b" and "e" are deleted.
+        // s2 is deleted first with "c" and "d"; "d" reappears in s3, so it is inserted there.
         #expect(ops == [
-            .deleteItems(["b", "e"]),
-            .moveItem("d", .after("f")),
             .deleteSections(["s2"]),
+            .deleteItems(["b", "e"]),
+            .insertItems(["d"], .after("f")),
         ])
     }
 
-    @Test func sectionsWithNothingToHandOverAreDeletedFirst() {
+    @Test func goneSectionsAreDeletedFirst() {
         let a = snapshot([("s1", ["a"]), ("s2", ["b"]), ("s3", ["c"])])
         let b = snapshot([("n", ["a", "x"])])
         #expect(checkedDiff(a, b) == [
-            .deleteSections(["s2", "s3"]),
-            .appendSections(["n"]),  // s1 is going too: no need to anchor on it
-            .moveItemToSection("a", section: "n"),
-            .insertItems(["x"], .after("a")),
-            .deleteSections(["s1"]),
+            .deleteSections(["s1", "s2", "s3"]),
+            .appendSections(["n"]),
+            .appendItems(["a", "x"], toSection: "n"),
         ])
-        // Nothing left at all after the early deletes: new sections are appended.
-        #expect(checkedDiff(a, snapshot([("n", ["x"])])) == [.deleteSections(["s1", "s2", "s3"]), .appendSections(["n"]),
-                                                            .appendItems(["x"], toSection: "n")])
+    }
+
+    /// The case (#12): a room at its section limit, where the new section used to be
+    /// inserted before the gone section that handed an item over was deleted.
+    @Test func aSectionLimitIsNeverCrossedMidWay() {
+        let limits = Limits(maxItems: 40, maxSections: 2, maxSnapshotBytes: 600)
+        let a = snapshot([("s1", ["a"]), ("s2", ["b"])])
+        let b = snapshot([("n", ["a"]), ("s2", ["b"])])
+        let ops = a.difference(to: b, limits: limits)
+        var s = a
+        for op in ops { #expect(throws: Never.self) { try s.apply(op, limits: limits) } }
+        #expect(s == b)
+    }
+
+    /// Growing payload updates come after the deletes and the shrinking ones.
+    @Test func shrinkingUpdatesComeBeforeGrowingOnes() {
+        let a = try! Snapshot([(Element("s", "long section"), [Element("a", "xxxxxxx"), Element("b", "y"), Element("c", "z")])])
+        let b = try! Snapshot([(Element("s", "s"), [Element("a", "x"), Element("b", "yyyyyyy")])])
+        #expect(checkedDiff(a, b) == [
+            .deleteItems(["c"]),
+            .updateSections([Element("s", "s")]),
+            .updateItems([Element("a", "x")], .reload),
+            .updateItems([Element("b", "yyyyyyy")], .reload),
+        ])
+    }
+
+    /// Where item-count varints would cross the size limit mid-way (a section at 129 items hands
+    /// two to one at 127: both ends encode to the same size, but every way of moving the items
+    /// one by one passes 128 + 128), the batch is a rebuild whose prefixes are prefixes of b.
+    @Test func aVarintCrossingFallsBackToARebuild() throws {
+        let ids = (0..<256).map { "i\($0)" }
+        let a = snapshot([("s1", Array(ids[0..<129])), ("s2", Array(ids[129...]))])
+        let b = snapshot([("s1", Array(ids[0..<127])), ("s2", Array(ids[129...]) + Array(ids[127..<129]))])
+        #expect(a.canonicalByteCount == b.canonicalByteCount)
+        let limits = Limits(maxSnapshotBytes: b.canonicalByteCount)
+        // Unlimited, the batch is two moves, and it does pass over the limit.
+        let moves = a.difference(to: b)
+        #expect(moves.count == 2 && itemMoves(moves) == 2)
+        var s = a
+        #expect(throws: BatchError.self) { try s.apply(moves, limits: limits) }
+        let ops = a.difference(to: b, limits: limits)
+        #expect(ops == [.deleteAllItems, .appendSections(["s1"]),
+                        .appendItems(ids[0..<127].map { Element(Identifier($0)) }, toSection: nil),
+                        .appendSections(["s2"]),
+                        .appendItems((ids[129...] + ids[127..<129]).map { Element(Identifier($0)) }, toSection: nil)])
+        s = a
+        for op in ops {
+            try s.apply(op, limits: limits)
+            #expect(s.canonicalByteCount <= limits.maxSnapshotBytes)
+        }
+        #expect(s == b)
     }
 
     @Test func sectionsMoveMinimally() {
@@ -160,7 +206,8 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
             (Element("s1", "x"), ["d", "a", "i", "c"]),
         ])
         let ops = checkedDiff(a, b)
-        #expect(itemMoves(ops) == 3)   // b and e change section; d leaves s1's LIS [a, c]
+        #expect(itemMoves(ops) == 2)   // b changes section; d leaves s1's LIS [a, c]; e's s2 is deleted
+        #expect(ops.contains(.appendItems(["h", "e"], toSection: "new")))
         #expect(sectionMoves(ops) == 1)  // s3 before s1
     }
 }

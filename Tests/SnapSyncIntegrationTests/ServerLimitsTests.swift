@@ -1,0 +1,48 @@
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+import SnapSyncTestSupport
+
+// The room limits on the real daemon where PROTOCOL.md §5 and §12 meet: a REPLACE's DIFF applies
+// op by op under the room's limits (#12).
+
+extension ServerIntegration {
+    @Suite struct Limits {
+        /// The issue's limits; random REPLACEs of a room kept at or near them. Each DIFF is
+        /// applied op by op under the announced limits, as a replica does, and must reach the
+        /// room's state.
+        @Test func everyReplaceDiffAppliesOpByOpUnderTheRoomLimits() throws {
+            let daemon = try DaemonProcess.start(arguments: [
+                "--max-sections-per-room", "6", "--max-items-per-room", "40", "--max-snapshot-bytes", "600",
+            ])
+            defer { daemon.stop() }
+            let limits = SnapSyncModel.Limits(maxItems: 40, maxSections: 6, maxSnapshotBytes: 600)
+            let client = try RawClient.ready(daemon)
+            var replica = try client.state(of: "r").snapshot
+            var rng = SplitMix64(seed: 12)
+            for round in 0..<80 {
+                // Six sections (the limit) of items drawn from a shared universe, so that REPLACE
+                // drops and adds sections whose items move between them.
+                let sectionIDs = (0..<9).map { "s\($0)" }.shuffled(using: &rng).prefix(6)
+                var contents: [(section: Element, items: [Element])] = sectionIDs.map { (.named($0), []) }
+                for id in (0..<60).map({ "i\($0)" }).shuffled(using: &rng).prefix(Int.random(in: 20...40, using: &rng)) {
+                    contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(.named(id, String(repeating: "p", count: Int.random(in: 0...3, using: &rng))))
+                }
+                guard let target = try? Snapshot(contents, limits: limits) else { continue }
+                let (answer, frames) = try client.request {
+                    .replace(requestId: $0, room: "r", expectedVersion: nil, writeId: [], snapshot: target)
+                }
+                guard case .ack = answer else { Issue.record("round \(round): \(summary(answer))"); return }
+                for case .diff(_, _, _, let ops) in frames {
+                    for (k, op) in ops.enumerated() {
+                        do { try replica.apply(op, limits: limits) } catch {
+                            Issue.record("round \(round): op \(k) of the DIFF refused under the room limits: \(error)")
+                            return
+                        }
+                    }
+                }
+                #expect(replica == target, "round \(round)")
+            }
+        }
+    }
+}
