@@ -58,6 +58,7 @@ ERROR_CODES = {
     43: "not_joined",
     44: "invalid_room_name",
     45: "storage_failure",
+    46: "write_id_conflict",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 

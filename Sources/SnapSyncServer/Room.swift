@@ -90,7 +90,7 @@ final class Room {
         self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
         for entry in usable ? recent : [] {
             history.append(.frozen(entry.frame), version: entry.version)
-            writeIds.remember(entry.writeId, version: entry.version, oldestVersion: history.baseVersion)
+            writeIds.remember(entry.writeId, version: entry.version, fingerprint: nil, oldestVersion: history.baseVersion)
         }
     }
 
@@ -146,8 +146,9 @@ final class Room {
     /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
     func mutate(_ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
                        scratch: inout [UInt8]) -> WriteOutcome {
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId) { return outcome }
-        if ops.isEmpty { return unchanged(writeId: writeId) }
+        let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
         // Encode first: a DIFF too large for the clients' frame limit must be refused before the
         // room changes, and the ops are exactly what the DIFF carries.
         let next = version + 1
@@ -159,7 +160,7 @@ final class Room {
         } catch {
             return .rejected(Rejection(error))
         }
-        return commit(version: next, writeId: writeId, frame: scratch)
+        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
     }
 
     /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
@@ -169,14 +170,15 @@ final class Room {
     /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
     func replace(with target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8],
                         scratch: inout [UInt8]) -> WriteOutcome {
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId) { return outcome }
+        let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         if target.canonicalByteCount > limits.model.maxSnapshotBytes {
             return .rejected(Rejection(.snapshotTooLarge,
                                        "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
         }
         // Limited: every prefix of the DIFF applies under the room's limits, as replicas check.
         let ops = snapshot.difference(to: target, limits: limits.model)
-        if ops.isEmpty { return unchanged(writeId: writeId) }
+        if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
@@ -184,14 +186,34 @@ final class Room {
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
         snapshot = target
-        return commit(version: next, writeId: writeId, frame: scratch)
+        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
     }
 
-    private func precheck(expectedVersion: UInt64?, writeId: [UInt8]) -> WriteOutcome? {
+    /// What a write asks for (kind, compare-and-set, content), hashed: equal for a retry of the
+    /// same request, different (but for a 2⁻⁶⁴ chance) for another write reusing its write id.
+    /// Kept in memory only, so the per-process seed of `Hasher` does no harm.
+    /// - Complexity: O(size of the ops); for REPLACE, O(n) for the target's digest.
+    private static func fingerprint(kind: UInt8, expectedVersion: UInt64?, _ content: (inout Hasher) -> Void) -> Int {
+        var hasher = Hasher()
+        hasher.combine(kind)
+        hasher.combine(expectedVersion)
+        content(&hasher)
+        return hasher.finalize()
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xf, radix: 16) }.joined()
+    }
+
+    private func precheck(expectedVersion: UInt64?, writeId: [UInt8], fingerprint: Int) -> WriteOutcome? {
         // A retry must get its original answer even though the room has moved on since, so the
         // write id is looked up before the compare-and-set.
-        if !writeId.isEmpty, let original = writeIds.version(of: writeId) {
-            return .duplicate(version: original)
+        if !writeId.isEmpty, let original = writeIds.entry(of: writeId) {
+            if let known = original.fingerprint, known != fingerprint {
+                return .rejected(Rejection(.writeIdConflict,
+                                           "write id 0x\(Self.hex(writeId)) of room \(name) was used by another write (acknowledged at version \(original.version))"))
+            }
+            return .duplicate(version: original.version)
         }
         if let expectedVersion, expectedVersion != version {
             return .rejected(Rejection(.versionMismatch,
@@ -206,8 +228,8 @@ final class Room {
                          "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
     }
 
-    private func unchanged(writeId: [UInt8]) -> WriteOutcome {
-        writeIds.remember(writeId, version: version, changed: false, oldestVersion: history.baseVersion)
+    private func unchanged(writeId: [UInt8], fingerprint: Int) -> WriteOutcome {
+        writeIds.remember(writeId, version: version, fingerprint: fingerprint, changed: false, oldestVersion: history.baseVersion)
         return .unchanged(version: version)
     }
 
@@ -226,10 +248,10 @@ final class Room {
     static let minArenaBytes = 1024
     static let maxArenaBytes = 64 * 1024
 
-    private func commit(version next: UInt64, writeId: [UInt8], frame: [UInt8]) -> WriteOutcome {
+    private func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int, frame: [UInt8]) -> WriteOutcome {
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
         history.append(chunk, version: next)
-        writeIds.remember(writeId, version: next, oldestVersion: history.baseVersion)
+        writeIds.remember(writeId, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)
     }
 }

@@ -1,6 +1,9 @@
 /// The write ids a room remembers, so that a retried MUTATE or REPLACE is not applied twice
 /// (PROTOCOL.md §10, `write_id`): a repeated id is answered with the ACK of the version its
-/// original write produced, and nothing is applied.
+/// original write produced, and nothing is applied. With each id goes the fingerprint of the
+/// write that used it, so that another write reusing the id is refused (`write_id_conflict`)
+/// rather than acknowledged and dropped; ids restored from storage have none (the log keeps
+/// the DIFF, not the request), and any write with such an id is taken as its retry.
 ///
 /// The window is the room's history window (PROTOCOL.md: "at least the versions it keeps for
 /// resume"), kept exactly:
@@ -15,7 +18,12 @@
 /// `forget` amortized O(1) per id forgotten.
 struct WriteIdWindow {
     let maxCount: Int
-    private var versions: [[UInt8]: UInt64] = [:]
+    /// What is remembered of one write: the version it was acknowledged at, and its fingerprint.
+    struct Entry: Hashable {
+        var version: UInt64
+        var fingerprint: Int?
+    }
+    private var versions: [[UInt8]: Entry] = [:]
     /// Ids in the order they were remembered (versions never decrease along each queue).
     private var applied = IdQueue()
     private var unchanged = IdQueue()
@@ -26,16 +34,18 @@ struct WriteIdWindow {
 
     var count: Int { versions.count }
 
-    /// The version the write with this id produced, if it is remembered.
-    func version(of id: [UInt8]) -> UInt64? {
+    /// The version and fingerprint of the write with this id, if it is remembered.
+    func entry(of id: [UInt8]) -> Entry? {
         versions[id]
     }
 
-    /// Remembers that the write `id` was acknowledged at `version` (`changed`: it made that
-    /// version; otherwise it changed nothing), then forgets ids older than `oldestVersion`.
-    /// Only ids not remembered yet are passed (a remembered one is answered as a duplicate).
-    mutating func remember(_ id: [UInt8], version: UInt64, changed: Bool = true, oldestVersion: UInt64) {
-        guard !id.isEmpty, maxCount > 0, versions.updateValue(version, forKey: id) == nil else { return }
+    /// Remembers that the write `id` (with `fingerprint`, `nil` when unknown) was acknowledged
+    /// at `version` (`changed`: it made that version; otherwise it changed nothing), then forgets
+    /// ids older than `oldestVersion`. Only ids not remembered yet are passed (a remembered one
+    /// is answered as a duplicate or a conflict).
+    mutating func remember(_ id: [UInt8], version: UInt64, fingerprint: Int?, changed: Bool = true, oldestVersion: UInt64) {
+        guard !id.isEmpty, maxCount > 0,
+              versions.updateValue(Entry(version: version, fingerprint: fingerprint), forKey: id) == nil else { return }
         if changed {
             applied.append(id, version)
         } else {

@@ -117,11 +117,11 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     @Test func repeatedWriteIdGetsTheOriginalVersionAndAppliesNothing() {
         let room = makeRoom()
         let id: [UInt8] = Array("write-1".utf8)
-        mustApply(room, [.appendSections([element("s")])], writeId: id)
+        mustApply(room, [.appendSections([element("s")])], writeId: id, expected: 0)
         mustApply(room, [.appendSections([element("t")])], writeId: Array("write-2".utf8))
         var scratch: [UInt8] = []
-        // The retry would fail if applied (duplicate section) and carries a stale expected
-        // version; neither matters: it is answered with version 1.
+        // The retry would fail if applied (duplicate section) and its expected version is stale
+        // by now; neither matters: it is answered with version 1.
         let outcome = room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: id, scratch: &scratch)
         guard case .duplicate(let version) = outcome else {
             Issue.record("expected a duplicate, got \(outcome)")
@@ -143,7 +143,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         // History keeps versions 3 and 4 (base 2): ids of versions 2...4 are remembered.
         #expect(room.historyBaseVersion == 2)
         var scratch: [UInt8] = []
-        guard case .duplicate(3) = room.mutate([], expectedVersion: nil, writeId: [3], scratch: &scratch) else {
+        guard case .duplicate(3) = room.mutate([.appendSections([element("c")])], expectedVersion: nil, writeId: [3], scratch: &scratch) else {
             Issue.record("write id 3 was forgotten too early")
             return
         }
@@ -162,11 +162,19 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
             return
         }
         #expect(version == 1 && room.version == 1 && room.historyCount == 1)
-        // Its write id is remembered too.
-        guard case .duplicate(1) = room.mutate([.appendSections([element("t")])], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+        // Its write id is remembered too: its retry is a duplicate...
+        guard case .duplicate(1) = room.mutate([], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
             Issue.record("the write id of an empty batch was not remembered")
             return
         }
+        // ...and another batch reusing it is refused, not acknowledged and dropped (#12).
+        guard case .rejected(let conflict) = room.mutate([.appendSections([element("t")])], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+            Issue.record("a different batch reusing an empty batch's write id was not refused")
+            return
+        }
+        #expect(conflict.code == .writeIdConflict && conflict.opIndex == nil && conflict.identifier == nil)
+        #expect(conflict.message.contains("0x09") && conflict.message.contains("version 1"))
+        #expect(room.version == 1 && room.snapshot.sectionIdentifiers == ["s"])
         // An empty batch still checks the expected version.
         guard case .rejected(let rejection) = room.mutate([], expectedVersion: 5, writeId: [], scratch: &scratch) else {
             Issue.record("an empty batch skipped compare-and-set")
@@ -324,27 +332,72 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
+@Suite struct WriteIdConflictTests {
+    /// Any remembered id, not only an empty batch's: the same request again is a retry, a
+    /// different one (ops, expected version, or REPLACE content) is a conflict.
+    @Test func aWriteIdNamesOneRequest() {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s")])], writeId: [7])
+        var scratch: [UInt8] = []
+        guard case .duplicate(1) = room.mutate([.appendSections([element("s")])], expectedVersion: nil, writeId: [7], scratch: &scratch) else {
+            Issue.record("the retry was not recognised")
+            return
+        }
+        for outcome in [room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [7], scratch: &scratch),
+                        room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: [7], scratch: &scratch),
+                        room.replace(with: room.snapshot, expectedVersion: nil, writeId: [7], scratch: &scratch)] {
+            guard case .rejected(let rejection) = outcome, rejection.code == .writeIdConflict else {
+                Issue.record("expected write_id_conflict, got \(outcome)")
+                continue
+            }
+        }
+        // A REPLACE that changed nothing: its retry is still a duplicate after another write.
+        let target = room.snapshot
+        guard case .unchanged(1) = room.replace(with: target, expectedVersion: nil, writeId: [8], scratch: &scratch) else {
+            Issue.record("an equal REPLACE changed something")
+            return
+        }
+        mustApply(room, [.appendSections([element("t")])])
+        guard case .duplicate(1) = room.replace(with: target, expectedVersion: nil, writeId: [8], scratch: &scratch) else {
+            Issue.record("the retried no-op REPLACE was applied again")
+            return
+        }
+        #expect(room.snapshot.sectionIdentifiers == ["s", "t"])
+    }
+
+    /// Ids restored from storage have no fingerprint: any write reusing one is its retry.
+    @Test func restoredIdsMatchAnyWrite() {
+        let room = Room(name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: Room.Limits(),
+                        history: [(version: 1, writeId: [1], frame: [0, 0, 0, 1, 0x22])])
+        var scratch: [UInt8] = []
+        guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {
+            Issue.record("a restored write id was not taken as a retry")
+            return
+        }
+    }
+}
+
 @Suite struct WriteIdWindowTests {
     @Test func noOpWritesCannotPushOutTheIdOfAWriteStillInHistory() {
         var window = WriteIdWindow(maxCount: 4)
-        window.remember([1], version: 1, oldestVersion: 0)
-        for n in UInt8(10)..<UInt8(30) { window.remember([n], version: 1, changed: false, oldestVersion: 0) }
-        #expect(window.version(of: [1]) == 1, "the applied write's id is still in the window")
-        #expect(window.version(of: [29]) == 1 && window.version(of: [26]) == 1)
-        #expect(window.version(of: [25]) == nil, "no-op ids are capped at maxCount")
+        window.remember([1], version: 1, fingerprint: nil, oldestVersion: 0)
+        for n in UInt8(10)..<UInt8(30) { window.remember([n], version: 1, fingerprint: nil, changed: false, oldestVersion: 0) }
+        #expect(window.entry(of: [1])?.version == 1, "the applied write's id is still in the window")
+        #expect(window.entry(of: [29])?.version == 1 && window.entry(of: [26])?.version == 1)
+        #expect(window.entry(of: [25])?.version == nil, "no-op ids are capped at maxCount")
         #expect(window.count == 5)
     }
 
     @Test func idsLeaveWithTheirVersion() {
         var window = WriteIdWindow(maxCount: 4)
-        window.remember([1], version: 1, oldestVersion: 0)
-        window.remember([2], version: 1, changed: false, oldestVersion: 0)
-        window.remember([3], version: 2, oldestVersion: 0)
+        window.remember([1], version: 1, fingerprint: nil, oldestVersion: 0)
+        window.remember([2], version: 1, fingerprint: nil, changed: false, oldestVersion: 0)
+        window.remember([3], version: 2, fingerprint: nil, oldestVersion: 0)
         window.forget(before: 2)
-        #expect(window.version(of: [1]) == nil && window.version(of: [2]) == nil)
-        #expect(window.version(of: [3]) == 2)
+        #expect(window.entry(of: [1])?.version == nil && window.entry(of: [2])?.version == nil)
+        #expect(window.entry(of: [3])?.version == 2)
         // Empty ids are never remembered.
-        window.remember([], version: 3, oldestVersion: 2)
-        #expect(window.version(of: []) == nil)
+        window.remember([], version: 3, fingerprint: nil, oldestVersion: 2)
+        #expect(window.entry(of: [])?.version == nil)
     }
 }
