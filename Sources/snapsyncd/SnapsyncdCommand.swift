@@ -157,7 +157,7 @@ struct SnapsyncdCommand: ParsableCommand {
             try DataDirectory.prepare(configuration.dataDirectory)
             let (store, recovered) = try DurableStore.open(options: storageOptions(configuration), logger: logger)
             let server = try Server(configuration: configuration, logger: logger, storage: DurableWriteStorage(store: store))
-            server.restore(recovered)
+            try server.restore(recovered)
             try server.start()
             try server.run()
             try store.close()

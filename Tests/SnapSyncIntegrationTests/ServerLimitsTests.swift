@@ -4,7 +4,8 @@ import SnapSyncWire
 import SnapSyncTestSupport
 
 // The room limits on the real daemon where PROTOCOL.md §5 and §12 meet: a REPLACE's DIFF applies
-// op by op under the room's limits (#12).
+// op by op under the room's limits, and a room over limits lowered since it was written keeps
+// the daemon from starting (#12).
 
 extension ServerIntegration {
     @Suite struct Limits {
@@ -43,6 +44,28 @@ extension ServerIntegration {
                 }
                 #expect(replica == target, "round \(round)")
             }
+        }
+
+        /// A room written under higher limits: a restart with a lower one refuses to start,
+        /// naming the room, what it holds and the flag to raise; at the old limit it starts.
+        @Test func aRoomOverALoweredLimitKeepsTheDaemonFromStarting() throws {
+            let dir = try DurableDirectory()
+            defer { dir.remove() }
+            let daemon = try dir.start()
+            let client = try RawClient.ready(daemon)
+            try client.mustMutate("big", [.appendSections([.named("s")]), .appendItems((0..<5).map { .named("i\($0)") }, toSection: "s")])
+            daemon.stop()
+            for (flag, value, expected) in [("--max-items-per-room", "4", "holds 5 items, over --max-items-per-room 4"),
+                                            ("--max-identifier-bytes", "1", "holds the identifier i0 of 2 bytes, over --max-identifier-bytes 1")] {
+                let (status, output) = try DaemonProcess.run(arguments: ["--host", "127.0.0.1", "--port", "0", "--data-dir", dir.data,
+                                                                         flag, value])
+                #expect(status != 0, "\(flag) \(value): \(output)")
+                #expect(output.contains("room big " + expected), "\(output)")
+                #expect(output.contains("start with \(flag) "), "\(output)")
+            }
+            let again = try dir.start(["--max-items-per-room", "5"])
+            defer { again.stop() }
+            #expect(try RawClient.ready(again).state(of: "big").snapshot.numberOfItems == 5)
         }
     }
 }

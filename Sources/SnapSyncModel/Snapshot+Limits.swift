@@ -1,0 +1,40 @@
+// Checking a whole snapshot against content limits: for a snapshot built without them, such as a
+// room recovered from storage under limits lowered since it was written.
+
+extension Snapshot {
+    /// The first content limit (PROTOCOL.md §12) this snapshot breaks, or `nil`, in the order a
+    /// receiver checks a `snapshot` field (§4): the encoding's size first, then the sections in
+    /// order, each followed by its items; for each element its identifier, its payload, then the
+    /// section or item count it would take over the limit.
+    /// - Complexity: O(sections + items), without copying any identifier or payload except the
+    ///   one named in the violation.
+    public func firstLimitViolation(_ limits: Limits) -> Violation? {
+        if canonicalByteCount > limits.maxSnapshotBytes { return .snapshotTooLarge(limit: limits.maxSnapshotBytes) }
+        var sectionCount = 0, itemCount = 0
+        var s = firstSection
+        while s != Self.none {
+            let node = sectionNodes[Int(s)]
+            if node.id.count > limits.maxIdentifierBytes { return .identifierTooLong(node.id, limit: limits.maxIdentifierBytes) }
+            if node.payload.count > limits.maxPayloadBytes {
+                return .payloadTooLarge(node.id, size: node.payload.count, limit: limits.maxPayloadBytes)
+            }
+            sectionCount += 1
+            if sectionCount > limits.maxSections { return .tooManySections(limit: limits.maxSections) }
+            var i = node.firstItem
+            while i != Self.none {
+                let item = itemNodes[Int(i)]
+                if Int(item.idCount) > limits.maxIdentifierBytes {
+                    return .identifierTooLong(itemIdentifier(at: i), limit: limits.maxIdentifierBytes)
+                }
+                if Int(item.payloadCount) > limits.maxPayloadBytes {
+                    return .payloadTooLarge(itemIdentifier(at: i), size: Int(item.payloadCount), limit: limits.maxPayloadBytes)
+                }
+                itemCount += 1
+                if itemCount > limits.maxItems { return .tooManyItems(limit: limits.maxItems) }
+                i = item.next
+            }
+            s = node.next
+        }
+        return nil
+    }
+}
