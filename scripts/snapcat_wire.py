@@ -251,29 +251,32 @@ def _check_element(e, limits, what):
 
 def check_snapshot_content(snapshot, limits=None):
     """The rules every snapshot obeys (PROTOCOL.md section 4): unique identifiers and the content
-    limits. Raises WireError named after the broken rule (not malformed_frame)."""
+    limits, checked in the section's order: the encoding's size first, then each section followed
+    by its items; for each element its identifier's length, its payload's size, uniqueness, then
+    the count it would take over the limit. Raises WireError named after the first broken rule
+    (not malformed_frame)."""
     limits = limits_from(limits)
+    size = len(encode_snapshot(snapshot))
+    if size > limits["max_snapshot_bytes"]:
+        raise WireError("snapshot_too_large", "snapshot encoding of %d bytes exceeds "
+                        "max_snapshot_bytes %d" % (size, limits["max_snapshot_bytes"]))
     sections, items = set(), set()
     for sec in snapshot:
         _check_element(sec, limits, "section")
         if sec["id"] in sections:
             raise WireError("duplicate_section", "section %s appears twice" % _show(sec["id"]), sec["id"])
         sections.add(sec["id"])
+        if len(sections) > limits["max_sections_per_room"]:
+            raise WireError("too_many_sections", "more than max_sections_per_room %d sections"
+                            % limits["max_sections_per_room"])
         for item in sec["items"]:
             _check_element(item, limits, "item")
             if item["id"] in items:
                 raise WireError("duplicate_item", "item %s appears twice" % _show(item["id"]), item["id"])
             items.add(item["id"])
-    if len(sections) > limits["max_sections_per_room"]:
-        raise WireError("too_many_sections", "%d sections exceed max_sections_per_room %d"
-                        % (len(sections), limits["max_sections_per_room"]))
-    if len(items) > limits["max_items_per_room"]:
-        raise WireError("too_many_items", "%d items exceed max_items_per_room %d"
-                        % (len(items), limits["max_items_per_room"]))
-    size = len(encode_snapshot(snapshot))
-    if size > limits["max_snapshot_bytes"]:
-        raise WireError("snapshot_too_large", "snapshot encoding of %d bytes exceeds "
-                        "max_snapshot_bytes %d" % (size, limits["max_snapshot_bytes"]))
+            if len(items) > limits["max_items_per_room"]:
+                raise WireError("too_many_items", "more than max_items_per_room %d items"
+                                % limits["max_items_per_room"])
 
 
 def op_identifiers(op):
@@ -902,47 +905,38 @@ class Snapshot:
                 return sec, n
         raise KeyError(iid)
 
-    def _check_limits(self, k, elements):
-        if self.limits is None:
-            return
-        for e in elements:
-            try:
-                _check_element(e, self.limits, "element")
-            except WireError as err:
-                raise BatchError(err.name, k, e["id"], err.message)
+    def _check_payload(self, k, e):
+        if self.limits is not None and len(e["payload"]) > self.limits["max_payload_bytes"]:
+            raise BatchError("payload_too_large", k, e["id"], "payload of %d bytes exceeds "
+                             "max_payload_bytes %d" % (len(e["payload"]), self.limits["max_payload_bytes"]))
 
-    def _check_counts(self, k):
-        if self.limits is None:
-            return
-        if len(self.sections) > self.limits["max_sections_per_room"]:
-            raise BatchError("too_many_sections", k, None, "the room would have %d sections "
-                             "(max_sections_per_room %d)" % (len(self.sections),
-                                                            self.limits["max_sections_per_room"]))
-        if len(self.item_section) > self.limits["max_items_per_room"]:
-            raise BatchError("too_many_items", k, None, "the room would have %d items "
-                             "(max_items_per_room %d)" % (len(self.item_section),
-                                                         self.limits["max_items_per_room"]))
+    def _check_new(self, k, e, existing, duplicate, count, too_many, limit_name):
+        """An element an op adds (PROTOCOL.md section 6): identifier, payload, uniqueness, count."""
+        if self.limits is not None and len(e["id"]) > self.limits["max_identifier_bytes"]:
+            raise BatchError("identifier_too_long", k, e["id"], "identifier of %d bytes exceeds "
+                             "max_identifier_bytes %d" % (len(e["id"]), self.limits["max_identifier_bytes"]))
+        self._check_payload(k, e)
+        if e["id"] in existing:
+            raise BatchError(duplicate, k, e["id"], "%s already exists" % duplicate.split("_")[1])
+        if self.limits is not None and count >= self.limits[limit_name]:
+            raise BatchError(too_many, k, None, "the room would exceed %s %d" % (limit_name, self.limits[limit_name]))
 
     def _add_sections(self, k, elements, pos):
-        self._check_limits(k, elements)
         for e in elements:
-            if e["id"] in self.section_index:
-                raise BatchError("duplicate_section", k, e["id"], "section already exists")
+            self._check_new(k, e, self.section_index, "duplicate_section", len(self.sections),
+                            "too_many_sections", "max_sections_per_room")
             sec = {"id": e["id"], "payload": e["payload"], "items": []}
             self.sections.insert(pos, sec)
             self.section_index[e["id"]] = sec
             pos += 1
-        self._check_counts(k)
 
     def _add_items(self, k, elements, sec, pos):
-        self._check_limits(k, elements)
         for e in elements:
-            if e["id"] in self.item_section:
-                raise BatchError("duplicate_item", k, e["id"], "item already exists")
+            self._check_new(k, e, self.item_section, "duplicate_item", len(self.item_section),
+                            "too_many_items", "max_items_per_room")
             sec["items"].insert(pos, {"id": e["id"], "payload": e["payload"]})
             self.item_section[e["id"]] = sec["id"]
             pos += 1
-        self._check_counts(k)
 
     def _remove_item(self, iid):
         sec, n = self._item_pos(iid)
@@ -982,10 +976,10 @@ class Snapshot:
             pos = self._section_pos(anchor) + (1 if op["placement"]["side"] == "after" else 0)
             self.sections.insert(pos, sec)
         elif name == "update_sections":
-            self._check_limits(k, op["elements"])
             for e in op["elements"]:
                 if e["id"] not in self.section_index:
                     raise BatchError("section_not_found", k, e["id"], "no such section")
+                self._check_payload(k, e)
                 self.section_index[e["id"]]["payload"] = e["payload"]
         elif name == "append_items":
             sid = op["section"]
@@ -1042,10 +1036,10 @@ class Snapshot:
             target["items"].append(item)
             self.item_section[iid] = sid
         elif name == "update_items":
-            self._check_limits(k, op["elements"])
             for e in op["elements"]:
                 if e["id"] not in self.item_section:
                     raise BatchError("item_not_found", k, e["id"], "no such item")
+                self._check_payload(k, e)
                 sec, n = self._item_pos(e["id"])
                 sec["items"][n]["payload"] = e["payload"]
         else:
@@ -1060,19 +1054,20 @@ class Snapshot:
     def apply_batch(self, ops, limits=None):
         """Applies a whole batch atomically: returns the new Snapshot, or raises BatchError and
         leaves self untouched. With ``limits`` (by name), the content limits are enforced as a
-        server does (PROTOCOL.md sections 5 and 12); a replica applying DIFFs needs none."""
+        server and a replica applying a DIFF do (PROTOCOL.md sections 5, 6 and 12): per element,
+        and the size after each op that grows the encoding."""
         work = self.copy()
         work.limits = None if limits is None else limits_from(limits)
         try:
+            size = len(work.encode())
             for k, op in enumerate(ops):
                 work.apply_op(op, k)
-            if work.limits is not None and ops:
-                size = len(work.encode())
-                if size > work.limits["max_snapshot_bytes"]:
-                    # The rule is about the batch's result; blame its last op.
-                    raise BatchError("snapshot_too_large", len(ops) - 1, None,
-                                     "the snapshot would encode to %d bytes (max_snapshot_bytes %d)"
-                                     % (size, work.limits["max_snapshot_bytes"]))
+                if work.limits is not None:
+                    before, size = size, len(work.encode())
+                    if size > before and size > work.limits["max_snapshot_bytes"]:
+                        raise BatchError("snapshot_too_large", k, None,
+                                         "the snapshot would encode to %d bytes (max_snapshot_bytes %d)"
+                                         % (size, work.limits["max_snapshot_bytes"]))
         finally:
             work.limits = None
         return work

@@ -375,7 +375,10 @@ NOTES = {
                    "implementations do, with `malformed_frame`. An implementation that does not validate MAY skip these.",
     "ContentRule": "A whole, well-formed SNAPSHOT, REPLACE or DIFF whose content breaks a model rule or "
                    "limit. The error is the rule's code (20-32), not malformed_frame: a server answers a "
-                   "REPLACE like this with REJECT.",
+                   "REPLACE like this with REJECT. `identifier` is the one that REJECT carries (JSON form), "
+                   "or null for a rule about no one identifier (counts, size).",
+    "MultiRule": "A ContentRule case that breaks two or more rules: `error` is the first in the order of "
+                 "section 4 (size first, then each section followed by its items, element by element).",
     "Example": "Valid; a worked example printed in PROTOCOL.md (regenerated from here, so the two agree).",
     "ContentUnchecked": "Valid at the wire level although the content breaks a limit: MUTATE ops are checked by "
                         "applying them, which gives the REJECT its op_index, not by the decoder.",
@@ -386,23 +389,26 @@ class Suite:
     def __init__(self):
         self.tests = []
 
-    def add(self, comment, flags, raw, result, message=None, err=None):
+    def add(self, comment, flags, raw, result, message=None, err=None, identifier=None):
         t = {"tcId": len(self.tests) + 1, "comment": comment, "flags": flags, "hex": raw.hex(), "result": result}
         if message is not None:
             t["message"] = message
         if err is not None:
             t["error"] = err
+        if "ContentRule" in flags:
+            # Section 6: the identifier a REJECT carries for this rule (null: the rule has none).
+            t["identifier"] = None if identifier is None else jb(B(identifier))
         self.tests.append(t)
 
     def valid(self, comment, flags, built):
         body, js = built
         self.add(comment, ["Valid"] + flags, frame(body), "valid", message=js)
 
-    def invalid(self, comment, flags, raw, err):
-        self.add(comment, flags, raw, "invalid", err=err)
+    def invalid(self, comment, flags, raw, err, identifier=None):
+        self.add(comment, flags, raw, "invalid", err=err, identifier=identifier)
 
-    def invalid_body(self, comment, flags, body, err):
-        self.invalid(comment, flags, frame(body), err)
+    def invalid_body(self, comment, flags, body, err, identifier=None):
+        self.invalid(comment, flags, frame(body), err, identifier)
 
 
 DEFAULT_LIMITS = {
@@ -623,13 +629,13 @@ def message_vectors():
     # --- content rules in whole frames ---------------------------------------------------------
     s.invalid_body("SNAPSHOT with an item id in two sections", ["ContentRule"],
                    snapshot(1, "r", 1, 1, "initial", [(el("s1"), [el("x")]), (el("s2"), [el("x")])])[0],
-                   "duplicate_item")
+                   "duplicate_item", "x")
     s.invalid_body("SNAPSHOT with a repeated section id", ["ContentRule"],
-                   snapshot(1, "r", 1, 1, "initial", [(el("s"), []), (el("s"), [])])[0], "duplicate_section")
+                   snapshot(1, "r", 1, 1, "initial", [(el("s"), []), (el("s"), [])])[0], "duplicate_section", "s")
     s.invalid_body("REPLACE with a repeated item id", ["ContentRule"],
-                   replace(3, "r", None, b"", [(el("s"), [el("x"), el("x")])])[0], "duplicate_item")
+                   replace(3, "r", None, b"", [(el("s"), [el("x"), el("x")])])[0], "duplicate_item", "x")
     s.invalid_body("DIFF with a 257-byte identifier", ["ContentRule"],
-                   diff("r", 1, 1, [delete_items("i" * 257)])[0], "identifier_too_long")
+                   diff("r", 1, 1, [delete_items("i" * 257)])[0], "identifier_too_long", "i" * 257)
     s.valid("DIFF with a 256-byte identifier (max_identifier_bytes)", ["EdgeCase"],
             diff("r", 1, 1, [delete_items("i" * 256)]))
 
@@ -685,11 +691,12 @@ def limit_vectors():
     for n in (0, 1, imax):
         s.valid("DIFF identifier of %d bytes" % n, ["EdgeCase"], diff("r", 1, 1, [append_sections(el("s" * n))]))
     s.invalid_body("DIFF identifier of max + 1 bytes", ["ContentRule"],
-                   diff("r", 1, 1, [append_sections(el("s" * (imax + 1)))])[0], "identifier_too_long")
+                   diff("r", 1, 1, [append_sections(el("s" * (imax + 1)))])[0], "identifier_too_long", "s" * (imax + 1))
     s.invalid_body("DIFF anchor of max + 1 bytes", ["ContentRule"],
-                   diff("r", 1, 1, [move_section("s", pl("after", "a" * (imax + 1)))])[0], "identifier_too_long")
+                   diff("r", 1, 1, [move_section("s", pl("after", "a" * (imax + 1)))])[0], "identifier_too_long",
+                   "a" * (imax + 1))
     s.invalid_body("DIFF deleted id of max + 1 bytes", ["ContentRule"],
-                   diff("r", 1, 1, [delete_items("i" * (imax + 1))])[0], "identifier_too_long")
+                   diff("r", 1, 1, [delete_items("i" * (imax + 1))])[0], "identifier_too_long", "i" * (imax + 1))
     s.valid("MUTATE identifier of max + 1 bytes (the server rejects it when applying)", ["ContentUnchecked"],
             mutate(1, "r", None, b"", [append_sections(el("s" * (imax + 1)))]))
 
@@ -698,7 +705,7 @@ def limit_vectors():
     for n in (0, 1, pmax):
         s.valid("DIFF payload of %d bytes" % n, ["EdgeCase"], diff("r", 1, 1, [update_items("reload", el("i", "p" * n))]))
     s.invalid_body("DIFF payload of max + 1 bytes", ["ContentRule"],
-                   diff("r", 1, 1, [update_items("reload", el("i", "p" * (pmax + 1)))])[0], "payload_too_large")
+                   diff("r", 1, 1, [update_items("reload", el("i", "p" * (pmax + 1)))])[0], "payload_too_large", "i")
     s.valid("MUTATE payload of max + 1 bytes (the server rejects it when applying)", ["ContentUnchecked"],
             mutate(1, "r", None, b"", [update_items("reload", el("i", "p" * (pmax + 1)))]))
 
@@ -708,20 +715,37 @@ def limit_vectors():
     for n in (0, 1, L["max_items_per_room"]):
         s.valid("SNAPSHOT with %d items" % n, ["EdgeCase"], snapshot(1, "r", 1, 1, "initial", snap_items(n)))
     s.invalid_body("SNAPSHOT with max_items_per_room + 1 items", ["ContentRule"],
-                   snapshot(1, "r", 1, 1, "initial", snap_items(L["max_items_per_room"] + 1))[0], "too_many_items")
+                   snapshot(1, "r", 1, 1, "initial", snap_items(L["max_items_per_room"] + 1))[0], "too_many_items", None)
     def snap_sections(n):
         return [(el(str(k)), []) for k in range(n)]
     for n in (0, 1, L["max_sections_per_room"]):
         s.valid("SNAPSHOT with %d sections" % n, ["EdgeCase"], snapshot(1, "r", 1, 1, "initial", snap_sections(n)))
     s.invalid_body("SNAPSHOT with max_sections_per_room + 1 sections", ["ContentRule"],
                    snapshot(1, "r", 1, 1, "initial", snap_sections(L["max_sections_per_room"] + 1))[0],
-                   "too_many_sections")
+                   "too_many_sections", None)
     s.invalid_body("REPLACE with max_sections_per_room + 1 sections", ["ContentRule"],
-                   replace(1, "r", None, b"", snap_sections(L["max_sections_per_room"] + 1))[0], "too_many_sections")
+                   replace(1, "r", None, b"", snap_sections(L["max_sections_per_room"] + 1))[0], "too_many_sections", None)
     s.invalid_body("SNAPSHOT with an identifier of max + 1 bytes", ["ContentRule"],
-                   snapshot(1, "r", 1, 1, "initial", [(el("s" * (imax + 1)), [])])[0], "identifier_too_long")
+                   snapshot(1, "r", 1, 1, "initial", [(el("s" * (imax + 1)), [])])[0], "identifier_too_long",
+                   "s" * (imax + 1))
     s.invalid_body("REPLACE with a payload of max + 1 bytes", ["ContentRule"],
-                   replace(1, "r", None, b"", [(el("s"), [el("i", "p" * (pmax + 1))])])[0], "payload_too_large")
+                   replace(1, "r", None, b"", [(el("s"), [el("i", "p" * (pmax + 1))])])[0], "payload_too_large", "i")
+
+    # Two rules at once (section 4's order): size first, then document order, element by element.
+    s.invalid_body("REPLACE [d{x, x}, d]: the duplicate item comes before the duplicate section", ["ContentRule", "MultiRule"],
+                   replace(1, "r", None, b"", [(el("d"), [el("x"), el("x")]), (el("d"), [])])[0], "duplicate_item", "x")
+    s.invalid_body("SNAPSHOT [a{x}, b{x}, c]: the duplicate item comes before the third section (over the limit)",
+                   ["ContentRule", "MultiRule"],
+                   snapshot(1, "r", 1, 1, "initial", [(el("a"), [el("x")]), (el("b"), [el("x")]), (el("c"), [])])[0],
+                   "duplicate_item", "x")
+    s.invalid_body("SNAPSHOT whose fifth item (over the limit) has an identifier over the limit: the element's own rule first",
+                   ["ContentRule", "MultiRule"],
+                   snapshot(1, "r", 1, 1, "initial", [(el("s"), [el(str(k)) for k in range(4)] + [el("5" * (imax + 1))])])[0],
+                   "identifier_too_long", "5" * (imax + 1))
+    s.invalid_body("SNAPSHOT whose third section (over the limit) repeats the first: duplicate before the count",
+                   ["ContentRule", "MultiRule"],
+                   snapshot(1, "r", 1, 1, "initial", [(el("a"), []), (el("b"), []), (el("a"), [])])[0],
+                   "duplicate_section", "a")
 
     smax = L["max_snapshot_bytes"]
     # Two sections (the limit), each with one item; payloads sized so that the encoding is
@@ -742,10 +766,111 @@ def limit_vectors():
     s.invalid_body("SNAPSHOT whose encoding is max_snapshot_bytes + 1", ["ContentRule"],
                    snapshot(1, "r", 1, 1, "initial", snap)[0], "snapshot_too_large")
     s.invalid_body("REPLACE whose snapshot encoding is max_snapshot_bytes + 1", ["ContentRule"],
-                   replace(1, "r", None, b"", snap)[0], "snapshot_too_large")
+                   replace(1, "r", None, b"", snap)[0], "snapshot_too_large", None)
+    big = [(el("a", "x" * pmax), [el("1"), el("1")]), (el("b", "y" * pmax), [])]
+    assert len(enc_snapshot(big)) > smax
+    s.invalid_body("REPLACE over max_snapshot_bytes that also repeats an item: the size comes first",
+                   ["ContentRule", "MultiRule"], replace(1, "r", None, b"", big)[0], "snapshot_too_large", None)
     for t in s.tests:
         assert len(bytes.fromhex(t["hex"])) - 4 <= fmax or "frame_too_large" == t.get("error"), t["comment"]
     return s.tests
+
+
+def batch_vectors():
+    """Batches applied under small limits (sections 5, 6 and 12): which rule answers when one batch
+    breaks several, the op index, the identifier (or none), and the result of those that apply.
+    The expected answers are written from the document's rules, not computed."""
+    L = SMALL_LIMITS
+    imax, pmax = L["max_identifier_bytes"], L["max_payload_bytes"]
+    room = [(el("s", "S"), [el("x"), el("y", "Y")]), (el("t"), [])]   # 2 sections (max), 2 items
+    full = [(el("s"), [el("a"), el("b"), el("c"), el("d")])]             # 4 items (max)
+    # Over a max_snapshot_bytes lowered since it was written (41 bytes > 40): only growth is refused.
+    over = [(el("s", "p" * pmax), [el("a", "q" * pmax), el("b")])]
+    assert len(enc_snapshot(over)) > L["max_snapshot_bytes"]
+    tests = []
+
+    def case(comment, flags, start, ops, error=None, op_index=None, identifier=None):
+        t = {"tcId": len(tests) + 1, "comment": comment, "flags": flags, "start": snapshot_json(start),
+             "hex": frame(mutate(1, "r", None, b"", ops)[0]).hex()}
+        if error is None:
+            model = Model(start)
+            for op in ops:
+                model.apply(op)
+            end = model.snap()
+            t.update({"result": "accepted", "end": snapshot_json(end), "endDigest": digest(end).hex()})
+        else:
+            t.update({"result": "rejected", "error": error, "opIndex": op_index,
+                      "identifier": None if identifier is None else jb(B(identifier))})
+        tests.append(t)
+
+    case("[append_sections d, append_items d {x, x}, append_sections d]: the earlier op's rule wins",
+         ["MultiRule"], [], [append_sections(el("d")), append_items("d", el("x"), el("x")), append_sections(el("d"))],
+         "duplicate_item", 1, "x")
+    case("append_items with a duplicate, then an over-long identifier: the earlier element's rule wins",
+         ["MultiRule"], room, [append_items("t", el("x"), el("l" * (imax + 1)))], "duplicate_item", 0, "x")
+    case("an element that is a duplicate with an over-large payload: payload before uniqueness",
+         ["MultiRule"], room, [append_items("t", el("x", "p" * (pmax + 1)))], "payload_too_large", 0, "x")
+    case("an element that is over-long and a duplicate: identifier length first",
+         ["MultiRule", "OverLimit"], [(el("s" * (imax + 1)), [])], [append_sections(el("s" * (imax + 1)))],
+         "identifier_too_long", 0, "s" * (imax + 1))
+    case("a duplicate on a room at max_items_per_room: uniqueness before the count",
+         ["MultiRule"], full, [append_items("s", el("a"))], "duplicate_item", 0, "a")
+    case("a new item on a room at max_items_per_room: too_many_items carries no identifier",
+         [], full, [append_items("s", el("e"))], "too_many_items", 0, None)
+    case("a new section on a room at max_sections_per_room: too_many_sections carries no identifier",
+         [], room, [insert_sections(pl("before", "s"), el("n"))], "too_many_sections", 0, None)
+    case("one op over max_items_per_room and max_snapshot_bytes: the element's count first",
+         ["MultiRule"], full, [append_items("s", el("e", "p" * pmax))], "too_many_items", 0, None)
+    case("insert_items before a missing anchor with a duplicate element: the anchor first",
+         ["MultiRule"], room, [insert_items(pl("before", "nope"), el("x"))], "anchor_item_not_found", 0, "nope")
+    case("append_items to a missing section with an over-long element: the target first",
+         ["MultiRule"], room, [append_items("nope", el("l" * (imax + 1)))], "section_not_found", 0, "nope")
+    case("move_item of a missing item to a missing anchor: the target first",
+         ["MultiRule"], room, [move_item("nope", pl("after", "gone"))], "item_not_found", 0, "nope")
+    case("move_item relative to itself: anchor_is_self",
+         [], room, [move_item("x", pl("after", "x"))], "anchor_is_self", 0, "x")
+    case("delete_items naming x twice: refused at the second copy",
+         [], room, [delete_items("x", "x")], "item_not_found", 0, "x")
+    case("update_items [missing, over-large]: each element's target and payload before the next element",
+         ["MultiRule"], room, [update_items("reload", el("nope"), el("x", "p" * (pmax + 1)))], "item_not_found", 0, "nope")
+    case("update_items [over-large, missing]: the first element's payload is refused first",
+         ["MultiRule"], room, [update_items("reload", el("x", "p" * (pmax + 1)), el("nope"))], "payload_too_large", 0, "x")
+    case("update_sections [over-large, missing]: the same for sections",
+         ["MultiRule"], room, [update_sections(el("s", "p" * (pmax + 1)), el("nope"))], "payload_too_large", 0, "s")
+    case("a room over a lowered max_snapshot_bytes: an op that shrinks it is accepted though still over",
+         ["OverLimit"], over, [delete_items("b")])
+    case("a room over a lowered max_snapshot_bytes: an op that grows it is refused, per op (a later op "
+         "that would shrink it does not help)", ["OverLimit"], over, [update_items("reload", el("b", "z")), delete_items("a")],
+         "snapshot_too_large", 0, None)
+    over2 = [(el("s", "p" * pmax), [el("a", "q" * pmax), el("b", "rrr")])]
+    case("a room over a lowered max_snapshot_bytes: shrinking, then growing but still smaller than "
+         "before the batch, is refused at the op that grows", ["OverLimit"], over2,
+         [update_items("reload", el("a", "q" * (pmax - 3))), update_items("reload", el("b", "rrrrr")), update_sections(el("s"))],
+         "snapshot_too_large", 1, None)
+    case("a batch that fills every limit exactly", [], [],
+         [append_sections(el("s"), el("t")), append_items("s", el("a"), el("b"), el("c")), append_items(None, el("d"))])
+    for t in tests:
+        assert len(bytes.fromhex(t["hex"])) - 4 <= L["max_frame_bytes"], t["comment"]
+    return {
+        "algorithm": "SnapSync batch application",
+        "protocolVersion": 1,
+        "generatorVersion": GENERATOR_VERSION,
+        "numberOfTests": len(tests),
+        "header": [
+            "Each test applies the ops of the MUTATE frame `hex` to the snapshot `start` (JSON form, section 14;",
+            "it may break `limits`, as a room written under higher limits would), as one batch under `limits`",
+            "(sections 5, 6 and 12). result \"accepted\": the result is `end`, whose digest is `endDigest`.",
+            "result \"rejected\": the batch is refused with `error` (a section 6 name), `opIndex` and",
+            "`identifier` (JSON form, null when the REJECT carries none), and the snapshot is unchanged.",
+        ],
+        "limits": L,
+        "notes": {
+            "MultiRule": "The batch breaks two or more rules; `error` is the first in the order of section 6.",
+            "OverLimit": "`start` breaks a limit, as a room written under higher limits would; for "
+                         "max_snapshot_bytes, only an op that grows the encoding is refused.",
+        },
+        "tests": tests,
+    }
 
 
 def replay_set():
@@ -1076,6 +1201,7 @@ def outputs():
             "so that the frames stay small.",
         ]),
         "replay.json": replay_set(),
+        "batches.json": batch_vectors(),
     }
 
 

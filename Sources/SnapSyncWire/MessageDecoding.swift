@@ -234,27 +234,27 @@ extension ByteReader {
     }
 
     /// A `snapshot` field (§4). The whole structure is read first, so a malformed frame is
-    /// reported as such; then the snapshot is built with `limits`, and a broken content rule
-    /// (duplicate identifier, a limit) is reported with its own code and `requestId`.
+    /// reported as such; then its size is checked, then the snapshot is built with `limits` in
+    /// document order (each section, then its items), so that the first broken content rule
+    /// (duplicate identifier, a limit) is the one §4 names, reported with its own code and
+    /// `requestId`.
     mutating func snapshot(requestId: UInt64, limits: WireLimits) throws(WireError) -> Snapshot {
         let start = offset
         let sectionCount = try count("snapshot.sections", minimumSize: 3)
-        var sections: [SnapSyncModel.Element] = []
-        sections.reserveCapacity(sectionCount)
+        // One `appendSections` per section followed by its items' `appendItems` (absent section:
+        // the one just appended, which is the last), so the model checks in document order.
         var ops: [SnapshotOperation] = []
-        ops.reserveCapacity(sectionCount + 1)
-        ops.append(.appendSections([]))
+        ops.reserveCapacity(2 * sectionCount)
         for _ in 0..<sectionCount {
             let section = try element("snapshot.section", limits: nil)
-            sections.append(section)
+            ops.append(.appendSections([section]))
             let items = try elements("snapshot.items", limits: nil)
-            if !items.isEmpty { ops.append(.appendItems(items, toSection: section.id)) }
+            if !items.isEmpty { ops.append(.appendItems(items, toSection: nil)) }
         }
         let size = offset - start
         guard size <= limits.maxSnapshotBytes else {
             throw WireError(.snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.maxSnapshotBytes)", requestId: requestId)
         }
-        ops[0] = .appendSections(sections)
         var snapshot = Snapshot()
         do {
             try snapshot.apply(ops, limits: limits.model)

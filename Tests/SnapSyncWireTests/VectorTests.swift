@@ -32,6 +32,9 @@ import SnapSyncModel
                 _ = try FrameDecoder.decode(frame: v.bytes, limits: v.limits)
             } catch {
                 #expect(error.code.name == v.error, "\(v): \(error)")
+                if let expected = v.identifier {
+                    #expect(error.identifier.map { JSONForm.bytes($0.bytes) } ?? .null == expected, "\(v): \(error)")
+                }
             }
         }
     }

@@ -17,6 +17,8 @@ enum Vectors {
         let valid: Bool
         let message: JSON?
         let error: String?
+        /// For ContentRule vectors: the identifier the error carries (`.null`: none).
+        let identifier: JSON?
         let limits: WireLimits
 
         var description: String { "\(file) #\(tcId): \(comment)" }
@@ -51,7 +53,7 @@ enum Vectors {
                  flags: t["flags"]!.array!.map { $0.string! },
                  bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
                  valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
-                 limits: limits)
+                 identifier: t["identifier"], limits: limits)
         }
     }
 

@@ -21,12 +21,12 @@ def load(name):
 
 
 def frame_files():
-    """The Wycheproof-style files (every *.json with a `tests` list)."""
+    """The Wycheproof-style frame files (algorithm "SnapSync wire protocol")."""
     out = []
     for path in sorted(glob.glob(os.path.join(VECTORS, "*.json"))):
         with open(path) as f:
             doc = json.load(f)
-        if isinstance(doc, dict) and isinstance(doc.get("tests"), list):
+        if isinstance(doc, dict) and doc.get("algorithm") == "SnapSync wire protocol":
             out.append((os.path.basename(path), doc))
     return out
 
@@ -106,6 +106,9 @@ class FrameVectorTests(unittest.TestCase):
                     with self.assertRaises(wire.WireError) as ctx:
                         wire.decode_frame(data, limits=limits)
                     self.assertEqual(ctx.exception.name, t["error"], ctx.exception.message)
+                    if "identifier" in t:
+                        got = ctx.exception.identifier
+                        self.assertEqual(None if got is None else wire.bytes_to_json(got), t["identifier"])
                     sp = wire.FrameSplitter(limits["max_frame_bytes"])
                     sp.feed(data)
                     if "Truncated" in t["flags"]:
@@ -120,6 +123,30 @@ class FrameVectorTests(unittest.TestCase):
                             list(sp.frames())
                         self.assertEqual(ctx.exception.name, t["error"])
         self.assertGreater(count, 0)
+
+
+class BatchVectorTests(unittest.TestCase):
+    """batches.json: which rule answers a batch that breaks several, and what applies."""
+
+    def test_batches_apply_or_fail_as_the_vectors_say(self):
+        doc = load("batches.json")
+        self.assertGreater(len(doc["tests"]), 0)
+        for t in doc["tests"]:
+            with self.subTest(tcId=t["tcId"], comment=t["comment"]):
+                start = wire.Snapshot(wire.snapshot_from_json(t["start"]))
+                before = start.to_list()
+                ops = wire.decode_frame(bytes.fromhex(t["hex"]))["ops"]
+                if t["result"] == "accepted":
+                    end = start.apply_batch(ops, limits=doc["limits"])
+                    self.assertEqual(wire.snapshot_to_json(end.sections), t["end"])
+                    self.assertEqual(end.digest().hex(), t["endDigest"])
+                else:
+                    with self.assertRaises(wire.BatchError) as ctx:
+                        start.apply_batch(ops, limits=doc["limits"])
+                    e = ctx.exception
+                    self.assertEqual((e.name, e.op_index), (t["error"], t["opIndex"]))
+                    self.assertEqual(None if e.identifier is None else wire.bytes_to_json(e.identifier), t["identifier"])
+                    self.assertEqual(start.to_list(), before)
 
 
 class ReplayVectorTests(unittest.TestCase):
