@@ -72,7 +72,7 @@ extension SnapSyncClient {
         // Take the entry out while advancing it, so that a catch-up's working snapshot is not
         // shared with the dictionary's copy (which would cost a full copy per DIFF).
         guard var entry = rooms.removeValue(forKey: room) else { return }  // left; DIFFs were in flight
-        let outcome = Self.advance(&entry, to: position, by: operations)
+        let outcome = Self.advance(&entry, to: position, by: operations, limits: serverLimits.model)
         rooms[room] = entry
         switch outcome {
         case .ignored:
@@ -95,8 +95,10 @@ extension SnapSyncClient {
         case broken(ResyncReason, fresh: Bool)
     }
 
-    /// Applies one DIFF to a room's state, or says why it cannot be.
-    static func advance(_ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation]) -> DiffOutcome {
+    /// Applies one DIFF to a room's state under the server's limits (PROTOCOL.md §5: a replica
+    /// applies a DIFF with the rules the server applied it with), or says why it cannot be.
+    static func advance(_ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation],
+                        limits: Limits) -> DiffOutcome {
         switch entry.phase {
         case .detached, .joining:
             // The SNAPSHOT or CATCHUP that answers the JOIN covers it.
@@ -106,7 +108,7 @@ extension SnapSyncClient {
             let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.version + 1)
             guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: true) }
             do {
-                try catchUp.working.apply(operations, limits: .unlimited)
+                try catchUp.working.apply(operations, limits: limits)
             } catch {
                 return .broken(.diffFailed(error), fresh: true)
             }
@@ -123,8 +125,9 @@ extension SnapSyncClient {
             // A copy of the previous snapshot, which the previous change still holds: O(n).
             var snapshot = current.snapshot
             do {
-                // The server validated the batch against its limits; the replica only follows.
-                try snapshot.apply(operations, limits: .unlimited)
+                // Every prefix of a correct server's DIFF is within its limits; one that is not
+                // is a DIFF this replica cannot follow, like one that does not apply.
+                try snapshot.apply(operations, limits: limits)
             } catch {
                 return .broken(.diffFailed(error), fresh: true)
             }

@@ -1,9 +1,12 @@
 """snapcat's replica model: the op semantics of PROTOCOL.md sections 5 and 7, batch atomicity."""
 
+import argparse
+import contextlib
 import hashlib
+import io
 import unittest
 
-from tests.support import wire
+from tests.support import snapcat, wire
 
 
 def el(i, p=b""):
@@ -150,3 +153,35 @@ class ApplyTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReplicaLimitTests(unittest.TestCase):
+    """A replica applies a DIFF under the limits the server announced (PROTOCOL.md section 5):
+    one that breaks them cannot be followed, like one that does not apply (section 11.13)."""
+
+    def session(self):
+        s = snapcat.Session(None, argparse.Namespace(max_frame=1 << 24, no_hello=False), snapcat.Output(True, False))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            s.handle({"type": "WELCOME", "version": 1, "session_id": 1, "server_name": b"t",
+                      "limits": [{"key": 4, "value": 2}]})
+            snap = [{"id": b"s", "payload": b"", "items": [{"id": b"a", "payload": b""}]}]
+            s.handle({"type": "SNAPSHOT", "request_id": 1, "room": b"r", "epoch": 5, "version": 1, "reason": "initial",
+                      "digest": wire.snapshot_digest(snap), "snapshot": snap})
+        return s
+
+    def diff(self, s, version, ops):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            s.handle({"type": "DIFF", "room": b"r", "epoch": 5, "version": version, "ops": ops})
+
+    def test_a_diff_within_the_limits_applies(self):
+        s = self.session()
+        self.diff(s, 2, [{"op": "append_items", "section": b"s", "elements": [{"id": b"b", "payload": b""}]}])
+        self.assertTrue(s.replicas[b"r"].in_sync)
+        self.assertEqual(s.replicas[b"r"].snapshot.item_count(), 2)
+
+    def test_a_diff_over_the_announced_limits_loses_the_replica(self):
+        s = self.session()
+        self.diff(s, 2, [{"op": "append_items", "section": b"s",
+                          "elements": [{"id": b"b", "payload": b""}, {"id": b"c", "payload": b""}]}])
+        self.assertFalse(s.replicas[b"r"].in_sync)
+        self.assertIn("too_many_items", s.replicas[b"r"].problem)

@@ -1,0 +1,43 @@
+@testable import SnapSync
+import Testing
+
+// A replica applies a DIFF under the limits the server announced in WELCOME (PROTOCOL.md §5):
+// a DIFF that breaks them cannot be followed, like one that does not apply, so the client
+// drops the replica and JOINs afresh (§11.13) instead of holding a room no server may hold.
+
+@Suite("Client applies DIFFs under the server's limits")
+struct ClientDiffLimitTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aDiffOverTheAnnouncedLimitsIsResynchronised() async throws {
+        let peer = try ScriptedPeer()
+        let room = "r"
+        let s1 = try Snapshot([(Element("s"), [Element("a")])])
+        let s2 = try Snapshot([(Element("s"), [Element("a"), Element("b")])])
+        let script = ClientScriptedServerTests().play(peer) { peer in
+            try peer.accept()
+            guard case .hello = try peer.request() else { throw ScriptedPeer.Failure(description: "expected HELLO") }
+            peer.send(.welcome(version: 1, sessionId: 1, serverName: "scripted",
+                               limits: [Message.LimitEntry(.maxItemsPerRoom, 2)]))
+            var request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 1, reason: .initial, digest: s1.digest, snapshot: s1))
+            // Within the limits: applied.
+            peer.send(.diff(room: room, epoch: 7, version: 2, ops: [.appendItems(["b"], toSection: "s")]))
+            // A third item breaks max_items_per_room 2: the client must not follow it.
+            peer.send(.diff(room: room, epoch: 7, version: 3, ops: [.appendItems(["c"], toSection: "s")]))
+            request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s2.digest, snapshot: s2))
+        }
+        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
+                                                         reconnect: .disabled))
+        try await client.connect()
+        let replica = try await client.join(room)
+        let log = ChangeLog.start(replica)
+        let changes = try await log.wait(for: "the resync at v3") { $0.last?.position == RoomPosition(epoch: 7, version: 3) }
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        #expect(changes.map(\.kind) == [.initial, .diff,
+                                         .resync(.diffFailed(BatchError(operationIndex: 0, violation: .tooManyItems(limit: 2))))])
+        #expect(changes.last?.snapshot == s2)
+        await client.close()
+    }
+}
