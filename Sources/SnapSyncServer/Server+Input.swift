@@ -111,9 +111,15 @@ extension Server {
             message = try decoder.nextMessage()
         } catch {
             decoder = FrameDecoder(limits: configuration.wire, accepting: .client)
-            if let requestId = error.requestId, error.code.kind == .reject, connection.state == .ready {
+            if let requestId = error.requestId, error.code.kind == .reject {
                 // A whole, well-formed REPLACE whose snapshot breaks a content rule: the request
-                // fails, the connection goes on.
+                // fails, the connection goes on. It decoded, so before HELLO the state answers
+                // (PROTOCOL.md §8.1).
+                guard connection.state == .ready else {
+                    protocolError(WireError(.handshakeRequired, "REPLACE before HELLO: the first frame must be HELLO"),
+                                  on: connection, bytes: frame)
+                    return
+                }
                 stats.writesRejected += 1
                 send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestId: requestId), to: connection)
                 return
