@@ -18,9 +18,15 @@ struct RandomBatches {
         self.allowsDeleteAll = allowsDeleteAll
     }
 
-    mutating func sectionID() -> Identifier { Identifier("s\(Int.random(in: 0..<sectionPool, using: &random))") }
-    mutating func itemID() -> Identifier { Identifier("i\(Int.random(in: 0..<itemPool, using: &random))") }
-    mutating func payload() -> Payload { Payload("p\(Int.random(in: 0..<3, using: &random))") }
+    /// Identifier 0 of each pool is the empty one (an identifier like any other), and one
+    /// payload in four is empty.
+    mutating func sectionID() -> Identifier { Self.id("s", Int.random(in: 0..<sectionPool, using: &random)) }
+    mutating func itemID() -> Identifier { Self.id("i", Int.random(in: 0..<itemPool, using: &random)) }
+    mutating func payload() -> Payload {
+        let k = Int.random(in: 0..<4, using: &random)
+        return k == 3 ? .empty : Payload("p\(k)")
+    }
+    static func id(_ prefix: String, _ k: Int) -> Identifier { Identifier(k == 0 ? "" : "\(prefix)\(k)") }
 
     /// A snapshot with distinct identifiers.
     mutating func snapshot() -> Snapshot {
