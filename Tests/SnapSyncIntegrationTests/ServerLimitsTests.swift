@@ -67,28 +67,5 @@ extension ServerIntegration {
             defer { again.stop() }
             #expect(try RawClient.ready(again).state(of: "big").snapshot.numberOfItems == 5)
         }
-
-        /// PROTOCOL.md §8.1: a frame is decoded first, in every state (the decoder's code wins,
-        /// unknown_message_type for a server-only type included); only a frame that decodes is
-        /// then checked against the state (handshake_required before HELLO).
-        @Test func beforeHelloTheDecoderAnswersFirstThenTheState() throws {
-            let daemon = try DaemonProcess.start()
-            defer { daemon.stop() }
-            let cases: [([UInt8], ErrorCode)] = [
-                (FrameEncoder().encode(.welcome(version: 1, sessionId: 1, serverName: "x", limits: [])), .unknownMessageType),
-                (FrameEncoder().encode(.ack(requestId: 1, epoch: 1, version: 1)), .unknownMessageType),
-                ([0, 0, 0, 2, 0x10, 0x01], .malformedFrame),  // JOIN cut short
-                (FrameEncoder().encode(.join(requestId: 1, room: "r", resume: nil)), .handshakeRequired),
-                (FrameEncoder().encode(.ping(nonce: 1)), .handshakeRequired),
-                // REPLACE r with snapshot [s, s]: well-formed, breaking a content rule (it decoded).
-                ([0, 0, 0, 15, 0x13, 0x01, 0x01, 0x72, 0x00, 0x00, 0x02, 0x01, 0x73, 0x00, 0x00, 0x01, 0x73, 0x00, 0x00],
-                 .handshakeRequired),
-            ]
-            for (frame, expected) in cases {
-                let client = try RawClient(host: daemon.host, port: daemon.port)
-                try client.send(raw: frame)
-                #expect(try client.closingError().code == expected, "\(frame)")
-            }
-        }
     }
 }
