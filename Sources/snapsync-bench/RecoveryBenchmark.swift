@@ -93,6 +93,7 @@ struct RecoveryBenchmark: ParsableCommand {
                     "timed_out": .string(start.seconds == nil ? "yes" : "no"),
                     "seconds_to_listening": start.seconds.map { .number($0, digits: 3) } ?? .number(.nan),
                     "open_ms": start.openMs.map { .int($0) } ?? .number(.nan),
+                    "checkpoints_loaded": start.checkpoints.map { .int($0) } ?? .number(.nan),
                     "replayed": start.replayed.map { .int($0) } ?? .number(.nan),
                 ])
             }
@@ -157,6 +158,7 @@ struct RecoveryBenchmark: ParsableCommand {
     struct Start {
         var seconds: Double?
         var openMs: Int?
+        var checkpoints: Int?
         var replayed: Int?
     }
 
@@ -178,6 +180,7 @@ struct RecoveryBenchmark: ParsableCommand {
             if let text = FanoutSys.readFile(log), fanoutFind("listening on ", in: text) != nil {
                 let seconds = Double(FanoutSys.nowNs() - t0) / 1e9
                 return Start(seconds: seconds, openMs: Self.number(before: " ms", after: ", in ", in: text),
+                             checkpoints: Self.number(before: " checkpoint(s)", after: "room(s), ", in: text),
                              replayed: Self.number(before: " write(s) replayed", after: "checkpoint(s), ", in: text))
             }
             var status: Int32 = 0
