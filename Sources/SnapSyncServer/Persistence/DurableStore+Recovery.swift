@@ -11,13 +11,16 @@ internal import Glibc
 //
 // What a crash can leave, and so what is repaired silently (with a log line):
 // - `*.tmp` files: a checkpoint or segment that was never renamed into place. Removed.
-// - The end of the newest segment: a record cut short or half written (a torn write), or the
-//   zeros of preallocated space. Everything from the first bad record on is cut off, but only
-//   when no good record follows it anywhere: appends are sequential, so a crash can only ever
-//   damage the very end.
+// - The end of the newest segment: a record cut short (past the end of the file) or with
+//   unwritten, zero sectors (TornWrite.swift), or the zeros of preallocated space. Everything
+//   from the first bad record on is cut off, but only when no good record follows it anywhere:
+//   appends are sequential, so a crash can only ever damage the very end.
+// - Files between their creation or removal and the MANIFEST update (ManifestAudit.swift):
+//   taken in, or removed.
 // - Two checkpoints of one room (a crash between writing the new one and deleting the old):
 //   the older is removed.
-// Anything else — a bad record with good ones after it, a damaged checkpoint, a segment header
+// Anything else — a bad record with good ones after it, a last record whole in the file with a
+// bad checksum, a damaged checkpoint or MANIFEST, a missing or foreign file, a segment header
 // that does not check, a gap in a room's versions — is corruption: the store refuses to open,
 // with the file, the byte offset and what is wrong, and changes nothing.
 

@@ -25,7 +25,8 @@ internal import Glibc
 /// 5. From a timer (about once a second): `maintain(now:image:)`, which does the `everysec`
 ///    fsync when the loop is idle, starts new segments, writes checkpoints and deletes the
 ///    segments no room needs any more.
-/// 6. On shutdown: `close()`.
+/// 6. On shutdown: `close(image:)`, which checkpoints the rooms written since their checkpoint
+///    when the log the next start would replay is long.
 public final class DurableStore {
     public let options: StorageOptions
     let logger: Logger
