@@ -39,7 +39,8 @@ extension ServerIntegration {
             let crashed = dir.path + "/crashed"
             dir.copy(to: crashed)  // the log as a kill -9 would leave it
             #expect(daemon.stop() == 0)
-            #expect(daemon.log.contains("checkpointed 1 room(s) at shutdown"), "\(daemon.log)")
+            // The line follows "stopped": read it once the output is drained, not at exit.
+            #expect(daemon.waitForLog("checkpointed 1 room(s) at shutdown"), "\(daemon.log)")
 
             let restarted = try dir.start()
             defer { restarted.stop() }
