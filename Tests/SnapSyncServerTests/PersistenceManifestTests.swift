@@ -245,3 +245,57 @@ import Glibc
         }
     }
 }
+
+/// The MANIFEST on a full disk: a checkpoint written into the last free page, then no room for
+/// the MANIFEST. Maintenance goes on (a full disk is never fatal), the replaced checkpoint
+/// stays until a MANIFEST can drop it, and every restart on the way opens to the same rooms.
+/// Uses a 1 MiB tmpfs, which needs root (as PersistenceSpaceTests).
+@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+struct PersistenceManifestSpaceTests {
+    @Test func aFullDiskDelaysTheManifestWithoutLosingFiles() throws {
+        let dir = TempDirectory("manifest-full")
+        defer {
+            _ = system("umount '\(dir.path)/mnt' 2>/dev/null")
+            dir.remove()
+        }
+        let mnt = dir.path + "/mnt"
+        #expect(system("mkdir -p '\(mnt)' && mount -t tmpfs -o size=1m tmpfs '\(mnt)'") == 0)
+        let data = mnt + "/data"
+        let options = smallOptions(data)
+        var rooms = Rooms()
+        let lines = LogLines()
+        do {
+            let (store, _) = try DurableStore.open(options: options, logger: lines.logger)
+            try rooms.writeMany(10, rooms: 2, to: store)
+            try store.checkpoint(room: "room-0", rooms.image("room-0")!)
+            try store.checkpoint(room: "room-1", rooms.image("room-1")!)
+            try rooms.writeMany(10, rooms: 2, to: store)
+            try store.rotate(now: .now)
+            // One free page left: room-0's new checkpoint fits, the MANIFEST after it does not.
+            let free = try #require(DataDirectory.freeBytes(mnt))
+            #expect(system("dd if=/dev/zero of='\(mnt)/filler' bs=4096 count=\(free / 4096 - 1) 2>/dev/null") == 0)
+            try store.maintain { rooms.image($0) }
+            #expect(lines.contains("no space to rewrite the MANIFEST"), "\(lines.all)")
+            #expect(store.checkpointsToRemove.count == 1)
+            let saved = dir.path + "/saved"
+            copyDirectory(data, saved)
+            do {
+                // A crash now: the unlisted new checkpoint is taken in, the old one superseded.
+                let (again, recovered) = try DurableStore.open(options: smallOptions(saved), logger: LogLines().logger)
+                expectSameRooms(recovered, rooms)
+                try again.close()
+            }
+            // Space again: the next maintenance writes the MANIFEST and removes the old checkpoint.
+            #expect(system("rm '\(mnt)/filler'") == 0)
+            try store.maintain { rooms.image($0) }
+            #expect(store.checkpointsToRemove.isEmpty)
+            #expect(fileNames(data).filter { $0.hasPrefix("ckpt-") }.count == 2)
+            try rooms.writeMany(2, rooms: 2, to: store)
+            try store.sync()
+            // Crash: no close.
+        }
+        let (store, recovered) = try DurableStore.open(options: options, logger: LogLines().logger)
+        defer { try? store.close() }
+        expectSameRooms(recovered, rooms)
+    }
+}

@@ -55,10 +55,13 @@ extension DurableStore {
         let keepFrom = rooms.values.compactMap(\.pinnedSegment).min() ?? active.sequence + 1
         let doomed = (closedSegments + [active.sequence]).filter { $0 < keepFrom }
         if !doomed.isEmpty {
-            closedSegments.removeAll { $0 < keepFrom }
             // With the active segment gone, the MANIFEST lists no segment; the next start
             // begins with the one after it.
-            try writeManifest(segments: keepFrom > active.sequence ? active.sequence + 1..<active.sequence + 1 : nil)
+            let kept = closedSegments.filter { $0 >= keepFrom }
+            let listed = keepFrom > active.sequence ? active.sequence + 1..<active.sequence + 1
+                : (kept.first ?? active.sequence)..<active.sequence + 1
+            guard try writeManifestUnlessFull(segments: listed) else { return }
+            closedSegments = kept
             for sequence in doomed { try Directory.remove(path(LogSegment.fileName(sequence))) }
             try Directory.syncEntries(directory)
             statistics.segmentsDeleted += doomed.count

@@ -50,6 +50,9 @@ public final class DurableStore {
 
     /// Counters, for STATS and for tests.
     public internal(set) var statistics = StorageStatistics()
+    /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
+    /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
+    var checkpointsToRemove: [String] = []
 
     struct ActiveSegment {
         var sequence: UInt64
@@ -263,7 +266,9 @@ public final class DurableStore {
         logger.info("storage: started log segment \(LogSegment.fileName(next.sequence)) after \(active.records) records in \(LogSegment.fileName(active.sequence))")
         active = next
         // Listed only now that it exists: the MANIFEST never names a file that is not there.
-        try writeManifest()
+        // On a full disk it is listed by the next MANIFEST; a crash before takes it in (it is
+        // the segment right after the last listed).
+        _ = try writeManifestUnlessFull()
     }
 
     private func checkpointPinnedRooms(image: (String) -> RoomImage?) throws(StorageError) {
@@ -272,6 +277,7 @@ public final class DurableStore {
             return (name, pin)
         }.sorted { $0.1 < $1.1 }
         var written = 0
+        var checkpointed = 0
         var replaced: [String] = []
         for (name, _) in due {
             guard written < options.checkpointBytesPerCall else { break }
@@ -282,6 +288,7 @@ public final class DurableStore {
             do {
                 let (bytes, old) = try writeCheckpoint(room: name, room)
                 written += bytes
+                checkpointed += 1
                 if let old { replaced.append(old) }
             } catch {
                 if case .noSpace = error {
@@ -292,7 +299,7 @@ public final class DurableStore {
             }
         }
         // One MANIFEST for the whole batch, then the superseded checkpoints go.
-        try commitCheckpoints(replacing: replaced)
+        if checkpointed > 0 || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
     }
 
     /// Writes one room's checkpoint (temp file, fsync, rename, fsync directory), lists it in
@@ -352,10 +359,11 @@ public final class DurableStore {
         let limit = min(oldestPin, active.sequence)
         let doomed = closedSegments.prefix { $0 < limit }
         guard !doomed.isEmpty else { return }
-        closedSegments.removeFirst(doomed.count)
         // Dropped from the MANIFEST before they are unlinked: a segment below its first one is a
         // leftover the next start removes.
-        try writeManifest()
+        let kept = closedSegments.dropFirst(doomed.count)
+        guard try writeManifestUnlessFull(segments: (kept.first ?? active.sequence)..<active.sequence + 1) else { return }
+        closedSegments.removeFirst(doomed.count)
         for sequence in doomed { try Directory.remove(path(LogSegment.fileName(sequence))) }
         try Directory.syncEntries(directory)
         statistics.segmentsDeleted += doomed.count
