@@ -1,4 +1,5 @@
 internal import Glibc
+public import Logging
 
 /// The data directory: where durable state will live.
 public enum DataDirectory {
@@ -35,6 +36,31 @@ public enum DataDirectory {
             try Syscall.checkWritable(path)
         } catch {
             throw ConfigurationError(message: "data directory \(path) is not writable: \(error)")
+        }
+    }
+
+    /// Bytes an unprivileged process may still write on the filesystem holding `path`
+    /// (statvfs: f_bavail × f_frsize), or nil when statvfs fails.
+    public static func freeBytes(_ path: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        let (bytes, overflow) = Int(clamping: info.f_bavail).multipliedReportingOverflow(by: Int(clamping: info.f_frsize))
+        return overflow ? Int.max : bytes
+    }
+
+    /// The start-up free-space check: below `minimum` bytes free, the start is refused (the
+    /// operator asked for it with --min-free-bytes); below `warnBelow` (one log segment), a
+    /// warning, because writes will soon be rejected for lack of space while reads go on.
+    public static func checkFreeSpace(_ path: String, minimum: Int, warnBelow: Int, logger: Logger) throws(ConfigurationError) {
+        guard let free = freeBytes(path) else {
+            logger.warning("cannot tell the free space of data directory \(path): statvfs failed: errno \(errno)")
+            return
+        }
+        if free < minimum {
+            throw ConfigurationError(message: "data directory \(path) has \(free) bytes free, less than --min-free-bytes \(minimum): not starting (free some space, or lower --min-free-bytes; 0 never refuses)")
+        }
+        if free < warnBelow {
+            logger.warning("data directory \(path) has \(free) bytes free, less than one log segment (\(warnBelow) bytes): writes will be rejected with storage_failure once it is used up; reads go on")
         }
     }
 }

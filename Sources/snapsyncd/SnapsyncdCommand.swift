@@ -11,8 +11,10 @@ struct SnapsyncdCommand: ParsableCommand {
             Listens for SnapSync clients (Protocol/PROTOCOL.md) and logs to stderr, one line per \
             event (journald priorities when JOURNAL_STREAM is set). Sizes take K, M, G suffixes \
             (binary: 64KiB, 16MiB); durations take ms, s, m, h (500ms, 10s). SIGTERM or SIGINT \
-            shut down cleanly: stop accepting, flush, close every connection, exit 0. Under \
-            systemd (NOTIFY_SOCKET) it sends READY=1 once listening and STOPPING=1 at shutdown.
+            shut down cleanly: stop accepting, flush, close every connection, checkpoint the rooms \
+            written since their checkpoint when the log to replay is long, exit 0. Under systemd \
+            (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
+            recovered and listening, and STOPPING=1 at shutdown.
             """
     )
 
@@ -39,6 +41,10 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "Size at which the write-ahead log moves to a new segment and older ones are checkpointed away. (default: 64MiB)",
             transform: ConfigurationValue.byteCount)
     var logSegmentBytes: Int = 64 << 20
+
+    @Option(help: ArgumentHelp("Refuse to start when the data directory's filesystem has less free space than this (0: never refuse; below one log segment a warning is logged either way). (default: 0)", valueName: "min-free-bytes"),
+            transform: ConfigurationValue.byteCount)
+    var minFreeBytes: Int = 0
 
     @Option(help: "Least severe level logged: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -136,6 +142,7 @@ struct SnapsyncdCommand: ParsableCommand {
         guard FsyncPolicy(rawValue: fsync) != nil else {
             throw ValidationError("--fsync must be one of always, everysec, no")
         }
+        guard minFreeBytes >= 0 else { throw ValidationError("--min-free-bytes must not be negative") }
         guard logSegmentBytes >= 4096 else { throw ValidationError("--log-segment-bytes must be at least 4KiB") }
         guard checkpointInterval > .zero else { throw ValidationError("--checkpoint-interval must be positive") }
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -148,6 +155,18 @@ struct SnapsyncdCommand: ParsableCommand {
         }
     }
 
+    /// Opens the data directory (telling systemd it is still working during a long recovery)
+    /// and hands the rooms to a new server. The recovered rooms are dropped on return, so the
+    /// server's rooms own their snapshots alone and the first write to each does not copy it.
+    private func recover(_ configuration: ServerConfiguration, logger: Logger) throws -> (DurableStore, Server) {
+        let startup = StartupNotifier(logger: logger)
+        let (store, recovered) = try DurableStore.open(options: storageOptions(configuration), logger: logger,
+                                                       progress: startup.recovery)
+        let server = try Server(configuration: configuration, logger: logger, storage: DurableWriteStorage(store: store))
+        try server.restore(recovered)
+        return (store, server)
+    }
+
     func run() throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { _ in JournalLogHandler(level: level) }
@@ -155,12 +174,13 @@ struct SnapsyncdCommand: ParsableCommand {
         let configuration = try serverConfiguration()
         do {
             try DataDirectory.prepare(configuration.dataDirectory)
-            let (store, recovered) = try DurableStore.open(options: storageOptions(configuration), logger: logger)
-            let server = try Server(configuration: configuration, logger: logger, storage: DurableWriteStorage(store: store))
-            try server.restore(recovered)
+            try DataDirectory.checkFreeSpace(configuration.dataDirectory, minimum: minFreeBytes,
+                                             warnBelow: logSegmentBytes, logger: logger)
+            let (store, server) = try recover(configuration, logger: logger)
+            // READY=1 goes out here, once recovered and listening.
             try server.start()
             try server.run()
-            try store.close()
+            try store.close(image: server.roomImage)
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure

@@ -106,8 +106,8 @@ import Glibc
         }
     }
 
-    /// Garbage written after the last record (a torn write of the next one into preallocated
-    /// space) is cut off too.
+    /// A torn write of the next record into preallocated space: the sectors of it that reached
+    /// the disk, then zeros (sectors never written). It is cut off.
     @Test func tornWriteIntoPreallocatedSpaceIsCut() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
@@ -119,21 +119,30 @@ import Glibc
             segment = dir.data + "/" + store.activeSegmentName
             // Dropped without close: the preallocated zeros stay after the data.
         }
-        var bytes = readFile(segment)
-        let (_, end) = recordOffsets(bytes)
-        #expect(bytes.count > end + 100, "the segment is preallocated")
-        #expect(bytes[end...].allSatisfy { $0 == 0 })
-        // Half a record: a header claiming 40 bytes with a good header checksum, then 10 bytes.
+        let saved = dir.path + "/saved"
+        copyDirectory(dir.data, saved)
+        let original = readFile(segment)
+        let (_, end) = recordOffsets(original)
+        #expect(original.count > end + 2000, "the segment is preallocated")
+        #expect(original[end...].allSatisfy { $0 == 0 })
+        // A 1,500-byte record of which only the sectors up to the first, second or third 512-byte
+        // boundary were written (header and all, when the first boundary falls inside it).
         var record: [UInt8] = []
-        RecordFraming.append(payload: Array(repeating: 0xAB, count: 40), to: &record)
-        bytes.replaceSubrange(end..<end + 22, with: record[0..<22])
-        writeFile(segment, bytes)
-        let lines = LogLines()
-        let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: lines.logger)
-        defer { try? store.close() }
-        expectSameRooms(recovered, rooms)
-        #expect(lines.contains("cut off a torn tail"), "\(lines.all)")
-        #expect(readFile(segment).count == end)
+        RecordFraming.append(payload: (0..<1500).map { UInt8($0 % 251) | 1 }, to: &record)
+        let boundaries = Array(stride(from: (end / 512 + 1) * 512, to: end + record.count, by: 512))
+        #expect(boundaries.count >= 2)
+        for boundary in boundaries {
+            copyDirectory(saved, dir.data)
+            var bytes = original
+            bytes.replaceSubrange(end..<boundary, with: record[0..<(boundary - end)])
+            writeFile(segment, bytes)
+            let lines = LogLines()
+            let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: lines.logger)
+            expectSameRooms(recovered, rooms)
+            #expect(lines.contains("cut off a torn tail"), "written up to \(boundary): \(lines.all)")
+            #expect(readFile(segment).count == end)
+            try store.close()
+        }
     }
 
     /// A bit flipped in the middle of the log, with good records after it: the store refuses
@@ -164,22 +173,49 @@ import Glibc
         expectSameRooms(recovered, rooms)
     }
 
-    /// Damage to the last record alone looks exactly like a torn write: it is cut off.
-    @Test func damagedLastRecordIsCut() throws {
+    /// A flipped byte in the last record, which lies whole in the file: a crash cannot do that
+    /// (an unfinished write ends early or has zero sectors), and the record may have been
+    /// acknowledged. The store refuses to open and changes nothing; the message says where.
+    @Test func damagedLastCompleteRecordRefusesToStart() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        let (_, segment) = try writeClosedLog(6, in: dir)
+        let original = readFile(segment)
+        let (starts, end) = recordOffsets(original)
+        #expect(end == original.count)
+        for byte in [2, 5, 9, 20, end - starts[5] - 1] {
+            var bytes = original
+            bytes[starts[5] + byte] ^= 0x10
+            writeFile(segment, bytes)
+            let before = fileNames(dir.data)
+            #expect {
+                _ = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+            } throws: { error in
+                guard case .corrupt(let path, let offset, let reason) = error as? StorageError else { return false }
+                return path == segment && offset == starts[5] && reason.contains("damaged afterwards")
+                    && reason.contains("will not start")
+            }
+            #expect(readFile(segment) == bytes, "flipped byte \(byte): nothing is cut")
+            #expect(fileNames(dir.data) == before)
+        }
+    }
+
+    /// The last record cut short (its end past the end of the file, as after a crash in the
+    /// middle of its write into a file that was not preallocated): the prefix is recovered.
+    @Test func truncatedLastRecordRecoversThePrefix() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
         let (rooms, segment) = try writeClosedLog(6, in: dir)
-        var bytes = readFile(segment)
-        let (starts, _) = recordOffsets(bytes)
-        bytes[starts[5] + 20] ^= 1
-        writeFile(segment, bytes)
+        let original = readFile(segment)
+        let (starts, end) = recordOffsets(original)
+        writeFile(segment, Array(original[0..<(end - 3)]))
         let lines = LogLines()
         let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: lines.logger)
         defer { try? store.close() }
         var expected = Rooms()
         for w in rooms.writes.prefix(5) { expected.replay(w) }
         expectSameRooms(recovered, expected)
-        #expect(lines.contains("torn tail"))
+        #expect(lines.contains("cut off a torn tail of \(end - 3 - starts[5]) bytes at byte \(starts[5])"), "\(lines.all)")
     }
 
     @Test func damagedSegmentHeaderRefusesToStart() throws {

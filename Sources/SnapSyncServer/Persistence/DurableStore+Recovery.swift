@@ -11,13 +11,16 @@ internal import Glibc
 //
 // What a crash can leave, and so what is repaired silently (with a log line):
 // - `*.tmp` files: a checkpoint or segment that was never renamed into place. Removed.
-// - The end of the newest segment: a record cut short or half written (a torn write), or the
-//   zeros of preallocated space. Everything from the first bad record on is cut off, but only
-//   when no good record follows it anywhere: appends are sequential, so a crash can only ever
-//   damage the very end.
+// - The end of the newest segment: a record cut short (past the end of the file) or with
+//   unwritten, zero sectors (TornWrite.swift), or the zeros of preallocated space. Everything
+//   from the first bad record on is cut off, but only when no good record follows it anywhere:
+//   appends are sequential, so a crash can only ever damage the very end.
+// - Files between their creation or removal and the MANIFEST update (ManifestAudit.swift):
+//   taken in, or removed.
 // - Two checkpoints of one room (a crash between writing the new one and deleting the old):
 //   the older is removed.
-// Anything else — a bad record with good ones after it, a damaged checkpoint, a segment header
+// Anything else — a bad record with good ones after it, a last record whole in the file with a
+// bad checksum, a damaged checkpoint or MANIFEST, a missing or foreign file, a segment header
 // that does not check, a gap in a room's versions — is corruption: the store refuses to open,
 // with the file, the byte offset and what is wrong, and changes nothing.
 
@@ -27,8 +30,9 @@ extension DurableStore {
     /// - Returns: the store, ready for writes to a new log segment, and the rooms, each at the
     ///   epoch and version it had when its last write was logged.
     /// - Throws: `.locked`, `.badDirectory`, `.corrupt` or an I/O error: the daemon must not start.
-    public static func open(options: StorageOptions, logger: Logger,
-                            now: ContinuousClock.Instant = .now) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
+    public static func open(options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
+                            progress: ((RecoveryProgress) -> Void)? = nil) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
+        let started = ContinuousClock.now
         let dir = options.directory
         try Directory.create(dir)
         guard Directory.isWritable(dir) else {
@@ -58,20 +62,29 @@ extension DurableStore {
         if removedTemp { try Directory.syncEntries(dir) }
         names.removeAll { $0.hasSuffix(".tmp") }
 
-        var recovery = Recovery(options: options, logger: logger)
-        try recovery.loadCheckpoints(names: names)
-        let segments = names.compactMap(LogSegment.sequence(ofFileName:)).sorted()
-        try recovery.replay(segments: segments)
+        let manifest = try Manifest.read(directory: dir)
+        let audit = try ManifestAudit.check(names: names, manifest: manifest, directory: dir, logger: logger)
+        var recovery = Recovery(options: options, logger: logger, progress: progress)
+        recovery.nextCheckpointSequence = audit.nextCheckpoint
+        let superseded = try recovery.loadCheckpoints(audit.checkpoints)
+        try recovery.replay(segments: audit.segments)
 
-        let nextSegment = (segments.last ?? 0) + 1
-        let active = try LogSegmentWriter.create(directory: dir, sequence: nextSegment,
+        let active = try LogSegmentWriter.create(directory: dir, sequence: audit.nextSegment,
                                                  preallocate: options.preallocationBytes, now: now)
         let store = DurableStore(options: options, logger: logger, lockFile: lock, active: active,
-                                 closedSegments: segments, rooms: recovery.tracks(),
+                                 closedSegments: audit.segments, rooms: recovery.tracks(),
                                  nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        // The new MANIFEST first (it no longer lists them), then the unlinks: a crash between
+        // leaves files the next start recognises as leftovers.
+        try store.writeManifest(removing: superseded.map { $0.sequence })
+        let leftovers = audit.leftovers + superseded.map { $0.name }
+        for name in leftovers { try Directory.remove(dir + "/" + name) }
+        if !leftovers.isEmpty { try Directory.syncEntries(dir) }
         let rooms = recovery.recoveredRooms()
         let versions = rooms.reduce(0) { $0 + Int($1.version) }
-        logger.info("storage: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(segments.count) segment(s), \(versions) version(s) in all")
+        let elapsed = ContinuousClock.now - started
+        let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        logger.info("storage: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms")
         return (store, rooms)
     }
 }
@@ -95,21 +108,30 @@ struct Recovery {
     var nextCheckpointSequence: UInt64 = 1
     var checkpointsLoaded = 0
     var recordsReplayed = 0
+    /// Told after each checkpoint and every `progressInterval` records (the daemon extends
+    /// systemd's start timeout from it).
+    let progress: ((RecoveryProgress) -> Void)?
+    static let progressInterval = 4096
 
-    init(options: StorageOptions, logger: Logger) {
+    init(options: StorageOptions, logger: Logger, progress: ((RecoveryProgress) -> Void)? = nil) {
         self.options = options
         self.logger = logger
+        self.progress = progress
+    }
+
+    private func reportProgress() {
+        progress?(RecoveryProgress(checkpointsLoaded: checkpointsLoaded, recordsReplayed: recordsReplayed))
     }
 
     var directory: String { options.directory }
 
-    /// Reads every checkpoint file; when a room has two (a crash between writing the new one
-    /// and removing the old), keeps the newer and removes the other.
-    mutating func loadCheckpoints(names: [String]) throws(StorageError) {
-        let files = names.compactMap { name in CheckpointFile.sequence(ofFileName: name).map { (name, $0) } }
-            .sorted { $0.1 < $1.1 }
-        var superseded: [String] = []
-        for (name, sequence) in files {
+    /// Reads the checkpoint files, oldest first; when a room has two (a crash between writing
+    /// the new one and removing the old), keeps the newer.
+    /// - Returns: the checkpoints superseded that way, to be removed once the MANIFEST no longer
+    ///   lists them.
+    mutating func loadCheckpoints(_ files: [(name: String, sequence: UInt64)]) throws(StorageError) -> [(name: String, sequence: UInt64)] {
+        var superseded: [(name: String, sequence: UInt64)] = []
+        for (name, sequence) in files.sorted(by: { $0.sequence < $1.sequence }) {
             nextCheckpointSequence = max(nextCheckpointSequence, sequence + 1)
             let path = directory + "/" + name
             let file = try PosixFile(path: path, flags: O_RDONLY)
@@ -119,23 +141,25 @@ struct Recovery {
             if let existing = rooms[checkpoint.room] {
                 // Later sequence numbers are newer checkpoints of the same room.
                 if existing.epoch == checkpoint.epoch && existing.version > checkpoint.version {
-                    superseded.append(name)
+                    superseded.append((name: name, sequence: sequence))
                     continue
                 }
-                if let old = existing.checkpointFile { superseded.append(old) }
+                if let old = existing.checkpointFile, let oldSequence = CheckpointFile.sequence(ofFileName: old) {
+                    superseded.append((name: old, sequence: oldSequence))
+                }
+                checkpointsLoaded -= 1
             }
             rooms[checkpoint.room] = Room(epoch: checkpoint.epoch, version: checkpoint.version,
                                           snapshot: checkpoint.snapshot, history: checkpoint.history,
                                           checkpointFile: name, checkpointVersion: checkpoint.version,
                                           pinnedSegment: nil)
             checkpointsLoaded += 1
+            reportProgress()
         }
-        for name in superseded {
+        for (name, _) in superseded {
             logger.notice("storage: removing \(name), superseded by a newer checkpoint of the same room")
-            try Directory.remove(directory + "/" + name)
-            checkpointsLoaded -= 1
         }
-        if !superseded.isEmpty { try Directory.syncEntries(directory) }
+        return superseded
     }
 
     /// Replays every segment, oldest first.
@@ -176,6 +200,9 @@ struct Recovery {
             if let later = contents[(index + 1)...].first(where: { Self.hasRecords($0.2) }) {
                 throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start")
             }
+            if why != nil, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
+                throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards. The daemon will not start (restore the file from a backup, or truncate it at byte \(end) to start without this write)")
+            }
             let nonZero = !RecordFraming.isAllZero(bytes, from: end, to: bytes.count)
             let file = try PosixFile(path: path, flags: O_RDWR)
             try file.truncate(to: end)
@@ -196,7 +223,10 @@ struct Recovery {
         return RecordFraming.nextGoodRecord(bytes, after: LogSegment.headerSize, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) != nil
     }
 
-    /// Replays one record over its room.
+    /// Replays one record over its room, in place.
+    /// - Complexity: O(size of the record + the changes it makes): the room's snapshot is
+    ///   mutated where it lies in `rooms`, never copied (a copy of a room per replayed write
+    ///   made recovery O(room size × writes)).
     private mutating func apply(_ bytes: [UInt8], payload: Range<Int>, path: String, offset: Int,
                                 segment: UInt64) throws(StorageError) {
         func corrupt(_ reason: String) -> StorageError {
@@ -206,17 +236,16 @@ struct Recovery {
         do { write = try LoggedWrite(payload: bytes, range: payload) } catch {
             throw corrupt("a record with a good checksum does not decode: \(error.what)")
         }
-        var room = rooms[write.room] ?? Room(epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
-                                              checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)
-        guard room.epoch == write.epoch else {
-            throw corrupt("room \(write.room) is at epoch \(room.epoch), but this write is for epoch \(write.epoch)")
+        let (epoch, version) = rooms[write.room].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
+        guard epoch == write.epoch else {
+            throw corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)")
         }
-        if write.version <= room.version {
+        if write.version <= version {
             // Already in the room's checkpoint: the segment is older than the checkpoint.
             return
         }
-        guard write.version == room.version + 1 else {
-            throw corrupt("room \(write.room) is at version \(room.version), and the next logged write is version \(write.version): writes are missing")
+        guard write.version == version + 1 else {
+            throw corrupt("room \(write.room) is at version \(version), and the next logged write is version \(write.version): writes are missing")
         }
         let ops: [SnapshotOperation]
         do {
@@ -233,6 +262,17 @@ struct Recovery {
         } catch {
             throw corrupt("\(error)")
         }
+        // Through the dictionary's in-place accessor: the room is not moved out of `rooms`, so
+        // its snapshot stays uniquely referenced and `apply` changes it without copying it.
+        try Self.replay(write, ops, segment: segment, historyLimit: options.historyLimit, corrupt: corrupt,
+                        into: &rooms[write.room, default: Room(epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
+                                                              checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)])
+        recordsReplayed += 1
+        if recordsReplayed % Self.progressInterval == 0 { reportProgress() }
+    }
+
+    private static func replay(_ write: LoggedWrite, _ ops: [SnapshotOperation], segment: UInt64, historyLimit: Int,
+                               corrupt: (String) -> StorageError, into room: inout Room) throws(StorageError) {
         do {
             try room.snapshot.apply(ops, limits: .unlimited)
         } catch {
@@ -242,11 +282,9 @@ struct Recovery {
         if room.pinnedSegment == nil { room.pinnedSegment = segment }
         if room.history.last.map({ $0.version + 1 != write.version }) ?? false { room.history.removeAll() }
         room.history.append(write)
-        if room.history.count >= 2 * max(options.historyLimit, 1) {
-            room.history.removeFirst(room.history.count - options.historyLimit)
+        if room.history.count >= 2 * max(historyLimit, 1) {
+            room.history.removeFirst(room.history.count - historyLimit)
         }
-        rooms[write.room] = room
-        recordsReplayed += 1
     }
 
     /// Limits for replay: none beyond what the formats allow, so that a write accepted once

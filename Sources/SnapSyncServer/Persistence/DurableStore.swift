@@ -25,18 +25,19 @@ internal import Glibc
 /// 5. From a timer (about once a second): `maintain(now:image:)`, which does the `everysec`
 ///    fsync when the loop is idle, starts new segments, writes checkpoints and deletes the
 ///    segments no room needs any more.
-/// 6. On shutdown: `close()`.
+/// 6. On shutdown: `close(image:)`, which checkpoints the rooms written since their checkpoint
+///    when the log the next start would replay is long.
 public final class DurableStore {
     public let options: StorageOptions
     let logger: Logger
 
     /// The data directory's lock file, held (flock) for the store's lifetime.
     private let lockFile: PosixFile
-    private var active: ActiveSegment
+    var active: ActiveSegment
     /// Closed segments still needed by some room, oldest first.
-    private(set) var closedSegments: [UInt64]
-    private var rooms: [String: RoomTrack]
-    private var nextCheckpointSequence: UInt64
+    var closedSegments: [UInt64]
+    var rooms: [String: RoomTrack]
+    var nextCheckpointSequence: UInt64
 
     /// Records appended since the last `sync()`, framed, ready for one write(2).
     private var pending: [UInt8] = []
@@ -48,7 +49,10 @@ public final class DurableStore {
     private var outOfSpace = false
 
     /// Counters, for STATS and for tests.
-    public private(set) var statistics = StorageStatistics()
+    public internal(set) var statistics = StorageStatistics()
+    /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
+    /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
+    var checkpointsToRemove: [String] = []
 
     struct ActiveSegment {
         var sequence: UInt64
@@ -194,7 +198,7 @@ public final class DurableStore {
     /// True when records are buffered or written but not yet fdatasynced.
     public var hasUnsyncedWrites: Bool { unsynced || !pending.isEmpty }
 
-    private func writePending() throws(StorageError) {
+    func writePending() throws(StorageError) {
         guard !pending.isEmpty else { return }
         do {
             try active.file.write(pending, at: active.end)
@@ -212,7 +216,7 @@ public final class DurableStore {
         unsynced = true
     }
 
-    private func fdatasyncActive(now: ContinuousClock.Instant) throws(StorageError) {
+    func fdatasyncActive(now: ContinuousClock.Instant) throws(StorageError) {
         try active.file.syncData()
         unsynced = false
         lastSync = now
@@ -261,6 +265,10 @@ public final class DurableStore {
         closedSegments.append(active.sequence)
         logger.info("storage: started log segment \(LogSegment.fileName(next.sequence)) after \(active.records) records in \(LogSegment.fileName(active.sequence))")
         active = next
+        // Listed only now that it exists: the MANIFEST never names a file that is not there.
+        // On a full disk it is listed by the next MANIFEST; a crash before takes it in (it is
+        // the segment right after the last listed).
+        _ = try writeManifestUnlessFull()
     }
 
     private func checkpointPinnedRooms(image: (String) -> RoomImage?) throws(StorageError) {
@@ -269,6 +277,8 @@ public final class DurableStore {
             return (name, pin)
         }.sorted { $0.1 < $1.1 }
         var written = 0
+        var checkpointed = 0
+        var replaced: [String] = []
         for (name, _) in due {
             guard written < options.checkpointBytesPerCall else { break }
             guard let room = image(name) else {
@@ -276,21 +286,35 @@ public final class DurableStore {
                 continue
             }
             do {
-                written += try checkpoint(room: name, room)
+                let (bytes, old) = try writeCheckpoint(room: name, room)
+                written += bytes
+                checkpointed += 1
+                if let old { replaced.append(old) }
             } catch {
                 if case .noSpace = error {
                     logger.warning("storage: no space to checkpoint room \(name): \(error); will retry")
-                    return
+                    break
                 }
                 throw error
             }
         }
+        // One MANIFEST for the whole batch, then the superseded checkpoints go.
+        if checkpointed > 0 || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
     }
 
-    /// Writes one room's checkpoint (temp file, fsync, rename, fsync directory), then removes
-    /// the room's previous one. - Returns: the bytes written.
+    /// Writes one room's checkpoint (temp file, fsync, rename, fsync directory), lists it in
+    /// the MANIFEST, then removes the room's previous one. - Returns: the bytes written.
     @discardableResult
     func checkpoint(room name: String, _ image: RoomImage) throws(StorageError) -> Int {
+        let (bytes, old) = try writeCheckpoint(room: name, image)
+        try commitCheckpoints(replacing: old.map { [$0] } ?? [])
+        return bytes
+    }
+
+    /// Writes one room's checkpoint file and makes it the room's; the previous one is left on
+    /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`.
+    /// - Returns: the bytes written, and the name of the room's previous checkpoint.
+    func writeCheckpoint(room name: String, _ image: RoomImage) throws(StorageError) -> (bytes: Int, replaced: String?) {
         var track = rooms[name] ?? RoomTrack(epoch: image.epoch, version: image.version, checkpointVersion: 0,
                                              checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         // A checkpoint must never be ahead of the log it replaces: write and sync the log first.
@@ -315,7 +339,7 @@ public final class DurableStore {
         nextCheckpointSequence += 1
         let finalName = CheckpointFile.fileName(sequence)
         try DurableFile.writeWhole(bytes, directory: directory, name: finalName)
-        if let old = track.checkpointFile { try Directory.remove(path(old)) }
+        let replaced = track.checkpointFile
         track.checkpointFile = finalName
         track.checkpointVersion = image.version
         track.epoch = image.epoch
@@ -327,31 +351,36 @@ public final class DurableStore {
         statistics.checkpoints += 1
         statistics.checkpointBytes += bytes.count
         logger.debug("storage: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes.count) bytes, \(finalName))")
-        return bytes.count
+        return (bytes.count, replaced)
     }
 
     private func deleteUnneededSegments() throws(StorageError) {
         let oldestPin = rooms.values.compactMap(\.pinnedSegment).min() ?? active.sequence
         let limit = min(oldestPin, active.sequence)
-        var removed = 0
-        while let first = closedSegments.first, first < limit {
-            try Directory.remove(path(LogSegment.fileName(first)))
-            closedSegments.removeFirst()
-            removed += 1
-        }
-        if removed > 0 {
-            try Directory.syncEntries(directory)
-            statistics.segmentsDeleted += removed
-            logger.info("storage: deleted \(removed) log segment(s) covered by checkpoints")
-        }
+        let doomed = closedSegments.prefix { $0 < limit }
+        guard !doomed.isEmpty else { return }
+        // Dropped from the MANIFEST before they are unlinked: a segment below its first one is a
+        // leftover the next start removes.
+        let kept = closedSegments.dropFirst(doomed.count)
+        guard try writeManifestUnlessFull(segments: (kept.first ?? active.sequence)..<active.sequence + 1) else { return }
+        closedSegments.removeFirst(doomed.count)
+        for sequence in doomed { try Directory.remove(path(LogSegment.fileName(sequence))) }
+        try Directory.syncEntries(directory)
+        statistics.segmentsDeleted += doomed.count
+        logger.info("storage: deleted \(doomed.count) log segment(s) covered by checkpoints")
     }
 
     /// Writes and fdatasyncs what is pending, trims the active segment's preallocated tail and
     /// releases the directory lock. Call it on shutdown.
-    public func close() throws(StorageError) {
+    ///
+    /// With `image` (the daemon's rooms), when the next start would replay at least
+    /// `options.shutdownCheckpointBytes` of log, it first checkpoints every room written since
+    /// its checkpoint and deletes the log they cover, so that a clean restart replays nothing.
+    public func close(image: ((String) -> RoomImage?)? = nil) throws(StorageError) {
         try writePending()
         try active.file.truncate(to: active.end)
         try fdatasyncActive(now: .now)
+        if let image { try checkpointForShutdown(image: image) }
         active.file.close()
         lockFile.close()
     }

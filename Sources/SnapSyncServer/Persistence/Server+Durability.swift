@@ -31,12 +31,7 @@ extension Server {
     /// Checkpoints and the idle `everysec` fdatasync. A failure is fatal, like a failed commit.
     func maintainStorage() {
         do {
-            try storage.maintain { [rooms] name in
-                guard let room = rooms[name] else { return nil }
-                let frames = room.history.frames(after: room.historyBaseVersion) ?? []
-                return RoomImage(epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                                 history: frames.map(\.array))
-            }
+            try storage.maintain(image: roomImage)
         } catch {
             fail(ServerError("storage maintenance failed: \(error); stopping"))
         }

@@ -6,7 +6,8 @@
 ///   daemon exits. A failed fsync is never retried: after a failure Linux may drop the dirty
 ///   pages and report success on the next call, so a retry would acknowledge lost data
 ///   (PostgreSQL's "fsyncgate", 2018).
-/// - `corrupt`, `locked`, `badDirectory`: found while opening; the daemon refuses to start.
+/// - `corrupt`, `inconsistent`, `locked`, `badDirectory`: found while opening; the daemon
+///   refuses to start.
 public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// ENOSPC, EDQUOT or EFBIG while reserving space for a record.
     case noSpace(path: String, errno: Int32)
@@ -16,6 +17,9 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case io(operation: String, path: String, errno: Int32)
     /// A damaged log or checkpoint that cannot be explained by a crash during a write.
     case corrupt(path: String, offset: Int, reason: String)
+    /// The directory's files do not match its MANIFEST: a listed file is missing, or a log or
+    /// checkpoint file is there that the MANIFEST cannot account for. `path` names the file.
+    case inconsistent(path: String, reason: String)
     /// Another process holds the data directory's lock.
     case locked(path: String)
     /// The data directory cannot be used (not a directory, not writable, ...).
@@ -31,6 +35,8 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
             return "\(op) \(path) failed: \(errnoText(e))"
         case .corrupt(let path, let offset, let reason):
             return "\(path) is damaged at byte \(offset): \(reason)"
+        case .inconsistent(let path, let reason):
+            return "\(path): \(reason)"
         case .locked(let path):
             return "data directory \(path) is in use by another snapsyncd (its lock file is held)"
         case .badDirectory(let path, let reason):

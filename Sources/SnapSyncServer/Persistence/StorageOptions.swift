@@ -21,11 +21,15 @@ public struct StorageOptions: Sendable {
     public var checkpointBytesPerCall: Int
     /// How many recent writes per room are kept for history (CATCHUP) across restarts.
     public var historyLimit: Int
+    /// `close(image:)` checkpoints every room written since its checkpoint when the next start
+    /// would otherwise replay at least this many bytes of log. Below it, replay is quick (it
+    /// costs O(bytes of log)) and a restart is not worth a rewrite of every room touched.
+    public var shutdownCheckpointBytes: Int
 
     public init(directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
                 maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
                 checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
-                historyLimit: Int = 1024) {
+                historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20) {
         self.directory = directory
         self.fsync = fsync
         self.segmentBytes = segmentBytes
@@ -34,6 +38,7 @@ public struct StorageOptions: Sendable {
         self.checkpointInterval = checkpointInterval
         self.checkpointBytesPerCall = checkpointBytesPerCall
         self.historyLimit = historyLimit
+        self.shutdownCheckpointBytes = shutdownCheckpointBytes
     }
 
     /// The largest record payload a write can need: the DIFF frame plus the room name (at most

@@ -1,0 +1,45 @@
+// Which damage at the end of the log a crash can explain (docs/persistence.md, "Start-up").
+//
+// A crash cuts a write short in two ways: the process dies inside write(2), leaving a prefix
+// of it in the page cache (copied page by page), or the machine stops before the kernel has
+// written every sector of it to the disk. Either way the missing part reads as zeros (the log
+// is preallocated with posix_fallocate, whose unwritten blocks read as zeros) or lies past the
+// end of the file, and it is missing in whole 512-byte sectors of the file: a disk writes a
+// sector whole or not at all. So the last record is an unfinished write only when its header or
+// body runs past the end of the file, or one of its 512-byte-aligned pieces is all zeros (the
+// rule of etcd's WAL, `isTornEntry`). A record lying wholly in the file with no zero sector and
+// a bad checksum was complete on disk — it may have been acknowledged — and was damaged later.
+
+enum TornWrite {
+    /// The smallest unit a disk writes whole.
+    static let sectorSize = 512
+
+    /// Whether the bad record starting at `offset` (with no good record after it) can be an
+    /// unfinished write; nil when it can, else why not.
+    /// - Complexity: O(length of the record).
+    static func whyNotTorn(_ bytes: [UInt8], at offset: Int) -> String? {
+        let end = bytes.count
+        guard end - offset >= RecordFraming.headerSize else { return nil }
+        let header = offset..<offset + RecordFraming.headerSize
+        guard Checksum.crc32(bytes, offset..<offset + 8) == bigEndianUInt32(bytes, at: offset + 8) else {
+            // The length cannot be trusted: only the header's own sectors can tell.
+            return hasZeroSector(bytes, header) ? nil : "the record header's checksum does not match, and no part of it reads as unwritten (zeros)"
+        }
+        let length = Int(bigEndianUInt32(bytes, at: offset))
+        guard length >= 1 else { return "the record header checks but its length is 0" }
+        let body = header.upperBound..<header.upperBound + length
+        if body.upperBound > end { return nil }
+        return hasZeroSector(bytes, body) ? nil : "the record lies whole in the file, none of its \(length) payload bytes reads as unwritten (a 512-byte sector of zeros), yet its checksum does not match"
+    }
+
+    /// Whether one of the pieces `range` is cut into at the file's 512-byte boundaries is all zeros.
+    static func hasZeroSector(_ bytes: [UInt8], _ range: Range<Int>) -> Bool {
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let stop = min(range.upperBound, (start / sectorSize + 1) * sectorSize)
+            if RecordFraming.isAllZero(bytes, from: start, to: stop) { return true }
+            start = stop
+        }
+        return false
+    }
+}
