@@ -21,11 +21,15 @@ public struct StorageOptions: Sendable {
     public var checkpointBytesPerCall: Int
     /// How many recent writes per room are kept for history (CATCHUP) across restarts.
     public var historyLimit: Int
+    /// Segment closes and creations, segment deletions and the `everysec` fdatasync run on a
+    /// background thread (`BackgroundIO`), so the event loop never waits for them. False runs
+    /// them inline, at the call, in the same order: deterministic, for tests.
+    public var backgroundThread: Bool
 
     public init(directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
                 maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
                 checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
-                historyLimit: Int = 1024) {
+                historyLimit: Int = 1024, backgroundThread: Bool = true) {
         self.directory = directory
         self.fsync = fsync
         self.segmentBytes = segmentBytes
@@ -34,6 +38,7 @@ public struct StorageOptions: Sendable {
         self.checkpointInterval = checkpointInterval
         self.checkpointBytesPerCall = checkpointBytesPerCall
         self.historyLimit = historyLimit
+        self.backgroundThread = backgroundThread
     }
 
     /// The largest record payload a write can need: the DIFF frame plus the room name (at most
