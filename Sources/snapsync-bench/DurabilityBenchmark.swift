@@ -57,6 +57,9 @@ struct DurabilityBenchmark: ParsableCommand {
     @Option(help: "snapsyncd's --log-segment-bytes (default: the daemon's, 64 MiB).")
     var logSegmentBytes: Int?
 
+    @Option(help: "snapsyncd's --history-count (default: the daemon's, 1024). Each checkpoint holds a room's history, so a small value leaves the segment switch itself in the figures.")
+    var historyCount: Int?
+
     func validate() throws {
         guard clients >= 1, clients <= 256 else { throw ValidationError("--clients must be 1...256") }
         guard seconds > 0 else { throw ValidationError("--seconds must be positive") }
@@ -73,6 +76,7 @@ struct DurabilityBenchmark: ParsableCommand {
             let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-durable")
             var arguments = ["--data-dir", data, "--fsync", policy]
             if let logSegmentBytes { arguments += ["--log-segment-bytes", String(logSegmentBytes)] }
+            if let historyCount { arguments += ["--history-count", String(historyCount)] }
             let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: arguments, cpu: nil)
             defer {
                 daemon.stop()
