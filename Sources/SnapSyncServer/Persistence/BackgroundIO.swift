@@ -174,9 +174,10 @@ final class BackgroundIO: @unchecked Sendable {
 
     private func run(_ job: BackgroundJob) -> Result<BackgroundOutcome, StorageError> {
         lock()
-        let injected = fault?(job)
+        let fault = self.fault
         unlock()
-        if let injected {
+        // Called outside the lock: a test's hook may block (to hold a job back).
+        if let injected = fault?(job) {
             job.abandon()
             return .failure(injected)
         }

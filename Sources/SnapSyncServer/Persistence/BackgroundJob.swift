@@ -17,8 +17,9 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
     /// Renames the prepared segment to its real name and fsyncs the directory. A crash after it
     /// leaves an empty last segment, which recovery reads as an empty log.
     case installSegment(directory: String, sequence: UInt64)
-    /// Trims a closed segment to `length` (its data), fdatasyncs it and closes `fd` (owned).
-    case closeSegment(fd: Int32, path: String, length: Int)
+    /// fdatasyncs a closed segment (already trimmed to its data by the loop) and closes `fd`
+    /// (owned).
+    case closeSegment(fd: Int32, path: String)
     /// fdatasync of the active segment (`--fsync everysec`); `fd` is borrowed.
     case syncData(fd: Int32, path: String)
     /// Unlinks `paths` (already missing is fine) and fsyncs `directory`.
@@ -28,7 +29,7 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
         switch self {
         case .prepareSegment(_, let sequence, _): return "prepare \(LogSegment.fileName(sequence))"
         case .installSegment(_, let sequence): return "install \(LogSegment.fileName(sequence))"
-        case .closeSegment(_, let path, _): return "close \(path)"
+        case .closeSegment(_, let path): return "close \(path)"
         case .syncData(_, let path): return "fdatasync \(path)"
         case .removeFiles(let paths, _): return "remove \(paths.count) file(s)"
         }
@@ -44,10 +45,9 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
         case .installSegment(let directory, let sequence):
             try LogSegmentWriter.install(directory: directory, sequence: sequence)
             return .done
-        case .closeSegment(let fd, let path, let length):
+        case .closeSegment(let fd, let path):
             let file = PosixFile(adopting: fd, path: path)
             defer { file.close() }
-            try file.truncate(to: length)
             try file.syncData()
             return .done
         case .syncData(let fd, let path):
@@ -64,7 +64,7 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
 
     /// Releases what the job owns when it will not run (an injected fault).
     func abandon() {
-        if case .closeSegment(let fd, let path, _) = self { PosixFile(adopting: fd, path: path).close() }
+        if case .closeSegment(let fd, let path) = self { PosixFile(adopting: fd, path: path).close() }
     }
 }
 

@@ -4,9 +4,12 @@
 // A segment switch, N → N+1:
 // 1. prepare: N+1 is created as `wal-N+1.log.tmp` (header, preallocation, fsync), once N is
 //    half full or the switch is due.
-// 2. install: when the switch is due, N+1 is renamed into place and the directory fsynced.
-// 3. switch (on the loop, at a point where nothing is pending): appends go to N+1; N's trim,
-//    fdatasync and close are handed to the background.
+// 2. install: when the switch is due (or once N+1 is prepared, if it already was), N+1 is
+//    renamed into place and the directory fsynced.
+// 3. switch (on the loop, at a point where nothing is pending): N is trimmed to its data
+//    (ftruncate, a few microseconds: a kill -9 must never leave N's preallocated zeros before
+//    N+1's records, which recovery would read as damage), appends go to N+1, and N's fdatasync
+//    and close are handed to the background.
 // 4. closed: when that finishes, N joins `closedSegments`; the rooms it pins can then be
 //    checkpointed (on the loop) and, once no room needs it, it is handed back to be unlinked.
 //
@@ -31,6 +34,9 @@ struct BackgroundState {
     var next: PreparedSegment?
     var preparing = false
     var installing = false
+    /// The maintenance found the switch due: the prepared segment is installed as soon as it
+    /// is ready, without waiting for the next tick.
+    var switchDue = false
     /// Segments whose trim and fdatasync are running, oldest first.
     var closing: [(sequence: UInt64, ticket: UInt64)] = []
     /// The `everysec` fdatasync running, and when it was asked for.
@@ -62,6 +68,7 @@ extension DurableStore {
             absorb(completion)
         }
         if let failure = background.failure { throw failure }
+        if background.switchDue { try installNextSegment() }
     }
 
     private func absorb(_ completion: BackgroundCompletion) {
@@ -134,18 +141,22 @@ extension DurableStore {
         try absorbBackgroundCompletions()
     }
 
-    /// Step 3: when the next segment is installed and nothing is pending, appends move to it
-    /// and the active one is handed over to be trimmed, synced and closed. Not while a deletion
-    /// runs, so that an `always` pass waiting for the close does not wait behind an unlink.
+    /// Step 3: when the next segment is installed and nothing is pending, the active one is
+    /// trimmed, appends move to the next, and the old one is handed over to be synced and
+    /// closed. Not while a deletion runs, so that an `always` pass waiting for the close does
+    /// not wait behind an unlink.
     /// - Returns: whether it switched.
+    /// - Throws: a failed ftruncate: fatal.
     @discardableResult
-    func switchSegmentIfReady(now: ContinuousClock.Instant) -> Bool {
+    func switchSegmentIfReady(now: ContinuousClock.Instant) throws(StorageError) -> Bool {
         guard pending.isEmpty, let next = background.next, next.installed, background.removing.isEmpty else {
             return false
         }
-        background.next = nil
         let old = active
-        let ticket = background.io.submit(.closeSegment(fd: old.file.release(), path: old.file.path, length: old.end))
+        try old.file.truncate(to: old.end)
+        background.next = nil
+        background.switchDue = false
+        let ticket = background.io.submit(.closeSegment(fd: old.file.release(), path: old.file.path))
         background.closing.append((old.sequence, ticket))
         active = ActiveSegment(sequence: next.sequence, file: next.file, end: LogSegment.headerSize,
                                allocated: next.allocated, records: 0, started: now)

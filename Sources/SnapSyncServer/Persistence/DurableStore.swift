@@ -119,7 +119,7 @@ public final class DurableStore {
     public func reserve() throws(StorageError) {
         if let failure = background.failure { throw failure }
         // The first write of a pass (nothing pending) is where a prepared segment takes over.
-        if pending.isEmpty && background.next?.installed == true { switchSegmentIfReady(now: .now) }
+        if pending.isEmpty && background.next?.installed == true { try switchSegmentIfReady(now: .now) }
         let needed = active.end + pending.count + options.maxWriteRecordBytes
         if needed <= active.allocated {
             return
@@ -299,8 +299,9 @@ public final class DurableStore {
         // Ahead of time only when it runs on the thread (inline, it would just be earlier).
         if due || (background.io.isThreaded && dataBytes >= options.segmentBytes / 2) { try prepareNextSegment() }
         if due {
+            background.switchDue = true
             try installNextSegment()
-            switchSegmentIfReady(now: now)
+            try switchSegmentIfReady(now: now)
             try absorbBackgroundCompletions()
         }
         // Only closed segments pin rooms: with none, there is nothing to checkpoint or delete,
