@@ -284,8 +284,8 @@ public final class DurableStore {
     /// A segment switch takes several calls when the background thread is in use: the next
     /// segment is prepared off the loop once the active one is half full (or when the switch is
     /// due), installed under its name when the switch is due, and takes over at the next point
-    /// where nothing is pending (here, or the next pass's first `reserve()`); the closed
-    /// segment's trim and fdatasync then run off the loop too. Checkpoints and deletions wait
+    /// where nothing is pending (here, or the next pass's first `reserve()`), where the closed
+    /// segment is trimmed; its fdatasync runs off the loop. Checkpoints and deletions wait
     /// until no segment close is running (see `prepareLogForCheckpoint()` for the log's state
     /// at a checkpoint).
     ///
