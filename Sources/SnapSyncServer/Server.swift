@@ -42,6 +42,8 @@ public final class Server {
     @exclusivity(unchecked) private var flushing: [Connection] = []
     private var flushEvent: Event?
     private var flushScheduled = false
+    /// When this pass queued its first output: its flush is timed from there (STATS loop_pass_*).
+    private var passOutputStarted = ContinuousClock.now
     /// Priority-0 callbacks run since the flush was scheduled. libevent runs no lower-priority
     /// event while higher-priority ones keep becoming active, so under a constant stream of
     /// input (or accepts) the flush could starve; past `maxCallbacksBeforeFlush` the callback
@@ -238,8 +240,10 @@ public final class Server {
 
     private static let onStatsTick: EventCallback = { _, _, context in
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
-        server.stats.tick(now: .now)
+        let started = ContinuousClock.now
+        server.stats.tick(now: started)
         server.maintainStorage()
+        server.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }
 
@@ -430,6 +434,7 @@ public final class Server {
         dirty.append(connection)
         if !flushScheduled {
             flushScheduled = true
+            passOutputStarted = .now
             callbacksSinceFlushScheduled = 0
             flushEvent?.activate()
         }
@@ -479,6 +484,7 @@ public final class Server {
             flush(connection)
         }
         flushing.removeAll(keepingCapacity: true)
+        stats.passTimes.record(.now - passOutputStarted)
     }
 
     private func flush(_ connection: Connection) {

@@ -2,6 +2,9 @@
 ///
 /// `frames_out` counts a DIFF once per member it is queued for; `bytes_out` counts bytes the
 /// kernel accepted. Rates are over the last whole second (`tick`, driven by a 1 s timer).
+/// `loop_pass_p99_us` and `loop_pass_max_us` are over the last 10-20 s (`PassTimeWindow`): a
+/// sample is a pass's flush, timed from when the pass queued its first output to the end of
+/// its commit and sends, or a one-second maintenance run (checkpoints, segment switches).
 struct ServerStats {
     var framesIn: UInt64 = 0
     var framesOut: UInt64 = 0
@@ -13,6 +16,7 @@ struct ServerStats {
     var protocolErrors: UInt64 = 0
     var writesApplied: UInt64 = 0
     var writesRejected: UInt64 = 0
+    var passTimes = PassTimeWindow()
 
     private(set) var framesInPerSecond: UInt64 = 0
     private(set) var framesOutPerSecond: UInt64 = 0
@@ -31,13 +35,15 @@ struct ServerStats {
             }
         }
         lastTick = now
+        passTimes.tick(now: now)
         lastFramesIn = framesIn
         lastFramesOut = framesOut
     }
 
     /// The STATS_REPLY entries, given the live gauges.
     func entries(connections: Int, rooms: Int, items: Int, uptime: Duration) -> [(String, UInt64)] {
-        [
+        let passes = passTimes.merged
+        return [
             ("connections", UInt64(connections)),
             ("rooms", UInt64(rooms)),
             ("items", UInt64(items)),
@@ -54,6 +60,8 @@ struct ServerStats {
             ("writes_applied", writesApplied),
             ("writes_rejected", writesRejected),
             ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),
+            ("loop_pass_p99_us", passes.quantile(0.99)),
+            ("loop_pass_max_us", passes.max),
         ]
     }
 }

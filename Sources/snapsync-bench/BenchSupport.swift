@@ -81,7 +81,11 @@ enum Bench {
 
     /// Prints one JSON object on one line, fields in the given order.
     static func printJSON(_ fields: KeyValuePairs<String, JSONValue>) {
-        let body = fields.map { "\"\($0.key)\": \($0.value.json)" }.joined(separator: ", ")
+        printJSON(fields.map { ($0.key, $0.value) })
+    }
+
+    static func printJSON(_ fields: [(String, JSONValue)]) {
+        let body = fields.map { "\"\($0.0)\": \($0.1.json)" }.joined(separator: ", ")
         print("{\(body)}")
     }
 

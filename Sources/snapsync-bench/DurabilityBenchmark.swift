@@ -6,9 +6,15 @@
 // client writes its own room (snapsyncd: MUTATE update_items(reload) of one item; Redis: SET of
 // one key), so the daemon gets writes to several rooms in one loop pass and group-commits them
 // under one fdatasync, as Redis does with its AOF.
+//
+// Segment switches (issue #13): with a small `--log-segment-bytes` the daemon switches log
+// segments at every one-second maintenance, so a short run crosses many switches; each
+// snapsyncd line then also gives the switches seen, the write→ACK p99.9 and maximum, and the
+// daemon's own STATS `loop_pass_p99_us` / `loop_pass_max_us` at the end of the run.
 #if canImport(Glibc)
 import Glibc
 import ArgumentParser
+import SnapSyncWire
 
 struct DurabilityBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,7 +25,9 @@ struct DurabilityBenchmark: ParsableCommand {
             redis-server (appendonly yes, appendfsync always, its AOF under --dir too), each on a \
             loopback port. --clients closed-loop writers run for --seconds after a one-second \
             warm-up; one JSON line per server and policy: writes acknowledged per second and the \
-            latency of one acknowledged write (p50, p99, max).
+            latency of one acknowledged write (p50, p99, p99.9, max). --log-segment-bytes \
+            makes segment switches frequent; then the daemon's segment switches and its \
+            loop_pass STATS are reported too.
             """)
 
     @Option(help: "Concurrent writers, each in its own room (snapsyncd) or on its own key (Redis).")
@@ -46,6 +54,12 @@ struct DurabilityBenchmark: ParsableCommand {
     @Option(name: .customLong("redis-binary"), help: "redis-server to start (default: from PATH).")
     var redisBinary: String?
 
+    @Option(help: "snapsyncd's --log-segment-bytes (default: the daemon's, 64 MiB).")
+    var logSegmentBytes: Int?
+
+    @Option(help: "snapsyncd's --history-count (default: the daemon's, 1024). Each checkpoint holds a room's history, so a small value leaves the segment switch itself in the figures.")
+    var historyCount: Int?
+
     func validate() throws {
         guard clients >= 1, clients <= 256 else { throw ValidationError("--clients must be 1...256") }
         guard seconds > 0 else { throw ValidationError("--seconds must be positive") }
@@ -60,13 +74,26 @@ struct DurabilityBenchmark: ParsableCommand {
         let binary = FanoutServers.daemonBinary(explicit: serverBinary)
         for policy in policies.split(separator: ",").map(String.init) {
             let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-durable")
-            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: ["--data-dir", data, "--fsync", policy], cpu: nil)
+            var arguments = ["--data-dir", data, "--fsync", policy]
+            if let logSegmentBytes { arguments += ["--log-segment-bytes", String(logSegmentBytes)] }
+            if let historyCount { arguments += ["--history-count", String(historyCount)] }
+            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: arguments, cpu: nil)
             defer {
                 daemon.stop()
                 _ = system("rm -rf '\(data)'")
             }
-            let result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
+            var result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
                 SnapSyncWriter(host: daemon.host, port: daemon.port, room: "durable-\(index)", payloadBytes: payloadBytes)
+            }
+            let log = FanoutSys.readFile(daemon.logPath) ?? ""
+            result.daemon = [
+                ("segment_switches", .int(log.split(separator: "\n").filter { $0.contains("started log segment") }.count)),
+                ("binary", .string(binary)),
+            ]
+            let stats = DurabilityBench.stats(host: daemon.host, port: daemon.port)
+            for name in ["loop_pass_p99_us", "loop_pass_max_us"] {
+                // null for a daemon that does not report it.
+                result.daemon.append((name, stats[name].map { .int(Int($0)) } ?? .number(.nan)))
             }
             result.print(server: "snapsyncd", fsync: policy, clients: clients, payloadBytes: payloadBytes, dir: base)
         }
@@ -203,6 +230,8 @@ enum DurabilityBench {
         var writes: Int
         var seconds: Double
         var latenciesNs: [UInt64]
+        /// Extra fields about the daemon (segment switches, its STATS).
+        var daemon: [(String, JSONValue)] = []
 
         func print(server: String, fsync: String, clients: Int, payloadBytes: Int, dir: String) {
             let sorted = latenciesNs.sorted()
@@ -210,13 +239,15 @@ enum DurabilityBench {
                 guard !sorted.isEmpty else { return .number(.nan) }
                 return .number(Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1e6, digits: 3)
             }
-            Bench.printJSON([
-                "benchmark": "durability", "server": .string(server), "fsync": .string(fsync),
-                "clients": .int(clients), "payload_bytes": .int(payloadBytes), "dir": .string(dir),
-                "seconds": .number(seconds, digits: 2), "acked_writes": .int(writes),
-                "acked_writes_per_s": .number(Double(writes) / seconds, digits: 0),
-                "latency_p50_ms": ms(0.5), "latency_p99_ms": ms(0.99), "latency_max_ms": ms(1.0),
-            ])
+            let fields: [(String, JSONValue)] = [
+                ("benchmark", "durability"), ("server", .string(server)), ("fsync", .string(fsync)),
+                ("clients", .int(clients)), ("payload_bytes", .int(payloadBytes)), ("dir", .string(dir)),
+                ("seconds", .number(seconds, digits: 2)), ("acked_writes", .int(writes)),
+                ("acked_writes_per_s", .number(Double(writes) / seconds, digits: 0)),
+                ("latency_p50_ms", ms(0.5)), ("latency_p99_ms", ms(0.99)), ("latency_p999_ms", ms(0.999)),
+                ("latency_max_ms", ms(1.0)),
+            ] + daemon
+            Bench.printJSON(fields)
         }
     }
 
@@ -274,6 +305,23 @@ enum DurabilityBench {
         for thread in threads { pthread_join(thread, nil) }
         return Result(writes: workers.reduce(0) { $0 + $1.writes }, seconds: seconds,
                       latenciesNs: workers.flatMap(\.latencies))
+    }
+
+    /// The daemon's STATS (name → value), over a fresh connection.
+    static func stats(host: String, port: Int) -> [String: UInt64] {
+        let fd = FanoutSys.connectTCP(host: host, port: port)
+        defer { close(fd) }
+        var reader = FanoutFrameReader(fd: fd)
+        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench-stats"))
+        reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+        FanoutSys.writeAll(fd, FrameEncoder().encode(.stats(requestId: 1)))
+        while true {
+            let body = Array(reader.next(context: "STATS"))
+            guard let message = try? FrameDecoder.decode(body: body, accepting: .server) else { continue }
+            if case .statsReply(_, let stats) = message {
+                return Dictionary(stats.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+            }
+        }
     }
 
     static func temporaryDirectory(under base: String, _ prefix: String) -> String {

@@ -31,7 +31,7 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Directory for durable state, created if missing. (default: $STATE_DIRECTORY if set, else ./data)", valueName: "path"))
     var dataDir: String?
 
-    @Option(help: ArgumentHelp("When the write-ahead log is fsynced: always (an ACK means on disk; one fsync per loop pass), everysec (a machine crash may lose the last 1-2 s of acknowledged writes), no (left to the kernel). A crash of the daemon alone loses nothing in any mode.", valueName: "always|everysec|no"))
+    @Option(help: ArgumentHelp("When the write-ahead log is fsynced: always (an ACK means on disk; one fsync per loop pass), everysec (a machine crash may lose the last second of acknowledged writes, up to 3 s on a slow disk), no (left to the kernel). A crash of the daemon alone loses nothing in any mode.", valueName: "always|everysec|no"))
     var fsync: String = FsyncPolicy.always.rawValue
 
     @Option(help: "Longest time between checkpoints of a room that was written (also: whenever the log reaches --log-segment-bytes). (default: 5m)",

@@ -50,8 +50,11 @@ extension ServerIntegration {
             let names = ["connections", "rooms", "items", "frames_in", "frames_out", "bytes_in", "bytes_out",
                          "frames_in_per_second", "frames_out_per_second", "slow_consumer_disconnects",
                          "connections_accepted", "connections_refused", "protocol_errors", "writes_applied",
-                         "writes_rejected", "uptime_seconds"]
+                         "writes_rejected", "uptime_seconds", "loop_pass_p99_us", "loop_pass_max_us"]
             for name in names { #expect(stats[name] != nil, "STATS lacks \(name)") }
+            // Every pass with output is timed: the writes above made some.
+            #expect((stats["loop_pass_max_us"] ?? 0) > 0)
+            #expect((stats["loop_pass_max_us"] ?? 0) >= (stats["loop_pass_p99_us"] ?? 0))
             #expect(stats["connections"] == 2)
             #expect(stats["rooms"] == 2)
             #expect(stats["items"] == 3)

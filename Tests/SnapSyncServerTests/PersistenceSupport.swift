@@ -129,12 +129,13 @@ func writeClosedLog(_ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 
     return (rooms, segment)
 }
 
-/// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly.
+/// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly. The
+/// background work runs inline (every step at its call) unless `backgroundThread`.
 func smallOptions(_ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
-                  historyLimit: Int = 16) -> StorageOptions {
+                  historyLimit: Int = 16, backgroundThread: Bool = false) -> StorageOptions {
     StorageOptions(directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
                    preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
-                   checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit)
+                   checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit, backgroundThread: backgroundThread)
 }
 
 func expectSameRooms(_ recovered: [RecoveredRoom], _ expected: Rooms,

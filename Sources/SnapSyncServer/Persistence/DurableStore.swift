@@ -27,6 +27,10 @@ internal import Glibc
 ///    segments no room needs any more.
 /// 6. On shutdown: `close(image:)`, which checkpoints the rooms written since their checkpoint
 ///    when the log the next start would replay is long.
+///
+/// The slow file work of a segment switch (creating the next segment, the fdatasync of the one
+/// closed, unlinking old ones) and the `everysec` fdatasync run on a background thread
+/// (`BackgroundIO`, `DurableStore+Background.swift`); the loop decides what is done and when.
 public final class DurableStore {
     public let options: StorageOptions
     let logger: Logger
@@ -34,17 +38,19 @@ public final class DurableStore {
     /// The data directory's lock file, held (flock) for the store's lifetime.
     private let lockFile: PosixFile
     var active: ActiveSegment
-    /// Closed segments still needed by some room, oldest first.
+    /// Closed segments still needed by some room, oldest first; closed means trimmed and
+    /// fdatasynced (a segment whose close is still running is in `background.closing`).
     var closedSegments: [UInt64]
     var rooms: [String: RoomTrack]
     var nextCheckpointSequence: UInt64
 
     /// Records appended since the last `sync()`, framed, ready for one write(2).
-    private var pending: [UInt8] = []
+    var pending: [UInt8] = []
     private var scratch: [UInt8] = []
-    /// Bytes written to the active segment but not yet fdatasynced.
-    private var unsynced = false
-    private var lastSync: ContinuousClock.Instant
+    /// Bytes written to the active segment and not covered by an fdatasync done or running.
+    var unsynced = false
+    /// When the last fdatasync of the log was done (or, `everysec`, handed to the background).
+    var lastSync: ContinuousClock.Instant
     /// True while `reserve()` fails for lack of space; logged once on each change.
     private var outOfSpace = false
 
@@ -53,6 +59,8 @@ public final class DurableStore {
     /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
     /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
     var checkpointsToRemove: [String] = []
+    /// The background thread and the work in flight on it.
+    var background: BackgroundState
 
     struct ActiveSegment {
         var sequence: UInt64
@@ -92,6 +100,12 @@ public final class DurableStore {
         self.rooms = rooms
         self.nextCheckpointSequence = nextCheckpointSequence
         self.lastSync = now
+        self.background = BackgroundState(io: BackgroundIO(inline: !options.backgroundThread))
+    }
+
+    deinit {
+        // Without `close()` (a failed start, a test's crash): let queued work finish, join.
+        background.io.shutdown()
     }
 
     var directory: String { options.directory }
@@ -104,9 +118,12 @@ public final class DurableStore {
     /// of the pending records. Call it before applying a write.
     ///
     /// - Throws: `.noSpace` when the disk (quota, file-size limit) is full: reject the write
-    ///   with storage_failure. Other errors are fatal.
+    ///   with storage_failure. Other errors are fatal, among them a failure of background work.
     /// - Complexity: O(1); a posix_fallocate call once per `preallocationBytes` of log.
     public func reserve() throws(StorageError) {
+        if let failure = background.failure { throw failure }
+        // The first write of a pass (nothing pending) is where a prepared segment takes over.
+        if pending.isEmpty && background.next?.installed == true { try switchSegmentIfReady(now: .now) }
         let needed = active.end + pending.count + options.maxWriteRecordBytes
         if needed <= active.allocated {
             return
@@ -178,25 +195,43 @@ public final class DurableStore {
     /// at least a second old, `no` never. Call it once per loop pass, after the pass's writes
     /// and before their ACKs and DIFFs go out.
     ///
-    /// - Returns: whether it fdatasynced.
+    /// `everysec` hands the fdatasync to the background thread and does not wait for it,
+    /// unless the previous one has been running for 2 s or more (a slow disk: waiting then
+    /// bounds what a machine crash can lose, as Redis does).
+    ///
+    /// - Returns: whether it fdatasynced (`everysec`: started one).
     /// - Throws: any error is fatal: the records may not be on disk, and must not be
-    ///   acknowledged. Exit; do not call again.
-    /// - Complexity: one write(2) of the pending bytes, at most one fdatasync.
+    ///   acknowledged. Exit; do not call again. A failure of earlier background work (a
+    ///   segment's fdatasync, an unlink) is thrown here too.
+    /// - Complexity: one write(2) of the pending bytes, at most one fdatasync; under `always`,
+    ///   in the first pass after a segment switch, a wait for the closed segment's fdatasync.
     @discardableResult
     public func sync(now: ContinuousClock.Instant = .now) throws(StorageError) -> Bool {
+        try absorbBackgroundCompletions()
+        if options.fsync == .always && !pending.isEmpty {
+            // The closed segment must be synced whole before a record of the next one can
+            // reach the disk (recovery's rule), so wait for its close before writing.
+            try waitForClosingSegments()
+        }
         try writePending()
         guard unsynced else { return false }
         switch options.fsync {
-        case .always: break
-        case .everysec: guard now - lastSync >= .seconds(1) else { return false }
-        case .no: return false
+        case .always:
+            try syncActiveNow(now: now)
+            return true
+        case .everysec:
+            guard now - lastSync >= .seconds(1) else { return false }
+            return try requestBackgroundSync(now: now)
+        case .no:
+            return false
         }
-        try fdatasyncActive(now: now)
-        return true
     }
 
-    /// True when records are buffered or written but not yet fdatasynced.
-    public var hasUnsyncedWrites: Bool { unsynced || !pending.isEmpty }
+    /// True when records are buffered, or written but not yet fdatasynced (also while a
+    /// background fdatasync of them is running).
+    public var hasUnsyncedWrites: Bool {
+        unsynced || !pending.isEmpty || background.syncing != nil || !background.closing.isEmpty
+    }
 
     func writePending() throws(StorageError) {
         guard !pending.isEmpty else { return }
@@ -216,7 +251,27 @@ public final class DurableStore {
         unsynced = true
     }
 
+    /// fdatasync of the active segment on the caller's thread, once all background work is
+    /// done (so that every closed segment is synced too): what a checkpoint and `close()` need.
     func fdatasyncActive(now: ContinuousClock.Instant) throws(StorageError) {
+        try finishBackgroundWork()
+        try syncActiveNow(now: now)
+    }
+
+    /// What a checkpoint needs from the log first. Under `always`, every logged write is
+    /// durable before the checkpoint that replaces it is written: write and fdatasync what is
+    /// not yet (waiting for background work). Under `everysec` and `no`, the log is only
+    /// written: an fdatasync here would stall the loop for up to a second of dirty log (200 ms
+    /// measured under `no`), and it buys nothing those policies promise: after a machine crash
+    /// a checkpoint that is ahead of the log's durable part holds more acknowledged writes of
+    /// its room than the log kept, never fewer, and replay skips the log's older records of it.
+    func prepareLogForCheckpoint() throws(StorageError) {
+        guard hasUnsyncedWrites else { return }
+        try writePending()
+        if options.fsync == .always { try fdatasyncActive(now: .now) }
+    }
+
+    func syncActiveNow(now: ContinuousClock.Instant) throws(StorageError) {
         try active.file.syncData()
         unsynced = false
         lastSync = now
@@ -230,45 +285,34 @@ public final class DurableStore {
     /// `checkpointInterval`; checkpoints of the rooms that keep old segments alive (oldest
     /// first, about `checkpointBytesPerCall` bytes per call); deleting segments no room needs.
     ///
+    /// A segment switch takes several calls when the background thread is in use: the next
+    /// segment is prepared off the loop once the active one is half full (or when the switch is
+    /// due), installed under its name when the switch is due, and takes over at the next point
+    /// where nothing is pending (here, or the next pass's first `reserve()`), where the closed
+    /// segment is trimmed; its fdatasync runs off the loop. Checkpoints and deletions wait
+    /// until no segment close is running (see `prepareLogForCheckpoint()` for the log's state
+    /// at a checkpoint).
+    ///
     /// `image` returns a room's current state; it must include every write appended for it.
-    /// - Throws: fatal errors only. A full disk while checkpointing is logged and retried on
-    ///   a later call.
+    /// - Throws: fatal errors only. A full disk while checkpointing or preparing a segment is
+    ///   logged and retried on a later call.
     public func maintain(now: ContinuousClock.Instant = .now, image: (String) -> RoomImage?) throws(StorageError) {
         try sync(now: now)
         let dataBytes = active.end + pending.count - LogSegment.headerSize
-        if dataBytes >= options.segmentBytes || (active.records > 0 && now - active.started >= options.checkpointInterval) {
-            do {
-                try rotate(now: now)
-            } catch {
-                if case .noSpace = error {
-                    logger.warning("storage: cannot start a new log segment: \(error); will retry")
-                } else {
-                    throw error
-                }
-            }
+        let due = dataBytes >= options.segmentBytes || (active.records > 0 && now - active.started >= options.checkpointInterval)
+        // Ahead of time only when it runs on the thread (inline, it would just be earlier).
+        if due || (background.io.isThreaded && dataBytes >= options.segmentBytes / 2) { try prepareNextSegment() }
+        if due {
+            background.switchDue = true
+            try installNextSegment()
+            try switchSegmentIfReady(now: now)
+            try absorbBackgroundCompletions()
         }
         // Only closed segments pin rooms: with none, there is nothing to checkpoint or delete,
         // and the O(rooms) scans below are skipped (the common case, every second).
-        guard !closedSegments.isEmpty else { return }
+        guard !closedSegments.isEmpty, background.closing.isEmpty else { return }
         try checkpointPinnedRooms(image: image)
         try deleteUnneededSegments()
-    }
-
-    /// Closes the active segment (written, fdatasynced, trimmed to its data) and starts the next.
-    func rotate(now: ContinuousClock.Instant) throws(StorageError) {
-        let next = try LogSegmentWriter.create(directory: directory, sequence: active.sequence + 1,
-                                               preallocate: options.preallocationBytes, now: now)
-        try writePending()
-        try active.file.truncate(to: active.end)
-        try fdatasyncActive(now: now)
-        active.file.close()
-        closedSegments.append(active.sequence)
-        logger.info("storage: started log segment \(LogSegment.fileName(next.sequence)) after \(active.records) records in \(LogSegment.fileName(active.sequence))")
-        active = next
-        // Listed only now that it exists: the MANIFEST never names a file that is not there.
-        // On a full disk it is listed by the next MANIFEST; a crash before takes it in (it is
-        // the segment right after the last listed).
-        _ = try writeManifestUnlessFull()
     }
 
     private func checkpointPinnedRooms(image: (String) -> RoomImage?) throws(StorageError) {
@@ -317,11 +361,7 @@ public final class DurableStore {
     func writeCheckpoint(room name: String, _ image: RoomImage) throws(StorageError) -> (bytes: Int, replaced: String?) {
         var track = rooms[name] ?? RoomTrack(epoch: image.epoch, version: image.version, checkpointVersion: 0,
                                              checkpointFile: nil, pinnedSegment: nil, writeIds: [])
-        // A checkpoint must never be ahead of the log it replaces: write and sync the log first.
-        if hasUnsyncedWrites {
-            try writePending()
-            try fdatasyncActive(now: .now)
-        }
+        try prepareLogForCheckpoint()
         let frames = image.history.suffix(min(options.historyLimit, Int(clamping: image.version)))
         var ids: [UInt64: [UInt8]] = [:]
         for entry in track.writeIds where entry.version <= image.version { ids[entry.version] = entry.id }
@@ -354,20 +394,22 @@ public final class DurableStore {
         return (bytes.count, replaced)
     }
 
+    /// Hands the closed segments that no room needs any more (every checkpoint that covers
+    /// them is already durable) to the background thread to unlink. A crash before the unlink
+    /// leaves them in place; the next start replays them (skipping what the checkpoints hold)
+    /// and deletes them again.
     private func deleteUnneededSegments() throws(StorageError) {
         let oldestPin = rooms.values.compactMap(\.pinnedSegment).min() ?? active.sequence
         let limit = min(oldestPin, active.sequence)
         let doomed = closedSegments.prefix { $0 < limit }
         guard !doomed.isEmpty else { return }
-        // Dropped from the MANIFEST before they are unlinked: a segment below its first one is a
-        // leftover the next start removes.
+        // Dropped from the MANIFEST before they are unlinked (on the background thread): a
+        // segment below its first one is a leftover the next start removes.
         let kept = closedSegments.dropFirst(doomed.count)
-        guard try writeManifestUnlessFull(segments: (kept.first ?? active.sequence)..<active.sequence + 1) else { return }
+        let first = kept.first ?? background.closing.first?.sequence ?? active.sequence
+        guard try writeManifestUnlessFull(segments: first..<active.sequence + 1) else { return }
         closedSegments.removeFirst(doomed.count)
-        for sequence in doomed { try Directory.remove(path(LogSegment.fileName(sequence))) }
-        try Directory.syncEntries(directory)
-        statistics.segmentsDeleted += doomed.count
-        logger.info("storage: deleted \(doomed.count) log segment(s) covered by checkpoints")
+        try removeSegments(Array(doomed))
     }
 
     /// Writes and fdatasyncs what is pending, trims the active segment's preallocated tail and
@@ -376,19 +418,26 @@ public final class DurableStore {
     /// With `image` (the daemon's rooms), when the next start would replay at least
     /// `options.shutdownCheckpointBytes` of log, it first checkpoints every room written since
     /// its checkpoint and deletes the log they cover, so that a clean restart replays nothing.
+    /// It waits for the background work first (so every closed segment is synced), and joins
+    /// the background thread.
     public func close(image: ((String) -> RoomImage?)? = nil) throws(StorageError) {
+        try finishBackgroundWork()
         try writePending()
         try active.file.truncate(to: active.end)
         try fdatasyncActive(now: .now)
         if let image { try checkpointForShutdown(image: image) }
         active.file.close()
+        try discardNextSegment()
+        background.io.shutdown()
         lockFile.close()
     }
 
     /// The name of the segment appends go to (for tests and logs).
     public var activeSegmentName: String { LogSegment.fileName(active.sequence) }
     /// The log segment files present, oldest first (for tests).
-    public var segmentNames: [String] { (closedSegments + [active.sequence]).map(LogSegment.fileName) }
+    public var segmentNames: [String] {
+        (closedSegments + background.closing.map(\.sequence) + [active.sequence]).map(LogSegment.fileName)
+    }
 }
 
 /// Counters since open.
@@ -425,8 +474,22 @@ enum LogSegmentWriter {
     /// renames it into place and fsyncs the directory, so a segment file always has its header.
     static func create(directory: String, sequence: UInt64, preallocate: Int,
                        now: ContinuousClock.Instant) throws(StorageError) -> DurableStore.ActiveSegment {
-        let name = LogSegment.fileName(sequence)
-        let tmp = directory + "/" + name + ".tmp"
+        let (file, allocated) = try createTemporary(directory: directory, sequence: sequence, preallocate: preallocate)
+        try install(directory: directory, sequence: sequence)
+        file.path = directory + "/" + LogSegment.fileName(sequence)
+        return .init(sequence: sequence, file: file, end: LogSegment.headerSize, allocated: allocated,
+                     records: 0, started: now)
+    }
+
+    static func temporaryPath(directory: String, sequence: UInt64) -> String {
+        directory + "/" + LogSegment.fileName(sequence) + ".tmp"
+    }
+
+    /// The first half of `create`: the segment as `wal-….log.tmp`, header written, space
+    /// preallocated, fsynced. - Returns: the open file and how far it is allocated.
+    static func createTemporary(directory: String, sequence: UInt64,
+                                preallocate: Int) throws(StorageError) -> (PosixFile, allocated: Int) {
+        let tmp = temporaryPath(directory: directory, sequence: sequence)
         let file: PosixFile
         var allocated = LogSegment.headerSize
         do throws(StorageError) {
@@ -444,10 +507,13 @@ enum LogSegmentWriter {
             try? Directory.remove(tmp)
             throw error
         }
-        try Directory.rename(tmp, directory + "/" + name)
-        file.path = directory + "/" + name
+        return (file, allocated)
+    }
+
+    /// The second half of `create`: renames the temporary file into place, fsyncs the directory.
+    static func install(directory: String, sequence: UInt64) throws(StorageError) {
+        try Directory.rename(temporaryPath(directory: directory, sequence: sequence),
+                             directory + "/" + LogSegment.fileName(sequence))
         try Directory.syncEntries(directory)
-        return .init(sequence: sequence, file: file, end: LogSegment.headerSize, allocated: allocated,
-                     records: 0, started: now)
     }
 }

@@ -8,11 +8,10 @@ public enum FsyncPolicy: String, Sendable, CaseIterable, CustomStringConvertible
     /// fdatasync before any ACK or DIFF of the loop pass goes out: an ACK means "on disk".
     /// All records appended in one loop pass share one fdatasync (group commit, as Redis does).
     case always
-    /// fdatasync at most once a second, on the event loop. A machine crash loses the writes
-    /// acknowledged since the last fdatasync: up to about 1 s, and up to about 2 s when the
-    /// disk is slow (the next fdatasync is due 1 s after the previous one ended, plus the
-    /// time it takes). Unlike Redis, the fdatasync is not moved to a background thread: the
-    /// loop stalls for one fdatasync per second instead.
+    /// fdatasync at most once a second, on the storage's background thread (as Redis does), so
+    /// the loop does not wait for it. A machine crash loses the writes acknowledged since the
+    /// last fdatasync started: up to about 1 s, and up to about 3 s when the disk is slow (one
+    /// that has been running for 2 s when the next is due is waited for).
     case everysec
     /// Never fdatasync the log (the kernel writes it back in its own time, typically within
     /// 30 s on Linux); checkpoints and segment switches are still fsynced.

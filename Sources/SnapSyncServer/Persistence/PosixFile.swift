@@ -12,7 +12,9 @@ private func systemRename(_ from: String, _ to: String) -> Int32 { rename(from, 
 // code is checked here once, and a failure becomes a StorageError naming the call and the path.
 // EINTR is retried for the calls that can return it; fsync is never retried after a real failure.
 
-/// An open file descriptor owned by the storage. Not thread-safe: the event loop's thread uses it.
+/// An open file descriptor owned by the storage. Not thread-safe: one thread uses it at a time
+/// (the event loop's; a descriptor handed to the background thread travels as a plain `Int32`,
+/// see `release()` and `BackgroundJob`).
 final class PosixFile {
     /// Kept up to date across renames, for error messages.
     var path: String
@@ -27,7 +29,20 @@ final class PosixFile {
         self.fd = fd
     }
 
+    /// Wraps a descriptor that is already open (handed over by `release()`); closes it on deinit.
+    init(adopting fd: Int32, path: String) {
+        self.path = path
+        self.fd = fd
+    }
+
     deinit { if fd >= 0 { _ = systemClose(fd) } }
+
+    /// Gives up the descriptor without closing it: the caller owns it from now on.
+    func release() -> Int32 {
+        let owned = fd
+        fd = -1
+        return owned
+    }
 
     func close() {
         if fd >= 0 { _ = systemClose(fd) }

@@ -25,11 +25,15 @@ public struct StorageOptions: Sendable {
     /// would otherwise replay at least this many bytes of log. Below it, replay is quick (it
     /// costs O(bytes of log)) and a restart is not worth a rewrite of every room touched.
     public var shutdownCheckpointBytes: Int
+    /// Segment closes and creations, segment deletions and the `everysec` fdatasync run on a
+    /// background thread (`BackgroundIO`), so the event loop never waits for them. False runs
+    /// them inline, at the call, in the same order: deterministic, for tests.
+    public var backgroundThread: Bool
 
     public init(directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
                 maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
                 checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
-                historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20) {
+                historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true) {
         self.directory = directory
         self.fsync = fsync
         self.segmentBytes = segmentBytes
@@ -39,6 +43,7 @@ public struct StorageOptions: Sendable {
         self.checkpointBytesPerCall = checkpointBytesPerCall
         self.historyLimit = historyLimit
         self.shutdownCheckpointBytes = shutdownCheckpointBytes
+        self.backgroundThread = backgroundThread
     }
 
     /// The largest record payload a write can need: the DIFF frame plus the room name (at most
