@@ -270,7 +270,7 @@ struct PersistenceManifestSpaceTests {
             try store.checkpoint(room: "room-0", rooms.image("room-0")!)
             try store.checkpoint(room: "room-1", rooms.image("room-1")!)
             try rooms.writeMany(10, rooms: 2, to: store)
-            try store.rotate(now: .now)
+            try store.switchSegmentNow()
             // One free page left: room-0's new checkpoint fits, the MANIFEST after it does not.
             let free = try #require(DataDirectory.freeBytes(mnt))
             #expect(system("dd if=/dev/zero of='\(mnt)/filler' bs=4096 count=\(free / 4096 - 1) 2>/dev/null") == 0)

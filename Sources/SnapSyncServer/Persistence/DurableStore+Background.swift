@@ -214,6 +214,19 @@ extension DurableStore {
 
     // MARK: - For tests
 
+    /// Starts the next segment now, whatever the active one holds: prepare, install and switch,
+    /// each waited for.
+    func switchSegmentNow(now: ContinuousClock.Instant = .now) throws(StorageError) {
+        try sync(now: now)
+        try prepareNextSegment()
+        try finishBackgroundWork()
+        background.switchDue = true
+        try installNextSegment()
+        try finishBackgroundWork()
+        try switchSegmentIfReady(now: now)
+        try finishBackgroundWork()
+    }
+
     /// Makes later background jobs fail with the error `fault` returns for them.
     func injectBackgroundFault(_ fault: (@Sendable (BackgroundJob) -> StorageError?)?) {
         background.io.injectFault(fault)
