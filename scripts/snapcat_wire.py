@@ -39,6 +39,7 @@ ERROR_CODES = {
     9: "timeout",
     10: "shutting_down",
     11: "unauthorized",
+    12: "input_budget_exceeded",
     20: "duplicate_section",
     21: "duplicate_item",
     22: "section_not_found",
