@@ -30,6 +30,8 @@ public final class Server {
     var connections: [UInt64: Connection] = [:]
     var rooms: [String: Room] = [:]
     var totalItems = 0
+    /// Bytes held for unfinished frames, all connections together (`--max-input-bytes`).
+    var inputBytes = 0
     /// Counted once per frame sent; unchecked for the reason given on `Connection.output`.
     @exclusivity(unchecked) var stats = ServerStats()
     private var nextConnectionId: UInt64 = 1
@@ -320,7 +322,7 @@ public final class Server {
             send(.error(code, message), to: connection, force: true)
         }
         connection.enterClosing(deadline: configuration.shutdownTimeout)
-        connection.pending = []
+        dropInput(connection)
         markDirty(connection)
     }
 
@@ -328,6 +330,7 @@ public final class Server {
     func destroy(_ connection: Connection, reason: String) {
         guard !connection.isDestroyed else { return }
         leaveAllRooms(connection)
+        dropInput(connection)
         connection.releaseResources()
         connections[connection.id] = nil
         logger.debug("connection closed", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)", "reason": "\(reason)"])

@@ -77,6 +77,10 @@ struct SnapsyncdCommand: ParsableCommand {
             transform: ConfigurationValue.byteCount)
     var maxOutputBytes: Int = defaults.maxOutputBytes
 
+    @Option(help: "Bytes held for unfinished frames, all connections together; past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxInputBytes: Int = defaults.maxInputBytes
+
     @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
     var historyCount: Int = defaults.historyCount
 
@@ -88,7 +92,7 @@ struct SnapsyncdCommand: ParsableCommand {
             transform: ConfigurationValue.duration)
     var handshakeTimeout: Duration = defaults.handshakeTimeout
 
-    @Option(help: "Silence before a PING; as long again without an answer closes. (default: \(time(defaults.idleTimeout)))",
+    @Option(help: "Time without a whole frame before a PING; as long again without one closes (so also the longest a frame may take to arrive, twice this). (default: \(time(defaults.idleTimeout)))",
             transform: ConfigurationValue.duration)
     var idleTimeout: Duration = defaults.idleTimeout
 
@@ -116,6 +120,7 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.maxConnections = maxConnections
         configuration.maxRooms = maxRooms
         configuration.maxOutputBytes = maxOutputBytes
+        configuration.maxInputBytes = maxInputBytes
         configuration.historyBytes = historyBytes
         configuration.handshakeTimeout = handshakeTimeout
         configuration.idleTimeout = idleTimeout

@@ -92,6 +92,10 @@ import Glibc
         #expect(message { $0.maxConnections = 0 }?.contains("--max-connections") == true)
         #expect(message { $0.maxOutputBytes = 10 }?.contains("--max-output-bytes") == true)
         #expect(message { $0.idleTimeout = .zero }?.contains("--idle-timeout") == true)
+        #expect(message { $0.maxFrameBytes = 1 << 30 }?.contains("--max-input-bytes") == true,
+                "one frame of the largest size must fit in the input budget")
+        #expect(message { $0.maxInputBytes = (16 << 20) + (64 << 10) }?.contains("--max-input-bytes") == true)
+        #expect(message { $0.maxInputBytes = (16 << 20) + (128 << 10) } == nil)
         #expect(message { $0.maxFrameBytes = 1 << 20; $0.maxSnapshotBytes = ServerConfiguration.snapshotBytes(forFrameBytes: 1 << 20) } == nil)
     }
 
