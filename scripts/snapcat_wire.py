@@ -59,6 +59,7 @@ ERROR_CODES = {
     43: "not_joined",
     44: "invalid_room_name",
     45: "storage_failure",
+    47: "server_full",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 

@@ -829,7 +829,7 @@ ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_t
                27: "anchor_is_self", 28: "identifier_too_long", 29: "payload_too_large", 30: "too_many_items",
                31: "too_many_sections", 32: "snapshot_too_large", 40: "version_mismatch", 41: "too_many_rooms",
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
-               45: "storage_failure"}
+               45: "storage_failure", 47: "server_full"}
 
 
 def unjb(v):

@@ -2,7 +2,7 @@ public import SnapSyncModel
 
 /// The error codes of Protocol/PROTOCOL.md §6, one case per row.
 ///
-/// Codes 1–19 travel in ERROR (the connection ends), 20–45 in REJECT (one request failed).
+/// Codes 1–19 travel in ERROR (the connection ends), 20 and up in REJECT (one request failed).
 /// Codes 20–32 map one-to-one onto the model's `Violation`.
 public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case malformedFrame = 1
@@ -38,6 +38,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case notJoined = 43
     case invalidRoomName = 44
     case storageFailure = 45
+    case serverFull = 47
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -83,6 +84,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .notJoined: "not_joined"
         case .invalidRoomName: "invalid_room_name"
         case .storageFailure: "storage_failure"
+        case .serverFull: "server_full"
         }
     }
 
