@@ -32,6 +32,9 @@ struct OutputQueue {
         /// arena (kept alive by the arena, which this chunk keeps alive). 0 for a private chunk,
         /// whose `count` may still grow.
         var extra = 0
+        /// The entry ends at a frame boundary; false for the header of a SNAPSHOT whose body is
+        /// the next entry (a shared chunk, `appendFrameHeader`).
+        var endsFrame = true
 
         var end: Int { chunk.count + extra }
     }
@@ -48,6 +51,8 @@ struct OutputQueue {
     private var tailSize = OutputQueue.firstTailChunkSize
 
     private(set) var pendingBytes = 0
+    /// The last entry sent did not end its frame (`Entry.endsFrame`).
+    private var headContinuesFrame = false
 
     init(cap: Int) {
         self.cap = cap
@@ -108,6 +113,13 @@ struct OutputQueue {
         pendingBytes += bytes.count
     }
 
+    /// Copies the first part of a frame whose rest is queued next (`enqueue`): the private
+    /// header of a SNAPSHOT whose body is shared. The two are kept or dropped together.
+    mutating func appendFrameHeader(_ bytes: UnsafeRawBufferPointer) {
+        append(bytes)
+        entries[entries.count - 1].endsFrame = false
+    }
+
     /// Fills `iovecs` with the unsent bytes, in order, up to `capacity` entries.
     /// - Returns: the number of iovecs filled.
     func gather(into iovecs: UnsafeMutablePointer<iovec>, capacity: Int) -> Int {
@@ -140,13 +152,19 @@ struct OutputQueue {
         if pendingBytes == 0 { removeAll() }
     }
 
+    /// The stream is in the middle of a frame: part of the head entry has been sent, or the
+    /// entry sent before it was a SNAPSHOT header.
+    var isMidFrame: Bool { head < entries.count && (entries[head].offset > 0 || headContinuesFrame) }
+
     /// Keeps only what must still be sent to leave the stream at a frame boundary (the rest of a
-    /// partly sent head entry, which holds whole frames), and drops everything else.
+    /// partly sent head entry, which holds whole frames, or a SNAPSHOT header and its body), and
+    /// drops everything else.
     /// - Returns: the bytes dropped.
     @discardableResult
     mutating func dropAllButPartialHead() -> Int {
         guard head < entries.count else { return 0 }
-        let keep = entries[head].offset > 0 ? 1 : 0
+        var keep = isMidFrame ? 1 : 0
+        while keep > 0 && !entries[head + keep - 1].endsFrame && head + keep < entries.count { keep += 1 }
         var dropped = 0
         for index in (head + keep)..<entries.count {
             dropped += entries[index].end - entries[index].offset
@@ -162,10 +180,12 @@ struct OutputQueue {
         entries.removeAll(keepingCapacity: entries.capacity <= 64)
         head = 0
         pendingBytes = 0
+        headContinuesFrame = false
     }
 
     private mutating func popHead() {
         let chunk = entries[head].chunk
+        headContinuesFrame = !entries[head].endsFrame
         head += 1
         // A private chunk belongs to this queue alone, so once sent it can be refilled.
         if !chunk.isFrozen, chunk.capacity <= Self.tailChunkSize, chunk.capacity > (spare?.capacity ?? 0) {

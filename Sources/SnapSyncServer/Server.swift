@@ -32,6 +32,12 @@ public final class Server {
     var totalItems = 0
     /// Bytes held for unfinished frames, all connections together (`--max-input-bytes`).
     var inputBytes = 0
+    /// Unsent output, all connections together, a shared chunk once per holder
+    /// (`--max-output-total-bytes`, Server+OutputBudget.swift). Unchecked: changed once per
+    /// delivery, for the reason given on `Connection.output`.
+    @exclusivity(unchecked) var outputBytes = 0
+    /// All rooms' bytes (`--max-room-total-bytes`).
+    let roomBudget: RoomMemoryBudget
     /// Counted once per frame sent; unchecked for the reason given on `Connection.output`.
     @exclusivity(unchecked) var stats = ServerStats()
     private var nextConnectionId: UInt64 = 1
@@ -62,6 +68,8 @@ public final class Server {
     var encodeBuffer: [UInt8] = []
     var diffBuffer: [UInt8] = []
     var decoder: FrameDecoder
+    /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
+    var snapshotEncodings = SnapshotEncodings()
 
     private var statsTimer: Event?
     private var signalEvents: [Event] = []
@@ -79,6 +87,7 @@ public final class Server {
         self.configuration = configuration
         self.logger = logger
         self.storage = storage
+        self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
         do {
             self.loop = try EventLoop()
         } catch {
@@ -331,6 +340,7 @@ public final class Server {
         guard !connection.isDestroyed else { return }
         leaveAllRooms(connection)
         dropInput(connection)
+        outputBytes -= connection.output.pendingBytes
         connection.releaseResources()
         connections[connection.id] = nil
         logger.debug("connection closed", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)", "reason": "\(reason)"])
@@ -397,6 +407,9 @@ public final class Server {
         encodeBuffer.withUnsafeBytes { connection.output.append($0) }
         stats.framesOut += 1
         markDirty(connection)
+        outputBytes += size
+        // Not for the ERROR that ends a connection: budget enforcement itself queues those.
+        if !force && outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 
     /// Queues a shared frame (a DIFF) for `connection`, by reference.
@@ -409,15 +422,18 @@ public final class Server {
         connection.output.enqueue(chunk)
         stats.framesOut += 1
         markDirty(connection)
+        outputBytes += chunk.count
+        if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 
     /// A subscriber that stopped reading: drop what it has not started receiving (keeping the
     /// rest of a partly sent frame, so the stream stays framed), queue ERROR slow_consumer and
     /// close. Its memory is now bounded by one frame, and no one else waits for it.
-    private func cutOff(_ connection: Connection) {
+    func cutOff(_ connection: Connection) {
         stats.slowConsumerDisconnects += 1
         let queued = connection.output.pendingBytes
         let dropped = connection.output.dropAllButPartialHead()
+        outputBytes -= dropped
         logger.warning("slow consumer, closing", metadata: [
             "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
             "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)"])
@@ -499,6 +515,7 @@ public final class Server {
             }
             guard let written else { break }
             connection.output.consume(written)
+            outputBytes -= written
             stats.bytesOut += UInt64(written)
             // A short write means the send buffer is full; asking again would only say EAGAIN.
             if written < requested { break }

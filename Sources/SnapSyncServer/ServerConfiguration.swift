@@ -24,6 +24,14 @@ public struct ServerConfiguration: Sendable {
     /// Bytes held for unfinished frames, all connections together. Past it, the connections
     /// holding the largest unfinished frames are closed with ERROR input_budget_exceeded.
     public var maxInputBytes = 256 * 1024 * 1024
+    /// Unsent output of all connections together, a shared DIFF counted once per connection
+    /// holding it. Past it, the connections with the largest queues are cut off as slow
+    /// consumers (largest first, down to 7/8 of it).
+    public var maxOutputTotalBytes = 2 * 1024 * 1024 * 1024
+    /// Bytes of all rooms together: canonical snapshot bytes, DIFF history bytes and
+    /// `RoomMemoryBudget.bytesPerRememberedId` per remembered frame and write id. A write that
+    /// could take the total past it gets REJECT server_full (`RoomMemoryBudget`).
+    public var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
     /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).
     public var historyBytes = 4 * 1024 * 1024
 
@@ -134,6 +142,12 @@ public struct ServerConfiguration: Sendable {
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }
         guard maxInputBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
             throw fail("--max-input-bytes must be at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one frame of the largest size fits, not \(maxInputBytes)")
+        }
+        guard maxOutputTotalBytes >= maxOutputBytes, maxOutputTotalBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
+            throw fail("--max-output-total-bytes must be at least --max-output-bytes (\(maxOutputBytes)) and at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one connection's queue fits, not \(maxOutputTotalBytes)")
+        }
+        guard maxRoomTotalBytes >= wire.maxSnapshotBytes + historyBytes else {
+            throw fail("--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)")
         }
         guard listenBacklog >= 1 else { throw fail("--backlog must be at least 1") }
         for (flag, value) in [("--handshake-timeout", handshakeTimeout), ("--idle-timeout", idleTimeout),

@@ -81,6 +81,14 @@ struct SnapsyncdCommand: ParsableCommand {
             transform: ConfigurationValue.byteCount)
     var maxInputBytes: Int = defaults.maxInputBytes
 
+    @Option(help: "Unsent output of all connections together (a DIFF counted once per connection holding it); past it the connections with the largest queues get ERROR slow_consumer. At least --max-output-bytes and --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxOutputTotalBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxOutputTotalBytes: Int = defaults.maxOutputTotalBytes
+
+    @Option(help: "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least --max-snapshot-bytes plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxRoomTotalBytes: Int = defaults.maxRoomTotalBytes
+
     @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
     var historyCount: Int = defaults.historyCount
 
@@ -121,6 +129,8 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.maxRooms = maxRooms
         configuration.maxOutputBytes = maxOutputBytes
         configuration.maxInputBytes = maxInputBytes
+        configuration.maxOutputTotalBytes = maxOutputTotalBytes
+        configuration.maxRoomTotalBytes = maxRoomTotalBytes
         configuration.historyBytes = historyBytes
         configuration.handshakeTimeout = handshakeTimeout
         configuration.idleTimeout = idleTimeout

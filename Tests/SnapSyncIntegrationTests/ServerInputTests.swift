@@ -156,7 +156,7 @@ extension ServerIntegration {
 }
 
 /// VmRSS of a process, in bytes, from /proc/PID/status.
-private func residentBytes(of pid: pid_t) -> Int? {
+func residentBytes(of pid: pid_t) -> Int? {
     guard let file = fopen("/proc/\(pid)/status", "r") else { return nil }
     defer { fclose(file) }
     var line = [CChar](repeating: 0, count: 256)

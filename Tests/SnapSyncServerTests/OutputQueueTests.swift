@@ -107,6 +107,31 @@ extension OutputQueue {
         #expect(fresh.isEmpty && fresh.entryCount == 0)
     }
 
+    /// A SNAPSHOT is a private header and a shared body in two entries: once any of it has been
+    /// sent, a cut-off keeps both, so the stream stays framed; before that, both go.
+    @Test func aSnapshotHeaderAndItsSharedBodyAreKeptOrDroppedTogether() {
+        func snapshotQueue() -> OutputQueue {
+            var queue = OutputQueue(cap: 1 << 20)
+            [UInt8]([1, 2, 3]).withUnsafeBytes { queue.appendFrameHeader($0) }
+            queue.enqueue(chunk([4, 5, 6, 7]))
+            queue.appendBytes([8, 9])
+            return queue
+        }
+        var untouched = snapshotQueue()
+        #expect(!untouched.isMidFrame)
+        #expect(untouched.dropAllButPartialHead() == 9 && untouched.isEmpty)
+        for sent in 1...5 {
+            var queue = snapshotQueue()
+            queue.consume(sent)
+            #expect(queue.isMidFrame, "\(sent) bytes sent")
+            #expect(queue.dropAllButPartialHead() == 2, "\(sent) bytes sent")
+            #expect(gathered(queue).bytes == Array([1, 2, 3, 4, 5, 6, 7].dropFirst(sent)), "\(sent) bytes sent")
+        }
+        var whole = snapshotQueue()
+        whole.consume(7)
+        #expect(!whole.isMidFrame)
+    }
+
     @Test func emptyChunksAreNotQueued() {
         var queue = OutputQueue(cap: 10)
         queue.enqueue(chunk([]))
