@@ -72,12 +72,12 @@ final class Connection {
     /// Handshake timeout, then idle/PING timer, then close deadline: one timer, re-armed.
     private var timer: Event?
 
-    init(id: UInt64, fd: Int32, peer: SocketAddress, server: Server, outputCap: Int) {
+    init(id: UInt64, fd: Int32, peer: SocketAddress, server: Server, outputCap: Int, meter: OutputMeter) {
         self.id = id
         self.fd = fd
         self.peer = peer
         self.server = server
-        self.output = OutputQueue(cap: outputCap)
+        self.output = OutputQueue(cap: outputCap, meter: meter)
         self.lastInput = .now
     }
 

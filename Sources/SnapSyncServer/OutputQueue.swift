@@ -11,7 +11,8 @@ internal import Glibc
 /// Accounting: `pendingBytes` is every unsent byte, counted per connection even when the chunk
 /// is shared, because that is what this subscriber would still have to receive. `cap` bounds
 /// it: a connection whose output would pass the cap is a slow consumer and is cut off
-/// (`Connection`), so its memory stays bounded and nobody else waits for it.
+/// (`Connection`), so its memory stays bounded and nobody else waits for it. The memory held,
+/// a shared chunk once for all queues, is counted in `meter` (`OutputMeter`).
 ///
 /// Complexity: enqueue and append are amortized O(1) (plus the copy for `append`); `gather` is
 /// O(iovecs gathered); `consume(n)` is O(entries completed).
@@ -35,12 +36,17 @@ struct OutputQueue {
         /// The entry ends at a frame boundary; false for the header of a SNAPSHOT whose body is
         /// the next entry (a shared chunk, `appendFrameHeader`).
         var endsFrame = true
+        /// A frozen chunk queued by reference (`enqueue`), counted once in the meter while held;
+        /// otherwise a private chunk whose unsent bytes are counted.
+        var isShared = false
 
         var end: Int { chunk.count + extra }
     }
 
     /// Unsent bytes allowed before the connection counts as a slow consumer.
     let cap: Int
+    /// Output memory of all queues together.
+    let meter: OutputMeter
     private var entries: [Entry] = []
     /// Index of the first unsent entry; the array is compacted lazily (amortized O(1) pops).
     private var head = 0
@@ -54,8 +60,9 @@ struct OutputQueue {
     /// The last entry sent did not end its frame (`Entry.endsFrame`).
     private var headContinuesFrame = false
 
-    init(cap: Int) {
+    init(cap: Int, meter: OutputMeter = OutputMeter()) {
         self.cap = cap
+        self.meter = meter
     }
 
     var isEmpty: Bool { pendingBytes == 0 }
@@ -86,8 +93,10 @@ struct OutputQueue {
                 return
             }
         }
-        entries.append(Entry(chunk: chunk, offset: 0))
+        let shared = chunk.isFrozen
+        entries.append(Entry(chunk: chunk, offset: 0, isShared: shared))
         pendingBytes += chunk.count
+        if shared { meter.retain(chunk) } else { meter.add(chunk.count) }
     }
 
     /// Copies `bytes` (one or more whole frames) to the end of the queue, into the private tail
@@ -111,6 +120,7 @@ struct OutputQueue {
             entries.append(Entry(chunk: chunk, offset: 0))
         }
         pendingBytes += bytes.count
+        meter.add(bytes.count)
     }
 
     /// Copies the first part of a frame whose rest is queued next (`enqueue`): the private
@@ -143,9 +153,11 @@ struct OutputQueue {
             let remaining = entries[head].end - entries[head].offset
             if left < remaining {
                 entries[head].offset += left
+                if !entries[head].isShared { meter.add(-left) }
                 return
             }
             left -= remaining
+            if !entries[head].isShared { meter.add(-remaining) }
             popHead()
         }
         // Sent entries that were empty to begin with cannot exist (enqueue skips them).
@@ -168,6 +180,7 @@ struct OutputQueue {
         var dropped = 0
         for index in (head + keep)..<entries.count {
             dropped += entries[index].end - entries[index].offset
+            unmeter(entries[index])
         }
         entries.removeSubrange((head + keep)...)
         pendingBytes -= dropped
@@ -177,14 +190,21 @@ struct OutputQueue {
 
     /// Drops everything (a connection that is gone).
     mutating func removeAll() {
+        for index in head..<entries.count { unmeter(entries[index]) }
         entries.removeAll(keepingCapacity: entries.capacity <= 64)
         head = 0
         pendingBytes = 0
         headContinuesFrame = false
     }
 
+    /// Takes an unsent entry's memory out of the meter.
+    private func unmeter(_ entry: Entry) {
+        if entry.isShared { meter.release(entry.chunk) } else { meter.add(entry.offset - entry.end) }
+    }
+
     private mutating func popHead() {
         let chunk = entries[head].chunk
+        if entries[head].isShared { meter.release(chunk) }
         headContinuesFrame = !entries[head].endsFrame
         head += 1
         // A private chunk belongs to this queue alone, so once sent it can be refilled.

@@ -12,11 +12,11 @@ extension Server {
     /// for the per-connection cap); one in the middle of a frame, or already closing, is closed
     /// at once, because only that frees the rest of the frame (PROTOCOL.md §7.1).
     ///
-    /// `outputBytes` counts a shared DIFF once per connection holding it, so it never
-    /// undercounts the memory held (a DIFF in several queues is one chunk).
+    /// `outputBytes` counts a shared chunk once (`OutputMeter`), so cutting one of its holders
+    /// may free nothing; the loop then goes on to the next largest queue.
     /// - Complexity: O(c log c) for c connections with output. Called when the budget is passed,
-    ///   and every call frees at least an eighth of the budget (or every queue), so the sort runs
-    ///   at most once per eighth of the budget queued.
+    ///   and every call brings the total to 7/8 of the budget (or cuts every queue), so the sort
+    ///   runs at most once per eighth of the budget queued.
     func enforceOutputBudget() {
         let limit = configuration.maxOutputTotalBytes
         let target = limit - limit / 8
@@ -29,7 +29,7 @@ extension Server {
                 "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
                 "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)"])
             if connection.state != .closing && !connection.output.isMidFrame {
-                outputBytes -= connection.output.dropAllButPartialHead()
+                connection.output.dropAllButPartialHead()
                 close(connection, error: .slowConsumer,
                       "the server's unsent output passed --max-output-total-bytes \(ConfigurationValue.describe(byteCount: limit)); this connection had one of the largest queues (\(queued) bytes)")
             } else {

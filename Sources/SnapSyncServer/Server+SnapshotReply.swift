@@ -60,7 +60,6 @@ extension Server {
         connection.output.enqueue(body)
         stats.framesOut += 1
         markDirty(connection)
-        outputBytes += size
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 }

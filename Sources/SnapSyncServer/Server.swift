@@ -32,10 +32,10 @@ public final class Server {
     var totalItems = 0
     /// Bytes held for unfinished frames, all connections together (`--max-input-bytes`).
     var inputBytes = 0
-    /// Unsent output, all connections together, a shared chunk once per holder
-    /// (`--max-output-total-bytes`, Server+OutputBudget.swift). Unchecked: changed once per
-    /// delivery, for the reason given on `Connection.output`.
-    @exclusivity(unchecked) var outputBytes = 0
+    /// Output memory of all connections' queues, a shared chunk once (`--max-output-total-bytes`,
+    /// Server+OutputBudget.swift).
+    let outputMeter = OutputMeter()
+    var outputBytes: Int { outputMeter.bytes }
     /// All rooms' bytes (`--max-room-total-bytes`).
     let roomBudget: RoomMemoryBudget
     /// Counted once per frame sent; unchecked for the reason given on `Connection.output`.
@@ -293,7 +293,7 @@ public final class Server {
         // coalesced per pass, so Nagle would only add delay.
         try? Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
         let connection = Connection(id: nextConnectionId, fd: fd, peer: peer, server: self,
-                                    outputCap: configuration.maxOutputBytes)
+                                    outputCap: configuration.maxOutputBytes, meter: outputMeter)
         nextConnectionId += 1
         do {
             try connection.start(loop: loop, handshakeTimeout: configuration.handshakeTimeout)
@@ -340,7 +340,6 @@ public final class Server {
         guard !connection.isDestroyed else { return }
         leaveAllRooms(connection)
         dropInput(connection)
-        outputBytes -= connection.output.pendingBytes
         connection.releaseResources()
         connections[connection.id] = nil
         logger.debug("connection closed", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)", "reason": "\(reason)"])
@@ -407,7 +406,6 @@ public final class Server {
         encodeBuffer.withUnsafeBytes { connection.output.append($0) }
         stats.framesOut += 1
         markDirty(connection)
-        outputBytes += size
         // Not for the ERROR that ends a connection: budget enforcement itself queues those.
         if !force && outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
@@ -422,7 +420,6 @@ public final class Server {
         connection.output.enqueue(chunk)
         stats.framesOut += 1
         markDirty(connection)
-        outputBytes += chunk.count
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 
@@ -433,7 +430,6 @@ public final class Server {
         stats.slowConsumerDisconnects += 1
         let queued = connection.output.pendingBytes
         let dropped = connection.output.dropAllButPartialHead()
-        outputBytes -= dropped
         logger.warning("slow consumer, closing", metadata: [
             "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
             "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)"])
@@ -515,7 +511,6 @@ public final class Server {
             }
             guard let written else { break }
             connection.output.consume(written)
-            outputBytes -= written
             stats.bytesOut += UInt64(written)
             // A short write means the send buffer is full; asking again would only say EAGAIN.
             if written < requested { break }

@@ -24,9 +24,10 @@ public struct ServerConfiguration: Sendable {
     /// Bytes held for unfinished frames, all connections together. Past it, the connections
     /// holding the largest unfinished frames are closed with ERROR input_budget_exceeded.
     public var maxInputBytes = 256 * 1024 * 1024
-    /// Unsent output of all connections together, a shared DIFF counted once per connection
-    /// holding it. Past it, the connections with the largest queues are cut off as slow
-    /// consumers (largest first, down to 7/8 of it).
+    /// Memory of unsent output, all connections together: private bytes while unsent, and a
+    /// chunk shared by several queues (a DIFF, a SNAPSHOT body) once (`OutputMeter`). Past it,
+    /// the connections with the largest queues are cut off as slow consumers (largest first,
+    /// down to 7/8 of it).
     public var maxOutputTotalBytes = 2 * 1024 * 1024 * 1024
     /// Bytes of all rooms together: canonical snapshot bytes, DIFF history bytes and
     /// `RoomMemoryBudget.bytesPerRememberedId` per remembered frame and write id. A write that

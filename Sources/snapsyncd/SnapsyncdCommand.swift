@@ -81,7 +81,7 @@ struct SnapsyncdCommand: ParsableCommand {
             transform: ConfigurationValue.byteCount)
     var maxInputBytes: Int = defaults.maxInputBytes
 
-    @Option(help: "Unsent output of all connections together (a DIFF counted once per connection holding it); past it the connections with the largest queues get ERROR slow_consumer. At least --max-output-bytes and --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxOutputTotalBytes)))",
+    @Option(help: "Memory of unsent output, all connections together (a DIFF or SNAPSHOT body queued to many counted once); past it the connections with the largest queues get ERROR slow_consumer. At least --max-output-bytes and --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxOutputTotalBytes)))",
             transform: ConfigurationValue.byteCount)
     var maxOutputTotalBytes: Int = defaults.maxOutputTotalBytes
 

@@ -132,6 +132,40 @@ extension OutputQueue {
         #expect(!whole.isMidFrame)
     }
 
+    /// The meter counts a private byte while it is unsent, and a shared chunk (or its whole
+    /// arena) once while any queue entry holds it, however many queues do.
+    @Test func theMeterCountsSharedMemoryOnce() {
+        let meter = OutputMeter()
+        var a = OutputQueue(cap: 1 << 20, meter: meter), b = OutputQueue(cap: 1 << 20, meter: meter)
+        let shared = chunk([1, 2, 3, 4, 5, 6, 7, 8])
+        a.enqueue(shared)
+        b.enqueue(shared)
+        #expect(meter.bytes == 8)
+        a.appendBytes([9, 9])
+        #expect(meter.bytes == 10)
+        a.consume(9)
+        #expect(meter.bytes == 8 + 1, "b still holds the shared chunk; one private byte is unsent")
+        b.consume(3)
+        #expect(meter.bytes == 9)
+        b.removeAll()
+        a.consume(1)
+        #expect(meter.bytes == 0)
+
+        let arena = OutputArena(capacity: 64)
+        let first = [UInt8](repeating: 1, count: 10).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
+        let second = [UInt8](repeating: 2, count: 10).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
+        a.enqueue(first)
+        b.enqueue(first)
+        b.enqueue(second)
+        #expect(meter.bytes == 64, "the arena is the memory held, once")
+        a.consume(5)
+        a.dropAllButPartialHead()
+        #expect(meter.bytes == 64)
+        a.consume(5)
+        b.dropAllButPartialHead()
+        #expect(meter.bytes == 0)
+    }
+
     @Test func emptyChunksAreNotQueued() {
         var queue = OutputQueue(cap: 10)
         queue.enqueue(chunk([]))
