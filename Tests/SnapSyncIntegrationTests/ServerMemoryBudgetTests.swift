@@ -136,5 +136,30 @@ extension ServerIntegration {
             // A small write still fits.
             #expect(try writer.mustMutate("r0", [.appendItems([.named("small")], toSection: "s")]) == before.version + 1)
         }
+
+        /// Rooms recovered at start count toward the budget as written ones do.
+        @Test func recoveredRoomsCountTowardTheRoomBudget() throws {
+            let dir = try DurableDirectory()
+            defer { dir.remove() }
+            let flags = ["--max-frame-bytes", "1MiB", "--history-bytes", "64KiB", "--max-room-total-bytes", "2MiB"]
+            let payload = String(repeating: "p", count: 50_000)
+            do {
+                let daemon = try dir.start(flags)
+                defer { daemon.stop() }
+                let writer = try RawClient.ready(daemon)
+                // Four rooms of 400 KB: 1.6 MB of the 2 MiB.
+                for index in 0..<4 {
+                    try writer.mustMutate("r\(index)", [.appendSections([.named("s")]),
+                                                       .appendItems((0..<8).map { .named("a-\($0)", payload) }, toSection: "s")])
+                }
+            }
+            let daemon = try dir.start(flags)
+            defer { daemon.stop() }
+            let writer = try RawClient.ready(daemon)
+            let (answer, _) = try writer.mutate("r4", [.appendSections([.named("s")]),
+                                                       .appendItems((0..<8).map { .named("a-\($0)", payload) }, toSection: "s")])
+            guard case .reject(_, let code, _, _, let message) = answer else { Issue.record("expected REJECT, got \(summary(answer))"); return }
+            #expect(ErrorCode(rawValue: code) == .serverFull, "\(message)")
+        }
     }
 }
