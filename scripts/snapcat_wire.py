@@ -39,6 +39,7 @@ ERROR_CODES = {
     9: "timeout",
     10: "shutting_down",
     11: "unauthorized",
+    12: "input_budget_exceeded",
     20: "duplicate_section",
     21: "duplicate_item",
     22: "section_not_found",
@@ -59,6 +60,7 @@ ERROR_CODES = {
     44: "invalid_room_name",
     45: "storage_failure",
     46: "write_id_conflict",
+    47: "server_full",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 

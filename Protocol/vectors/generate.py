@@ -948,13 +948,13 @@ LAYOUTS = {
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
                5: "unsupported_version", 6: "bad_magic", 7: "too_many_connections", 8: "slow_consumer",
-               9: "timeout", 10: "shutting_down", 11: "unauthorized", 20: "duplicate_section",
+               9: "timeout", 10: "shutting_down", 11: "unauthorized", 12: "input_budget_exceeded", 20: "duplicate_section",
                21: "duplicate_item", 22: "section_not_found", 23: "item_not_found",
                24: "anchor_section_not_found", 25: "anchor_item_not_found", 26: "no_sections",
                27: "anchor_is_self", 28: "identifier_too_long", 29: "payload_too_large", 30: "too_many_items",
                31: "too_many_sections", 32: "snapshot_too_large", 40: "version_mismatch", 41: "too_many_rooms",
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
-               45: "storage_failure", 46: "write_id_conflict"}
+               45: "storage_failure", 46: "write_id_conflict", 47: "server_full"}
 
 
 def unjb(v):

@@ -7,6 +7,8 @@ internal import Glibc
 /// Input: the server reads into one shared 64 KiB buffer and cuts frames straight out of it;
 /// only the tail of a frame that has not fully arrived is copied into `pending`. So an idle
 /// connection holds no input buffer, and a burst of small requests is never copied twice.
+/// `pending` grows with the bytes that actually arrived, never to a length the peer announced,
+/// and its capacity counts toward the server's input budget (`--max-input-bytes`).
 ///
 /// Output: replies and shared DIFF chunks go into `output`; nothing is written until the loop
 /// pass's flush (`Server.flushPass`), which sends everything pending for the connection in one
@@ -40,8 +42,13 @@ final class Connection {
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
     /// Fan-out). Only the loop thread touches it, and never in overlapping accesses.
     @exclusivity(unchecked) var output: OutputQueue
-    /// Bytes of a frame that has not fully arrived (empty most of the time).
+    /// Bytes of a frame that has not fully arrived (empty most of the time). Its capacity is
+    /// counted in `Server.inputBytes`; only `Server.receive` and `Server.dropInput` change it.
     var pending: [UInt8] = []
+    /// `pending`'s capacity as last counted in `Server.inputBytes`.
+    var budgetedInputBytes = 0
+    /// The peer sent EOF: nothing more will be read.
+    private(set) var hasReachedEndOfInput = false
 
     /// Joined rooms by name, with this connection's slot in `room.members`.
     var memberships: [String: (room: Room, slot: Int)] = [:]
@@ -54,6 +61,8 @@ final class Connection {
     /// The connection reached `closing` after sending everything and shut its sending side.
     private var hasShutDownOutput = false
 
+    /// When the last whole frame arrived (a byte of an unfinished frame does not count, so a
+    /// peer dribbling bytes cannot keep the connection alive; PROTOCOL.md §8.3).
     var lastInput: ContinuousClock.Instant
     var pingOutstanding = false
     private var nextPingNonce: UInt64 = 1
@@ -63,12 +72,12 @@ final class Connection {
     /// Handshake timeout, then idle/PING timer, then close deadline: one timer, re-armed.
     private var timer: Event?
 
-    init(id: UInt64, fd: Int32, peer: SocketAddress, server: Server, outputCap: Int) {
+    init(id: UInt64, fd: Int32, peer: SocketAddress, server: Server, outputCap: Int, meter: OutputMeter) {
         self.id = id
         self.fd = fd
         self.peer = peer
         self.server = server
-        self.output = OutputQueue(cap: outputCap)
+        self.output = OutputQueue(cap: outputCap, meter: meter)
         self.lastInput = .now
     }
 
@@ -133,6 +142,14 @@ final class Connection {
     func makePingNonce() -> UInt64 {
         defer { nextPingNonce &+= 1 }
         return nextPingNonce
+    }
+
+    /// The peer sent EOF. The read event is removed: EOF stays readable, so a level-triggered
+    /// read event would fire in every loop pass at the higher priority and starve the flush that
+    /// sends the answers the peer is still owed.
+    func stopReading() {
+        hasReachedEndOfInput = true
+        readEvent?.remove()
     }
 
     // MARK: Writing

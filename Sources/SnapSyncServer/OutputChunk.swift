@@ -26,6 +26,8 @@ final class OutputChunk {
     /// `arena?.base` as a plain pointer, so that telling arenas apart costs no retain. While
     /// this chunk lives its arena lives, and no two live arenas share a base.
     let arenaBase: UnsafeMutableRawPointer?
+    /// Queue entries holding this chunk, when it has no arena (`OutputMeter`).
+    var queueEntries = 0
 
     /// A private chunk with room for `capacity` bytes, to be filled with `append`.
     init(capacity: Int) {
@@ -109,6 +111,8 @@ final class OutputArena {
     let base: UnsafeMutableRawPointer
     let capacity: Int
     var used = 0
+    /// Queue entries holding a chunk of this arena (`OutputMeter`).
+    var queueEntries = 0
 
     init(capacity: Int) {
         self.capacity = max(capacity, 1)

@@ -11,7 +11,8 @@ internal import Glibc
 /// Accounting: `pendingBytes` is every unsent byte, counted per connection even when the chunk
 /// is shared, because that is what this subscriber would still have to receive. `cap` bounds
 /// it: a connection whose output would pass the cap is a slow consumer and is cut off
-/// (`Connection`), so its memory stays bounded and nobody else waits for it.
+/// (`Connection`), so its memory stays bounded and nobody else waits for it. The memory held,
+/// a shared chunk once for all queues, is counted in `meter` (`OutputMeter`).
 ///
 /// Complexity: enqueue and append are amortized O(1) (plus the copy for `append`); `gather` is
 /// O(iovecs gathered); `consume(n)` is O(entries completed).
@@ -32,12 +33,20 @@ struct OutputQueue {
         /// arena (kept alive by the arena, which this chunk keeps alive). 0 for a private chunk,
         /// whose `count` may still grow.
         var extra = 0
+        /// The entry ends at a frame boundary; false for the header of a SNAPSHOT whose body is
+        /// the next entry (a shared chunk, `appendFrameHeader`).
+        var endsFrame = true
+        /// A frozen chunk queued by reference (`enqueue`), counted once in the meter while held;
+        /// otherwise a private chunk whose unsent bytes are counted.
+        var isShared = false
 
         var end: Int { chunk.count + extra }
     }
 
     /// Unsent bytes allowed before the connection counts as a slow consumer.
     let cap: Int
+    /// Output memory of all queues together.
+    let meter: OutputMeter
     private var entries: [Entry] = []
     /// Index of the first unsent entry; the array is compacted lazily (amortized O(1) pops).
     private var head = 0
@@ -48,9 +57,12 @@ struct OutputQueue {
     private var tailSize = OutputQueue.firstTailChunkSize
 
     private(set) var pendingBytes = 0
+    /// The last entry sent did not end its frame (`Entry.endsFrame`).
+    private var headContinuesFrame = false
 
-    init(cap: Int) {
+    init(cap: Int, meter: OutputMeter = OutputMeter()) {
         self.cap = cap
+        self.meter = meter
     }
 
     var isEmpty: Bool { pendingBytes == 0 }
@@ -81,8 +93,10 @@ struct OutputQueue {
                 return
             }
         }
-        entries.append(Entry(chunk: chunk, offset: 0))
+        let shared = chunk.isFrozen
+        entries.append(Entry(chunk: chunk, offset: 0, isShared: shared))
         pendingBytes += chunk.count
+        if shared { meter.retain(chunk) } else { meter.add(chunk.count) }
     }
 
     /// Copies `bytes` (one or more whole frames) to the end of the queue, into the private tail
@@ -106,6 +120,14 @@ struct OutputQueue {
             entries.append(Entry(chunk: chunk, offset: 0))
         }
         pendingBytes += bytes.count
+        meter.add(bytes.count)
+    }
+
+    /// Copies the first part of a frame whose rest is queued next (`enqueue`): the private
+    /// header of a SNAPSHOT whose body is shared. The two are kept or dropped together.
+    mutating func appendFrameHeader(_ bytes: UnsafeRawBufferPointer) {
+        append(bytes)
+        entries[entries.count - 1].endsFrame = false
     }
 
     /// Fills `iovecs` with the unsent bytes, in order, up to `capacity` entries.
@@ -131,25 +153,34 @@ struct OutputQueue {
             let remaining = entries[head].end - entries[head].offset
             if left < remaining {
                 entries[head].offset += left
+                if !entries[head].isShared { meter.add(-left) }
                 return
             }
             left -= remaining
+            if !entries[head].isShared { meter.add(-remaining) }
             popHead()
         }
         // Sent entries that were empty to begin with cannot exist (enqueue skips them).
         if pendingBytes == 0 { removeAll() }
     }
 
+    /// The stream is in the middle of a frame: part of the head entry has been sent, or the
+    /// entry sent before it was a SNAPSHOT header.
+    var isMidFrame: Bool { head < entries.count && (entries[head].offset > 0 || headContinuesFrame) }
+
     /// Keeps only what must still be sent to leave the stream at a frame boundary (the rest of a
-    /// partly sent head entry, which holds whole frames), and drops everything else.
+    /// partly sent head entry, which holds whole frames, or a SNAPSHOT header and its body), and
+    /// drops everything else.
     /// - Returns: the bytes dropped.
     @discardableResult
     mutating func dropAllButPartialHead() -> Int {
         guard head < entries.count else { return 0 }
-        let keep = entries[head].offset > 0 ? 1 : 0
+        var keep = isMidFrame ? 1 : 0
+        while keep > 0 && !entries[head + keep - 1].endsFrame && head + keep < entries.count { keep += 1 }
         var dropped = 0
         for index in (head + keep)..<entries.count {
             dropped += entries[index].end - entries[index].offset
+            unmeter(entries[index])
         }
         entries.removeSubrange((head + keep)...)
         pendingBytes -= dropped
@@ -159,13 +190,22 @@ struct OutputQueue {
 
     /// Drops everything (a connection that is gone).
     mutating func removeAll() {
+        for index in head..<entries.count { unmeter(entries[index]) }
         entries.removeAll(keepingCapacity: entries.capacity <= 64)
         head = 0
         pendingBytes = 0
+        headContinuesFrame = false
+    }
+
+    /// Takes an unsent entry's memory out of the meter.
+    private func unmeter(_ entry: Entry) {
+        if entry.isShared { meter.release(entry.chunk) } else { meter.add(entry.offset - entry.end) }
     }
 
     private mutating func popHead() {
         let chunk = entries[head].chunk
+        if entries[head].isShared { meter.release(chunk) }
+        headContinuesFrame = !entries[head].endsFrame
         head += 1
         // A private chunk belongs to this queue alone, so once sent it can be refilled.
         if !chunk.isFrozen, chunk.capacity <= Self.tailChunkSize, chunk.capacity > (spare?.capacity ?? 0) {

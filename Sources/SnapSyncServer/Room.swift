@@ -68,6 +68,8 @@ final class Room {
     @exclusivity(unchecked) var members: [Connection] = []
     /// Where this room's DIFF chunks are written, back to back (`arena(for:)`).
     private var diffArena: OutputArena?
+    /// The server's bound on all rooms' memory, asked before a write changes this room.
+    var budget: RoomMemoryBudget?
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(name: String, limits: Limits) {
@@ -121,6 +123,8 @@ final class Room {
     var historyBytes: Int { history.byteCount }
     /// The oldest version a JOIN may resume from and get CATCHUP.
     var historyBaseVersion: UInt64 { history.baseVersion }
+    /// Write ids remembered for deduplication.
+    var writeIdCount: Int { writeIds.count }
 
     // MARK: Joining
 
@@ -148,13 +152,14 @@ final class Room {
                        scratch: inout [UInt8]) -> WriteOutcome {
         let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        if let rejection = budget?.admit(growth: 0, to: self) { return .rejected(rejection) }
         if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
         // Encode first: a DIFF too large for the clients' frame limit must be refused before the
         // room changes, and the ops are exactly what the DIFF carries.
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
-        if let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        if let rejection = checkFrameSize(size) ?? budget?.admit(growth: 2 * size, to: self) { return .rejected(rejection) }
         do {
             try snapshot.apply(ops, limits: limits.model)
         } catch {
@@ -172,6 +177,7 @@ final class Room {
                         scratch: inout [UInt8]) -> WriteOutcome {
         let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        if let rejection = budget?.admit(growth: 0, to: self) { return .rejected(rejection) }
         if target.canonicalByteCount > limits.model.maxSnapshotBytes {
             return .rejected(Rejection(.snapshotTooLarge,
                                        "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
@@ -182,7 +188,7 @@ final class Room {
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
-        if let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        if let rejection = checkFrameSize(size) ?? budget?.admit(growth: 2 * size, to: self) { return .rejected(rejection) }
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
         snapshot = target

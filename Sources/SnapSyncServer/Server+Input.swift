@@ -6,6 +6,14 @@ import SnapSyncWire
 // input into an ERROR frame and a close, with a printable, bounded sample of the bytes in the log.
 
 extension Server {
+    /// The largest frame body accepted before HELLO (PROTOCOL.md §7.1). A HELLO is a few dozen
+    /// bytes plus its client name and credentials; larger frames before the handshake are
+    /// refused with `frame_too_large` as soon as their length arrives.
+    static let maxFrameBytesBeforeHello = 4096
+    /// An emptied input buffer up to this capacity is kept for the connection's next unfinished
+    /// frame (saving an allocation per split frame); a larger one is freed.
+    static let keptInputCapacity = 4096
+
     /// The connection's socket is readable: read (up to `maxReadsPerCallback` × 64 KiB, or until
     /// the kernel has nothing more) and handle every whole frame.
     func readable(_ connection: Connection) {
@@ -22,20 +30,14 @@ extension Server {
             case .wouldBlock:
                 return
             case .endOfFile:
-                if connection.state == .closing || connection.output.isEmpty {
-                    destroy(connection, reason: "peer closed")
-                } else {
-                    // Half-closed (e.g. `snapcat` after its input ended): the answers it is owed
-                    // still go out, then the connection closes.
-                    close(connection, error: nil, "")
-                }
+                endOfInput(connection)
                 return
             case .bytes(let count):
                 stats.bytesIn += UInt64(count)
                 guard connection.state != .closing else { continue }
-                connection.lastInput = .now
-                connection.pingOutstanding = false
                 receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), on: connection)
+                if connection.isDestroyed { return }
+                if inputBytes > configuration.maxInputBytes { enforceInputBudget() }
                 if connection.isDestroyed { return }
                 // A short read means the socket is drained; skip the read that would say EAGAIN.
                 if count < readBuffer.count { return }
@@ -43,11 +45,30 @@ extension Server {
         }
     }
 
+    /// The peer sent EOF (it closed, or only shut its sending side, as `nc -N` and many scripts
+    /// do). Every frame received before it has been handled, since frames are handled as they
+    /// are read; the answers still queued go out, then the connection closes (PROTOCOL.md §7.1),
+    /// within `--shutdown-timeout`. An unfinished frame is dropped: it can never complete.
+    private func endOfInput(_ connection: Connection) {
+        connection.stopReading()
+        dropInput(connection)
+        if connection.output.isEmpty {
+            // Nothing owed (or, when closing, everything already handed to the kernel, which
+            // delivers it before the FIN: the peer's receive side is unaffected by its EOF).
+            destroy(connection, reason: "peer closed")
+        } else if connection.state != .closing {
+            close(connection, error: nil, "")
+        }
+    }
+
     /// Cuts whole frames out of `bytes` (preceded by the connection's pending partial frame) and
-    /// handles them; keeps the incomplete tail in `pending`.
+    /// handles them; keeps the incomplete tail in `pending` and keeps `inputBytes` in step with
+    /// its capacity.
     private func receive(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
+        defer { accountInput(of: connection) }
         if connection.pending.isEmpty {
             let used = handleFrames(in: bytes, on: connection)
+            if used > 0 { noteWholeFrames(on: connection) }
             if connection.state != .closing && used < bytes.count {
                 connection.pending.append(contentsOf: bytes[used...])
             }
@@ -56,19 +77,80 @@ extension Server {
             // referenced and trimming it below never copies it.
             var buffer: [UInt8] = []
             swap(&buffer, &connection.pending)
+            Self.grow(&buffer, toAppend: bytes.count)
             buffer.append(contentsOf: bytes)
             let used = buffer.withUnsafeBytes { handleFrames(in: $0, on: connection) }
+            if used > 0 { noteWholeFrames(on: connection) }
             guard connection.state != .closing else { return }
             if used == buffer.count {
                 // Keep a small buffer for the next partial frame; give a large one back.
-                if buffer.capacity <= Self.readBufferSize {
+                if buffer.capacity <= Self.keptInputCapacity {
                     buffer.removeAll(keepingCapacity: true)
                     connection.pending = buffer
                 }
+            } else if used > 0 && buffer.capacity > Self.readBufferSize && buffer.capacity > 4 * (buffer.count - used) {
+                // A large frame completed and a small tail of the next one remains: keep the tail
+                // in a buffer of its size, not in the large one. O(tail), at most a quarter of
+                // the large buffer, so amortised against the bytes that filled it.
+                connection.pending = Array(buffer[used...])
             } else {
                 if used > 0 { buffer.removeSubrange(0..<used) }
                 connection.pending = buffer
             }
+        }
+    }
+
+    /// Makes room in `buffer` (which starts with an unfinished frame) for `count` more bytes.
+    /// Capacity doubles, for amortised O(1) appends, but never past the end of the frame being
+    /// received unless the new bytes themselves go past it: the memory held follows the bytes
+    /// that arrived, and a frame's announced length alone never reserves anything.
+    private static func grow(_ buffer: inout [UInt8], toAppend count: Int) {
+        let needed = buffer.count + count
+        guard needed > buffer.capacity else { return }
+        var frameEnd = Int.max
+        if buffer.count >= 4 {
+            frameEnd = 4 + (Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3]))
+        }
+        buffer.reserveCapacity(max(needed, min(2 * buffer.capacity, frameEnd)))
+    }
+
+    /// At least one whole frame arrived: the peer is alive (PROTOCOL.md §8.3). Once per read,
+    /// not per frame, to keep the clock off the per-frame path.
+    private func noteWholeFrames(on connection: Connection) {
+        connection.lastInput = .now
+        connection.pingOutstanding = false
+    }
+
+    /// Forgets the connection's unfinished frame and gives its memory back to the budget.
+    func dropInput(_ connection: Connection) {
+        connection.pending = []
+        accountInput(of: connection)
+    }
+
+    /// Brings `inputBytes` in step with the connection's buffer: its capacity while it holds an
+    /// unfinished frame; an empty buffer kept for the next one (at most `keptInputCapacity`) is
+    /// a per-connection cost, not budgeted input.
+    private func accountInput(of connection: Connection) {
+        let held = connection.pending.isEmpty ? 0 : connection.pending.capacity
+        inputBytes += held - connection.budgetedInputBytes
+        connection.budgetedInputBytes = held
+    }
+
+    /// Buffered input passed `--max-input-bytes`: closes the connections holding the largest
+    /// unfinished frames, largest first, until the total is within the budget again, each with
+    /// ERROR `input_budget_exceeded`.
+    /// - Complexity: O(c log c) for c connections with an unfinished frame. It runs only when the
+    ///   budget is passed, and every run frees at least one connection's buffer.
+    private func enforceInputBudget() {
+        let holders = connections.values.filter { $0.budgetedInputBytes > 0 && $0.state != .closing }
+            .sorted { $0.budgetedInputBytes > $1.budgetedInputBytes }
+        for connection in holders where inputBytes > configuration.maxInputBytes {
+            let held = connection.budgetedInputBytes
+            logger.warning("input budget exceeded, closing the connection with the largest unfinished frame", metadata: [
+                "conn": "\(connection.id)", "peer": "\(connection.peer)", "buffered_bytes": "\(held)",
+                "input_bytes": "\(inputBytes)", "max_input_bytes": "\(configuration.maxInputBytes)"])
+            close(connection, error: .inputBudgetExceeded,
+                  "the server's buffered input passed --max-input-bytes \(ConfigurationValue.describe(byteCount: configuration.maxInputBytes)); this connection held the largest unfinished frame (\(held) bytes)")
         }
     }
 
@@ -89,6 +171,12 @@ extension Server {
             }
             if length > configuration.wire.maxFrameBytes {
                 protocolError(WireError(.frameTooLarge, "frame body length \(length) exceeds max_frame_bytes \(configuration.wire.maxFrameBytes)"),
+                              on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                break
+            }
+            // HELLO is tiny: before it, a connection may not make the server hold more.
+            if length > Self.maxFrameBytesBeforeHello && connection.state == .awaitingHello {
+                protocolError(WireError(.frameTooLarge, "frame body length \(length) before HELLO exceeds the limit of \(Self.maxFrameBytesBeforeHello) bytes for frames before the handshake"),
                               on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 break
             }

@@ -77,6 +77,7 @@ extension Server {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
         let room = Room(name: name, limits: configuration.roomLimits)
+        room.budget = roomBudget
         rooms[name] = room
         logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])
         return .success(room)
@@ -117,8 +118,7 @@ extension Server {
         }
         switch room.answerJoin(resume: resume) {
         case .snapshot(let reason):
-            send(.snapshot(requestId: requestId, room: room.name, epoch: room.epoch, version: room.version,
-                           reason: reason, digest: room.digest, snapshot: room.snapshot), to: connection)
+            sendSnapshot(requestId: requestId, room: room, reason: reason, to: connection)
         case .catchup(let from, let to, let frames):
             send(.catchup(requestId: requestId, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to), to: connection)
             for frame in frames { send(shared: frame, to: connection) }
@@ -159,6 +159,7 @@ extension Server {
             return
         }
         let itemsBefore = room.snapshot.numberOfItems
+        defer { roomBudget.update(room) }
         switch apply(room, &diffBuffer) {
         case .applied(let version, let diff):
             stats.writesApplied += 1

@@ -30,6 +30,14 @@ public final class Server {
     var connections: [UInt64: Connection] = [:]
     var rooms: [String: Room] = [:]
     var totalItems = 0
+    /// Bytes held for unfinished frames, all connections together (`--max-input-bytes`).
+    var inputBytes = 0
+    /// Output memory of all connections' queues, a shared chunk once (`--max-output-total-bytes`,
+    /// Server+OutputBudget.swift).
+    let outputMeter = OutputMeter()
+    var outputBytes: Int { outputMeter.bytes }
+    /// All rooms' bytes (`--max-room-total-bytes`).
+    let roomBudget: RoomMemoryBudget
     /// Counted once per frame sent; unchecked for the reason given on `Connection.output`.
     @exclusivity(unchecked) var stats = ServerStats()
     private var nextConnectionId: UInt64 = 1
@@ -62,6 +70,8 @@ public final class Server {
     var encodeBuffer: [UInt8] = []
     var diffBuffer: [UInt8] = []
     var decoder: FrameDecoder
+    /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
+    var snapshotEncodings = SnapshotEncodings()
 
     private var statsTimer: Event?
     private var signalEvents: [Event] = []
@@ -79,6 +89,7 @@ public final class Server {
         self.configuration = configuration
         self.logger = logger
         self.storage = storage
+        self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
         do {
             self.loop = try EventLoop()
         } catch {
@@ -286,7 +297,7 @@ public final class Server {
         // coalesced per pass, so Nagle would only add delay.
         try? Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
         let connection = Connection(id: nextConnectionId, fd: fd, peer: peer, server: self,
-                                    outputCap: configuration.maxOutputBytes)
+                                    outputCap: configuration.maxOutputBytes, meter: outputMeter)
         nextConnectionId += 1
         do {
             try connection.start(loop: loop, handshakeTimeout: configuration.handshakeTimeout)
@@ -324,7 +335,7 @@ public final class Server {
             send(.error(code, message), to: connection, force: true)
         }
         connection.enterClosing(deadline: configuration.shutdownTimeout)
-        connection.pending = []
+        dropInput(connection)
         markDirty(connection)
     }
 
@@ -332,6 +343,7 @@ public final class Server {
     func destroy(_ connection: Connection, reason: String) {
         guard !connection.isDestroyed else { return }
         leaveAllRooms(connection)
+        dropInput(connection)
         connection.releaseResources()
         connections[connection.id] = nil
         logger.debug("connection closed", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)", "reason": "\(reason)"])
@@ -398,6 +410,8 @@ public final class Server {
         encodeBuffer.withUnsafeBytes { connection.output.append($0) }
         stats.framesOut += 1
         markDirty(connection)
+        // Not for the ERROR that ends a connection: budget enforcement itself queues those.
+        if !force && outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 
     /// Queues a shared frame (a DIFF) for `connection`, by reference.
@@ -410,12 +424,13 @@ public final class Server {
         connection.output.enqueue(chunk)
         stats.framesOut += 1
         markDirty(connection)
+        if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 
     /// A subscriber that stopped reading: drop what it has not started receiving (keeping the
     /// rest of a partly sent frame, so the stream stays framed), queue ERROR slow_consumer and
     /// close. Its memory is now bounded by one frame, and no one else waits for it.
-    private func cutOff(_ connection: Connection) {
+    func cutOff(_ connection: Connection) {
         stats.slowConsumerDisconnects += 1
         let queued = connection.output.pendingBytes
         let dropped = connection.output.dropAllButPartialHead()

@@ -21,13 +21,26 @@ public struct ServerConfiguration: Sendable {
     /// Unsent output one connection may have queued; past it the connection is a slow consumer
     /// (ERROR slow_consumer, closed). A single frame into an empty queue is always accepted.
     public var maxOutputBytes = 32 * 1024 * 1024
+    /// Bytes held for unfinished frames, all connections together. Past it, the connections
+    /// holding the largest unfinished frames are closed with ERROR input_budget_exceeded.
+    public var maxInputBytes = 256 * 1024 * 1024
+    /// Memory of unsent output, all connections together: private bytes while unsent, and a
+    /// chunk shared by several queues (a DIFF, a SNAPSHOT body) once (`OutputMeter`). Past it,
+    /// the connections with the largest queues are cut off as slow consumers (largest first,
+    /// down to 7/8 of it).
+    public var maxOutputTotalBytes = 2 * 1024 * 1024 * 1024
+    /// Bytes of all rooms together: canonical snapshot bytes, DIFF history bytes and
+    /// `RoomMemoryBudget.bytesPerRememberedId` per remembered frame and write id. A write that
+    /// could take the total past it gets REJECT server_full (`RoomMemoryBudget`).
+    public var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
     /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).
     public var historyBytes = 4 * 1024 * 1024
 
     /// Time a new connection has to send HELLO.
     public var handshakeTimeout: Duration = .seconds(10)
-    /// Silence after which the server sends PING; as long again without any frame closes the
-    /// connection with ERROR timeout.
+    /// Time without a whole frame after which the server sends PING; as long again without one
+    /// closes the connection with ERROR timeout. Bytes of an unfinished frame do not count, so
+    /// this also bounds how long a frame may take to arrive: at most twice this.
     public var idleTimeout: Duration = .seconds(60)
     /// Longest wait at shutdown for queued output to reach clients.
     public var shutdownTimeout: Duration = .seconds(5)
@@ -92,6 +105,10 @@ public struct ServerConfiguration: Sendable {
         frameBytes > 128 * 1024 ? frameBytes - 64 * 1024 : frameBytes / 2
     }
 
+    /// What one connection's input buffer may hold beyond one frame of `maxFrameBytes`: its
+    /// length prefix and the rest of the last read (at most 64 KiB), rounded up.
+    static let inputBudgetMargin = 128 * 1024
+
     /// SNAPSHOT header bytes beyond the snapshot itself, with margin (see `snapshotBytes`).
     static let snapshotFrameOverhead = 1024
 
@@ -124,6 +141,15 @@ public struct ServerConfiguration: Sendable {
         guard maxConnections >= 1 else { throw fail("--max-connections must be at least 1") }
         guard maxRooms >= 1 else { throw fail("--max-rooms must be at least 1") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }
+        guard maxInputBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
+            throw fail("--max-input-bytes must be at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one frame of the largest size fits, not \(maxInputBytes)")
+        }
+        guard maxOutputTotalBytes >= maxOutputBytes, maxOutputTotalBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
+            throw fail("--max-output-total-bytes must be at least --max-output-bytes (\(maxOutputBytes)) and at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one connection's queue fits, not \(maxOutputTotalBytes)")
+        }
+        guard maxRoomTotalBytes >= wire.maxSnapshotBytes + historyBytes else {
+            throw fail("--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)")
+        }
         guard listenBacklog >= 1 else { throw fail("--backlog must be at least 1") }
         for (flag, value) in [("--handshake-timeout", handshakeTimeout), ("--idle-timeout", idleTimeout),
                               ("--shutdown-timeout", shutdownTimeout)] where value <= .zero {

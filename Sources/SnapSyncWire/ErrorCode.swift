@@ -2,7 +2,7 @@ public import SnapSyncModel
 
 /// The error codes of Protocol/PROTOCOL.md §6, one case per row.
 ///
-/// Codes 1–11 travel in ERROR (the connection ends), 20–46 in REJECT (one request failed).
+/// Codes 1–19 travel in ERROR (the connection ends), 20 and up in REJECT (one request failed).
 /// Codes 20–32 map one-to-one onto the model's `Violation`.
 public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case malformedFrame = 1
@@ -16,6 +16,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case timeout = 9
     case shuttingDown = 10
     case unauthorized = 11
+    case inputBudgetExceeded = 12
 
     case duplicateSection = 20
     case duplicateItem = 21
@@ -38,6 +39,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case invalidRoomName = 44
     case storageFailure = 45
     case writeIdConflict = 46
+    case serverFull = 47
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -63,6 +65,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .timeout: "timeout"
         case .shuttingDown: "shutting_down"
         case .unauthorized: "unauthorized"
+        case .inputBudgetExceeded: "input_budget_exceeded"
         case .duplicateSection: "duplicate_section"
         case .duplicateItem: "duplicate_item"
         case .sectionNotFound: "section_not_found"
@@ -83,6 +86,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .invalidRoomName: "invalid_room_name"
         case .storageFailure: "storage_failure"
         case .writeIdConflict: "write_id_conflict"
+        case .serverFull: "server_full"
         }
     }
 

@@ -83,6 +83,18 @@ struct SnapsyncdCommand: ParsableCommand {
             transform: ConfigurationValue.byteCount)
     var maxOutputBytes: Int = defaults.maxOutputBytes
 
+    @Option(help: "Bytes held for unfinished frames, all connections together; past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxInputBytes: Int = defaults.maxInputBytes
+
+    @Option(help: "Memory of unsent output, all connections together (a DIFF or SNAPSHOT body queued to many counted once); past it the connections with the largest queues get ERROR slow_consumer. At least --max-output-bytes and --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxOutputTotalBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxOutputTotalBytes: Int = defaults.maxOutputTotalBytes
+
+    @Option(help: "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least --max-snapshot-bytes plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
+            transform: ConfigurationValue.byteCount)
+    var maxRoomTotalBytes: Int = defaults.maxRoomTotalBytes
+
     @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
     var historyCount: Int = defaults.historyCount
 
@@ -94,7 +106,7 @@ struct SnapsyncdCommand: ParsableCommand {
             transform: ConfigurationValue.duration)
     var handshakeTimeout: Duration = defaults.handshakeTimeout
 
-    @Option(help: "Silence before a PING; as long again without an answer closes. (default: \(time(defaults.idleTimeout)))",
+    @Option(help: "Time without a whole frame before a PING; as long again without one closes (so also the longest a frame may take to arrive, twice this). (default: \(time(defaults.idleTimeout)))",
             transform: ConfigurationValue.duration)
     var idleTimeout: Duration = defaults.idleTimeout
 
@@ -122,6 +134,9 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.maxConnections = maxConnections
         configuration.maxRooms = maxRooms
         configuration.maxOutputBytes = maxOutputBytes
+        configuration.maxInputBytes = maxInputBytes
+        configuration.maxOutputTotalBytes = maxOutputTotalBytes
+        configuration.maxRoomTotalBytes = maxRoomTotalBytes
         configuration.historyBytes = historyBytes
         configuration.handshakeTimeout = handshakeTimeout
         configuration.idleTimeout = idleTimeout

@@ -72,7 +72,7 @@ extension ServerIntegration {
             #expect(status == 0)
             for flag in ["--host", "--port", "--data-dir", "--log-level", "--max-frame-bytes", "--max-connections",
                          "--max-rooms", "--max-rooms-per-connection", "--max-items-per-room", "--max-sections-per-room",
-                         "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes",
+                         "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes", "--max-input-bytes",
                          "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout"] {
                 #expect(output.contains(flag), "--help does not mention \(flag)")
             }
@@ -84,6 +84,7 @@ extension ServerIntegration {
             (["--port", "70000"], "--port"),
             (["--max-frame-bytes", "1MiB", "--max-snapshot-bytes", "1MiB"], "--max-snapshot-bytes"),
             (["--idle-timeout", "soon"], "not a duration"),
+            (["--max-frame-bytes", "1MiB", "--max-input-bytes", "1MiB"], "--max-input-bytes"),
             (["--log-level", "loud"], "--log-level"),
         ])
         func badFlagsAreRefusedWithAReason(arguments: [String], reason: String) throws {

@@ -92,7 +92,36 @@ import Glibc
         #expect(message { $0.maxConnections = 0 }?.contains("--max-connections") == true)
         #expect(message { $0.maxOutputBytes = 10 }?.contains("--max-output-bytes") == true)
         #expect(message { $0.idleTimeout = .zero }?.contains("--idle-timeout") == true)
+        #expect(message { $0.maxFrameBytes = 1 << 30 }?.contains("--max-input-bytes") == true,
+                "one frame of the largest size must fit in the input budget")
+        #expect(message { $0.maxInputBytes = (16 << 20) + (64 << 10) }?.contains("--max-input-bytes") == true)
+        #expect(message { $0.maxInputBytes = (16 << 20) + (128 << 10) } == nil)
         #expect(message { $0.maxFrameBytes = 1 << 20; $0.maxSnapshotBytes = ServerConfiguration.snapshotBytes(forFrameBytes: 1 << 20) } == nil)
+    }
+
+    /// The global budgets must hold what one connection, or one room, may always hold.
+    @Test func memoryBudgetsHoldOneConnectionAndOneRoom() {
+        func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
+            var configuration = ServerConfiguration()
+            change(&configuration)
+            do {
+                try configuration.validate()
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        let defaults = ServerConfiguration()
+        #expect(defaults.maxOutputTotalBytes == 2 << 30 && defaults.maxRoomTotalBytes == 8 << 30)
+        #expect(message { $0.maxOutputTotalBytes = (32 << 20) - 1 }?.contains("--max-output-total-bytes") == true,
+                "below the per-connection cap of 32 MiB")
+        #expect(message { $0.maxOutputTotalBytes = 32 << 20 } == nil)
+        #expect(message { $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = 16 << 20 }?.contains("--max-output-total-bytes") == true,
+                "one 16 MiB frame is always queued, so the total must hold it")
+        #expect(message { $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = (16 << 20) + (128 << 10) } == nil)
+        #expect(message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) - 1 }?.contains("--max-room-total-bytes") == true,
+                "below one full room: max snapshot bytes plus history bytes")
+        #expect(message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) } == nil)
     }
 
     @Test func dataDirectoryDefaultsToSystemdsStateDirectory() {

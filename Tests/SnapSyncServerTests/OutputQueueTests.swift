@@ -107,6 +107,65 @@ extension OutputQueue {
         #expect(fresh.isEmpty && fresh.entryCount == 0)
     }
 
+    /// A SNAPSHOT is a private header and a shared body in two entries: once any of it has been
+    /// sent, a cut-off keeps both, so the stream stays framed; before that, both go.
+    @Test func aSnapshotHeaderAndItsSharedBodyAreKeptOrDroppedTogether() {
+        func snapshotQueue() -> OutputQueue {
+            var queue = OutputQueue(cap: 1 << 20)
+            [UInt8]([1, 2, 3]).withUnsafeBytes { queue.appendFrameHeader($0) }
+            queue.enqueue(chunk([4, 5, 6, 7]))
+            queue.appendBytes([8, 9])
+            return queue
+        }
+        var untouched = snapshotQueue()
+        #expect(!untouched.isMidFrame)
+        #expect(untouched.dropAllButPartialHead() == 9 && untouched.isEmpty)
+        for sent in 1...5 {
+            var queue = snapshotQueue()
+            queue.consume(sent)
+            #expect(queue.isMidFrame, "\(sent) bytes sent")
+            #expect(queue.dropAllButPartialHead() == 2, "\(sent) bytes sent")
+            #expect(gathered(queue).bytes == Array([1, 2, 3, 4, 5, 6, 7].dropFirst(sent)), "\(sent) bytes sent")
+        }
+        var whole = snapshotQueue()
+        whole.consume(7)
+        #expect(!whole.isMidFrame)
+    }
+
+    /// The meter counts a private byte while it is unsent, and a shared chunk (or its whole
+    /// arena) once while any queue entry holds it, however many queues do.
+    @Test func theMeterCountsSharedMemoryOnce() {
+        let meter = OutputMeter()
+        var a = OutputQueue(cap: 1 << 20, meter: meter), b = OutputQueue(cap: 1 << 20, meter: meter)
+        let shared = chunk([1, 2, 3, 4, 5, 6, 7, 8])
+        a.enqueue(shared)
+        b.enqueue(shared)
+        #expect(meter.bytes == 8)
+        a.appendBytes([9, 9])
+        #expect(meter.bytes == 10)
+        a.consume(9)
+        #expect(meter.bytes == 8 + 1, "b still holds the shared chunk; one private byte is unsent")
+        b.consume(3)
+        #expect(meter.bytes == 9)
+        b.removeAll()
+        a.consume(1)
+        #expect(meter.bytes == 0)
+
+        let arena = OutputArena(capacity: 64)
+        let first = [UInt8](repeating: 1, count: 10).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
+        let second = [UInt8](repeating: 2, count: 10).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
+        a.enqueue(first)
+        b.enqueue(first)
+        b.enqueue(second)
+        #expect(meter.bytes == 64, "the arena is the memory held, once")
+        a.consume(5)
+        a.dropAllButPartialHead()
+        #expect(meter.bytes == 64)
+        a.consume(5)
+        b.dropAllButPartialHead()
+        #expect(meter.bytes == 0)
+    }
+
     @Test func emptyChunksAreNotQueued() {
         var queue = OutputQueue(cap: 10)
         queue.enqueue(chunk([]))

@@ -23,7 +23,9 @@ extension Server {
             let history = r.history.map { (version: $0.version, writeId: $0.writeId, frame: $0.diffFrame) }
             let room = Room(name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
                             limits: configuration.roomLimits, history: history)
+            room.budget = roomBudget
             rooms[r.name] = room
+            roomBudget.update(room)
             totalItems += r.snapshot.numberOfItems
         }
     }

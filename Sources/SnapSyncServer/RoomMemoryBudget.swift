@@ -1,0 +1,54 @@
+import SnapSyncModel
+import SnapSyncWire
+
+/// The memory of all rooms together, bounded by `--max-room-total-bytes` (PROTOCOL.md §12,
+/// `server_full`).
+///
+/// A room is counted as its canonical snapshot bytes, plus its DIFF history bytes, plus
+/// `bytesPerRememberedId` for each DIFF frame and write id it remembers (the objects, index
+/// entries and arena slack around them). Those are the parts of a room that writes grow; what the
+/// daemon holds in memory for them is a measured multiple of this count (README, "Memory").
+///
+/// A room asks `admit` before a write changes it, once when the write's answer is known not to
+/// be a retry or a version mismatch (a write id may be remembered) and once more when its DIFF
+/// is encoded: every byte a write adds to the snapshot is carried by its DIFF, and the DIFF
+/// itself joins the history, so the write can grow the room by at most twice the DIFF frame plus
+/// one remembered frame and id. A write that could take the total past the limit is refused,
+/// and the room is left unchanged. The server calls `update` after every write and restore.
+///
+/// Complexity: O(1) per call (one dictionary lookup in `update`).
+final class RoomMemoryBudget {
+    /// Counted per remembered DIFF frame and per remembered write id: a 32-byte id in its own
+    /// array (64–80 bytes with malloc's header), its dictionary and queue entries, a chunk object.
+    static let bytesPerRememberedId = 128
+
+    let limit: Int
+    /// Bytes of all rooms, as last counted by `update`.
+    private(set) var total = 0
+    private var counted: [ObjectIdentifier: Int] = [:]
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// What `room` counts for now.
+    static func bytes(of room: Room) -> Int {
+        room.snapshot.canonicalByteCount + room.historyBytes
+            + bytesPerRememberedId * (room.historyCount + room.writeIdCount)
+    }
+
+    /// `nil` when `room` may grow by `growth` bytes (plus one remembered frame and write id);
+    /// otherwise the REJECT `server_full` that refuses the write.
+    func admit(growth: Int, to room: Room) -> Rejection? {
+        let bound = growth + 2 * Self.bytesPerRememberedId
+        guard total + bound > limit else { return nil }
+        return Rejection(.serverFull, "room \(room.name) cannot grow: the rooms hold \(total) bytes, and this write could add \(bound) more, past --max-room-total-bytes \(ConfigurationValue.describe(byteCount: limit))")
+    }
+
+    /// Brings `total` in step with `room` after a write, or when the room was restored.
+    func update(_ room: Room) {
+        let now = Self.bytes(of: room)
+        let before = counted.updateValue(now, forKey: ObjectIdentifier(room)) ?? 0
+        total += now - before
+    }
+}

@@ -1,0 +1,65 @@
+import SnapSyncModel
+import SnapSyncWire
+
+// SNAPSHOT replies share their body. The snapshot is the last field of a SNAPSHOT frame
+// (PROTOCOL.md §11.11), so a reply is a small private header (length, type, request id, room,
+// epoch, version, reason, digest) followed by the room's canonical encoding at that version,
+// encoded once and queued by reference to every connection that JOINs while it is in use: a
+// storm of JOINs of a large room costs one encoding and one copy of it, not one per joiner.
+
+/// The latest canonical encoding of each room, held weakly: it lives as long as some output
+/// queue holds it, and is encoded again for a JOIN after that or after the room changed.
+struct SnapshotEncodings {
+    private final class Entry {
+        let version: UInt64
+        weak var chunk: OutputChunk?
+
+        init(version: UInt64, chunk: OutputChunk) {
+            self.version = version
+            self.chunk = chunk
+        }
+    }
+
+    /// By room; rooms live as long as the server (PROTOCOL.md §7), so entries are never removed.
+    private var entries: [ObjectIdentifier: Entry] = [:]
+
+    /// `room`'s canonical encoding at its current version, shared (frozen).
+    /// - Parameter scratch: a reusable buffer to encode into (emptied first).
+    /// - Complexity: O(1) when a queue still holds this version's encoding, else O(size of the room).
+    mutating func body(of room: Room, scratch: inout [UInt8]) -> OutputChunk {
+        let key = ObjectIdentifier(room)
+        if let entry = entries[key], entry.version == room.version, let chunk = entry.chunk { return chunk }
+        scratch.removeAll(keepingCapacity: true)
+        FrameEncoder.encodeSnapshot(room.snapshot, into: &scratch)
+        let chunk = scratch.withUnsafeBytes { OutputChunk(copying: $0) }
+        entries[key] = Entry(version: room.version, chunk: chunk)
+        return chunk
+    }
+}
+
+extension Server {
+    /// Queues SNAPSHOT(`room` at its current version) for `connection`: a private header and the
+    /// shared body. Over the connection's output cap the connection is cut off instead, as `send`.
+    func sendSnapshot(requestId: UInt64, room: Room, reason: SnapshotReason, to connection: Connection) {
+        guard !connection.isDestroyed, connection.state != .closing else { return }
+        let body = snapshotEncodings.body(of: room, scratch: &encodeBuffer)
+        encodeBuffer.removeAll(keepingCapacity: true)
+        // The frame of an empty snapshot, whose encoding is one byte (0 sections): without that
+        // byte it is the header, and its length prefix is made to cover the shared body.
+        let emptyFrame = FrameEncoder().encode(.snapshot(requestId: requestId, room: room.name, epoch: room.epoch, version: room.version,
+                                                         reason: reason, digest: room.digest, snapshot: Snapshot()), into: &encodeBuffer)
+        encodeBuffer.removeLast()
+        let size = emptyFrame - 1 + body.count
+        let length = UInt32(size - 4)
+        for index in 0..<4 { encodeBuffer[index] = UInt8(truncatingIfNeeded: length >> (24 - 8 * index)) }
+        if connection.output.wouldExceedCap(adding: size) {
+            cutOff(connection)
+            return
+        }
+        encodeBuffer.withUnsafeBytes { connection.output.appendFrameHeader($0) }
+        connection.output.enqueue(body)
+        stats.framesOut += 1
+        markDirty(connection)
+        if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
+    }
+}
