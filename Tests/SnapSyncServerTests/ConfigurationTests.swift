@@ -51,6 +51,19 @@ import Glibc
     }
 }
 
+/// The message of the validation error for the default configuration changed by `change`, or
+/// nil when it validates.
+private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
+    var configuration = ServerConfiguration()
+    change(&configuration)
+    do {
+        try configuration.validate()
+        return nil
+    } catch {
+        return error.message
+    }
+}
+
 @Suite struct ServerConfigurationTests {
     @Test func defaultsMatchTheProtocolsLimitsTable() throws {
         let configuration = ServerConfiguration()
@@ -75,16 +88,6 @@ import Glibc
     }
 
     @Test func inconsistentValuesAreRefusedNamingTheFlag() {
-        func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
-            var configuration = ServerConfiguration()
-            change(&configuration)
-            do {
-                try configuration.validate()
-                return nil
-            } catch {
-                return error.message
-            }
-        }
         #expect(message { $0.port = 70000 }?.contains("--port") == true)
         #expect(message { $0.maxFrameBytes = 100 }?.contains("--max-frame-bytes") == true)
         #expect(message { $0.maxFrameBytes = 1 << 20 }?.contains("--max-snapshot-bytes") == true,
@@ -101,16 +104,6 @@ import Glibc
 
     /// The global budgets must hold what one connection, or one room, may always hold.
     @Test func memoryBudgetsHoldOneConnectionAndOneRoom() {
-        func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
-            var configuration = ServerConfiguration()
-            change(&configuration)
-            do {
-                try configuration.validate()
-                return nil
-            } catch {
-                return error.message
-            }
-        }
         let defaults = ServerConfiguration()
         #expect(defaults.maxOutputTotalBytes == 2 << 30 && defaults.maxRoomTotalBytes == 8 << 30)
         #expect(message { $0.maxOutputTotalBytes = (32 << 20) - 1 }?.contains("--max-output-total-bytes") == true,
