@@ -198,6 +198,33 @@ import Glibc
         #expect(store.activeSegmentName == LogSegment.fileName(next + 1))
     }
 
+    /// A start that takes in an unlisted segment (a crash left it) starts the segment after it:
+    /// a second crash right after that segment is in place must not leave two unlisted ones.
+    @Test func aCrashDuringAStartThatTookInASegmentStartsAgain() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = try checkpointedRooms(in: dir)
+        let manifest = try #require(try Manifest.read(directory: dir.data))
+        // The segment the next start begins, with one write of room-0 in it.
+        let next = manifest.firstSegment + manifest.segmentCount
+        do {
+            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+            try rooms.writeMany(1, rooms: 1, to: store)
+            try store.close()
+        }
+        #expect(try #require(try Manifest.read(directory: dir.data)).segments.upperBound == next + 1)
+        // The crash came before the MANIFEST that lists it: `next` is unlisted.
+        writeFile(dir.data + "/" + Manifest.fileName, manifest.encode())
+        let saved = dir.path + "/saved"
+        let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger,
+                                                       progress: nil, segmentInstalled: { copyDirectory(dir.data, saved) })
+        expectSameRooms(recovered, rooms)
+        try store.close()
+        let (again, fromCrash) = try DurableStore.open(options: smallOptions(saved), logger: LogLines().logger)
+        defer { try? again.close() }
+        expectSameRooms(fromCrash, rooms)
+    }
+
     /// A data directory written by the previous version (no MANIFEST) opens as before and gets
     /// one; from then on a missing checkpoint is caught.
     @Test func aDirectoryWithoutManifestOpensAndGetsOne() throws {
