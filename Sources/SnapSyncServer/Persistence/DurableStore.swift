@@ -476,22 +476,11 @@ enum DurableFile {
 }
 
 enum LogSegmentWriter {
-    /// Creates segment `sequence` under a temporary name (header, preallocation, fsync), then
-    /// renames it into place and fsyncs the directory, so a segment file always has its header.
-    static func create(directory: String, sequence: UInt64, preallocate: Int,
-                       now: ContinuousClock.Instant) throws(StorageError) -> DurableStore.ActiveSegment {
-        let (file, allocated) = try createTemporary(directory: directory, sequence: sequence, preallocate: preallocate)
-        try install(directory: directory, sequence: sequence)
-        file.path = directory + "/" + LogSegment.fileName(sequence)
-        return .init(sequence: sequence, file: file, end: LogSegment.headerSize, allocated: allocated,
-                     records: 0, started: now)
-    }
-
     static func temporaryPath(directory: String, sequence: UInt64) -> String {
         directory + "/" + LogSegment.fileName(sequence) + ".tmp"
     }
 
-    /// The first half of `create`: the segment as `wal-….log.tmp`, header written, space
+    /// Creates segment `sequence` as `wal-….log.tmp`, header written, space
     /// preallocated, fsynced. - Returns: the open file and how far it is allocated.
     static func createTemporary(directory: String, sequence: UInt64,
                                 preallocate: Int) throws(StorageError) -> (PosixFile, allocated: Int) {
@@ -516,7 +505,8 @@ enum LogSegmentWriter {
         return (file, allocated)
     }
 
-    /// The second half of `create`: renames the temporary file into place, fsyncs the directory.
+    /// Renames the temporary file into place (so a segment file always has its header), fsyncs
+    /// the directory.
     static func install(directory: String, sequence: UInt64) throws(StorageError) {
         try Directory.rename(temporaryPath(directory: directory, sequence: sequence),
                              directory + "/" + LogSegment.fileName(sequence))
