@@ -152,14 +152,32 @@ final class Room {
                        scratch: inout [UInt8]) -> WriteOutcome {
         let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
-        if let rejection = budget?.admit(growth: 0, to: self) { return .rejected(rejection) }
+        let full = budget?.admit(growth: 0, to: self)
+        if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .rejected(full) }
         if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
         // Encode first: a DIFF too large for the clients' frame limit must be refused before the
         // room changes, and the ops are exactly what the DIFF carries.
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
-        if let rejection = checkFrameSize(size) ?? budget?.admit(growth: 2 * size, to: self) { return .rejected(rejection) }
+        if full == nil, let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        if let refusal = full ?? budget?.admit(growth: 2 * size, to: self) {
+            // Near the bound a write may still shrink the room (deletes): it is applied to learn
+            // its real growth and undone unless that is admitted. The undo keeps the old snapshot
+            // alive, so the apply copies it: O(n) for this room, only on this path (a REPLACE
+            // is O(n) anyway).
+            let before = snapshot
+            guard (try? snapshot.apply(ops, limits: limits.model)) != nil,
+                  budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) == nil else {
+                snapshot = before
+                return .rejected(refusal)
+            }
+            if let rejection = checkFrameSize(size) {
+                snapshot = before
+                return .rejected(rejection)
+            }
+            return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
+        }
         do {
             try snapshot.apply(ops, limits: limits.model)
         } catch {
@@ -177,7 +195,10 @@ final class Room {
                         scratch: inout [UInt8]) -> WriteOutcome {
         let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
-        if let rejection = budget?.admit(growth: 0, to: self) { return .rejected(rejection) }
+        // Near the bound only a smaller target can be admitted (below, by its exact growth).
+        if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
+            return .rejected(full)
+        }
         if target.canonicalByteCount > limits.model.maxSnapshotBytes {
             return .rejected(Rejection(.snapshotTooLarge,
                                        "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
@@ -188,7 +209,12 @@ final class Room {
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
-        if let rejection = checkFrameSize(size) ?? budget?.admit(growth: 2 * size, to: self) { return .rejected(rejection) }
+        // The snapshot's growth is known exactly here (the target's size less the room's), so
+        // the bound is that plus the DIFF joining the history, not twice the DIFF.
+        if let rejection = checkFrameSize(size)
+            ?? budget?.admit(growth: target.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
+            return .rejected(rejection)
+        }
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
         snapshot = target

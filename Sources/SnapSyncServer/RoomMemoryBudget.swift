@@ -14,7 +14,11 @@ import SnapSyncWire
 /// is encoded: every byte a write adds to the snapshot is carried by its DIFF, and the DIFF
 /// itself joins the history, so the write can grow the room by at most twice the DIFF frame plus
 /// one remembered frame and id. A write that could take the total past the limit is refused,
-/// and the room is left unchanged. The server calls `update` after every write and restore.
+/// and the room is left unchanged, unless its exact growth (a REPLACE's target size less the
+/// room's; a refused MUTATE that deletes or updates is applied to learn it, then undone if it is
+/// still refused) plus its DIFF and the remembered frame and id is not positive: a write that
+/// shrinks the count is always admitted, so that a full server can be emptied by writes. The
+/// server calls `update` after every write and restore.
 ///
 /// Complexity: O(1) per call (one dictionary lookup in `update`).
 final class RoomMemoryBudget {
@@ -37,11 +41,12 @@ final class RoomMemoryBudget {
             + bytesPerRememberedId * (room.historyCount + room.writeIdCount)
     }
 
-    /// `nil` when `room` may grow by `growth` bytes (plus one remembered frame and write id);
-    /// otherwise the REJECT `server_full` that refuses the write.
+    /// `nil` when `room` may grow by `growth` bytes (plus one remembered frame and write id):
+    /// the total stays within the limit, or the write does not grow it at all (`growth` may be
+    /// negative); otherwise the REJECT `server_full` that refuses the write.
     func admit(growth: Int, to room: Room) -> Rejection? {
         let bound = growth + 2 * Self.bytesPerRememberedId
-        guard total + bound > limit else { return nil }
+        guard total + bound > limit, bound > 0 else { return nil }
         return Rejection(.serverFull, "room \(room.name) cannot grow: the rooms hold \(total) bytes, and this write could add \(bound) more, past --max-room-total-bytes \(ConfigurationValue.describe(byteCount: limit))")
     }
 
@@ -50,5 +55,18 @@ final class RoomMemoryBudget {
         let now = Self.bytes(of: room)
         let before = counted.updateValue(now, forKey: ObjectIdentifier(room)) ?? 0
         total += now - before
+    }
+}
+
+extension SnapshotOperation {
+    /// Whether the op can make a snapshot smaller (a delete, or a payload replaced by a shorter
+    /// one): only a batch holding one is worth applying to learn its growth when the room budget
+    /// refuses it by its bound.
+    var canShrink: Bool {
+        switch self {
+        case .deleteSections, .deleteItems, .deleteAllItems, .updateSections, .updateItems: return true
+        case .appendSections, .insertSections, .moveSection, .appendItems, .insertItems, .moveItem,
+             .moveItemToSection: return false
+        }
     }
 }

@@ -198,6 +198,33 @@ import Glibc
         #expect(store.activeSegmentName == LogSegment.fileName(next + 1))
     }
 
+    /// A start that takes in an unlisted segment (a crash left it) starts the segment after it:
+    /// a second crash right after that segment is in place must not leave two unlisted ones.
+    @Test func aCrashDuringAStartThatTookInASegmentStartsAgain() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = try checkpointedRooms(in: dir)
+        let manifest = try #require(try Manifest.read(directory: dir.data))
+        // The segment the next start begins, with one write of room-0 in it.
+        let next = manifest.firstSegment + manifest.segmentCount
+        do {
+            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+            try rooms.writeMany(1, rooms: 1, to: store)
+            try store.close()
+        }
+        #expect(try #require(try Manifest.read(directory: dir.data)).segments.upperBound == next + 1)
+        // The crash came before the MANIFEST that lists it: `next` is unlisted.
+        writeFile(dir.data + "/" + Manifest.fileName, manifest.encode())
+        let saved = dir.path + "/saved"
+        let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger,
+                                                       progress: nil, segmentInstalled: { copyDirectory(dir.data, saved) })
+        expectSameRooms(recovered, rooms)
+        try store.close()
+        let (again, fromCrash) = try DurableStore.open(options: smallOptions(saved), logger: LogLines().logger)
+        defer { try? again.close() }
+        expectSameRooms(fromCrash, rooms)
+    }
+
     /// A data directory written by the previous version (no MANIFEST) opens as before and gets
     /// one; from then on a missing checkpoint is caught.
     @Test func aDirectoryWithoutManifestOpensAndGetsOne() throws {
@@ -297,5 +324,57 @@ struct PersistenceManifestSpaceTests {
         let (store, recovered) = try DurableStore.open(options: options, logger: LogLines().logger)
         defer { try? store.close() }
         expectSameRooms(recovered, rooms)
+    }
+
+    /// A full disk fails the MANIFEST of a segment switch, so the new active segment is unlisted
+    /// (recovery takes it in: the one after the last listed). The segment after it is not
+    /// installed until a MANIFEST lists the active one: a crash with both unlisted would refuse
+    /// the start.
+    @Test func noSegmentIsInstalledPastAnUnlistedActiveOne() throws {
+        let dir = TempDirectory("manifest-switch-full")
+        defer {
+            _ = system("umount '\(dir.path)/mnt' 2>/dev/null")
+            dir.remove()
+        }
+        let mnt = dir.path + "/mnt"
+        #expect(system("mkdir -p '\(mnt)' && mount -t tmpfs -o size=1m tmpfs '\(mnt)'") == 0)
+        let data = mnt + "/data"
+        var rooms = Rooms()
+        let lines = LogLines()
+        let (store, _) = try DurableStore.open(options: smallOptions(data), logger: lines.logger)
+        defer { try? store.close() }
+        try rooms.writeMany(10, rooms: 2, to: store)
+        func fill(_ name: String) throws {
+            let free = try #require(DataDirectory.freeBytes(mnt))
+            #expect(system("dd if=/dev/zero of='\(mnt)/\(name)' bs=4096 count=\(free / 4096 - 1) 2>/dev/null") == 0)
+        }
+        // One free page: segment 2 gets its header but no preallocation, so its trim at the
+        // next switch frees nothing.
+        try fill("filler-1")
+        try store.switchSegmentNow()
+        #expect(store.activeSegmentName == LogSegment.fileName(2))
+        try fill("filler-2")
+        try store.switchSegmentNow()
+        #expect(store.activeSegmentName == LogSegment.fileName(3))
+        #expect(lines.contains("no space to rewrite the MANIFEST"), "\(lines.all)")
+        #expect(try #require(try Manifest.read(directory: data)).segments.upperBound == 3)
+        #expect(system("rm '\(mnt)/filler-1' '\(mnt)/filler-2'") == 0)
+        // Segment 4 prepared and due, as the loop does it between two ticks.
+        try store.prepareNextSegment()
+        try store.finishBackgroundWork()
+        store.background.switchDue = true
+        try store.installNextSegment()
+        try store.finishBackgroundWork()
+        let saved = dir.path + "/saved"
+        copyDirectory(data, saved)
+        let (again, recovered) = try DurableStore.open(options: smallOptions(saved), logger: LogLines().logger)
+        expectSameRooms(recovered, rooms)
+        try again.close()
+        // The next tick lists segment 3; then 4 is installed and takes over.
+        try store.maintain { rooms.image($0) }
+        #expect(try #require(try Manifest.read(directory: data)).segments.upperBound == 4)
+        try store.finishBackgroundWork()
+        try store.switchSegmentIfReady(now: .now)
+        #expect(store.activeSegmentName == LogSegment.fileName(4))
     }
 }

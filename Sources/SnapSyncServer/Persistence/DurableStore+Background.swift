@@ -133,9 +133,12 @@ extension DurableStore {
         try absorbBackgroundCompletions()
     }
 
-    /// Step 2: renames the prepared segment into place, once.
+    /// Step 2: renames the prepared segment into place, once, and only while the MANIFEST lists
+    /// the active segment: recovery takes in one unlisted segment after the last listed, never
+    /// two (a full disk can delay the MANIFEST of a switch; `maintain` retries it).
     func installNextSegment() throws(StorageError) {
-        guard let next = background.next, !next.installed, !background.installing else { return }
+        guard let next = background.next, !next.installed, !background.installing,
+              manifestSegmentsEnd > active.sequence else { return }
         background.installing = true
         background.io.submit(.installSegment(directory: directory, sequence: next.sequence))
         try absorbBackgroundCompletions()

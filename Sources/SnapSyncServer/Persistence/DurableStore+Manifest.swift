@@ -17,6 +17,7 @@ extension DurableStore {
                                 segmentCount: UInt64(listed.count), checkpoints: checkpoints,
                                 removing: Array(Set(removing + pending)).sorted())
         try manifest.write(directory: directory)
+        manifestSegmentsEnd = listed.upperBound
     }
 
     /// `writeManifest`, except that a full disk is logged and reported (false) instead of

@@ -32,6 +32,14 @@ extension DurableStore {
     /// - Throws: `.locked`, `.badDirectory`, `.corrupt` or an I/O error: the daemon must not start.
     public static func open(options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
                             progress: ((RecoveryProgress) -> Void)? = nil) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
+        try open(options: options, logger: logger, now: now, progress: progress, segmentInstalled: nil)
+    }
+
+    /// `open`, calling `segmentInstalled` once the new active segment is in place under its
+    /// name (tests: a crash at that point).
+    static func open(options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
+                     progress: ((RecoveryProgress) -> Void)?,
+                     segmentInstalled: (() -> Void)?) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
         let started = ContinuousClock.now
         let dir = options.directory
         try Directory.create(dir)
@@ -69,14 +77,24 @@ extension DurableStore {
         let superseded = try recovery.loadCheckpoints(audit.checkpoints)
         try recovery.replay(segments: audit.segments)
 
-        let active = try LogSegmentWriter.create(directory: dir, sequence: audit.nextSegment,
-                                                 preallocate: options.preallocationBytes, now: now)
+        let (file, allocated) = try LogSegmentWriter.createTemporary(directory: dir, sequence: audit.nextSegment,
+                                                                    preallocate: options.preallocationBytes)
+        let active = ActiveSegment(sequence: audit.nextSegment, file: file, end: LogSegment.headerSize,
+                                   allocated: allocated, records: 0, started: now)
         let store = DurableStore(options: options, logger: logger, lockFile: lock, active: active,
                                  closedSegments: audit.segments, rooms: recovery.tracks(),
                                  nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        // The segments taken in are listed before the new one is installed: recovery takes in
+        // one unlisted segment after the last listed, never two, and a segment this start took
+        // in unlisted plus the new one would be two after a crash here.
+        let removing = superseded.map { $0.sequence }
+        try store.writeManifest(removing: removing, segments: (audit.segments.first ?? audit.nextSegment)..<audit.nextSegment)
+        try LogSegmentWriter.install(directory: dir, sequence: audit.nextSegment)
+        file.path = dir + "/" + LogSegment.fileName(audit.nextSegment)
+        segmentInstalled?()
         // The new MANIFEST first (it no longer lists them), then the unlinks: a crash between
         // leaves files the next start recognises as leftovers.
-        try store.writeManifest(removing: superseded.map { $0.sequence })
+        try store.writeManifest(removing: removing)
         let leftovers = audit.leftovers + superseded.map { $0.name }
         for name in leftovers { try Directory.remove(dir + "/" + name) }
         if !leftovers.isEmpty { try Directory.syncEntries(dir) }

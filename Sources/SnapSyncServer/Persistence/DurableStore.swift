@@ -61,6 +61,10 @@ public final class DurableStore {
     var checkpointsToRemove: [String] = []
     /// The background thread and the work in flight on it.
     var background: BackgroundState
+    /// The segment after the last one the MANIFEST on disk lists: the one segment recovery
+    /// takes in unlisted. A full disk can leave the active segment unlisted; no segment after
+    /// it is installed until a MANIFEST lists it.
+    var manifestSegmentsEnd: UInt64 = 0
 
     struct ActiveSegment {
         var sequence: UInt64
@@ -302,6 +306,9 @@ public final class DurableStore {
         let due = dataBytes >= options.segmentBytes || (active.records > 0 && now - active.started >= options.checkpointInterval)
         // Ahead of time only when it runs on the thread (inline, it would just be earlier).
         if due || (background.io.isThreaded && dataBytes >= options.segmentBytes / 2) { try prepareNextSegment() }
+        // A MANIFEST that a full disk kept from listing the active segment holds the next one
+        // back (`installNextSegment()`): retried here, once a second, not at every pass.
+        if background.next != nil && manifestSegmentsEnd <= active.sequence { _ = try writeManifestUnlessFull() }
         if due {
             background.switchDue = true
             try installNextSegment()
@@ -396,8 +403,7 @@ public final class DurableStore {
 
     /// Hands the closed segments that no room needs any more (every checkpoint that covers
     /// them is already durable) to the background thread to unlink. A crash before the unlink
-    /// leaves them in place; the next start replays them (skipping what the checkpoints hold)
-    /// and deletes them again.
+    /// leaves them in place, below the MANIFEST's first segment: the next start removes them.
     private func deleteUnneededSegments() throws(StorageError) {
         let oldestPin = rooms.values.compactMap(\.pinnedSegment).min() ?? active.sequence
         let limit = min(oldestPin, active.sequence)
@@ -470,22 +476,11 @@ enum DurableFile {
 }
 
 enum LogSegmentWriter {
-    /// Creates segment `sequence` under a temporary name (header, preallocation, fsync), then
-    /// renames it into place and fsyncs the directory, so a segment file always has its header.
-    static func create(directory: String, sequence: UInt64, preallocate: Int,
-                       now: ContinuousClock.Instant) throws(StorageError) -> DurableStore.ActiveSegment {
-        let (file, allocated) = try createTemporary(directory: directory, sequence: sequence, preallocate: preallocate)
-        try install(directory: directory, sequence: sequence)
-        file.path = directory + "/" + LogSegment.fileName(sequence)
-        return .init(sequence: sequence, file: file, end: LogSegment.headerSize, allocated: allocated,
-                     records: 0, started: now)
-    }
-
     static func temporaryPath(directory: String, sequence: UInt64) -> String {
         directory + "/" + LogSegment.fileName(sequence) + ".tmp"
     }
 
-    /// The first half of `create`: the segment as `wal-….log.tmp`, header written, space
+    /// Creates segment `sequence` as `wal-….log.tmp`, header written, space
     /// preallocated, fsynced. - Returns: the open file and how far it is allocated.
     static func createTemporary(directory: String, sequence: UInt64,
                                 preallocate: Int) throws(StorageError) -> (PosixFile, allocated: Int) {
@@ -510,7 +505,8 @@ enum LogSegmentWriter {
         return (file, allocated)
     }
 
-    /// The second half of `create`: renames the temporary file into place, fsyncs the directory.
+    /// Renames the temporary file into place (so a segment file always has its header), fsyncs
+    /// the directory.
     static func install(directory: String, sequence: UInt64) throws(StorageError) {
         try Directory.rename(temporaryPath(directory: directory, sequence: sequence),
                              directory + "/" + LogSegment.fileName(sequence))
