@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "SnapSync", targets: ["SnapSync"]),
         .library(name: "SnapSyncModel", targets: ["SnapSyncModel"]),
         .library(name: "SnapSyncWire", targets: ["SnapSyncWire"]),
+        // The daemon's insides, for snapsyncd and for the fuzz package (Tests/Fuzz), which
+        // reaches the storage parsers through `@testable import`.
+        .library(name: "SnapSyncServer", targets: ["SnapSyncServer"]),
         .executable(name: "snapsyncd", targets: ["snapsyncd"]),
         .executable(name: "snapsync-bench", targets: ["snapsync-bench"]),
     ],
@@ -93,6 +96,11 @@ let package = Package(
                     resources: [], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel"],
                     swiftSettings: upcoming),
+        // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz
+        // package) replayed over the seed corpus, the corpus and every crash input: no fuzzing.
+        .testTarget(name: "SnapSyncFuzzTests", dependencies: ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel",
+                                                       .product(name: "Logging", package: "swift-log")],
+                    path: "Tests/Fuzz/Sources", swiftSettings: upcoming),
         // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
         .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport"],
                     swiftSettings: upcoming),
