@@ -15,12 +15,14 @@ import SnapSyncWire
 /// (the seeds from Protocol/vectors come from Tests/Fuzz/make-corpus.py).
 @Suite struct SeedCorpusTests {
     /// Writes a few rooms through a real store, forces a segment switch and a checkpoint of
-    /// every room, and returns the files: (target, seed name, bytes).
+    /// every room, and returns the files: (target, seed name, bytes). The store's background
+    /// work runs inline, so that one `maintain` both switches segments and checkpoints.
     static func storeSeeds() throws -> [(FuzzTarget, String, [UInt8])] {
         let directory = NSTemporaryDirectory() + "snapsync-fuzz-seeds-\(getpid())-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let options = StorageOptions(directory: directory, fsync: .no, segmentBytes: 1 << 20, maxDiffFrameBytes: 4 << 10,
-                                     preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), historyLimit: 4)
+                                     preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), historyLimit: 4,
+                                     backgroundThread: false)
         let logger = Logger(label: "fuzz-seeds") { _ in SwiftLogNoOpLogHandler() }
         let start = ContinuousClock.now
         let (store, _) = try DurableStore.open(options: options, logger: logger, now: start)
