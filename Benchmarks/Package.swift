@@ -21,9 +21,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
+        // epoll and CPU affinity for the fan-out generator (Linux): see include/CEpoll.h.
+        .target(name: "CEpoll"),
         .executableTarget(
             name: "snapsync-bench",
             dependencies: [
+                .target(name: "CEpoll", condition: .when(platforms: [.linux])),
                 .product(name: "SnapSyncModel", package: "SnapSync"),
                 .product(name: "SnapSyncWire", package: "SnapSync"),
                 .product(name: "SnapSyncTestSupport", package: "SnapSync"),
