@@ -20,7 +20,9 @@ let package = Package(
         // reaches the storage parsers through `@testable import`.
         .library(name: "SnapSyncServer", targets: ["SnapSyncServer"]),
         .executable(name: "snapsyncd", targets: ["snapsyncd"]),
-        .executable(name: "snapsync-bench", targets: ["snapsync-bench"]),
+        // The seeded PRNG of the property tests, a product only so that the benchmark package
+        // (Benchmarks/, which depends on this one by path) builds the same cases: not API.
+        .library(name: "SnapSyncTestSupport", targets: ["SnapSyncTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -75,15 +77,7 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        .executableTarget(
-            name: "snapsync-bench",
-            dependencies: [
-                "SnapSyncModel", "SnapSyncWire", "SnapSyncTestSupport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: upcoming
-        ),
-        // A seeded PRNG shared by the property tests and snapsync-bench (not a product).
+        // A seeded PRNG shared by the property tests and Benchmarks/ (whence the product).
         .target(name: "SnapSyncTestSupport", swiftSettings: upcoming),
         // The README's client example, compiled with every build so it cannot rot.
         .executableTarget(

@@ -29,7 +29,7 @@ struct FanoutServerProcess {
         var status: Int32 = 0
         for _ in 0..<300 {
             if waitpid(pid, &status, WNOHANG) == pid { return }
-            FanoutSys.sleepMs(10)
+            BenchSystem.sleepMs(10)
         }
         kill(pid, SIGKILL)
         _ = waitpid(pid, &status, 0)
@@ -205,8 +205,8 @@ enum FanoutServers {
 
     /// posix_spawn(argv) with stdout and stderr appended to `logPath`, pinned to `cpu` if given.
     static func spawn(_ argv: [String], logPath: String, cpu: Int?) -> Int32 {
-        if let cpu { FanoutSys.pinCurrentThread(toCPU: cpu) }
-        defer { if cpu != nil { FanoutSys.unpinCurrentThread() } }
+        if let cpu { BenchSystem.pinCurrentThread(toCPU: cpu) }
+        defer { if cpu != nil { BenchSystem.unpinCurrentThread() } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -237,17 +237,15 @@ enum FanoutServers {
         var arguments = [binary, "--host", "127.0.0.1", "--port", "0"]
         var temporary: String?
         if !extraArguments.contains(where: { $0 == "--data-dir" || $0.hasPrefix("--data-dir=") }) {
-            let dir = (getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/snapsync-bench-data-XXXXXX"
-            var template = Array(dir.utf8CString)
-            guard mkdtemp(&template) != nil else { FanoutSys.fail("mkdtemp \(dir)") }
-            temporary = fanoutString(cString: template)
+            let base = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+            temporary = BenchSystem.makeTemporaryDirectory(under: base, prefix: "snapsync-bench-data")
             remember(directory: temporary!)
             arguments += ["--data-dir", temporary!]
         }
         let pid = spawn(arguments + extraArguments, logPath: log, cpu: cpu)
-        let deadline = FanoutSys.nowNs() + 20_000_000_000
-        while FanoutSys.nowNs() < deadline {
-            if let text = FanoutSys.readFile(log), let found = fanoutFind("listening on ", in: text) {
+        let deadline = BenchSystem.nowNs() + 20_000_000_000
+        while BenchSystem.nowNs() < deadline {
+            if let text = BenchSystem.readFile(log), let found = fanoutFind("listening on ", in: text) {
                 let rest = text[found...].prefix { !$0.isWhitespace }
                 if let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]) {
                     var host = String(rest[..<colon])
@@ -258,10 +256,10 @@ enum FanoutServers {
             }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                fanoutErr("snapsync-bench: \(binary) exited before listening; its output:\n\(FanoutSys.readFile(log) ?? "")\n")
+                fanoutErr("snapsync-bench: \(binary) exited before listening; its output:\n\(BenchSystem.readFile(log) ?? "")\n")
                 exit(1)
             }
-            FanoutSys.sleepMs(20)
+            BenchSystem.sleepMs(20)
         }
         kill(pid, SIGKILL)
         fanoutErr("snapsync-bench: \(binary) printed no \"listening on HOST:PORT\" within 20 s (log: \(log))\n")
@@ -290,21 +288,21 @@ enum FanoutServers {
 
     /// `redis-server --bind 127.0.0.1 --port P --save '' --appendonly no` on a free port.
     static func startRedis(binary: String, cpu: Int?) -> FanoutServerProcess {
-        let port = FanoutSys.freeLoopbackPort()
+        let port = BenchSystem.freeLoopbackPort()
         let log = logPath("redis")
         let pid = spawn([binary, "--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"],
                         logPath: log, cpu: cpu)
-        let deadline = FanoutSys.nowNs() + 10_000_000_000
-        while FanoutSys.nowNs() < deadline {
-            if FanoutSys.canConnect(port: port) {
+        let deadline = BenchSystem.nowNs() + 10_000_000_000
+        while BenchSystem.nowNs() < deadline {
+            if BenchSystem.canConnect(port: port) {
                 return FanoutServerProcess(pid: pid, host: "127.0.0.1", port: port, logPath: log, name: "redis-server")
             }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                fanoutErr("snapsync-bench: redis-server exited; its output:\n\(FanoutSys.readFile(log) ?? "")\n")
+                fanoutErr("snapsync-bench: redis-server exited; its output:\n\(BenchSystem.readFile(log) ?? "")\n")
                 exit(1)
             }
-            FanoutSys.sleepMs(20)
+            BenchSystem.sleepMs(20)
         }
         kill(pid, SIGKILL)
         fanoutErr("snapsync-bench: redis-server did not accept connections within 10 s (log: \(log))\n")

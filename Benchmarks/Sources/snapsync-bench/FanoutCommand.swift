@@ -104,9 +104,9 @@ struct FanoutCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let counts = parsedList(subscribers)!
         let sizes = parsedList(payload)!
-        FanoutSys.raiseFileLimit(atLeast: (counts.max() ?? 0) + 64)
-        let pin = !noPin && FanoutSys.onlineCPUs >= 2 && serverCPU != generatorCPU
-        let loadAverage = FanoutSys.readFile("/proc/loadavg").flatMap { Double($0.split(separator: " ").first ?? "") }
+        BenchSystem.raiseFileLimit(atLeast: (counts.max() ?? 0) + 64)
+        let pin = !noPin && BenchSystem.onlineCPUs >= 2 && serverCPU != generatorCPU
+        let loadAverage = BenchSystem.readFile("/proc/loadavg").flatMap { Double($0.split(separator: " ").first ?? "") }
 
         // Servers.
         var daemon: FanoutServerProcess?
@@ -135,7 +135,7 @@ struct FanoutCommand: ParsableCommand {
             daemon?.stop()
             redis?.stop()
         }
-        if pin { FanoutSys.pinCurrentThread(toCPU: generatorCPU) }
+        if pin { BenchSystem.pinCurrentThread(toCPU: generatorCPU) }
         if !json {
             let load = loadAverage.map { fanoutFormat("%.2f", $0) } ?? "?"
             if port == nil { print("snapsyncd \(launch.arguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")") }
@@ -186,7 +186,7 @@ struct FanoutCommand: ParsableCommand {
                         allRuns[target, default: [:]][m, default: []].append(result)
                         if result.lost > 0 || result.failure != nil || result.outOfOrder > 0 { anyLoss = true }
                         if !json { print(describe(result)) }
-                        FanoutSys.sleepMs(200)  // let the server close the run's connections
+                        BenchSystem.sleepMs(200)  // let the server close the run's connections
                     }
                   }
                 }
@@ -264,99 +264,73 @@ struct FanoutCommand: ParsableCommand {
 
     private func jsonLine(subscribers: Int, payloadBytes: Int, results: [FanoutTarget: [String: FanoutRunResult]],
                           loadAverage: Double?, pinned: Bool) -> String {
-        var fields: [String] = [
-            "\"subscribers\":\(subscribers)", "\"payload_bytes\":\(payloadBytes)",
-            "\"window\":\(window)", "\"rate\":\(fanoutJSONNumber(rate))", "\"repeat\":\(repeatCount)",
-            "\"duration_s\":\(fanoutJSONNumber(duration))", "\"warmup_s\":\(fanoutJSONNumber(warmup))",
-            "\"pinned\":\(pinned)", "\"loadavg_1m\":\(loadAverage.map(fanoutJSONNumber) ?? "null")",
-            "\"daemon_args\":\(port == nil ? fanoutJSONString(launch.arguments.joined(separator: " ")) : "null")",
+        var fields: [(String, JSONValue)] = [
+            ("subscribers", .int(subscribers)), ("payload_bytes", .int(payloadBytes)),
+            ("window", .int(window)), ("rate", .decimal(rate, digits: 3)), ("repeat", .int(repeatCount)),
+            ("duration_s", .decimal(duration, digits: 3)), ("warmup_s", .decimal(warmup, digits: 3)),
+            ("pinned", .bool(pinned)), ("loadavg_1m", .optional(loadAverage.map { .decimal($0, digits: 3) })),
+            ("daemon_args", port == nil ? .string(launch.arguments.joined(separator: " ")) : .null),
         ]
         for target in FanoutTarget.allCases {
             guard let runs = results[target] else { continue }
-            var modes: [String] = []
+            var modes: [(String, JSONValue)] = []
             for m in ["throughput", "latency"] {
-                if let r = runs[m] { modes.append("\"\(m)\":\(jsonRun(r))") }
+                if let r = runs[m] { modes.append((m, jsonRun(r))) }
             }
-            fields.append("\"\(target.rawValue)\":{\(modes.joined(separator: ","))}")
+            fields.append((target.rawValue, .object(modes)))
         }
         if let snap = results[.snapsync], let redis = results[.redis] {
-            var ratio: [String] = []
+            var ratio: [(String, JSONValue)] = []
             if let a = snap["throughput"], let b = redis["throughput"], b.deliveriesPerSecond > 0 {
                 let value = a.deliveriesPerSecond / b.deliveriesPerSecond
-                ratio.append("\"deliveries_per_s\":\(fanoutJSONNumber(value, digits: 3))")
-                ratio.append("\"deliveries_target_met\":\(value >= 1.5)")
+                ratio.append(("deliveries_per_s", .decimal(value, digits: 3)))
+                ratio.append(("deliveries_target_met", .bool(value >= 1.5)))
                 if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
-                    ratio.append("\"deliveries_per_server_cpu_s\":\(fanoutJSONNumber(x / y, digits: 3))")
+                    ratio.append(("deliveries_per_server_cpu_s", .decimal(x / y, digits: 3)))
                 }
             }
             if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
                 let value = Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))
-                ratio.append("\"p99\":\(fanoutJSONNumber(value, digits: 3))")
-                ratio.append("\"p99_target_met\":\(value <= 1)")
+                ratio.append(("p99", .decimal(value, digits: 3)))
+                ratio.append(("p99_target_met", .bool(value <= 1)))
                 if let x = a.pooledLatency, let y = b.pooledLatency, y.quantile(0.99) > 0 {
-                    ratio.append("\"p99_pooled\":\(fanoutJSONNumber(Double(x.quantile(0.99)) / Double(y.quantile(0.99)), digits: 3))")
+                    ratio.append(("p99_pooled", .decimal(Double(x.quantile(0.99)) / Double(y.quantile(0.99)), digits: 3)))
                 }
             }
-            fields.append("\"ratio_snapsync_to_redis\":{\(ratio.joined(separator: ","))}")
+            fields.append(("ratio_snapsync_to_redis", .object(ratio)))
         }
-        return "{" + fields.joined(separator: ",") + "}"
+        return JSONValue.object(fields).json
     }
 
-    private func jsonRun(_ r: FanoutRunResult) -> String {
-        var fields = [
-            "\"deliveries_per_s\":\(fanoutJSONNumber(r.deliveriesPerSecond, digits: 0))",
-            "\"published_per_s\":\(fanoutJSONNumber(r.publishedPerSecond, digits: 0))",
-            "\"p50_us\":\(fanoutJSONNumber(Double(r.latency.quantile(0.5)) / 1000, digits: 1))",
-            "\"p99_us\":\(fanoutJSONNumber(Double(r.latency.quantile(0.99)) / 1000, digits: 1))",
-            "\"max_us\":\(fanoutJSONNumber(Double(r.latency.maxValue) / 1000, digits: 1))",
-            "\"latency_samples\":\(r.latency.count)",
-            "\"server_cpu\":\(r.serverCPU.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
-            "\"server_core_busy\":\(r.serverCoreBusy.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
-            "\"server_core_softirq\":\(r.serverCoreSoftirq.map { fanoutJSONNumber($0, digits: 3) } ?? "null")",
-            "\"deliveries_per_server_cpu_s\":\(r.deliveriesPerServerCPUSecond.map { fanoutJSONNumber($0, digits: 0) } ?? "null")",
-            "\"generator_cpu\":\(fanoutJSONNumber(r.generatorCPU, digits: 3))",
-            "\"measured_s\":\(fanoutJSONNumber(r.measuredSeconds, digits: 3))",
-            "\"published\":\(r.published)",
-            "\"lost\":\(r.lost)",
-            "\"out_of_order\":\(r.outOfOrder)",
+    private func jsonRun(_ r: FanoutRunResult) -> JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("deliveries_per_s", .decimal(r.deliveriesPerSecond, digits: 0)),
+            ("published_per_s", .decimal(r.publishedPerSecond, digits: 0)),
+            ("p50_us", .decimal(Double(r.latency.quantile(0.5)) / 1000, digits: 1)),
+            ("p99_us", .decimal(Double(r.latency.quantile(0.99)) / 1000, digits: 1)),
+            ("max_us", .decimal(Double(r.latency.maxValue) / 1000, digits: 1)),
+            ("latency_samples", .int(Int(r.latency.count))),
+            ("server_cpu", .optional(r.serverCPU.map { .decimal($0, digits: 3) })),
+            ("server_core_busy", .optional(r.serverCoreBusy.map { .decimal($0, digits: 3) })),
+            ("server_core_softirq", .optional(r.serverCoreSoftirq.map { .decimal($0, digits: 3) })),
+            ("deliveries_per_server_cpu_s", .optional(r.deliveriesPerServerCPUSecond.map { .decimal($0, digits: 0) })),
+            ("generator_cpu", .decimal(r.generatorCPU, digits: 3)),
+            ("measured_s", .decimal(r.measuredSeconds, digits: 3)),
+            ("published", .int(Int(r.published))),
+            ("lost", .int(Int(r.lost))),
+            ("out_of_order", .int(Int(r.outOfOrder))),
         ]
         if r.repeats.count > 1 {
             let key = r.load.mode == "throughput" ? "deliveries_per_s_runs" : "p99_us_runs"
-            fields.append("\"\(key)\":[\(r.repeats.map { fanoutJSONNumber($0, digits: r.load.mode == "throughput" ? 0 : 1) }.joined(separator: ","))]")
+            fields.append((key, .array(r.repeats.map { .decimal($0, digits: r.load.mode == "throughput" ? 0 : 1) })))
         }
         if let pooled = r.pooledLatency {
-            fields.append("\"pooled_p50_us\":\(fanoutJSONNumber(Double(pooled.quantile(0.5)) / 1000, digits: 1))")
-            fields.append("\"pooled_p99_us\":\(fanoutJSONNumber(Double(pooled.quantile(0.99)) / 1000, digits: 1))")
+            fields.append(("pooled_p50_us", .decimal(Double(pooled.quantile(0.5)) / 1000, digits: 1)))
+            fields.append(("pooled_p99_us", .decimal(Double(pooled.quantile(0.99)) / 1000, digits: 1)))
         }
-        if let failure = r.failure { fields.append("\"failure\":\(fanoutJSONString(failure))") }
-        return "{" + fields.joined(separator: ",") + "}"
+        if let failure = r.failure { fields.append(("failure", .string(failure))) }
+        return .object(fields)
     }
-}
-
-func fanoutJSONNumber(_ value: Double) -> String { fanoutJSONNumber(value, digits: 3) }
-
-func fanoutJSONNumber(_ value: Double, digits: Int) -> String {
-    guard value.isFinite else { return "null" }
-    if digits == 0 { return String(Int64(value.rounded())) }
-    var text = fanoutFormat("%.\(digits)f", value)
-    while text.hasSuffix("0") { text.removeLast() }
-    if text.hasSuffix(".") { text.removeLast() }
-    return text
-}
-
-func fanoutJSONString(_ value: String) -> String {
-    var out = "\""
-    for scalar in value.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        default:
-            if scalar.value < 0x20 { out += fanoutFormat("\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
-        }
-    }
-    return out + "\""
 }
 
 /// printf-style formatting without Foundation (vsnprintf).

@@ -1,8 +1,7 @@
-// Helpers shared by every snapsync-bench subcommand: a seeded PRNG, timing, medians, and one
-// JSON object per line on stdout (so results can be piped into jq or appended to a log).
+// Helpers shared by every snapsync-bench subcommand: timing and medians (the JSON they print is
+// in JSON.swift, system calls in BenchSystem.swift).
 
 #if canImport(Glibc)
-import SnapSyncTestSupport
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
@@ -79,57 +78,6 @@ enum Bench {
         return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
     }
 
-    /// Prints one JSON object on one line, fields in the given order.
-    static func printJSON(_ fields: KeyValuePairs<String, JSONValue>) {
-        printJSON(fields.map { ($0.key, $0.value) })
-    }
-
-    static func printJSON(_ fields: [(String, JSONValue)]) {
-        let body = fields.map { "\"\($0.0)\": \($0.1.json)" }.joined(separator: ", ")
-        print("{\(body)}")
-    }
-
     /// Keeps a value alive so the optimizer cannot drop the work that produced it.
     @inline(never) static func consume<T>(_ value: T) { withExtendedLifetime(value) {} }
-}
-
-/// A JSON scalar for `Bench.printJSON`.
-enum JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
-    case string(String)
-    case int(Int)
-    case double(Double, digits: Int)
-
-    init(stringLiteral value: String) { self = .string(value) }
-    init(integerLiteral value: Int) { self = .int(value) }
-    init(floatLiteral value: Double) { self = .double(value, digits: 3) }
-
-    static func number(_ value: Double, digits: Int = 3) -> JSONValue { .double(value, digits: digits) }
-
-    var json: String {
-        switch self {
-        case .int(let n): return String(n)
-        case .double(let x, let digits):
-            guard x.isFinite else { return "null" }
-            // Fixed decimals without Foundation: scale, round, split.
-            var scale = 1.0
-            for _ in 0..<digits { scale *= 10 }
-            let scaled = (abs(x) * scale).rounded()
-            let whole = Int(scaled / scale)
-            var fraction = String(Int(scaled) - whole * Int(scale))
-            while fraction.count < digits { fraction = "0" + fraction }
-            return (x < 0 ? "-" : "") + String(whole) + (digits > 0 ? "." + fraction : "")
-        case .string(let s):
-            var out = "\""
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
-        }
-    }
 }

@@ -217,7 +217,7 @@ struct FanoutFrameReader {
                         let bytes = Array(body)
                         var i = 1
                         let nonce = bytes.withUnsafeBufferPointer { fanoutGetVarint($0.baseAddress!, &i, $0.count) } ?? 0
-                        FanoutSys.writeAll(fd, FanoutSnapSync.pongFrame(nonce: nonce))
+                        BenchSystem.writeAll(fd, FanoutSnapSync.pongFrame(nonce: nonce))
                         continue
                     }
                     return body

@@ -85,7 +85,7 @@ struct DurabilityBenchmark: ParsableCommand {
             var result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
                 SnapSyncWriter(host: daemon.host, port: daemon.port, room: "durable-\(index)", payloadBytes: payloadBytes)
             }
-            let log = FanoutSys.readFile(daemon.logPath) ?? ""
+            let log = BenchSystem.readFile(daemon.logPath) ?? ""
             result.daemon = [
                 ("segment_switches", .int(log.split(separator: "\n").filter { $0.contains("started log segment") }.count)),
                 ("binary", .string(binary)),
@@ -100,7 +100,7 @@ struct DurabilityBenchmark: ParsableCommand {
         if !noRedis {
             let redis = FanoutServers.redisBinary(explicit: redisBinary)
             let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-redis")
-            let port = FanoutSys.freeLoopbackPort()
+            let port = BenchSystem.freeLoopbackPort()
             let log = FanoutServers.logPath("redis-aof")
             let pid = FanoutServers.spawn([redis, "--bind", "127.0.0.1", "--port", String(port), "--dir", data,
                                            "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
@@ -110,12 +110,12 @@ struct DurabilityBenchmark: ParsableCommand {
                 server.stop()
                 _ = system("rm -rf '\(data)'")
             }
-            let deadline = FanoutSys.nowNs() + 10_000_000_000
-            while !FanoutSys.canConnect(port: port) {
-                if FanoutSys.nowNs() > deadline || server.hasExited {
-                    FanoutSys.fail("redis-server did not start (log: \(log))")
+            let deadline = BenchSystem.nowNs() + 10_000_000_000
+            while !BenchSystem.canConnect(port: port) {
+                if BenchSystem.nowNs() > deadline || server.hasExited {
+                    BenchSystem.fail("redis-server did not start (log: \(log))")
                 }
-                FanoutSys.sleepMs(20)
+                BenchSystem.sleepMs(20)
             }
             let result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
                 RedisWriter(port: port, key: "durable-\(index)", payloadBytes: payloadBytes)
@@ -143,13 +143,13 @@ struct SnapSyncWriter: DurabilityWriter {
     var requestId: UInt64 = 10
 
     init(host: String, port: Int, room: String, payloadBytes: Int) {
-        fd = FanoutSys.connectTCP(host: host, port: port)
+        fd = BenchSystem.connectTCP(host: host, port: port)
         self.room = room
         var reader = FanoutFrameReader(fd: fd)
-        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench"))
+        BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench"))
         reader.expect(FanoutSnapSync.welcome, context: "HELLO")
         let payload = [UInt8](repeating: 0x61, count: payloadBytes)
-        FanoutSys.writeAll(fd, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
+        BenchSystem.writeAll(fd, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
         reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
         // The MUTATE with a fixed-width request id (a 5-byte varint, padded with continuation
         // bytes is not minimal, so ids stay in 0x10000000...0x7FFFFFFFF: always 5 bytes).
@@ -170,7 +170,7 @@ struct SnapSyncWriter: DurabilityWriter {
             n >>= 7
         }
         frame[payloadStart] = UInt8(truncatingIfNeeded: requestId)
-        FanoutSys.writeAll(fd, frame)
+        BenchSystem.writeAll(fd, frame)
         // Read frames until the ACK (nothing else is expected: the writer has not joined).
         while true {
             if filled >= 4 {
@@ -178,7 +178,7 @@ struct SnapSyncWriter: DurabilityWriter {
                 if filled >= 4 + length {
                     let type = input[4]
                     if type != FanoutSnapSync.ack {
-                        FanoutSys.fail("MUTATE in \(room) answered \(FanoutSnapSync.describeFailure(input[4..<(4 + length)]) ?? "type \(type)")")
+                        BenchSystem.fail("MUTATE in \(room) answered \(FanoutSnapSync.describeFailure(input[4..<(4 + length)]) ?? "type \(type)")")
                     }
                     input.withUnsafeMutableBytes { raw in
                         raw.baseAddress!.copyMemory(from: raw.baseAddress! + 4 + length, byteCount: filled - 4 - length)
@@ -189,7 +189,7 @@ struct SnapSyncWriter: DurabilityWriter {
             }
             let got = input.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if got < 0 && errno == EINTR { continue }
-            if got <= 0 { FanoutSys.fail("snapsyncd closed the connection") }
+            if got <= 0 { BenchSystem.fail("snapsyncd closed the connection") }
             filled += got
         }
     }
@@ -204,7 +204,7 @@ struct RedisWriter: DurabilityWriter {
     var counter: UInt64 = 0
 
     init(port: Int, key: String, payloadBytes: Int) {
-        fd = FanoutSys.connectTCP(host: "127.0.0.1", port: port)
+        fd = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
         self.key = Array(key.utf8)
         payload = [UInt8](repeating: 0x61, count: payloadBytes)
     }
@@ -212,16 +212,16 @@ struct RedisWriter: DurabilityWriter {
     mutating func write() {
         counter += 1
         payload[0] = UInt8(truncatingIfNeeded: counter)
-        FanoutSys.writeAll(fd, FanoutRedis.command([Array("SET".utf8), key, payload]))
+        BenchSystem.writeAll(fd, FanoutRedis.command([Array("SET".utf8), key, payload]))
         // "+OK\r\n": read until the line ends (it may come in pieces).
         var got: [UInt8] = []
         while got.last != 0x0A {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { FanoutSys.fail("redis-server closed the connection") }
+            if n <= 0 { BenchSystem.fail("redis-server closed the connection") }
             got += buffer[0..<n]
         }
-        if got.first != 0x2B { FanoutSys.fail("redis-server answered \(String(decoding: got, as: UTF8.self))") }
+        if got.first != 0x2B { BenchSystem.fail("redis-server answered \(String(decoding: got, as: UTF8.self))") }
     }
 }
 
@@ -269,12 +269,12 @@ enum DurabilityBench {
 
         func run() {
             var writer = make(index)
-            while FanoutSys.nowNs() < start { FanoutSys.sleepMs(1) }
+            while BenchSystem.nowNs() < start { BenchSystem.sleepMs(1) }
             while true {
-                let t0 = FanoutSys.nowNs()
+                let t0 = BenchSystem.nowNs()
                 if t0 >= end { break }
                 writer.write()
-                let t1 = FanoutSys.nowNs()
+                let t1 = BenchSystem.nowNs()
                 if t0 >= warmupEnd {
                     writes += 1
                     latencies.append(t1 - t0)
@@ -286,7 +286,7 @@ enum DurabilityBench {
     /// Runs `clients` writers on their own threads: connect, wait for a common start, one
     /// second of warm-up, then `seconds` measured.
     static func measure(clients: Int, seconds: Double, make: @escaping (Int) -> any DurabilityWriter) -> Result {
-        let start = FanoutSys.nowNs() + 500_000_000
+        let start = BenchSystem.nowNs() + 500_000_000
         let warmupEnd = start + 1_000_000_000
         let end = warmupEnd + UInt64(seconds * 1e9)
         let workers = (0..<clients).map { Worker(index: $0, start: start, warmupEnd: warmupEnd, end: end, make: make) }
@@ -299,7 +299,7 @@ enum DurabilityBench {
                 worker.run()
                 return nil
             }, context)
-            if rc != 0 { FanoutSys.fail("pthread_create") }
+            if rc != 0 { BenchSystem.fail("pthread_create") }
             threads.append(thread)
         }
         for thread in threads { pthread_join(thread, nil) }
@@ -309,12 +309,12 @@ enum DurabilityBench {
 
     /// The daemon's STATS (name → value), over a fresh connection.
     static func stats(host: String, port: Int) -> [String: UInt64] {
-        let fd = FanoutSys.connectTCP(host: host, port: port)
+        let fd = BenchSystem.connectTCP(host: host, port: port)
         defer { close(fd) }
         var reader = FanoutFrameReader(fd: fd)
-        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench-stats"))
+        BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench-stats"))
         reader.expect(FanoutSnapSync.welcome, context: "HELLO")
-        FanoutSys.writeAll(fd, FrameEncoder().encode(.stats(requestId: 1)))
+        BenchSystem.writeAll(fd, FrameEncoder().encode(.stats(requestId: 1)))
         while true {
             let body = Array(reader.next(context: "STATS"))
             guard let message = try? FrameDecoder.decode(body: body, accepting: .server) else { continue }
@@ -325,9 +325,7 @@ enum DurabilityBench {
     }
 
     static func temporaryDirectory(under base: String, _ prefix: String) -> String {
-        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
-        guard mkdtemp(&template) != nil else { FanoutSys.fail("mkdtemp under \(base)") }
-        let path = fanoutString(cString: template)
+        let path = BenchSystem.makeTemporaryDirectory(under: base, prefix: prefix)
         FanoutServers.remember(directory: path)
         return path
     }

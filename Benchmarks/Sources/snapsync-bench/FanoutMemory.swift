@@ -49,7 +49,7 @@ struct FanoutMemoryCommand: ParsableCommand {
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        FanoutSys.raiseFileLimit(atLeast: connections + 64)
+        BenchSystem.raiseFileLimit(atLeast: connections + 64)
         let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
         try measureConnections(binary: binary)
         try measureItems(binary: binary)
@@ -57,17 +57,17 @@ struct FanoutMemoryCommand: ParsableCommand {
 
     /// Lets the daemon finish what it was doing and the kernel account it, then reads VmRSS.
     private func settledRSS(_ pid: Int32) -> Int {
-        FanoutSys.sleepMs(300)
-        return FanoutSys.residentBytes(pid: pid) ?? 0
+        BenchSystem.sleepMs(300)
+        return BenchSystem.residentBytes(pid: pid) ?? 0
     }
 
     private func measureConnections(binary: String) throws {
         let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
         defer { daemon.stop() }
         // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
-        let first = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
+        let first = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
         var firstReader = FanoutFrameReader(fd: first)
-        FanoutSys.writeAll(first, FanoutSnapSync.helloFrame())
+        BenchSystem.writeAll(first, FanoutSnapSync.helloFrame())
         firstReader.expect(FanoutSnapSync.welcome, context: "HELLO")
         let before = settledRSS(daemon.pid)
 
@@ -78,8 +78,8 @@ struct FanoutMemoryCommand: ParsableCommand {
             let upper = min(connections, index + 64)
             var pending: [Int32] = []
             for _ in index..<upper {
-                let fd = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
-                FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame())
+                let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
+                BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
                 pending.append(fd)
             }
             for fd in pending {
@@ -93,20 +93,20 @@ struct FanoutMemoryCommand: ParsableCommand {
         let handshaken = settledRSS(daemon.pid)
         let perConnection = Double(handshaken - before) / Double(connections)
         report(name: "idle_connection", fields: [
-            ("connections", "\(connections)"), ("rss_before_bytes", "\(before)"), ("rss_after_bytes", "\(handshaken)"),
-            ("bytes_per_connection", fanoutJSONNumber(perConnection, digits: 0)), ("target_bytes", "8192"),
-            ("target_met", "\(perConnection <= 8192)"),
-        ], text: "idle handshaken connection: \(fanoutJSONNumber(perConnection, digits: 0)) B each (\(connections) connections, VmRSS \(before / 1024) → \(handshaken / 1024) KiB; target ≤ 8192 B)")
+            ("connections", .int(Int(connections))), ("rss_before_bytes", .int(Int(before))), ("rss_after_bytes", .int(Int(handshaken))),
+            ("bytes_per_connection", .decimal(perConnection, digits: 0)), ("target_bytes", 8192),
+            ("target_met", .bool(perConnection <= 8192)),
+        ], text: "idle handshaken connection: \(Bench.decimal(perConnection, digits: 0)) B each (\(connections) connections, VmRSS \(before / 1024) → \(handshaken / 1024) KiB; target ≤ 8192 B)")
 
         let room = "memory-\(getpid())"
-        for fd in fds { FanoutSys.writeAll(fd, FanoutSnapSync.joinFrame(requestID: 1, room: room)) }
+        for fd in fds { BenchSystem.writeAll(fd, FanoutSnapSync.joinFrame(requestID: 1, room: room)) }
         for i in readers.indices { readers[i].expect(FanoutSnapSync.snapshot, context: "JOIN") }
         let joined = settledRSS(daemon.pid)
         let perMember = Double(joined - handshaken) / Double(connections)
         report(name: "room_member", fields: [
-            ("connections", "\(connections)"), ("rss_before_bytes", "\(handshaken)"), ("rss_after_bytes", "\(joined)"),
-            ("extra_bytes_per_member", fanoutJSONNumber(perMember, digits: 0)),
-        ], text: "joining one room: \(fanoutJSONNumber(perMember, digits: 0)) B more per member (VmRSS → \(joined / 1024) KiB)")
+            ("connections", .int(Int(connections))), ("rss_before_bytes", .int(Int(handshaken))), ("rss_after_bytes", .int(Int(joined))),
+            ("extra_bytes_per_member", .decimal(perMember, digits: 0)),
+        ], text: "joining one room: \(Bench.decimal(perMember, digits: 0)) B more per member (VmRSS → \(joined / 1024) KiB)")
         for fd in fds { close(fd) }
         close(first)
     }
@@ -114,14 +114,14 @@ struct FanoutMemoryCommand: ParsableCommand {
     private func measureItems(binary: String) throws {
         let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
         defer { daemon.stop() }
-        let fd = FanoutSys.connectTCP(host: daemon.host, port: daemon.port)
+        let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
         defer { close(fd) }
         var reader = FanoutFrameReader(fd: fd)
-        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame())
+        BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
         let limits = FanoutSnapSync.welcomeLimits(reader.expect(FanoutSnapSync.welcome, context: "HELLO"))
         let room = "memory-items-\(getpid())"
         var requestID: UInt64 = 1
-        FanoutSys.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: requestID, room: room))
+        BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: requestID, room: room))
         reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
 
         // Respect the daemon's limits rather than measure its rejections.
@@ -143,7 +143,7 @@ struct FanoutMemoryCommand: ParsableCommand {
         let history = Int(limits[8] ?? 0)
 
         // A warm-up batch in another room, so allocator arenas and code paths exist before the baseline.
-        FanoutSys.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: 1000, room: room + "-warm"))
+        BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: 1000, room: room + "-warm"))
         reader.expect(FanoutSnapSync.ack, context: "warm-up")
         requestID = 2
         let before = settledRSS(daemon.pid)
@@ -161,7 +161,7 @@ struct FanoutMemoryCommand: ParsableCommand {
                 let id = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - digits.count) + digits
                 elements.append((id, payload))
             }
-            FanoutSys.writeAll(fd, FanoutSnapSync.appendItemsFrame(requestID: requestID, room: room, items: elements))
+            BenchSystem.writeAll(fd, FanoutSnapSync.appendItemsFrame(requestID: requestID, room: room, items: elements))
             requestID += 1
             reader.expect(FanoutSnapSync.ack, context: "append_items")
             next = upper
@@ -172,24 +172,24 @@ struct FanoutMemoryCommand: ParsableCommand {
         let allIn = Double(filled - before) / Double(count)
         let raw = Double(rawPerItem)
         report(name: "item", fields: [
-            ("items", "\(count)"), ("id_bytes", "\(idBytes)"), ("payload_bytes", "\(payloadBytes)"),
-            ("raw_bytes_per_item", "\(rawPerItem)"), ("batch", "\(perBatch)"), ("history_count", "\(history)"),
-            ("rss_before_bytes", "\(before)"), ("items_at_half", "\(middle.items)"), ("rss_at_half_bytes", "\(middle.rss)"),
-            ("rss_after_bytes", "\(filled)"),
-            ("bytes_per_item", fanoutJSONNumber(marginal, digits: 1)), ("ratio_to_raw", fanoutJSONNumber(marginal / raw, digits: 2)),
-            ("target_ratio", "2"), ("target_met", "\(marginal / raw <= 2)"),
-            ("all_in_bytes_per_item", fanoutJSONNumber(allIn, digits: 1)), ("all_in_ratio_to_raw", fanoutJSONNumber(allIn / raw, digits: 2)),
+            ("items", .int(Int(count))), ("id_bytes", .int(Int(idBytes))), ("payload_bytes", .int(Int(payloadBytes))),
+            ("raw_bytes_per_item", .int(Int(rawPerItem))), ("batch", .int(Int(perBatch))), ("history_count", .int(Int(history))),
+            ("rss_before_bytes", .int(Int(before))), ("items_at_half", .int(Int(middle.items))), ("rss_at_half_bytes", .int(Int(middle.rss))),
+            ("rss_after_bytes", .int(Int(filled))),
+            ("bytes_per_item", .decimal(marginal, digits: 1)), ("ratio_to_raw", .decimal(marginal / raw, digits: 2)),
+            ("target_ratio", 2), ("target_met", .bool(marginal / raw <= 2)),
+            ("all_in_bytes_per_item", .decimal(allIn, digits: 1)), ("all_in_ratio_to_raw", .decimal(allIn / raw, digits: 2)),
         ], text: """
-            item (\(idBytes) B id + \(payloadBytes) B payload = \(rawPerItem) B raw): \(fanoutJSONNumber(marginal, digits: 1)) B each = \(fanoutJSONNumber(marginal / raw, digits: 2))× raw, from item \(middle.items) to \(count) (VmRSS \(middle.rss / 1024) → \(filled / 1024) KiB; target ≤ 2×)
-              all in: \(fanoutJSONNumber(allIn, digits: 1)) B per item = \(fanoutJSONNumber(allIn / raw, digits: 2))× raw over all \(count) items, with the room's fixed costs (DIFF history up to --history-bytes) (VmRSS \(before / 1024) → \(filled / 1024) KiB, batches of \(perBatch))
+            item (\(idBytes) B id + \(payloadBytes) B payload = \(rawPerItem) B raw): \(Bench.decimal(marginal, digits: 1)) B each = \(Bench.decimal(marginal / raw, digits: 2))× raw, from item \(middle.items) to \(count) (VmRSS \(middle.rss / 1024) → \(filled / 1024) KiB; target ≤ 2×)
+              all in: \(Bench.decimal(allIn, digits: 1)) B per item = \(Bench.decimal(allIn / raw, digits: 2))× raw over all \(count) items, with the room's fixed costs (DIFF history up to --history-bytes) (VmRSS \(before / 1024) → \(filled / 1024) KiB, batches of \(perBatch))
             """)
     }
 
     private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
 
-    private func report(name: String, fields: [(String, String)], text: String) {
+    private func report(name: String, fields: [(String, JSONValue)], text: String) {
         if json {
-            print("{\"measurement\":\"\(name)\"," + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+            Bench.printJSON([("measurement", .string(name))] + fields)
         } else {
             print(text)
         }

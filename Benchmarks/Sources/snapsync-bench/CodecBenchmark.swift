@@ -1,9 +1,7 @@
 // `snapsync-bench codec`: throughput of the wire codec on DIFF frames, the frame the daemon
 // writes most (one per applied batch, shared by every member of the room) and the client reads
 // most.
-//
-// Self-contained on purpose (its own timing helper): it depends only on SnapSyncModel and
-// SnapSyncWire, so it measures the codec and nothing else.
+// It uses only SnapSyncModel and SnapSyncWire, so it measures the codec and nothing else.
 
 import SnapSyncTestSupport
 import ArgumentParser
@@ -49,7 +47,7 @@ struct CodecBenchmark: ParsableCommand {
                     encoder.encodeDiff(room: "bench-room", epoch: epoch, version: UInt64(index + 1), ops: ops, into: &stream)
                 }
             }
-            let encodeTimes = Self.measure(runs: runs, encodeAll)
+            let encodeTimes = Bench.measure(runs: runs, encodeAll)
             let bytes = stream.count
 
             var decodeFailure: WireError?
@@ -60,22 +58,24 @@ struct CodecBenchmark: ParsableCommand {
                 do {
                     while let message = try decoder.nextMessage() {
                         decoded += 1
-                        Self.consume(message)
+                        Bench.consume(message)
                     }
                 } catch {
                     decodeFailure = error
                 }
                 precondition(decoded == count || decodeFailure != nil)
             }
-            let decodeTimes = Self.measure(runs: runs, decodeAll)
+            let decodeTimes = Bench.measure(runs: runs, decodeAll)
             if let decodeFailure { throw ValidationError("decoding failed: \(decodeFailure)") }
 
             for (name, times) in [("encode", encodeTimes), ("decode", decodeTimes)] {
-                let seconds = Self.median(times)
-                Self.printLine(case: "\(name)-diff-\(opsPerFrame)op", opsPerFrame: opsPerFrame,
-                               frameBytes: Double(bytes) / Double(count),
-                               framesPerSecond: Double(count) / seconds,
-                               megabytesPerSecond: Double(bytes) / seconds / 1e6)
+                let seconds = Bench.median(times) / 1e9
+                Bench.printJSON([
+                    "case": .string("\(name)-diff-\(opsPerFrame)op"), "ops_per_frame": .int(opsPerFrame),
+                    "frame_bytes": .number(Double(bytes) / Double(count), digits: 1),
+                    "frames_per_s": .number(Double(count) / seconds, digits: 0),
+                    "mb_per_s": .number(Double(bytes) / seconds / 1e6, digits: 1),
+                ])
             }
         }
     }
@@ -103,45 +103,4 @@ struct CodecBenchmark: ParsableCommand {
         default: return .deleteItems([identifier(&rng)])
         }
     }
-
-    // MARK: Measurement
-
-    /// Runs `body` once untimed (page faults, buffer growth), then `runs` times timed; seconds.
-    static func measure(runs: Int, _ body: () -> Void) -> [Double] {
-        body()
-        let clock = ContinuousClock()
-        return (0..<runs).map { _ in
-            let start = clock.now
-            body()
-            let (seconds, attoseconds) = (clock.now - start).components
-            return Double(seconds) + Double(attoseconds) / 1e18
-        }
-    }
-
-    /// The median, robust against the odd run disturbed by other work on a shared machine.
-    static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        let mid = sorted.count / 2
-        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-    }
-
-    /// Keeps a value alive so the optimizer cannot drop the work that produced it.
-    @inline(never) static func consume<T>(_ value: T) { withExtendedLifetime(value) {} }
-
-    static func printLine(case name: String, opsPerFrame: Int, frameBytes: Double, framesPerSecond: Double, megabytesPerSecond: Double) {
-        print("{\"case\": \"\(name)\", \"ops_per_frame\": \(opsPerFrame), \"frame_bytes\": \(fixed(frameBytes, 1)), "
-              + "\"frames_per_s\": \(fixed(framesPerSecond, 0)), \"mb_per_s\": \(fixed(megabytesPerSecond, 1))}")
-    }
-
-    /// Fixed decimals without Foundation.
-    static func fixed(_ x: Double, _ digits: Int) -> String {
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        let scaled = Int((x * scale).rounded())
-        guard digits > 0 else { return String(scaled) }
-        var fraction = String(scaled % Int(scale))
-        while fraction.count < digits { fraction = "0" + fraction }
-        return "\(scaled / Int(scale)).\(fraction)"
-    }
 }
-

@@ -12,6 +12,7 @@
 // - all state is in a struct driven by mutating methods, so Swift checks exclusivity statically.
 // Per delivery: O(1) (a histogram increment and two counters). Per loop pass: O(ready sockets).
 #if canImport(Glibc)
+import CEpoll
 import Glibc
 
 struct FanoutLoad {
@@ -73,9 +74,9 @@ enum FanoutSetup {
     /// SnapSync: the publisher creates the room's layout (section "s", item "i"), then every
     /// subscriber says HELLO and JOINs and gets its SNAPSHOT. The publisher does not join.
     static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int) -> FanoutConnections {
-        let publisher = FanoutSys.connectTCP(host: host, port: port)
+        let publisher = BenchSystem.connectTCP(host: host, port: port)
         var reader = FanoutFrameReader(fd: publisher)
-        FanoutSys.writeAll(publisher, FanoutSnapSync.helloFrame(clientName: "snapsync-bench publisher"))
+        BenchSystem.writeAll(publisher, FanoutSnapSync.helloFrame(clientName: "snapsync-bench publisher"))
         let welcome = reader.expect(FanoutSnapSync.welcome, context: "the publisher's HELLO")
         let limits = FanoutSnapSync.welcomeLimits(welcome)
         if let maxPayload = limits[3], UInt64(payloadBytes) > maxPayload {
@@ -83,7 +84,7 @@ enum FanoutSetup {
             exit(1)
         }
         let payload = [UInt8](repeating: UInt8(ascii: "x"), count: payloadBytes)
-        FanoutSys.writeAll(publisher, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
+        BenchSystem.writeAll(publisher, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
         reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
 
         var fds: [Int32] = []
@@ -94,8 +95,8 @@ enum FanoutSetup {
             let upper = min(subscribers, index + batch)
             var pending: [Int32] = []
             for _ in index..<upper {
-                let fd = FanoutSys.connectTCP(host: host, port: port)
-                FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame() + FanoutSnapSync.joinFrame(requestID: 1, room: room))
+                let fd = BenchSystem.connectTCP(host: host, port: port)
+                BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame() + FanoutSnapSync.joinFrame(requestID: 1, room: room))
                 pending.append(fd)
             }
             for fd in pending {
@@ -120,8 +121,8 @@ enum FanoutSetup {
             let upper = min(subscribers, index + 64)
             var pending: [Int32] = []
             for _ in index..<upper {
-                let fd = FanoutSys.connectTCP(host: "127.0.0.1", port: port)
-                FanoutSys.writeAll(fd, subscribe)
+                let fd = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
+                BenchSystem.writeAll(fd, subscribe)
                 pending.append(fd)
             }
             for fd in pending {
@@ -130,7 +131,7 @@ enum FanoutSetup {
             }
             index = upper
         }
-        let publisher = FanoutSys.connectTCP(host: "127.0.0.1", port: port)
+        let publisher = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
         return FanoutConnections(subscribers: fds, publisher: publisher, room: channel)
     }
 }
@@ -156,7 +157,7 @@ struct FanoutGenerator {
     let closed: UnsafeMutablePointer<Bool>
     let ring: UnsafeMutablePointer<UInt32>
     let readBuffer: UnsafeMutablePointer<UInt8>
-    let events: UnsafeMutableRawPointer
+    let events: UnsafeMutablePointer<epoll_event>
     let epfd: Int32
 
     // The publisher's pending output and its template.
@@ -207,7 +208,7 @@ struct FanoutGenerator {
         latencyBuckets = .allocate(capacity: FanoutHistogram.bucketCount)
         latencyBuckets.initialize(repeating: 0, count: FanoutHistogram.bucketCount)
         readBuffer = .allocate(capacity: FanoutGenerator.readBufferSize)
-        events = .allocate(byteCount: Int(FanoutGenerator.maxEvents) * FanoutSys.epollEventSize, alignment: 8)
+        events = .allocate(capacity: Int(FanoutGenerator.maxEvents))
         outCapacity = 1 << 20
         out = .allocate(capacity: outCapacity)
         publishMiddle = FanoutSnapSync.publishMiddle(room: connections.room, payloadBytes: load.payloadBytes)
@@ -215,11 +216,11 @@ struct FanoutGenerator {
         messagePrefix = FanoutRedis.messagePrefix(channel: connections.room, payloadBytes: load.payloadBytes)
         filler = [UInt8](repeating: UInt8(ascii: "x"), count: max(0, load.payloadBytes - 16))
 
-        epfd = FanoutSys.epollCreate1(0)
-        if epfd < 0 { FanoutSys.fail("epoll_create1") }
+        epfd = epoll_create1(0)
+        if epfd < 0 { BenchSystem.fail("epoll_create1") }
         for i in 0..<slots {
-            FanoutSys.setNonBlocking(fds[i])
-            FanoutSys.epollSet(epfd, FanoutSys.EPOLL_CTL_ADD, fds[i], events: FanoutSys.EPOLLIN, token: UInt64(i))
+            BenchSystem.setNonBlocking(fds[i])
+            BenchSystem.epollSet(epfd, EPOLL_CTL_ADD, fds[i], events: EPOLLIN.rawValue, token: UInt64(i))
         }
     }
 
@@ -271,7 +272,7 @@ struct FanoutGenerator {
             i = publishPrefix.count
         }
         filler.withUnsafeBufferPointer { (frame + i + 16).update(from: $0.baseAddress!, count: $0.count) }
-        let stamp = FanoutSys.nowNs()
+        let stamp = BenchSystem.nowNs()
         UnsafeMutableRawPointer(frame + i).storeBytes(of: stamp, as: UInt64.self)
         UnsafeMutableRawPointer(frame + i + 8).storeBytes(of: published, as: UInt64.self)
         i += size
@@ -303,8 +304,8 @@ struct FanoutGenerator {
         if outStart == outEnd { outStart = 0; outEnd = 0 }
         let want = outEnd > outStart
         if want != wantsWritable {
-            FanoutSys.epollSet(epfd, FanoutSys.EPOLL_CTL_MOD, fd,
-                               events: FanoutSys.EPOLLIN | (want ? FanoutSys.EPOLLOUT : 0), token: UInt64(publisherToken))
+            BenchSystem.epollSet(epfd, EPOLL_CTL_MOD, fd,
+                                 events: EPOLLIN.rawValue | (want ? EPOLLOUT.rawValue : 0), token: UInt64(publisherToken))
             wantsWritable = want
         }
     }
@@ -372,7 +373,7 @@ struct FanoutGenerator {
             case FanoutSnapSync.ping:
                 var i = 1
                 let nonce = fanoutGetVarint(frame, &i, end) ?? 0
-                FanoutSys.writeAll(fds[token], FanoutSnapSync.pongFrame(nonce: nonce))  // rare
+                BenchSystem.writeAll(fds[token], FanoutSnapSync.pongFrame(nonce: nonce))  // rare
             case FanoutSnapSync.pong:
                 break
             default:
@@ -425,7 +426,7 @@ struct FanoutGenerator {
         if n <= 0 {
             if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
             closed[token] = true
-            FanoutSys.epollSet(epfd, FanoutSys.EPOLL_CTL_DEL, fds[token], events: 0, token: 0)
+            BenchSystem.epollSet(epfd, EPOLL_CTL_DEL, fds[token], events: 0, token: 0)
             if token == publisherToken {
                 fail("the server closed the publisher's connection")
             } else {
@@ -436,7 +437,7 @@ struct FanoutGenerator {
             return
         }
         let total = carried + n
-        let now = FanoutSys.nowNs()
+        let now = BenchSystem.nowNs()
         let used: Int
         switch target {
         case .snapsync: used = scanSnapSync(token: token, readBuffer, total, now: now)
@@ -456,7 +457,7 @@ struct FanoutGenerator {
 
     mutating func run() -> FanoutRunResult {
         var result = FanoutRunResult(target: target, load: load)
-        let start = FanoutSys.nowNs()
+        let start = BenchSystem.nowNs()
         let warmEnds = start + load.warmupNs
         let measureEnds = warmEnds + load.durationNs
         let interval: UInt64 = load.rate > 0 ? UInt64(1e9 / load.rate) : 0
@@ -471,24 +472,24 @@ struct FanoutGenerator {
         let me = getpid()
 
         while true {
-            var now = FanoutSys.nowNs()
+            var now = BenchSystem.nowNs()
             if windowStart == 0 && now >= warmEnds {
                 windowStart = now
                 inWindow = true
                 publishedAtWindowStart = published
                 firstMeasuredSequence = published
-                selfTicks0 = FanoutSys.cpuTicks(pid: me) ?? 0
-                if let pid = serverPID { serverTicks0 = FanoutSys.cpuTicks(pid: pid) ?? 0 }
-                if let core = load.serverCore { core0 = FanoutSys.cpuJiffies(cpu: core) }
+                selfTicks0 = BenchSystem.cpuTicks(pid: me) ?? 0
+                if let pid = serverPID { serverTicks0 = BenchSystem.cpuTicks(pid: pid) ?? 0 }
+                if let core = load.serverCore { core0 = BenchSystem.cpuJiffies(cpu: core) }
             }
             if windowStart != 0 && windowStop == 0 && (now >= measureEnds || failure != nil) {
                 windowStop = now
                 inWindow = false
                 publishedAtWindowStop = published
                 endMeasuredSequence = published
-                selfTicks1 = FanoutSys.cpuTicks(pid: me) ?? 0
-                if let pid = serverPID { serverTicks1 = FanoutSys.cpuTicks(pid: pid) ?? 0 }
-                if let core = load.serverCore { core1 = FanoutSys.cpuJiffies(cpu: core) }
+                selfTicks1 = BenchSystem.cpuTicks(pid: me) ?? 0
+                if let pid = serverPID { serverTicks1 = BenchSystem.cpuTicks(pid: pid) ?? 0 }
+                if let core = load.serverCore { core1 = BenchSystem.cpuJiffies(cpu: core) }
                 drainDeadline = now + load.drainNs
             }
             if windowStop != 0 {
@@ -522,20 +523,19 @@ struct FanoutGenerator {
 
             var timeout: UInt64 = 10_000_000  // so the window edges are noticed within 10 ms
             if load.rate > 0 && windowStop == 0 {
-                now = FanoutSys.nowNs()
+                now = BenchSystem.nowNs()
                 timeout = nextPublish > now ? min(nextPublish - now, timeout) : 0
             }
-            let ready = FanoutSys.epollWaitNs(epfd, events, FanoutGenerator.maxEvents, timeoutNs: timeout)
+            let ready = BenchSystem.epollWaitNs(epfd, events, FanoutGenerator.maxEvents, timeoutNs: timeout)
             if ready < 0 {
                 if errno == EINTR { continue }
-                FanoutSys.fail("epoll_wait")
+                BenchSystem.fail("epoll_wait")
             }
             for e in 0..<Int(ready) {
-                let event = events + e * FanoutSys.epollEventSize
-                let flags = event.loadUnaligned(as: UInt32.self)
-                let token = Int(truncatingIfNeeded: event.loadUnaligned(fromByteOffset: FanoutSys.epollDataOffset, as: UInt64.self))
-                if token == publisherToken && flags & FanoutSys.EPOLLOUT != 0 { flushPublisher() }
-                if flags & (FanoutSys.EPOLLIN | FanoutSys.EPOLLHUP | FanoutSys.EPOLLERR) != 0 {
+                let flags = events[e].events
+                let token = Int(truncatingIfNeeded: events[e].data.u64)
+                if token == publisherToken && flags & EPOLLOUT.rawValue != 0 { flushPublisher() }
+                if flags & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
                     readConnection(token)
                 }
             }
@@ -551,7 +551,7 @@ struct FanoutGenerator {
         result.lost = lost
         result.outOfOrder = outOfOrder
         result.latency = FanoutHistogram(buckets: latencyBuckets, maxValue: latencyMax)
-        let hz = FanoutSys.ticksPerSecond
+        let hz = BenchSystem.ticksPerSecond
         if seconds > 0 {
             result.generatorCPU = Double(selfTicks1 - selfTicks0) / hz / seconds
             if serverPID != nil { result.serverCPU = Double(serverTicks1 - serverTicks0) / hz / seconds }

@@ -83,7 +83,7 @@ struct RecoveryBenchmark: ParsableCommand {
         for run in 0..<self.repeat {
             for binary in binaries {
                 guard system("rm -rf '\(copy)' && cp -a '\(fixture)' '\(copy)' && sync") == 0 else {
-                    FanoutSys.fail("copying \(fixture)")
+                    BenchSystem.fail("copying \(fixture)")
                 }
                 let start = timedStart(binary: binary, data: copy)
                 Bench.printJSON([
@@ -166,7 +166,7 @@ struct RecoveryBenchmark: ParsableCommand {
     func timedStart(binary: String, data: String) -> Start {
         let log = FanoutServers.logPath("recovery")
         defer { unlink(log) }
-        let t0 = FanoutSys.nowNs()
+        let t0 = BenchSystem.nowNs()
         let pid = FanoutServers.spawn([binary, "--host", "127.0.0.1", "--port", "0", "--data-dir", data] + daemonLimits,
                                       logPath: log, cpu: nil)
         defer {
@@ -176,18 +176,18 @@ struct RecoveryBenchmark: ParsableCommand {
             FanoutServers.forget(pid)
         }
         let deadline = t0 + UInt64(timeout * 1e9)
-        while FanoutSys.nowNs() < deadline {
-            if let text = FanoutSys.readFile(log), fanoutFind("listening on ", in: text) != nil {
-                let seconds = Double(FanoutSys.nowNs() - t0) / 1e9
+        while BenchSystem.nowNs() < deadline {
+            if let text = BenchSystem.readFile(log), fanoutFind("listening on ", in: text) != nil {
+                let seconds = Double(BenchSystem.nowNs() - t0) / 1e9
                 return Start(seconds: seconds, openMs: Self.number(before: " ms", after: ", in ", in: text),
                              checkpoints: Self.number(before: " checkpoint(s)", after: "room(s), ", in: text),
                              replayed: Self.number(before: " write(s) replayed", after: "checkpoint(s), ", in: text))
             }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                FanoutSys.fail("\(binary) exited before listening; its output:\n\(FanoutSys.readFile(log) ?? "")")
+                BenchSystem.fail("\(binary) exited before listening; its output:\n\(BenchSystem.readFile(log) ?? "")")
             }
-            FanoutSys.sleepMs(2)
+            BenchSystem.sleepMs(2)
         }
         return Start()
     }
@@ -209,9 +209,9 @@ struct RecoveryClient {
     var reader: FanoutFrameReader
 
     init(host: String, port: Int) {
-        fd = FanoutSys.connectTCP(host: host, port: port)
+        fd = BenchSystem.connectTCP(host: host, port: port)
         reader = FanoutFrameReader(fd: fd)
-        FanoutSys.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "recovery-bench"))
+        BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "recovery-bench"))
         reader.expect(FanoutSnapSync.welcome, context: "HELLO")
     }
 
@@ -231,7 +231,7 @@ struct RecoveryClient {
                 batch += frames[sent]
                 sent += 1
             }
-            if !batch.isEmpty { FanoutSys.writeAll(fd, batch) }
+            if !batch.isEmpty { BenchSystem.writeAll(fd, batch) }
             reader.expect(FanoutSnapSync.ack, context: "MUTATE \(acked + 1) of \(frames.count)")
             acked += 1
         }

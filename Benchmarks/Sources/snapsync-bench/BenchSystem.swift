@@ -1,9 +1,8 @@
-// The few Linux facilities the fan-out load generator needs and Swift's Glibc module does not
-// import: epoll (<sys/epoll.h> is not in SwiftGlibc.h) and CPU affinity (sched_setaffinity needs
-// _GNU_SOURCE). They are looked up once with dlsym and called through @convention(c) function
-// pointers, so the calling convention is C's and no C target is needed in the bench.
-// Everything else here is plain Glibc: the monotonic clock, /proc readers, sockets.
+// The one place snapsync-bench makes system calls for its socket, process and /proc work:
+// epoll and CPU affinity through the CEpoll C target (Glibc does not import them), everything
+// else (the monotonic clock, /proc readers, sockets) through Glibc. Linux only.
 #if canImport(Glibc)
+import CEpoll
 import Glibc
 
 /// Writes to standard error (fd 2) unbuffered; Glibc's `stderr` is not concurrency-safe in Swift 6.
@@ -25,94 +24,32 @@ func fanoutString(cString buffer: [CChar]) -> String {
     return String(decoding: bytes, as: UTF8.self)
 }
 
-enum FanoutSys {
+enum BenchSystem {
 
-    // dlsym(nil, name): glibc's RTLD_DEFAULT is the null handle, i.e. the process's global symbols.
-    private static func symbol<T>(_ name: String, as type: T.Type) -> T {
-        guard let pointer = dlsym(nil, name) else {
-            fatalError("snapsync-bench: libc has no \(name) (Linux only)")
-        }
-        return unsafeBitCast(pointer, to: type)
-    }
-
-    typealias EpollCreate1 = @convention(c) (Int32) -> Int32
-    typealias EpollCtl = @convention(c) (Int32, Int32, Int32, UnsafeMutableRawPointer?) -> Int32
-    typealias EpollWait = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32, Int32) -> Int32
-    typealias EpollPwait2 = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32,
-                                            UnsafeRawPointer?, UnsafeRawPointer?) -> Int32
-    typealias SchedSetaffinity = @convention(c) (Int32, Int, UnsafeRawPointer?) -> Int32
-
-    static let epollCreate1 = symbol("epoll_create1", as: EpollCreate1.self)
-    static let epollCtl = symbol("epoll_ctl", as: EpollCtl.self)
-    static let epollWait = symbol("epoll_wait", as: EpollWait.self)
-    /// glibc ≥ 2.35 and Linux ≥ 5.11: a nanosecond timeout, so the open-loop publisher neither
-    /// oversleeps by a millisecond nor spins. Nil where missing; epoll_wait is the fallback.
-    static let epollPwait2: EpollPwait2? = {
-        guard let pointer = dlsym(nil, "epoll_pwait2") else { return nil }
-        return unsafeBitCast(pointer, to: EpollPwait2.self)
-    }()
-    static let schedSetaffinity = symbol("sched_setaffinity", as: SchedSetaffinity.self)
-
-    // <sys/epoll.h> constants (identical on every Linux architecture).
-    static let EPOLL_CTL_ADD: Int32 = 1
-    static let EPOLL_CTL_DEL: Int32 = 2
-    static let EPOLL_CTL_MOD: Int32 = 3
-    static let EPOLLIN: UInt32 = 0x001
-    static let EPOLLOUT: UInt32 = 0x004
-    static let EPOLLERR: UInt32 = 0x008
-    static let EPOLLHUP: UInt32 = 0x010
-
-    /// struct epoll_event is packed on x86-64 (12 bytes: u32 events, u64 data) and naturally
-    /// aligned elsewhere (16 bytes). The generator reads and writes it as raw memory.
-    #if arch(x86_64)
-    static let epollEventSize = 12
-    static let epollDataOffset = 4
-    #else
-    static let epollEventSize = 16
-    static let epollDataOffset = 8
-    #endif
-
-    /// Registers `fd` with `events`, tagging it with `token` (epoll_ctl).
+    /// Registers `fd` with `events` (EPOLLIN, …), tagging it with `token` (epoll_ctl).
     static func epollSet(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, token: UInt64) {
-        var raw = (UInt64(0), UInt64(0))
-        let rc = withUnsafeMutableBytes(of: &raw) { bytes -> Int32 in
-            bytes.storeBytes(of: events, toByteOffset: 0, as: UInt32.self)
-            bytes.storeBytes(of: token, toByteOffset: epollDataOffset, as: UInt64.self)
-            return epollCtl(epfd, op, fd, bytes.baseAddress)
-        }
-        if rc != 0 { fail("epoll_ctl(fd \(fd))") }
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = token
+        if epoll_ctl(epfd, op, fd, &event) != 0 { fail("epoll_ctl(fd \(fd))") }
     }
 
-    /// Waits for events, at most `timeoutNs` nanoseconds (epoll_pwait2, else epoll_wait rounded up
-    /// to a millisecond).
+    /// Waits for events, at most `timeoutNs` nanoseconds (see cepoll_wait_ns).
     @inline(__always)
-    static func epollWaitNs(_ epfd: Int32, _ events: UnsafeMutableRawPointer, _ max: Int32, timeoutNs: UInt64) -> Int32 {
-        if let pwait2 = epollPwait2 {
-            var ts = timespec(tv_sec: Int(timeoutNs / 1_000_000_000), tv_nsec: Int(timeoutNs % 1_000_000_000))
-            return pwait2(epfd, events, max, &ts, nil)
-        }
-        return epollWait(epfd, events, max, Int32((timeoutNs + 999_999) / 1_000_000))
+    static func epollWaitNs(_ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, _ max: Int32, timeoutNs: UInt64) -> Int32 {
+        cepoll_wait_ns(epfd, events, max, timeoutNs)
     }
 
     /// Pins the calling thread (and whatever it spawns afterwards) to one CPU (sched_setaffinity).
     /// Returns false if the CPU does not exist or the call is refused.
     @discardableResult
     static func pinCurrentThread(toCPU cpu: Int) -> Bool {
-        pin(pid: 0, toCPU: cpu)
-    }
-
-    @discardableResult
-    static func pin(pid: Int32, toCPU cpu: Int) -> Bool {
-        guard cpu >= 0, cpu < 1024 else { return false }
-        var mask = [UInt64](repeating: 0, count: 16)  // 1024 CPUs, as glibc's cpu_set_t
-        mask[cpu / 64] |= UInt64(1) << UInt64(cpu % 64)
-        return mask.withUnsafeBytes { schedSetaffinity(pid, $0.count, $0.baseAddress) } == 0
+        cpu >= 0 && cpu <= Int(Int32.max) && cepoll_pin_to_cpu(0, Int32(cpu)) == 0
     }
 
     /// Restores affinity to every online CPU.
     static func unpinCurrentThread() {
-        let mask = [UInt64](repeating: ~0, count: 16)
-        _ = mask.withUnsafeBytes { schedSetaffinity(0, $0.count, $0.baseAddress) }
+        _ = cepoll_unpin(0)
     }
 
     static var onlineCPUs: Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
@@ -253,6 +190,13 @@ enum FanoutSys {
         }
         if !ok { fail("bind 127.0.0.1:0") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A new directory `base/prefix-XXXXXX` (mkdtemp); exits if it cannot be made.
+    static func makeTemporaryDirectory(under base: String, prefix: String) -> String {
+        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { fail("mkdtemp under \(base)") }
+        return fanoutString(cString: template)
     }
 
     static func setNonBlocking(_ fd: Int32) {
