@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// The layout is described in DEVELOPERS.md / README.md: Model and Wire are pure Swift and shared by
+// The layout is described in README.md: Model and Wire are pure Swift and shared by
 // the client (SnapSync) and the daemon (SnapSyncServer); only SnapSyncServer imports CLibevent.
 import PackageDescription
 
