@@ -280,13 +280,9 @@ import Glibc
 @Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
 struct PersistenceManifestSpaceTests {
     @Test func aFullDiskDelaysTheManifestWithoutLosingFiles() throws {
-        let dir = TempDirectory("manifest-full")
-        defer {
-            _ = system("umount '\(dir.path)/mnt' 2>/dev/null")
-            dir.remove()
-        }
-        let mnt = dir.path + "/mnt"
-        #expect(system("mkdir -p '\(mnt)' && mount -t tmpfs -o size=1m tmpfs '\(mnt)'") == 0)
+        let tmpfs = SmallTmpfs("manifest-full")
+        defer { tmpfs.remove() }
+        let mnt = tmpfs.mnt
         let data = mnt + "/data"
         let options = smallOptions(data)
         var rooms = Rooms()
@@ -304,7 +300,7 @@ struct PersistenceManifestSpaceTests {
             try store.maintain { rooms.image($0) }
             #expect(lines.contains("no space to rewrite the MANIFEST"), "\(lines.all)")
             #expect(store.checkpointsToRemove.count == 1)
-            let saved = dir.path + "/saved"
+            let saved = tmpfs.path + "/saved"
             copyDirectory(data, saved)
             do {
                 // A crash now: the unlisted new checkpoint is taken in, the old one superseded.
@@ -331,13 +327,9 @@ struct PersistenceManifestSpaceTests {
     /// installed until a MANIFEST lists the active one: a crash with both unlisted would refuse
     /// the start.
     @Test func noSegmentIsInstalledPastAnUnlistedActiveOne() throws {
-        let dir = TempDirectory("manifest-switch-full")
-        defer {
-            _ = system("umount '\(dir.path)/mnt' 2>/dev/null")
-            dir.remove()
-        }
-        let mnt = dir.path + "/mnt"
-        #expect(system("mkdir -p '\(mnt)' && mount -t tmpfs -o size=1m tmpfs '\(mnt)'") == 0)
+        let tmpfs = SmallTmpfs("manifest-switch-full")
+        defer { tmpfs.remove() }
+        let mnt = tmpfs.mnt
         let data = mnt + "/data"
         var rooms = Rooms()
         let lines = LogLines()
@@ -365,7 +357,7 @@ struct PersistenceManifestSpaceTests {
         store.background.switchDue = true
         try store.installNextSegment()
         try store.finishBackgroundWork()
-        let saved = dir.path + "/saved"
+        let saved = tmpfs.path + "/saved"
         copyDirectory(data, saved)
         let (again, recovered) = try DurableStore.open(options: smallOptions(saved), logger: LogLines().logger)
         expectSameRooms(recovered, rooms)

@@ -27,6 +27,26 @@ struct TempDirectory {
     func remove() { _ = system("rm -rf '\(path)'") }
 }
 
+/// A temporary directory with a 1 MiB tmpfs mounted at `mnt`, for full-disk tests (mounting
+/// needs root). `remove()` unmounts it and removes the directory.
+struct SmallTmpfs {
+    let directory: TempDirectory
+
+    init(_ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        directory = TempDirectory(label)
+        #expect(system("mkdir -p '\(directory.path)/mnt' && mount -t tmpfs -o size=1m tmpfs '\(directory.path)/mnt'") == 0,
+                sourceLocation: sourceLocation)
+    }
+
+    var path: String { directory.path }
+    var mnt: String { directory.path + "/mnt" }
+
+    func remove() {
+        _ = system("umount '\(mnt)' 2>/dev/null")
+        directory.remove()
+    }
+}
+
 /// Keeps every log line, so tests can check what the storage said.
 final class LogLines: Sendable {
     let lines = Mutex<[String]>([])

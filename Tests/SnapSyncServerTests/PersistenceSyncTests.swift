@@ -96,13 +96,9 @@ import Glibc
 @Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
 struct PersistenceSpaceTests {
     @Test func aFullDiskRejectsWritesAndKeepsWhatWasAccepted() throws {
-        let dir = TempDirectory("persistence-full")
-        defer {
-            _ = system("umount '\(dir.path)/mnt' 2>/dev/null")
-            dir.remove()
-        }
-        let mnt = dir.path + "/mnt"
-        #expect(system("mkdir -p '\(mnt)' && mount -t tmpfs -o size=1m tmpfs '\(mnt)'") == 0)
+        let tmpfs = SmallTmpfs("persistence-full")
+        defer { tmpfs.remove() }
+        let mnt = tmpfs.mnt
         let data = mnt + "/data"
         var options = smallOptions(data)
         options.preallocationBytes = 64 << 10
