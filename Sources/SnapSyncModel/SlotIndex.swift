@@ -67,8 +67,8 @@
     @usableFromInline mutating func insert(tag: UInt32, slot: Slot) {
         // At most 3/4 full: an absent identifier then probes ~8.5 buckets on average, 68 bytes,
         // one or two cache lines, so the cost is still the first miss; at 1/2 it was 2.5
-        // buckets, but the index took 16–32 bytes per item instead of 11–21 (issue #8's
-        // memory target).
+        // buckets, but the index took 16–32 bytes per item instead of 11–21 (docs/benchmarks.md,
+        // Memory).
         if (count + 1) * 4 > buckets.count * 3 { grow() }
         place(tag: tag, slot: slot)
         count += 1

@@ -1,5 +1,5 @@
 /// How long the event loop's passes take, for STATS `loop_pass_p99_us` and `loop_pass_max_us`
-/// (issue #13: a pass that stalls delays every client's ACKs and DIFFs, and a burst after a
+/// (a pass that stalls delays every client's ACKs and DIFFs, and a burst after a
 /// stall can cut healthy subscribers off as slow consumers).
 ///
 /// Fixed buckets, so recording is O(1) with no allocation: exact below 32 µs, then 16 buckets

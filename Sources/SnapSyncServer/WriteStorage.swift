@@ -11,7 +11,7 @@ public struct AcceptedWrite {
     public var diffFrame: UnsafeRawBufferPointer
 }
 
-/// The seam between the daemon and durability (issue #7): where an accepted write is handed to
+/// The seam between the daemon and durability: where an accepted write is handed to
 /// storage before anyone is told about it.
 ///
 /// The daemon calls, all on its loop thread:

@@ -146,7 +146,7 @@ struct SnapsyncdCommand: ParsableCommand {
         return configuration
     }
 
-    /// The storage options (issue #7): the data directory, the fsync policy and checkpointing.
+    /// The storage options: the data directory, the fsync policy and checkpointing.
     func storageOptions(_ configuration: ServerConfiguration) -> StorageOptions {
         StorageOptions(directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
                        segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.maxFrameBytes + 4,

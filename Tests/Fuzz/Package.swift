@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// The libFuzzer harness (issue #13): a package of its own, so that the root package has no fuzz
+// The libFuzzer harness: a package of its own, so that the root package has no fuzz
 // products and its ordinary builds never see `-sanitize=fuzzer`. It depends on the root by path
 // and is built only by scripts/fuzz, with `-Xswiftc -sanitize=fuzzer,address` in debug (the
 // entry points use `@testable import`, which needs the testability a debug build has).

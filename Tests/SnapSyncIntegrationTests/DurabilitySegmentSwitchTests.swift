@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 extension ServerIntegration {
-    /// Segment switches on the background thread (issue #13), with tiny segments so that one
+    /// Segment switches on the background thread, with tiny segments so that one
     /// happens at every one-second maintenance: every acknowledged write survives kill -9 across
     /// them, and the segments that checkpoints cover are deleted.
     @Suite struct DurabilitySegmentSwitchTests {

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 extension ServerIntegration {
-    /// The real binary at start-up (issue #13): what a clean stop leaves to replay, a data
+    /// The real binary at start-up: what a clean stop leaves to replay, a data
     /// directory whose files do not match its MANIFEST, and a disk short of space.
     @Suite struct DurabilityStartupTests {
         /// Writes 20 items of 60 KB (1.2 MB of log, above the 1 MiB shutdown threshold) and a

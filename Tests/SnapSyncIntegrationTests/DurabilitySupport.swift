@@ -6,7 +6,7 @@ import SnapSyncWire
 import Glibc
 #endif
 
-// Helpers for the durability tests (issue #7): a data directory that outlives one daemon, so
+// Helpers for the durability tests: a data directory that outlives one daemon, so
 // a test can crash a daemon and start another on the same state.
 
 /// A data directory kept across daemon restarts; removed by `remove()`.

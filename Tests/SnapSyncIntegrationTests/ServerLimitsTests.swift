@@ -5,7 +5,7 @@ import SnapSyncTestSupport
 
 // The room limits on the real daemon where PROTOCOL.md §5 and §12 meet: a REPLACE's DIFF applies
 // op by op under the room's limits, and a room over limits lowered since it was written keeps
-// the daemon from starting (#12).
+// the daemon from starting.
 
 extension ServerIntegration {
     @Suite struct Limits {

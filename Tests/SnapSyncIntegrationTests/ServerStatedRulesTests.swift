@@ -2,7 +2,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 
-// Rules PROTOCOL.md now states once (#12), on the real daemon: a frame is decoded before the
+// Rules PROTOCOL.md now states once, on the real daemon: a frame is decoded before the
 // connection's state is checked (§8.1), and a write id names one request (§10).
 
 extension ServerIntegration {

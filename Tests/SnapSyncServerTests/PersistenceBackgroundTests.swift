@@ -1,4 +1,4 @@
-// The background thread (issue #13): segment switches, the `everysec` fdatasync and deletions
+// The background thread: segment switches, the `everysec` fdatasync and deletions
 // run off the loop, and nothing about durability changes: every written record survives a
 // crash across many switches, old segments still go, a failure of background work comes back
 // to the loop as a typed, fatal StorageError, and close() finishes what is in flight.

@@ -7,7 +7,7 @@
 // one key), so the daemon gets writes to several rooms in one loop pass and group-commits them
 // under one fdatasync, as Redis does with its AOF.
 //
-// Segment switches (issue #13): with a small `--log-segment-bytes` the daemon switches log
+// Segment switches: with a small `--log-segment-bytes` the daemon switches log
 // segments at every one-second maintenance, so a short run crosses many switches; each
 // snapsyncd line then also gives the switches seen, the write→ACK p99.9 and maximum, and the
 // daemon's own STATS `loop_pass_p99_us` / `loop_pass_max_us` at the end of the run.

@@ -1,5 +1,5 @@
 // `snapsync-bench fanout`: one publisher and N subscribers in one room on loopback, against
-// snapsyncd and, with --compare redis, against redis-server in the same run (issue #8).
+// snapsyncd and, with --compare redis, against redis-server in the same run.
 // The generator is FanoutGenerator; the servers are started by FanoutServers.
 #if canImport(Glibc)
 import ArgumentParser

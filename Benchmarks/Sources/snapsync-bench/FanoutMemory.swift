@@ -1,5 +1,5 @@
 // `snapsync-bench memory`: the daemon's resident memory per idle connection and per item,
-// measured as VmRSS deltas (/proc/PID/status) of a daemon this command starts (issue #8).
+// measured as VmRSS deltas (/proc/PID/status) of a daemon this command starts.
 //
 // - Per idle connection: open N connections that complete HELLO/WELCOME and then do nothing;
 //   (RSS after − RSS before) / N. Then the same connections each JOIN one room: the extra per

@@ -4,7 +4,7 @@ internal import Glibc
 
 /// The storage's background thread: runs `BackgroundJob`s, one at a time, in the order they
 /// were submitted, so that the event loop never waits for a segment's fdatasync, a segment's
-/// creation or an unlink (issue #13: each used to stall the loop for 20-250 ms at every
+/// creation or an unlink (each used to stall the loop for 20-250 ms at every
 /// segment switch).
 ///
 /// One thread and one FIFO queue, so that the jobs' effects on disk happen in submission order:

@@ -4,7 +4,7 @@ internal import Logging
 internal import Glibc
 #endif
 
-/// Rooms that survive restarts and crashes (issue #7): a write-ahead log shared by all rooms,
+/// Rooms that survive restarts and crashes: a write-ahead log shared by all rooms,
 /// plus a checkpoint file per room. The format is in docs/persistence.md.
 ///
 /// One log for all rooms, not one per room, because the cost of durability is the fsync, and
