@@ -43,7 +43,7 @@ extension SnapSyncClient {
         guard generation == self.generation else { return }
         switch event {
         case .connected:
-            link.connection?.send(.hello(versions: [1], clientName: configuration.clientName, credentials: []))
+            link.connection?.send(.hello(versions: [ProtocolVersion.current], clientName: configuration.clientName, credentials: []))
         case .message(let message):
             lastHeard = .now
             handle(message)

@@ -6,9 +6,6 @@ import SnapSyncWire
 // writes and their fan-out, STATS, PING/PONG.
 
 extension Server {
-    /// The protocol version this server speaks.
-    static let protocolVersion: UInt64 = 1
-
     func handle(_ message: Message, from connection: Connection) {
         if connection.state == .awaitingHello {
             guard case .hello(let versions, let clientName, _) = message else {
@@ -52,16 +49,16 @@ extension Server {
     }
 
     private func hello(versions: [UInt64], clientName: String, from connection: Connection) {
-        guard versions.contains(Self.protocolVersion) else {
+        guard versions.contains(ProtocolVersion.current) else {
             stats.protocolErrors += 1
             close(connection, error: .unsupportedVersion,
-                  "this server speaks version \(Self.protocolVersion); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
+                  "this server speaks version \(ProtocolVersion.current); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
             return
         }
         connection.becomeReady()
         connection.clientName = clientName
         connection.armTimer(configuration.idleTimeout)
-        send(.welcome(version: Self.protocolVersion, sessionId: connection.id, serverName: configuration.serverName,
+        send(.welcome(version: ProtocolVersion.current, sessionId: connection.id, serverName: configuration.serverName,
                       limits: configuration.wire.welcomeEntries), to: connection)
         logger.debug("handshake done", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)",
                                                   "client": "\(LogEscaping.line(clientName))"])
