@@ -4,8 +4,11 @@
 /// integer in big-endian order (`Identifier(uint64:)`) so that numeric and byte order agree.
 /// Sections and items live in separate namespaces: a section and an item may share bytes.
 ///
-/// Hashing feeds the bytes to the hasher in one call (`Hasher.combine(bytes:)`), which is why
-/// this wraps `[UInt8]` rather than hashing element by element. Complexity: O(count) to hash.
+/// Hashing feeds the count, then the bytes in one call (`Hasher.combine(bytes:)`), which is why
+/// this wraps `[UInt8]` rather than hashing element by element. The count delimits the bytes, as
+/// `Array`'s hashing does, so that values holding several identifiers (`["ab", "c"]` and
+/// `["a", "bc"]`, an operation) hash apart: a write's fingerprint relies on it. Complexity:
+/// O(count) to hash.
 public struct Identifier: Hashable, Sendable, Comparable {
     public let bytes: [UInt8]
 
@@ -25,6 +28,7 @@ public struct Identifier: Hashable, Sendable, Comparable {
     @inlinable public static func == (lhs: Identifier, rhs: Identifier) -> Bool { lhs.bytes == rhs.bytes }
 
     @inlinable public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
         bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 

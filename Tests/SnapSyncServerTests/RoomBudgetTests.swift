@@ -89,3 +89,32 @@ private struct Failure: Error, CustomStringConvertible {
         #expect(budget.total < total - 50_000)
     }
 }
+
+@Suite struct RoomBudgetBoundTests {
+    /// Below a full budget, a MUTATE refused by its bound (twice its DIFF) is measured exactly
+    /// only when it can shrink the room (PROTOCOL.md §7.1): a batch of moves, which grows the
+    /// snapshot by nothing but has a large DIFF, is refused, and the room is not copied for it.
+    @Test func aBatchThatCannotShrinkIsRefusedByItsBound() throws {
+        let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: Room.Limits())
+        var scratch: [UInt8] = []
+        let ids = (0..<200).map { "i\($0)" }
+        guard case .applied = room.mutate([.appendSections([element("s")]), .appendItems(ids.map { element($0) }, toSection: "s")],
+                                          expectedVersion: nil, writeId: [], scratch: &scratch) else {
+            throw Failure("the room could not be filled")
+        }
+        // Room for the moves' exact growth (their DIFF and a remembered frame and id), not for
+        // twice their DIFF.
+        let moves: [SnapshotOperation] = ids.dropFirst().map { .moveItem(Identifier($0), .before("i0")) }
+        let size = FrameEncoder().encodeDiff(room: room.name, epoch: room.epoch, version: 2, ops: moves, into: &scratch)
+        let budget = RoomMemoryBudget(limit: RoomMemoryBudget.bytes(of: room) + size + 2 * RoomMemoryBudget.bytesPerRememberedId + 100)
+        budget.update(room)
+        room.budget = budget
+        let before = room.snapshot
+        guard case .rejected(let rejection) = room.mutate(moves, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+            Issue.record("a batch of moves past the bound of twice its DIFF was measured and taken")
+            return
+        }
+        #expect(rejection.code == .serverFull)
+        #expect(room.snapshot == before && room.version == 1)
+    }
+}

@@ -365,6 +365,22 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.snapshot.sectionIdentifiers == ["s", "t"])
     }
 
+    /// Identifiers are delimited in the fingerprint: deleting "ab" and "c" is another request
+    /// than deleting "a" and "bc", though their bytes run together the same.
+    @Test func requestsWhoseIdentifierBytesRunTogetherConflict() {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s")]),
+                         .appendItems(["ab", "c", "a", "bc"].map { element($0) }, toSection: "s")])
+        mustApply(room, [.deleteItems(["ab", "c"])], writeId: [7])
+        var scratch: [UInt8] = []
+        guard case .rejected(let rejection) = room.mutate([.deleteItems(["a", "bc"])], expectedVersion: nil, writeId: [7], scratch: &scratch),
+              rejection.code == .writeIdConflict else {
+            Issue.record("another batch reusing write id 7 was taken as its retry")
+            return
+        }
+        #expect(room.snapshot.itemIdentifiers == ["a", "bc"])
+    }
+
     /// Ids restored from storage have no fingerprint: any write reusing one is its retry.
     @Test func restoredIdsMatchAnyWrite() {
         let room = Room(name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: Room.Limits(),
