@@ -141,8 +141,9 @@ private struct Resolver {
         var oldItems: [Identifier: OldItem] = [:]
         for (i, section) in oldSections.enumerated() where !cleanOld[i] {
             for (k, item) in old.items(inSection: section.id).enumerated() {
-                oldItems[item.id] = OldItem(path: ItemIndexPath(item: k, section: i), payload: item.payload,
-                                            inKeptSection: keptOld[i] != nil)
+                oldItems[item.id] = OldItem(
+                    path: ItemIndexPath(item: k, section: i), payload: item.payload,
+                    inKeptSection: keptOld[i] != nil)
             }
         }
 

@@ -18,10 +18,12 @@ extension SnapSyncClient {
         public var pingTimeout: Duration
         public var reconnect: ReconnectPolicy
 
-        public init(host: String = "127.0.0.1", port: Int = 7400, clientName: String = "SnapSync client",
-                    connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
-                    pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10),
-                    reconnect: ReconnectPolicy = .default) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 7400, clientName: String = "SnapSync client",
+            connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
+            pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10),
+            reconnect: ReconnectPolicy = .default
+        ) {
             self.host = host
             self.port = port
             self.clientName = clientName
@@ -49,8 +51,10 @@ extension SnapSyncClient {
         /// waiting call with `connectionLost` and ends the client as `close()` would.
         public var maximumAttempts: Int?
 
-        public init(enabled: Bool = true, initialDelay: Duration = .milliseconds(100), multiplier: Double = 2,
-                    maximumDelay: Duration = .seconds(30), jitter: Double = 0.5, maximumAttempts: Int? = nil) {
+        public init(
+            enabled: Bool = true, initialDelay: Duration = .milliseconds(100), multiplier: Double = 2,
+            maximumDelay: Duration = .seconds(30), jitter: Double = 0.5, maximumAttempts: Int? = nil
+        ) {
             self.enabled = enabled
             self.initialDelay = initialDelay
             self.multiplier = multiplier

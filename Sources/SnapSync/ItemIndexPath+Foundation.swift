@@ -1,14 +1,14 @@
 #if canImport(Foundation)
-public import Foundation
+    public import Foundation
 
-extension ItemIndexPath {
-    /// The same position as Foundation's (and UIKit's) two-element `IndexPath`.
-    public var indexPath: IndexPath { IndexPath(indexes: [section, item]) }
+    extension ItemIndexPath {
+        /// The same position as Foundation's (and UIKit's) two-element `IndexPath`.
+        public var indexPath: IndexPath { IndexPath(indexes: [section, item]) }
 
-    /// - Precondition: `indexPath` has two elements (section, item), as UIKit's item paths do.
-    public init(_ indexPath: IndexPath) {
-        precondition(indexPath.count == 2, "an item index path has two elements (section, item), not \(indexPath.count)")
-        self.init(item: indexPath[1], section: indexPath[0])
+        /// - Precondition: `indexPath` has two elements (section, item), as UIKit's item paths do.
+        public init(_ indexPath: IndexPath) {
+            precondition(indexPath.count == 2, "an item index path has two elements (section, item), not \(indexPath.count)")
+            self.init(item: indexPath[1], section: indexPath[0])
+        }
     }
-}
 #endif

@@ -43,8 +43,10 @@ public struct RoomChange: Sendable {
     /// The change resolved to index paths against the previous and this snapshot.
     public var updates: BatchUpdates
 
-    public init(kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,
-                operations: [SnapshotOperation], snapshot: Snapshot, updates: BatchUpdates) {
+    public init(
+        kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,
+        operations: [SnapshotOperation], snapshot: Snapshot, updates: BatchUpdates
+    ) {
         self.kind = kind
         self.room = room
         self.previousPosition = previousPosition

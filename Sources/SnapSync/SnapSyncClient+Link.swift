@@ -10,8 +10,9 @@ extension SnapSyncClient {
         setState(hasConnected ? .reconnecting(attempt: max(reconnectAttempt, 1)) : .connecting)
         let connection: Connection
         do {
-            connection = try Connection(host: configuration.host, port: configuration.port,
-                                        connectTimeout: configuration.connectTimeout)
+            connection = try Connection(
+                host: configuration.host, port: configuration.port,
+                connectTimeout: configuration.connectTimeout)
         } catch {
             connectionClosed(error)
             return
@@ -72,8 +73,9 @@ extension SnapSyncClient {
             guard case .ready = link else { return violation("\(message.type.name) before WELCOME") }
             switch message {
             case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot):
-                handleSnapshot(requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version),
-                               reason: reason, digest: digest, snapshot: snapshot)
+                handleSnapshot(
+                    requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version),
+                    reason: reason, digest: digest, snapshot: snapshot)
             case .catchup(let requestID, let room, let epoch, let from, let to):
                 handleCatchUp(requestID: requestID, room: room, epoch: epoch, from: from, to: to)
             case .diff(let room, let epoch, let version, let operations):
@@ -81,8 +83,9 @@ extension SnapSyncClient {
             case .ack(let requestID, let epoch, let version):
                 handleAck(requestID: requestID, position: RoomPosition(epoch: epoch, version: version))
             case .reject(let requestID, let code, let opIndex, let identifier, let text):
-                let rejection = SnapSyncError.Rejection(rawCode: code, operationIndex: opIndex.map { Int(clamping: $0) },
-                                                        identifier: identifier, message: text)
+                let rejection = SnapSyncError.Rejection(
+                    rawCode: code, operationIndex: opIndex.map { Int(clamping: $0) },
+                    identifier: identifier, message: text)
                 handleReject(requestID: requestID, rejection)
             case .statsReply:
                 // This client sends no STATS.
@@ -239,11 +242,13 @@ extension SnapSyncClient {
         let message: Message
         switch write.body {
         case .operations(let operations):
-            message = .mutate(requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
-                              writeId: write.writeID, ops: operations)
+            message = .mutate(
+                requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                writeId: write.writeID, ops: operations)
         case .snapshot(let snapshot):
-            message = .replace(requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
-                               writeId: write.writeID, snapshot: snapshot)
+            message = .replace(
+                requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                writeId: write.writeID, snapshot: snapshot)
         }
         let frame = FrameEncoder().encode(message)
         // The server would answer an oversized frame by closing the connection, and the resend

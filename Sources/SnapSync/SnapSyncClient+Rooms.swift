@@ -9,8 +9,10 @@ extension SnapSyncClient {
     /// The answer to a JOIN: the replica is replaced, whatever the SNAPSHOT's `reason` says (a
     /// fresh JOIN after a digest mismatch is answered `initial`, a resume `resync`); the change's
     /// kind says how it got here.
-    func handleSnapshot(requestID: UInt64, room: String, position: RoomPosition, reason: SnapshotReason,
-                        digest: SnapshotDigest, snapshot: Snapshot) {
+    func handleSnapshot(
+        requestID: UInt64, room: String, position: RoomPosition, reason: SnapshotReason,
+        digest: SnapshotDigest, snapshot: Snapshot
+    ) {
         guard case .join(let joined)? = requests.removeValue(forKey: requestID), joined == room else {
             return violation("SNAPSHOT of \(room) answers no JOIN of it (request \(requestID))")
         }
@@ -43,9 +45,11 @@ extension SnapSyncClient {
         let calls = entry.joinCalls
         rooms[room] = entry
         let base = kind == .initial ? Snapshot() : old.snapshot
-        entry.replica.publish(RoomChange(kind: kind, room: room, previousPosition: kind == .initial ? nil : old.position,
-                                         position: position, operations: [], snapshot: snapshot,
-                                         updates: BatchUpdates(from: base, to: snapshot)))
+        entry.replica.publish(
+            RoomChange(
+                kind: kind, room: room, previousPosition: kind == .initial ? nil : old.position,
+                position: position, operations: [], snapshot: snapshot,
+                updates: BatchUpdates(from: base, to: snapshot)))
         for call in calls { complete(call, .success(.replica(entry.replica))) }
     }
 
@@ -97,8 +101,10 @@ extension SnapSyncClient {
 
     /// Applies one DIFF to a room's state under the server's limits (PROTOCOL.md §5: a replica
     /// applies a DIFF with the rules the server applied it with), or says why it cannot be.
-    static func advance(_ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation],
-                        limits: Limits) -> DiffOutcome {
+    static func advance(
+        _ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation],
+        limits: Limits
+    ) -> DiffOutcome {
         switch entry.phase {
         case .detached, .joining:
             // The SNAPSHOT or CATCHUP that answers the JOIN covers it.
@@ -131,9 +137,11 @@ extension SnapSyncClient {
             } catch {
                 return .broken(.diffFailed(error), fresh: true)
             }
-            return .applied(RoomChange(kind: .diff, room: entry.replica.room, previousPosition: current.position,
-                                       position: position, operations: operations, snapshot: snapshot,
-                                       updates: BatchUpdates(from: current.snapshot, to: snapshot, operations: operations)))
+            return .applied(
+                RoomChange(
+                    kind: .diff, room: entry.replica.room, previousPosition: current.position,
+                    position: position, operations: operations, snapshot: snapshot,
+                    updates: BatchUpdates(from: current.snapshot, to: snapshot, operations: operations)))
         }
     }
 
@@ -144,11 +152,14 @@ extension SnapSyncClient {
         entry.resyncReason = nil
         rooms[room] = entry
         let old = entry.replica.current
-        entry.replica.publish(RoomChange(kind: .catchUp, room: room, previousPosition: old.position,
-                                         position: RoomPosition(epoch: catchUp.epoch, version: catchUp.version),
-                                         operations: catchUp.operations, snapshot: catchUp.working,
-                                         updates: BatchUpdates(from: old.snapshot, to: catchUp.working,
-                                                               operations: catchUp.operations)))
+        entry.replica.publish(
+            RoomChange(
+                kind: .catchUp, room: room, previousPosition: old.position,
+                position: RoomPosition(epoch: catchUp.epoch, version: catchUp.version),
+                operations: catchUp.operations, snapshot: catchUp.working,
+                updates: BatchUpdates(
+                    from: old.snapshot, to: catchUp.working,
+                    operations: catchUp.operations)))
     }
 
     /// Re-synchronises a replica that can no longer follow its DIFFs: JOIN again (a server

@@ -178,8 +178,10 @@ public actor SnapSyncClient {
         }
         let call = newCallID()
         connectCalls.append(call)
-        _ = try await wait(call, what: "connecting to \(configuration.host):\(configuration.port)",
-                           timeout: configuration.connectTimeout + .seconds(1)).get()
+        _ = try await wait(
+            call, what: "connecting to \(configuration.host):\(configuration.port)",
+            timeout: configuration.connectTimeout + .seconds(1)
+        ).get()
     }
 
     /// Joins `room` and returns its replica once the room's snapshot has arrived. Joining a
@@ -226,8 +228,10 @@ public actor SnapSyncClient {
     ///   connection errors; `.timedOut` after `requestTimeout`.
     @discardableResult
     public func mutate(_ room: String, _ operations: [SnapshotOperation], expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
-        try await write(PendingWrite(room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
-                                     body: .operations(operations)))
+        try await write(
+            PendingWrite(
+                room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
+                body: .operations(operations)))
     }
 
     /// Builds a batch with UIKit's mutators against the joined replica's snapshot, validating
@@ -239,9 +243,11 @@ public actor SnapSyncClient {
     ///   sent), `.notJoined` when the room is not joined, anything `body` throws, and what
     ///   `mutate` throws.
     @discardableResult
-    public func perform(_ room: String, expectedVersion: UInt64? = nil,
-                                    isolation: isolated (any Actor)? = #isolation,
-                                    _ body: (inout BatchBuilder) throws -> Void) async throws -> RoomPosition {
+    public func perform(
+        _ room: String, expectedVersion: UInt64? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (inout BatchBuilder) throws -> Void
+    ) async throws -> RoomPosition {
         guard let base = await batchBase(room) else { throw SnapSyncError.notJoined(room: room) }
         var builder = BatchBuilder(base: base.snapshot, limits: base.limits)
         do {
@@ -255,8 +261,10 @@ public actor SnapSyncClient {
     /// Replaces the whole content of `room` (REPLACE). See `mutate` for the rest.
     @discardableResult
     public func replace(_ room: String, with snapshot: Snapshot, expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
-        try await write(PendingWrite(room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
-                                     body: .snapshot(snapshot)))
+        try await write(
+            PendingWrite(
+                room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
+                body: .snapshot(snapshot)))
     }
 
     /// Closes the connection for good: waiting calls throw `.closed`, replicas' `changes` and

@@ -4,11 +4,11 @@
 // differences stay here, behind `#if canImport`.
 
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-#error("SnapSync needs Darwin or Glibc sockets")
+    #error("SnapSync needs Darwin or Glibc sockets")
 #endif
 
 /// A failed socket call: what was attempted and the errno text.
@@ -31,9 +31,9 @@ enum SocketCalls {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
+            hints.ai_socktype = SOCK_STREAM
         #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #endif
         hints.ai_flags = AI_NUMERICSERV
         var list: UnsafeMutablePointer<addrinfo>?
@@ -85,8 +85,8 @@ enum SocketCalls {
         // failure (e.g. a non-TCP socket) is not worth failing the connection for.
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, size)
         #if canImport(Darwin)
-        // Darwin has no MSG_NOSIGNAL: the socket itself must not raise SIGPIPE.
-        guard setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, size) == 0 else { throw SocketFailure("setsockopt(SO_NOSIGPIPE)", errno: errno) }
+            // Darwin has no MSG_NOSIGNAL: the socket itself must not raise SIGPIPE.
+            guard setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, size) == 0 else { throw SocketFailure("setsockopt(SO_NOSIGPIPE)", errno: errno) }
         #endif
     }
 
@@ -119,9 +119,9 @@ enum SocketCalls {
         }
         while true {
             #if canImport(Darwin)
-            let rc = Darwin.poll(&fds, nfds_t(fds.count), milliseconds)
+                let rc = Darwin.poll(&fds, nfds_t(fds.count), milliseconds)
             #else
-            let rc = Glibc.poll(&fds, nfds_t(fds.count), milliseconds)
+                let rc = Glibc.poll(&fds, nfds_t(fds.count), milliseconds)
             #endif
             if rc >= 0 { return fds.filter { $0.revents != 0 } }
             if errno == EINTR { continue }
@@ -134,8 +134,11 @@ enum SocketCalls {
     /// says what happened).
     static func wait(socket: Int32, writable: Bool, wake: Int32) throws(SocketFailure) -> (socket: Bool, wake: Bool) {
         let events = Int16(POLLIN) | (writable ? Int16(POLLOUT) : 0)
-        let ready = try poll([pollfd(fd: socket, events: events, revents: 0),
-                              pollfd(fd: wake, events: Int16(POLLIN), revents: 0)], timeout: nil)
+        let ready = try poll(
+            [
+                pollfd(fd: socket, events: events, revents: 0),
+                pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+            ], timeout: nil)
         return (ready.contains { $0.fd == socket }, ready.contains { $0.fd == wake })
     }
 
@@ -149,9 +152,9 @@ enum SocketCalls {
     static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SocketFailure) -> ReadResult {
         while true {
             #if canImport(Darwin)
-            let n = Darwin.read(fd, buffer.baseAddress, buffer.count)
+                let n = Darwin.read(fd, buffer.baseAddress, buffer.count)
             #else
-            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+                let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             #endif
             if n > 0 { return .bytes(n) }
             if n == 0 { return .endOfStream }
@@ -169,9 +172,9 @@ enum SocketCalls {
     static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SocketFailure) -> Int {
         guard bytes.count > 0 else { return 0 }
         #if canImport(Darwin)
-        let flags: Int32 = 0
+            let flags: Int32 = 0
         #else
-        let flags = Int32(MSG_NOSIGNAL)
+            let flags = Int32(MSG_NOSIGNAL)
         #endif
         while true {
             let n = send(fd, bytes.baseAddress, bytes.count, flags)
@@ -200,9 +203,9 @@ enum SocketCalls {
     static func wake(_ fd: Int32) {
         var byte: UInt8 = 1
         #if canImport(Darwin)
-        _ = Darwin.write(fd, &byte, 1)
+            _ = Darwin.write(fd, &byte, 1)
         #else
-        _ = Glibc.write(fd, &byte, 1)
+            _ = Glibc.write(fd, &byte, 1)
         #endif
     }
 
@@ -216,9 +219,9 @@ enum SocketCalls {
     /// The corresponding C function is `shutdown`.
     static func shutdownBoth(_ fd: Int32) {
         #if canImport(Darwin)
-        _ = shutdown(fd, SHUT_RDWR)
+            _ = shutdown(fd, SHUT_RDWR)
         #else
-        _ = shutdown(fd, Int32(SHUT_RDWR))
+            _ = shutdown(fd, Int32(SHUT_RDWR))
         #endif
     }
 
@@ -236,15 +239,15 @@ extension SocketCalls.ReadResult {
 }
 
 #if canImport(Darwin)
-@inline(__always)
-private func cConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
-    Darwin.connect(fd, address, length)
-}
+    @inline(__always)
+    private func cConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
+        Darwin.connect(fd, address, length)
+    }
 #else
-@inline(__always)
-private func cConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
-    Glibc.connect(fd, address, length)
-}
+    @inline(__always)
+    private func cConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
+        Glibc.connect(fd, address, length)
+    }
 #endif
 
 /// Starts a detached OS thread running `body`. A dedicated thread, not a task: the socket loop
@@ -256,20 +259,24 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
     }
     let context = Unmanaged.passRetained(Box(body)).toOpaque()
     #if canImport(Darwin)
-    var thread: pthread_t?
-    let rc = pthread_create(&thread, nil, { context in
-        Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
-        return nil
-    }, context)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
-    pthread_detach(thread!)
+        var thread: pthread_t?
+        let rc = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
+                return nil
+            }, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        pthread_detach(thread!)
     #else
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { context in
-        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-    }, context)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
-    pthread_detach(thread)
+        var thread = pthread_t()
+        let rc = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
+                return nil
+            }, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        pthread_detach(thread)
     #endif
 }

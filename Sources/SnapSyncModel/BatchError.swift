@@ -49,8 +49,8 @@ public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
     public var identifier: Identifier? {
         switch self {
         case .duplicateSection(let id), .duplicateItem(let id), .sectionNotFound(let id),
-             .itemNotFound(let id), .anchorSectionNotFound(let id), .anchorItemNotFound(let id),
-             .anchorIsSelf(let id), .identifierTooLong(let id, _), .payloadTooLarge(let id, _, _):
+            .itemNotFound(let id), .anchorSectionNotFound(let id), .anchorItemNotFound(let id),
+            .anchorIsSelf(let id), .identifierTooLong(let id, _), .payloadTooLarge(let id, _, _):
             return id
         case .noSections, .tooManyItems, .tooManySections, .snapshotTooLarge:
             return nil

@@ -19,9 +19,11 @@ public struct Limits: Hashable, Sendable {
 
     public static let defaultMaxSnapshotBytes = 16 * 1024 * 1024 - 64 * 1024
 
-    public init(maxIdentifierBytes: Int = 256, maxPayloadBytes: Int = 64 * 1024,
-                maxItems: Int = 1_000_000, maxSections: Int = 100_000,
-                maxSnapshotBytes: Int = Limits.defaultMaxSnapshotBytes) {
+    public init(
+        maxIdentifierBytes: Int = 256, maxPayloadBytes: Int = 64 * 1024,
+        maxItems: Int = 1_000_000, maxSections: Int = 100_000,
+        maxSnapshotBytes: Int = Limits.defaultMaxSnapshotBytes
+    ) {
         self.maxIdentifierBytes = maxIdentifierBytes
         self.maxPayloadBytes = maxPayloadBytes
         self.maxItems = maxItems
@@ -31,6 +33,7 @@ public struct Limits: Hashable, Sendable {
 
     public static let `default` = Limits()
     /// No practical limit: for tests and tools that only model snapshots.
-    public static let unlimited = Limits(maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max,
-                                         maxSnapshotBytes: .max)
+    public static let unlimited = Limits(
+        maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max,
+        maxSnapshotBytes: .max)
 }

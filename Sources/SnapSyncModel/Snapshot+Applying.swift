@@ -167,8 +167,10 @@ extension Snapshot {
             for id in ids {
                 guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
                 let node = itemNodes[Int(slot)]
-                undo.append(.restoreItem(Element(id, payload: itemPayload(at: slot)),
-                                         section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
+                undo.append(
+                    .restoreItem(
+                        Element(id, payload: itemPayload(at: slot)),
+                        section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
                 unlinkItem(slot)
                 freeItem(slot)
             }
@@ -313,8 +315,9 @@ extension Snapshot {
     }
 
     mutating func allocateSection(_ section: Element) -> Slot {
-        let node = SectionNode(id: section.id, payload: section.payload, prev: Self.none, next: Self.none,
-                               firstItem: Self.none, lastItem: Self.none, itemCount: 0)
+        let node = SectionNode(
+            id: section.id, payload: section.payload, prev: Self.none, next: Self.none,
+            firstItem: Self.none, lastItem: Self.none, itemCount: 0)
         let slot: Slot
         if let free = freeSections.popLast() {
             slot = free
@@ -332,7 +335,8 @@ extension Snapshot {
     /// The section must be unlinked and empty.
     mutating func freeSection(_ slot: Slot) {
         sectionIndex.removeValue(forKey: sectionNodes[Int(slot)].id)
-        encodedBodyBytes -= Self.encodedSize(id: sectionNodes[Int(slot)].id, payload: sectionNodes[Int(slot)].payload)
+        encodedBodyBytes -=
+            Self.encodedSize(id: sectionNodes[Int(slot)].id, payload: sectionNodes[Int(slot)].payload)
             + Self.varintSize(sectionNodes[Int(slot)].itemCount)
         // Drop the bytes now; the slot keeps only its shape until reused.
         sectionNodes[Int(slot)].id = Identifier([])
@@ -359,8 +363,9 @@ extension Snapshot {
 
     mutating func allocateItem(_ item: Element) -> Slot {
         let stored = storeItemBytes(item)
-        let node = ItemNode(offset: stored.offset, idCount: stored.idCount, payloadCount: stored.payloadCount,
-                            payloadCapacity: stored.payloadCount, prev: Self.none, next: Self.none, section: Self.none)
+        let node = ItemNode(
+            offset: stored.offset, idCount: stored.idCount, payloadCount: stored.payloadCount,
+            payloadCapacity: stored.payloadCount, prev: Self.none, next: Self.none, section: Self.none)
         let slot: Slot
         if let free = freeItems.popLast() {
             slot = free

@@ -11,11 +11,15 @@ extension Snapshot {
     ///   differ or whose identifiers are in `marked`, with their positions in the section.
     /// - Complexity: O(items in the section + bytes compared + `marked.count`); bytes are
     ///   compared in place, and only the returned identifiers are copied.
-    public func payloadChanges(inSection section: Identifier, comparedTo newer: Snapshot,
-                               marking marked: some Collection<Identifier> = [Identifier]())
-        -> [(position: Int, id: Identifier)]? {
+    public func payloadChanges(
+        inSection section: Identifier, comparedTo newer: Snapshot,
+        marking marked: some Collection<Identifier> = [Identifier]()
+    )
+        -> [(position: Int, id: Identifier)]?
+    {
         guard let a = sectionIndex[section], let b = newer.sectionIndex[section],
-              sectionNodes[Int(a)].itemCount == newer.sectionNodes[Int(b)].itemCount else { return nil }
+            sectionNodes[Int(a)].itemCount == newer.sectionNodes[Int(b)].itemCount
+        else { return nil }
         let markedSlots = marked.isEmpty ? [] : Set(marked.compactMap { newer.itemSlot($0) })
         var changes: [(position: Int, id: Identifier)] = []
         let same = withItems { old in

@@ -20,7 +20,9 @@ extension Snapshot {
             var i = section.firstItem
             while i != Self.none {
                 let item = itemNodes[Int(i)]
-                out += (lastSection ? "   " : "│  ") + (item.next == Self.none ? "└─ " : "├─ ") + "\(itemIdentifier(at: i))" + Self.describe(itemPayload(at: i)) + "\n"
+                out +=
+                    (lastSection ? "   " : "│  ") + (item.next == Self.none ? "└─ " : "├─ ") + "\(itemIdentifier(at: i))" + Self.describe(itemPayload(at: i))
+                    + "\n"
                 i = item.next
             }
             s = section.next

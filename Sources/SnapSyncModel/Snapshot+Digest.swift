@@ -57,8 +57,9 @@ extension Snapshot {
         buffer.withUnsafeMutableBufferPointer { out in
             var sink = PointerSink(cursor: out.baseAddress! + start)
             writeCanonical(to: &sink)
-            precondition(sink.cursor == out.baseAddress! + start + total,
-                         "canonical encoding wrote \(sink.cursor - (out.baseAddress! + start)) bytes, expected \(total)")
+            precondition(
+                sink.cursor == out.baseAddress! + start + total,
+                "canonical encoding wrote \(sink.cursor - (out.baseAddress! + start)) bytes, expected \(total)")
         }
     }
 

@@ -31,14 +31,14 @@ extension Snapshot {
         /// The identifier bytes of a live slot. O(1)
         @inlinable func idBytes(_ slot: Slot) -> UnsafeRawBufferPointer {
             let node = nodes[Int(slot)]
-            return UnsafeRawBufferPointer(rebasing: bytes[node.offset ..< node.offset + Int(node.idCount)])
+            return UnsafeRawBufferPointer(rebasing: bytes[node.offset..<node.offset + Int(node.idCount)])
         }
 
         /// The payload bytes of a live slot. O(1)
         @inlinable func payloadBytes(_ slot: Slot) -> UnsafeRawBufferPointer {
             let node = nodes[Int(slot)]
             let start = node.offset + Int(node.idCount)
-            return UnsafeRawBufferPointer(rebasing: bytes[start ..< start + Int(node.payloadCount)])
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(node.payloadCount)])
         }
 
         /// A copy of the identifier. O(length), one allocation.
@@ -157,7 +157,7 @@ extension Snapshot {
                 let length = Int(itemNodes[k].idCount) + Int(itemNodes[k].payloadCount)
                 itemNodes[k].offset = fresh.count
                 itemNodes[k].payloadCapacity = itemNodes[k].payloadCount
-                fresh.append(contentsOf: UnsafeRawBufferPointer(rebasing: source[start ..< start + length]))
+                fresh.append(contentsOf: UnsafeRawBufferPointer(rebasing: source[start..<start + length]))
             }
         }
         itemBytes = fresh

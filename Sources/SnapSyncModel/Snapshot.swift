@@ -280,7 +280,8 @@ extension Snapshot: Equatable {
                     var i = sa.firstItem, j = sb.firstItem
                     while i != none, j != none {
                         guard bytesEqual(left.idBytes(i), right.idBytes(j)),
-                              bytesEqual(left.payloadBytes(i), right.payloadBytes(j)) else { return false }
+                            bytesEqual(left.payloadBytes(i), right.payloadBytes(j))
+                        else { return false }
                         i = left[Int(i)].next
                         j = right[Int(j)].next
                     }

@@ -57,10 +57,15 @@ public enum DataDirectory {
             return
         }
         if free < minimum {
-            throw ConfigurationError(message: "data directory \(path) has \(free) bytes free, less than --min-free-bytes \(minimum): not starting (free some space, or lower --min-free-bytes; 0 never refuses)")
+            throw ConfigurationError(
+                message:
+                    "data directory \(path) has \(free) bytes free, less than --min-free-bytes \(minimum): not starting (free some space, or lower --min-free-bytes; 0 never refuses)"
+            )
         }
         if free < warnBelow {
-            logger.warning("data directory \(path) has \(free) bytes free, less than one log segment (\(warnBelow) bytes): writes will be rejected with storage_failure once it is used up; reads go on")
+            logger.warning(
+                "data directory \(path) has \(free) bytes free, less than one log segment (\(warnBelow) bytes): writes will be rejected with storage_failure once it is used up; reads go on"
+            )
         }
     }
 }

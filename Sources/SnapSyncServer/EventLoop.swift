@@ -138,8 +138,10 @@ final class EventLoop {
 
     /// `event_new(base, fd, kinds, callback, context)` then `event_priority_set(ev, priority)`.
     /// Not pending until `add()`.
-    func makeEvent(fd: Int32, _ kinds: EventKinds, priority: EventPriority = .io,
-                   context: UnsafeMutableRawPointer, _ callback: EventCallback) throws(EventLoopError) -> Event {
+    func makeEvent(
+        fd: Int32, _ kinds: EventKinds, priority: EventPriority = .io,
+        context: UnsafeMutableRawPointer, _ callback: EventCallback
+    ) throws(EventLoopError) -> Event {
         guard let raw = event_new(base, fd, kinds.rawValue, callback, context) else {
             throw EventLoopError(function: "event_new")
         }
@@ -149,8 +151,10 @@ final class EventLoop {
 
     /// A pure-timeout event: `evtimer_new` (through `snapsync_evtimer_new`, since it is a macro),
     /// then `event_priority_set`. One-shot: `add(timeout:)` arms it again.
-    func makeTimer(priority: EventPriority = .io, context: UnsafeMutableRawPointer,
-                   _ callback: EventCallback) throws(EventLoopError) -> Event {
+    func makeTimer(
+        priority: EventPriority = .io, context: UnsafeMutableRawPointer,
+        _ callback: EventCallback
+    ) throws(EventLoopError) -> Event {
         guard let raw = snapsync_evtimer_new(base, callback, context) else {
             throw EventLoopError(function: "evtimer_new")
         }
@@ -160,8 +164,10 @@ final class EventLoop {
 
     /// A persistent signal event: `evsignal_new` (through `snapsync_evsignal_new`, since it is a
     /// macro). libevent installs the handler and delivers the signal as an ordinary callback.
-    func makeSignal(_ signal: Int32, context: UnsafeMutableRawPointer,
-                    _ callback: EventCallback) throws(EventLoopError) -> Event {
+    func makeSignal(
+        _ signal: Int32, context: UnsafeMutableRawPointer,
+        _ callback: EventCallback
+    ) throws(EventLoopError) -> Event {
         guard let raw = snapsync_evsignal_new(base, signal, callback, context) else {
             throw EventLoopError(function: "evsignal_new")
         }

@@ -28,10 +28,11 @@ public struct JournalLogHandler: LogHandler {
     public init(level: Logger.Level = .info, journal: Bool? = nil, write: (@Sendable (String) -> Void)? = nil) {
         self.logLevel = level
         self.journal = journal ?? (getenv("JOURNAL_STREAM") != nil)
-        self.write = write ?? { line in
-            var line = line
-            _ = line.withUTF8 { Syscall.writeAll(2, UnsafeRawBufferPointer($0)) }
-        }
+        self.write =
+            write ?? { line in
+                var line = line
+                _ = line.withUTF8 { Syscall.writeAll(2, UnsafeRawBufferPointer($0)) }
+            }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

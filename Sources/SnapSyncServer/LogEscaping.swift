@@ -38,7 +38,8 @@ enum LogEscaping {
             case "\"": out += "\\\""
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value)
-                    || scalar.properties.generalCategory == .format || scalar.value == 0x2028 || scalar.value == 0x2029 {
+                    || scalar.properties.generalCategory == .format || scalar.value == 0x2028 || scalar.value == 0x2029
+                {
                     for byte in String(scalar).utf8 { appendHex(byte, to: &out) }
                 } else {
                     out.unicodeScalars.append(scalar)

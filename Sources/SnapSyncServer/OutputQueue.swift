@@ -84,7 +84,8 @@ struct OutputQueue {
             let extended = entries.withUnsafeMutableBufferPointer { buffer -> Bool in
                 let last = buffer.baseAddress! + (buffer.count - 1)
                 guard last.pointee.chunk.arenaBase == arena,
-                      last.pointee.chunk.base + last.pointee.end == chunk.base else { return false }
+                    last.pointee.chunk.base + last.pointee.end == chunk.base
+                else { return false }
                 last.pointee.extra += chunk.count
                 return true
             }

@@ -20,14 +20,16 @@ struct Rejection: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The rejection of a batch the model refused: its code, op index and identifier.
     init(_ error: BatchError) {
-        self.init(ErrorCode(error.violation), error.violation.description,
-                  opIndex: error.operationIndex, identifier: error.violation.identifier)
+        self.init(
+            ErrorCode(error.violation), error.violation.description,
+            opIndex: error.operationIndex, identifier: error.violation.identifier)
     }
 
     /// The REJECT frame answering request `requestId`.
     func message(requestId: UInt64) -> Message {
-        .reject(requestId: requestId, code: code.rawValue, opIndex: opIndex.map { UInt64($0) },
-                identifier: identifier, message: message)
+        .reject(
+            requestId: requestId, code: code.rawValue, opIndex: opIndex.map { UInt64($0) },
+            identifier: identifier, message: message)
     }
 
     var description: String {

@@ -23,8 +23,10 @@ final class Room {
         var historyCount: Int
         var historyBytes: Int
 
-        init(model: SnapSyncModel.Limits = .default, maxFrameBytes: Int = WireLimits.default.maxFrameBytes,
-                    historyCount: Int = WireLimits.default.historyCount, historyBytes: Int = 4 * 1024 * 1024) {
+        init(
+            model: SnapSyncModel.Limits = .default, maxFrameBytes: Int = WireLimits.default.maxFrameBytes,
+            historyCount: Int = WireLimits.default.historyCount, historyBytes: Int = 4 * 1024 * 1024
+        ) {
             self.model = model
             self.maxFrameBytes = maxFrameBytes
             self.historyCount = historyCount
@@ -79,13 +81,16 @@ final class Room {
     /// A room at a known position, e.g. one restored from storage, optionally with the DIFF
     /// frames and write ids of its latest versions (oldest first, the last one at `version`;
     /// ignored unless their versions are consecutive and end there).
-    init(name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits,
-         history recent: [(version: UInt64, writeId: [UInt8], frame: [UInt8])] = []) {
+    init(
+        name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits,
+        history recent: [(version: UInt64, writeId: [UInt8], frame: [UInt8])] = []
+    ) {
         self.name = name
         self.epoch = epoch
         self.snapshot = snapshot
         self.limits = limits
-        let usable = recent.count <= version && recent.last.map { $0.version == version } ?? false
+        let usable =
+            recent.count <= version && recent.last.map { $0.version == version } ?? false
             && zip(recent, recent.dropFirst()).allSatisfy { $0.version + 1 == $1.version }
         let start = usable ? version - UInt64(recent.count) : version
         self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: limits.historyBytes, version: start)
@@ -148,8 +153,10 @@ final class Room {
     ///
     /// - Parameter scratch: a reusable buffer for encoding the DIFF (emptied first).
     /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
-    func mutate(_ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
-                       scratch: inout [UInt8]) -> WriteOutcome {
+    func mutate(
+        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
+        scratch: inout [UInt8]
+    ) -> WriteOutcome {
         let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         let full = budget?.admit(growth: 0, to: self)
@@ -170,7 +177,8 @@ final class Room {
             // is O(n) anyway).
             let before = snapshot
             guard (try? snapshot.apply(ops, limits: limits.model)) != nil,
-                  budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) == nil else {
+                budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) == nil
+            else {
                 snapshot = before
                 return .rejected(refusal)
             }
@@ -193,8 +201,10 @@ final class Room {
     /// equal to the current content changes nothing: ACK at the current version, no DIFF.
     /// `target` has been checked against the content limits by the decoder.
     /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
-    func replace(with target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8],
-                        scratch: inout [UInt8]) -> WriteOutcome {
+    func replace(
+        with target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8],
+        scratch: inout [UInt8]
+    ) -> WriteOutcome {
         let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         // Near the bound only a smaller target can be admitted (below, by its exact growth).
@@ -202,8 +212,10 @@ final class Room {
             return .rejected(full)
         }
         if target.canonicalByteCount > limits.model.maxSnapshotBytes {
-            return .rejected(Rejection(.snapshotTooLarge,
-                                       "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
+            return .rejected(
+                Rejection(
+                    .snapshotTooLarge,
+                    "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
         }
         // Limited: every prefix of the DIFF applies under the room's limits, as replicas check.
         let ops = snapshot.difference(to: target, limits: limits.model)
@@ -214,7 +226,8 @@ final class Room {
         // The snapshot's growth is known exactly here (the target's size less the room's), so
         // the bound is that plus the DIFF joining the history, not twice the DIFF.
         if let rejection = checkFrameSize(size)
-            ?? budget?.admit(growth: target.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
+            ?? budget?.admit(growth: target.canonicalByteCount - snapshot.canonicalByteCount + size, to: self)
+        {
             return .rejected(rejection)
         }
         // The target is exactly the result of applying the diff (the model's law
@@ -244,22 +257,27 @@ final class Room {
         // write id is looked up before the compare-and-set.
         if !writeId.isEmpty, let original = writeIds.entry(of: writeId) {
             if let known = original.fingerprint, known != fingerprint {
-                return .rejected(Rejection(.writeIdConflict,
-                                           "write id 0x\(Self.hex(writeId)) of room \(name) was used by another write (acknowledged at version \(original.version))"))
+                return .rejected(
+                    Rejection(
+                        .writeIdConflict,
+                        "write id 0x\(Self.hex(writeId)) of room \(name) was used by another write (acknowledged at version \(original.version))"))
             }
             return .duplicate(version: original.version)
         }
         if let expectedVersion, expectedVersion != version {
-            return .rejected(Rejection(.versionMismatch,
-                                       "expected version \(expectedVersion), but room \(name) is at version \(version)"))
+            return .rejected(
+                Rejection(
+                    .versionMismatch,
+                    "expected version \(expectedVersion), but room \(name) is at version \(version)"))
         }
         return nil
     }
 
     private func checkFrameSize(_ size: Int) -> Rejection? {
         guard size - 4 > limits.maxFrameBytes else { return nil }
-        return Rejection(.snapshotTooLarge,
-                         "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
+        return Rejection(
+            .snapshotTooLarge,
+            "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
     }
 
     private func unchanged(writeId: [UInt8], fingerprint: Int) -> WriteOutcome {

@@ -47,7 +47,10 @@ final class RoomMemoryBudget {
     func admit(growth: Int, to room: Room) -> Rejection? {
         let bound = growth + 2 * Self.bytesPerRememberedId
         guard total + bound > limit, bound > 0 else { return nil }
-        return Rejection(.serverFull, "room \(room.name) cannot grow: the rooms hold \(total) bytes, and this write could add \(bound) more, past --max-room-total-bytes \(ConfigurationValue.describe(byteCount: limit))")
+        return Rejection(
+            .serverFull,
+            "room \(room.name) cannot grow: the rooms hold \(total) bytes, and this write could add \(bound) more, past --max-room-total-bytes \(ConfigurationValue.describe(byteCount: limit))"
+        )
     }
 
     /// Brings `total` in step with `room` after a write, or when the room was restored.
@@ -66,7 +69,8 @@ extension SnapshotOperation {
         switch self {
         case .deleteSections, .deleteItems, .deleteAllItems, .updateSections, .updateItems: return true
         case .appendSections, .insertSections, .moveSection, .appendItems, .insertItems, .moveItem,
-             .moveItemToSection: return false
+            .moveItemToSection:
+            return false
         }
     }
 }

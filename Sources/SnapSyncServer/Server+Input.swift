@@ -146,11 +146,16 @@ extension Server {
             .sorted { $0.budgetedInputBytes > $1.budgetedInputBytes }
         for connection in holders where inputBytes > configuration.maxInputBytes {
             let held = connection.budgetedInputBytes
-            logger.warning("input budget exceeded, closing the connection with the largest unfinished frame", metadata: [
-                "conn": "\(connection.id)", "peer": "\(connection.peer)", "buffered_bytes": "\(held)",
-                "input_bytes": "\(inputBytes)", "max_input_bytes": "\(configuration.maxInputBytes)"])
-            close(connection, error: .inputBudgetExceeded,
-                  "the server's buffered input passed --max-input-bytes \(ConfigurationValue.describe(byteCount: configuration.maxInputBytes)); this connection held the largest unfinished frame (\(held) bytes)")
+            logger.warning(
+                "input budget exceeded, closing the connection with the largest unfinished frame",
+                metadata: [
+                    "conn": "\(connection.id)", "peer": "\(connection.peer)", "buffered_bytes": "\(held)",
+                    "input_bytes": "\(inputBytes)", "max_input_bytes": "\(configuration.maxInputBytes)",
+                ])
+            close(
+                connection, error: .inputBudgetExceeded,
+                "the server's buffered input passed --max-input-bytes \(ConfigurationValue.describe(byteCount: configuration.maxInputBytes)); this connection held the largest unfinished frame (\(held) bytes)"
+            )
         }
     }
 
@@ -165,19 +170,24 @@ extension Server {
             let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
             // Checked as soon as the 4 length bytes are here, before anything is buffered for the body.
             if length == 0 {
-                protocolError(WireError(.malformedFrame, "frame body length 0 (at least the type byte is required)"),
-                              on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                protocolError(
+                    WireError(.malformedFrame, "frame body length 0 (at least the type byte is required)"),
+                    on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 break
             }
             if length > configuration.wire.maxFrameBytes {
-                protocolError(WireError(.frameTooLarge, "frame body length \(length) exceeds max_frame_bytes \(configuration.wire.maxFrameBytes)"),
-                              on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                protocolError(
+                    WireError(.frameTooLarge, "frame body length \(length) exceeds max_frame_bytes \(configuration.wire.maxFrameBytes)"),
+                    on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 break
             }
             // HELLO is tiny: before it, a connection may not make the server hold more.
             if length > Self.maxFrameBytesBeforeHello && connection.state == .awaitingHello {
-                protocolError(WireError(.frameTooLarge, "frame body length \(length) before HELLO exceeds the limit of \(Self.maxFrameBytesBeforeHello) bytes for frames before the handshake"),
-                              on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                protocolError(
+                    WireError(
+                        .frameTooLarge,
+                        "frame body length \(length) before HELLO exceeds the limit of \(Self.maxFrameBytesBeforeHello) bytes for frames before the handshake"),
+                    on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 break
             }
             guard available - 4 >= length else { break }
@@ -204,8 +214,9 @@ extension Server {
                 // fails, the connection goes on. It decoded, so before HELLO the state answers
                 // (PROTOCOL.md §8.1).
                 guard connection.state == .ready else {
-                    protocolError(WireError(.handshakeRequired, "REPLACE before HELLO: the first frame must be HELLO"),
-                                  on: connection, bytes: frame)
+                    protocolError(
+                        WireError(.handshakeRequired, "REPLACE before HELLO: the first frame must be HELLO"),
+                        on: connection, bytes: frame)
                     return
                 }
                 stats.writesRejected += 1
@@ -224,10 +235,12 @@ extension Server {
     /// A frame the protocol does not allow: log it safely, answer ERROR, close.
     func protocolError(_ error: WireError, on connection: Connection, bytes: UnsafeRawBufferPointer) {
         stats.protocolErrors += 1
-        logger.warning("protocol error, closing", metadata: [
-            "conn": "\(connection.id)", "peer": "\(connection.peer)", "code": "\(error.code.name)",
-            "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
-        ])
+        logger.warning(
+            "protocol error, closing",
+            metadata: [
+                "conn": "\(connection.id)", "peer": "\(connection.peer)", "code": "\(error.code.name)",
+                "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
+            ])
         close(connection, error: error.code, error.detail)
     }
 }

@@ -25,13 +25,18 @@ extension Server {
         for connection in holders where outputBytes > target && !connection.isDestroyed {
             let queued = connection.output.pendingBytes
             stats.slowConsumerDisconnects += 1
-            logger.warning("output budget exceeded, closing the connection with the largest queue", metadata: [
-                "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
-                "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)"])
+            logger.warning(
+                "output budget exceeded, closing the connection with the largest queue",
+                metadata: [
+                    "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
+                    "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)",
+                ])
             if connection.state != .closing && !connection.output.isMidFrame {
                 connection.output.dropAllButPartialHead()
-                close(connection, error: .slowConsumer,
-                      "the server's unsent output passed --max-output-total-bytes \(ConfigurationValue.describe(byteCount: limit)); this connection had one of the largest queues (\(queued) bytes)")
+                close(
+                    connection, error: .slowConsumer,
+                    "the server's unsent output passed --max-output-total-bytes \(ConfigurationValue.describe(byteCount: limit)); this connection had one of the largest queues (\(queued) bytes)"
+                )
             } else {
                 destroy(connection, reason: "output budget exceeded in the middle of a frame")
             }

@@ -10,7 +10,8 @@ extension Server {
         if connection.state == .awaitingHello {
             guard case .hello(let versions, let clientName, _) = message else {
                 stats.protocolErrors += 1
-                logger.info("frame before HELLO, closing", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)", "type": "\(message.type.name)"])
+                logger.info(
+                    "frame before HELLO, closing", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)", "type": "\(message.type.name)"])
                 close(connection, error: .handshakeRequired, "\(message.type.name) before HELLO: the first frame must be HELLO")
                 return
             }
@@ -24,7 +25,7 @@ extension Server {
         case .ping(let nonce):
             send(.pong(nonce: nonce), to: connection)
         case .pong:
-            break // Any frame proves the peer alive; `readable` already noted it.
+            break  // Any frame proves the peer alive; `readable` already noted it.
         case .join(let requestId, let room, let resume):
             join(requestId: requestId, roomName: room, resume: resume, from: connection)
         case .leave(let requestId, let room):
@@ -38,8 +39,9 @@ extension Server {
                 room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
         case .stats(let requestId):
-            let entries = stats.entries(connections: connections.count, rooms: rooms.count, items: totalItems,
-                                        uptime: ContinuousClock.now - startTime)
+            let entries = stats.entries(
+                connections: connections.count, rooms: rooms.count, items: totalItems,
+                uptime: ContinuousClock.now - startTime)
             send(.statsReply(requestId: requestId, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: connection)
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply:
             // The decoder accepts client messages only; this is a safety net, not a path.
@@ -51,17 +53,24 @@ extension Server {
     private func hello(versions: [UInt64], clientName: String, from connection: Connection) {
         guard versions.contains(ProtocolVersion.current) else {
             stats.protocolErrors += 1
-            close(connection, error: .unsupportedVersion,
-                  "this server speaks version \(ProtocolVersion.current); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
+            close(
+                connection, error: .unsupportedVersion,
+                "this server speaks version \(ProtocolVersion.current); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
             return
         }
         connection.becomeReady()
         connection.clientName = clientName
         connection.armTimer(configuration.idleTimeout)
-        send(.welcome(version: ProtocolVersion.current, sessionId: connection.id, serverName: configuration.serverName,
-                      limits: configuration.wire.welcomeEntries), to: connection)
-        logger.debug("handshake done", metadata: ["conn": "\(connection.id)", "peer": "\(connection.peer)",
-                                                  "client": "\(LogEscaping.line(clientName))"])
+        send(
+            .welcome(
+                version: ProtocolVersion.current, sessionId: connection.id, serverName: configuration.serverName,
+                limits: configuration.wire.welcomeEntries), to: connection)
+        logger.debug(
+            "handshake done",
+            metadata: [
+                "conn": "\(connection.id)", "peer": "\(connection.peer)",
+                "client": "\(LogEscaping.line(clientName))",
+            ])
     }
 
     // MARK: Rooms
@@ -102,8 +111,11 @@ extension Server {
         }
         let alreadyJoined = connection.memberships[roomName] != nil
         if !alreadyJoined && connection.memberships.count >= configuration.wire.maxRoomsPerConnection {
-            send(Rejection(.tooManyRoomsForConnection,
-                           "this connection has joined \(connection.memberships.count) rooms, the limit").message(requestId: requestId), to: connection)
+            send(
+                Rejection(
+                    .tooManyRoomsForConnection,
+                    "this connection has joined \(connection.memberships.count) rooms, the limit"
+                ).message(requestId: requestId), to: connection)
             return
         }
         let room: Room
@@ -138,8 +150,10 @@ extension Server {
     /// A MUTATE or REPLACE: find or create the room, let storage refuse, let the room decide,
     /// then fan the DIFF out to every member (the writer too, if it has joined) before the
     /// writer's ACK (PROTOCOL.md §7).
-    private func write(requestId: UInt64, roomName: String, writeId: [UInt8], from connection: Connection,
-                       _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome) {
+    private func write(
+        requestId: UInt64, roomName: String, writeId: [UInt8], from connection: Connection,
+        _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
+    ) {
         let room: Room
         switch self.room(named: roomName) {
         case .success(let found): room = found
@@ -161,8 +175,10 @@ extension Server {
         case .applied(let version, let diff):
             stats.writesApplied += 1
             totalItems += room.snapshot.numberOfItems - itemsBefore
-            storage.append(AcceptedWrite(room: room.name, epoch: room.epoch, version: version,
-                                         writeId: writeId, diffFrame: diff.bytes))
+            storage.append(
+                AcceptedWrite(
+                    room: room.name, epoch: room.epoch, version: version,
+                    writeId: writeId, diffFrame: diff.bytes))
             // Members are copied first: a member cut off as a slow consumer leaves the room,
             // which would otherwise reorder the array under the loop.
             let members = room.members

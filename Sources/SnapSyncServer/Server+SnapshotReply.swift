@@ -46,8 +46,10 @@ extension Server {
         encodeBuffer.removeAll(keepingCapacity: true)
         // The frame of an empty snapshot, whose encoding is one byte (0 sections): without that
         // byte it is the header, and its length prefix is made to cover the shared body.
-        let emptyFrame = FrameEncoder().encode(.snapshot(requestId: requestId, room: room.name, epoch: room.epoch, version: room.version,
-                                                         reason: reason, digest: room.digest, snapshot: Snapshot()), into: &encodeBuffer)
+        let emptyFrame = FrameEncoder().encode(
+            .snapshot(
+                requestId: requestId, room: room.name, epoch: room.epoch, version: room.version,
+                reason: reason, digest: room.digest, snapshot: Snapshot()), into: &encodeBuffer)
         encodeBuffer.removeLast()
         let size = emptyFrame - 1 + body.count
         let length = UInt32(size - 4)

@@ -127,8 +127,9 @@ public final class Server {
         }
         let descriptors = Syscall.raiseOpenFileLimit(to: configuration.maxConnections + 64)
         if descriptors < configuration.maxConnections + 64 {
-            logger.warning("the open-file limit is below --max-connections; accepts may fail with EMFILE",
-                           metadata: ["nofile": "\(descriptors)", "max_connections": "\(configuration.maxConnections)"])
+            logger.warning(
+                "the open-file limit is below --max-connections; accepts may fail with EMFILE",
+                metadata: ["nofile": "\(descriptors)", "max_connections": "\(configuration.maxConnections)"])
         }
         do {
             let listener = try Listener(address: address, backlog: configuration.listenBacklog, server: self)
@@ -152,10 +153,12 @@ public final class Server {
         }
         let bound = listener!.address
         stats.tick(now: .now)
-        logger.info("listening on \(bound)", metadata: [
-            "libevent": "\(EventLoop.libeventVersion)", "backend": "\(loop.backend)",
-            "max_connections": "\(configuration.maxConnections)",
-        ])
+        logger.info(
+            "listening on \(bound)",
+            metadata: [
+                "libevent": "\(EventLoop.libeventVersion)", "backend": "\(loop.backend)",
+                "max_connections": "\(configuration.maxConnections)",
+            ])
         do {
             try notifier.notify("READY=1\nSTATUS=listening on \(bound)\nMAINPID=\(getpid())")
         } catch {
@@ -283,8 +286,11 @@ public final class Server {
                 refuse(fd, .shuttingDown, "the server is shutting down")
             } else if connections.count >= configuration.maxConnections {
                 stats.connectionsRefused += 1
-                logger.warning("connection refused: too many connections", metadata: [
-                    "peer": "\(peer)", "max_connections": "\(configuration.maxConnections)"])
+                logger.warning(
+                    "connection refused: too many connections",
+                    metadata: [
+                        "peer": "\(peer)", "max_connections": "\(configuration.maxConnections)",
+                    ])
                 refuse(fd, .tooManyConnections, "the server is at its limit of \(configuration.maxConnections) connections")
             } else {
                 admit(fd, peer: peer)
@@ -296,8 +302,9 @@ public final class Server {
         // Replies are small and latency matters more than segment count; writes are already
         // coalesced per pass, so Nagle would only add delay.
         try? Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        let connection = Connection(id: nextConnectionId, fd: fd, peer: peer, server: self,
-                                    outputCap: configuration.maxOutputBytes, meter: outputMeter)
+        let connection = Connection(
+            id: nextConnectionId, fd: fd, peer: peer, server: self,
+            outputCap: configuration.maxOutputBytes, meter: outputMeter)
         nextConnectionId += 1
         do {
             try connection.start(loop: loop, handshakeTimeout: configuration.handshakeTimeout)
@@ -434,11 +441,15 @@ public final class Server {
         stats.slowConsumerDisconnects += 1
         let queued = connection.output.pendingBytes
         let dropped = connection.output.dropAllButPartialHead()
-        logger.warning("slow consumer, closing", metadata: [
-            "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
-            "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)"])
-        close(connection, error: .slowConsumer,
-              "unread output passed the limit of \(ConfigurationValue.describe(byteCount: configuration.maxOutputBytes))")
+        logger.warning(
+            "slow consumer, closing",
+            metadata: [
+                "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
+                "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)",
+            ])
+        close(
+            connection, error: .slowConsumer,
+            "unread output passed the limit of \(ConfigurationValue.describe(byteCount: configuration.maxOutputBytes))")
     }
 
     /// Puts the connection on this pass's flush list. A connection waiting for EV_WRITE is left

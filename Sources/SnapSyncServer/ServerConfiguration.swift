@@ -116,8 +116,9 @@ public struct ServerConfiguration: Sendable {
     var roomLimits: Room.Limits {
         var model = wire.model
         model.maxSnapshotBytes = wire.maxSnapshotBytes
-        return Room.Limits(model: model, maxFrameBytes: wire.maxFrameBytes,
-                           historyCount: wire.historyCount, historyBytes: historyBytes)
+        return Room.Limits(
+            model: model, maxFrameBytes: wire.maxFrameBytes,
+            historyCount: wire.historyCount, historyBytes: historyBytes)
     }
 
     /// Checks that the values make sense together.
@@ -129,7 +130,9 @@ public struct ServerConfiguration: Sendable {
             throw fail("--max-frame-bytes must be between 1KiB and 1GiB, not \(wire.maxFrameBytes)")
         }
         guard wire.maxSnapshotBytes >= 1, wire.maxSnapshotBytes + Self.snapshotFrameOverhead <= wire.maxFrameBytes else {
-            throw fail("--max-snapshot-bytes must be at least 1 and at most --max-frame-bytes minus \(Self.snapshotFrameOverhead) (\(wire.maxFrameBytes - Self.snapshotFrameOverhead)), not \(wire.maxSnapshotBytes)")
+            throw fail(
+                "--max-snapshot-bytes must be at least 1 and at most --max-frame-bytes minus \(Self.snapshotFrameOverhead) (\(wire.maxFrameBytes - Self.snapshotFrameOverhead)), not \(wire.maxSnapshotBytes)"
+            )
         }
         guard wire.model.maxIdentifierBytes >= 1 else { throw fail("--max-identifier-bytes must be at least 1") }
         guard wire.model.maxPayloadBytes >= 0 else { throw fail("--max-payload-bytes must not be negative") }
@@ -142,17 +145,25 @@ public struct ServerConfiguration: Sendable {
         guard maxRooms >= 1 else { throw fail("--max-rooms must be at least 1") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }
         guard maxInputBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
-            throw fail("--max-input-bytes must be at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one frame of the largest size fits, not \(maxInputBytes)")
+            throw fail(
+                "--max-input-bytes must be at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one frame of the largest size fits, not \(maxInputBytes)"
+            )
         }
         guard maxOutputTotalBytes >= maxOutputBytes, maxOutputTotalBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
-            throw fail("--max-output-total-bytes must be at least --max-output-bytes (\(maxOutputBytes)) and at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one connection's queue fits, not \(maxOutputTotalBytes)")
+            throw fail(
+                "--max-output-total-bytes must be at least --max-output-bytes (\(maxOutputBytes)) and at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one connection's queue fits, not \(maxOutputTotalBytes)"
+            )
         }
         guard maxRoomTotalBytes >= wire.maxSnapshotBytes + historyBytes else {
-            throw fail("--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)")
+            throw fail(
+                "--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)"
+            )
         }
         guard listenBacklog >= 1 else { throw fail("--backlog must be at least 1") }
-        for (flag, value) in [("--handshake-timeout", handshakeTimeout), ("--idle-timeout", idleTimeout),
-                              ("--shutdown-timeout", shutdownTimeout)] where value <= .zero {
+        for (flag, value) in [
+            ("--handshake-timeout", handshakeTimeout), ("--idle-timeout", idleTimeout),
+            ("--shutdown-timeout", shutdownTimeout),
+        ] where value <= .zero {
             throw fail("\(flag) must be positive")
         }
     }

@@ -33,8 +33,9 @@ enum Syscall {
             if result != -1 { return result }
             let error = Glibc.errno
             if error == EINTR { continue }
-            precondition(error != EBADF && error != EFAULT && error != ENOTSOCK,
-                         "\(call) failed with errno \(error): a SnapSync bug (bad descriptor or buffer)")
+            precondition(
+                error != EBADF && error != EFAULT && error != ENOTSOCK,
+                "\(call) failed with errno \(error): a SnapSync bug (bad descriptor or buffer)")
             throw SystemError(call: "\(call)", errno: error)
         }
     }
@@ -110,7 +111,7 @@ enum Syscall {
                     try retrying("accept") { Glibc.accept(fd, address, &length) }
                 }
             }
-        } catch where isWouldBlock(error) {
+        } catch  where isWouldBlock(error) {
             return .none
         }
         do throws(SystemError) {
@@ -136,7 +137,7 @@ enum Syscall {
         do throws(SystemError) {
             let n = try retrying("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
             return n == 0 ? .endOfFile : .bytes(n)
-        } catch where isWouldBlock(error) {
+        } catch  where isWouldBlock(error) {
             return .wouldBlock
         }
     }
@@ -150,7 +151,7 @@ enum Syscall {
         message.msg_iovlen = count
         do throws(SystemError) {
             return try retrying("sendmsg") { Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
-        } catch where isWouldBlock(error) {
+        } catch  where isWouldBlock(error) {
             return nil
         }
     }
@@ -159,7 +160,7 @@ enum Syscall {
     static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
         do throws(SystemError) {
             return try retrying("send") { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
-        } catch where isWouldBlock(error) {
+        } catch  where isWouldBlock(error) {
             return nil
         }
     }

@@ -45,7 +45,8 @@ struct WriteIdWindow {
     /// is answered as a duplicate or a conflict).
     mutating func remember(_ id: [UInt8], version: UInt64, fingerprint: Int?, changed: Bool = true, oldestVersion: UInt64) {
         guard !id.isEmpty, maxCount > 0,
-              versions.updateValue(Entry(version: version, fingerprint: fingerprint), forKey: id) == nil else { return }
+            versions.updateValue(Entry(version: version, fingerprint: fingerprint), forKey: id) == nil
+        else { return }
         if changed {
             applied.append(id, version)
         } else {

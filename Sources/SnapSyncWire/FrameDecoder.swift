@@ -56,8 +56,9 @@ public struct FrameDecoder: Sendable {
         defer { compact() }
         let limits = limits, accepting = accepting
         return try buffer.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
-            try Self.decodeBody(UnsafeBufferPointer(rebasing: all[bodyStart..<bodyStart + length]),
-                                limits: limits, accepting: accepting)
+            try Self.decodeBody(
+                UnsafeBufferPointer(rebasing: all[bodyStart..<bodyStart + length]),
+                limits: limits, accepting: accepting)
         }
     }
 

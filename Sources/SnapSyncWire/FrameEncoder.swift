@@ -34,8 +34,10 @@ public struct FrameEncoder: Sendable {
     /// once and shares the bytes with every member of the room.
     /// - Returns: the frame's size in bytes, length prefix included.
     @discardableResult
-    public func encodeDiff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation],
-                           into buffer: inout [UInt8]) -> Int {
+    public func encodeDiff(
+        room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation],
+        into buffer: inout [UInt8]
+    ) -> Int {
         let start = beginFrame(&buffer)
         buffer.append(MessageType.diff.rawValue)
         buffer.appendString(room)

@@ -33,8 +33,9 @@ public enum Message: Sendable {
     case replace(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
     case stats(requestId: UInt64)
     /// The room's whole state at (`epoch`, `version`), answering a JOIN.
-    case snapshot(requestId: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
-                  digest: SnapshotDigest, snapshot: Snapshot)
+    case snapshot(
+        requestId: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
+        digest: SnapshotDigest, snapshot: Snapshot)
     /// Answer to a JOIN whose resume position is in history: exactly `toVersion - fromVersion`
     /// DIFF frames follow, for versions `fromVersion + 1 ... toVersion`.
     case catchup(requestId: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
@@ -89,9 +90,10 @@ extension Message {
     /// Builds the REJECT for a batch the model refused: code, op_index and identifier come from
     /// the `BatchError`; the message defaults to its description.
     public static func reject(requestId: UInt64, error: BatchError, message: String? = nil) -> Message {
-        .reject(requestId: requestId, code: ErrorCode(error.violation).rawValue,
-                opIndex: UInt64(error.operationIndex), identifier: error.violation.identifier,
-                message: message ?? error.violation.description)
+        .reject(
+            requestId: requestId, code: ErrorCode(error.violation).rawValue,
+            opIndex: UInt64(error.operationIndex), identifier: error.violation.identifier,
+            message: message ?? error.violation.description)
     }
 
     /// Builds a REJECT with a known code that is not about one operation (40–45).
@@ -135,8 +137,8 @@ extension Message {
     public var requestId: UInt64? {
         switch self {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
-             .stats(let id), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
-             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
+            .stats(let id), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
+            .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
             id
         case .hello, .welcome, .error, .ping, .pong, .diff:
             nil

@@ -60,15 +60,17 @@ extension ByteReader {
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
             let writeId = try writeId()
-            result = .mutate(requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
-                             ops: try operations(limits: nil))
+            result = .mutate(
+                requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
+                ops: try operations(limits: nil))
         case .replace:
             let requestId = try varint("request_id")
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
             let writeId = try writeId()
-            result = .replace(requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
-                              snapshot: try snapshot(requestId: requestId, limits: limits))
+            result = .replace(
+                requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
+                snapshot: try snapshot(requestId: requestId, limits: limits))
         case .stats:
             result = .stats(requestId: try varint("request_id"))
         case .snapshot:
@@ -81,8 +83,9 @@ extension ByteReader {
                 throw fail("reason", "unknown reason \(reasonByte) (must be 0 initial or 1 resync)")
             }
             let digest = SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "digest"))
-            result = .snapshot(requestId: requestId, room: room, epoch: epoch, version: version, reason: reason,
-                               digest: digest, snapshot: try snapshot(requestId: requestId, limits: limits))
+            result = .snapshot(
+                requestId: requestId, room: room, epoch: epoch, version: version, reason: reason,
+                digest: digest, snapshot: try snapshot(requestId: requestId, limits: limits))
         case .catchup:
             let requestId = try varint("request_id")
             let room = try string("room")
@@ -151,7 +154,8 @@ extension ByteReader {
         let id = try identifier(field, limits: limits)
         let n = try length(field)
         if let limits, n > limits.maxPayloadBytes {
-            throw WireError(.payloadTooLarge, "\(message.name).\(field) payload of \(id) is \(n) bytes, over the limit of \(limits.maxPayloadBytes)", identifier: id)
+            throw WireError(
+                .payloadTooLarge, "\(message.name).\(field) payload of \(id) is \(n) bytes, over the limit of \(limits.maxPayloadBytes)", identifier: id)
         }
         return SnapSyncModel.Element(id, payload: Payload(try raw(n, field)))
     }
@@ -259,8 +263,9 @@ extension ByteReader {
         do {
             try snapshot.apply(ops, limits: limits.model)
         } catch {
-            throw WireError(ErrorCode(error.violation), "\(message.name).snapshot: \(error.violation)",
-                            requestId: requestId, identifier: error.violation.identifier)
+            throw WireError(
+                ErrorCode(error.violation), "\(message.name).snapshot: \(error.violation)",
+                requestId: requestId, identifier: error.violation.identifier)
         }
         return snapshot
     }

@@ -25,8 +25,10 @@ public struct WireLimits: Hashable, Sendable {
     /// How many recent versions a room keeps for resume and idempotent writes. Default 1024.
     public var historyCount: Int
 
-    public init(maxFrameBytes: Int = 16 * 1024 * 1024, model: Limits = .default,
-                maxRoomsPerConnection: Int = 64, historyCount: Int = 1024) {
+    public init(
+        maxFrameBytes: Int = 16 * 1024 * 1024, model: Limits = .default,
+        maxRoomsPerConnection: Int = 64, historyCount: Int = 1024
+    ) {
         self.maxFrameBytes = maxFrameBytes
         self.model = model
         self.maxRoomsPerConnection = maxRoomsPerConnection

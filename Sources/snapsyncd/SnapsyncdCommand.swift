@@ -31,26 +31,35 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Directory for durable state, created if missing. (default: $STATE_DIRECTORY if set, else ./data)", valueName: "path"))
     var dataDir: String?
 
-    @Option(help: ArgumentHelp("When the write-ahead log is fsynced: always (an ACK means on disk; one fsync per loop pass), everysec (a machine crash may lose the last second of acknowledged writes, up to 3 s on a slow disk), no (left to the kernel). A crash of the daemon alone loses nothing in any mode.", valueName: "always|everysec|no"))
+    @Option(
+        help: ArgumentHelp(
+            "When the write-ahead log is fsynced: always (an ACK means on disk; one fsync per loop pass), everysec (a machine crash may lose the last second of acknowledged writes, up to 3 s on a slow disk), no (left to the kernel). A crash of the daemon alone loses nothing in any mode.",
+            valueName: "always|everysec|no"))
     var fsync: String = FsyncPolicy.always.rawValue
 
-    @Option(help: "Longest time between checkpoints of a room that was written (also: whenever the log reaches --log-segment-bytes). (default: 5m)",
-            transform: ConfigurationValue.duration)
+    @Option(
+        help: "Longest time between checkpoints of a room that was written (also: whenever the log reaches --log-segment-bytes). (default: 5m)",
+        transform: ConfigurationValue.duration)
     var checkpointInterval: Duration = .seconds(300)
 
-    @Option(help: "Size at which the write-ahead log moves to a new segment and older ones are checkpointed away. (default: 64MiB)",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: "Size at which the write-ahead log moves to a new segment and older ones are checkpointed away. (default: 64MiB)",
+        transform: ConfigurationValue.byteCount)
     var logSegmentBytes: Int = 64 << 20
 
-    @Option(help: ArgumentHelp("Refuse to start when the data directory's filesystem has less free space than this (0: never refuse; below one log segment a warning is logged either way). (default: 0)", valueName: "min-free-bytes"),
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: ArgumentHelp(
+            "Refuse to start when the data directory's filesystem has less free space than this (0: never refuse; below one log segment a warning is logged either way). (default: 0)",
+            valueName: "min-free-bytes"),
+        transform: ConfigurationValue.byteCount)
     var minFreeBytes: Int = 0
 
     @Option(help: "Least severe level logged: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    @Option(help: "Largest frame body accepted and announced (max_frame_bytes). (default: \(size(defaults.maxFrameBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: "Largest frame body accepted and announced (max_frame_bytes). (default: \(size(defaults.maxFrameBytes)))",
+        transform: ConfigurationValue.byteCount)
     var maxFrameBytes: Int = defaults.maxFrameBytes
 
     @Option(help: "Connections served at once; one more gets ERROR too_many_connections.")
@@ -68,50 +77,64 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "Sections one room may hold.")
     var maxSectionsPerRoom: Int = defaults.maxSectionsPerRoom
 
-    @Option(help: "Largest section or item payload. (default: \(size(defaults.maxPayloadBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: "Largest section or item payload. (default: \(size(defaults.maxPayloadBytes)))",
+        transform: ConfigurationValue.byteCount)
     var maxPayloadBytes: Int = defaults.maxPayloadBytes
 
     @Option(help: "Longest section or item identifier, in bytes. (default: \(defaults.maxIdentifierBytes))", transform: ConfigurationValue.byteCount)
     var maxIdentifierBytes: Int = defaults.maxIdentifierBytes
 
-    @Option(help: ArgumentHelp("Largest encoded room snapshot. (default: --max-frame-bytes minus 64KiB)", valueName: "max-snapshot-bytes"),
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: ArgumentHelp("Largest encoded room snapshot. (default: --max-frame-bytes minus 64KiB)", valueName: "max-snapshot-bytes"),
+        transform: ConfigurationValue.byteCount)
     var maxSnapshotBytes: Int?
 
-    @Option(help: "Unsent output allowed per connection before it is cut off as a slow consumer. (default: \(size(defaults.maxOutputBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: "Unsent output allowed per connection before it is cut off as a slow consumer. (default: \(size(defaults.maxOutputBytes)))",
+        transform: ConfigurationValue.byteCount)
     var maxOutputBytes: Int = defaults.maxOutputBytes
 
-    @Option(help: "Bytes held for unfinished frames, all connections together; past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help:
+            "Bytes held for unfinished frames, all connections together; past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
+        transform: ConfigurationValue.byteCount)
     var maxInputBytes: Int = defaults.maxInputBytes
 
-    @Option(help: "Memory of unsent output, all connections together (a DIFF or SNAPSHOT body queued to many counted once); past it the connections with the largest queues get ERROR slow_consumer. At least --max-output-bytes and --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxOutputTotalBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help:
+            "Memory of unsent output, all connections together (a DIFF or SNAPSHOT body queued to many counted once); past it the connections with the largest queues get ERROR slow_consumer. At least --max-output-bytes and --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxOutputTotalBytes)))",
+        transform: ConfigurationValue.byteCount)
     var maxOutputTotalBytes: Int = defaults.maxOutputTotalBytes
 
-    @Option(help: "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least --max-snapshot-bytes plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help:
+            "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least --max-snapshot-bytes plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
+        transform: ConfigurationValue.byteCount)
     var maxRoomTotalBytes: Int = defaults.maxRoomTotalBytes
 
     @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
     var historyCount: Int = defaults.historyCount
 
-    @Option(help: "Bytes of DIFFs each room keeps for resume. (default: \(size(defaults.historyBytes)))",
-            transform: ConfigurationValue.byteCount)
+    @Option(
+        help: "Bytes of DIFFs each room keeps for resume. (default: \(size(defaults.historyBytes)))",
+        transform: ConfigurationValue.byteCount)
     var historyBytes: Int = defaults.historyBytes
 
-    @Option(help: "Time a new connection has to send HELLO. (default: \(time(defaults.handshakeTimeout)))",
-            transform: ConfigurationValue.duration)
+    @Option(
+        help: "Time a new connection has to send HELLO. (default: \(time(defaults.handshakeTimeout)))",
+        transform: ConfigurationValue.duration)
     var handshakeTimeout: Duration = defaults.handshakeTimeout
 
-    @Option(help: "Time without a whole frame before a PING; as long again without one closes (so also the longest a frame may take to arrive, twice this). (default: \(time(defaults.idleTimeout)))",
-            transform: ConfigurationValue.duration)
+    @Option(
+        help:
+            "Time without a whole frame before a PING; as long again without one closes (so also the longest a frame may take to arrive, twice this). (default: \(time(defaults.idleTimeout)))",
+        transform: ConfigurationValue.duration)
     var idleTimeout: Duration = defaults.idleTimeout
 
-    @Option(help: "Longest wait for queued output at shutdown and when closing a connection. (default: \(time(defaults.shutdownTimeout)))",
-            transform: ConfigurationValue.duration)
+    @Option(
+        help: "Longest wait for queued output at shutdown and when closing a connection. (default: \(time(defaults.shutdownTimeout)))",
+        transform: ConfigurationValue.duration)
     var shutdownTimeout: Duration = defaults.shutdownTimeout
 
     @Option(help: "listen(2) backlog.")
@@ -148,9 +171,10 @@ struct SnapsyncdCommand: ParsableCommand {
 
     /// The storage options: the data directory, the fsync policy and checkpointing.
     func storageOptions(_ configuration: ServerConfiguration) -> StorageOptions {
-        StorageOptions(directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
-                       segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.maxFrameBytes + 4,
-                       checkpointInterval: checkpointInterval, historyLimit: configuration.historyCount)
+        StorageOptions(
+            directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
+            segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.maxFrameBytes + 4,
+            checkpointInterval: checkpointInterval, historyLimit: configuration.historyCount)
     }
 
     func validate() throws {
@@ -175,8 +199,9 @@ struct SnapsyncdCommand: ParsableCommand {
     /// server's rooms own their snapshots alone and the first write to each does not copy it.
     private func recover(_ configuration: ServerConfiguration, logger: Logger) throws -> (DurableStore, Server) {
         let startup = StartupNotifier(logger: logger)
-        let (store, recovered) = try DurableStore.open(options: storageOptions(configuration), logger: logger,
-                                                       progress: startup.recovery)
+        let (store, recovered) = try DurableStore.open(
+            options: storageOptions(configuration), logger: logger,
+            progress: startup.recovery)
         let server = try Server(configuration: configuration, logger: logger, storage: DurableWriteStorage(store: store))
         try server.restore(recovered)
         return (store, server)
@@ -189,8 +214,9 @@ struct SnapsyncdCommand: ParsableCommand {
         let configuration = try serverConfiguration()
         do {
             try DataDirectory.prepare(configuration.dataDirectory)
-            try DataDirectory.checkFreeSpace(configuration.dataDirectory, minimum: minFreeBytes,
-                                             warnBelow: logSegmentBytes, logger: logger)
+            try DataDirectory.checkFreeSpace(
+                configuration.dataDirectory, minimum: minFreeBytes,
+                warnBelow: logSegmentBytes, logger: logger)
             let (store, server) = try recover(configuration, logger: logger)
             // READY=1 goes out here, once recovered and listening.
             try server.start()

@@ -19,7 +19,7 @@ let upcoming: [SwiftSetting] = [
 let package = Package(
     name: "SnapSyncFuzz",
     dependencies: [
-        .package(name: "SnapSync", path: "../.."),
+        .package(name: "SnapSync", path: "../..")
     ],
     targets: [
         .target(

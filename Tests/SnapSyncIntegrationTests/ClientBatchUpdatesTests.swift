@@ -17,8 +17,9 @@ struct ClientBatchUpdatesTests {
             let old = random.snapshot()
             let (operations, new) = random.batch(on: old, count: Int(seed % 6) + 1)
             let updates = BatchUpdates(from: old, to: new, operations: operations)
-            expectReplays(updates, from: old, to: new, operations: operations,
-                          "seed \(seed)\nold:\n\(old.visualDescription())ops: \(operations)\nnew:\n\(new.visualDescription())")
+            expectReplays(
+                updates, from: old, to: new, operations: operations,
+                "seed \(seed)\nold:\n\(old.visualDescription())ops: \(operations)\nnew:\n\(new.visualDescription())")
             moves += updates.movedItems.count
             crossSection += updates.movedItems.filter { $0.from.section != $0.to.section }.count
             sectionMoves += updates.movedSections.count
@@ -26,8 +27,9 @@ struct ClientBatchUpdatesTests {
             reconfigures += updates.reconfiguredItems.count
         }
         // The generator must exercise every kind of update, or the replay proves little.
-        #expect(moves > 50 && crossSection > 10 && sectionMoves > 20 && reloads > 20 && reconfigures > 20,
-                "moves \(moves), across sections \(crossSection), section moves \(sectionMoves), reloads \(reloads), reconfigures \(reconfigures)")
+        #expect(
+            moves > 50 && crossSection > 10 && sectionMoves > 20 && reloads > 20 && reconfigures > 20,
+            "moves \(moves), across sections \(crossSection), section moves \(sectionMoves), reloads \(reloads), reconfigures \(reconfigures)")
     }
 
     @Test("a resync (no operations) between unrelated random snapshots replays to the new one (seeded)")
@@ -36,8 +38,9 @@ struct ClientBatchUpdatesTests {
             var random = RandomBatches(seed: seed &* 7919, sectionPool: 6, itemPool: 20)
             let old = random.snapshot(), new = random.snapshot()
             let updates = BatchUpdates(from: old, to: new)
-            expectReplays(updates, from: old, to: new, operations: [],
-                          "seed \(seed)\nold:\n\(old.visualDescription())new:\n\(new.visualDescription())")
+            expectReplays(
+                updates, from: old, to: new, operations: [],
+                "seed \(seed)\nold:\n\(old.visualDescription())new:\n\(new.visualDescription())")
         }
     }
 
@@ -53,8 +56,9 @@ struct ClientBatchUpdatesTests {
                 operations += batch.operations
                 new = batch.result
             }
-            expectReplays(BatchUpdates(from: old, to: new, operations: operations), from: old, to: new,
-                          operations: operations, "seed \(seed)")
+            expectReplays(
+                BatchUpdates(from: old, to: new, operations: operations), from: old, to: new,
+                operations: operations, "seed \(seed)")
         }
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 @_spi(Testing) import SnapSync
 import Testing
@@ -9,10 +9,11 @@ import Testing
 // The client library against the real snapsyncd (Support/DaemonProcess.swift), over real
 // sockets. Every wait has a deadline: a test can fail, never hang.
 
-
 /// A connected client with quick reconnects, as tests want.
-func connectedClient(_ daemon: DaemonProcess, _ name: String, pingInterval: Duration = .seconds(30),
-                     pingTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(10)) async throws -> SnapSyncClient {
+func connectedClient(
+    _ daemon: DaemonProcess, _ name: String, pingInterval: Duration = .seconds(30),
+    pingTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(10)
+) async throws -> SnapSyncClient {
     let configuration = SnapSyncClient.Configuration(
         host: daemon.host, port: daemon.port, clientName: name, connectTimeout: connectTimeout,
         requestTimeout: .seconds(30), pingInterval: pingInterval, pingTimeout: pingTimeout,
@@ -24,8 +25,9 @@ func connectedClient(_ daemon: DaemonProcess, _ name: String, pingInterval: Dura
 
 @Suite("Client against the real daemon", .serialized)
 struct ClientDaemonTests {
-    @Test("N clients writing random batches concurrently converge to the daemon's snapshot and digest",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "N clients writing random batches concurrently converge to the daemon's snapshot and digest",
+        .timeLimit(.minutes(3)))
     func concurrentWritersConverge() async throws {
         let daemon = try DaemonProcess.start()
         defer { daemon.stop() }
@@ -87,8 +89,9 @@ struct ClientDaemonTests {
         for client in clients + [observer] { await client.close() }
     }
 
-    @Test("a client whose socket dies while another writes reconnects, reports .catchUp and converges",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "a client whose socket dies while another writes reconnects, reports .catchUp and converges",
+        .timeLimit(.minutes(2)))
     func reconnectCatchesUp() async throws {
         let daemon = try DaemonProcess.start()
         defer { daemon.stop() }
@@ -137,8 +140,9 @@ struct ClientDaemonTests {
         await b.close()
     }
 
-    @Test("a client that missed more than the history holds resyncs from a fresh snapshot",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "a client that missed more than the history holds resyncs from a fresh snapshot",
+        .timeLimit(.minutes(2)))
     func outsideHistoryResyncs() async throws {
         let daemon = try DaemonProcess.start(arguments: ["--history-count", "4"])
         defer { daemon.stop() }
@@ -173,8 +177,9 @@ struct ClientDaemonTests {
         await b.close()
     }
 
-    @Test("rejected writes throw the server's typed error; local validation throws before sending",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "rejected writes throw the server's typed error; local validation throws before sending",
+        .timeLimit(.minutes(1)))
     func rejectedWrites() async throws {
         let daemon = try DaemonProcess.start()
         defer { daemon.stop() }
@@ -249,8 +254,9 @@ struct ClientDaemonTests {
         await client.close()
     }
 
-    @Test("a write whose ACK is lost with the connection is resent with its write id and applied once",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "a write whose ACK is lost with the connection is resent with its write id and applied once",
+        .timeLimit(.minutes(1)))
     func idempotentRetry() async throws {
         let daemon = try DaemonProcess.start()
         defer { daemon.stop() }
@@ -288,8 +294,12 @@ struct ClientDaemonTests {
         for name in names { replicas.append(try await reader.join(name)) }
         #expect(try await reader.join("r1") === replicas[0], "joining again returns the same replica")
         for (k, name) in names.enumerated() {
-            try await writer.mutate(name, [.appendSections([Element(Identifier(name))]),
-                                           .appendItems((0...k).map { Element(Identifier("\(name)-\($0)")) }, toSection: nil)])
+            try await writer.mutate(
+                name,
+                [
+                    .appendSections([Element(Identifier(name))]),
+                    .appendItems((0...k).map { Element(Identifier("\(name)-\($0)")) }, toSection: nil),
+                ])
         }
         for (k, replica) in replicas.enumerated() {
             try await eventually("\(names[k]) loaded") { replica.snapshot.numberOfItems == k + 1 }
@@ -307,8 +317,9 @@ struct ClientDaemonTests {
         await writer.close()
     }
 
-    @Test("the client answers the daemon's PINGs: an idle connection outlives the daemon's idle timeout",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "the client answers the daemon's PINGs: an idle connection outlives the daemon's idle timeout",
+        .timeLimit(.minutes(1)))
     func answersServerPings() async throws {
         let daemon = try DaemonProcess.start(arguments: ["--idle-timeout", "150ms"])
         defer { daemon.stop() }
@@ -325,13 +336,15 @@ struct ClientDaemonTests {
         await client.close()
     }
 
-    @Test("the client's PINGs find a daemon that stopped answering; it reconnects when it is back",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "the client's PINGs find a daemon that stopped answering; it reconnects when it is back",
+        .timeLimit(.minutes(1)))
     func detectsDeadServer() async throws {
         let daemon = try DaemonProcess.start()
         defer { daemon.stop() }
-        let client = try await connectedClient(daemon, "watchful", pingInterval: .milliseconds(100),
-                                               pingTimeout: .milliseconds(400), connectTimeout: .seconds(1))
+        let client = try await connectedClient(
+            daemon, "watchful", pingInterval: .milliseconds(100),
+            pingTimeout: .milliseconds(400), connectTimeout: .seconds(1))
         let events = EventLog.start(client)
         let replica = try await client.join("alive")
         let log = ChangeLog.start(replica)

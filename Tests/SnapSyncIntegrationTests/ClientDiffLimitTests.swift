@@ -16,8 +16,10 @@ struct ClientDiffLimitTests {
         let script = ClientScriptedServerTests().play(peer) { peer in
             try peer.accept()
             guard case .hello = try peer.request() else { throw ScriptedPeer.Failure(description: "expected HELLO") }
-            peer.send(.welcome(version: 1, sessionId: 1, serverName: "scripted",
-                               limits: [Message.LimitEntry(.maxItemsPerRoom, 2)]))
+            peer.send(
+                .welcome(
+                    version: 1, sessionId: 1, serverName: "scripted",
+                    limits: [Message.LimitEntry(.maxItemsPerRoom, 2)]))
             var request = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 1, reason: .initial, digest: s1.digest, snapshot: s1))
             // Within the limits: applied.
@@ -27,16 +29,21 @@ struct ClientDiffLimitTests {
             request = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s2.digest, snapshot: s2))
         }
-        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
-                                                         reconnect: .disabled))
+        let client = SnapSyncClient(
+            configuration: .init(
+                host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
+                reconnect: .disabled))
         try await client.connect()
         let replica = try await client.join(room)
         let log = ChangeLog.start(replica)
         let changes = try await log.wait(for: "the resync at v3") { $0.last?.position == RoomPosition(epoch: 7, version: 3) }
         let failure = await script.value
         #expect(failure == nil, "\(failure ?? "")")
-        #expect(changes.map(\.kind) == [.initial, .diff,
-                                         .resync(.diffFailed(BatchError(operationIndex: 0, violation: .tooManyItems(limit: 2))))])
+        #expect(
+            changes.map(\.kind) == [
+                .initial, .diff,
+                .resync(.diffFailed(BatchError(operationIndex: 0, violation: .tooManyItems(limit: 2)))),
+            ])
         #expect(changes.last?.snapshot == s2)
         await client.close()
     }

@@ -1,41 +1,41 @@
 // Foundation (for Process) only in this file: see ClientFoundationTests.swift.
 #if canImport(Foundation)
-import Foundation
-import Testing
+    import Foundation
+    import Testing
 
-@Suite("Client: the README example program")
-struct ClientExampleTests {
-    @Test("snapsync-example connects, joins, prints the changes and appends an item", .timeLimit(.minutes(1)))
-    func exampleRuns() throws {
-        let daemon = try DaemonProcess.start()
-        defer { daemon.stop() }
-        // Built with every build, next to snapsyncd.
-        let example = URL(fileURLWithPath: daemon.binary).deletingLastPathComponent().appendingPathComponent("snapsync-example")
-        guard FileManager.default.isExecutableFile(atPath: example.path) else {
-            Issue.record("\(example.path) is missing: build the package (swift build) first")
-            return
-        }
-        for run in 1...2 {
-            let process = Process()
-            process.executableURL = example
-            process.arguments = [daemon.host, String(daemon.port), "readme"]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let deadline = Date().addingTimeInterval(30)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning {
-                process.terminate()
-                Issue.record("snapsync-example did not finish within 30 s")
+    @Suite("Client: the README example program")
+    struct ClientExampleTests {
+        @Test("snapsync-example connects, joins, prints the changes and appends an item", .timeLimit(.minutes(1)))
+        func exampleRuns() throws {
+            let daemon = try DaemonProcess.start()
+            defer { daemon.stop() }
+            // Built with every build, next to snapsyncd.
+            let example = URL(fileURLWithPath: daemon.binary).deletingLastPathComponent().appendingPathComponent("snapsync-example")
+            guard FileManager.default.isExecutableFile(atPath: example.path) else {
+                Issue.record("\(example.path) is missing: build the package (swift build) first")
                 return
             }
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(process.terminationStatus == 0, "\(text)")
-            #expect(text.contains("joined readme at v\(run - 1) "), "\(text)")
-            #expect(text.contains("appended item-"), "\(text)")
-            #expect(text.contains("diff → v\(run): +"), "its own change is printed: \(text)")
+            for run in 1...2 {
+                let process = Process()
+                process.executableURL = example
+                process.arguments = [daemon.host, String(daemon.port), "readme"]
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = output
+                try process.run()
+                let deadline = Date().addingTimeInterval(30)
+                while process.isRunning && Date() < deadline { usleep(10_000) }
+                if process.isRunning {
+                    process.terminate()
+                    Issue.record("snapsync-example did not finish within 30 s")
+                    return
+                }
+                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                #expect(process.terminationStatus == 0, "\(text)")
+                #expect(text.contains("joined readme at v\(run - 1) "), "\(text)")
+                #expect(text.contains("appended item-"), "\(text)")
+                #expect(text.contains("diff → v\(run): +"), "its own change is printed: \(text)")
+            }
         }
     }
-}
 #endif

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 @testable import SnapSync
 import Testing
@@ -28,7 +28,7 @@ final class ScriptedPeer {
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         address.sin_port = 0
         #if canImport(Darwin)
-        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
         #endif
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -107,13 +107,13 @@ final class ScriptedPeer {
 }
 
 #if canImport(Glibc)
-private let SOCK_STREAM_VALUE = SOCK_STREAM.rawValue
-private func peerAccept(_ fd: Int32) -> Int32 { Glibc.accept(fd, nil, nil) }
-private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL)) }
+    private let SOCK_STREAM_VALUE = SOCK_STREAM.rawValue
+    private func peerAccept(_ fd: Int32) -> Int32 { Glibc.accept(fd, nil, nil) }
+    private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL)) }
 #else
-private let SOCK_STREAM_VALUE = SOCK_STREAM
-private func peerAccept(_ fd: Int32) -> Int32 { Darwin.accept(fd, nil, nil) }
-private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Darwin.send(fd, bytes, count, 0) }
+    private let SOCK_STREAM_VALUE = SOCK_STREAM
+    private func peerAccept(_ fd: Int32) -> Int32 { Darwin.accept(fd, nil, nil) }
+    private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Darwin.send(fd, bytes, count, 0) }
 #endif
 
 @Suite("Client against a scripted peer")
@@ -138,8 +138,9 @@ struct ClientScriptedServerTests {
         }
     }
 
-    @Test("bad digest → fresh JOIN; version gap → resume (catch-up); DIFF that does not apply → fresh JOIN (resync); new epoch → resume (resync)",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "bad digest → fresh JOIN; version gap → resume (catch-up); DIFF that does not apply → fresh JOIN (resync); new epoch → resume (resync)",
+        .timeLimit(.minutes(1)))
     func misbehavingServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
@@ -151,8 +152,10 @@ struct ClientScriptedServerTests {
             try peer.handshake()
             // 1. A SNAPSHOT whose digest does not match: the client must ask again, fresh.
             var request = try peer.expectJoin(room, resume: nil)
-            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial,
-                                digest: Snapshot().digest, snapshot: s1))
+            peer.send(
+                .snapshot(
+                    requestId: request, room: room, epoch: 7, version: 3, reason: .initial,
+                    digest: Snapshot().digest, snapshot: s1))
             request = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
             // 2. A gap (v5 after v3): the replica is fine but behind, so it resumes from v3.
@@ -171,13 +174,16 @@ struct ClientScriptedServerTests {
             peer.send(.snapshot(requestId: request, room: room, epoch: 8, version: 1, reason: .resync, digest: s4.digest, snapshot: s4))
             // 5. The client still works: a write is answered.
             guard case .mutate(let write, room, nil, let writeID, [.appendItems(["y"], toSection: "t")]) = try peer.request(),
-                  writeID.count == 16 else { throw ScriptedPeer.Failure(description: "expected the MUTATE") }
+                writeID.count == 16
+            else { throw ScriptedPeer.Failure(description: "expected the MUTATE") }
             peer.send(.diff(room: room, epoch: 8, version: 2, ops: [.appendItems(["y"], toSection: "t")]))
             peer.send(.ack(requestId: write, epoch: 8, version: 2))
         }
 
-        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
-                                                         reconnect: .disabled))
+        let client = SnapSyncClient(
+            configuration: .init(
+                host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
+                reconnect: .disabled))
         let events = EventLog.start(client)
         try await client.connect()
         let replica = try await client.join(room)
@@ -188,8 +194,11 @@ struct ClientScriptedServerTests {
         let failure = await script.value
         #expect(failure == nil, "\(failure ?? "")")
 
-        #expect(changes.map(\.kind) == [.initial, .catchUp, .resync(.diffFailed(BatchError(operationIndex: 0, violation: .itemNotFound("nope")))),
-                                         .resync(.outOfSequence(expected: RoomPosition(epoch: 7, version: 7), received: RoomPosition(epoch: 8, version: 1)))])
+        #expect(
+            changes.map(\.kind) == [
+                .initial, .catchUp, .resync(.diffFailed(BatchError(operationIndex: 0, violation: .itemNotFound("nope")))),
+                .resync(.outOfSequence(expected: RoomPosition(epoch: 7, version: 7), received: RoomPosition(epoch: 8, version: 1))),
+            ])
         #expect(changes[0].snapshot == s1 && changes[0].position.version == 3)
         #expect(changes[1].snapshot == s3 && changes[1].operations.count == 2)
         #expect(changes[1].updates.insertedItems == [ItemIndexPath(item: 0, section: 0)], "c, inserted at its final place")

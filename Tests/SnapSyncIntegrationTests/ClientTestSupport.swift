@@ -46,7 +46,9 @@ struct RandomBatches {
     /// One operation that may or may not apply to `snapshot`.
     mutating func operation(on snapshot: Snapshot) -> SnapshotOperation {
         let sections = snapshot.sectionIdentifiers, items = snapshot.itemIdentifiers
-        func existingOrNewSection() -> Identifier { sections.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? sectionID() : sections.randomElement(using: &random)! }
+        func existingOrNewSection() -> Identifier {
+            sections.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? sectionID() : sections.randomElement(using: &random)!
+        }
         func existingOrNewItem() -> Identifier { items.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? itemID() : items.randomElement(using: &random)! }
         func placement(_ id: Identifier) -> Placement { Bool.random(using: &random) ? .before(id) : .after(id) }
         func elements(_ make: () -> Identifier) -> [Element] {
@@ -106,8 +108,9 @@ func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource new: Sn
     try check(deletedSections.count == updates.deletedSections.count, "a section is deleted twice")
     try check(insertedSections.count == updates.insertedSections.count, "a section is inserted twice")
     try check(movedFrom.count == updates.movedSections.count && movedTo.count == updates.movedSections.count, "a section moves twice")
-    try check(deletedSections.isDisjoint(with: movedFrom) && deletedSections.isDisjoint(with: reloadedSections)
-              && reloadedSections.isDisjoint(with: movedFrom), "a section is deleted, moved or reloaded at once")
+    try check(
+        deletedSections.isDisjoint(with: movedFrom) && deletedSections.isDisjoint(with: reloadedSections)
+            && reloadedSections.isDisjoint(with: movedFrom), "a section is deleted, moved or reloaded at once")
     try check(insertedSections.isDisjoint(with: movedTo), "a section is inserted and moved to at once")
     try check((deletedSections.union(movedFrom).union(reloadedSections)).allSatisfy { oldLayout.indices.contains($0) }, "old section index out of range")
     try check((insertedSections.union(movedTo)).allSatisfy { newLayout.indices.contains($0) }, "new section index out of range")
@@ -119,18 +122,20 @@ func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource new: Sn
     try check(deletedItems.count == updates.deletedItems.count && insertedItems.count == updates.insertedItems.count, "an item path appears twice")
     try check(movedItemsFrom.count == updates.movedItems.count && movedItemsTo.count == updates.movedItems.count, "an item moves twice")
     try check(reloadedItems.count == updates.reloadedItems.count + updates.reconfiguredItems.count, "an item is reloaded twice")
-    try check(deletedItems.isDisjoint(with: movedItemsFrom) && reloadedItems.isDisjoint(with: deletedItems)
-              && reloadedItems.isDisjoint(with: movedItemsFrom), "an item is deleted, moved or reloaded at once")
+    try check(
+        deletedItems.isDisjoint(with: movedItemsFrom) && reloadedItems.isDisjoint(with: deletedItems)
+            && reloadedItems.isDisjoint(with: movedItemsFrom), "an item is deleted, moved or reloaded at once")
     try check(insertedItems.isDisjoint(with: movedItemsTo), "an item is inserted and moved to at once")
     let goneSections = deletedSections.union(reloadedSections)
     for path in deletedItems.union(movedItemsFrom).union(reloadedItems) {
         try check(oldLayout.indices.contains(path.section) && oldLayout[path.section].1.indices.contains(path.item), "old item path \(path) out of range")
         try check(!goneSections.contains(path.section), "item \(path) in a deleted or reloaded section is named")
     }
-    let freshSections = insertedSections.union(reloadedSections.map { r in
-        // A reloaded section stays in place; its final index is where its identifier is in `new`.
-        new.indexOfSection(oldLayout[r].0) ?? -1
-    })
+    let freshSections = insertedSections.union(
+        reloadedSections.map { r in
+            // A reloaded section stays in place; its final index is where its identifier is in `new`.
+            new.indexOfSection(oldLayout[r].0) ?? -1
+        })
     for path in insertedItems.union(movedItemsTo) {
         try check(newLayout.indices.contains(path.section) && newLayout[path.section].1.indices.contains(path.item), "new item path \(path) out of range")
         try check(!freshSections.contains(path.section), "item \(path) in an inserted or reloaded section is named")
@@ -179,8 +184,10 @@ func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource new: Sn
 
 /// Checks that `updates` take `old` to `new` as UIKit would replay them, and that every item
 /// or section whose content changed gets a fresh cell.
-func expectReplays(_ updates: BatchUpdates, from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation],
-                   _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+func expectReplays(
+    _ updates: BatchUpdates, from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation],
+    _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+) {
     let layout: [(Identifier, [Identifier])]
     do {
         layout = try replayAsUIKit(updates, on: old, dataSource: new)
@@ -194,10 +201,11 @@ func expectReplays(_ updates: BatchUpdates, from old: Snapshot, to new: Snapshot
 
     // Content: a changed item is reloaded/reconfigured in place, or its old cell goes away.
     let oldLayout = old.sectionIdentifiers.map { ($0, old.itemIdentifiers(inSection: $0)!) }
-    let namedItems = Set(operations.flatMap { op -> [Identifier] in
-        if case .updateItems(let elements, _) = op { return elements.map(\.id) }
-        return []
-    })
+    let namedItems = Set(
+        operations.flatMap { op -> [Identifier] in
+            if case .updateItems(let elements, _) = op { return elements.map(\.id) }
+            return []
+        })
     let refreshed = Set(updates.reloadedItems + updates.reconfiguredItems)
     let discarded = Set(updates.deletedItems)
     let goneSections = Set(updates.deletedSections + updates.reloadedSections)
@@ -209,21 +217,25 @@ func expectReplays(_ updates: BatchUpdates, from old: Snapshot, to new: Snapshot
             guard changed else { continue }
             let path = ItemIndexPath(item: i, section: s)
             #expect(!moved.contains(path), "changed item \(item) is moved, not refreshed\n\(comment())", sourceLocation: sourceLocation)
-            #expect(refreshed.contains(path) || discarded.contains(path) || goneSections.contains(s),
-                    "changed item \(item) at \(path) keeps its stale cell\n\(comment())\nupdates: \(updates)", sourceLocation: sourceLocation)
-            #expect(updates.reloadedItemIdentifiers.contains(item) || updates.reconfiguredItemIdentifiers.contains(item),
-                    "changed item \(item) is not listed by identifier\n\(comment())", sourceLocation: sourceLocation)
+            #expect(
+                refreshed.contains(path) || discarded.contains(path) || goneSections.contains(s),
+                "changed item \(item) at \(path) keeps its stale cell\n\(comment())\nupdates: \(updates)", sourceLocation: sourceLocation)
+            #expect(
+                updates.reloadedItemIdentifiers.contains(item) || updates.reconfiguredItemIdentifiers.contains(item),
+                "changed item \(item) is not listed by identifier\n\(comment())", sourceLocation: sourceLocation)
         }
     }
     for (k, from) in updates.reconfiguredItems.enumerated() {
         let to = updates.reconfiguredItemsAfterUpdate[k]
-        #expect(oldLayout[from.section].1[from.item] == expected[to.section].1[to.item],
-                "reconfigured \(from) and \(to) are different items", sourceLocation: sourceLocation)
+        #expect(
+            oldLayout[from.section].1[from.item] == expected[to.section].1[to.item],
+            "reconfigured \(from) and \(to) are different items", sourceLocation: sourceLocation)
     }
     for (s, (id, _)) in oldLayout.enumerated() {
         guard let after = new.payload(ofSection: id), after != old.payload(ofSection: id) else { continue }
-        #expect(updates.reloadedSections.contains(s) || updates.deletedSections.contains(s),
-                "changed section \(id) keeps its stale header\n\(comment())", sourceLocation: sourceLocation)
+        #expect(
+            updates.reloadedSections.contains(s) || updates.deletedSections.contains(s),
+            "changed section \(id) keeps its stale header\n\(comment())", sourceLocation: sourceLocation)
     }
 }
 
@@ -248,8 +260,10 @@ actor ChangeLog {
     private func finish() { finished = true }
 
     /// Waits until `condition` holds for the changes so far; returns them.
-    func wait(for what: String, timeout: Duration = .seconds(20),
-              _ condition: ([RoomChange]) -> Bool) async throws -> [RoomChange] {
+    func wait(
+        for what: String, timeout: Duration = .seconds(20),
+        _ condition: ([RoomChange]) -> Bool
+    ) async throws -> [RoomChange] {
         let deadline = ContinuousClock.now + timeout
         while !condition(changes) {
             guard ContinuousClock.now < deadline else {
@@ -285,8 +299,10 @@ struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` until it holds or `timeout` passes.
-func eventually(_ what: @autoclosure () -> String, timeout: Duration = .seconds(20),
-                _ condition: () async throws -> Bool) async throws {
+func eventually(
+    _ what: @autoclosure () -> String, timeout: Duration = .seconds(20),
+    _ condition: () async throws -> Bool
+) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         guard ContinuousClock.now < deadline else { throw TimedOut(what()) }
@@ -318,8 +334,9 @@ func expectConsistentStream(_ changes: [RoomChange], _ who: String, sourceLocati
     #expect(first.kind == .initial, "\(who): the stream starts with the initial load", sourceLocation: sourceLocation)
     expectReplays(first.updates, from: Snapshot(), to: first.snapshot, operations: [], "\(who): initial", sourceLocation: sourceLocation)
     for (previous, change) in zip(changes, changes.dropFirst()) {
-        #expect(change.previousPosition == previous.position, "\(who): \(change.kind) v\(change.version) follows v\(previous.version)",
-                sourceLocation: sourceLocation)
+        #expect(
+            change.previousPosition == previous.position, "\(who): \(change.kind) v\(change.version) follows v\(previous.version)",
+            sourceLocation: sourceLocation)
         if change.kind == .diff {
             #expect(change.position.version == previous.position.version + 1, sourceLocation: sourceLocation)
         }
@@ -333,7 +350,8 @@ func expectConsistentStream(_ changes: [RoomChange], _ who: String, sourceLocati
             }
             #expect(replayed == change.snapshot, "\(who): v\(change.version)'s operations give its snapshot", sourceLocation: sourceLocation)
         }
-        expectReplays(change.updates, from: previous.snapshot, to: change.snapshot, operations: change.operations,
-                      "\(who): \(change.kind) v\(previous.version) → v\(change.version)", sourceLocation: sourceLocation)
+        expectReplays(
+            change.updates, from: previous.snapshot, to: change.snapshot, operations: change.operations,
+            "\(who): \(change.kind) v\(previous.version) → v\(change.version)", sourceLocation: sourceLocation)
     }
 }

@@ -13,8 +13,11 @@ struct ClientBatchBuilderTests {
         try builder.appendItems(["3"])
         try builder.moveItem("1", afterItem: "3")
         try builder.reconfigureItems([Element("2", payload: "x")])
-        #expect(builder.operations == [.appendSections(["b"]), .appendItems(["3"], toSection: nil),
-                                       .moveItem("1", .after("3")), .updateItems([Element("2", payload: "x")], .reconfigure)])
+        #expect(
+            builder.operations == [
+                .appendSections(["b"]), .appendItems(["3"], toSection: nil),
+                .moveItem("1", .after("3")), .updateItems([Element("2", payload: "x")], .reconfigure),
+            ])
         #expect(builder.snapshot.itemIdentifiers(inSection: "b") == ["3", "1"])
         #expect(builder.snapshot.payload(ofItem: "2") == "x")
         try builder.snapshot.checkInvariants()

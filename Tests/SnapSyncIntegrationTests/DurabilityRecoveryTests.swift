@@ -3,7 +3,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension ServerIntegration {
@@ -136,10 +136,11 @@ extension ServerIntegration {
             let held = try client.state(of: "ckpt")
             let firstSegments = dir.segments
             // The one-second maintenance timer checkpoints the room and drops the old segment.
-            #expect(waitUntil(timeout: 15) {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.data)) ?? []
-                return names.contains { $0.hasPrefix("ckpt-") } && !dir.segments.contains(firstSegments[0])
-            }, "a checkpoint was written and the old segment deleted: \(dir.segments)")
+            #expect(
+                waitUntil(timeout: 15) {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.data)) ?? []
+                    return names.contains { $0.hasPrefix("ckpt-") } && !dir.segments.contains(firstSegments[0])
+                }, "a checkpoint was written and the old segment deleted: \(dir.segments)")
             try client.mustMutate("ckpt", [.deleteItems(["i0"])])
             daemon.kill()
 

@@ -3,7 +3,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension ServerIntegration {

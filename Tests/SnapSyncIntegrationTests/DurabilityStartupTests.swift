@@ -3,7 +3,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension ServerIntegration {
@@ -102,8 +102,10 @@ extension ServerIntegration {
         @Test func lowDiskAtStart() throws {
             let dir = try DurableDirectory()
             defer { dir.remove() }
-            let (status, output) = try DaemonProcess.run(arguments: ["--host", "127.0.0.1", "--port", "0", "--data-dir", dir.data,
-                                                                     "--min-free-bytes", "1048576G"])
+            let (status, output) = try DaemonProcess.run(arguments: [
+                "--host", "127.0.0.1", "--port", "0", "--data-dir", dir.data,
+                "--min-free-bytes", "1048576G",
+            ])
             #expect(status != 0)
             #expect(output.contains("less than --min-free-bytes"), "\(output)")
             let daemon = try dir.start(["--log-segment-bytes", "1048576G"])

@@ -3,7 +3,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Helpers for the durability tests: a data directory that outlives one daemon, so
@@ -72,4 +72,3 @@ func writeBytes(_ path: String, _ bytes: [UInt8]) throws {
 func itemNames(_ snapshot: Snapshot) -> [String] {
     snapshot.itemIdentifiers.map { $0.string ?? "\($0)" }
 }
-

@@ -2,7 +2,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Back-pressure on the real daemon: a subscriber that stops reading is cut off at its output
@@ -19,15 +19,17 @@ extension ServerIntegration {
             let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
             try writer.mustMutate("feed", [.appendSections([.named("s")]), .appendItems([.named("i")], toSection: "s")])
             let start = try fast.state(of: "feed")
-            _ = try slow.join("feed") // then never reads again
+            _ = try slow.join("feed")  // then never reads again
             let payload = String(repeating: "x", count: 60_000)
             var version = start.version
             var cutOff = false
             // The kernel may buffer a few MiB for the slow socket before the daemon's own queue
             // grows; 24 MiB of DIFFs is far beyond both.
             for round in 0..<400 where !cutOff {
-                try writer.send(.mutate(requestId: UInt64(round), room: "feed", expectedVersion: nil, writeId: [],
-                                        ops: [.updateItems([.named("i", payload + "\(round)")], .reload)]))
+                try writer.send(
+                    .mutate(
+                        requestId: UInt64(round), room: "feed", expectedVersion: nil, writeId: [],
+                        ops: [.updateItems([.named("i", payload + "\(round)")], .reload)]))
                 guard case .ack(_, _, let acked) = try writer.receive() else { Issue.record("writer lost its ACK"); return }
                 version += 1
                 #expect(acked == version)

@@ -2,7 +2,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The daemon's input path under clients that end, stall or hoard: a half-closed connection gets
@@ -27,15 +27,18 @@ extension ServerIntegration {
                     let client = try RawClient(host: daemon.host, port: daemon.port)
                     var bytes = FrameEncoder().encode(.hello(versions: [1], clientName: "half-closed", credentials: []))
                     FrameEncoder().encode(.join(requestId: 1, room: "half-\(trial)", resume: nil), into: &bytes)
-                    FrameEncoder().encode(.mutate(requestId: 2, room: "half-\(trial)", expectedVersion: nil, writeId: [],
-                                                  ops: [.appendSections([.named("s")])]), into: &bytes)
+                    FrameEncoder().encode(
+                        .mutate(
+                            requestId: 2, room: "half-\(trial)", expectedVersion: nil, writeId: [],
+                            ops: [.appendSections([.named("s")])]), into: &bytes)
                     try client.send(raw: bytes)
                     client.shutdownWrite()
                     clients.append(client)
                 }
                 for (offset, client) in clients.enumerated() {
                     let messages = try client.receiveUntilClosed()
-                    let answered = messages.count == 4
+                    let answered =
+                        messages.count == 4
                         && { if case .welcome = messages[0] { true } else { false } }()
                         && { if case .snapshot(1, _, _, 0, .initial, _, _) = messages[1] { true } else { false } }()
                         && { if case .diff(_, _, 1, _) = messages[2] { true } else { false } }()
@@ -66,7 +69,7 @@ extension ServerIntegration {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let client = try RawClient(host: daemon.host, port: daemon.port)
-            try client.send(raw: [0x00, 0x00, 0x10, 0x01]) // 4097 bytes announced, none sent
+            try client.send(raw: [0x00, 0x00, 0x10, 0x01])  // 4097 bytes announced, none sent
             let (code, _, before) = try client.closingError()
             #expect(code == .frameTooLarge)
             #expect(before.isEmpty)

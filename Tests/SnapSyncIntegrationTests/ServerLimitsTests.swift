@@ -27,7 +27,8 @@ extension ServerIntegration {
                 let sectionIDs = (0..<9).map { "s\($0)" }.shuffled(using: &rng).prefix(6)
                 var contents: [(section: Element, items: [Element])] = sectionIDs.map { (.named($0), []) }
                 for id in (0..<60).map({ "i\($0)" }).shuffled(using: &rng).prefix(Int.random(in: 20...40, using: &rng)) {
-                    contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(.named(id, String(repeating: "p", count: Int.random(in: 0...3, using: &rng))))
+                    contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(
+                        .named(id, String(repeating: "p", count: Int.random(in: 0...3, using: &rng))))
                 }
                 guard let target = try? Snapshot(contents, limits: limits) else { continue }
                 let (answer, frames) = try client.request {
@@ -55,10 +56,14 @@ extension ServerIntegration {
             let client = try RawClient.ready(daemon)
             try client.mustMutate("big", [.appendSections([.named("s")]), .appendItems((0..<5).map { .named("i\($0)") }, toSection: "s")])
             daemon.stop()
-            for (flag, value, expected) in [("--max-items-per-room", "4", "holds 5 items, over --max-items-per-room 4"),
-                                            ("--max-identifier-bytes", "1", "holds the identifier i0 of 2 bytes, over --max-identifier-bytes 1")] {
-                let (status, output) = try DaemonProcess.run(arguments: ["--host", "127.0.0.1", "--port", "0", "--data-dir", dir.data,
-                                                                         flag, value])
+            for (flag, value, expected) in [
+                ("--max-items-per-room", "4", "holds 5 items, over --max-items-per-room 4"),
+                ("--max-identifier-bytes", "1", "holds the identifier i0 of 2 bytes, over --max-identifier-bytes 1"),
+            ] {
+                let (status, output) = try DaemonProcess.run(arguments: [
+                    "--host", "127.0.0.1", "--port", "0", "--data-dir", dir.data,
+                    flag, value,
+                ])
                 #expect(status != 0, "\(flag) \(value): \(output)")
                 #expect(output.contains("room big " + expected), "\(output)")
                 #expect(output.contains("start with \(flag) "), "\(output)")

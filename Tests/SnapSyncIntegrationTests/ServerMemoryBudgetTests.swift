@@ -14,7 +14,8 @@ extension ServerIntegration {
         /// daemon's memory grows by about one copy, not 64.
         @Test func aJoinStormOfOneRoomSharesOneEncoding() throws {
             let daemon = try DaemonProcess.start(arguments: [
-                "--max-frame-bytes", "4MiB", "--max-output-bytes", "8MiB", "--max-output-total-bytes", "16MiB"])
+                "--max-frame-bytes", "4MiB", "--max-output-bytes", "8MiB", "--max-output-total-bytes", "16MiB",
+            ])
             defer { daemon.stop() }
             let writer = try RawClient.ready(daemon)
             try writer.mustMutate("big", [.appendSections([.named("s")])])
@@ -44,14 +45,19 @@ extension ServerIntegration {
         @Test func aJoinStormOfManyRoomsIsCutToTheOutputBudget() throws {
             let budget = 1 << 20
             let daemon = try DaemonProcess.start(arguments: [
-                "--max-frame-bytes", "256KiB", "--max-output-bytes", "256KiB", "--max-output-total-bytes", "\(budget)"])
+                "--max-frame-bytes", "256KiB", "--max-output-bytes", "256KiB", "--max-output-total-bytes", "\(budget)",
+            ])
             defer { daemon.stop() }
             let writer = try RawClient.ready(daemon)
             let payload = String(repeating: "p", count: 50_000)
             let rooms = (0..<16).map { "r\($0)" }
             for room in rooms {
-                try writer.mustMutate(room, [.appendSections([.named("s")]),
-                                             .appendItems((0..<3).map { .named("i\($0)", payload) }, toSection: "s")])
+                try writer.mustMutate(
+                    room,
+                    [
+                        .appendSections([.named("s")]),
+                        .appendItems((0..<3).map { .named("i\($0)", payload) }, toSection: "s"),
+                    ])
             }
             let reader = try RawClient.ready(daemon)
             let chat = try reader.state(of: "chat")
@@ -78,7 +84,7 @@ extension ServerIntegration {
                     case let other: Issue.record("unexpected \(summary(other))")
                     }
                 } catch RawClientError.closed {
-                    dropped += 1 // closed in the middle of its SNAPSHOT
+                    dropped += 1  // closed in the middle of its SNAPSHOT
                 } catch {
                     Issue.record("storm connection \(index): \(error)")
                 }
@@ -97,7 +103,8 @@ extension ServerIntegration {
         /// answered by its write id, and a write that fits is still applied.
         @Test func aWritePastTheRoomBudgetIsRefusedAndChangesNothing() throws {
             let daemon = try DaemonProcess.start(arguments: [
-                "--max-frame-bytes", "1MiB", "--history-bytes", "64KiB", "--max-room-total-bytes", "2MiB"])
+                "--max-frame-bytes", "1MiB", "--history-bytes", "64KiB", "--max-room-total-bytes", "2MiB",
+            ])
             defer { daemon.stop() }
             let writer = try RawClient.ready(daemon)
             let payload = String(repeating: "p", count: 50_000)
@@ -149,15 +156,23 @@ extension ServerIntegration {
                 let writer = try RawClient.ready(daemon)
                 // Four rooms of 400 KB: 1.6 MB of the 2 MiB.
                 for index in 0..<4 {
-                    try writer.mustMutate("r\(index)", [.appendSections([.named("s")]),
-                                                       .appendItems((0..<8).map { .named("a-\($0)", payload) }, toSection: "s")])
+                    try writer.mustMutate(
+                        "r\(index)",
+                        [
+                            .appendSections([.named("s")]),
+                            .appendItems((0..<8).map { .named("a-\($0)", payload) }, toSection: "s"),
+                        ])
                 }
             }
             let daemon = try dir.start(flags)
             defer { daemon.stop() }
             let writer = try RawClient.ready(daemon)
-            let (answer, _) = try writer.mutate("r4", [.appendSections([.named("s")]),
-                                                       .appendItems((0..<8).map { .named("a-\($0)", payload) }, toSection: "s")])
+            let (answer, _) = try writer.mutate(
+                "r4",
+                [
+                    .appendSections([.named("s")]),
+                    .appendItems((0..<8).map { .named("a-\($0)", payload) }, toSection: "s"),
+                ])
             guard case .reject(_, let code, _, _, let message) = answer else { Issue.record("expected REJECT, got \(summary(answer))"); return }
             #expect(ErrorCode(rawValue: code) == .serverFull, "\(message)")
         }

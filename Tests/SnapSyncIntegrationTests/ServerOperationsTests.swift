@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncWire
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Running the daemon: signals, STATS, flags and --help, sd_notify, IPv6.
@@ -47,10 +47,12 @@ extension ServerIntegration {
             try b.mustMutate("r2", [.appendSections([.named("t")]), .appendItems([.named("z")], toSection: "t")])
             _ = try b.mutate("r2", [.deleteItems(["nope"])])
             let stats = try b.stats()
-            let names = ["connections", "rooms", "items", "frames_in", "frames_out", "bytes_in", "bytes_out",
-                         "frames_in_per_second", "frames_out_per_second", "slow_consumer_disconnects",
-                         "connections_accepted", "connections_refused", "protocol_errors", "writes_applied",
-                         "writes_rejected", "uptime_seconds", "loop_pass_p99_us", "loop_pass_max_us"]
+            let names = [
+                "connections", "rooms", "items", "frames_in", "frames_out", "bytes_in", "bytes_out",
+                "frames_in_per_second", "frames_out_per_second", "slow_consumer_disconnects",
+                "connections_accepted", "connections_refused", "protocol_errors", "writes_applied",
+                "writes_rejected", "uptime_seconds", "loop_pass_p99_us", "loop_pass_max_us",
+            ]
             for name in names { #expect(stats[name] != nil, "STATS lacks \(name)") }
             // Every pass with output is timed: the writes above made some.
             #expect((stats["loop_pass_max_us"] ?? 0) > 0)
@@ -70,10 +72,12 @@ extension ServerIntegration {
         @Test func helpDescribesEveryFlag() throws {
             let (status, output) = try DaemonProcess.run(arguments: ["--help"])
             #expect(status == 0)
-            for flag in ["--host", "--port", "--data-dir", "--log-level", "--max-frame-bytes", "--max-connections",
-                         "--max-rooms", "--max-rooms-per-connection", "--max-items-per-room", "--max-sections-per-room",
-                         "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes", "--max-input-bytes",
-                         "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout"] {
+            for flag in [
+                "--host", "--port", "--data-dir", "--log-level", "--max-frame-bytes", "--max-connections",
+                "--max-rooms", "--max-rooms-per-connection", "--max-items-per-room", "--max-sections-per-room",
+                "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes", "--max-input-bytes",
+                "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout",
+            ] {
                 #expect(output.contains(flag), "--help does not mention \(flag)")
             }
             #expect(output.contains("(default: 7400)") && output.contains("(default: 16MiB)"))
@@ -102,7 +106,7 @@ extension ServerIntegration {
             defer { close(fd) }
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
-            let bytes = [UInt8(0)] + Array(name.utf8) // abstract namespace
+            let bytes = [UInt8(0)] + Array(name.utf8)  // abstract namespace
             withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
             let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count)
             let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }

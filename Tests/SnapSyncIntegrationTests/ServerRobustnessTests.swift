@@ -2,7 +2,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Bad input on the real daemon: each malformed frame gets an ERROR with the right code and a
@@ -12,8 +12,10 @@ extension ServerIntegration {
     @Suite struct Robustness {
         /// Sends `bytes` on a ready connection (or a fresh one, before HELLO) and returns the
         /// ERROR code that preceded the close; then checks that another client is still served.
-        private func errorCode(for bytes: [UInt8], handshake: Bool = true, arguments: [String] = [],
-                               sourceLocation: SourceLocation = #_sourceLocation) throws -> (ErrorCode?, DaemonProcess) {
+        private func errorCode(
+            for bytes: [UInt8], handshake: Bool = true, arguments: [String] = [],
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws -> (ErrorCode?, DaemonProcess) {
             let daemon = try DaemonProcess.start(arguments: arguments)
             let bystander = try RawClient.ready(daemon)
             _ = try bystander.join("room")
@@ -95,7 +97,7 @@ extension ServerIntegration {
                 let frame = FrameEncoder().encode(.join(requestId: 1, room: "half", resume: nil))
                 try client.send(raw: Array(frame.prefix(frame.count - 3)))
                 #expect(client.isQuiet(for: 0.2), "half a frame is not answered")
-            } // closed here
+            }  // closed here
             #expect(try waitUntil { try observer.stats()["connections"] == 1 })
             // The daemon serves a new connection as usual and never saw the half-sent room.
             let fresh = try RawClient.ready(daemon)

@@ -2,7 +2,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Rooms on the real daemon: fan-out, atomic validation, compare-and-set, idempotent retries,
@@ -20,10 +20,14 @@ extension ServerIntegration {
             // Both pipeline 20 writes each, interleaved on the wire.
             let rounds = 20
             for i in 0..<rounds {
-                try a.send(.mutate(requestId: 1000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
-                                   ops: [.appendItems([.named("a\(i)")], toSection: "s")]))
-                try b.send(.mutate(requestId: 2000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
-                                   ops: [.appendItems([.named("b\(i)")], toSection: "s")]))
+                try a.send(
+                    .mutate(
+                        requestId: 1000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
+                        ops: [.appendItems([.named("a\(i)")], toSection: "s")]))
+                try b.send(
+                    .mutate(
+                        requestId: 2000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
+                        ops: [.appendItems([.named("b\(i)")], toSection: "s")]))
             }
             var streams: [[Message]] = []
             for (client, base) in [(a, UInt64(1000)), (b, UInt64(2000))] {
@@ -70,8 +74,12 @@ extension ServerIntegration {
             ])
             defer { daemon.stop() }
             let writer = try RawClient.ready(daemon), watcher = try RawClient.ready(daemon)
-            try writer.mustMutate("r", [.appendSections([.named("s1"), .named("s2")]),
-                                        .appendItems([.named("i1"), .named("i2")], toSection: "s1")])
+            try writer.mustMutate(
+                "r",
+                [
+                    .appendSections([.named("s1"), .named("s2")]),
+                    .appendItems([.named("i1"), .named("i2")], toSection: "s1"),
+                ])
             let before = try watcher.state(of: "r")
             let valid = SnapshotOperation.appendItems([.named("new")], toSection: "s2")
             let long = String(repeating: "x", count: 17)
@@ -90,10 +98,14 @@ extension ServerIntegration {
                 ([valid, .appendItems((0..<4).map { .named("many\($0)") }, toSection: "s1")], .tooManyItems, 1, nil),
                 ([valid, .appendSections([.named("s3"), .named("s4"), .named("s5")])], .tooManySections, 1, nil),
                 // 344 bytes of encoding before the last op, 548 after it: over 512.
-                ([valid, .updateSections([.named("s1", p64), .named("s2", p64)]),
-                  .updateItems([.named("i1", p64), .named("i2", p64), .named("new", p64)], .reload),
-                  .appendItems([.named("n1", p64), .named("n2", p64), .named("n3", p64)], toSection: "s1")],
-                 .snapshotTooLarge, 3, nil),
+                (
+                    [
+                        valid, .updateSections([.named("s1", p64), .named("s2", p64)]),
+                        .updateItems([.named("i1", p64), .named("i2", p64), .named("new", p64)], .reload),
+                        .appendItems([.named("n1", p64), .named("n2", p64), .named("n3", p64)], toSection: "s1"),
+                    ],
+                    .snapshotTooLarge, 3, nil
+                ),
             ]
             for (ops, code, index, identifier) in cases {
                 let (answer, skipped) = try writer.mutate("r", ops)
@@ -182,7 +194,7 @@ extension ServerIntegration {
             _ = try client.join("quiet")
             try client.mustMutate("quiet", [.appendSections([.named("s")])])
             let (answer, skipped) = try client.mutate("quiet", [])
-            #expect(skipped.isEmpty) // version 1's DIFF came before its ACK, read by mustMutate
+            #expect(skipped.isEmpty)  // version 1's DIFF came before its ACK, read by mustMutate
             guard case .ack(_, _, 1) = answer else { Issue.record("expected ACK 1, got \(summary(answer))"); return }
             #expect(client.isQuiet(for: 0.2))
         }

@@ -2,7 +2,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The connection state machine of the real daemon: handshake, its refusals and timeout,
@@ -11,8 +11,10 @@ import Glibc
 extension ServerIntegration {
     @Suite struct Session {
         @Test func welcomeAnnouncesTheConfiguredLimits() throws {
-            let daemon = try DaemonProcess.start(arguments: ["--max-frame-bytes", "1MiB", "--max-snapshot-bytes", "512KiB",
-                                                             "--max-payload-bytes", "1000", "--history-count", "7"])
+            let daemon = try DaemonProcess.start(arguments: [
+                "--max-frame-bytes", "1MiB", "--max-snapshot-bytes", "512KiB",
+                "--max-payload-bytes", "1000", "--history-count", "7",
+            ])
             defer { daemon.stop() }
             let client = try RawClient(host: daemon.host, port: daemon.port)
             let welcome = try client.handshake()
@@ -53,7 +55,7 @@ extension ServerIntegration {
             defer { daemon.stop() }
             let client = try RawClient(host: daemon.host, port: daemon.port)
             var frame = FrameEncoder().encode(.hello(versions: [1], clientName: "x", credentials: []))
-            frame[5] = UInt8(ascii: "X") // "SNAP" -> "XNAP"
+            frame[5] = UInt8(ascii: "X")  // "SNAP" -> "XNAP"
             try client.send(raw: frame)
             #expect(try client.closingError().code == .badMagic)
         }

@@ -20,8 +20,10 @@ extension ServerIntegration {
                 (FrameEncoder().encode(.join(requestId: 1, room: "r", resume: nil)), .handshakeRequired),
                 (FrameEncoder().encode(.ping(nonce: 1)), .handshakeRequired),
                 // REPLACE r with snapshot [s, s]: well-formed, breaking a content rule (it decoded).
-                ([0, 0, 0, 15, 0x13, 0x01, 0x01, 0x72, 0x00, 0x00, 0x02, 0x01, 0x73, 0x00, 0x00, 0x01, 0x73, 0x00, 0x00],
-                 .handshakeRequired),
+                (
+                    [0, 0, 0, 15, 0x13, 0x01, 0x01, 0x72, 0x00, 0x00, 0x02, 0x01, 0x73, 0x00, 0x00, 0x01, 0x73, 0x00, 0x00],
+                    .handshakeRequired
+                ),
             ]
             for (frame, expected) in cases {
                 let client = try RawClient(host: daemon.host, port: daemon.port)

@@ -41,15 +41,19 @@ extension RawClient {
     }
 
     /// Sends a MUTATE and returns its answer (ACK or REJECT) and the frames before it.
-    func mutate(_ room: String, _ ops: [SnapshotOperation], expectedVersion: UInt64? = nil,
-                writeId: [UInt8] = []) throws -> (answer: Message, skipped: [Message]) {
+    func mutate(
+        _ room: String, _ ops: [SnapshotOperation], expectedVersion: UInt64? = nil,
+        writeId: [UInt8] = []
+    ) throws -> (answer: Message, skipped: [Message]) {
         try request { .mutate(requestId: $0, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops) }
     }
 
     /// A MUTATE that must be ACKed; returns the new version.
     @discardableResult
-    func mustMutate(_ room: String, _ ops: [SnapshotOperation], writeId: [UInt8] = [],
-                    sourceLocation: SourceLocation = #_sourceLocation) throws -> UInt64 {
+    func mustMutate(
+        _ room: String, _ ops: [SnapshotOperation], writeId: [UInt8] = [],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> UInt64 {
         let (answer, _) = try mutate(room, ops, writeId: writeId)
         guard case .ack(_, _, let version) = answer else {
             throw RawClientError.unexpected("expected ACK", answer)
@@ -97,7 +101,7 @@ func waitUntil(timeout: Double = 10, _ condition: () throws -> Bool) rethrows ->
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

@@ -53,9 +53,12 @@ import SnapSyncModel
                 do { try s.apply(batch, limits: Self.tight) } catch { kinds.insert(Self.kind(error.violation)) }
             }
         }
-        #expect(kinds == ["duplicateSection", "duplicateItem", "sectionNotFound", "itemNotFound", "anchorSectionNotFound",
-                          "anchorItemNotFound", "noSections", "anchorIsSelf", "identifierTooLong", "payloadTooLarge",
-                          "tooManyItems", "tooManySections", "snapshotTooLarge"])
+        #expect(
+            kinds == [
+                "duplicateSection", "duplicateItem", "sectionNotFound", "itemNotFound", "anchorSectionNotFound",
+                "anchorItemNotFound", "noSections", "anchorIsSelf", "identifierTooLong", "payloadTooLarge",
+                "tooManyItems", "tooManySections", "snapshotTooLarge",
+            ])
     }
 
     static func kind(_ v: Violation) -> String {

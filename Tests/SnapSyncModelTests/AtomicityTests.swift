@@ -52,13 +52,17 @@ import SnapSyncModel
     }
 
     @Test func afterInserts() {
-        expectRollBack([.appendSections(["n"]), .insertSections(["m"], .before("s1")),
-                        .appendItems(["x"], toSection: "n"), .insertItems(["y", "w"], .before("a"))])
+        expectRollBack([
+            .appendSections(["n"]), .insertSections(["m"], .before("s1")),
+            .appendItems(["x"], toSection: "n"), .insertItems(["y", "w"], .before("a")),
+        ])
     }
 
     @Test func afterUpdatesAndDeletes() {
-        expectRollBack([.updateItems([Element("a", "new"), Element("d")], .reconfigure), .updateSections([Element("s1")]),
-                        .deleteItems(["b", "c"])])
+        expectRollBack([
+            .updateItems([Element("a", "new"), Element("d")], .reconfigure), .updateSections([Element("s1")]),
+            .deleteItems(["b", "c"]),
+        ])
     }
 
     @Test func afterEverythingAtOnce() {

@@ -30,11 +30,14 @@ import SnapSyncModel
     static func tightLimits(_ a: Snapshot, _ b: Snapshot, _ rng: inout SplitMix64) -> Limits {
         func slack(_ rng: inout SplitMix64) -> Int { Int.random(in: 0...2, using: &rng) }
         let longestID = (a.sectionIdentifiers + a.itemIdentifiers + b.sectionIdentifiers + b.itemIdentifiers).map(\.count).max() ?? 0
-        let largestPayload = [a, b].flatMap { s in s.sections.map(\.payload.count) + s.sectionIdentifiers.flatMap { Array(s.items(inSection: $0)).map(\.payload.count) } }.max() ?? 0
-        return Limits(maxIdentifierBytes: longestID, maxPayloadBytes: largestPayload,
-                      maxItems: max(a.numberOfItems, b.numberOfItems) + slack(&rng),
-                      maxSections: max(a.numberOfSections, b.numberOfSections) + slack(&rng),
-                      maxSnapshotBytes: max(a.canonicalByteCount, b.canonicalByteCount) + slack(&rng))
+        let largestPayload =
+            [a, b].flatMap { s in s.sections.map(\.payload.count) + s.sectionIdentifiers.flatMap { Array(s.items(inSection: $0)).map(\.payload.count) } }.max()
+            ?? 0
+        return Limits(
+            maxIdentifierBytes: longestID, maxPayloadBytes: largestPayload,
+            maxItems: max(a.numberOfItems, b.numberOfItems) + slack(&rng),
+            maxSections: max(a.numberOfSections, b.numberOfSections) + slack(&rng),
+            maxSnapshotBytes: max(a.canonicalByteCount, b.canonicalByteCount) + slack(&rng))
     }
 
     /// Applies `ops` one by one under `limits`, checking each prefix; returns the end state.

@@ -38,11 +38,12 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     @Test func fromEmpty() {
         let b = try! Snapshot([(Element("s1", "P"), [Element("a", "A"), "b"]), (Element("s2"), []), (Element("s3"), ["c"])])
         let ops = checkedDiff(Snapshot(), b)
-        #expect(ops == [
-            .appendSections([Element("s1", "P"), "s2", "s3"]),
-            .appendItems([Element("a", "A"), "b"], toSection: "s1"),
-            .appendItems(["c"], toSection: "s3"),
-        ])
+        #expect(
+            ops == [
+                .appendSections([Element("s1", "P"), "s2", "s3"]),
+                .appendItems([Element("a", "A"), "b"], toSection: "s1"),
+                .appendItems(["c"], toSection: "s3"),
+            ])
     }
 
     @Test func toEmptyIsOneDeleteAll() {
@@ -95,11 +96,12 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     @Test func insertsAreGroupedAndAnchoredOnThePreviousItem() {
         let a = snapshot([("s", ["a", "b"])])
         let b = snapshot([("s", ["x", "y", "a", "p", "q", "b", "z"])])
-        #expect(checkedDiff(a, b) == [
-            .insertItems(["x", "y"], .before("a")),
-            .insertItems(["p", "q"], .after("a")),
-            .insertItems(["z"], .after("b")),
-        ])
+        #expect(
+            checkedDiff(a, b) == [
+                .insertItems(["x", "y"], .before("a")),
+                .insertItems(["p", "q"], .after("a")),
+                .insertItems(["z"], .after("b")),
+            ])
     }
 
     @Test func itemsOfDeletedSectionsGoWithTheirSection() {
@@ -107,21 +109,23 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
         let b = snapshot([("s1", ["a"]), ("s3", ["f", "d"])])
         let ops = checkedDiff(a, b)
         // s2 is deleted first with "c" and "d"; "d" reappears in s3, so it is inserted there.
-        #expect(ops == [
-            .deleteSections(["s2"]),
-            .deleteItems(["b", "e"]),
-            .insertItems(["d"], .after("f")),
-        ])
+        #expect(
+            ops == [
+                .deleteSections(["s2"]),
+                .deleteItems(["b", "e"]),
+                .insertItems(["d"], .after("f")),
+            ])
     }
 
     @Test func goneSectionsAreDeletedFirst() {
         let a = snapshot([("s1", ["a"]), ("s2", ["b"]), ("s3", ["c"])])
         let b = snapshot([("n", ["a", "x"])])
-        #expect(checkedDiff(a, b) == [
-            .deleteSections(["s1", "s2", "s3"]),
-            .appendSections(["n"]),
-            .appendItems(["a", "x"], toSection: "n"),
-        ])
+        #expect(
+            checkedDiff(a, b) == [
+                .deleteSections(["s1", "s2", "s3"]),
+                .appendSections(["n"]),
+                .appendItems(["a", "x"], toSection: "n"),
+            ])
     }
 
     /// The case (#12): a room at its section limit, where the new section used to be
@@ -140,12 +144,13 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     @Test func shrinkingUpdatesComeBeforeGrowingOnes() {
         let a = try! Snapshot([(Element("s", "long section"), [Element("a", "xxxxxxx"), Element("b", "y"), Element("c", "z")])])
         let b = try! Snapshot([(Element("s", "s"), [Element("a", "x"), Element("b", "yyyyyyy")])])
-        #expect(checkedDiff(a, b) == [
-            .deleteItems(["c"]),
-            .updateSections([Element("s", "s")]),
-            .updateItems([Element("a", "x")], .reload),
-            .updateItems([Element("b", "yyyyyyy")], .reload),
-        ])
+        #expect(
+            checkedDiff(a, b) == [
+                .deleteItems(["c"]),
+                .updateSections([Element("s", "s")]),
+                .updateItems([Element("a", "x")], .reload),
+                .updateItems([Element("b", "yyyyyyy")], .reload),
+            ])
     }
 
     /// Where item-count varints would cross the size limit mid-way (a section at 129 items hands
@@ -163,10 +168,13 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
         var s = a
         #expect(throws: BatchError.self) { try s.apply(moves, limits: limits) }
         let ops = a.difference(to: b, limits: limits)
-        #expect(ops == [.deleteAllItems, .appendSections(["s1"]),
-                        .appendItems(ids[0..<127].map { Element(Identifier($0)) }, toSection: nil),
-                        .appendSections(["s2"]),
-                        .appendItems((ids[129...] + ids[127..<129]).map { Element(Identifier($0)) }, toSection: nil)])
+        #expect(
+            ops == [
+                .deleteAllItems, .appendSections(["s1"]),
+                .appendItems(ids[0..<127].map { Element(Identifier($0)) }, toSection: nil),
+                .appendSections(["s2"]),
+                .appendItems((ids[129...] + ids[127..<129]).map { Element(Identifier($0)) }, toSection: nil),
+            ])
         s = a
         for op in ops {
             try s.apply(op, limits: limits)
@@ -187,11 +195,12 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     @Test func newSectionsAreGroupedAndPlacedAfterThePreviousOne() {
         let a = snapshot([("s1", []), ("s2", [])])
         let b = snapshot([("n1", []), ("n2", []), ("s1", []), ("n3", []), ("n4", []), ("s2", []), ("n5", [])])
-        #expect(checkedDiff(a, b) == [
-            .insertSections(["n1", "n2"], .before("s1")),
-            .insertSections(["n3", "n4"], .after("s1")),
-            .insertSections(["n5"], .after("s2")),
-        ])
+        #expect(
+            checkedDiff(a, b) == [
+                .insertSections(["n1", "n2"], .before("s1")),
+                .insertSections(["n3", "n4"], .after("s1")),
+                .insertSections(["n5"], .after("s2")),
+            ])
     }
 
     @Test func everythingAtOnce() throws {
@@ -206,7 +215,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
             (Element("s1", "x"), ["d", "a", "i", "c"]),
         ])
         let ops = checkedDiff(a, b)
-        #expect(itemMoves(ops) == 2)   // b changes section; d leaves s1's LIS [a, c]; e's s2 is deleted
+        #expect(itemMoves(ops) == 2)  // b changes section; d leaves s1's LIS [a, c]; e's s2 is deleted
         #expect(ops.contains(.appendItems(["h", "e"], toSection: "new")))
         #expect(sectionMoves(ops) == 1)  // s3 before s1
     }

@@ -16,16 +16,16 @@ import Testing
         var bytes: [UInt8] = []
         Self.vectorSnapshot().encodeCanonical(into: &bytes)
         let expectedHead: [UInt8] = [
-            0x02,                                     // 2 sections
-            0x04, 0x6D, 0x61, 0x69, 0x6E,             // id "main"
-            0x01, 0x4D,                               // payload "M"
-            0x02,                                     // 2 items
-            0x01, 0x61, 0x05, 0x68, 0x65, 0x6C, 0x6C, 0x6F, // a = "hello"
-            0x01, 0x62, 0x00,                         // b, no payload
-            0x04, 0x73, 0x69, 0x64, 0x65,             // id "side"
-            0x00,                                     // no payload
-            0x01,                                     // 1 item
-            0x01, 0x63, 0xC8, 0x01,                   // c, payload of 200 bytes (minimal varint)
+            0x02,  // 2 sections
+            0x04, 0x6D, 0x61, 0x69, 0x6E,  // id "main"
+            0x01, 0x4D,  // payload "M"
+            0x02,  // 2 items
+            0x01, 0x61, 0x05, 0x68, 0x65, 0x6C, 0x6C, 0x6F,  // a = "hello"
+            0x01, 0x62, 0x00,  // b, no payload
+            0x04, 0x73, 0x69, 0x64, 0x65,  // id "side"
+            0x00,  // no payload
+            0x01,  // 1 item
+            0x01, 0x63, 0xC8, 0x01,  // c, payload of 200 bytes (minimal varint)
         ]
         #expect(Array(bytes.prefix(expectedHead.count)) == expectedHead)
         #expect(bytes.count == expectedHead.count + 200)

@@ -103,8 +103,8 @@ import SnapSyncTestSupport
         try a.appendSections(["s"])
         try a.appendItems((0..<100).map { Self.element($0, payloadBytes: 64) }, toSection: "s")
         let b = a
-        try a.reloadItems([Self.element(3, payloadBytes: 64, fill: 0x7A)])     // in place
-        try a.reloadItems([Self.element(4, payloadBytes: 200, fill: 0x7A)])    // moved
+        try a.reloadItems([Self.element(3, payloadBytes: 64, fill: 0x7A)])  // in place
+        try a.reloadItems([Self.element(4, payloadBytes: 200, fill: 0x7A)])  // moved
         try a.deleteItems((50..<100).map { Self.element($0, payloadBytes: 0).id })  // compacted or not
         try a.checkInvariants()
         try b.checkInvariants()
@@ -167,7 +167,11 @@ import SnapSyncTestSupport
         try s.appendItems([Element(Identifier("b")), Element(Identifier("c"), payload: "p")], toSection: "s")
         try s.reloadItems([Element(Identifier(""), payload: .empty), Element(Identifier("b"), payload: .empty)])
         try s.checkInvariants()
-        try Self.expectSameContent(s, as: [Element(Identifier("a")), Element(Identifier("")), Element(Identifier("b")),
-                                           Element(Identifier("c"), payload: "p")])
+        try Self.expectSameContent(
+            s,
+            as: [
+                Element(Identifier("a")), Element(Identifier("")), Element(Identifier("b")),
+                Element(Identifier("c"), payload: "p"),
+            ])
     }
 }

@@ -72,14 +72,15 @@ import SnapSyncModel
         #expect(layout(s) == [["s1", "a"]])
     }
 
-    @Test(arguments: [
-        ("a", Placement.after("c"), [["s1", "b", "c", "a"], ["s2", "d"], ["s3"]]),
-        ("c", .before("a"), [["s1", "c", "a", "b"], ["s2", "d"], ["s3"]]),
-        ("a", .after("b"), [["s1", "b", "a", "c"], ["s2", "d"], ["s3"]]),
-        ("b", .after("a"), [["s1", "a", "b", "c"], ["s2", "d"], ["s3"]]),  // no-op
-        ("a", .before("d"), [["s1", "b", "c"], ["s2", "a", "d"], ["s3"]]),  // across sections
-        ("d", .after("a"), [["s1", "a", "d", "b", "c"], ["s2"], ["s3"]]),
-    ] as [(Identifier, Placement, [[String]])])
+    @Test(
+        arguments: [
+            ("a", Placement.after("c"), [["s1", "b", "c", "a"], ["s2", "d"], ["s3"]]),
+            ("c", .before("a"), [["s1", "c", "a", "b"], ["s2", "d"], ["s3"]]),
+            ("a", .after("b"), [["s1", "b", "a", "c"], ["s2", "d"], ["s3"]]),
+            ("b", .after("a"), [["s1", "a", "b", "c"], ["s2", "d"], ["s3"]]),  // no-op
+            ("a", .before("d"), [["s1", "b", "c"], ["s2", "a", "d"], ["s3"]]),  // across sections
+            ("d", .after("a"), [["s1", "a", "d", "b", "c"], ["s2"], ["s3"]]),
+        ] as [(Identifier, Placement, [[String]])])
     func moveItem(item: Identifier, placement: Placement, expected: [[String]]) throws {
         let s = applied([.moveItem(item, placement)], to: base)
         #expect(layout(s) == expected)
@@ -130,15 +131,16 @@ import SnapSyncModel
 
     @Test func aBatchAppliesInOrder() throws {
         // Later operations see the effect of earlier ones.
-        let s = applied([
-            .appendSections(["new"]),
-            .appendItems(["x"], toSection: "new"),
-            .insertItems(["y"], .after("x")),
-            .moveItem("a", .before("x")),
-            .deleteSections(["s3"]),
-            .updateItems([Element("y", "Y")], .reconfigure),
-            .moveSection("new", .before("s1")),
-        ], to: base)
+        let s = applied(
+            [
+                .appendSections(["new"]),
+                .appendItems(["x"], toSection: "new"),
+                .insertItems(["y"], .after("x")),
+                .moveItem("a", .before("x")),
+                .deleteSections(["s3"]),
+                .updateItems([Element("y", "Y")], .reconfigure),
+                .moveSection("new", .before("s1")),
+            ], to: base)
         #expect(layout(s) == [["new", "a", "x", "y"], ["s1", "b", "c"], ["s2", "d"]])
         #expect(s.payload(ofItem: "y") == "Y")
     }

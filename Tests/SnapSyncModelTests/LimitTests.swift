@@ -12,7 +12,9 @@ import SnapSyncModel
         _ = applied([.appendSections(["abc"]), .appendItems(["xyz"], toSection: "abc")], to: base, limits: limits)
         expectRejected([.appendSections(["abcd"])], on: base, limits: limits, index: 0, .identifierTooLong("abcd", limit: 3))
         expectRejected([.insertSections(["abcd"], .after("s1"))], on: base, limits: limits, index: 0, .identifierTooLong("abcd", limit: 3))
-        expectRejected([.appendItems(["b"], toSection: nil), .appendItems(["long"], toSection: nil)], on: base, limits: limits, index: 1, .identifierTooLong("long", limit: 3))
+        expectRejected(
+            [.appendItems(["b"], toSection: nil), .appendItems(["long"], toSection: nil)], on: base, limits: limits, index: 1,
+            .identifierTooLong("long", limit: 3))
         expectRejected([.insertItems(["long"], .before("a"))], on: base, limits: limits, index: 0, .identifierTooLong("long", limit: 3))
     }
 
@@ -53,13 +55,16 @@ import SnapSyncModel
         let limits = Limits(maxSnapshotBytes: 15)
         let at = applied([.appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil)], to: base, limits: limits)
         #expect(at.canonicalByteCount == 15)
-        expectRejected([.appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil), .appendItems(["d"], toSection: nil)], on: base, limits: limits,
-                       index: 2, .snapshotTooLarge(limit: 15))
+        expectRejected(
+            [.appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil), .appendItems(["d"], toSection: nil)], on: base, limits: limits,
+            index: 2, .snapshotTooLarge(limit: 15))
         expectRejected([.updateItems([Element("a", "1234567")], .reload)], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
         expectRejected([.updateSections([Element("s1", "1234567")])], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
         expectRejected([.appendSections(["s2", "s3"])], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
         // Shrinking first makes room within the same batch.
-        _ = applied([.deleteItems(["a"]), .appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil), .appendItems(["d"], toSection: nil)], to: base, limits: limits)
+        _ = applied(
+            [.deleteItems(["a"]), .appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil), .appendItems(["d"], toSection: nil)], to: base,
+            limits: limits)
     }
 
     @Test func aSnapshotOverALoweredLimitCanStillShrink() {

@@ -116,17 +116,18 @@ import SnapSyncModel
 
     @Test func visualDescription() {
         let text = s.visualDescription()
-        #expect(text == """
-            Snapshot: 3 sections, 4 items
-            ├─ section main (3) = "M"
-            │  ├─ a = "A"
-            │  ├─ b
-            │  └─ c = "C"
-            ├─ section empty (0)
-            └─ section side (1)
-               └─ d = "D"
+        #expect(
+            text == """
+                Snapshot: 3 sections, 4 items
+                ├─ section main (3) = "M"
+                │  ├─ a = "A"
+                │  ├─ b
+                │  └─ c = "C"
+                ├─ section empty (0)
+                └─ section side (1)
+                   └─ d = "D"
 
-            """)
+                """)
         #expect(s.description == text)
     }
 

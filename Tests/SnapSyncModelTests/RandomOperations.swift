@@ -73,8 +73,9 @@ struct RandomOperations {
             return .moveItem(i, placement(chance(5) ? i : item(in: model)))
         case 82..<90: return .moveItemToSection(item(in: model), section: section(in: model))
         default:
-            return .updateItems((0..<Int.random(in: 1...3, using: &rng)).map { _ in Element(item(in: model), payload: payload()) },
-                                chance(50) ? .reload : .reconfigure)
+            return .updateItems(
+                (0..<Int.random(in: 1...3, using: &rng)).map { _ in Element(item(in: model), payload: payload()) },
+                chance(50) ? .reload : .reconfigure)
         }
     }
 

@@ -52,14 +52,15 @@ import SnapSyncModel
         #expect(layout(s) == [["s1", "a"], ["s2", "b"]])
     }
 
-    @Test(arguments: [
-        ("s1", Placement.after("s3"), ["s2", "s3", "s1"]),
-        ("s1", .before("s3"), ["s2", "s1", "s3"]),
-        ("s3", .before("s1"), ["s3", "s1", "s2"]),
-        ("s3", .after("s1"), ["s1", "s3", "s2"]),
-        ("s2", .after("s1"), ["s1", "s2", "s3"]),  // already there: a no-op
-        ("s2", .before("s3"), ["s1", "s2", "s3"]),
-    ] as [(Identifier, Placement, [Identifier])])
+    @Test(
+        arguments: [
+            ("s1", Placement.after("s3"), ["s2", "s3", "s1"]),
+            ("s1", .before("s3"), ["s2", "s1", "s3"]),
+            ("s3", .before("s1"), ["s3", "s1", "s2"]),
+            ("s3", .after("s1"), ["s1", "s3", "s2"]),
+            ("s2", .after("s1"), ["s1", "s2", "s3"]),  // already there: a no-op
+            ("s2", .before("s3"), ["s1", "s2", "s3"]),
+        ] as [(Identifier, Placement, [Identifier])])
     func moveSection(section: Identifier, placement: Placement, expected: [Identifier]) throws {
         let s = applied([.moveSection(section, placement)], to: base)
         #expect(s.sectionIdentifiers == expected)

@@ -51,9 +51,11 @@ import Testing
         var s = snapshot([("s", (0..<500).map { "i\($0)" })])
         let before = s
         #expect(throws: BatchError.self) {
-            try s.apply([.deleteItems((0..<400).map { Identifier("i\($0)") }),
-                         .appendItems((0..<400).map { Element(Identifier("n\($0)")) }, toSection: "s"),
-                         .deleteItems(["i0"])])
+            try s.apply([
+                .deleteItems((0..<400).map { Identifier("i\($0)") }),
+                .appendItems((0..<400).map { Element(Identifier("n\($0)")) }, toSection: "s"),
+                .deleteItems(["i0"]),
+            ])
         }
         try s.checkInvariants()
         #expect(s == before)

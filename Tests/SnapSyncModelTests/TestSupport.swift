@@ -20,8 +20,10 @@ func layout(_ s: Snapshot) -> [[String]] {
 }
 
 /// Applies a batch that must fail, and checks the error and that nothing changed.
-func expectRejected(_ batch: [SnapshotOperation], on snapshot: Snapshot, limits: Limits = .default,
-                    index: Int, _ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation) {
+func expectRejected(
+    _ batch: [SnapshotOperation], on snapshot: Snapshot, limits: Limits = .default,
+    index: Int, _ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation
+) {
     var s = snapshot
     do {
         try s.apply(batch, limits: limits)
@@ -35,8 +37,10 @@ func expectRejected(_ batch: [SnapshotOperation], on snapshot: Snapshot, limits:
 }
 
 /// Applies a batch that must succeed, then checks the invariants.
-func applied(_ batch: [SnapshotOperation], to snapshot: Snapshot, limits: Limits = .default,
-             sourceLocation: SourceLocation = #_sourceLocation) -> Snapshot {
+func applied(
+    _ batch: [SnapshotOperation], to snapshot: Snapshot, limits: Limits = .default,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> Snapshot {
     var s = snapshot
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(batch, limits: limits) }
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.checkInvariants() }

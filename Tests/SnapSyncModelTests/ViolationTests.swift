@@ -25,8 +25,9 @@ import SnapSyncModel
 
     @Test func duplicateItemTwiceInOneBatch() {
         expectRejected([.appendItems(["x", "x"], toSection: "s1")], on: base, index: 0, .duplicateItem("x"))
-        expectRejected([.appendItems(["x"], toSection: "s1"), .appendItems(["x"], toSection: "s2")],
-                       on: base, index: 1, .duplicateItem("x"))
+        expectRejected(
+            [.appendItems(["x"], toSection: "s1"), .appendItems(["x"], toSection: "s2")],
+            on: base, index: 1, .duplicateItem("x"))
         expectRejected([.insertItems(["x"], .after("a")), .insertItems(["x"], .after("c"))], on: base, index: 1, .duplicateItem("x"))
     }
 
@@ -98,8 +99,9 @@ import SnapSyncModel
     }
 
     @Test func theFirstFailingOperationIsNamed() {
-        expectRejected([.appendSections(["x"]), .deleteItems(["a"]), .moveItem("a", .after("c")), .deleteSections(["nope"])],
-                       on: base, index: 2, .itemNotFound("a"))
+        expectRejected(
+            [.appendSections(["x"]), .deleteItems(["a"]), .moveItem("a", .after("c")), .deleteSections(["nope"])],
+            on: base, index: 2, .itemNotFound("a"))
     }
 
     @Test func violationsNameTheirIdentifier() {

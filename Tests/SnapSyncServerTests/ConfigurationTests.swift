@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Flag values and configuration checks (the flags themselves are parsed by snapsyncd's
@@ -90,30 +90,43 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
     @Test func inconsistentValuesAreRefusedNamingTheFlag() {
         #expect(message { $0.port = 70000 }?.contains("--port") == true)
         #expect(message { $0.maxFrameBytes = 100 }?.contains("--max-frame-bytes") == true)
-        #expect(message { $0.maxFrameBytes = 1 << 20 }?.contains("--max-snapshot-bytes") == true,
-                "the default snapshot limit does not fit a 1 MiB frame")
+        #expect(
+            message { $0.maxFrameBytes = 1 << 20 }?.contains("--max-snapshot-bytes") == true,
+            "the default snapshot limit does not fit a 1 MiB frame")
         #expect(message { $0.maxConnections = 0 }?.contains("--max-connections") == true)
         #expect(message { $0.maxOutputBytes = 10 }?.contains("--max-output-bytes") == true)
         #expect(message { $0.idleTimeout = .zero }?.contains("--idle-timeout") == true)
-        #expect(message { $0.maxFrameBytes = 1 << 30 }?.contains("--max-input-bytes") == true,
-                "one frame of the largest size must fit in the input budget")
+        #expect(
+            message { $0.maxFrameBytes = 1 << 30 }?.contains("--max-input-bytes") == true,
+            "one frame of the largest size must fit in the input budget")
         #expect(message { $0.maxInputBytes = (16 << 20) + (64 << 10) }?.contains("--max-input-bytes") == true)
         #expect(message { $0.maxInputBytes = (16 << 20) + (128 << 10) } == nil)
-        #expect(message { $0.maxFrameBytes = 1 << 20; $0.maxSnapshotBytes = ServerConfiguration.snapshotBytes(forFrameBytes: 1 << 20) } == nil)
+        #expect(
+            message {
+                $0.maxFrameBytes = 1 << 20; $0.maxSnapshotBytes = ServerConfiguration.snapshotBytes(forFrameBytes: 1 << 20)
+            } == nil)
     }
 
     /// The global budgets must hold what one connection, or one room, may always hold.
     @Test func memoryBudgetsHoldOneConnectionAndOneRoom() {
         let defaults = ServerConfiguration()
         #expect(defaults.maxOutputTotalBytes == 2 << 30 && defaults.maxRoomTotalBytes == 8 << 30)
-        #expect(message { $0.maxOutputTotalBytes = (32 << 20) - 1 }?.contains("--max-output-total-bytes") == true,
-                "below the per-connection cap of 32 MiB")
+        #expect(
+            message { $0.maxOutputTotalBytes = (32 << 20) - 1 }?.contains("--max-output-total-bytes") == true,
+            "below the per-connection cap of 32 MiB")
         #expect(message { $0.maxOutputTotalBytes = 32 << 20 } == nil)
-        #expect(message { $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = 16 << 20 }?.contains("--max-output-total-bytes") == true,
-                "one 16 MiB frame is always queued, so the total must hold it")
-        #expect(message { $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = (16 << 20) + (128 << 10) } == nil)
-        #expect(message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) - 1 }?.contains("--max-room-total-bytes") == true,
-                "below one full room: max snapshot bytes plus history bytes")
+        #expect(
+            message {
+                $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = 16 << 20
+            }?.contains("--max-output-total-bytes") == true,
+            "one 16 MiB frame is always queued, so the total must hold it")
+        #expect(
+            message {
+                $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = (16 << 20) + (128 << 10)
+            } == nil)
+        #expect(
+            message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) - 1 }?.contains("--max-room-total-bytes") == true,
+            "below one full room: max snapshot bytes plus history bytes")
         #expect(message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) } == nil)
     }
 
@@ -130,7 +143,7 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
         defer { _ = system("rm -rf '\(base)'") }
         let path = base + "/a/b/c"
         try DataDirectory.prepare(path)
-        try DataDirectory.prepare(path) // already there: fine
+        try DataDirectory.prepare(path)  // already there: fine
         var info = stat()
         #expect(stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR)
         // A file in the way is refused.

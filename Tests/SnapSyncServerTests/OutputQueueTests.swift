@@ -1,7 +1,7 @@
 import Testing
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The per-connection output queue: byte accounting, iovec gathering, partial sends, the cap.
@@ -195,9 +195,9 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
         let diffs = arenaChunks([[1], [2], [3], [4]])
         var queue = OutputQueue(cap: 100)
         queue.enqueue(diffs[0])
-        queue.appendBytes([9])     // the writer's ACK after its DIFF
-        queue.enqueue(diffs[1])    // follows diffs[0] in memory, but not in the queue
-        queue.enqueue(diffs[3])    // skips diffs[2]: not adjacent
+        queue.appendBytes([9])  // the writer's ACK after its DIFF
+        queue.enqueue(diffs[1])  // follows diffs[0] in memory, but not in the queue
+        queue.enqueue(diffs[3])  // skips diffs[2]: not adjacent
         #expect(queue.entryCount == 4)
         #expect(gathered(queue).bytes == [1, 9, 2, 4])
     }
@@ -217,8 +217,8 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
         var queue = OutputQueue(cap: 100)
         queue.enqueue(diffs[0])
         queue.enqueue(diffs[1])
-        queue.consume(4)           // into the second DIFF of the extended entry
-        queue.enqueue(diffs[2])    // still extends it
+        queue.consume(4)  // into the second DIFF of the extended entry
+        queue.enqueue(diffs[2])  // still extends it
         #expect(queue.entryCount == 1)
         #expect(gathered(queue).bytes == [5, 6])
         // A slow consumer keeps only the rest of the partly sent entry: whole frames, still.

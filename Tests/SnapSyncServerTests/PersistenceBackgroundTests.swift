@@ -8,7 +8,7 @@ import Synchronization
 import SnapSyncModel
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct PersistenceBackgroundTests {
@@ -22,8 +22,10 @@ import Glibc
     /// maintenance, the background work is let finish: passes without fdatasyncs outrun the
     /// thread (a pass takes microseconds here), which would leave nothing for the test to see,
     /// while the work handed over at the others overlaps the next passes' writes.
-    func drive(_ store: DurableStore, _ rooms: inout Rooms, passes: Int, writesPerPass: Int = 4,
-               maintainEvery: Int = 3) throws {
+    func drive(
+        _ store: DurableStore, _ rooms: inout Rooms, passes: Int, writesPerPass: Int = 4,
+        maintainEvery: Int = 3
+    ) throws {
         for pass in 0..<passes {
             try rooms.writeMany(writesPerPass, rooms: 3, payloadBytes: 60, to: store, syncEvery: writesPerPass)
             if pass % maintainEvery == 0 {

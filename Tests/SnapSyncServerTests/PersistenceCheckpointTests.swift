@@ -141,7 +141,7 @@ import SnapSyncModel
             let oldBytes = readFile(dir.data + "/" + old)
             try rooms.writeMany(2, rooms: 1, to: store)
             try store.checkpoint(room: "room-0", rooms.image("room-0")!)
-            writeFile(dir.data + "/" + old, oldBytes) // as if the removal never happened
+            writeFile(dir.data + "/" + old, oldBytes)  // as if the removal never happened
             try store.close()
         }
         #expect(fileNames(dir.data).filter { $0.hasPrefix("ckpt-") }.count == 2)

@@ -11,7 +11,7 @@ import SnapSyncWire
         var bytes: [UInt8] = []
         for p in payloads { RecordFraming.append(payload: p, to: &bytes) }
         #expect(bytes.count == payloads.reduce(0) { $0 + 12 + $1.count })
-        bytes.append(contentsOf: repeatElement(0, count: 40)) // preallocated space
+        bytes.append(contentsOf: repeatElement(0, count: 40))  // preallocated space
         var offset = 0
         var read: [[UInt8]] = []
         while case .record(let range, let next) = RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: 1000) {
@@ -91,8 +91,9 @@ import SnapSyncWire
 
     @Test func writePayloadRoundTrips() throws {
         let ops: [SnapshotOperation] = [.appendSections([Element("s", payload: "p")]), .appendItems(["a", "b"], toSection: "s")]
-        let write = LoggedWrite(room: "ροom ✓", epoch: 0xDEAD_BEEF_0000_0001, version: 300,
-                                writeId: Array(0..<32), diffFrame: diffFrame(room: "ροom ✓", epoch: 1, version: 300, ops: ops))
+        let write = LoggedWrite(
+            room: "ροom ✓", epoch: 0xDEAD_BEEF_0000_0001, version: 300,
+            writeId: Array(0..<32), diffFrame: diffFrame(room: "ροom ✓", epoch: 1, version: 300, ops: ops))
         var payload: [UInt8] = []
         write.encodePayload(into: &payload)
         #expect(payload.first == 0x01)
@@ -144,8 +145,10 @@ import SnapSyncWire
         for v in 1...5 as ClosedRange<UInt64> {
             let ops: [SnapshotOperation] = v == 1 ? [.appendSections(["s"])] : [.appendItems([Element(Identifier(uint64: v), payload: "x")], toSection: "s")]
             try snapshot.apply(ops)
-            history.append(LoggedWrite(room: "r", epoch: 9, version: v, writeId: [UInt8(v)],
-                                       diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops)))
+            history.append(
+                LoggedWrite(
+                    room: "r", epoch: 9, version: v, writeId: [UInt8(v)],
+                    diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops)))
         }
         let bytes = CheckpointFile.encode(room: "r", epoch: 9, version: 5, snapshot: snapshot, history: Array(history[2...]))
         #expect(Array(bytes[0..<8]) == Array("SNAPCKP1".utf8))

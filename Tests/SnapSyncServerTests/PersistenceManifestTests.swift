@@ -6,7 +6,7 @@ import Testing
 import SnapSyncModel
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct PersistenceManifestTests {
@@ -216,8 +216,9 @@ import Glibc
         // The crash came before the MANIFEST that lists it: `next` is unlisted.
         writeFile(dir.data + "/" + Manifest.fileName, manifest.encode())
         let saved = dir.path + "/saved"
-        let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger,
-                                                       progress: nil, segmentInstalled: { copyDirectory(dir.data, saved) })
+        let (store, recovered) = try DurableStore.open(
+            options: smallOptions(dir.data), logger: LogLines().logger,
+            progress: nil, segmentInstalled: { copyDirectory(dir.data, saved) })
         expectSameRooms(recovered, rooms)
         try store.close()
         let (again, fromCrash) = try DurableStore.open(options: smallOptions(saved), logger: LogLines().logger)

@@ -6,7 +6,7 @@ import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct PersistenceRecoveryTests {

@@ -8,7 +8,7 @@ import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fresh directory under /tmp, removed (with its contents) by `remove()`.
@@ -34,8 +34,9 @@ struct SmallTmpfs {
 
     init(_ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
         directory = TempDirectory(label)
-        #expect(system("mkdir -p '\(directory.path)/mnt' && mount -t tmpfs -o size=1m tmpfs '\(directory.path)/mnt'") == 0,
-                sourceLocation: sourceLocation)
+        #expect(
+            system("mkdir -p '\(directory.path)/mnt' && mount -t tmpfs -o size=1m tmpfs '\(directory.path)/mnt'") == 0,
+            sourceLocation: sourceLocation)
     }
 
     var path: String { directory.path }
@@ -98,39 +99,52 @@ struct Rooms {
 
     /// Applies `ops` to `room` (created at epoch `epoch`), and appends the write to `store`.
     @discardableResult
-    mutating func write(_ room: String, _ ops: [SnapshotOperation], epoch: UInt64 = 7, writeId: [UInt8] = [],
-                        to store: DurableStore) throws -> LoggedWrite {
+    mutating func write(
+        _ room: String, _ ops: [SnapshotOperation], epoch: UInt64 = 7, writeId: [UInt8] = [],
+        to store: DurableStore
+    ) throws -> LoggedWrite {
         try store.reserve()
         var r = rooms[room] ?? Room(epoch: epoch, version: 0, snapshot: Snapshot())
         try r.snapshot.apply(ops, limits: .unlimited)
         r.version += 1
         rooms[room] = r
-        let write = LoggedWrite(room: room, epoch: r.epoch, version: r.version, writeId: writeId,
-                                diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
+        let write = LoggedWrite(
+            room: room, epoch: r.epoch, version: r.version, writeId: writeId,
+            diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
         store.append(write)
         writes.append(write)
         return write
     }
 
     /// A deterministic stream of writes: each appends one item to one of `roomCount` rooms.
-    mutating func writeMany(_ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
-                            to store: DurableStore, syncEvery: Int = 1) throws {
+    mutating func writeMany(
+        _ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
+        to store: DurableStore, syncEvery: Int = 1
+    ) throws {
         for i in 0..<count {
             let room = "room-\(i % roomCount)"
             var ops: [SnapshotOperation] = []
             if rooms[room] == nil { ops.append(.appendSections([Element("s")])) }
             let n = (rooms[room]?.snapshot.numberOfItems ?? 0)
-            ops.append(.appendItems([Element(Identifier("\(room)-item-\(n)"),
-                                             payload: Payload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))],
-                                    toSection: "s"))
+            ops.append(
+                .appendItems(
+                    [
+                        Element(
+                            Identifier("\(room)-item-\(n)"),
+                            payload: Payload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))
+                    ],
+                    toSection: "s"))
             try write(room, ops, epoch: UInt64(100 + i % roomCount), to: store)
             if (i + 1) % syncEvery == 0 { try store.sync() }
         }
     }
 
     func image(_ name: String) -> RoomImage? {
-        rooms[name].map { RoomImage(epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot,
-                                    history: writes(of: name).suffix(20).map(\.diffFrame)) }
+        rooms[name].map {
+            RoomImage(
+                epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot,
+                history: writes(of: name).suffix(20).map(\.diffFrame))
+        }
     }
 
     /// The writes of one room, in order.
@@ -139,8 +153,10 @@ struct Rooms {
 
 /// Opens a store in `dir`, writes `count` records (see `Rooms.writeMany`), and closes it cleanly.
 /// Returns what was written and the path of the log segment that holds it.
-func writeClosedLog(_ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
-                    in dir: TempDirectory) throws -> (rooms: Rooms, segment: String) {
+func writeClosedLog(
+    _ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
+    in dir: TempDirectory
+) throws -> (rooms: Rooms, segment: String) {
     let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
     var rooms = Rooms()
     try rooms.writeMany(count, rooms: roomCount, payloadBytes: payloadBytes, to: store)
@@ -151,15 +167,20 @@ func writeClosedLog(_ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 
 
 /// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly. The
 /// background work runs inline (every step at its call) unless `backgroundThread`.
-func smallOptions(_ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
-                  historyLimit: Int = 16, backgroundThread: Bool = false) -> StorageOptions {
-    StorageOptions(directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
-                   preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
-                   checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit, backgroundThread: backgroundThread)
+func smallOptions(
+    _ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
+    historyLimit: Int = 16, backgroundThread: Bool = false
+) -> StorageOptions {
+    StorageOptions(
+        directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
+        preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
+        checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit, backgroundThread: backgroundThread)
 }
 
-func expectSameRooms(_ recovered: [RecoveredRoom], _ expected: Rooms,
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+func expectSameRooms(
+    _ recovered: [RecoveredRoom], _ expected: Rooms,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     #expect(recovered.map(\.name) == expected.rooms.keys.sorted(), sourceLocation: sourceLocation)
     for r in recovered {
         guard let e = expected.rooms[r.name] else { continue }

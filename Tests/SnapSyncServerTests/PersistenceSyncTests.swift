@@ -5,7 +5,7 @@ import Testing
 import SnapSyncModel
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct PersistenceSyncTests {

@@ -16,8 +16,10 @@ private func element(_ id: String, _ payload: String = "") -> Element {
 private func fullRoom() throws -> (Room, RoomMemoryBudget) {
     let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: Room.Limits())
     var scratch: [UInt8] = []
-    let ops: [SnapshotOperation] = [.appendSections([element("s")]),
-                                    .appendItems([element("big", String(repeating: "x", count: 60_000)), element("a", "1")], toSection: "s")]
+    let ops: [SnapshotOperation] = [
+        .appendSections([element("s")]),
+        .appendItems([element("big", String(repeating: "x", count: 60_000)), element("a", "1")], toSection: "s"),
+    ]
     guard case .applied = room.mutate(ops, expectedVersion: nil, writeId: [], scratch: &scratch) else {
         throw Failure("the room could not be filled")
     }
@@ -37,10 +39,12 @@ private struct Failure: Error, CustomStringConvertible {
         let (room, budget) = try fullRoom()
         let before = room.snapshot
         var scratch: [UInt8] = []
-        for ops: [SnapshotOperation] in [[.appendItems([element("b", "2")], toSection: "s")],
-                                         // Deletes one item but adds a bigger one: still growth.
-                                         [.deleteItems(["a"]), .appendItems([element("c", String(repeating: "y", count: 1000))], toSection: "s")],
-                                         []] {
+        for ops: [SnapshotOperation] in [
+            [.appendItems([element("b", "2")], toSection: "s")],
+            // Deletes one item but adds a bigger one: still growth.
+            [.deleteItems(["a"]), .appendItems([element("c", String(repeating: "y", count: 1000))], toSection: "s")],
+            [],
+        ] {
             guard case .rejected(let rejection) = room.mutate(ops, expectedVersion: nil, writeId: [1], scratch: &scratch) else {
                 Issue.record("\(ops) was not refused")
                 continue
@@ -98,8 +102,11 @@ private struct Failure: Error, CustomStringConvertible {
         let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: Room.Limits())
         var scratch: [UInt8] = []
         let ids = (0..<200).map { "i\($0)" }
-        guard case .applied = room.mutate([.appendSections([element("s")]), .appendItems(ids.map { element($0) }, toSection: "s")],
-                                          expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard
+            case .applied = room.mutate(
+                [.appendSections([element("s")]), .appendItems(ids.map { element($0) }, toSection: "s")],
+                expectedVersion: nil, writeId: [], scratch: &scratch)
+        else {
             throw Failure("the room could not be filled")
         }
         // Room for the moves' exact growth (their DIFF and a remembered frame and id), not for

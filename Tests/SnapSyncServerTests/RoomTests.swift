@@ -6,8 +6,10 @@ import SnapSyncWire
 // Rooms without sockets: writes, rejections, compare-and-set, write-id deduplication, history
 // and the resume decision.
 
-private func makeRoom(_ name: String = "room", limits: Room.Limits = Room.Limits(),
-                      version: UInt64 = 0, epoch: UInt64 = 77) -> Room {
+private func makeRoom(
+    _ name: String = "room", limits: Room.Limits = Room.Limits(),
+    version: UInt64 = 0, epoch: UInt64 = 77
+) -> Room {
     Room(name: name, epoch: epoch, version: version, snapshot: Snapshot(), limits: limits)
 }
 
@@ -17,8 +19,10 @@ private func element(_ id: String, _ payload: String = "") -> Element {
 
 /// Applies ops that must succeed and returns the DIFF frame.
 @discardableResult
-private func mustApply(_ room: Room, _ ops: [SnapshotOperation], writeId: [UInt8] = [], expected: UInt64? = nil,
-                       sourceLocation: SourceLocation = #_sourceLocation) -> OutputChunk? {
+private func mustApply(
+    _ room: Room, _ ops: [SnapshotOperation], writeId: [UInt8] = [], expected: UInt64? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> OutputChunk? {
     var scratch: [UInt8] = []
     guard case .applied(_, let diff) = room.mutate(ops, expectedVersion: expected, writeId: writeId, scratch: &scratch) else {
         Issue.record("write was not applied", sourceLocation: sourceLocation)
@@ -60,8 +64,9 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let before = room.snapshot
         let digest = room.digest
         var scratch: [UInt8] = []
-        let outcome = room.mutate([.appendItems([element("b")], toSection: "s"), .deleteItems(["missing"])],
-                                  expectedVersion: nil, writeId: [1, 2], scratch: &scratch)
+        let outcome = room.mutate(
+            [.appendItems([element("b")], toSection: "s"), .deleteItems(["missing"])],
+            expectedVersion: nil, writeId: [1, 2], scratch: &scratch)
         guard case .rejected(let rejection) = outcome else {
             Issue.record("expected a rejection, got \(outcome)")
             return
@@ -88,8 +93,11 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let room = makeRoom(limits: limits)
         mustApply(room, [.appendSections([element("s")]), .appendItems([element("a"), element("b")], toSection: "s")])
         var scratch: [UInt8] = []
-        guard case .rejected(let rejection) = room.mutate([.appendItems([element("c")], toSection: "s")],
-                                                          expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard
+            case .rejected(let rejection) = room.mutate(
+                [.appendItems([element("c")], toSection: "s")],
+                expectedVersion: nil, writeId: [], scratch: &scratch)
+        else {
             Issue.record("a third item was accepted")
             return
         }
@@ -101,8 +109,11 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let room = makeRoom()
         mustApply(room, [.appendSections([element("s")])], expected: 0)
         var scratch: [UInt8] = []
-        guard case .rejected(let rejection) = room.mutate([.appendSections([element("t")])], expectedVersion: 0,
-                                                          writeId: [], scratch: &scratch) else {
+        guard
+            case .rejected(let rejection) = room.mutate(
+                [.appendSections([element("t")])], expectedVersion: 0,
+                writeId: [], scratch: &scratch)
+        else {
             Issue.record("a stale expected version was accepted")
             return
         }
@@ -185,8 +196,12 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
 
     @Test func replaceSendsTheServerSideDiffAndReachesTheTarget() throws {
         let room = makeRoom()
-        mustApply(room, [.appendSections([element("s"), element("t")]),
-                         .appendItems([element("a"), element("b")], toSection: "s")])
+        mustApply(
+            room,
+            [
+                .appendSections([element("s"), element("t")]),
+                .appendItems([element("a"), element("b")], toSection: "s"),
+            ])
         let before = room.snapshot
         let target = try Snapshot([(element("t", "new"), [element("b"), element("c")]), (element("u"), [])])
         var scratch: [UInt8] = []
@@ -274,15 +289,18 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
                 continue
             }
             #expect(start == from && end == 5)
-            #expect(sent.map(ObjectIdentifier.init) == frames[Int(from)...].map(ObjectIdentifier.init),
-                    "CATCHUP must send the very frames of versions \(from + 1)...5")
+            #expect(
+                sent.map(ObjectIdentifier.init) == frames[Int(from)...].map(ObjectIdentifier.init),
+                "CATCHUP must send the very frames of versions \(from + 1)...5")
         }
     }
 
     @Test func positionOutsideHistoryOrAnotherEpochGetsResync() {
         let (room, _) = roomAtFive()
-        for position in [Message.Position(epoch: 77, version: 1), .init(epoch: 77, version: 0),
-                         .init(epoch: 78, version: 5), .init(epoch: 77, version: 6)] {
+        for position in [
+            Message.Position(epoch: 77, version: 1), .init(epoch: 77, version: 0),
+            .init(epoch: 78, version: 5), .init(epoch: 77, version: 6),
+        ] {
             guard case .snapshot(.resync) = room.answerJoin(resume: position) else {
                 Issue.record("\(position) should get SNAPSHOT resync")
                 continue
@@ -343,9 +361,11 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
             Issue.record("the retry was not recognised")
             return
         }
-        for outcome in [room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [7], scratch: &scratch),
-                        room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: [7], scratch: &scratch),
-                        room.replace(with: room.snapshot, expectedVersion: nil, writeId: [7], scratch: &scratch)] {
+        for outcome in [
+            room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [7], scratch: &scratch),
+            room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: [7], scratch: &scratch),
+            room.replace(with: room.snapshot, expectedVersion: nil, writeId: [7], scratch: &scratch),
+        ] {
             guard case .rejected(let rejection) = outcome, rejection.code == .writeIdConflict else {
                 Issue.record("expected write_id_conflict, got \(outcome)")
                 continue
@@ -369,12 +389,17 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     /// than deleting "a" and "bc", though their bytes run together the same.
     @Test func requestsWhoseIdentifierBytesRunTogetherConflict() {
         let room = makeRoom()
-        mustApply(room, [.appendSections([element("s")]),
-                         .appendItems(["ab", "c", "a", "bc"].map { element($0) }, toSection: "s")])
+        mustApply(
+            room,
+            [
+                .appendSections([element("s")]),
+                .appendItems(["ab", "c", "a", "bc"].map { element($0) }, toSection: "s"),
+            ])
         mustApply(room, [.deleteItems(["ab", "c"])], writeId: [7])
         var scratch: [UInt8] = []
         guard case .rejected(let rejection) = room.mutate([.deleteItems(["a", "bc"])], expectedVersion: nil, writeId: [7], scratch: &scratch),
-              rejection.code == .writeIdConflict else {
+            rejection.code == .writeIdConflict
+        else {
             Issue.record("another batch reusing write id 7 was taken as its retry")
             return
         }
@@ -383,8 +408,9 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
 
     /// Ids restored from storage have no fingerprint: any write reusing one is its retry.
     @Test func restoredIdsMatchAnyWrite() {
-        let room = Room(name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: Room.Limits(),
-                        history: [(version: 1, writeId: [1], frame: [0, 0, 0, 1, 0x22])])
+        let room = Room(
+            name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: Room.Limits(),
+            history: [(version: 1, writeId: [1], frame: [0, 0, 0, 1, 0x22])])
         var scratch: [UInt8] = []
         guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {
             Issue.record("a restored write id was not taken as a retry")

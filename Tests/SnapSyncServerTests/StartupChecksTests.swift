@@ -4,7 +4,7 @@ import Testing
 import Logging
 @testable import SnapSyncServer
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct StartupChecksTests {
@@ -41,8 +41,9 @@ import Glibc
         try #require(bound == 0)
 
         let t0 = ContinuousClock.now
-        let notifier = StartupNotifier(notifier: SystemdNotifier(socket: "@" + name), logger: LogLines().logger,
-                                       interval: .seconds(5), extendBy: .seconds(30), now: t0)
+        let notifier = StartupNotifier(
+            notifier: SystemdNotifier(socket: "@" + name), logger: LogLines().logger,
+            interval: .seconds(5), extendBy: .seconds(30), now: t0)
         #expect(!notifier.progress("early", now: t0 + .seconds(4)))
         #expect(notifier.progress("working", now: t0 + .seconds(5)))
         #expect(!notifier.progress("again", now: t0 + .seconds(9)))
@@ -56,8 +57,9 @@ import Glibc
         }
         #expect(received == ["EXTEND_TIMEOUT_USEC=30000000\nSTATUS=working", "EXTEND_TIMEOUT_USEC=30000000\nSTATUS=later"])
         // Without NOTIFY_SOCKET nothing is sent.
-        let off = StartupNotifier(notifier: SystemdNotifier(socket: nil), logger: LogLines().logger,
-                                  interval: .zero, extendBy: .seconds(30), now: t0)
+        let off = StartupNotifier(
+            notifier: SystemdNotifier(socket: nil), logger: LogLines().logger,
+            interval: .zero, extendBy: .seconds(30), now: t0)
         #expect(!off.progress("x", now: t0 + .seconds(60)))
     }
 }

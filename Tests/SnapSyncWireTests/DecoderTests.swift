@@ -77,7 +77,10 @@ import SnapSyncModel
     /// does not keep every byte ever received.
     @Test func bufferIsCompacted() throws {
         var decoder = FrameDecoder()
-        let frame = encoder.encode(.diff(room: "lobby", epoch: 1, version: 1, ops: [.appendItems([Element("item", payload: Payload([UInt8](repeating: 1, count: 100)))], toSection: nil)]))
+        let frame = encoder.encode(
+            .diff(
+                room: "lobby", epoch: 1, version: 1, ops: [.appendItems([Element("item", payload: Payload([UInt8](repeating: 1, count: 100)))], toSection: nil)]
+            ))
         for round in 0..<10_000 {
             decoder.append(frame)
             decoder.append(frame.prefix(10))  // keep a partial frame buffered

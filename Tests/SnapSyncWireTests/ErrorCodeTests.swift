@@ -57,8 +57,10 @@ import SnapSyncModel
         #expect(entries.map(\.key) == Array(1...8))
         #expect(WireLimits(welcome: entries) == limits)
         // Unknown keys are ignored; missing keys keep the defaults; huge values saturate.
-        let adopted = WireLimits(welcome: [Message.LimitEntry(key: 99, value: 1), Message.LimitEntry(.maxPayloadBytes, 10),
-                                           Message.LimitEntry(.maxItemsPerRoom, .max)])
+        let adopted = WireLimits(welcome: [
+            Message.LimitEntry(key: 99, value: 1), Message.LimitEntry(.maxPayloadBytes, 10),
+            Message.LimitEntry(.maxItemsPerRoom, .max),
+        ])
         #expect(adopted.model.maxPayloadBytes == 10)
         #expect(adopted.model.maxItems == .max)
         #expect(adopted.maxFrameBytes == WireLimits.default.maxFrameBytes)

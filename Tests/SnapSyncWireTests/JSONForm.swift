@@ -15,13 +15,21 @@ enum JSON: Hashable, Decodable, CustomStringConvertible {
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
-        else if let v = try? c.decode(UInt64.self) { self = .uint(v) }
-        else if let v = try? c.decode(Int64.self) { self = .int(v) }
-        else if let v = try? c.decode(String.self) { self = .string(v) }
-        else if let v = try? c.decode([JSON].self) { self = .array(v) }
-        else { self = .object(try c.decode([String: JSON].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let v = try? c.decode(Bool.self) {
+            self = .bool(v)
+        } else if let v = try? c.decode(UInt64.self) {
+            self = .uint(v)
+        } else if let v = try? c.decode(Int64.self) {
+            self = .int(v)
+        } else if let v = try? c.decode(String.self) {
+            self = .string(v)
+        } else if let v = try? c.decode([JSON].self) {
+            self = .array(v)
+        } else {
+            self = .object(try c.decode([String: JSON].self))
+        }
     }
 
     static func parse(file path: String) throws -> JSON {
@@ -72,7 +80,8 @@ enum JSONForm {
     /// else {"hex": ...}.
     static func bytes(_ b: [UInt8]) -> JSON {
         if let s = utf8(b),
-           !s.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            !s.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        {
             return .string(s)
         }
         return .object(["hex": .string(hex(b))])
@@ -118,10 +127,13 @@ enum JSONForm {
     }
 
     static func snapshot(_ s: Snapshot) -> JSON {
-        .array(s.sections.map { section in
-            .object(["id": bytes(section.id.bytes), "payload": bytes(section.payload.bytes),
-                     "items": elements(Array(s.items(inSection: section.id)))])
-        })
+        .array(
+            s.sections.map { section in
+                .object([
+                    "id": bytes(section.id.bytes), "payload": bytes(section.payload.bytes),
+                    "items": elements(Array(s.items(inSection: section.id))),
+                ])
+            })
     }
 
     static func opt(_ v: UInt64?) -> JSON { v.map { .uint($0) } ?? .null }

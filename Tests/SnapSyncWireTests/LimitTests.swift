@@ -25,8 +25,10 @@ import SnapSyncModel
     func frame(bodyLength length: Int) -> [UInt8] {
         var n = max(0, length - 20)
         while true {
-            let f = encoder.encode(.mutate(requestId: 1, room: "r", expectedVersion: nil, writeId: [],
-                                           ops: [.updateItems([Element("a", payload: Payload([UInt8](repeating: 0x70, count: n)))], .reload)]))
+            let f = encoder.encode(
+                .mutate(
+                    requestId: 1, room: "r", expectedVersion: nil, writeId: [],
+                    ops: [.updateItems([Element("a", payload: Payload([UInt8](repeating: 0x70, count: n)))], .reload)]))
             if f.count - 4 == length { return f }
             precondition(f.count - 4 < length, "cannot hit \(length)")
             n += 1
@@ -120,7 +122,9 @@ import SnapSyncModel
     func maxSectionsPerRoom(count: Int) throws {
         let limits = WireLimits(model: Limits(maxSections: 3))
         let snapshot = try Snapshot((0..<count).map { (section: Element(Identifier(uint64: UInt64($0))), items: []) }, limits: .unlimited)
-        #expect(code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits) == (count > 3 ? .tooManySections : nil))
+        #expect(
+            code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits)
+                == (count > 3 ? .tooManySections : nil))
     }
 
     @Test func maxSnapshotBytes() throws {
@@ -146,10 +150,10 @@ import SnapSyncModel
 
     /// A list count the rest of the body cannot hold is refused without reserving memory for it.
     @Test func hugeCountsAreRefusedBeforeAllocating() {
-        var body: [UInt8] = [0x22, 0x01, 0x72, 0x01, 0x01]   // DIFF "r" epoch 1 version 1
-        body.appendVarintForTest(UInt64.max >> 1)           // ops count ~2^63
+        var body: [UInt8] = [0x22, 0x01, 0x72, 0x01, 0x01]  // DIFF "r" epoch 1 version 1
+        body.appendVarintForTest(UInt64.max >> 1)  // ops count ~2^63
         #expect { try FrameDecoder.decode(body: body) } throws: { ($0 as? WireError)?.code == .malformedFrame }
-        var bytes: [UInt8] = [0x11, 0x01]                    // LEAVE, room length 2^40
+        var bytes: [UInt8] = [0x11, 0x01]  // LEAVE, room length 2^40
         bytes.appendVarintForTest(1 << 40)
         #expect { try FrameDecoder.decode(body: bytes) } throws: { ($0 as? WireError)?.code == .malformedFrame }
     }

@@ -84,8 +84,10 @@ struct MessageFactory {
     mutating func message() -> Message {
         switch Int.random(in: 0..<16, using: &rng) {
         case 0: return .hello(versions: (0..<Int.random(in: 1...3, using: &rng)).map { _ in uint() }, clientName: text(), credentials: bytes())
-        case 1: return .welcome(version: uint(), sessionId: uint(), serverName: text(),
-                                limits: (0..<Int.random(in: 0...9, using: &rng)).map { _ in Message.LimitEntry(key: uint(), value: uint()) })
+        case 1:
+            return .welcome(
+                version: uint(), sessionId: uint(), serverName: text(),
+                limits: (0..<Int.random(in: 0...9, using: &rng)).map { _ in Message.LimitEntry(key: uint(), value: uint()) })
         case 2: return .error(code: uint(), message: text())
         case 3: return .ping(nonce: uint())
         case 4: return .pong(nonce: uint())
@@ -96,8 +98,9 @@ struct MessageFactory {
         case 9: return .stats(requestId: uint())
         case 10:
             let snap = snapshot()
-            return .snapshot(requestId: uint(), room: text(), epoch: uint(), version: uint(),
-                             reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap)
+            return .snapshot(
+                requestId: uint(), room: text(), epoch: uint(), version: uint(),
+                reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap)
         case 11: return .catchup(requestId: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint())
         case 12: return .diff(room: text(), epoch: uint(), version: uint(), ops: ops())
         case 13: return .ack(requestId: uint(), epoch: uint(), version: uint())

@@ -49,11 +49,12 @@ enum Vectors {
         let doc = try! JSON.parse(file: directory.appendingPathComponent(file).path)
         let limits = limits(from: doc["limits"]!)
         return doc["tests"]!.array!.map { t in
-            Case(file: file, tcId: t["tcId"]!.uint!, comment: t["comment"]!.string!,
-                 flags: t["flags"]!.array!.map { $0.string! },
-                 bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
-                 valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
-                 identifier: t["identifier"], limits: limits)
+            Case(
+                file: file, tcId: t["tcId"]!.uint!, comment: t["comment"]!.string!,
+                flags: t["flags"]!.array!.map { $0.string! },
+                bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
+                valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
+                identifier: t["identifier"], limits: limits)
         }
     }
 

@@ -2,9 +2,9 @@
 // in JSON.swift, system calls in BenchSystem.swift).
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 enum Bench {

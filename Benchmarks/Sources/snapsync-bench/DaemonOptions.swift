@@ -5,11 +5,15 @@ struct DaemonOptions: ParsableArguments {
     @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, built first if older than its sources).")
     var serverBinary: String?
 
-    @Option(name: .customLong("server-arg"), parsing: .unconditionalSingleValue,
-            help: "An extra argument for snapsyncd (repeatable).")
+    @Option(
+        name: .customLong("server-arg"), parsing: .unconditionalSingleValue,
+        help: "An extra argument for snapsyncd (repeatable).")
     var serverArguments: [String] = []
 
-    @Option(help: ArgumentHelp("snapsyncd's --fsync policy for the daemon this command starts: no (the write-ahead log is written but not fsynced; redis-server runs with no persistence at all), everysec or always.", valueName: "always|everysec|no"))
+    @Option(
+        help: ArgumentHelp(
+            "snapsyncd's --fsync policy for the daemon this command starts: no (the write-ahead log is written but not fsynced; redis-server runs with no persistence at all), everysec or always.",
+            valueName: "always|everysec|no"))
     var fsync: String = "no"
 
     func validate() throws {

@@ -73,7 +73,7 @@ struct BatchStats {
         for op in ops {
             switch op {
             case .appendSections(let e), .insertSections(let e, _), .updateSections(let e),
-                 .appendItems(let e, _), .insertItems(let e, _), .updateItems(let e, _):
+                .appendItems(let e, _), .insertItems(let e, _), .updateItems(let e, _):
                 elements += e.count
             case .deleteSections(let ids), .deleteItems(let ids):
                 elements += ids.count
@@ -174,7 +174,9 @@ enum DiffCases {
         var order = Array(0..<n)
         order.shuffle(using: &rng)
         let half = quarter / 2
-        for (offset, count, kind) in [(0, quarter, 1), (quarter, half, 2), (quarter + half, quarter - half, 3), (2 * quarter, quarter, 4)] as [(Int, Int, UInt8)] {
+        for (offset, count, kind) in [(0, quarter, 1), (quarter, half, 2), (quarter + half, quarter - half, 3), (2 * quarter, quarter, 4)]
+            as [(Int, Int, UInt8)]
+        {
             for j in offset..<(offset + count) { fate[order[j]] = kind }
         }
         var bItems = [[(key: Double, element: Element)]](repeating: [], count: sections + 1)

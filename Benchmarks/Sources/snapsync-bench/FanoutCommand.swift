@@ -2,365 +2,376 @@
 // snapsyncd and, with --compare redis, against redis-server in the same run.
 // The generator is FanoutGenerator; the servers are started by FanoutServers.
 #if canImport(Glibc)
-import ArgumentParser
-import Glibc
+    import ArgumentParser
+    import Glibc
 
-struct FanoutCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "fanout",
-        abstract: "Fan-out throughput and latency: one publisher, N subscribers, one room, on loopback.",
-        discussion: """
-            Each publish is a MUTATE update_items(reload) of the room's one item, so the room stays \
-            one item however long the run. Its payload carries the send time (CLOCK_MONOTONIC), so \
-            latency is measured on one clock. Throughput: a closed loop keeps --window messages in \
-            flight (published, not yet delivered to every subscriber). Latency: an open loop \
-            publishes --rate messages per second. Every subscriber must receive every DIFF: any \
-            loss is reported and makes the exit status 2.
+    struct FanoutCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "fanout",
+            abstract: "Fan-out throughput and latency: one publisher, N subscribers, one room, on loopback.",
+            discussion: """
+                Each publish is a MUTATE update_items(reload) of the room's one item, so the room stays \
+                one item however long the run. Its payload carries the send time (CLOCK_MONOTONIC), so \
+                latency is measured on one clock. Throughput: a closed loop keeps --window messages in \
+                flight (published, not yet delivered to every subscriber). Latency: an open loop \
+                publishes --rate messages per second. Every subscriber must receive every DIFF: any \
+                loss is reported and makes the exit status 2.
 
-            The daemon is started on an ephemeral port unless --host/--port are given; with \
-            --compare redis, redis-server is started too and gets the same load (PUBLISH/SUBSCRIBE). \
-            Servers run on --server-cpu and the generator on --generator-cpu where the machine has \
-            two CPUs or more.
-            """)
+                The daemon is started on an ephemeral port unless --host/--port are given; with \
+                --compare redis, redis-server is started too and gets the same load (PUBLISH/SUBSCRIBE). \
+                Servers run on --server-cpu and the generator on --generator-cpu where the machine has \
+                two CPUs or more.
+                """)
 
-    enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case throughput, latency, both
-    }
-
-    @OptionGroup var launch: DaemonOptions
-
-    @Option(help: "Use the daemon already listening on this IPv4 address (with --port) instead of starting one.")
-    var host: String?
-
-    @Option(help: "Port of a running daemon (with --host; default host 127.0.0.1).")
-    var port: Int?
-
-    @Option(name: .customLong("server-pid"), help: "PID of the running daemon given by --host/--port, to report its CPU.")
-    var serverPID: Int32?
-
-    @Option(help: "Subscriber counts, comma-separated.")
-    var subscribers: String = "100,1000"
-
-    @Option(help: "Payload sizes in bytes (at least 16), comma-separated.")
-    var payload: String = "64,1024"
-
-    @Option(help: "throughput (closed loop), latency (open loop) or both.")
-    var mode: Mode = .both
-
-    @Option(help: "Closed loop: messages in flight.")
-    var window: Int = 64
-
-    @Option(help: "Open loop: messages per second.")
-    var rate: Double = 100
-
-    @Option(help: "Seconds measured per run, after the warm-up.")
-    var duration: Double = 5
-
-    @Option(help: "Seconds of warm-up per run, not measured.")
-    var warmup: Double = 1
-
-    @Option(name: .customLong("repeat"), help: "Runs per server and mode, taking turns; the median run is reported.")
-    var repeatCount: Int = 1
-
-    @Option(help: "Also run the same load against this server: redis.")
-    var compare: String?
-
-    @Option(name: .customLong("redis-binary"), help: "redis-server to start (default: from PATH, installed with apt-get if missing).")
-    var redisBinary: String?
-
-    @Option(name: .customLong("server-cpu"), help: "CPU for the servers.")
-    var serverCPU: Int = 0
-
-    @Option(name: .customLong("generator-cpu"), help: "CPU for this load generator.")
-    var generatorCPU: Int = 1
-
-    @Flag(name: .customLong("no-pin"), help: "Do not pin the servers and the generator to CPUs.")
-    var noPin = false
-
-    @Flag(help: "One JSON object per case per line.")
-    var json = false
-
-    func validate() throws {
-        guard parsedList(subscribers) != nil, parsedList(subscribers)!.allSatisfy({ $0 > 0 }) else {
-            throw ValidationError("--subscribers takes positive integers separated by commas, e.g. 100,1000")
+        enum Mode: String, ExpressibleByArgument, CaseIterable {
+            case throughput, latency, both
         }
-        guard let sizes = parsedList(payload), sizes.allSatisfy({ $0 >= 16 }) else {
-            throw ValidationError("--payload takes sizes of at least 16 bytes (the send stamp and sequence number) separated by commas")
+
+        @OptionGroup var launch: DaemonOptions
+
+        @Option(help: "Use the daemon already listening on this IPv4 address (with --port) instead of starting one.")
+        var host: String?
+
+        @Option(help: "Port of a running daemon (with --host; default host 127.0.0.1).")
+        var port: Int?
+
+        @Option(name: .customLong("server-pid"), help: "PID of the running daemon given by --host/--port, to report its CPU.")
+        var serverPID: Int32?
+
+        @Option(help: "Subscriber counts, comma-separated.")
+        var subscribers: String = "100,1000"
+
+        @Option(help: "Payload sizes in bytes (at least 16), comma-separated.")
+        var payload: String = "64,1024"
+
+        @Option(help: "throughput (closed loop), latency (open loop) or both.")
+        var mode: Mode = .both
+
+        @Option(help: "Closed loop: messages in flight.")
+        var window: Int = 64
+
+        @Option(help: "Open loop: messages per second.")
+        var rate: Double = 100
+
+        @Option(help: "Seconds measured per run, after the warm-up.")
+        var duration: Double = 5
+
+        @Option(help: "Seconds of warm-up per run, not measured.")
+        var warmup: Double = 1
+
+        @Option(name: .customLong("repeat"), help: "Runs per server and mode, taking turns; the median run is reported.")
+        var repeatCount: Int = 1
+
+        @Option(help: "Also run the same load against this server: redis.")
+        var compare: String?
+
+        @Option(name: .customLong("redis-binary"), help: "redis-server to start (default: from PATH, installed with apt-get if missing).")
+        var redisBinary: String?
+
+        @Option(name: .customLong("server-cpu"), help: "CPU for the servers.")
+        var serverCPU: Int = 0
+
+        @Option(name: .customLong("generator-cpu"), help: "CPU for this load generator.")
+        var generatorCPU: Int = 1
+
+        @Flag(name: .customLong("no-pin"), help: "Do not pin the servers and the generator to CPUs.")
+        var noPin = false
+
+        @Flag(help: "One JSON object per case per line.")
+        var json = false
+
+        func validate() throws {
+            guard parsedList(subscribers) != nil, parsedList(subscribers)!.allSatisfy({ $0 > 0 }) else {
+                throw ValidationError("--subscribers takes positive integers separated by commas, e.g. 100,1000")
+            }
+            guard let sizes = parsedList(payload), sizes.allSatisfy({ $0 >= 16 }) else {
+                throw ValidationError("--payload takes sizes of at least 16 bytes (the send stamp and sequence number) separated by commas")
+            }
+            if let compare, compare != "redis" { throw ValidationError("--compare supports only redis") }
+            if window < 1 { throw ValidationError("--window must be at least 1") }
+            if repeatCount < 1 { throw ValidationError("--repeat must be at least 1") }
+            if rate <= 0 { throw ValidationError("--rate must be positive") }
+            if duration <= 0 || warmup < 0 { throw ValidationError("--duration must be positive and --warmup not negative") }
+            if host != nil && port == nil { throw ValidationError("--host needs --port") }
         }
-        if let compare, compare != "redis" { throw ValidationError("--compare supports only redis") }
-        if window < 1 { throw ValidationError("--window must be at least 1") }
-        if repeatCount < 1 { throw ValidationError("--repeat must be at least 1") }
-        if rate <= 0 { throw ValidationError("--rate must be positive") }
-        if duration <= 0 || warmup < 0 { throw ValidationError("--duration must be positive and --warmup not negative") }
-        if host != nil && port == nil { throw ValidationError("--host needs --port") }
+
+        private func parsedList(_ text: String) -> [Int]? {
+            let values = text.split(separator: ",").map { Int($0.filter { $0 != " " }) }
+            return values.isEmpty || values.contains(nil) ? nil : values.compactMap { $0 }
+        }
+
+        func run() throws {
+            signal(SIGPIPE, SIG_IGN)
+            let counts = parsedList(subscribers)!
+            let sizes = parsedList(payload)!
+            BenchSystem.raiseFileLimit(atLeast: (counts.max() ?? 0) + 64)
+            let pin = !noPin && BenchSystem.onlineCPUs >= 2 && serverCPU != generatorCPU
+            let loadAverage = BenchSystem.readFile("/proc/loadavg").flatMap { Double($0.split(separator: " ").first ?? "") }
+
+            // Servers.
+            var daemon: FanoutServerProcess?
+            let daemonHost: String, daemonPort: Int, daemonPID: Int32?
+            if let port {
+                daemonHost = host ?? "127.0.0.1"
+                daemonPort = port
+                daemonPID = serverPID
+            } else {
+                let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
+                let started = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: pin ? serverCPU : nil)
+                daemon = started
+                daemonHost = started.host
+                daemonPort = started.port
+                daemonPID = started.pid
+                note("snapsyncd \(binary) pid \(started.pid) on \(started.host):\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
+            }
+            var redis: FanoutServerProcess?
+            if compare == "redis" {
+                let binary = FanoutServers.redisBinary(explicit: redisBinary)
+                let started = FanoutServers.startRedis(binary: binary, cpu: pin ? serverCPU : nil)
+                redis = started
+                note("redis-server \(binary) pid \(started.pid) on 127.0.0.1:\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
+            }
+            defer {
+                daemon?.stop()
+                redis?.stop()
+            }
+            if pin { BenchSystem.pinCurrentThread(toCPU: generatorCPU) }
+            if !json {
+                let load = loadAverage.map { fanoutFormat("%.2f", $0) } ?? "?"
+                if port == nil {
+                    print("snapsyncd \(launch.arguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")")
+                }
+                print(
+                    "snapsync-bench fanout: window \(window), rate \(Int(rate)) msg/s, \(fmt(duration)) s measured after \(fmt(warmup)) s warm-up, load average \(load)\(pin ? ", servers on CPU\(serverCPU), generator on CPU\(generatorCPU)" : ", not pinned")"
+                )
             }
 
-    private func parsedList(_ text: String) -> [Int]? {
-        let values = text.split(separator: ",").map { Int($0.filter { $0 != " " }) }
-        return values.isEmpty || values.contains(nil) ? nil : values.compactMap { $0 }
-    }
-
-    func run() throws {
-        signal(SIGPIPE, SIG_IGN)
-        let counts = parsedList(subscribers)!
-        let sizes = parsedList(payload)!
-        BenchSystem.raiseFileLimit(atLeast: (counts.max() ?? 0) + 64)
-        let pin = !noPin && BenchSystem.onlineCPUs >= 2 && serverCPU != generatorCPU
-        let loadAverage = BenchSystem.readFile("/proc/loadavg").flatMap { Double($0.split(separator: " ").first ?? "") }
-
-        // Servers.
-        var daemon: FanoutServerProcess?
-        let daemonHost: String, daemonPort: Int, daemonPID: Int32?
-        if let port {
-            daemonHost = host ?? "127.0.0.1"
-            daemonPort = port
-            daemonPID = serverPID
-        } else {
-            let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
-            let started = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: pin ? serverCPU : nil)
-            daemon = started
-            daemonHost = started.host
-            daemonPort = started.port
-            daemonPID = started.pid
-            note("snapsyncd \(binary) pid \(started.pid) on \(started.host):\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
-        }
-        var redis: FanoutServerProcess?
-        if compare == "redis" {
-            let binary = FanoutServers.redisBinary(explicit: redisBinary)
-            let started = FanoutServers.startRedis(binary: binary, cpu: pin ? serverCPU : nil)
-            redis = started
-            note("redis-server \(binary) pid \(started.pid) on 127.0.0.1:\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
-        }
-        defer {
-            daemon?.stop()
-            redis?.stop()
-        }
-        if pin { BenchSystem.pinCurrentThread(toCPU: generatorCPU) }
-        if !json {
-            let load = loadAverage.map { fanoutFormat("%.2f", $0) } ?? "?"
-            if port == nil { print("snapsyncd \(launch.arguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")") }
-            print("snapsync-bench fanout: window \(window), rate \(Int(rate)) msg/s, \(fmt(duration)) s measured after \(fmt(warmup)) s warm-up, load average \(load)\(pin ? ", servers on CPU\(serverCPU), generator on CPU\(generatorCPU)" : ", not pinned")")
-        }
-
-        var anyLoss = false
-        var runIndex = 0
-        for count in counts {
-            for size in sizes {
-                var results: [FanoutTarget: [String: FanoutRunResult]] = [:]
-                var allRuns: [FanoutTarget: [String: [FanoutRunResult]]] = [:]
-                var targets: [(FanoutTarget, FanoutServerProcess?)] = [(.snapsync, daemon)]
-                if let redis { targets.append((.redis, redis)) }
-                let modes: [String] = mode == .both ? ["throughput", "latency"] : [mode.rawValue]
-                // With --repeat, the servers take turns, so that both see the same spells of load.
-                for m in modes {
-                  for _ in 0..<repeatCount {
-                    for (target, process) in targets {
-                        runIndex += 1
-                        let load = FanoutLoad(subscribers: count, payloadBytes: size,
-                                              window: m == "throughput" ? window : 0,
-                                              rate: m == "latency" ? rate : 0,
-                                              warmupNs: UInt64(warmup * 1e9), durationNs: UInt64(duration * 1e9),
-                                              serverCore: pin && port == nil ? serverCPU : nil)
-                        // Short, as in the reference instrument ("room"): every delivery carries
-                        // the name, and with a 35-byte name Redis's 64 B messages grew from 99 to
-                        // 130 bytes, which cost it a quarter of its throughput. Unique per run, so
-                        // that no run sees another's room.
-                        let room = "r\(runIndex)"
-                        let connections: FanoutConnections
-                        let pid: Int32?
-                        switch target {
-                        case .snapsync:
-                            if let process, process.hasExited {
-                                throw ValidationError("snapsyncd exited; its log: \(process.logPath)")
+            var anyLoss = false
+            var runIndex = 0
+            for count in counts {
+                for size in sizes {
+                    var results: [FanoutTarget: [String: FanoutRunResult]] = [:]
+                    var allRuns: [FanoutTarget: [String: [FanoutRunResult]]] = [:]
+                    var targets: [(FanoutTarget, FanoutServerProcess?)] = [(.snapsync, daemon)]
+                    if let redis { targets.append((.redis, redis)) }
+                    let modes: [String] = mode == .both ? ["throughput", "latency"] : [mode.rawValue]
+                    // With --repeat, the servers take turns, so that both see the same spells of load.
+                    for m in modes {
+                        for _ in 0..<repeatCount {
+                            for (target, process) in targets {
+                                runIndex += 1
+                                let load = FanoutLoad(
+                                    subscribers: count, payloadBytes: size,
+                                    window: m == "throughput" ? window : 0,
+                                    rate: m == "latency" ? rate : 0,
+                                    warmupNs: UInt64(warmup * 1e9), durationNs: UInt64(duration * 1e9),
+                                    serverCore: pin && port == nil ? serverCPU : nil)
+                                // Short, as in the reference instrument ("room"): every delivery carries
+                                // the name, and with a 35-byte name Redis's 64 B messages grew from 99 to
+                                // 130 bytes, which cost it a quarter of its throughput. Unique per run, so
+                                // that no run sees another's room.
+                                let room = "r\(runIndex)"
+                                let connections: FanoutConnections
+                                let pid: Int32?
+                                switch target {
+                                case .snapsync:
+                                    if let process, process.hasExited {
+                                        throw ValidationError("snapsyncd exited; its log: \(process.logPath)")
+                                    }
+                                    connections = FanoutSetup.snapsync(
+                                        host: daemonHost, port: daemonPort, room: room,
+                                        subscribers: count, payloadBytes: size)
+                                    pid = daemonPID
+                                case .redis:
+                                    connections = FanoutSetup.redis(port: process!.port, channel: room, subscribers: count)
+                                    pid = process!.pid
+                                }
+                                var generator = FanoutGenerator(target: target, load: load, connections: connections, serverPID: pid)
+                                let result = generator.run()
+                                generator.tearDown()
+                                allRuns[target, default: [:]][m, default: []].append(result)
+                                if result.lost > 0 || result.failure != nil || result.outOfOrder > 0 { anyLoss = true }
+                                if !json { print(describe(result)) }
+                                BenchSystem.sleepMs(200)  // let the server close the run's connections
                             }
-                            connections = FanoutSetup.snapsync(host: daemonHost, port: daemonPort, room: room,
-                                                               subscribers: count, payloadBytes: size)
-                            pid = daemonPID
-                        case .redis:
-                            connections = FanoutSetup.redis(port: process!.port, channel: room, subscribers: count)
-                            pid = process!.pid
                         }
-                        var generator = FanoutGenerator(target: target, load: load, connections: connections, serverPID: pid)
-                        let result = generator.run()
-                        generator.tearDown()
-                        allRuns[target, default: [:]][m, default: []].append(result)
-                        if result.lost > 0 || result.failure != nil || result.outOfOrder > 0 { anyLoss = true }
-                        if !json { print(describe(result)) }
-                        BenchSystem.sleepMs(200)  // let the server close the run's connections
                     }
-                  }
-                }
-                // The run of median deliveries/s (throughput) or median p99 (latency) stands for each.
-                for (target, byMode) in allRuns {
-                    for (m, runs) in byMode {
-                        let sorted = runs.sorted {
-                            m == "throughput" ? $0.deliveriesPerSecond < $1.deliveriesPerSecond
-                                              : $0.latency.quantile(0.99) < $1.latency.quantile(0.99)
+                    // The run of median deliveries/s (throughput) or median p99 (latency) stands for each.
+                    for (target, byMode) in allRuns {
+                        for (m, runs) in byMode {
+                            let sorted = runs.sorted {
+                                m == "throughput"
+                                    ? $0.deliveriesPerSecond < $1.deliveriesPerSecond
+                                    : $0.latency.quantile(0.99) < $1.latency.quantile(0.99)
+                            }
+                            var chosen = sorted[sorted.count / 2]
+                            chosen.repeats = runs.map { m == "throughput" ? $0.deliveriesPerSecond : Double($0.latency.quantile(0.99)) / 1000 }
+                            if runs.count > 1 {
+                                var pooled = FanoutHistogram()
+                                for run in runs { pooled.merge(run.latency) }
+                                chosen.pooledLatency = pooled
+                            }
+                            results[target, default: [:]][m] = chosen
                         }
-                        var chosen = sorted[sorted.count / 2]
-                        chosen.repeats = runs.map { m == "throughput" ? $0.deliveriesPerSecond : Double($0.latency.quantile(0.99)) / 1000 }
-                        if runs.count > 1 {
-                            var pooled = FanoutHistogram()
-                            for run in runs { pooled.merge(run.latency) }
-                            chosen.pooledLatency = pooled
-                        }
-                        results[target, default: [:]][m] = chosen
+                    }
+                    if json {
+                        print(jsonLine(subscribers: count, payloadBytes: size, results: results, loadAverage: loadAverage, pinned: pin))
+                    } else if let ratio = ratios(results) {
+                        print(ratio)
                     }
                 }
-                if json {
-                    print(jsonLine(subscribers: count, payloadBytes: size, results: results, loadAverage: loadAverage, pinned: pin))
-                } else if let ratio = ratios(results) {
-                    print(ratio)
-                }
+            }
+            if anyLoss {
+                fanoutErr("snapsync-bench: some runs lost deliveries or failed (see above)\n")
+                daemon?.stop(); redis?.stop()
+                throw ExitCode(2)
             }
         }
-        if anyLoss {
-            fanoutErr("snapsync-bench: some runs lost deliveries or failed (see above)\n")
-            daemon?.stop(); redis?.stop()
-            throw ExitCode(2)
-        }
-    }
 
-    private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
+        private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
 
-    // MARK: Output
+        // MARK: Output
 
-    private func describe(_ r: FanoutRunResult) -> String {
-        let name = r.target == .snapsync ? "snapsync" : "redis   "
-        let head = "\(r.load.subscribers) subs, \(r.load.payloadBytes) B, \(name) \(r.load.mode == "throughput" ? "closed loop (window \(r.load.window))" : "open loop (\(Int(r.load.rate)) msg/s)")"
-        var line = "\(head): \(human(r.deliveriesPerSecond)) deliveries/s, \(human(r.publishedPerSecond)) msg/s; "
-        line += "latency p50 \(micro(r.latency.quantile(0.5))) p99 \(micro(r.latency.quantile(0.99))) max \(micro(r.latency.maxValue)); "
-        line += "server CPU \(r.serverCPU.map { "\(Int(($0 * 100).rounded()))%" } ?? "n/a")"
-        if let perCPU = r.deliveriesPerServerCPUSecond { line += " (\(human(perCPU)) deliveries per server CPU-second)" }
-        if let busy = r.serverCoreBusy, let softirq = r.serverCoreSoftirq {
-            line += ", CPU\(serverCPU) busy \(Int((busy * 100).rounded()))% (softirq \(Int((softirq * 100).rounded()))%)"
-        }
-        line += ", generator CPU \(Int((r.generatorCPU * 100).rounded()))%; "
-        line += "lost \(r.lost)"
-        if r.outOfOrder > 0 { line += ", out of order \(r.outOfOrder)" }
-        if let failure = r.failure { line += "; FAILED: \(failure)" }
-        return line
-    }
-
-    private func ratios(_ results: [FanoutTarget: [String: FanoutRunResult]]) -> String? {
-        guard let snap = results[.snapsync], let redis = results[.redis] else { return nil }
-        var parts: [String] = []
-        if let a = snap["throughput"], let b = redis["throughput"], b.deliveriesPerSecond > 0 {
-            parts.append(fanoutFormat("deliveries/s %.2f× (target ≥ 1.5×)", a.deliveriesPerSecond / b.deliveriesPerSecond))
-            if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
-                parts.append(fanoutFormat("per server CPU-second %.2f×", x / y))
+        private func describe(_ r: FanoutRunResult) -> String {
+            let name = r.target == .snapsync ? "snapsync" : "redis   "
+            let head =
+                "\(r.load.subscribers) subs, \(r.load.payloadBytes) B, \(name) \(r.load.mode == "throughput" ? "closed loop (window \(r.load.window))" : "open loop (\(Int(r.load.rate)) msg/s)")"
+            var line = "\(head): \(human(r.deliveriesPerSecond)) deliveries/s, \(human(r.publishedPerSecond)) msg/s; "
+            line += "latency p50 \(micro(r.latency.quantile(0.5))) p99 \(micro(r.latency.quantile(0.99))) max \(micro(r.latency.maxValue)); "
+            line += "server CPU \(r.serverCPU.map { "\(Int(($0 * 100).rounded()))%" } ?? "n/a")"
+            if let perCPU = r.deliveriesPerServerCPUSecond { line += " (\(human(perCPU)) deliveries per server CPU-second)" }
+            if let busy = r.serverCoreBusy, let softirq = r.serverCoreSoftirq {
+                line += ", CPU\(serverCPU) busy \(Int((busy * 100).rounded()))% (softirq \(Int((softirq * 100).rounded()))%)"
             }
+            line += ", generator CPU \(Int((r.generatorCPU * 100).rounded()))%; "
+            line += "lost \(r.lost)"
+            if r.outOfOrder > 0 { line += ", out of order \(r.outOfOrder)" }
+            if let failure = r.failure { line += "; FAILED: \(failure)" }
+            return line
         }
-        if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
-            parts.append(fanoutFormat("latency p99 %.2f× (target ≤ 1×)", Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))))
-            if let x = a.pooledLatency, let y = b.pooledLatency, y.quantile(0.99) > 0 {
-                parts.append(fanoutFormat("p99 of all runs' deliveries pooled %.2f×", Double(x.quantile(0.99)) / Double(y.quantile(0.99)))
-                             + " (\(micro(x.quantile(0.99))) vs \(micro(y.quantile(0.99))))")
-            }
-        }
-        let medians = repeatCount > 1 ? " (median runs of \(repeatCount))" : ""
-        return parts.isEmpty ? nil : "  SnapSync / Redis\(medians): " + parts.joined(separator: ", ")
-    }
 
-    private func jsonLine(subscribers: Int, payloadBytes: Int, results: [FanoutTarget: [String: FanoutRunResult]],
-                          loadAverage: Double?, pinned: Bool) -> String {
-        var fields: [(String, JSONValue)] = [
-            ("subscribers", .int(subscribers)), ("payload_bytes", .int(payloadBytes)),
-            ("window", .int(window)), ("rate", .decimal(rate, digits: 3)), ("repeat", .int(repeatCount)),
-            ("duration_s", .decimal(duration, digits: 3)), ("warmup_s", .decimal(warmup, digits: 3)),
-            ("pinned", .bool(pinned)), ("loadavg_1m", .optional(loadAverage.map { .decimal($0, digits: 3) })),
-            ("daemon_args", port == nil ? .string(launch.arguments.joined(separator: " ")) : .null),
-        ]
-        for target in FanoutTarget.allCases {
-            guard let runs = results[target] else { continue }
-            var modes: [(String, JSONValue)] = []
-            for m in ["throughput", "latency"] {
-                if let r = runs[m] { modes.append((m, jsonRun(r))) }
-            }
-            fields.append((target.rawValue, .object(modes)))
-        }
-        if let snap = results[.snapsync], let redis = results[.redis] {
-            var ratio: [(String, JSONValue)] = []
+        private func ratios(_ results: [FanoutTarget: [String: FanoutRunResult]]) -> String? {
+            guard let snap = results[.snapsync], let redis = results[.redis] else { return nil }
+            var parts: [String] = []
             if let a = snap["throughput"], let b = redis["throughput"], b.deliveriesPerSecond > 0 {
-                let value = a.deliveriesPerSecond / b.deliveriesPerSecond
-                ratio.append(("deliveries_per_s", .decimal(value, digits: 3)))
-                ratio.append(("deliveries_target_met", .bool(value >= 1.5)))
+                parts.append(fanoutFormat("deliveries/s %.2f× (target ≥ 1.5×)", a.deliveriesPerSecond / b.deliveriesPerSecond))
                 if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
-                    ratio.append(("deliveries_per_server_cpu_s", .decimal(x / y, digits: 3)))
+                    parts.append(fanoutFormat("per server CPU-second %.2f×", x / y))
                 }
             }
             if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
-                let value = Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))
-                ratio.append(("p99", .decimal(value, digits: 3)))
-                ratio.append(("p99_target_met", .bool(value <= 1)))
+                parts.append(fanoutFormat("latency p99 %.2f× (target ≤ 1×)", Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))))
                 if let x = a.pooledLatency, let y = b.pooledLatency, y.quantile(0.99) > 0 {
-                    ratio.append(("p99_pooled", .decimal(Double(x.quantile(0.99)) / Double(y.quantile(0.99)), digits: 3)))
+                    parts.append(
+                        fanoutFormat("p99 of all runs' deliveries pooled %.2f×", Double(x.quantile(0.99)) / Double(y.quantile(0.99)))
+                            + " (\(micro(x.quantile(0.99))) vs \(micro(y.quantile(0.99))))")
                 }
             }
-            fields.append(("ratio_snapsync_to_redis", .object(ratio)))
+            let medians = repeatCount > 1 ? " (median runs of \(repeatCount))" : ""
+            return parts.isEmpty ? nil : "  SnapSync / Redis\(medians): " + parts.joined(separator: ", ")
         }
-        return JSONValue.object(fields).json
-    }
 
-    private func jsonRun(_ r: FanoutRunResult) -> JSONValue {
-        var fields: [(String, JSONValue)] = [
-            ("deliveries_per_s", .decimal(r.deliveriesPerSecond, digits: 0)),
-            ("published_per_s", .decimal(r.publishedPerSecond, digits: 0)),
-            ("p50_us", .decimal(Double(r.latency.quantile(0.5)) / 1000, digits: 1)),
-            ("p99_us", .decimal(Double(r.latency.quantile(0.99)) / 1000, digits: 1)),
-            ("max_us", .decimal(Double(r.latency.maxValue) / 1000, digits: 1)),
-            ("latency_samples", .int(Int(r.latency.count))),
-            ("server_cpu", .optional(r.serverCPU.map { .decimal($0, digits: 3) })),
-            ("server_core_busy", .optional(r.serverCoreBusy.map { .decimal($0, digits: 3) })),
-            ("server_core_softirq", .optional(r.serverCoreSoftirq.map { .decimal($0, digits: 3) })),
-            ("deliveries_per_server_cpu_s", .optional(r.deliveriesPerServerCPUSecond.map { .decimal($0, digits: 0) })),
-            ("generator_cpu", .decimal(r.generatorCPU, digits: 3)),
-            ("measured_s", .decimal(r.measuredSeconds, digits: 3)),
-            ("published", .int(Int(r.published))),
-            ("lost", .int(Int(r.lost))),
-            ("out_of_order", .int(Int(r.outOfOrder))),
-        ]
-        if r.repeats.count > 1 {
-            let key = r.load.mode == "throughput" ? "deliveries_per_s_runs" : "p99_us_runs"
-            fields.append((key, .array(r.repeats.map { .decimal($0, digits: r.load.mode == "throughput" ? 0 : 1) })))
-        }
-        if let pooled = r.pooledLatency {
-            fields.append(("pooled_p50_us", .decimal(Double(pooled.quantile(0.5)) / 1000, digits: 1)))
-            fields.append(("pooled_p99_us", .decimal(Double(pooled.quantile(0.99)) / 1000, digits: 1)))
-        }
-        if let failure = r.failure { fields.append(("failure", .string(failure))) }
-        return .object(fields)
-    }
-}
-
-/// printf-style formatting without Foundation (vsnprintf).
-func fanoutFormat(_ format: String, _ arguments: any CVarArg...) -> String {
-    withVaList(arguments) { list in
-        var buffer = [CChar](repeating: 0, count: 256)
-        let n = Int(vsnprintf(&buffer, buffer.count, format, list))
-        if n >= buffer.count {
-            buffer = [CChar](repeating: 0, count: n + 1)
-            return withVaList(arguments) { again in
-                _ = vsnprintf(&buffer, buffer.count, format, again)
-                return fanoutString(cString: buffer)
+        private func jsonLine(
+            subscribers: Int, payloadBytes: Int, results: [FanoutTarget: [String: FanoutRunResult]],
+            loadAverage: Double?, pinned: Bool
+        ) -> String {
+            var fields: [(String, JSONValue)] = [
+                ("subscribers", .int(subscribers)), ("payload_bytes", .int(payloadBytes)),
+                ("window", .int(window)), ("rate", .decimal(rate, digits: 3)), ("repeat", .int(repeatCount)),
+                ("duration_s", .decimal(duration, digits: 3)), ("warmup_s", .decimal(warmup, digits: 3)),
+                ("pinned", .bool(pinned)), ("loadavg_1m", .optional(loadAverage.map { .decimal($0, digits: 3) })),
+                ("daemon_args", port == nil ? .string(launch.arguments.joined(separator: " ")) : .null),
+            ]
+            for target in FanoutTarget.allCases {
+                guard let runs = results[target] else { continue }
+                var modes: [(String, JSONValue)] = []
+                for m in ["throughput", "latency"] {
+                    if let r = runs[m] { modes.append((m, jsonRun(r))) }
+                }
+                fields.append((target.rawValue, .object(modes)))
             }
+            if let snap = results[.snapsync], let redis = results[.redis] {
+                var ratio: [(String, JSONValue)] = []
+                if let a = snap["throughput"], let b = redis["throughput"], b.deliveriesPerSecond > 0 {
+                    let value = a.deliveriesPerSecond / b.deliveriesPerSecond
+                    ratio.append(("deliveries_per_s", .decimal(value, digits: 3)))
+                    ratio.append(("deliveries_target_met", .bool(value >= 1.5)))
+                    if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
+                        ratio.append(("deliveries_per_server_cpu_s", .decimal(x / y, digits: 3)))
+                    }
+                }
+                if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
+                    let value = Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))
+                    ratio.append(("p99", .decimal(value, digits: 3)))
+                    ratio.append(("p99_target_met", .bool(value <= 1)))
+                    if let x = a.pooledLatency, let y = b.pooledLatency, y.quantile(0.99) > 0 {
+                        ratio.append(("p99_pooled", .decimal(Double(x.quantile(0.99)) / Double(y.quantile(0.99)), digits: 3)))
+                    }
+                }
+                fields.append(("ratio_snapsync_to_redis", .object(ratio)))
+            }
+            return JSONValue.object(fields).json
         }
-        return fanoutString(cString: buffer)
+
+        private func jsonRun(_ r: FanoutRunResult) -> JSONValue {
+            var fields: [(String, JSONValue)] = [
+                ("deliveries_per_s", .decimal(r.deliveriesPerSecond, digits: 0)),
+                ("published_per_s", .decimal(r.publishedPerSecond, digits: 0)),
+                ("p50_us", .decimal(Double(r.latency.quantile(0.5)) / 1000, digits: 1)),
+                ("p99_us", .decimal(Double(r.latency.quantile(0.99)) / 1000, digits: 1)),
+                ("max_us", .decimal(Double(r.latency.maxValue) / 1000, digits: 1)),
+                ("latency_samples", .int(Int(r.latency.count))),
+                ("server_cpu", .optional(r.serverCPU.map { .decimal($0, digits: 3) })),
+                ("server_core_busy", .optional(r.serverCoreBusy.map { .decimal($0, digits: 3) })),
+                ("server_core_softirq", .optional(r.serverCoreSoftirq.map { .decimal($0, digits: 3) })),
+                ("deliveries_per_server_cpu_s", .optional(r.deliveriesPerServerCPUSecond.map { .decimal($0, digits: 0) })),
+                ("generator_cpu", .decimal(r.generatorCPU, digits: 3)),
+                ("measured_s", .decimal(r.measuredSeconds, digits: 3)),
+                ("published", .int(Int(r.published))),
+                ("lost", .int(Int(r.lost))),
+                ("out_of_order", .int(Int(r.outOfOrder))),
+            ]
+            if r.repeats.count > 1 {
+                let key = r.load.mode == "throughput" ? "deliveries_per_s_runs" : "p99_us_runs"
+                fields.append((key, .array(r.repeats.map { .decimal($0, digits: r.load.mode == "throughput" ? 0 : 1) })))
+            }
+            if let pooled = r.pooledLatency {
+                fields.append(("pooled_p50_us", .decimal(Double(pooled.quantile(0.5)) / 1000, digits: 1)))
+                fields.append(("pooled_p99_us", .decimal(Double(pooled.quantile(0.99)) / 1000, digits: 1)))
+            }
+            if let failure = r.failure { fields.append(("failure", .string(failure))) }
+            return .object(fields)
+        }
     }
-}
 
-private func fmt(_ value: Double) -> String {
-    value == value.rounded() ? String(Int(value)) : fanoutFormat("%.1f", value)
-}
+    /// printf-style formatting without Foundation (vsnprintf).
+    func fanoutFormat(_ format: String, _ arguments: any CVarArg...) -> String {
+        withVaList(arguments) { list in
+            var buffer = [CChar](repeating: 0, count: 256)
+            let n = Int(vsnprintf(&buffer, buffer.count, format, list))
+            if n >= buffer.count {
+                buffer = [CChar](repeating: 0, count: n + 1)
+                return withVaList(arguments) { again in
+                    _ = vsnprintf(&buffer, buffer.count, format, again)
+                    return fanoutString(cString: buffer)
+                }
+            }
+            return fanoutString(cString: buffer)
+        }
+    }
 
-private func human(_ value: Double) -> String {
-    if value >= 1e6 { return fanoutFormat("%.2fM", value / 1e6) }
-    if value >= 1e3 { return fanoutFormat("%.1fk", value / 1e3) }
-    return fanoutFormat("%.0f", value)
-}
+    private func fmt(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : fanoutFormat("%.1f", value)
+    }
 
-private func micro(_ ns: UInt64) -> String {
-    let us = Double(ns) / 1000
-    return us >= 1000 ? fanoutFormat("%.2f ms", us / 1000) : fanoutFormat("%.0f µs", us)
-}
+    private func human(_ value: Double) -> String {
+        if value >= 1e6 { return fanoutFormat("%.2fM", value / 1e6) }
+        if value >= 1e3 { return fanoutFormat("%.1fk", value / 1e3) }
+        return fanoutFormat("%.0f", value)
+    }
+
+    private func micro(_ ns: UInt64) -> String {
+        let us = Double(ns) / 1000
+        return us >= 1000 ? fanoutFormat("%.2f ms", us / 1000) : fanoutFormat("%.0f µs", us)
+    }
 #endif

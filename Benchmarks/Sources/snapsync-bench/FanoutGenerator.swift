@@ -12,559 +12,568 @@
 // - all state is in a struct driven by mutating methods, so Swift checks exclusivity statically.
 // Per delivery: O(1) (a histogram increment and two counters). Per loop pass: O(ready sockets).
 #if canImport(Glibc)
-import CEpoll
-import Glibc
+    import CEpoll
+    import Glibc
 
-struct FanoutLoad {
-    var subscribers: Int
-    var payloadBytes: Int
-    /// > 0: closed loop, keep this many messages in flight (published, not yet delivered to all).
-    var window: Int
-    /// > 0: open loop, publish at this rate (messages per second) whatever the deliveries.
-    var rate: Double
-    var warmupNs: UInt64
-    var durationNs: UInt64
-    /// How long to wait after the measured window for the last deliveries before counting losses.
-    var drainNs: UInt64 = 5_000_000_000
-    /// The CPU the server is pinned to, if it is: its /proc/stat busy time is reported too.
-    var serverCore: Int? = nil
+    struct FanoutLoad {
+        var subscribers: Int
+        var payloadBytes: Int
+        /// > 0: closed loop, keep this many messages in flight (published, not yet delivered to all).
+        var window: Int
+        /// > 0: open loop, publish at this rate (messages per second) whatever the deliveries.
+        var rate: Double
+        var warmupNs: UInt64
+        var durationNs: UInt64
+        /// How long to wait after the measured window for the last deliveries before counting losses.
+        var drainNs: UInt64 = 5_000_000_000
+        /// The CPU the server is pinned to, if it is: its /proc/stat busy time is reported too.
+        var serverCore: Int? = nil
 
-    var mode: String { window > 0 ? "throughput" : "latency" }
-}
-
-struct FanoutRunResult {
-    var target: FanoutTarget
-    var load: FanoutLoad
-    var measuredSeconds: Double = 0
-    var published: UInt64 = 0           // whole run, warm-up included
-    var publishedMeasured: UInt64 = 0   // inside the measured window
-    var deliveriesMeasured: UInt64 = 0  // deliveries that arrived inside the measured window
-    var lost: UInt64 = 0                // Σ over subscribers of (published - received) after draining
-    var outOfOrder: UInt64 = 0          // deliveries whose sequence number was not the next one expected
-    var latency = FanoutHistogram()     // publish → delivery, messages published in the window
-    var serverCPU: Double?              // fraction of one core, utime+stime over the window
-    var serverCoreBusy: Double?         // the server's CPU, /proc/stat busy (softirq and others included)
-    var serverCoreSoftirq: Double?
-    var generatorCPU: Double = 0
-    var failure: String?
-    /// With --repeat: every run's deliveries/s (throughput) or p99 in µs (latency).
-    var repeats: [Double] = []
-    /// With --repeat: every delivery of every run of this server, case and mode, pooled. Its p99
-    /// is steadier than any one run's when the machine's noise moves single runs' tails.
-    var pooledLatency: FanoutHistogram?
-
-    var deliveriesPerSecond: Double { measuredSeconds > 0 ? Double(deliveriesMeasured) / measuredSeconds : 0 }
-    var publishedPerSecond: Double { measuredSeconds > 0 ? Double(publishedMeasured) / measuredSeconds : 0 }
-    /// Deliveries per second of server CPU time: what the server would deliver with a core to
-    /// itself, a figure that holds up better than deliveries/s when other work shares the CPU.
-    var deliveriesPerServerCPUSecond: Double? {
-        guard let cpu = serverCPU, cpu > 0 else { return nil }
-        return deliveriesPerSecond / cpu
+        var mode: String { window > 0 ? "throughput" : "latency" }
     }
-}
 
-/// Connected sockets for one run: subscribers 0..<N, then the publisher.
-struct FanoutConnections {
-    var subscribers: [Int32]
-    var publisher: Int32
-    var room: String
-}
+    struct FanoutRunResult {
+        var target: FanoutTarget
+        var load: FanoutLoad
+        var measuredSeconds: Double = 0
+        var published: UInt64 = 0  // whole run, warm-up included
+        var publishedMeasured: UInt64 = 0  // inside the measured window
+        var deliveriesMeasured: UInt64 = 0  // deliveries that arrived inside the measured window
+        var lost: UInt64 = 0  // Σ over subscribers of (published - received) after draining
+        var outOfOrder: UInt64 = 0  // deliveries whose sequence number was not the next one expected
+        var latency = FanoutHistogram()  // publish → delivery, messages published in the window
+        var serverCPU: Double?  // fraction of one core, utime+stime over the window
+        var serverCoreBusy: Double?  // the server's CPU, /proc/stat busy (softirq and others included)
+        var serverCoreSoftirq: Double?
+        var generatorCPU: Double = 0
+        var failure: String?
+        /// With --repeat: every run's deliveries/s (throughput) or p99 in µs (latency).
+        var repeats: [Double] = []
+        /// With --repeat: every delivery of every run of this server, case and mode, pooled. Its p99
+        /// is steadier than any one run's when the machine's noise moves single runs' tails.
+        var pooledLatency: FanoutHistogram?
 
-enum FanoutSetup {
-    /// SnapSync: the publisher creates the room's layout (section "s", item "i"), then every
-    /// subscriber says HELLO and JOINs and gets its SNAPSHOT. The publisher does not join.
-    static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int) -> FanoutConnections {
-        let publisher = BenchSystem.connectTCP(host: host, port: port)
-        var reader = FanoutFrameReader(fd: publisher)
-        BenchSystem.writeAll(publisher, FanoutSnapSync.helloFrame(clientName: "snapsync-bench publisher"))
-        let welcome = reader.expect(FanoutSnapSync.welcome, context: "the publisher's HELLO")
-        let limits = FanoutSnapSync.welcomeLimits(welcome)
-        if let maxPayload = limits[3], UInt64(payloadBytes) > maxPayload {
-            fanoutErr("snapsync-bench: payload \(payloadBytes) B exceeds the server's max_payload_bytes \(maxPayload)\n")
-            exit(1)
+        var deliveriesPerSecond: Double { measuredSeconds > 0 ? Double(deliveriesMeasured) / measuredSeconds : 0 }
+        var publishedPerSecond: Double { measuredSeconds > 0 ? Double(publishedMeasured) / measuredSeconds : 0 }
+        /// Deliveries per second of server CPU time: what the server would deliver with a core to
+        /// itself, a figure that holds up better than deliveries/s when other work shares the CPU.
+        var deliveriesPerServerCPUSecond: Double? {
+            guard let cpu = serverCPU, cpu > 0 else { return nil }
+            return deliveriesPerSecond / cpu
         }
-        let payload = [UInt8](repeating: UInt8(ascii: "x"), count: payloadBytes)
-        BenchSystem.writeAll(publisher, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
-        reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
+    }
 
-        var fds: [Int32] = []
-        fds.reserveCapacity(subscribers)
-        let batch = 64  // pipelined HELLO+JOIN, then collect the answers: 2 round trips per 64
-        var index = 0
-        while index < subscribers {
-            let upper = min(subscribers, index + batch)
-            var pending: [Int32] = []
-            for _ in index..<upper {
-                let fd = BenchSystem.connectTCP(host: host, port: port)
-                BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame() + FanoutSnapSync.joinFrame(requestID: 1, room: room))
-                pending.append(fd)
+    /// Connected sockets for one run: subscribers 0..<N, then the publisher.
+    struct FanoutConnections {
+        var subscribers: [Int32]
+        var publisher: Int32
+        var room: String
+    }
+
+    enum FanoutSetup {
+        /// SnapSync: the publisher creates the room's layout (section "s", item "i"), then every
+        /// subscriber says HELLO and JOINs and gets its SNAPSHOT. The publisher does not join.
+        static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int) -> FanoutConnections {
+            let publisher = BenchSystem.connectTCP(host: host, port: port)
+            var reader = FanoutFrameReader(fd: publisher)
+            BenchSystem.writeAll(publisher, FanoutSnapSync.helloFrame(clientName: "snapsync-bench publisher"))
+            let welcome = reader.expect(FanoutSnapSync.welcome, context: "the publisher's HELLO")
+            let limits = FanoutSnapSync.welcomeLimits(welcome)
+            if let maxPayload = limits[3], UInt64(payloadBytes) > maxPayload {
+                fanoutErr("snapsync-bench: payload \(payloadBytes) B exceeds the server's max_payload_bytes \(maxPayload)\n")
+                exit(1)
             }
-            for fd in pending {
-                var r = FanoutFrameReader(fd: fd)
-                r.expect(FanoutSnapSync.welcome, context: "subscriber HELLO")
-                r.expect(FanoutSnapSync.snapshot, context: "subscriber JOIN \(room)")
-                fds.append(fd)
-            }
-            index = upper
-        }
-        return FanoutConnections(subscribers: fds, publisher: publisher, room: room)
-    }
+            let payload = [UInt8](repeating: UInt8(ascii: "x"), count: payloadBytes)
+            BenchSystem.writeAll(publisher, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
+            reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
 
-    /// Redis: every subscriber SUBSCRIBEs to the channel; the publisher PUBLISHes to it.
-    static func redis(port: Int, channel: String, subscribers: Int) -> FanoutConnections {
-        var fds: [Int32] = []
-        fds.reserveCapacity(subscribers)
-        let subscribe = FanoutRedis.command([Array("SUBSCRIBE".utf8), Array(channel.utf8)])
-        let reply = FanoutRedis.subscribeReply(channel: channel)
-        var index = 0
-        while index < subscribers {
-            let upper = min(subscribers, index + 64)
-            var pending: [Int32] = []
-            for _ in index..<upper {
-                let fd = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
-                BenchSystem.writeAll(fd, subscribe)
-                pending.append(fd)
-            }
-            for fd in pending {
-                FanoutRedis.readExactly(fd, reply, context: "SUBSCRIBE")
-                fds.append(fd)
-            }
-            index = upper
-        }
-        let publisher = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
-        return FanoutConnections(subscribers: fds, publisher: publisher, room: channel)
-    }
-}
-
-struct FanoutGenerator {
-    static let readBufferSize = 1 << 20
-    static let carryCapacity = 16 << 10  // the largest frame a run produces is ~1.1 KiB
-    static let ringSize = 1 << 22         // per-sequence delivery counters for the closed loop
-    static let maxEvents: Int32 = 1024
-
-    let target: FanoutTarget
-    let load: FanoutLoad
-    let serverPID: Int32?
-    let subscriberCount: Int
-    let publisherToken: Int
-
-    // One slot per connection (subscribers, then the publisher).
-    let fds: UnsafeMutablePointer<Int32>
-    let carry: UnsafeMutablePointer<UInt8>      // connection i's partial frame at i * carryCapacity
-    let carryLength: UnsafeMutablePointer<Int>
-    let received: UnsafeMutablePointer<UInt64>  // per subscriber
-    let nextSequence: UnsafeMutablePointer<UInt64>
-    let closed: UnsafeMutablePointer<Bool>
-    let ring: UnsafeMutablePointer<UInt32>
-    let readBuffer: UnsafeMutablePointer<UInt8>
-    let events: UnsafeMutablePointer<epoll_event>
-    let epfd: Int32
-
-    // The publisher's pending output and its template.
-    var out: UnsafeMutablePointer<UInt8>
-    var outCapacity: Int
-    var outStart = 0
-    var outEnd = 0
-    var wantsWritable = false
-    let publishMiddle: [UInt8]   // SnapSync: after the request id, before the payload
-    let publishPrefix: [UInt8]   // Redis: before the payload
-    let messagePrefix: [UInt8]   // Redis: a subscriber's frame before the payload
-    let filler: [UInt8]          // payload bytes 16..<size
-    var requestID: UInt64 = 1
-
-    // Progress.
-    var published: UInt64 = 0
-    var completed: UInt64 = 0    // messages delivered to every subscriber
-    var acknowledged: UInt64 = 0
-    var deliveriesAll: UInt64 = 0
-    var deliveriesWindow: UInt64 = 0
-    var inWindow = false
-    var firstMeasuredSequence: UInt64 = .max
-    var endMeasuredSequence: UInt64 = .max
-    var closedSubscribers = 0
-    var outOfOrder: UInt64 = 0
-    /// FanoutHistogram buckets, recorded in place: no array uniqueness check per delivery.
-    let latencyBuckets: UnsafeMutablePointer<UInt64>
-    var latencyMax: UInt64 = 0
-    var failure: String?
-
-    init(target: FanoutTarget, load: FanoutLoad, connections: FanoutConnections, serverPID: Int32?) {
-        self.target = target
-        self.load = load
-        self.serverPID = serverPID
-        subscriberCount = connections.subscribers.count
-        publisherToken = subscriberCount
-        let slots = subscriberCount + 1
-        fds = .allocate(capacity: slots)
-        for (i, fd) in connections.subscribers.enumerated() { fds[i] = fd }
-        fds[publisherToken] = connections.publisher
-        carry = .allocate(capacity: slots * FanoutGenerator.carryCapacity)
-        carryLength = .allocate(capacity: slots); carryLength.initialize(repeating: 0, count: slots)
-        received = .allocate(capacity: slots); received.initialize(repeating: 0, count: slots)
-        nextSequence = .allocate(capacity: slots); nextSequence.initialize(repeating: 0, count: slots)
-        closed = .allocate(capacity: slots); closed.initialize(repeating: false, count: slots)
-        ring = .allocate(capacity: FanoutGenerator.ringSize)
-        ring.initialize(repeating: 0, count: FanoutGenerator.ringSize)
-        latencyBuckets = .allocate(capacity: FanoutHistogram.bucketCount)
-        latencyBuckets.initialize(repeating: 0, count: FanoutHistogram.bucketCount)
-        readBuffer = .allocate(capacity: FanoutGenerator.readBufferSize)
-        events = .allocate(capacity: Int(FanoutGenerator.maxEvents))
-        outCapacity = 1 << 20
-        out = .allocate(capacity: outCapacity)
-        publishMiddle = FanoutSnapSync.publishMiddle(room: connections.room, payloadBytes: load.payloadBytes)
-        publishPrefix = FanoutRedis.publishPrefix(channel: connections.room, payloadBytes: load.payloadBytes)
-        messagePrefix = FanoutRedis.messagePrefix(channel: connections.room, payloadBytes: load.payloadBytes)
-        filler = [UInt8](repeating: UInt8(ascii: "x"), count: max(0, load.payloadBytes - 16))
-
-        epfd = epoll_create1(0)
-        if epfd < 0 { BenchSystem.fail("epoll_create1") }
-        for i in 0..<slots {
-            BenchSystem.setNonBlocking(fds[i])
-            BenchSystem.epollSet(epfd, EPOLL_CTL_ADD, fds[i], events: EPOLLIN.rawValue, token: UInt64(i))
-        }
-    }
-
-    /// Closes every socket and frees the buffers.
-    func tearDown() {
-        for i in 0...subscriberCount { close(fds[i]) }
-        close(epfd)
-        fds.deallocate(); carry.deallocate(); carryLength.deallocate(); received.deallocate()
-        nextSequence.deallocate(); closed.deallocate(); ring.deallocate(); readBuffer.deallocate()
-        latencyBuckets.deallocate()
-        events.deallocate(); out.deallocate()
-    }
-
-    // MARK: Publishing
-
-    @inline(__always)
-    mutating func reserveOutput(_ bytes: Int) {
-        if outEnd + bytes <= outCapacity { return }
-        if outStart > 0 {  // compact
-            memmove(out, out + outStart, outEnd - outStart)
-            outEnd -= outStart
-            outStart = 0
-        }
-        if outEnd + bytes > outCapacity {
-            let capacity = max(outCapacity * 2, outEnd + bytes)
-            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-            grown.update(from: out, count: outEnd)
-            out.deallocate()
-            out = grown
-            outCapacity = capacity
-        }
-    }
-
-    /// Appends one message, stamped now, to the publisher's output. O(payload).
-    mutating func publishOne() {
-        let size = load.payloadBytes
-        reserveOutput(size + publishMiddle.count + publishPrefix.count + 32)
-        let frame = out + outEnd
-        var i: Int
-        switch target {
-        case .snapsync:
-            frame[4] = FanoutSnapSync.mutate
-            i = 5 + fanoutPutVarint(requestID, frame + 5)
-            requestID &+= 1
-            publishMiddle.withUnsafeBufferPointer { (frame + i).update(from: $0.baseAddress!, count: $0.count) }
-            i += publishMiddle.count
-        case .redis:
-            publishPrefix.withUnsafeBufferPointer { frame.update(from: $0.baseAddress!, count: $0.count) }
-            i = publishPrefix.count
-        }
-        filler.withUnsafeBufferPointer { (frame + i + 16).update(from: $0.baseAddress!, count: $0.count) }
-        let stamp = BenchSystem.nowNs()
-        UnsafeMutableRawPointer(frame + i).storeBytes(of: stamp, as: UInt64.self)
-        UnsafeMutableRawPointer(frame + i + 8).storeBytes(of: published, as: UInt64.self)
-        i += size
-        switch target {
-        case .snapsync:
-            UnsafeMutableRawPointer(frame).storeBytes(of: UInt32(i - 4).bigEndian, as: UInt32.self)
-        case .redis:
-            frame[i] = 13; frame[i + 1] = 10
-            i += 2
-        }
-        outEnd += i
-        published += 1
-    }
-
-    /// Writes what the publisher has pending; asks for EPOLLOUT only while something is left.
-    mutating func flushPublisher() {
-        let fd = fds[publisherToken]
-        while outEnd > outStart {
-            let n = write(fd, out + outStart, outEnd - outStart)
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN { break }
-                fail("publisher write: \(String(cString: strerror(errno)))")
-                outStart = outEnd
-                break
-            }
-            outStart += n
-        }
-        if outStart == outEnd { outStart = 0; outEnd = 0 }
-        let want = outEnd > outStart
-        if want != wantsWritable {
-            BenchSystem.epollSet(epfd, EPOLL_CTL_MOD, fd,
-                                 events: EPOLLIN.rawValue | (want ? EPOLLOUT.rawValue : 0), token: UInt64(publisherToken))
-            wantsWritable = want
-        }
-    }
-
-    mutating func fail(_ message: String) {
-        if failure == nil { failure = message }
-    }
-
-    // MARK: Receiving
-
-    @inline(__always)
-    mutating func deliver(subscriber: Int, payload: UnsafePointer<UInt8>, now: UInt64) {
-        let raw = UnsafeRawPointer(payload)
-        let stamp = raw.loadUnaligned(as: UInt64.self)
-        let sequence = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-        received[subscriber] &+= 1
-        if sequence != nextSequence[subscriber] { outOfOrder &+= 1 }
-        nextSequence[subscriber] = sequence &+ 1
-        deliveriesAll &+= 1
-        if inWindow { deliveriesWindow &+= 1 }
-        if sequence >= firstMeasuredSequence && sequence < endMeasuredSequence {
-            let latency = now &- stamp
-            latencyBuckets[FanoutHistogram.index(latency)] &+= 1
-            if latency > latencyMax { latencyMax = latency }
-        }
-        let slot = Int(truncatingIfNeeded: sequence) & (FanoutGenerator.ringSize - 1)
-        ring[slot] &+= 1
-        if ring[slot] == UInt32(subscriberCount) {
-            ring[slot] = 0
-            completed &+= 1
-        }
-    }
-
-    /// Scans SnapSync frames in `p[0..<n]` for connection `token`; returns the bytes consumed
-    /// (whole frames only). DIFF: walk room, epoch, version, ops to the payload of update_items.
-    mutating func scanSnapSync(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
-        var offset = 0
-        while n - offset >= 4 {
-            let length = Int(UInt32(bigEndian: UnsafeRawPointer(p + offset).loadUnaligned(as: UInt32.self)))
-            if n - offset - 4 < length { break }
-            let frame = UnsafePointer(p + offset + 4)
-            let end = length
-            offset += 4 + length
-            guard length >= 1 else { fail("a zero-length frame"); continue }
-            switch frame[0] {
-            case FanoutSnapSync.diff where token != publisherToken:
-                var i = 1
-                guard let roomLength = fanoutGetVarint(frame, &i, end) else { fail("malformed DIFF"); continue }
-                i += Int(roomLength)
-                guard fanoutGetVarint(frame, &i, end) != nil,           // epoch
-                      fanoutGetVarint(frame, &i, end) != nil,           // version
-                      fanoutGetVarint(frame, &i, end) == 1,             // one op
-                      i + 2 <= end, frame[i] == FanoutSnapSync.opUpdateItems else {
-                    fail("a DIFF that is not the benchmark's update_items"); continue
+            var fds: [Int32] = []
+            fds.reserveCapacity(subscribers)
+            let batch = 64  // pipelined HELLO+JOIN, then collect the answers: 2 round trips per 64
+            var index = 0
+            while index < subscribers {
+                let upper = min(subscribers, index + batch)
+                var pending: [Int32] = []
+                for _ in index..<upper {
+                    let fd = BenchSystem.connectTCP(host: host, port: port)
+                    BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame() + FanoutSnapSync.joinFrame(requestID: 1, room: room))
+                    pending.append(fd)
                 }
-                i += 2  // opcode, kind
-                guard fanoutGetVarint(frame, &i, end) == 1,             // one element
-                      let idLength = fanoutGetVarint(frame, &i, end) else { fail("malformed DIFF"); continue }
-                i += Int(idLength)
-                guard let payloadLength = fanoutGetVarint(frame, &i, end), payloadLength >= 16,
-                      i + Int(payloadLength) <= end else { fail("malformed DIFF payload"); continue }
-                deliver(subscriber: token, payload: frame + i, now: now)
-            case FanoutSnapSync.ack:
-                acknowledged &+= 1
-            case FanoutSnapSync.ping:
-                var i = 1
-                let nonce = fanoutGetVarint(frame, &i, end) ?? 0
-                BenchSystem.writeAll(fds[token], FanoutSnapSync.pongFrame(nonce: nonce))  // rare
-            case FanoutSnapSync.pong:
-                break
-            default:
-                let body = Array(UnsafeBufferPointer(start: frame, count: length))
-                fail(FanoutSnapSync.describeFailure(body[...]).map { "server sent \($0)" }
-                     ?? "unexpected frame type \(frame[0]) on \(token == publisherToken ? "the publisher" : "a subscriber")")
-            }
-        }
-        return offset
-    }
-
-    /// Scans Redis replies: ":N\r\n" on the publisher, "message" arrays of known shape on subscribers.
-    mutating func scanRedis(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
-        var offset = 0
-        if token == publisherToken {
-            while offset < n {
-                guard let newline = memchr(p + offset, 10, n - offset) else { break }
-                let lineEnd = UnsafeMutableRawPointer(newline).assumingMemoryBound(to: UInt8.self) - p + 1
-                if p[offset] == UInt8(ascii: ":") {
-                    acknowledged &+= 1
-                } else {
-                    fail("redis answered PUBLISH with " + String(decoding: UnsafeBufferPointer(start: p + offset, count: lineEnd - offset), as: UTF8.self).debugDescription)
+                for fd in pending {
+                    var r = FanoutFrameReader(fd: fd)
+                    r.expect(FanoutSnapSync.welcome, context: "subscriber HELLO")
+                    r.expect(FanoutSnapSync.snapshot, context: "subscriber JOIN \(room)")
+                    fds.append(fd)
                 }
-                offset = lineEnd
+                index = upper
             }
-            return offset
+            return FanoutConnections(subscribers: fds, publisher: publisher, room: room)
         }
-        let prefixCount = messagePrefix.count
-        let frameLength = prefixCount + load.payloadBytes + 2
-        return messagePrefix.withUnsafeBufferPointer { prefix in
-            while n - offset >= frameLength {
-                if memcmp(p + offset, prefix.baseAddress!, prefixCount) != 0 {
-                    fail("unexpected frame from redis: " + String(decoding: UnsafeBufferPointer(start: p + offset, count: min(40, n - offset)), as: UTF8.self).debugDescription)
-                    return n
+
+        /// Redis: every subscriber SUBSCRIBEs to the channel; the publisher PUBLISHes to it.
+        static func redis(port: Int, channel: String, subscribers: Int) -> FanoutConnections {
+            var fds: [Int32] = []
+            fds.reserveCapacity(subscribers)
+            let subscribe = FanoutRedis.command([Array("SUBSCRIBE".utf8), Array(channel.utf8)])
+            let reply = FanoutRedis.subscribeReply(channel: channel)
+            var index = 0
+            while index < subscribers {
+                let upper = min(subscribers, index + 64)
+                var pending: [Int32] = []
+                for _ in index..<upper {
+                    let fd = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
+                    BenchSystem.writeAll(fd, subscribe)
+                    pending.append(fd)
                 }
-                deliver(subscriber: token, payload: p + offset + prefixCount, now: now)
-                offset += frameLength
+                for fd in pending {
+                    FanoutRedis.readExactly(fd, reply, context: "SUBSCRIBE")
+                    fds.append(fd)
+                }
+                index = upper
             }
-            return offset
+            let publisher = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
+            return FanoutConnections(subscribers: fds, publisher: publisher, room: channel)
         }
     }
 
-    /// One read from connection `token` (after its carried partial frame), then a scan.
-    mutating func readConnection(_ token: Int) {
-        if closed[token] { return }
-        let carried = carryLength[token]
-        let carrySlot = carry + token * FanoutGenerator.carryCapacity
-        if carried > 0 { readBuffer.update(from: carrySlot, count: carried) }
-        let n = read(fds[token], readBuffer + carried, FanoutGenerator.readBufferSize - carried)
-        if n <= 0 {
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-            closed[token] = true
-            BenchSystem.epollSet(epfd, EPOLL_CTL_DEL, fds[token], events: 0, token: 0)
-            if token == publisherToken {
-                fail("the server closed the publisher's connection")
-            } else {
-                closedSubscribers += 1
-                fail("the server closed \(closedSubscribers) subscriber connection(s)")
-            }
-            // Whatever complete frames were carried were already counted.
-            return
-        }
-        let total = carried + n
-        let now = BenchSystem.nowNs()
-        let used: Int
-        switch target {
-        case .snapsync: used = scanSnapSync(token: token, readBuffer, total, now: now)
-        case .redis: used = scanRedis(token: token, readBuffer, total, now: now)
-        }
-        let left = total - used
-        if left > FanoutGenerator.carryCapacity {
-            fail("a frame larger than \(FanoutGenerator.carryCapacity) bytes")
-            carryLength[token] = 0
-            return
-        }
-        if left > 0 { carrySlot.update(from: readBuffer + used, count: left) }
-        carryLength[token] = left
-    }
+    struct FanoutGenerator {
+        static let readBufferSize = 1 << 20
+        static let carryCapacity = 16 << 10  // the largest frame a run produces is ~1.1 KiB
+        static let ringSize = 1 << 22  // per-sequence delivery counters for the closed loop
+        static let maxEvents: Int32 = 1024
 
-    // MARK: The run
+        let target: FanoutTarget
+        let load: FanoutLoad
+        let serverPID: Int32?
+        let subscriberCount: Int
+        let publisherToken: Int
 
-    mutating func run() -> FanoutRunResult {
-        var result = FanoutRunResult(target: target, load: load)
-        let start = BenchSystem.nowNs()
-        let warmEnds = start + load.warmupNs
-        let measureEnds = warmEnds + load.durationNs
-        let interval: UInt64 = load.rate > 0 ? UInt64(1e9 / load.rate) : 0
-        var nextPublish = start
-        var windowStart: UInt64 = 0, windowStop: UInt64 = 0
-        var publishedAtWindowStart: UInt64 = 0, publishedAtWindowStop: UInt64 = 0
-        var serverTicks0: UInt64 = 0, serverTicks1: UInt64 = 0
-        var selfTicks0: UInt64 = 0, selfTicks1: UInt64 = 0
-        var core0: (busy: UInt64, softirq: UInt64, total: UInt64)?, core1: (busy: UInt64, softirq: UInt64, total: UInt64)?
-        var drainDeadline: UInt64 = 0
-        var lastProgress = start, lastDeliveries: UInt64 = 0
-        let me = getpid()
+        // One slot per connection (subscribers, then the publisher).
+        let fds: UnsafeMutablePointer<Int32>
+        let carry: UnsafeMutablePointer<UInt8>  // connection i's partial frame at i * carryCapacity
+        let carryLength: UnsafeMutablePointer<Int>
+        let received: UnsafeMutablePointer<UInt64>  // per subscriber
+        let nextSequence: UnsafeMutablePointer<UInt64>
+        let closed: UnsafeMutablePointer<Bool>
+        let ring: UnsafeMutablePointer<UInt32>
+        let readBuffer: UnsafeMutablePointer<UInt8>
+        let events: UnsafeMutablePointer<epoll_event>
+        let epfd: Int32
 
-        while true {
-            var now = BenchSystem.nowNs()
-            if windowStart == 0 && now >= warmEnds {
-                windowStart = now
-                inWindow = true
-                publishedAtWindowStart = published
-                firstMeasuredSequence = published
-                selfTicks0 = BenchSystem.cpuTicks(pid: me) ?? 0
-                if let pid = serverPID { serverTicks0 = BenchSystem.cpuTicks(pid: pid) ?? 0 }
-                if let core = load.serverCore { core0 = BenchSystem.cpuJiffies(cpu: core) }
+        // The publisher's pending output and its template.
+        var out: UnsafeMutablePointer<UInt8>
+        var outCapacity: Int
+        var outStart = 0
+        var outEnd = 0
+        var wantsWritable = false
+        let publishMiddle: [UInt8]  // SnapSync: after the request id, before the payload
+        let publishPrefix: [UInt8]  // Redis: before the payload
+        let messagePrefix: [UInt8]  // Redis: a subscriber's frame before the payload
+        let filler: [UInt8]  // payload bytes 16..<size
+        var requestID: UInt64 = 1
+
+        // Progress.
+        var published: UInt64 = 0
+        var completed: UInt64 = 0  // messages delivered to every subscriber
+        var acknowledged: UInt64 = 0
+        var deliveriesAll: UInt64 = 0
+        var deliveriesWindow: UInt64 = 0
+        var inWindow = false
+        var firstMeasuredSequence: UInt64 = .max
+        var endMeasuredSequence: UInt64 = .max
+        var closedSubscribers = 0
+        var outOfOrder: UInt64 = 0
+        /// FanoutHistogram buckets, recorded in place: no array uniqueness check per delivery.
+        let latencyBuckets: UnsafeMutablePointer<UInt64>
+        var latencyMax: UInt64 = 0
+        var failure: String?
+
+        init(target: FanoutTarget, load: FanoutLoad, connections: FanoutConnections, serverPID: Int32?) {
+            self.target = target
+            self.load = load
+            self.serverPID = serverPID
+            subscriberCount = connections.subscribers.count
+            publisherToken = subscriberCount
+            let slots = subscriberCount + 1
+            fds = .allocate(capacity: slots)
+            for (i, fd) in connections.subscribers.enumerated() { fds[i] = fd }
+            fds[publisherToken] = connections.publisher
+            carry = .allocate(capacity: slots * FanoutGenerator.carryCapacity)
+            carryLength = .allocate(capacity: slots); carryLength.initialize(repeating: 0, count: slots)
+            received = .allocate(capacity: slots); received.initialize(repeating: 0, count: slots)
+            nextSequence = .allocate(capacity: slots); nextSequence.initialize(repeating: 0, count: slots)
+            closed = .allocate(capacity: slots); closed.initialize(repeating: false, count: slots)
+            ring = .allocate(capacity: FanoutGenerator.ringSize)
+            ring.initialize(repeating: 0, count: FanoutGenerator.ringSize)
+            latencyBuckets = .allocate(capacity: FanoutHistogram.bucketCount)
+            latencyBuckets.initialize(repeating: 0, count: FanoutHistogram.bucketCount)
+            readBuffer = .allocate(capacity: FanoutGenerator.readBufferSize)
+            events = .allocate(capacity: Int(FanoutGenerator.maxEvents))
+            outCapacity = 1 << 20
+            out = .allocate(capacity: outCapacity)
+            publishMiddle = FanoutSnapSync.publishMiddle(room: connections.room, payloadBytes: load.payloadBytes)
+            publishPrefix = FanoutRedis.publishPrefix(channel: connections.room, payloadBytes: load.payloadBytes)
+            messagePrefix = FanoutRedis.messagePrefix(channel: connections.room, payloadBytes: load.payloadBytes)
+            filler = [UInt8](repeating: UInt8(ascii: "x"), count: max(0, load.payloadBytes - 16))
+
+            epfd = epoll_create1(0)
+            if epfd < 0 { BenchSystem.fail("epoll_create1") }
+            for i in 0..<slots {
+                BenchSystem.setNonBlocking(fds[i])
+                BenchSystem.epollSet(epfd, EPOLL_CTL_ADD, fds[i], events: EPOLLIN.rawValue, token: UInt64(i))
             }
-            if windowStart != 0 && windowStop == 0 && (now >= measureEnds || failure != nil) {
-                windowStop = now
-                inWindow = false
-                publishedAtWindowStop = published
-                endMeasuredSequence = published
-                selfTicks1 = BenchSystem.cpuTicks(pid: me) ?? 0
-                if let pid = serverPID { serverTicks1 = BenchSystem.cpuTicks(pid: pid) ?? 0 }
-                if let core = load.serverCore { core1 = BenchSystem.cpuJiffies(cpu: core) }
-                drainDeadline = now + load.drainNs
+        }
+
+        /// Closes every socket and frees the buffers.
+        func tearDown() {
+            for i in 0...subscriberCount { close(fds[i]) }
+            close(epfd)
+            fds.deallocate(); carry.deallocate(); carryLength.deallocate(); received.deallocate()
+            nextSequence.deallocate(); closed.deallocate(); ring.deallocate(); readBuffer.deallocate()
+            latencyBuckets.deallocate()
+            events.deallocate(); out.deallocate()
+        }
+
+        // MARK: Publishing
+
+        @inline(__always)
+        mutating func reserveOutput(_ bytes: Int) {
+            if outEnd + bytes <= outCapacity { return }
+            if outStart > 0 {  // compact
+                memmove(out, out + outStart, outEnd - outStart)
+                outEnd -= outStart
+                outStart = 0
             }
-            if windowStop != 0 {
-                // Drained: every DIFF delivered and every publish answered (ACK, or redis's ":N").
-                let delivered = deliveriesAll >= published &* UInt64(subscriberCount)
-                if (delivered && acknowledged >= published) || now >= drainDeadline || failure != nil { break }
-            } else if failure == nil {
-                if load.rate > 0 {
-                    var burst = 0
-                    while nextPublish <= now && burst < 100_000 {
-                        publishOne()
-                        nextPublish += interval
-                        burst += 1
+            if outEnd + bytes > outCapacity {
+                let capacity = max(outCapacity * 2, outEnd + bytes)
+                let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+                grown.update(from: out, count: outEnd)
+                out.deallocate()
+                out = grown
+                outCapacity = capacity
+            }
+        }
+
+        /// Appends one message, stamped now, to the publisher's output. O(payload).
+        mutating func publishOne() {
+            let size = load.payloadBytes
+            reserveOutput(size + publishMiddle.count + publishPrefix.count + 32)
+            let frame = out + outEnd
+            var i: Int
+            switch target {
+            case .snapsync:
+                frame[4] = FanoutSnapSync.mutate
+                i = 5 + fanoutPutVarint(requestID, frame + 5)
+                requestID &+= 1
+                publishMiddle.withUnsafeBufferPointer { (frame + i).update(from: $0.baseAddress!, count: $0.count) }
+                i += publishMiddle.count
+            case .redis:
+                publishPrefix.withUnsafeBufferPointer { frame.update(from: $0.baseAddress!, count: $0.count) }
+                i = publishPrefix.count
+            }
+            filler.withUnsafeBufferPointer { (frame + i + 16).update(from: $0.baseAddress!, count: $0.count) }
+            let stamp = BenchSystem.nowNs()
+            UnsafeMutableRawPointer(frame + i).storeBytes(of: stamp, as: UInt64.self)
+            UnsafeMutableRawPointer(frame + i + 8).storeBytes(of: published, as: UInt64.self)
+            i += size
+            switch target {
+            case .snapsync:
+                UnsafeMutableRawPointer(frame).storeBytes(of: UInt32(i - 4).bigEndian, as: UInt32.self)
+            case .redis:
+                frame[i] = 13; frame[i + 1] = 10
+                i += 2
+            }
+            outEnd += i
+            published += 1
+        }
+
+        /// Writes what the publisher has pending; asks for EPOLLOUT only while something is left.
+        mutating func flushPublisher() {
+            let fd = fds[publisherToken]
+            while outEnd > outStart {
+                let n = write(fd, out + outStart, outEnd - outStart)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN { break }
+                    fail("publisher write: \(String(cString: strerror(errno)))")
+                    outStart = outEnd
+                    break
+                }
+                outStart += n
+            }
+            if outStart == outEnd { outStart = 0; outEnd = 0 }
+            let want = outEnd > outStart
+            if want != wantsWritable {
+                BenchSystem.epollSet(
+                    epfd, EPOLL_CTL_MOD, fd,
+                    events: EPOLLIN.rawValue | (want ? EPOLLOUT.rawValue : 0), token: UInt64(publisherToken))
+                wantsWritable = want
+            }
+        }
+
+        mutating func fail(_ message: String) {
+            if failure == nil { failure = message }
+        }
+
+        // MARK: Receiving
+
+        @inline(__always)
+        mutating func deliver(subscriber: Int, payload: UnsafePointer<UInt8>, now: UInt64) {
+            let raw = UnsafeRawPointer(payload)
+            let stamp = raw.loadUnaligned(as: UInt64.self)
+            let sequence = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            received[subscriber] &+= 1
+            if sequence != nextSequence[subscriber] { outOfOrder &+= 1 }
+            nextSequence[subscriber] = sequence &+ 1
+            deliveriesAll &+= 1
+            if inWindow { deliveriesWindow &+= 1 }
+            if sequence >= firstMeasuredSequence && sequence < endMeasuredSequence {
+                let latency = now &- stamp
+                latencyBuckets[FanoutHistogram.index(latency)] &+= 1
+                if latency > latencyMax { latencyMax = latency }
+            }
+            let slot = Int(truncatingIfNeeded: sequence) & (FanoutGenerator.ringSize - 1)
+            ring[slot] &+= 1
+            if ring[slot] == UInt32(subscriberCount) {
+                ring[slot] = 0
+                completed &+= 1
+            }
+        }
+
+        /// Scans SnapSync frames in `p[0..<n]` for connection `token`; returns the bytes consumed
+        /// (whole frames only). DIFF: walk room, epoch, version, ops to the payload of update_items.
+        mutating func scanSnapSync(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
+            var offset = 0
+            while n - offset >= 4 {
+                let length = Int(UInt32(bigEndian: UnsafeRawPointer(p + offset).loadUnaligned(as: UInt32.self)))
+                if n - offset - 4 < length { break }
+                let frame = UnsafePointer(p + offset + 4)
+                let end = length
+                offset += 4 + length
+                guard length >= 1 else { fail("a zero-length frame"); continue }
+                switch frame[0] {
+                case FanoutSnapSync.diff where token != publisherToken:
+                    var i = 1
+                    guard let roomLength = fanoutGetVarint(frame, &i, end) else { fail("malformed DIFF"); continue }
+                    i += Int(roomLength)
+                    guard fanoutGetVarint(frame, &i, end) != nil,  // epoch
+                        fanoutGetVarint(frame, &i, end) != nil,  // version
+                        fanoutGetVarint(frame, &i, end) == 1,  // one op
+                        i + 2 <= end, frame[i] == FanoutSnapSync.opUpdateItems
+                    else {
+                        fail("a DIFF that is not the benchmark's update_items"); continue
                     }
+                    i += 2  // opcode, kind
+                    guard fanoutGetVarint(frame, &i, end) == 1,  // one element
+                        let idLength = fanoutGetVarint(frame, &i, end)
+                    else { fail("malformed DIFF"); continue }
+                    i += Int(idLength)
+                    guard let payloadLength = fanoutGetVarint(frame, &i, end), payloadLength >= 16,
+                        i + Int(payloadLength) <= end
+                    else { fail("malformed DIFF payload"); continue }
+                    deliver(subscriber: token, payload: frame + i, now: now)
+                case FanoutSnapSync.ack:
+                    acknowledged &+= 1
+                case FanoutSnapSync.ping:
+                    var i = 1
+                    let nonce = fanoutGetVarint(frame, &i, end) ?? 0
+                    BenchSystem.writeAll(fds[token], FanoutSnapSync.pongFrame(nonce: nonce))  // rare
+                case FanoutSnapSync.pong:
+                    break
+                default:
+                    let body = Array(UnsafeBufferPointer(start: frame, count: length))
+                    fail(
+                        FanoutSnapSync.describeFailure(body[...]).map { "server sent \($0)" }
+                            ?? "unexpected frame type \(frame[0]) on \(token == publisherToken ? "the publisher" : "a subscriber")")
+                }
+            }
+            return offset
+        }
+
+        /// Scans Redis replies: ":N\r\n" on the publisher, "message" arrays of known shape on subscribers.
+        mutating func scanRedis(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
+            var offset = 0
+            if token == publisherToken {
+                while offset < n {
+                    guard let newline = memchr(p + offset, 10, n - offset) else { break }
+                    let lineEnd = UnsafeMutableRawPointer(newline).assumingMemoryBound(to: UInt8.self) - p + 1
+                    if p[offset] == UInt8(ascii: ":") {
+                        acknowledged &+= 1
+                    } else {
+                        fail(
+                            "redis answered PUBLISH with "
+                                + String(decoding: UnsafeBufferPointer(start: p + offset, count: lineEnd - offset), as: UTF8.self).debugDescription)
+                    }
+                    offset = lineEnd
+                }
+                return offset
+            }
+            let prefixCount = messagePrefix.count
+            let frameLength = prefixCount + load.payloadBytes + 2
+            return messagePrefix.withUnsafeBufferPointer { prefix in
+                while n - offset >= frameLength {
+                    if memcmp(p + offset, prefix.baseAddress!, prefixCount) != 0 {
+                        fail(
+                            "unexpected frame from redis: "
+                                + String(decoding: UnsafeBufferPointer(start: p + offset, count: min(40, n - offset)), as: UTF8.self).debugDescription)
+                        return n
+                    }
+                    deliver(subscriber: token, payload: p + offset + prefixCount, now: now)
+                    offset += frameLength
+                }
+                return offset
+            }
+        }
+
+        /// One read from connection `token` (after its carried partial frame), then a scan.
+        mutating func readConnection(_ token: Int) {
+            if closed[token] { return }
+            let carried = carryLength[token]
+            let carrySlot = carry + token * FanoutGenerator.carryCapacity
+            if carried > 0 { readBuffer.update(from: carrySlot, count: carried) }
+            let n = read(fds[token], readBuffer + carried, FanoutGenerator.readBufferSize - carried)
+            if n <= 0 {
+                if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+                closed[token] = true
+                BenchSystem.epollSet(epfd, EPOLL_CTL_DEL, fds[token], events: 0, token: 0)
+                if token == publisherToken {
+                    fail("the server closed the publisher's connection")
                 } else {
-                    while published &- completed < UInt64(load.window) { publishOne() }
+                    closedSubscribers += 1
+                    fail("the server closed \(closedSubscribers) subscriber connection(s)")
+                }
+                // Whatever complete frames were carried were already counted.
+                return
+            }
+            let total = carried + n
+            let now = BenchSystem.nowNs()
+            let used: Int
+            switch target {
+            case .snapsync: used = scanSnapSync(token: token, readBuffer, total, now: now)
+            case .redis: used = scanRedis(token: token, readBuffer, total, now: now)
+            }
+            let left = total - used
+            if left > FanoutGenerator.carryCapacity {
+                fail("a frame larger than \(FanoutGenerator.carryCapacity) bytes")
+                carryLength[token] = 0
+                return
+            }
+            if left > 0 { carrySlot.update(from: readBuffer + used, count: left) }
+            carryLength[token] = left
+        }
+
+        // MARK: The run
+
+        mutating func run() -> FanoutRunResult {
+            var result = FanoutRunResult(target: target, load: load)
+            let start = BenchSystem.nowNs()
+            let warmEnds = start + load.warmupNs
+            let measureEnds = warmEnds + load.durationNs
+            let interval: UInt64 = load.rate > 0 ? UInt64(1e9 / load.rate) : 0
+            var nextPublish = start
+            var windowStart: UInt64 = 0, windowStop: UInt64 = 0
+            var publishedAtWindowStart: UInt64 = 0, publishedAtWindowStop: UInt64 = 0
+            var serverTicks0: UInt64 = 0, serverTicks1: UInt64 = 0
+            var selfTicks0: UInt64 = 0, selfTicks1: UInt64 = 0
+            var core0: (busy: UInt64, softirq: UInt64, total: UInt64)?, core1: (busy: UInt64, softirq: UInt64, total: UInt64)?
+            var drainDeadline: UInt64 = 0
+            var lastProgress = start, lastDeliveries: UInt64 = 0
+            let me = getpid()
+
+            while true {
+                var now = BenchSystem.nowNs()
+                if windowStart == 0 && now >= warmEnds {
+                    windowStart = now
+                    inWindow = true
+                    publishedAtWindowStart = published
+                    firstMeasuredSequence = published
+                    selfTicks0 = BenchSystem.cpuTicks(pid: me) ?? 0
+                    if let pid = serverPID { serverTicks0 = BenchSystem.cpuTicks(pid: pid) ?? 0 }
+                    if let core = load.serverCore { core0 = BenchSystem.cpuJiffies(cpu: core) }
+                }
+                if windowStart != 0 && windowStop == 0 && (now >= measureEnds || failure != nil) {
+                    windowStop = now
+                    inWindow = false
+                    publishedAtWindowStop = published
+                    endMeasuredSequence = published
+                    selfTicks1 = BenchSystem.cpuTicks(pid: me) ?? 0
+                    if let pid = serverPID { serverTicks1 = BenchSystem.cpuTicks(pid: pid) ?? 0 }
+                    if let core = load.serverCore { core1 = BenchSystem.cpuJiffies(cpu: core) }
+                    drainDeadline = now + load.drainNs
+                }
+                if windowStop != 0 {
+                    // Drained: every DIFF delivered and every publish answered (ACK, or redis's ":N").
+                    let delivered = deliveriesAll >= published &* UInt64(subscriberCount)
+                    if (delivered && acknowledged >= published) || now >= drainDeadline || failure != nil { break }
+                } else if failure == nil {
+                    if load.rate > 0 {
+                        var burst = 0
+                        while nextPublish <= now && burst < 100_000 {
+                            publishOne()
+                            nextPublish += interval
+                            burst += 1
+                        }
+                    } else {
+                        while published &- completed < UInt64(load.window) { publishOne() }
+                    }
+                }
+                if outEnd > outStart { flushPublisher() }
+
+                // Stall detection: nothing delivered for 5 s while messages are outstanding.
+                if deliveriesAll != lastDeliveries {
+                    lastDeliveries = deliveriesAll
+                    lastProgress = now
+                } else if published &* UInt64(subscriberCount) > deliveriesAll && now - lastProgress > 5_000_000_000 {
+                    fail("no delivery for 5 s with \(published &* UInt64(subscriberCount) &- deliveriesAll) outstanding")
+                    if windowStart == 0 { windowStart = now; publishedAtWindowStart = published }
+                    if windowStop == 0 { windowStop = now; publishedAtWindowStop = published }
+                    break
+                }
+
+                var timeout: UInt64 = 10_000_000  // so the window edges are noticed within 10 ms
+                if load.rate > 0 && windowStop == 0 {
+                    now = BenchSystem.nowNs()
+                    timeout = nextPublish > now ? min(nextPublish - now, timeout) : 0
+                }
+                let ready = BenchSystem.epollWaitNs(epfd, events, FanoutGenerator.maxEvents, timeoutNs: timeout)
+                if ready < 0 {
+                    if errno == EINTR { continue }
+                    BenchSystem.fail("epoll_wait")
+                }
+                for e in 0..<Int(ready) {
+                    let flags = events[e].events
+                    let token = Int(truncatingIfNeeded: events[e].data.u64)
+                    if token == publisherToken && flags & EPOLLOUT.rawValue != 0 { flushPublisher() }
+                    if flags & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+                        readConnection(token)
+                    }
                 }
             }
-            if outEnd > outStart { flushPublisher() }
 
-            // Stall detection: nothing delivered for 5 s while messages are outstanding.
-            if deliveriesAll != lastDeliveries {
-                lastDeliveries = deliveriesAll
-                lastProgress = now
-            } else if published &* UInt64(subscriberCount) > deliveriesAll && now - lastProgress > 5_000_000_000 {
-                fail("no delivery for 5 s with \(published &* UInt64(subscriberCount) &- deliveriesAll) outstanding")
-                if windowStart == 0 { windowStart = now; publishedAtWindowStart = published }
-                if windowStop == 0 { windowStop = now; publishedAtWindowStop = published }
-                break
+            let seconds = Double(windowStop - windowStart) / 1e9
+            result.measuredSeconds = seconds
+            result.published = published
+            result.publishedMeasured = publishedAtWindowStop - publishedAtWindowStart
+            result.deliveriesMeasured = deliveriesWindow
+            var lost: UInt64 = 0
+            for s in 0..<subscriberCount where received[s] < published { lost += published - received[s] }
+            result.lost = lost
+            result.outOfOrder = outOfOrder
+            result.latency = FanoutHistogram(buckets: latencyBuckets, maxValue: latencyMax)
+            let hz = BenchSystem.ticksPerSecond
+            if seconds > 0 {
+                result.generatorCPU = Double(selfTicks1 - selfTicks0) / hz / seconds
+                if serverPID != nil { result.serverCPU = Double(serverTicks1 - serverTicks0) / hz / seconds }
             }
-
-            var timeout: UInt64 = 10_000_000  // so the window edges are noticed within 10 ms
-            if load.rate > 0 && windowStop == 0 {
-                now = BenchSystem.nowNs()
-                timeout = nextPublish > now ? min(nextPublish - now, timeout) : 0
+            if let a = core0, let b = core1, b.total > a.total {
+                result.serverCoreBusy = Double(b.busy - a.busy) / Double(b.total - a.total)
+                result.serverCoreSoftirq = Double(b.softirq - a.softirq) / Double(b.total - a.total)
             }
-            let ready = BenchSystem.epollWaitNs(epfd, events, FanoutGenerator.maxEvents, timeoutNs: timeout)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                BenchSystem.fail("epoll_wait")
+            if acknowledged < published && failure == nil {
+                result.failure = "only \(acknowledged) of \(published) publishes answered within \(load.drainNs / 1_000_000_000) s"
             }
-            for e in 0..<Int(ready) {
-                let flags = events[e].events
-                let token = Int(truncatingIfNeeded: events[e].data.u64)
-                if token == publisherToken && flags & EPOLLOUT.rawValue != 0 { flushPublisher() }
-                if flags & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
-                    readConnection(token)
-                }
-            }
+            if let failure { result.failure = failure }
+            return result
         }
-
-        let seconds = Double(windowStop - windowStart) / 1e9
-        result.measuredSeconds = seconds
-        result.published = published
-        result.publishedMeasured = publishedAtWindowStop - publishedAtWindowStart
-        result.deliveriesMeasured = deliveriesWindow
-        var lost: UInt64 = 0
-        for s in 0..<subscriberCount where received[s] < published { lost += published - received[s] }
-        result.lost = lost
-        result.outOfOrder = outOfOrder
-        result.latency = FanoutHistogram(buckets: latencyBuckets, maxValue: latencyMax)
-        let hz = BenchSystem.ticksPerSecond
-        if seconds > 0 {
-            result.generatorCPU = Double(selfTicks1 - selfTicks0) / hz / seconds
-            if serverPID != nil { result.serverCPU = Double(serverTicks1 - serverTicks0) / hz / seconds }
-        }
-        if let a = core0, let b = core1, b.total > a.total {
-            result.serverCoreBusy = Double(b.busy - a.busy) / Double(b.total - a.total)
-            result.serverCoreSoftirq = Double(b.softirq - a.softirq) / Double(b.total - a.total)
-        }
-        if acknowledged < published && failure == nil {
-            result.failure = "only \(acknowledged) of \(published) publishes answered within \(load.drainNs / 1_000_000_000) s"
-        }
-        if let failure { result.failure = failure }
-        return result
     }
-}
 #endif

@@ -13,186 +13,196 @@
 //     difference leaves them out.
 //   - all in: (RSS at K − RSS before the room) / K, those fixed costs spread over K items.
 #if canImport(Glibc)
-import ArgumentParser
-import Glibc
+    import ArgumentParser
+    import Glibc
 
-struct FanoutMemoryCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "memory",
-        abstract: "The daemon's memory per idle connection and per item (VmRSS deltas).")
+    struct FanoutMemoryCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "memory",
+            abstract: "The daemon's memory per idle connection and per item (VmRSS deltas).")
 
-    @OptionGroup var launch: DaemonOptions
+        @OptionGroup var launch: DaemonOptions
 
-    @Option(help: "Idle connections to open.")
-    var connections: Int = 1000
+        @Option(help: "Idle connections to open.")
+        var connections: Int = 1000
 
-    @Option(help: "Items to put in the room.")
-    var items: Int = 100_000
+        @Option(help: "Items to put in the room.")
+        var items: Int = 100_000
 
-    @Option(name: .customLong("id-bytes"), help: "Bytes per item identifier (at least 8).")
-    var idBytes: Int = 16
+        @Option(name: .customLong("id-bytes"), help: "Bytes per item identifier (at least 8).")
+        var idBytes: Int = 16
 
-    @Option(name: .customLong("payload-bytes"), help: "Bytes per item payload.")
-    var payloadBytes: Int = 64
+        @Option(name: .customLong("payload-bytes"), help: "Bytes per item payload.")
+        var payloadBytes: Int = 64
 
-    @Option(help: "Items per append_items MUTATE.")
-    var batch: Int = 1000
+        @Option(help: "Items per append_items MUTATE.")
+        var batch: Int = 1000
 
-    @Flag(help: "One JSON object per measurement per line.")
-    var json = false
+        @Flag(help: "One JSON object per measurement per line.")
+        var json = false
 
-    func validate() throws {
-        if connections < 1 || items < 1 || batch < 1 { throw ValidationError("--connections, --items and --batch must be positive") }
-        if idBytes < 8 { throw ValidationError("--id-bytes must be at least 8 (ids are unique decimal numbers)") }
-        if payloadBytes < 0 { throw ValidationError("--payload-bytes must not be negative") }
-    }
+        func validate() throws {
+            if connections < 1 || items < 1 || batch < 1 { throw ValidationError("--connections, --items and --batch must be positive") }
+            if idBytes < 8 { throw ValidationError("--id-bytes must be at least 8 (ids are unique decimal numbers)") }
+            if payloadBytes < 0 { throw ValidationError("--payload-bytes must not be negative") }
+        }
 
-    func run() throws {
-        signal(SIGPIPE, SIG_IGN)
-        BenchSystem.raiseFileLimit(atLeast: connections + 64)
-        let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
-        try measureConnections(binary: binary)
-        try measureItems(binary: binary)
-    }
+        func run() throws {
+            signal(SIGPIPE, SIG_IGN)
+            BenchSystem.raiseFileLimit(atLeast: connections + 64)
+            let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
+            try measureConnections(binary: binary)
+            try measureItems(binary: binary)
+        }
 
-    /// Lets the daemon finish what it was doing and the kernel account it, then reads VmRSS.
-    private func settledRSS(_ pid: Int32) -> Int {
-        BenchSystem.sleepMs(300)
-        return BenchSystem.residentBytes(pid: pid) ?? 0
-    }
+        /// Lets the daemon finish what it was doing and the kernel account it, then reads VmRSS.
+        private func settledRSS(_ pid: Int32) -> Int {
+            BenchSystem.sleepMs(300)
+            return BenchSystem.residentBytes(pid: pid) ?? 0
+        }
 
-    private func measureConnections(binary: String) throws {
-        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
-        defer { daemon.stop() }
-        // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
-        let first = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
-        var firstReader = FanoutFrameReader(fd: first)
-        BenchSystem.writeAll(first, FanoutSnapSync.helloFrame())
-        firstReader.expect(FanoutSnapSync.welcome, context: "HELLO")
-        let before = settledRSS(daemon.pid)
+        private func measureConnections(binary: String) throws {
+            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
+            defer { daemon.stop() }
+            // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
+            let first = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
+            var firstReader = FanoutFrameReader(fd: first)
+            BenchSystem.writeAll(first, FanoutSnapSync.helloFrame())
+            firstReader.expect(FanoutSnapSync.welcome, context: "HELLO")
+            let before = settledRSS(daemon.pid)
 
-        var fds: [Int32] = []
-        var readers: [FanoutFrameReader] = []
-        var index = 0
-        while index < connections {
-            let upper = min(connections, index + 64)
-            var pending: [Int32] = []
-            for _ in index..<upper {
-                let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
-                BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
-                pending.append(fd)
+            var fds: [Int32] = []
+            var readers: [FanoutFrameReader] = []
+            var index = 0
+            while index < connections {
+                let upper = min(connections, index + 64)
+                var pending: [Int32] = []
+                for _ in index..<upper {
+                    let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
+                    BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
+                    pending.append(fd)
+                }
+                for fd in pending {
+                    var reader = FanoutFrameReader(fd: fd)
+                    reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+                    fds.append(fd)
+                    readers.append(reader)
+                }
+                index = upper
             }
-            for fd in pending {
-                var reader = FanoutFrameReader(fd: fd)
-                reader.expect(FanoutSnapSync.welcome, context: "HELLO")
-                fds.append(fd)
-                readers.append(reader)
+            let handshaken = settledRSS(daemon.pid)
+            let perConnection = Double(handshaken - before) / Double(connections)
+            report(
+                name: "idle_connection",
+                fields: [
+                    ("connections", .int(Int(connections))), ("rss_before_bytes", .int(Int(before))), ("rss_after_bytes", .int(Int(handshaken))),
+                    ("bytes_per_connection", .decimal(perConnection, digits: 0)), ("target_bytes", 8192),
+                    ("target_met", .bool(perConnection <= 8192)),
+                ],
+                text:
+                    "idle handshaken connection: \(Bench.decimal(perConnection, digits: 0)) B each (\(connections) connections, VmRSS \(before / 1024) → \(handshaken / 1024) KiB; target ≤ 8192 B)"
+            )
+
+            let room = "memory-\(getpid())"
+            for fd in fds { BenchSystem.writeAll(fd, FanoutSnapSync.joinFrame(requestID: 1, room: room)) }
+            for i in readers.indices { readers[i].expect(FanoutSnapSync.snapshot, context: "JOIN") }
+            let joined = settledRSS(daemon.pid)
+            let perMember = Double(joined - handshaken) / Double(connections)
+            report(
+                name: "room_member",
+                fields: [
+                    ("connections", .int(Int(connections))), ("rss_before_bytes", .int(Int(handshaken))), ("rss_after_bytes", .int(Int(joined))),
+                    ("extra_bytes_per_member", .decimal(perMember, digits: 0)),
+                ], text: "joining one room: \(Bench.decimal(perMember, digits: 0)) B more per member (VmRSS → \(joined / 1024) KiB)")
+            for fd in fds { close(fd) }
+            close(first)
+        }
+
+        private func measureItems(binary: String) throws {
+            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
+            defer { daemon.stop() }
+            let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
+            defer { close(fd) }
+            var reader = FanoutFrameReader(fd: fd)
+            BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
+            let limits = FanoutSnapSync.welcomeLimits(reader.expect(FanoutSnapSync.welcome, context: "HELLO"))
+            let room = "memory-items-\(getpid())"
+            var requestID: UInt64 = 1
+            BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: requestID, room: room))
+            reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
+
+            // Respect the daemon's limits rather than measure its rejections.
+            var count = items
+            let rawPerItem = idBytes + payloadBytes
+            if let maxItems = limits[4], UInt64(count) > maxItems {
+                count = Int(maxItems)
+                note("--items lowered to the daemon's max_items_per_room, \(count)")
             }
-            index = upper
-        }
-        let handshaken = settledRSS(daemon.pid)
-        let perConnection = Double(handshaken - before) / Double(connections)
-        report(name: "idle_connection", fields: [
-            ("connections", .int(Int(connections))), ("rss_before_bytes", .int(Int(before))), ("rss_after_bytes", .int(Int(handshaken))),
-            ("bytes_per_connection", .decimal(perConnection, digits: 0)), ("target_bytes", 8192),
-            ("target_met", .bool(perConnection <= 8192)),
-        ], text: "idle handshaken connection: \(Bench.decimal(perConnection, digits: 0)) B each (\(connections) connections, VmRSS \(before / 1024) → \(handshaken / 1024) KiB; target ≤ 8192 B)")
-
-        let room = "memory-\(getpid())"
-        for fd in fds { BenchSystem.writeAll(fd, FanoutSnapSync.joinFrame(requestID: 1, room: room)) }
-        for i in readers.indices { readers[i].expect(FanoutSnapSync.snapshot, context: "JOIN") }
-        let joined = settledRSS(daemon.pid)
-        let perMember = Double(joined - handshaken) / Double(connections)
-        report(name: "room_member", fields: [
-            ("connections", .int(Int(connections))), ("rss_before_bytes", .int(Int(handshaken))), ("rss_after_bytes", .int(Int(joined))),
-            ("extra_bytes_per_member", .decimal(perMember, digits: 0)),
-        ], text: "joining one room: \(Bench.decimal(perMember, digits: 0)) B more per member (VmRSS → \(joined / 1024) KiB)")
-        for fd in fds { close(fd) }
-        close(first)
-    }
-
-    private func measureItems(binary: String) throws {
-        let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
-        defer { daemon.stop() }
-        let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
-        defer { close(fd) }
-        var reader = FanoutFrameReader(fd: fd)
-        BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
-        let limits = FanoutSnapSync.welcomeLimits(reader.expect(FanoutSnapSync.welcome, context: "HELLO"))
-        let room = "memory-items-\(getpid())"
-        var requestID: UInt64 = 1
-        BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: requestID, room: room))
-        reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
-
-        // Respect the daemon's limits rather than measure its rejections.
-        var count = items
-        let rawPerItem = idBytes + payloadBytes
-        if let maxItems = limits[4], UInt64(count) > maxItems {
-            count = Int(maxItems)
-            note("--items lowered to the daemon's max_items_per_room, \(count)")
-        }
-        let encodedPerItem = rawPerItem + 4  // two length varints, generously
-        if let maxSnapshot = limits[7], UInt64(count * encodedPerItem + 64) > maxSnapshot {
-            count = Int((maxSnapshot - 64) / UInt64(encodedPerItem))
-            note("--items lowered to fit the daemon's max_snapshot_bytes, \(count)")
-        }
-        var perBatch = batch
-        if let maxFrame = limits[1], UInt64(perBatch * encodedPerItem + 256) > maxFrame {
-            perBatch = max(1, Int((maxFrame - 256) / UInt64(encodedPerItem)))
-        }
-        let history = Int(limits[8] ?? 0)
-
-        // A warm-up batch in another room, so allocator arenas and code paths exist before the baseline.
-        BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: 1000, room: room + "-warm"))
-        reader.expect(FanoutSnapSync.ack, context: "warm-up")
-        requestID = 2
-        let before = settledRSS(daemon.pid)
-
-        let payload = [UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes)
-        var next = 0
-        var half: (items: Int, rss: Int)?
-        while next < count {
-            if half == nil && next >= count / 2 && next > 0 { half = (next, settledRSS(daemon.pid)) }
-            let upper = min(count, next + perBatch)
-            var elements: [([UInt8], [UInt8])] = []
-            elements.reserveCapacity(upper - next)
-            for n in next..<upper {
-                let digits = Array(String(n).utf8)
-                let id = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - digits.count) + digits
-                elements.append((id, payload))
+            let encodedPerItem = rawPerItem + 4  // two length varints, generously
+            if let maxSnapshot = limits[7], UInt64(count * encodedPerItem + 64) > maxSnapshot {
+                count = Int((maxSnapshot - 64) / UInt64(encodedPerItem))
+                note("--items lowered to fit the daemon's max_snapshot_bytes, \(count)")
             }
-            BenchSystem.writeAll(fd, FanoutSnapSync.appendItemsFrame(requestID: requestID, room: room, items: elements))
-            requestID += 1
-            reader.expect(FanoutSnapSync.ack, context: "append_items")
-            next = upper
-        }
-        let filled = settledRSS(daemon.pid)
-        let middle = half ?? (0, before)
-        let marginal = Double(filled - middle.rss) / Double(count - middle.items)
-        let allIn = Double(filled - before) / Double(count)
-        let raw = Double(rawPerItem)
-        report(name: "item", fields: [
-            ("items", .int(Int(count))), ("id_bytes", .int(Int(idBytes))), ("payload_bytes", .int(Int(payloadBytes))),
-            ("raw_bytes_per_item", .int(Int(rawPerItem))), ("batch", .int(Int(perBatch))), ("history_count", .int(Int(history))),
-            ("rss_before_bytes", .int(Int(before))), ("items_at_half", .int(Int(middle.items))), ("rss_at_half_bytes", .int(Int(middle.rss))),
-            ("rss_after_bytes", .int(Int(filled))),
-            ("bytes_per_item", .decimal(marginal, digits: 1)), ("ratio_to_raw", .decimal(marginal / raw, digits: 2)),
-            ("target_ratio", 2), ("target_met", .bool(marginal / raw <= 2)),
-            ("all_in_bytes_per_item", .decimal(allIn, digits: 1)), ("all_in_ratio_to_raw", .decimal(allIn / raw, digits: 2)),
-        ], text: """
-            item (\(idBytes) B id + \(payloadBytes) B payload = \(rawPerItem) B raw): \(Bench.decimal(marginal, digits: 1)) B each = \(Bench.decimal(marginal / raw, digits: 2))× raw, from item \(middle.items) to \(count) (VmRSS \(middle.rss / 1024) → \(filled / 1024) KiB; target ≤ 2×)
-              all in: \(Bench.decimal(allIn, digits: 1)) B per item = \(Bench.decimal(allIn / raw, digits: 2))× raw over all \(count) items, with the room's fixed costs (DIFF history up to --history-bytes) (VmRSS \(before / 1024) → \(filled / 1024) KiB, batches of \(perBatch))
-            """)
-    }
+            var perBatch = batch
+            if let maxFrame = limits[1], UInt64(perBatch * encodedPerItem + 256) > maxFrame {
+                perBatch = max(1, Int((maxFrame - 256) / UInt64(encodedPerItem)))
+            }
+            let history = Int(limits[8] ?? 0)
 
-    private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
+            // A warm-up batch in another room, so allocator arenas and code paths exist before the baseline.
+            BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: 1000, room: room + "-warm"))
+            reader.expect(FanoutSnapSync.ack, context: "warm-up")
+            requestID = 2
+            let before = settledRSS(daemon.pid)
 
-    private func report(name: String, fields: [(String, JSONValue)], text: String) {
-        if json {
-            Bench.printJSON([("measurement", .string(name))] + fields)
-        } else {
-            print(text)
+            let payload = [UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes)
+            var next = 0
+            var half: (items: Int, rss: Int)?
+            while next < count {
+                if half == nil && next >= count / 2 && next > 0 { half = (next, settledRSS(daemon.pid)) }
+                let upper = min(count, next + perBatch)
+                var elements: [([UInt8], [UInt8])] = []
+                elements.reserveCapacity(upper - next)
+                for n in next..<upper {
+                    let digits = Array(String(n).utf8)
+                    let id = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - digits.count) + digits
+                    elements.append((id, payload))
+                }
+                BenchSystem.writeAll(fd, FanoutSnapSync.appendItemsFrame(requestID: requestID, room: room, items: elements))
+                requestID += 1
+                reader.expect(FanoutSnapSync.ack, context: "append_items")
+                next = upper
+            }
+            let filled = settledRSS(daemon.pid)
+            let middle = half ?? (0, before)
+            let marginal = Double(filled - middle.rss) / Double(count - middle.items)
+            let allIn = Double(filled - before) / Double(count)
+            let raw = Double(rawPerItem)
+            report(
+                name: "item",
+                fields: [
+                    ("items", .int(Int(count))), ("id_bytes", .int(Int(idBytes))), ("payload_bytes", .int(Int(payloadBytes))),
+                    ("raw_bytes_per_item", .int(Int(rawPerItem))), ("batch", .int(Int(perBatch))), ("history_count", .int(Int(history))),
+                    ("rss_before_bytes", .int(Int(before))), ("items_at_half", .int(Int(middle.items))), ("rss_at_half_bytes", .int(Int(middle.rss))),
+                    ("rss_after_bytes", .int(Int(filled))),
+                    ("bytes_per_item", .decimal(marginal, digits: 1)), ("ratio_to_raw", .decimal(marginal / raw, digits: 2)),
+                    ("target_ratio", 2), ("target_met", .bool(marginal / raw <= 2)),
+                    ("all_in_bytes_per_item", .decimal(allIn, digits: 1)), ("all_in_ratio_to_raw", .decimal(allIn / raw, digits: 2)),
+                ],
+                text: """
+                    item (\(idBytes) B id + \(payloadBytes) B payload = \(rawPerItem) B raw): \(Bench.decimal(marginal, digits: 1)) B each = \(Bench.decimal(marginal / raw, digits: 2))× raw, from item \(middle.items) to \(count) (VmRSS \(middle.rss / 1024) → \(filled / 1024) KiB; target ≤ 2×)
+                      all in: \(Bench.decimal(allIn, digits: 1)) B per item = \(Bench.decimal(allIn / raw, digits: 2))× raw over all \(count) items, with the room's fixed costs (DIFF history up to --history-bytes) (VmRSS \(before / 1024) → \(filled / 1024) KiB, batches of \(perBatch))
+                    """)
+        }
+
+        private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
+
+        private func report(name: String, fields: [(String, JSONValue)], text: String) {
+            if json {
+                Bench.printJSON([("measurement", .string(name))] + fields)
+            } else {
+                print(text)
+            }
         }
     }
-}
 #endif

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 /// The storage's background thread: runs `BackgroundJob`s, one at a time, in the order they
@@ -69,11 +69,13 @@ final class BackgroundIO: @unchecked Sendable {
         var handle = pthread_t()
         // The worker holds its own reference until it exits, so the object outlives it.
         let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&handle, nil, { raw in
-            let io = Unmanaged<BackgroundIO>.fromOpaque(raw!).takeRetainedValue()
-            io.work()
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &handle, nil,
+            { raw in
+                let io = Unmanaged<BackgroundIO>.fromOpaque(raw!).takeRetainedValue()
+                io.work()
+                return nil
+            }, context)
         guard rc == 0 else {
             // No thread (EAGAIN: the process is at its thread limit): run the jobs inline.
             Unmanaged<BackgroundIO>.fromOpaque(context).release()

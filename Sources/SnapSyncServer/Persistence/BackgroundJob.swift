@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 /// The storage work that runs on `BackgroundIO`'s thread: everything at a segment switch and
@@ -39,8 +39,9 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
     func perform() throws(StorageError) -> BackgroundOutcome {
         switch self {
         case .prepareSegment(let directory, let sequence, let preallocate):
-            let (file, allocated) = try LogSegmentWriter.createTemporary(directory: directory, sequence: sequence,
-                                                                        preallocate: preallocate)
+            let (file, allocated) = try LogSegmentWriter.createTemporary(
+                directory: directory, sequence: sequence,
+                preallocate: preallocate)
             return .prepared(fd: file.release(), allocated: allocated)
         case .installSegment(let directory, let sequence):
             try LogSegmentWriter.install(directory: directory, sequence: sequence)

@@ -31,8 +31,10 @@ struct CheckpointFile {
     /// The file's bytes.
     /// - Complexity: O(size of the snapshot + history): one encoding pass, one checksum pass,
     ///   one SHA-256 pass for the digest.
-    static func encode(room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
-                       history: [LoggedWrite]) -> [UInt8] {
+    static func encode(
+        room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
+        history: [LoggedWrite]
+    ) -> [UInt8] {
         var encoding: [UInt8] = []
         snapshot.encodeCanonical(into: &encoding)
         var header: [UInt8] = [PayloadKind.checkpointHeader.rawValue]
@@ -58,7 +60,9 @@ struct CheckpointFile {
     /// snapshot whose digest differs from the one recorded.
     static func decode(_ bytes: [UInt8], path: String) throws(StorageError) -> CheckpointFile {
         func corrupt(_ offset: Int, _ reason: String) -> StorageError {
-            .corrupt(path: path, offset: offset, reason: reason + " (checkpoints are written whole and renamed into place, so this is damage, not an unfinished write)")
+            .corrupt(
+                path: path, offset: offset,
+                reason: reason + " (checkpoints are written whole and renamed into place, so this is damage, not an unfinished write)")
         }
         guard bytes.count >= magic.count, Array(bytes[0..<magic.count]) == magic else {
             throw corrupt(0, "it does not start with \"SNAPCKP1\"")

@@ -128,8 +128,10 @@ extension DurableStore {
     func prepareNextSegment() throws(StorageError) {
         guard background.next == nil, !background.preparing else { return }
         background.preparing = true
-        background.io.submit(.prepareSegment(directory: directory, sequence: active.sequence + 1,
-                                             preallocate: options.preallocationBytes))
+        background.io.submit(
+            .prepareSegment(
+                directory: directory, sequence: active.sequence + 1,
+                preallocate: options.preallocationBytes))
         try absorbBackgroundCompletions()
     }
 
@@ -138,7 +140,8 @@ extension DurableStore {
     /// two (a full disk can delay the MANIFEST of a switch; `maintain` retries it).
     func installNextSegment() throws(StorageError) {
         guard let next = background.next, !next.installed, !background.installing,
-              manifestSegmentsEnd > active.sequence else { return }
+            manifestSegmentsEnd > active.sequence
+        else { return }
         background.installing = true
         background.io.submit(.installSegment(directory: directory, sequence: next.sequence))
         try absorbBackgroundCompletions()
@@ -161,8 +164,9 @@ extension DurableStore {
         background.switchDue = false
         let ticket = background.io.submit(.closeSegment(fd: old.file.release(), path: old.file.path))
         background.closing.append((old.sequence, ticket))
-        active = ActiveSegment(sequence: next.sequence, file: next.file, end: LogSegment.headerSize,
-                               allocated: next.allocated, records: 0, started: now)
+        active = ActiveSegment(
+            sequence: next.sequence, file: next.file, end: LogSegment.headerSize,
+            allocated: next.allocated, records: 0, started: now)
         // What was unsynced is the old segment's, and its close syncs it.
         unsynced = false
         logger.info("storage: started log segment \(LogSegment.fileName(next.sequence)) after \(old.records) records in \(LogSegment.fileName(old.sequence))")
@@ -195,8 +199,10 @@ extension DurableStore {
     /// after making the checkpoints that cover them durable).
     func removeSegments(_ sequences: [UInt64]) throws(StorageError) {
         guard !sequences.isEmpty else { return }
-        let ticket = background.io.submit(.removeFiles(paths: sequences.map { path(LogSegment.fileName($0)) },
-                                                       directory: directory))
+        let ticket = background.io.submit(
+            .removeFiles(
+                paths: sequences.map { path(LogSegment.fileName($0)) },
+                directory: directory))
         background.removing.append((ticket, sequences.count))
         try absorbBackgroundCompletions()
     }

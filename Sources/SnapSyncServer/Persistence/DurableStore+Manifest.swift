@@ -13,9 +13,10 @@ extension DurableStore {
         let listed = segments ?? (first..<active.sequence + 1)
         let checkpoints = rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) }.sorted()
         let pending = checkpointsToRemove.compactMap(CheckpointFile.sequence(ofFileName:))
-        let manifest = Manifest(nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,
-                                segmentCount: UInt64(listed.count), checkpoints: checkpoints,
-                                removing: Array(Set(removing + pending)).sorted())
+        let manifest = Manifest(
+            nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,
+            segmentCount: UInt64(listed.count), checkpoints: checkpoints,
+            removing: Array(Set(removing + pending)).sorted())
         try manifest.write(directory: directory)
         manifestSegmentsEnd = listed.upperBound
     }

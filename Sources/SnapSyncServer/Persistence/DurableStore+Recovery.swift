@@ -3,7 +3,7 @@ internal import SnapSyncModel
 internal import SnapSyncWire
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 // Start-up: lock the directory, load checkpoints, replay the log over them, cut a torn tail,
@@ -30,16 +30,20 @@ extension DurableStore {
     /// - Returns: the store, ready for writes to a new log segment, and the rooms, each at the
     ///   epoch and version it had when its last write was logged.
     /// - Throws: `.locked`, `.badDirectory`, `.corrupt` or an I/O error: the daemon must not start.
-    public static func open(options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
-                            progress: ((RecoveryProgress) -> Void)? = nil) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
+    public static func open(
+        options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
+        progress: ((RecoveryProgress) -> Void)? = nil
+    ) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
         try open(options: options, logger: logger, now: now, progress: progress, segmentInstalled: nil)
     }
 
     /// `open`, calling `segmentInstalled` once the new active segment is in place under its
     /// name (tests: a crash at that point).
-    static func open(options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
-                     progress: ((RecoveryProgress) -> Void)?,
-                     segmentInstalled: (() -> Void)?) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
+    static func open(
+        options: StorageOptions, logger: Logger, now: ContinuousClock.Instant = .now,
+        progress: ((RecoveryProgress) -> Void)?,
+        segmentInstalled: (() -> Void)?
+    ) throws(StorageError) -> (DurableStore, [RecoveredRoom]) {
         let started = ContinuousClock.now
         let dir = options.directory
         try Directory.create(dir)
@@ -77,13 +81,16 @@ extension DurableStore {
         let superseded = try recovery.loadCheckpoints(audit.checkpoints)
         try recovery.replay(segments: audit.segments)
 
-        let (file, allocated) = try LogSegmentWriter.createTemporary(directory: dir, sequence: audit.nextSegment,
-                                                                    preallocate: options.preallocationBytes)
-        let active = ActiveSegment(sequence: audit.nextSegment, file: file, end: LogSegment.headerSize,
-                                   allocated: allocated, records: 0, started: now)
-        let store = DurableStore(options: options, logger: logger, lockFile: lock, active: active,
-                                 closedSegments: audit.segments, rooms: recovery.tracks(),
-                                 nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        let (file, allocated) = try LogSegmentWriter.createTemporary(
+            directory: dir, sequence: audit.nextSegment,
+            preallocate: options.preallocationBytes)
+        let active = ActiveSegment(
+            sequence: audit.nextSegment, file: file, end: LogSegment.headerSize,
+            allocated: allocated, records: 0, started: now)
+        let store = DurableStore(
+            options: options, logger: logger, lockFile: lock, active: active,
+            closedSegments: audit.segments, rooms: recovery.tracks(),
+            nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
         // The segments taken in are listed before the new one is installed: recovery takes in
         // one unlisted segment after the last listed, never two, and a segment this start took
         // in unlisted plus the new one would be two after a crash here.
@@ -102,7 +109,9 @@ extension DurableStore {
         let versions = rooms.reduce(0) { $0 + Int($1.version) }
         let elapsed = ContinuousClock.now - started
         let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
-        logger.info("storage: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms")
+        logger.info(
+            "storage: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms"
+        )
         return (store, rooms)
     }
 }
@@ -167,10 +176,11 @@ struct Recovery {
                 }
                 checkpointsLoaded -= 1
             }
-            rooms[checkpoint.room] = Room(epoch: checkpoint.epoch, version: checkpoint.version,
-                                          snapshot: checkpoint.snapshot, history: checkpoint.history,
-                                          checkpointFile: name, checkpointVersion: checkpoint.version,
-                                          pinnedSegment: nil)
+            rooms[checkpoint.room] = Room(
+                epoch: checkpoint.epoch, version: checkpoint.version,
+                snapshot: checkpoint.snapshot, history: checkpoint.history,
+                checkpointFile: name, checkpointVersion: checkpoint.version,
+                pinnedSegment: nil)
             checkpointsLoaded += 1
             reportProgress()
         }
@@ -213,13 +223,25 @@ struct Recovery {
             guard let (end, why) = stop, end < bytes.count else { continue }
             // Something other than a clean end: a torn tail if nothing good follows it.
             if let good = RecordFraming.nextGoodRecord(bytes, after: end, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) {
-                throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? "zero bytes where a record should be"), yet a good record follows at byte \(good): this is damage in the middle of the log, not an unfinished write, so the daemon will not start (restore the file from a backup, or move it aside to start without the writes in and after it)")
+                throw StorageError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(why ?? "zero bytes where a record should be"), yet a good record follows at byte \(good): this is damage in the middle of the log, not an unfinished write, so the daemon will not start (restore the file from a backup, or move it aside to start without the writes in and after it)"
+                )
             }
             if let later = contents[(index + 1)...].first(where: { Self.hasRecords($0.2) }) {
-                throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start")
+                throw StorageError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start"
+                )
             }
             if why != nil, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
-                throw StorageError.corrupt(path: path, offset: end, reason: "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards. The daemon will not start (restore the file from a backup, or truncate it at byte \(end) to start without this write)")
+                throw StorageError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards. The daemon will not start (restore the file from a backup, or truncate it at byte \(end) to start without this write)"
+                )
             }
             let nonZero = !RecordFraming.isAllZero(bytes, from: end, to: bytes.count)
             let file = try PosixFile(path: path, flags: O_RDWR)
@@ -227,9 +249,13 @@ struct Recovery {
             try file.syncData()
             file.close()
             if nonZero {
-                logger.warning("storage: \(LogSegment.fileName(sequence)): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged")
+                logger.warning(
+                    "storage: \(LogSegment.fileName(sequence)): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged"
+                )
             } else {
-                logger.info("storage: \(LogSegment.fileName(sequence)): trimmed \(bytes.count - end) zero bytes after the last record at byte \(end) (preallocated space, or the start of a write cut short)")
+                logger.info(
+                    "storage: \(LogSegment.fileName(sequence)): trimmed \(bytes.count - end) zero bytes after the last record at byte \(end) (preallocated space, or the start of a write cut short)"
+                )
             }
         }
     }
@@ -245,8 +271,10 @@ struct Recovery {
     /// - Complexity: O(size of the record + the changes it makes): the room's snapshot is
     ///   mutated where it lies in `rooms`, never copied (a copy of a room per replayed write
     ///   made recovery O(room size × writes)).
-    private mutating func apply(_ bytes: [UInt8], payload: Range<Int>, path: String, offset: Int,
-                                segment: UInt64) throws(StorageError) {
+    private mutating func apply(
+        _ bytes: [UInt8], payload: Range<Int>, path: String, offset: Int,
+        segment: UInt64
+    ) throws(StorageError) {
         func corrupt(_ reason: String) -> StorageError {
             .corrupt(path: path, offset: offset, reason: reason + "; the daemon will not start")
         }
@@ -269,7 +297,8 @@ struct Recovery {
         do {
             let message = try FrameDecoder.decode(frame: write.diffFrame, limits: Self.permissiveLimits, accepting: .server)
             guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps) = message,
-                  diffRoom == write.room, diffEpoch == write.epoch, diffVersion == write.version else {
+                diffRoom == write.room, diffEpoch == write.epoch, diffVersion == write.version
+            else {
                 throw corrupt("the record of \(write.room) at \(write.epoch)/\(write.version) does not hold that room's DIFF frame")
             }
             ops = diffOps
@@ -282,15 +311,21 @@ struct Recovery {
         }
         // Through the dictionary's in-place accessor: the room is not moved out of `rooms`, so
         // its snapshot stays uniquely referenced and `apply` changes it without copying it.
-        try Self.replay(write, ops, segment: segment, historyLimit: options.historyLimit, corrupt: corrupt,
-                        into: &rooms[write.room, default: Room(epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
-                                                              checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)])
+        try Self.replay(
+            write, ops, segment: segment, historyLimit: options.historyLimit, corrupt: corrupt,
+            into: &rooms[
+                write.room,
+                default: Room(
+                    epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
+                    checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)])
         recordsReplayed += 1
         if recordsReplayed % Self.progressInterval == 0 { reportProgress() }
     }
 
-    private static func replay(_ write: LoggedWrite, _ ops: [SnapshotOperation], segment: UInt64, historyLimit: Int,
-                               corrupt: (String) -> StorageError, into room: inout Room) throws(StorageError) {
+    private static func replay(
+        _ write: LoggedWrite, _ ops: [SnapshotOperation], segment: UInt64, historyLimit: Int,
+        corrupt: (String) -> StorageError, into room: inout Room
+    ) throws(StorageError) {
         do {
             try room.snapshot.apply(ops, limits: .unlimited)
         } catch {
@@ -316,16 +351,18 @@ struct Recovery {
 
     func recoveredRooms() -> [RecoveredRoom] {
         rooms.map { name, room in
-            RecoveredRoom(name: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                          history: Array(room.history.suffix(options.historyLimit)))
+            RecoveredRoom(
+                name: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
+                history: Array(room.history.suffix(options.historyLimit)))
         }.sorted { $0.name < $1.name }
     }
 
     func tracks() -> [String: DurableStore.RoomTrack] {
         rooms.mapValues { room in
-            DurableStore.RoomTrack(epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
-                                   checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
-                                   writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId) })
+            DurableStore.RoomTrack(
+                epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
+                checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
+                writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId) })
         }
     }
 }

@@ -1,7 +1,7 @@
 internal import Logging
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 // A clean shutdown leaves nothing to replay: when the log the next start would read is long,
@@ -58,7 +58,9 @@ extension DurableStore {
             // With the active segment gone, the MANIFEST lists no segment; the next start
             // begins with the one after it.
             let kept = closedSegments.filter { $0 >= keepFrom }
-            let listed = keepFrom > active.sequence ? active.sequence + 1..<active.sequence + 1
+            let listed =
+                keepFrom > active.sequence
+                ? active.sequence + 1..<active.sequence + 1
                 : (kept.first ?? active.sequence)..<active.sequence + 1
             guard try writeManifestUnlessFull(segments: listed) else { return }
             closedSegments = kept
@@ -66,6 +68,8 @@ extension DurableStore {
             try Directory.syncEntries(directory)
             statistics.segmentsDeleted += doomed.count
         }
-        logger.info("storage: checkpointed \(checkpointed) room(s) at shutdown (\(bytes) bytes) instead of leaving \(tail) bytes of log to replay; deleted \(doomed.count) log segment(s)")
+        logger.info(
+            "storage: checkpointed \(checkpointed) room(s) at shutdown (\(bytes) bytes) instead of leaving \(tail) bytes of log to replay; deleted \(doomed.count) log segment(s)"
+        )
     }
 }

@@ -1,7 +1,7 @@
 internal import Logging
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 /// Rooms that survive restarts and crashes: a write-ahead log shared by all rooms,
@@ -93,9 +93,11 @@ public final class DurableStore {
         var writeIds: [(version: UInt64, id: [UInt8])]
     }
 
-    init(options: StorageOptions, logger: Logger, lockFile: PosixFile, active: ActiveSegment,
-         closedSegments: [UInt64], rooms: [String: RoomTrack], nextCheckpointSequence: UInt64,
-         now: ContinuousClock.Instant) {
+    init(
+        options: StorageOptions, logger: Logger, lockFile: PosixFile, active: ActiveSegment,
+        closedSegments: [UInt64], rooms: [String: RoomTrack], nextCheckpointSequence: UInt64,
+        now: ContinuousClock.Instant
+    ) {
         self.options = options
         self.logger = logger
         self.lockFile = lockFile
@@ -165,17 +167,22 @@ public final class DurableStore {
     /// bytes are copied once, into the pending buffer, and only during the call.
     public func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer) {
         scratch.removeAll(keepingCapacity: true)
-        LoggedWrite.encodePayload(room: room, epoch: epoch, version: version, writeId: writeId,
-                                  diffFrame: diffFrame, into: &scratch)
+        LoggedWrite.encodePayload(
+            room: room, epoch: epoch, version: version, writeId: writeId,
+            diffFrame: diffFrame, into: &scratch)
         RecordFraming.append(payload: scratch, to: &pending)
         active.records += 1
         statistics.recordsAppended += 1
         // Mutated in place through the defaulting subscript: one hash lookup, and no copy of
         // `writeIds` (a copied track would share its buffer with the dictionary's value, and the
         // append below would then copy up to 2 × historyLimit ids on every write).
-        track(of: room, epoch: epoch, version: version, writeId: writeId,
-              in: &rooms[room, default: RoomTrack(epoch: epoch, version: 0, checkpointVersion: 0,
-                                                  checkpointFile: nil, pinnedSegment: nil, writeIds: [])])
+        track(
+            of: room, epoch: epoch, version: version, writeId: writeId,
+            in: &rooms[
+                room,
+                default: RoomTrack(
+                    epoch: epoch, version: 0, checkpointVersion: 0,
+                    checkpointFile: nil, pinnedSegment: nil, writeIds: [])])
     }
 
     private func track(of room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], in track: inout RoomTrack) {
@@ -366,8 +373,11 @@ public final class DurableStore {
     /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`.
     /// - Returns: the bytes written, and the name of the room's previous checkpoint.
     func writeCheckpoint(room name: String, _ image: RoomImage) throws(StorageError) -> (bytes: Int, replaced: String?) {
-        var track = rooms[name] ?? RoomTrack(epoch: image.epoch, version: image.version, checkpointVersion: 0,
-                                             checkpointFile: nil, pinnedSegment: nil, writeIds: [])
+        var track =
+            rooms[name]
+            ?? RoomTrack(
+                epoch: image.epoch, version: image.version, checkpointVersion: 0,
+                checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         try prepareLogForCheckpoint()
         let frames = image.history.suffix(min(options.historyLimit, Int(clamping: image.version)))
         var ids: [UInt64: [UInt8]] = [:]
@@ -377,11 +387,14 @@ public final class DurableStore {
         var version = image.version - UInt64(frames.count)
         for frame in frames {
             version += 1
-            history.append(LoggedWrite(room: name, epoch: image.epoch, version: version,
-                                       writeId: ids[version] ?? [], diffFrame: frame))
+            history.append(
+                LoggedWrite(
+                    room: name, epoch: image.epoch, version: version,
+                    writeId: ids[version] ?? [], diffFrame: frame))
         }
-        let bytes = CheckpointFile.encode(room: name, epoch: image.epoch, version: image.version,
-                                          snapshot: image.snapshot, history: history)
+        let bytes = CheckpointFile.encode(
+            room: name, epoch: image.epoch, version: image.version,
+            snapshot: image.snapshot, history: history)
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
         let finalName = CheckpointFile.fileName(sequence)
@@ -482,8 +495,10 @@ enum LogSegmentWriter {
 
     /// Creates segment `sequence` as `wal-….log.tmp`, header written, space
     /// preallocated, fsynced. - Returns: the open file and how far it is allocated.
-    static func createTemporary(directory: String, sequence: UInt64,
-                                preallocate: Int) throws(StorageError) -> (PosixFile, allocated: Int) {
+    static func createTemporary(
+        directory: String, sequence: UInt64,
+        preallocate: Int
+    ) throws(StorageError) -> (PosixFile, allocated: Int) {
         let tmp = temporaryPath(directory: directory, sequence: sequence)
         let file: PosixFile
         var allocated = LogSegment.headerSize
@@ -508,8 +523,9 @@ enum LogSegmentWriter {
     /// Renames the temporary file into place (so a segment file always has its header), fsyncs
     /// the directory.
     static func install(directory: String, sequence: UInt64) throws(StorageError) {
-        try Directory.rename(temporaryPath(directory: directory, sequence: sequence),
-                             directory + "/" + LogSegment.fileName(sequence))
+        try Directory.rename(
+            temporaryPath(directory: directory, sequence: sequence),
+            directory + "/" + LogSegment.fileName(sequence))
         try Directory.syncEntries(directory)
     }
 }

@@ -20,8 +20,9 @@ public final class DurableWriteStorage: WriteStorage {
     }
 
     public func append(_ write: AcceptedWrite) {
-        store.append(room: write.room, epoch: write.epoch, version: write.version, writeId: write.writeId,
-                     diffFrame: write.diffFrame)
+        store.append(
+            room: write.room, epoch: write.epoch, version: write.version, writeId: write.writeId,
+            diffFrame: write.diffFrame)
     }
 
     public func commit() throws {

@@ -73,8 +73,10 @@ extension LoggedWrite {
         }
     }
 
-    static func encodePayload(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8],
-                              diffFrame: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+    static func encodePayload(
+        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8],
+        diffFrame: UnsafeRawBufferPointer, into out: inout [UInt8]
+    ) {
         out.append(PayloadKind.write.rawValue)
         out.appendBytesField(room.utf8)
         out.appendVarint(epoch)

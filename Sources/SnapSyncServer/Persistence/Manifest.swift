@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 // MANIFEST: the list of files a data directory must hold (docs/persistence.md, "MANIFEST"),
@@ -61,7 +61,9 @@ struct Manifest: Equatable {
     /// renamed into place whole, so damage cannot be an unfinished write.
     static func decode(_ bytes: [UInt8], path: String) throws(StorageError) -> Manifest {
         func corrupt(_ offset: Int, _ reason: String) -> StorageError {
-            .corrupt(path: path, offset: offset, reason: reason + " (the MANIFEST is written whole and renamed into place, so this is damage; the daemon will not start)")
+            .corrupt(
+                path: path, offset: offset,
+                reason: reason + " (the MANIFEST is written whole and renamed into place, so this is damage; the daemon will not start)")
         }
         guard bytes.count >= magic.count, Array(bytes[0..<magic.count]) == magic else {
             throw corrupt(0, "it does not start with \"SNAPMAN1\"")
@@ -91,8 +93,9 @@ struct Manifest: Equatable {
             let checkpoints = try sequences("checkpoint")
             let removing = try sequences("removing")
             guard r.isAtEnd else { throw ByteReader.Failure(what: "bytes left after the last field") }
-            return Manifest(nextCheckpoint: next, firstSegment: first, segmentCount: count,
-                            checkpoints: checkpoints, removing: removing)
+            return Manifest(
+                nextCheckpoint: next, firstSegment: first, segmentCount: count,
+                checkpoints: checkpoints, removing: removing)
         } catch {
             throw corrupt(magic.count, error.what)
         }

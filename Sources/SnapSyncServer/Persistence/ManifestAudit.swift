@@ -20,8 +20,10 @@ struct ManifestAudit {
     /// Sorts `names` (the directory's entries, `*.tmp` already removed) into what to load.
     ///
     /// - Throws: `.inconsistent` naming the first file that is missing or cannot be accounted for.
-    static func check(names: [String], manifest: Manifest?, directory: String,
-                      logger: Logger) throws(StorageError) -> ManifestAudit {
+    static func check(
+        names: [String], manifest: Manifest?, directory: String,
+        logger: Logger
+    ) throws(StorageError) -> ManifestAudit {
         var audit = ManifestAudit()
         var checkpointFiles: [UInt64: String] = [:]
         var segmentFiles: Set<UInt64> = []
@@ -42,11 +44,18 @@ struct ManifestAudit {
             audit.nextSegment = (audit.segments.last ?? 0) + 1
             // Segments are only ever deleted oldest first, so the ones left are consecutive.
             if let first = audit.segments.first,
-               let gap = (first..<audit.nextSegment).first(where: { !segmentFiles.contains($0) }) {
-                throw StorageError.inconsistent(path: directory + "/" + LogSegment.fileName(gap), reason: "this log segment is missing between \(LogSegment.fileName(first)) and \(LogSegment.fileName(audit.nextSegment - 1)): the writes it held would be lost, so the daemon will not start (put the file back, e.g. from a backup)")
+                let gap = (first..<audit.nextSegment).first(where: { !segmentFiles.contains($0) })
+            {
+                throw StorageError.inconsistent(
+                    path: directory + "/" + LogSegment.fileName(gap),
+                    reason:
+                        "this log segment is missing between \(LogSegment.fileName(first)) and \(LogSegment.fileName(audit.nextSegment - 1)): the writes it held would be lost, so the daemon will not start (put the file back, e.g. from a backup)"
+                )
             }
             if !checkpointFiles.isEmpty || !segmentFiles.isEmpty {
-                logger.notice("storage: \(directory) has no MANIFEST (written by an earlier version): taking the \(checkpointFiles.count) checkpoint(s) and \(segmentFiles.count) log segment(s) found, and writing one")
+                logger.notice(
+                    "storage: \(directory) has no MANIFEST (written by an earlier version): taking the \(checkpointFiles.count) checkpoint(s) and \(segmentFiles.count) log segment(s) found, and writing one"
+                )
             }
             return audit
         }
@@ -54,11 +63,19 @@ struct ManifestAudit {
 
         for sequence in manifest.checkpoints where checkpointFiles[sequence] == nil {
             let name = CheckpointFile.fileName(sequence)
-            throw StorageError.inconsistent(path: path(name), reason: "the MANIFEST lists this checkpoint, but the file is missing: the room it holds would be lost, so the daemon will not start (put the file back, e.g. from a backup)")
+            throw StorageError.inconsistent(
+                path: path(name),
+                reason:
+                    "the MANIFEST lists this checkpoint, but the file is missing: the room it holds would be lost, so the daemon will not start (put the file back, e.g. from a backup)"
+            )
         }
         for sequence in manifest.segments where !segmentFiles.contains(sequence) {
             let name = LogSegment.fileName(sequence)
-            throw StorageError.inconsistent(path: path(name), reason: "the MANIFEST lists this log segment, but the file is missing: the writes it holds would be lost, so the daemon will not start (put the file back, e.g. from a backup)")
+            throw StorageError.inconsistent(
+                path: path(name),
+                reason:
+                    "the MANIFEST lists this log segment, but the file is missing: the writes it holds would be lost, so the daemon will not start (put the file back, e.g. from a backup)"
+            )
         }
 
         let listed = Set(manifest.checkpoints)
@@ -73,7 +90,11 @@ struct ManifestAudit {
                 logger.notice("storage: taking in \(name), written just before a crash and not yet in the MANIFEST")
                 audit.checkpoints.append((name: name, sequence: sequence))
             } else {
-                throw StorageError.inconsistent(path: path(name), reason: "this checkpoint is not in the MANIFEST, which lists every checkpoint numbered below \(CheckpointFile.fileName(manifest.nextCheckpoint)): it does not belong to this directory, so the daemon will not start (move it away)")
+                throw StorageError.inconsistent(
+                    path: path(name),
+                    reason:
+                        "this checkpoint is not in the MANIFEST, which lists every checkpoint numbered below \(CheckpointFile.fileName(manifest.nextCheckpoint)): it does not belong to this directory, so the daemon will not start (move it away)"
+                )
             }
         }
         let afterListed = manifest.firstSegment + manifest.segmentCount
@@ -88,7 +109,11 @@ struct ManifestAudit {
                 logger.notice("storage: taking in \(name), started just before a crash and not yet in the MANIFEST")
                 audit.segments.append(sequence)
             } else {
-                throw StorageError.inconsistent(path: path(name), reason: "this log segment is not in the MANIFEST, which lists \(manifest.segmentCount == 0 ? "none" : "\(LogSegment.fileName(manifest.firstSegment)) to \(LogSegment.fileName(afterListed - 1))"): it does not belong to this directory, so the daemon will not start (move it away)")
+                throw StorageError.inconsistent(
+                    path: path(name),
+                    reason:
+                        "this log segment is not in the MANIFEST, which lists \(manifest.segmentCount == 0 ? "none" : "\(LogSegment.fileName(manifest.firstSegment)) to \(LogSegment.fileName(afterListed - 1))"): it does not belong to this directory, so the daemon will not start (move it away)"
+                )
             }
         }
         audit.nextCheckpoint = max(manifest.nextCheckpoint, (audit.checkpoints.last?.sequence ?? 0) + 1)

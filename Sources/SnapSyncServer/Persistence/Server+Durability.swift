@@ -21,8 +21,9 @@ extension Server {
         }
         for r in recovered {
             let history = r.history.map { (version: $0.version, writeId: $0.writeId, frame: $0.diffFrame) }
-            let room = Room(name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
-                            limits: configuration.roomLimits, history: history)
+            let room = Room(
+                name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
+                limits: configuration.roomLimits, history: history)
             room.budget = roomBudget
             rooms[r.name] = room
             roomBudget.update(room)
@@ -44,24 +45,35 @@ extension Server {
         let (what, flag, needed): (String, String, Int)
         switch violation {
         case .snapshotTooLarge(let limit):
-            (what, flag, needed) = ("encodes to \(snapshot.canonicalByteCount) bytes, over --max-snapshot-bytes \(limit)",
-                                    "--max-snapshot-bytes", snapshot.canonicalByteCount)
+            (what, flag, needed) = (
+                "encodes to \(snapshot.canonicalByteCount) bytes, over --max-snapshot-bytes \(limit)",
+                "--max-snapshot-bytes", snapshot.canonicalByteCount
+            )
         case .tooManySections(let limit):
-            (what, flag, needed) = ("holds \(snapshot.numberOfSections) sections, over --max-sections-per-room \(limit)",
-                                    "--max-sections-per-room", snapshot.numberOfSections)
+            (what, flag, needed) = (
+                "holds \(snapshot.numberOfSections) sections, over --max-sections-per-room \(limit)",
+                "--max-sections-per-room", snapshot.numberOfSections
+            )
         case .tooManyItems(let limit):
-            (what, flag, needed) = ("holds \(snapshot.numberOfItems) items, over --max-items-per-room \(limit)",
-                                    "--max-items-per-room", snapshot.numberOfItems)
+            (what, flag, needed) = (
+                "holds \(snapshot.numberOfItems) items, over --max-items-per-room \(limit)",
+                "--max-items-per-room", snapshot.numberOfItems
+            )
         case .identifierTooLong(let id, let limit):
-            (what, flag, needed) = ("holds the identifier \(id) of \(id.count) bytes, over --max-identifier-bytes \(limit)",
-                                    "--max-identifier-bytes", id.count)
+            (what, flag, needed) = (
+                "holds the identifier \(id) of \(id.count) bytes, over --max-identifier-bytes \(limit)",
+                "--max-identifier-bytes", id.count
+            )
         case .payloadTooLarge(let id, let size, let limit):
-            (what, flag, needed) = ("holds a payload of \(size) bytes (of \(id)), over --max-payload-bytes \(limit)",
-                                    "--max-payload-bytes", size)
+            (what, flag, needed) = (
+                "holds a payload of \(size) bytes (of \(id)), over --max-payload-bytes \(limit)",
+                "--max-payload-bytes", size
+            )
         default:
             (what, flag, needed) = ("breaks a content limit: \(violation)", "the limit flags", 0)
         }
-        return ServerError("cannot serve the recovered rooms: room \(LogEscaping.line(room)) \(what); start with \(flag) "
-                           + "\(needed) or more (or with the limits it was written under, and shrink the room first)")
+        return ServerError(
+            "cannot serve the recovered rooms: room \(LogEscaping.line(room)) \(what); start with \(flag) "
+                + "\(needed) or more (or with the limits it was written under, and shrink the room first)")
     }
 }

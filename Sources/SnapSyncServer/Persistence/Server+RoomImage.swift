@@ -8,7 +8,8 @@ extension Server {
     public func roomImage(_ name: String) -> RoomImage? {
         guard let room = rooms[name] else { return nil }
         let frames = room.history.frames(after: room.historyBaseVersion) ?? []
-        return RoomImage(epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                         history: frames.map(\.array))
+        return RoomImage(
+            epoch: room.epoch, version: room.version, snapshot: room.snapshot,
+            history: frames.map(\.array))
     }
 }

@@ -30,10 +30,12 @@ public struct StorageOptions: Sendable {
     /// them inline, at the call, in the same order: deterministic, for tests.
     public var backgroundThread: Bool
 
-    public init(directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
-                maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
-                checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
-                historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true) {
+    public init(
+        directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
+        maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
+        checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
+        historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true
+    ) {
         self.directory = directory
         self.fsync = fsync
         self.segmentBytes = segmentBytes

@@ -29,7 +29,9 @@ enum TornWrite {
         guard length >= 1 else { return "the record header checks but its length is 0" }
         let body = header.upperBound..<header.upperBound + length
         if body.upperBound > end { return nil }
-        return hasZeroSector(bytes, body) ? nil : "the record lies whole in the file, none of its \(length) payload bytes reads as unwritten (a 512-byte sector of zeros), yet its checksum does not match"
+        return hasZeroSector(bytes, body)
+            ? nil
+            : "the record lies whole in the file, none of its \(length) payload bytes reads as unwritten (a 512-byte sector of zeros), yet its checksum does not match"
     }
 
     /// Whether one of the pieces `range` is cut into at the file's 512-byte boundaries is all zeros.

@@ -4,7 +4,7 @@
 import FuzzEntries
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 nonisolated(unsafe) var target: FuzzTarget?

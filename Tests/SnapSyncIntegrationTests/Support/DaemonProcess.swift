@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Foundation
 
@@ -45,8 +45,10 @@ final class DaemonProcess: @unchecked Sendable {
     private let stderrFD: Int32
 
     /// Starts a daemon and waits until it listens.
-    static func start(arguments: [String] = [], environment: [String: String] = [:],
-                      startTimeout: Double = 30) throws -> DaemonProcess {
+    static func start(
+        arguments: [String] = [], environment: [String: String] = [:],
+        startTimeout: Double = 30
+    ) throws -> DaemonProcess {
         let binary = try locateBinary()
         var template = Array((NSTemporaryDirectory() + "snapsyncd-test-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw DaemonError("mkdtemp failed: errno \(errno)") }
@@ -89,8 +91,10 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Runs `body` with a started daemon, stopping it afterwards whatever happens.
     @discardableResult
-    static func with<R>(arguments: [String] = [], environment: [String: String] = [:],
-                        _ body: (DaemonProcess) throws -> R) throws -> R {
+    static func with<R>(
+        arguments: [String] = [], environment: [String: String] = [:],
+        _ body: (DaemonProcess) throws -> R
+    ) throws -> R {
         let daemon = try start(arguments: arguments, environment: environment)
         defer { daemon.stop() }
         return try body(daemon)
@@ -224,7 +228,8 @@ final class DaemonProcess: @unchecked Sendable {
             if let range = text.range(of: "listening on ") {
                 let rest = text[range.upperBound...].prefix { $0 != " " && $0 != "\n" }
                 if let colon = rest.lastIndex(of: ":"), text[range.upperBound...].contains("\n"),
-                   let port = Int(rest[rest.index(after: colon)...]) {
+                    let port = Int(rest[rest.index(after: colon)...])
+                {
                     var host = String(rest[..<colon])
                     if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
                     return (host, port)
@@ -264,8 +269,10 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// posix_spawn with stdin from /dev/null, stdout to /dev/null (or with stderr, when
     /// `captureStdout`) and stderr to a pipe.
-    private static func spawn(_ argv: [String], environment: [String: String],
-                              captureStdout: Bool = false) throws -> (pid_t, Int32) {
+    private static func spawn(
+        _ argv: [String], environment: [String: String],
+        captureStdout: Bool = false
+    ) throws -> (pid_t, Int32) {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw DaemonError("pipe failed: errno \(errno)") }
         var actions = posix_spawn_file_actions_t()

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import SnapSyncModel
 import SnapSyncWire
@@ -200,7 +200,7 @@ final class RawClient {
             let rc = systemPoll(&entry, milliseconds)
             if rc > 0 { return true }
             if rc == 0 { return false }
-            if errno != EINTR { return true } // let the read/write report the error
+            if errno != EINTR { return true }  // let the read/write report the error
         }
     }
 

@@ -24,7 +24,8 @@ enum CheckpointTarget {
             file = try CheckpointFile.decode(bytes, path: path)
         } catch {
             guard case .corrupt(let p, let offset, let reason) = error, p == path, offset >= 0,
-                  offset <= bytes.count, !reason.isEmpty else {
+                offset <= bytes.count, !reason.isEmpty
+            else {
                 throw LawViolation(description: "a checkpoint was refused with \(error), not as corrupt inside the file")
             }
             return
@@ -32,10 +33,12 @@ enum CheckpointTarget {
         try WireTarget.invariants(file.snapshot, "a checkpoint's snapshot")
         let versions = file.history.map(\.version)
         let count = UInt64(versions.count)
-        try law(count == 0 || (file.version >= count && versions.enumerated().allSatisfy { $1 == file.version - count + 1 + UInt64($0) }),
-                "checkpoint of \(file.room) at version \(file.version) accepted with history versions \(versions.prefix(4))...")
-        let encoded = CheckpointFile.encode(room: file.room, epoch: file.epoch, version: file.version,
-                                            snapshot: file.snapshot, history: file.history)
+        try law(
+            count == 0 || (file.version >= count && versions.enumerated().allSatisfy { $1 == file.version - count + 1 + UInt64($0) }),
+            "checkpoint of \(file.room) at version \(file.version) accepted with history versions \(versions.prefix(4))...")
+        let encoded = CheckpointFile.encode(
+            room: file.room, epoch: file.epoch, version: file.version,
+            snapshot: file.snapshot, history: file.history)
         try law(encoded == bytes, "an accepted \(bytes.count)-byte checkpoint re-encodes to \(encoded.count) other bytes")
     }
 }

@@ -45,20 +45,23 @@ enum LogTarget {
         while true {
             switch RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: maxPayload) {
             case .record(let payload, let next):
-                try law(payload.lowerBound == offset + RecordFraming.headerSize && payload.count >= 1
+                try law(
+                    payload.lowerBound == offset + RecordFraming.headerSize && payload.count >= 1
                         && next == payload.upperBound && next <= bytes.count,
-                        "record at \(offset): payload \(payload), next \(next) in \(bytes.count) bytes")
+                    "record at \(offset): payload \(payload), next \(next) in \(bytes.count) bytes")
                 try record(bytes, payload, rooms: &rooms)
                 offset = next
             case .end:
-                try law(bytes[offset..<min(offset + RecordFraming.headerSize, bytes.count)].allSatisfy { $0 == 0 },
-                        "the end of the data at \(offset) is not zeros")
+                try law(
+                    bytes[offset..<min(offset + RecordFraming.headerSize, bytes.count)].allSatisfy { $0 == 0 },
+                    "the end of the data at \(offset) is not zeros")
                 return
             case .damaged(let why):
                 try law(!why.isEmpty, "damage at \(offset) without a reason")
                 if let good = RecordFraming.nextGoodRecord(bytes, after: offset, end: bytes.count, maxPayload: maxPayload) {
                     guard good > offset,
-                          case .record = RecordFraming.parse(bytes, at: good, end: bytes.count, maxPayload: maxPayload) else {
+                        case .record = RecordFraming.parse(bytes, at: good, end: bytes.count, maxPayload: maxPayload)
+                    else {
                         throw LawViolation(description: "nextGoodRecord after \(offset) gave \(good), which is not a record")
                     }
                 }
@@ -81,7 +84,8 @@ enum LogTarget {
             try FrameDecoder.decode(frame: write.diffFrame, limits: permissive, accepting: .server)
         }
         guard case .success(.diff(let name, let epoch, let version, let ops)) = decoded,
-              name == write.room, epoch == write.epoch, version == write.version else { return }
+            name == write.room, epoch == write.epoch, version == write.version
+        else { return }
         var room = rooms[name] ?? Room(epoch: epoch, version: 0)
         guard room.epoch == epoch, version > room.version, version == room.version + 1 else { return }
         try WireTarget.applyAtomically(ops, to: &room.snapshot, limits: .unlimited)

@@ -16,8 +16,11 @@ import SnapSyncWire
 /// - bytes left at the end are an incomplete frame: `decode(frame:)` calls them malformed.
 enum WireTarget {
     /// The limits of Protocol/vectors/limits.json, whose frames sit on their boundaries.
-    static let tight = WireLimits(maxFrameBytes: 128, model: Limits(maxIdentifierBytes: 8, maxPayloadBytes: 16,
-                                                                    maxItems: 4, maxSections: 2, maxSnapshotBytes: 40))
+    static let tight = WireLimits(
+        maxFrameBytes: 128,
+        model: Limits(
+            maxIdentifierBytes: 8, maxPayloadBytes: 16,
+            maxItems: 4, maxSections: 2, maxSnapshotBytes: 40))
 
     static func run(_ input: [UInt8]) throws(LawViolation) {
         guard let control = input.first else { return }
@@ -46,11 +49,13 @@ enum WireTarget {
                     try law(!error.detail.isEmpty, "\(error.code.name) without a detail")
                     if frame.isEmpty {
                         // Frame-level: the stream cannot be resynchronised, and the error repeats.
-                        try law(error.code == .malformedFrame || error.code == .frameTooLarge,
-                                "an error that consumed nothing is \(error.code.name), not a frame-level one")
+                        try law(
+                            error.code == .malformedFrame || error.code == .frameTooLarge,
+                            "an error that consumed nothing is \(error.code.name), not a frame-level one")
                         let again = Result { () throws(WireError) -> Message? in try decoder.nextMessage() }
-                        try law(again == .failure(error) && decoder.bufferedByteCount == before,
-                                "a frame-level error did not repeat unchanged: \(again)")
+                        try law(
+                            again == .failure(error) && decoder.bufferedByteCount == before,
+                            "a frame-level error did not repeat unchanged: \(again)")
                         return
                     }
                     try law(frame.count >= 5, "an error consumed \(frame.count) bytes, less than a frame")
@@ -59,8 +64,9 @@ enum WireTarget {
                     }
                     try law(once == .failure(error), "decode(frame:) gives \(once), the stream decoder \(error)")
                     if let requestId = error.requestId {
-                        try law((20...32).contains(error.code.rawValue),
-                                "request \(requestId) carries \(error.code.name), not a content error")
+                        try law(
+                            (20...32).contains(error.code.rawValue),
+                            "request \(requestId) carries \(error.code.name), not a content error")
                     }
                     continue
                 }
@@ -82,11 +88,14 @@ enum WireTarget {
         }
     }
 
-    static func check(_ message: Message, frame: [UInt8], limits: WireLimits, accepting: Sender,
-                      room: inout Snapshot) throws(LawViolation) {
+    static func check(
+        _ message: Message, frame: [UInt8], limits: WireLimits, accepting: Sender,
+        room: inout Snapshot
+    ) throws(LawViolation) {
         let sender = message.type.sentBy
-        try law(accepting == .either || sender == .either || sender == accepting,
-                "a decoder accepting \(accepting) decoded \(message.type.name)")
+        try law(
+            accepting == .either || sender == .either || sender == accepting,
+            "a decoder accepting \(accepting) decoded \(message.type.name)")
         let encoded = FrameEncoder().encode(message)
         try law(encoded == frame, "\(message.type.name) re-encodes to \(encoded.count) bytes that differ from its \(frame.count)-byte frame")
         let once = Result { () throws(WireError) -> Message in
@@ -98,7 +107,8 @@ enum WireTarget {
             try invariants(snapshot, "\(message.type.name).snapshot")
             var canonical: [UInt8] = []
             FrameEncoder.encodeSnapshot(snapshot, into: &canonical)
-            try law(canonical.count == snapshot.canonicalByteCount, "canonicalByteCount is \(snapshot.canonicalByteCount), the encoding \(canonical.count) bytes")
+            try law(
+                canonical.count == snapshot.canonicalByteCount, "canonicalByteCount is \(snapshot.canonicalByteCount), the encoding \(canonical.count) bytes")
             try law(canonical.count <= limits.maxSnapshotBytes, "a \(canonical.count)-byte snapshot passed max_snapshot_bytes \(limits.maxSnapshotBytes)")
             room = snapshot
         case .mutate(_, _, _, _, let ops):

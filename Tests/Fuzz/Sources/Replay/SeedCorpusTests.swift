@@ -20,9 +20,10 @@ import SnapSyncWire
     static func storeSeeds() throws -> [(FuzzTarget, String, [UInt8])] {
         let directory = NSTemporaryDirectory() + "snapsync-fuzz-seeds-\(getpid())-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let options = StorageOptions(directory: directory, fsync: .no, segmentBytes: 1 << 20, maxDiffFrameBytes: 4 << 10,
-                                     preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), historyLimit: 4,
-                                     backgroundThread: false)
+        let options = StorageOptions(
+            directory: directory, fsync: .no, segmentBytes: 1 << 20, maxDiffFrameBytes: 4 << 10,
+            preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), historyLimit: 4,
+            backgroundThread: false)
         let logger = Logger(label: "fuzz-seeds") { _ in SwiftLogNoOpLogHandler() }
         let start = ContinuousClock.now
         let (store, _) = try DurableStore.open(options: options, logger: logger, now: start)
@@ -33,8 +34,10 @@ import SnapSyncWire
             try state.snapshot.apply(ops, limits: .default)
             var frame: [UInt8] = []
             FrameEncoder().encodeDiff(room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1), ops: ops, into: &frame)
-            store.append(LoggedWrite(room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1),
-                                     writeId: writeId, diffFrame: frame))
+            store.append(
+                LoggedWrite(
+                    room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1),
+                    writeId: writeId, diffFrame: frame))
             state.frames.append(frame)
             rooms[room] = state
             try store.sync(now: start)
@@ -58,7 +61,8 @@ import SnapSyncWire
             seeds.append((.checkpoint, "store-checkpoint-" + String(room.unicodeScalars.filter { $0.isASCII && $0.properties.isAlphabetic }), bytes))
         }
         for (name, state) in rooms.sorted(by: { $0.key < $1.key }) {
-            seeds.append((.snapshot, "store-room-" + String(name.unicodeScalars.filter { $0.isASCII && $0.properties.isAlphabetic }), state.snapshot.canonicalEncoding))
+            seeds.append(
+                (.snapshot, "store-room-" + String(name.unicodeScalars.filter { $0.isASCII && $0.properties.isAlphabetic }), state.snapshot.canonicalEncoding))
         }
         return seeds
     }
