@@ -225,13 +225,13 @@ extension SnapSyncClient {
             let position = entry.replica.position
             resume = Message.Position(epoch: position.epoch, version: position.version)
         }
-        connection.send(.join(requestId: requestID, room: room, resume: resume))
+        connection.send(.join(requestID: requestID, room: room, resume: resume))
     }
 
     func sendLeave(_ room: String, call: UInt64?) {
         guard case .ready(let connection) = link else { return }
         let requestID = newRequest(.leave(room: room, call: call))
-        connection.send(.leave(requestId: requestID, room: room))
+        connection.send(.leave(requestID: requestID, room: room))
     }
 
     /// Sends write `call` with a new request id, or says why it cannot be sent.
@@ -243,11 +243,11 @@ extension SnapSyncClient {
         switch write.body {
         case .operations(let operations):
             message = .mutate(
-                requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
                 writeId: write.writeID, ops: operations)
         case .snapshot(let snapshot):
             message = .replace(
-                requestId: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
                 writeId: write.writeID, snapshot: snapshot)
         }
         let frame = FrameEncoder().encode(message)

@@ -25,10 +25,10 @@ struct Rejection: Error, Hashable, Sendable, CustomStringConvertible {
             opIndex: error.operationIndex, identifier: error.violation.identifier)
     }
 
-    /// The REJECT frame answering request `requestId`.
-    func message(requestId: UInt64) -> Message {
+    /// The REJECT frame answering request `requestID`.
+    func message(requestID: UInt64) -> Message {
         .reject(
-            requestId: requestId, code: code.rawValue, opIndex: opIndex.map { UInt64($0) },
+            requestID: requestID, code: code.rawValue, opIndex: opIndex.map { UInt64($0) },
             identifier: identifier, message: message)
     }
 

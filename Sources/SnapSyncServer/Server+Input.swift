@@ -209,7 +209,7 @@ extension Server {
             message = try decoder.nextMessage()
         } catch {
             decoder = FrameDecoder(limits: configuration.wire, accepting: .client)
-            if let requestId = error.requestId, error.code.kind == .reject {
+            if let requestID = error.requestID, error.code.kind == .reject {
                 // A whole, well-formed REPLACE whose snapshot breaks a content rule: the request
                 // fails, the connection goes on. It decoded, so before HELLO the state answers
                 // (PROTOCOL.md §8.1).
@@ -220,7 +220,7 @@ extension Server {
                     return
                 }
                 stats.writesRejected += 1
-                send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestId: requestId), to: connection)
+                send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestID: requestID), to: connection)
                 return
             }
             protocolError(error, on: connection, bytes: frame)

@@ -26,23 +26,23 @@ extension Server {
             send(.pong(nonce: nonce), to: connection)
         case .pong:
             break  // Any frame proves the peer alive; `readable` already noted it.
-        case .join(let requestId, let room, let resume):
-            join(requestId: requestId, roomName: room, resume: resume, from: connection)
-        case .leave(let requestId, let room):
-            leave(requestId: requestId, roomName: room, from: connection)
-        case .mutate(let requestId, let room, let expectedVersion, let writeId, let ops):
-            write(requestId: requestId, roomName: room, writeId: writeId, from: connection) { room, scratch in
+        case .join(let requestID, let room, let resume):
+            join(requestID: requestID, roomName: room, resume: resume, from: connection)
+        case .leave(let requestID, let room):
+            leave(requestID: requestID, roomName: room, from: connection)
+        case .mutate(let requestID, let room, let expectedVersion, let writeId, let ops):
+            write(requestID: requestID, roomName: room, writeId: writeId, from: connection) { room, scratch in
                 room.mutate(ops, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
-        case .replace(let requestId, let room, let expectedVersion, let writeId, let snapshot):
-            write(requestId: requestId, roomName: room, writeId: writeId, from: connection) { room, scratch in
+        case .replace(let requestID, let room, let expectedVersion, let writeId, let snapshot):
+            write(requestID: requestID, roomName: room, writeId: writeId, from: connection) { room, scratch in
                 room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
-        case .stats(let requestId):
+        case .stats(let requestID):
             let entries = stats.entries(
                 connections: connections.count, rooms: rooms.count, items: totalItems,
                 uptime: ContinuousClock.now - startTime)
-            send(.statsReply(requestId: requestId, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: connection)
+            send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: connection)
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
@@ -104,9 +104,9 @@ extension Server {
         }
     }
 
-    private func join(requestId: UInt64, roomName: String, resume: Message.Position?, from connection: Connection) {
+    private func join(requestID: UInt64, roomName: String, resume: Message.Position?, from connection: Connection) {
         if let rejection = Room.validate(name: roomName) {
-            send(rejection.message(requestId: requestId), to: connection)
+            send(rejection.message(requestID: requestID), to: connection)
             return
         }
         let alreadyJoined = connection.memberships[roomName] != nil
@@ -115,34 +115,34 @@ extension Server {
                 Rejection(
                     .tooManyRoomsForConnection,
                     "this connection has joined \(connection.memberships.count) rooms, the limit"
-                ).message(requestId: requestId), to: connection)
+                ).message(requestID: requestID), to: connection)
             return
         }
         let room: Room
         switch self.room(named: roomName) {
         case .success(let found): room = found
         case .failure(let rejection):
-            send(rejection.message(requestId: requestId), to: connection)
+            send(rejection.message(requestID: requestID), to: connection)
             return
         }
         switch room.answerJoin(resume: resume) {
         case .snapshot(let reason):
-            sendSnapshot(requestId: requestId, room: room, reason: reason, to: connection)
+            sendSnapshot(requestID: requestID, room: room, reason: reason, to: connection)
         case .catchup(let from, let to, let frames):
-            send(.catchup(requestId: requestId, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to), to: connection)
+            send(.catchup(requestID: requestID, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to), to: connection)
             for frame in frames { send(shared: frame, to: connection) }
         }
         // Joining again re-answers with the state but does not subscribe twice.
         if !alreadyJoined && connection.state != .closing { addMember(connection, to: room) }
     }
 
-    private func leave(requestId: UInt64, roomName: String, from connection: Connection) {
+    private func leave(requestID: UInt64, roomName: String, from connection: Connection) {
         guard let room = connection.memberships[roomName]?.room else {
-            send(Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName))").message(requestId: requestId), to: connection)
+            send(Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName))").message(requestID: requestID), to: connection)
             return
         }
         removeMember(connection, from: room)
-        send(.ack(requestId: requestId, epoch: room.epoch, version: room.version), to: connection)
+        send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: connection)
     }
 
     // MARK: Writes
@@ -151,7 +151,7 @@ extension Server {
     /// then fan the DIFF out to every member (the writer too, if it has joined) before the
     /// writer's ACK (PROTOCOL.md §7).
     private func write(
-        requestId: UInt64, roomName: String, writeId: [UInt8], from connection: Connection,
+        requestID: UInt64, roomName: String, writeId: [UInt8], from connection: Connection,
         _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
     ) {
         let room: Room
@@ -159,14 +159,14 @@ extension Server {
         case .success(let found): room = found
         case .failure(let rejection):
             stats.writesRejected += 1
-            send(rejection.message(requestId: requestId), to: connection)
+            send(rejection.message(requestID: requestID), to: connection)
             return
         }
         do {
             try storage.prepare(room: room.name)
         } catch {
             stats.writesRejected += 1
-            send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestId: requestId), to: connection)
+            send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: connection)
             return
         }
         let itemsBefore = room.snapshot.numberOfItems
@@ -183,12 +183,12 @@ extension Server {
             // which would otherwise reorder the array under the loop.
             let members = room.members
             for member in members { send(shared: diff, to: member) }
-            send(.ack(requestId: requestId, epoch: room.epoch, version: version), to: connection)
+            send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: connection)
         case .unchanged(let version), .duplicate(let version):
-            send(.ack(requestId: requestId, epoch: room.epoch, version: version), to: connection)
+            send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: connection)
         case .rejected(let rejection):
             stats.writesRejected += 1
-            send(rejection.message(requestId: requestId), to: connection)
+            send(rejection.message(requestID: requestID), to: connection)
         }
     }
 }

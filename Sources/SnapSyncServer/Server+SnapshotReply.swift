@@ -40,7 +40,7 @@ struct SnapshotEncodings {
 extension Server {
     /// Queues SNAPSHOT(`room` at its current version) for `connection`: a private header and the
     /// shared body. Over the connection's output cap the connection is cut off instead, as `send`.
-    func sendSnapshot(requestId: UInt64, room: Room, reason: SnapshotReason, to connection: Connection) {
+    func sendSnapshot(requestID: UInt64, room: Room, reason: SnapshotReason, to connection: Connection) {
         guard !connection.isDestroyed, connection.state != .closing else { return }
         let body = snapshotEncodings.body(of: room, scratch: &encodeBuffer)
         encodeBuffer.removeAll(keepingCapacity: true)
@@ -48,7 +48,7 @@ extension Server {
         // byte it is the header, and its length prefix is made to cover the shared body.
         let emptyFrame = FrameEncoder().encode(
             .snapshot(
-                requestId: requestId, room: room.name, epoch: room.epoch, version: room.version,
+                requestID: requestID, room: room.name, epoch: room.epoch, version: room.version,
                 reason: reason, digest: room.digest, snapshot: Snapshot()), into: &encodeBuffer)
         encodeBuffer.removeLast()
         let size = emptyFrame - 1 + body.count

@@ -8,7 +8,7 @@
 /// - A frame-level error (`frameTooLarge`, zero length) consumes nothing and repeats on every
 ///   later call: the stream cannot be resynchronised, and the caller closes the connection.
 /// - An error inside a whole frame consumes that frame. Structural errors still end the
-///   connection (ERROR, then close), but a content error with `requestId` set (see `WireError`)
+///   connection (ERROR, then close), but a content error with `requestID` set (see `WireError`)
 ///   may be answered with REJECT and the stream read on.
 ///
 /// Complexity: O(bytes) per frame; buffered bytes are compacted lazily, so `append` plus

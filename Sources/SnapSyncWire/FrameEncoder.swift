@@ -82,8 +82,8 @@ public struct FrameEncoder: Sendable {
             b.appendString(message)
         case .ping(let nonce), .pong(let nonce):
             b.appendVarint(nonce)
-        case .join(let requestId, let room, let resume):
-            b.appendVarint(requestId)
+        case .join(let requestID, let room, let resume):
+            b.appendVarint(requestID)
             b.appendString(room)
             if let resume {
                 b.append(0x01)
@@ -92,33 +92,33 @@ public struct FrameEncoder: Sendable {
             } else {
                 b.append(0x00)
             }
-        case .leave(let requestId, let room):
-            b.appendVarint(requestId)
+        case .leave(let requestID, let room):
+            b.appendVarint(requestID)
             b.appendString(room)
-        case .mutate(let requestId, let room, let expectedVersion, let writeId, let ops):
-            b.appendVarint(requestId)
+        case .mutate(let requestID, let room, let expectedVersion, let writeId, let ops):
+            b.appendVarint(requestID)
             b.appendString(room)
             b.appendOptionalVarint(expectedVersion)
             b.appendBytes(writeId)
             b.appendOperations(ops)
-        case .replace(let requestId, let room, let expectedVersion, let writeId, let snapshot):
-            b.appendVarint(requestId)
+        case .replace(let requestID, let room, let expectedVersion, let writeId, let snapshot):
+            b.appendVarint(requestID)
             b.appendString(room)
             b.appendOptionalVarint(expectedVersion)
             b.appendBytes(writeId)
             b.appendSnapshot(snapshot)
-        case .stats(let requestId):
-            b.appendVarint(requestId)
-        case .snapshot(let requestId, let room, let epoch, let version, let reason, let digest, let snapshot):
-            b.appendVarint(requestId)
+        case .stats(let requestID):
+            b.appendVarint(requestID)
+        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot):
+            b.appendVarint(requestID)
             b.appendString(room)
             b.appendVarint(epoch)
             b.appendVarint(version)
             b.append(reason.rawValue)
             b.append(contentsOf: digest.bytes)
             b.appendSnapshot(snapshot)
-        case .catchup(let requestId, let room, let epoch, let fromVersion, let toVersion):
-            b.appendVarint(requestId)
+        case .catchup(let requestID, let room, let epoch, let fromVersion, let toVersion):
+            b.appendVarint(requestID)
             b.appendString(room)
             b.appendVarint(epoch)
             b.appendVarint(fromVersion)
@@ -128,12 +128,12 @@ public struct FrameEncoder: Sendable {
             b.appendVarint(epoch)
             b.appendVarint(version)
             b.appendOperations(ops)
-        case .ack(let requestId, let epoch, let version):
-            b.appendVarint(requestId)
+        case .ack(let requestID, let epoch, let version):
+            b.appendVarint(requestID)
             b.appendVarint(epoch)
             b.appendVarint(version)
-        case .reject(let requestId, let code, let opIndex, let identifier, let message):
-            b.appendVarint(requestId)
+        case .reject(let requestID, let code, let opIndex, let identifier, let message):
+            b.appendVarint(requestID)
             b.appendVarint(code)
             b.appendOptionalVarint(opIndex)
             if let identifier {
@@ -143,8 +143,8 @@ public struct FrameEncoder: Sendable {
                 b.append(0x00)
             }
             b.appendString(message)
-        case .statsReply(let requestId, let stats):
-            b.appendVarint(requestId)
+        case .statsReply(let requestID, let stats):
+            b.appendVarint(requestID)
             b.appendVarint(stats.count)
             for stat in stats {
                 b.appendString(stat.name)

@@ -9,7 +9,7 @@ public import SnapSyncModel
 /// `code` in `.error` and `.reject` is the raw wire number, not `ErrorCode`, because a receiver
 /// MUST accept codes it does not know (§6) and must not lose them; `errorCode` gives the typed
 /// view. Build messages with known codes through `Message.error(_:_:)` and
-/// `Message.reject(requestId:error:message:)`.
+/// `Message.reject(requestID:error:message:)`.
 ///
 /// Equality and hashing are byte-exact: two messages are equal when their encodings are equal
 /// (see `Message+Hashable.swift`).
@@ -24,27 +24,27 @@ public enum Message: Sendable {
     /// Echoes the PING's nonce.
     case pong(nonce: UInt64)
     /// Subscribe to a room, optionally resuming from a position the client already holds.
-    case join(requestId: UInt64, room: String, resume: Position?)
-    case leave(requestId: UInt64, room: String)
+    case join(requestID: UInt64, room: String, resume: Position?)
+    case leave(requestID: UInt64, room: String)
     /// Apply `ops` atomically. `expectedVersion` makes it a compare-and-set; a non-empty
     /// `writeId` (0–32 bytes) makes it idempotent.
-    case mutate(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [SnapshotOperation])
+    case mutate(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [SnapshotOperation])
     /// Replace the room's whole content.
-    case replace(requestId: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
-    case stats(requestId: UInt64)
+    case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
+    case stats(requestID: UInt64)
     /// The room's whole state at (`epoch`, `version`), answering a JOIN.
     case snapshot(
-        requestId: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
+        requestID: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
         digest: SnapshotDigest, snapshot: Snapshot)
     /// Answer to a JOIN whose resume position is in history: exactly `toVersion - fromVersion`
     /// DIFF frames follow, for versions `fromVersion + 1 ... toVersion`.
-    case catchup(requestId: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
+    case catchup(requestID: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
     /// One applied batch: the room moved from `version - 1` to `version` within `epoch`.
     case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation])
-    case ack(requestId: UInt64, epoch: UInt64, version: UInt64)
+    case ack(requestID: UInt64, epoch: UInt64, version: UInt64)
     /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32).
-    case reject(requestId: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
-    case statsReply(requestId: UInt64, stats: [Stat])
+    case reject(requestID: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
+    case statsReply(requestID: UInt64, stats: [Stat])
 }
 
 extension Message {
@@ -89,16 +89,16 @@ extension Message {
 
     /// Builds the REJECT for a batch the model refused: code, op_index and identifier come from
     /// the `BatchError`; the message defaults to its description.
-    public static func reject(requestId: UInt64, error: BatchError, message: String? = nil) -> Message {
+    public static func reject(requestID: UInt64, error: BatchError, message: String? = nil) -> Message {
         .reject(
-            requestId: requestId, code: ErrorCode(error.violation).rawValue,
+            requestID: requestID, code: ErrorCode(error.violation).rawValue,
             opIndex: UInt64(error.operationIndex), identifier: error.violation.identifier,
             message: message ?? error.violation.description)
     }
 
     /// Builds a REJECT with a known code that is not about one operation (40–45).
-    public static func reject(requestId: UInt64, _ code: ErrorCode, _ message: String) -> Message {
-        .reject(requestId: requestId, code: code.rawValue, opIndex: nil, identifier: nil, message: message)
+    public static func reject(requestID: UInt64, _ code: ErrorCode, _ message: String) -> Message {
+        .reject(requestID: requestID, code: code.rawValue, opIndex: nil, identifier: nil, message: message)
     }
 
     /// The message's type code.
@@ -134,7 +134,7 @@ extension Message {
 
     /// The request id a server message answers, or a client request carries; `nil` for HELLO,
     /// WELCOME, ERROR, PING, PONG and DIFF.
-    public var requestId: UInt64? {
+    public var requestID: UInt64? {
         switch self {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
             .stats(let id), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),

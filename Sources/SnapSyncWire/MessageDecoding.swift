@@ -44,37 +44,37 @@ extension ByteReader {
         case .pong:
             result = .pong(nonce: try varint("nonce"))
         case .join:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let room = try string("room")
             var resume: Message.Position?
             if try flag("resume") {
                 let epoch = try varint("resume.epoch")
                 resume = Message.Position(epoch: epoch, version: try varint("resume.version"))
             }
-            result = .join(requestId: requestId, room: room, resume: resume)
+            result = .join(requestID: requestID, room: room, resume: resume)
         case .leave:
-            let requestId = try varint("request_id")
-            result = .leave(requestId: requestId, room: try string("room"))
+            let requestID = try varint("request_id")
+            result = .leave(requestID: requestID, room: try string("room"))
         case .mutate:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
             let writeId = try writeId()
             result = .mutate(
-                requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
+                requestID: requestID, room: room, expectedVersion: expected, writeId: writeId,
                 ops: try operations(limits: nil))
         case .replace:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
             let writeId = try writeId()
             result = .replace(
-                requestId: requestId, room: room, expectedVersion: expected, writeId: writeId,
-                snapshot: try snapshot(requestId: requestId, limits: limits))
+                requestID: requestID, room: room, expectedVersion: expected, writeId: writeId,
+                snapshot: try snapshot(requestID: requestID, limits: limits))
         case .stats:
-            result = .stats(requestId: try varint("request_id"))
+            result = .stats(requestID: try varint("request_id"))
         case .snapshot:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let room = try string("room")
             let epoch = try varint("epoch")
             let version = try varint("version")
@@ -84,32 +84,32 @@ extension ByteReader {
             }
             let digest = SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "digest"))
             result = .snapshot(
-                requestId: requestId, room: room, epoch: epoch, version: version, reason: reason,
-                digest: digest, snapshot: try snapshot(requestId: requestId, limits: limits))
+                requestID: requestID, room: room, epoch: epoch, version: version, reason: reason,
+                digest: digest, snapshot: try snapshot(requestID: requestID, limits: limits))
         case .catchup:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let room = try string("room")
             let epoch = try varint("epoch")
             let from = try varint("from_version")
-            result = .catchup(requestId: requestId, room: room, epoch: epoch, fromVersion: from, toVersion: try varint("to_version"))
+            result = .catchup(requestID: requestID, room: room, epoch: epoch, fromVersion: from, toVersion: try varint("to_version"))
         case .diff:
             let room = try string("room")
             let epoch = try varint("epoch")
             let version = try varint("version")
             result = .diff(room: room, epoch: epoch, version: version, ops: try operations(limits: limits.model))
         case .ack:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let epoch = try varint("epoch")
-            result = .ack(requestId: requestId, epoch: epoch, version: try varint("version"))
+            result = .ack(requestID: requestID, epoch: epoch, version: try varint("version"))
         case .reject:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let code = try varint("code")
             let opIndex = try optionalVarint("op_index")
             var identifier: Identifier?
             if try flag("identifier") { identifier = Identifier(try bytesField("identifier")) }
-            result = .reject(requestId: requestId, code: code, opIndex: opIndex, identifier: identifier, message: try string("message"))
+            result = .reject(requestID: requestID, code: code, opIndex: opIndex, identifier: identifier, message: try string("message"))
         case .statsReply:
-            let requestId = try varint("request_id")
+            let requestID = try varint("request_id")
             let count = try count("stats", minimumSize: 2)
             var stats: [Message.Stat] = []
             stats.reserveCapacity(count)
@@ -117,7 +117,7 @@ extension ByteReader {
                 let name = try string("stats.name")
                 stats.append(Message.Stat(name: name, value: try varint("stats.value")))
             }
-            result = .statsReply(requestId: requestId, stats: stats)
+            result = .statsReply(requestID: requestID, stats: stats)
         }
         guard isAtEnd else {
             throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")
@@ -241,8 +241,8 @@ extension ByteReader {
     /// reported as such; then its size is checked, then the snapshot is built with `limits` in
     /// document order (each section, then its items), so that the first broken content rule
     /// (duplicate identifier, a limit) is the one §4 names, reported with its own code and
-    /// `requestId`.
-    mutating func snapshot(requestId: UInt64, limits: WireLimits) throws(WireError) -> Snapshot {
+    /// `requestID`.
+    mutating func snapshot(requestID: UInt64, limits: WireLimits) throws(WireError) -> Snapshot {
         let start = offset
         let sectionCount = try count("snapshot.sections", minimumSize: 3)
         // One `appendSections` per section followed by its items' `appendItems` (absent section:
@@ -257,7 +257,7 @@ extension ByteReader {
         }
         let size = offset - start
         guard size <= limits.maxSnapshotBytes else {
-            throw WireError(.snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.maxSnapshotBytes)", requestId: requestId)
+            throw WireError(.snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.maxSnapshotBytes)", requestID: requestID)
         }
         var snapshot = Snapshot()
         do {
@@ -265,7 +265,7 @@ extension ByteReader {
         } catch {
             throw WireError(
                 ErrorCode(error.violation), "\(message.name).snapshot: \(error.violation)",
-                requestId: requestId, identifier: error.violation.identifier)
+                requestID: requestID, identifier: error.violation.identifier)
         }
         return snapshot
     }

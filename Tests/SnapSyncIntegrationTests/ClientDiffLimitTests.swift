@@ -21,13 +21,13 @@ struct ClientDiffLimitTests {
                     version: 1, sessionId: 1, serverName: "scripted",
                     limits: [Message.LimitEntry(.maxItemsPerRoom, 2)]))
             var request = try peer.expectJoin(room, resume: nil)
-            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 1, reason: .initial, digest: s1.digest, snapshot: s1))
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 1, reason: .initial, digest: s1.digest, snapshot: s1))
             // Within the limits: applied.
             peer.send(.diff(room: room, epoch: 7, version: 2, ops: [.appendItems(["b"], toSection: "s")]))
             // A third item breaks max_items_per_room 2: the client must not follow it.
             peer.send(.diff(room: room, epoch: 7, version: 3, ops: [.appendItems(["c"], toSection: "s")]))
             request = try peer.expectJoin(room, resume: nil)
-            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s2.digest, snapshot: s2))
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s2.digest, snapshot: s2))
         }
         let client = SnapSyncClient(
             configuration: .init(

@@ -154,30 +154,30 @@ struct ClientScriptedServerTests {
             var request = try peer.expectJoin(room, resume: nil)
             peer.send(
                 .snapshot(
-                    requestId: request, room: room, epoch: 7, version: 3, reason: .initial,
+                    requestID: request, room: room, epoch: 7, version: 3, reason: .initial,
                     digest: Snapshot().digest, snapshot: s1))
             request = try peer.expectJoin(room, resume: nil)
-            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
             // 2. A gap (v5 after v3): the replica is fine but behind, so it resumes from v3.
             peer.send(.diff(room: room, epoch: 7, version: 5, ops: [.moveItem("c", .before("a"))]))
             request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 3))
-            peer.send(.catchup(requestId: request, room: room, epoch: 7, fromVersion: 3, toVersion: 5))
+            peer.send(.catchup(requestID: request, room: room, epoch: 7, fromVersion: 3, toVersion: 5))
             peer.send(.diff(room: room, epoch: 7, version: 4, ops: [.appendItems(["c"], toSection: "s")]))
             peer.send(.diff(room: room, epoch: 7, version: 5, ops: [.moveItem("c", .before("a"))]))
             // 3. A DIFF that does not apply: the replica is suspect, so the JOIN is fresh.
             peer.send(.diff(room: room, epoch: 7, version: 6, ops: [.deleteItems(["nope"])]))
             request = try peer.expectJoin(room, resume: nil)
-            peer.send(.snapshot(requestId: request, room: room, epoch: 7, version: 6, reason: .initial, digest: s3.digest, snapshot: s3))
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 6, reason: .initial, digest: s3.digest, snapshot: s3))
             // 4. A DIFF of another epoch (the room was recreated): resume, answered with a resync.
             peer.send(.diff(room: room, epoch: 8, version: 1, ops: []))
             request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 6))
-            peer.send(.snapshot(requestId: request, room: room, epoch: 8, version: 1, reason: .resync, digest: s4.digest, snapshot: s4))
+            peer.send(.snapshot(requestID: request, room: room, epoch: 8, version: 1, reason: .resync, digest: s4.digest, snapshot: s4))
             // 5. The client still works: a write is answered.
             guard case .mutate(let write, room, nil, let writeID, [.appendItems(["y"], toSection: "t")]) = try peer.request(),
                 writeID.count == 16
             else { throw ScriptedPeer.Failure(description: "expected the MUTATE") }
             peer.send(.diff(room: room, epoch: 8, version: 2, ops: [.appendItems(["y"], toSection: "t")]))
-            peer.send(.ack(requestId: write, epoch: 8, version: 2))
+            peer.send(.ack(requestID: write, epoch: 8, version: 2))
         }
 
         let client = SnapSyncClient(

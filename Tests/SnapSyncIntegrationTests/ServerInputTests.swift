@@ -26,10 +26,10 @@ extension ServerIntegration {
                 for trial in batch..<batch + 10 {
                     let client = try RawClient(host: daemon.host, port: daemon.port)
                     var bytes = FrameEncoder().encode(.hello(versions: [1], clientName: "half-closed", credentials: []))
-                    FrameEncoder().encode(.join(requestId: 1, room: "half-\(trial)", resume: nil), into: &bytes)
+                    FrameEncoder().encode(.join(requestID: 1, room: "half-\(trial)", resume: nil), into: &bytes)
                     FrameEncoder().encode(
                         .mutate(
-                            requestId: 2, room: "half-\(trial)", expectedVersion: nil, writeId: [],
+                            requestID: 2, room: "half-\(trial)", expectedVersion: nil, writeId: [],
                             ops: [.appendSections([.named("s")])]), into: &bytes)
                     try client.send(raw: bytes)
                     client.shutdownWrite()

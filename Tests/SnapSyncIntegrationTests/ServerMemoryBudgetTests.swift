@@ -26,7 +26,7 @@ extension ServerIntegration {
             let rssBefore = try #require(residentBytes(of: daemon.pid))
             let storm = try (0..<64).map { _ in try RawClient.ready(daemon, receiveBuffer: 4096) }
             let framesBefore = try #require(try writer.stats()["frames_in"])
-            for client in storm { try client.send(.join(requestId: 1, room: "big", resume: nil)) }
+            for client in storm { try client.send(.join(requestID: 1, room: "big", resume: nil)) }
             // Every JOIN handled (64 JOINs and the STATS asking).
             #expect(try waitUntil { try writer.stats()["frames_in"]! >= framesBefore + 65 })
             let rssAfter = try #require(residentBytes(of: daemon.pid))
@@ -65,7 +65,7 @@ extension ServerIntegration {
 
             let storm = try rooms.map { _ in try RawClient.ready(daemon, receiveBuffer: 4096) }
             let framesBefore = try #require(try writer.stats()["frames_in"])
-            for (client, room) in zip(storm, rooms) { try client.send(.join(requestId: 1, room: room, resume: nil)) }
+            for (client, room) in zip(storm, rooms) { try client.send(.join(requestID: 1, room: room, resume: nil)) }
             #expect(try waitUntil { try writer.stats()["frames_in"]! >= framesBefore + UInt64(storm.count) + 1 })
             let version = try writer.mustMutate("chat", [.appendSections([.named("after")])])
             let (diff, _) = try reader.receive(until: { if case .diff = $0 { true } else { false } })

@@ -94,7 +94,7 @@ extension ServerIntegration {
             let observer = try RawClient.ready(daemon)
             do {
                 let client = try RawClient.ready(daemon)
-                let frame = FrameEncoder().encode(.join(requestId: 1, room: "half", resume: nil))
+                let frame = FrameEncoder().encode(.join(requestID: 1, room: "half", resume: nil))
                 try client.send(raw: Array(frame.prefix(frame.count - 3)))
                 #expect(client.isQuiet(for: 0.2), "half a frame is not answered")
             }  // closed here
@@ -109,7 +109,7 @@ extension ServerIntegration {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let client = try RawClient.ready(daemon)
-            let frame = FrameEncoder().encode(.join(requestId: 9, room: "drip", resume: nil))
+            let frame = FrameEncoder().encode(.join(requestID: 9, room: "drip", resume: nil))
             for byte in frame {
                 try client.send(raw: [byte])
                 usleep(1_000)

@@ -22,11 +22,11 @@ extension ServerIntegration {
             for i in 0..<rounds {
                 try a.send(
                     .mutate(
-                        requestId: 1000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
+                        requestID: 1000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
                         ops: [.appendItems([.named("a\(i)")], toSection: "s")]))
                 try b.send(
                     .mutate(
-                        requestId: 2000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
+                        requestID: 2000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
                         ops: [.appendItems([.named("b\(i)")], toSection: "s")]))
             }
             var streams: [[Message]] = []
@@ -167,7 +167,7 @@ extension ServerIntegration {
             try writer.mustMutate("doc", [.appendSections([.named("a"), .named("b")]), .appendItems([.named("x"), .named("y")], toSection: "a")])
             let before = try member.state(of: "doc")
             let target = try Snapshot([(Element.named("b", "B"), [Element.named("y"), Element.named("z")]), (Element.named("c"), [])])
-            let (answer, _) = try writer.request { .replace(requestId: $0, room: "doc", expectedVersion: before.version, writeId: [], snapshot: target) }
+            let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeId: [], snapshot: target) }
             guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(summary(answer))"); return }
             #expect(version == before.version + 1)
             guard case .diff(_, _, version, let ops) = try member.receive() else { Issue.record("expected one DIFF"); return }
@@ -175,12 +175,12 @@ extension ServerIntegration {
             try replica.apply(ops, limits: .unlimited)
             #expect(replica == target)
             // The same content again: ACK at the same version, no DIFF.
-            let (again, _) = try writer.request { .replace(requestId: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: target) }
+            let (again, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: target) }
             guard case .ack(_, _, version) = again else { Issue.record("expected ACK \(version), got \(summary(again))"); return }
             #expect(member.isQuiet(for: 0.2))
             // A REPLACE breaking a content limit is a REJECT, and the connection goes on.
             let bad = try Snapshot([(Element.named("much-too-long"), [])], limits: .unlimited)
-            let (refused, _) = try writer.request { .replace(requestId: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: bad) }
+            let (refused, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: bad) }
             guard case .reject(_, let code, _, let identifier, _) = refused else { Issue.record("expected REJECT, got \(summary(refused))"); return }
             #expect(ErrorCode(rawValue: code) == .identifierTooLong)
             #expect(identifier == "much-too-long")
@@ -205,12 +205,12 @@ extension ServerIntegration {
             let writer = try RawClient.ready(daemon), member = try RawClient.ready(daemon)
             _ = try member.join("l")
             try writer.mustMutate("l", [.appendSections([.named("s")])])
-            let (left, skipped) = try member.request { .leave(requestId: $0, room: "l") }
+            let (left, skipped) = try member.request { .leave(requestID: $0, room: "l") }
             guard case .ack(_, _, 1) = left else { Issue.record("expected ACK 1, got \(summary(left))"); return }
             #expect(skipped.count == 1)
             try writer.mustMutate("l", [.appendSections([.named("t")])])
             #expect(member.isQuiet(for: 0.2))
-            let (again, _) = try member.request { .leave(requestId: $0, room: "l") }
+            let (again, _) = try member.request { .leave(requestID: $0, room: "l") }
             guard case .reject(_, let code, _, _, _) = again else { Issue.record("expected REJECT, got \(summary(again))"); return }
             #expect(ErrorCode(rawValue: code) == .notJoined)
         }

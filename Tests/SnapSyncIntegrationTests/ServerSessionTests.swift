@@ -35,7 +35,7 @@ extension ServerIntegration {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let client = try RawClient(host: daemon.host, port: daemon.port)
-            try client.send(.join(requestId: 1, room: "r", resume: nil))
+            try client.send(.join(requestID: 1, room: "r", resume: nil))
             let (code, _, before) = try client.closingError()
             #expect(code == .handshakeRequired)
             #expect(before.isEmpty)
@@ -86,7 +86,7 @@ extension ServerIntegration {
             let encoder = FrameEncoder()
             var bytes: [UInt8] = []
             encoder.encode(.hello(versions: [1], clientName: "eager", credentials: []), into: &bytes)
-            encoder.encode(.join(requestId: 1, room: "r", resume: nil), into: &bytes)
+            encoder.encode(.join(requestID: 1, room: "r", resume: nil), into: &bytes)
             encoder.encode(.ping(nonce: 42), into: &bytes)
             try client.send(raw: bytes)
             guard case .welcome = try client.receive() else { Issue.record("WELCOME first"); return }

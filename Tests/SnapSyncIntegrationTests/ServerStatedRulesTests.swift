@@ -15,9 +15,9 @@ extension ServerIntegration {
             defer { daemon.stop() }
             let cases: [([UInt8], ErrorCode)] = [
                 (FrameEncoder().encode(.welcome(version: 1, sessionId: 1, serverName: "x", limits: [])), .unknownMessageType),
-                (FrameEncoder().encode(.ack(requestId: 1, epoch: 1, version: 1)), .unknownMessageType),
+                (FrameEncoder().encode(.ack(requestID: 1, epoch: 1, version: 1)), .unknownMessageType),
                 ([0, 0, 0, 2, 0x10, 0x01], .malformedFrame),  // JOIN cut short
-                (FrameEncoder().encode(.join(requestId: 1, room: "r", resume: nil)), .handshakeRequired),
+                (FrameEncoder().encode(.join(requestID: 1, room: "r", resume: nil)), .handshakeRequired),
                 (FrameEncoder().encode(.ping(nonce: 1)), .handshakeRequired),
                 // REPLACE r with snapshot [s, s]: well-formed, breaking a content rule (it decoded).
                 (

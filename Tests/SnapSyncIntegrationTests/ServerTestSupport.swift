@@ -26,7 +26,7 @@ struct RoomState {
 extension RawClient {
     /// JOINs `room` (fresh, or resuming) and returns the answer.
     func join(_ room: String, resume: Message.Position? = nil) throws -> Message {
-        try request { .join(requestId: $0, room: room, resume: resume) }.answer
+        try request { .join(requestID: $0, room: room, resume: resume) }.answer
     }
 
     /// A fresh JOIN's SNAPSHOT, checked: reason initial, digest matching the snapshot.
@@ -45,7 +45,7 @@ extension RawClient {
         _ room: String, _ ops: [SnapshotOperation], expectedVersion: UInt64? = nil,
         writeId: [UInt8] = []
     ) throws -> (answer: Message, skipped: [Message]) {
-        try request { .mutate(requestId: $0, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops) }
+        try request { .mutate(requestID: $0, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops) }
     }
 
     /// A MUTATE that must be ACKed; returns the new version.
@@ -63,7 +63,7 @@ extension RawClient {
 
     /// STATS, as a dictionary.
     func stats() throws -> [String: UInt64] {
-        let (answer, _) = try request { .stats(requestId: $0) }
+        let (answer, _) = try request { .stats(requestID: $0) }
         guard case .statsReply(_, let stats) = answer else { throw RawClientError.unexpected("expected STATS_REPLY", answer) }
         return Dictionary(stats.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
     }

@@ -9,7 +9,7 @@ import SnapSyncModel
     /// both ways.
     @Test func acceptsOnlyThePeersMessages() throws {
         let diff = encoder.encode(.diff(room: "r", epoch: 1, version: 1, ops: []))
-        let join = encoder.encode(.join(requestId: 1, room: "r", resume: nil))
+        let join = encoder.encode(.join(requestID: 1, room: "r", resume: nil))
         let ping = encoder.encode(.ping(nonce: 1))
         #expect { try FrameDecoder.decode(frame: diff, accepting: .client) } throws: { ($0 as? WireError)?.code == .unknownMessageType }
         #expect { try FrameDecoder.decode(frame: join, accepting: .server) } throws: { ($0 as? WireError)?.code == .unknownMessageType }
@@ -40,7 +40,7 @@ import SnapSyncModel
             Issue.record("expected duplicate_item")
         } catch {
             #expect(error.code == .duplicateItem)
-            #expect(error.requestId == 5)
+            #expect(error.requestID == 5)
             #expect(error.identifier == "x")
         }
         #expect(try decoder.nextMessage() == .ping(nonce: 3))
@@ -66,8 +66,8 @@ import SnapSyncModel
     }
 
     @Test func wholeFrameDecodeRefusesExtraOrMissingBytes() throws {
-        let frame = encoder.encode(.ack(requestId: 1, epoch: 2, version: 3))
-        #expect(try FrameDecoder.decode(frame: frame) == .ack(requestId: 1, epoch: 2, version: 3))
+        let frame = encoder.encode(.ack(requestID: 1, epoch: 2, version: 3))
+        #expect(try FrameDecoder.decode(frame: frame) == .ack(requestID: 1, epoch: 2, version: 3))
         #expect { try FrameDecoder.decode(frame: frame + [0]) } throws: { ($0 as? WireError)?.code == .malformedFrame }
         #expect { try FrameDecoder.decode(frame: Array(frame.dropLast())) } throws: { ($0 as? WireError)?.code == .malformedFrame }
         #expect { try FrameDecoder.decode(frame: [0, 0]) } throws: { ($0 as? WireError)?.code == .malformedFrame }
@@ -103,8 +103,8 @@ import SnapSyncModel
 
     @Test func messageEqualityIsByteExact() {
         // Canonically equivalent Swift strings, different bytes on the wire.
-        let composed = Message.leave(requestId: 1, room: "\u{E9}")
-        let decomposed = Message.leave(requestId: 1, room: "e\u{301}")
+        let composed = Message.leave(requestID: 1, room: "\u{E9}")
+        let decomposed = Message.leave(requestID: 1, room: "e\u{301}")
         #expect(composed != decomposed)
         #expect(Set([composed, decomposed, composed]).count == 2)
         #expect(Message.ping(nonce: 1) != Message.pong(nonce: 1))

@@ -41,8 +41,8 @@ import SnapSyncModel
 
     @Test func rejectFromBatchError() {
         let error = BatchError(operationIndex: 2, violation: .anchorItemNotFound("m9"))
-        let reject = Message.reject(requestId: 4, error: error)
-        #expect(reject == .reject(requestId: 4, code: 25, opIndex: 2, identifier: "m9", message: "anchor item m9 does not exist"))
+        let reject = Message.reject(requestID: 4, error: error)
+        #expect(reject == .reject(requestID: 4, code: 25, opIndex: 2, identifier: "m9", message: "anchor item m9 does not exist"))
         #expect(reject.errorCode == .anchorItemNotFound)
         #expect(Message.error(code: 77, message: "").errorCode == nil)
         #expect(Message.error(.timeout, "idle").errorCode == .timeout)

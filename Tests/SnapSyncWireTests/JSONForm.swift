@@ -156,37 +156,37 @@ enum JSONForm {
             o["message"] = .string(message)
         case .ping(let nonce), .pong(let nonce):
             o["nonce"] = .uint(nonce)
-        case .join(let requestId, let room, let resume):
-            o["request_id"] = .uint(requestId)
+        case .join(let requestID, let room, let resume):
+            o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["resume"] = resume.map { .object(["epoch": .uint($0.epoch), "version": .uint($0.version)]) } ?? .null
-        case .leave(let requestId, let room):
-            o["request_id"] = .uint(requestId)
+        case .leave(let requestID, let room):
+            o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
-        case .mutate(let requestId, let room, let expected, let writeId, let ops):
-            o["request_id"] = .uint(requestId)
+        case .mutate(let requestID, let room, let expected, let writeId, let ops):
+            o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["expected_version"] = opt(expected)
             o["write_id"] = bytes(writeId)
             o["ops"] = .array(ops.map { JSONForm.op($0) })
-        case .replace(let requestId, let room, let expected, let writeId, let snap):
-            o["request_id"] = .uint(requestId)
+        case .replace(let requestID, let room, let expected, let writeId, let snap):
+            o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["expected_version"] = opt(expected)
             o["write_id"] = bytes(writeId)
             o["snapshot"] = snapshot(snap)
-        case .stats(let requestId):
-            o["request_id"] = .uint(requestId)
-        case .snapshot(let requestId, let room, let epoch, let version, let reason, let digest, let snap):
-            o["request_id"] = .uint(requestId)
+        case .stats(let requestID):
+            o["request_id"] = .uint(requestID)
+        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snap):
+            o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)
             o["version"] = .uint(version)
             o["reason"] = .string(reason == .initial ? "initial" : "resync")
             o["digest"] = bytes(digest.bytes)
             o["snapshot"] = snapshot(snap)
-        case .catchup(let requestId, let room, let epoch, let from, let to):
-            o["request_id"] = .uint(requestId)
+        case .catchup(let requestID, let room, let epoch, let from, let to):
+            o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)
             o["from_version"] = .uint(from)
@@ -196,18 +196,18 @@ enum JSONForm {
             o["epoch"] = .uint(epoch)
             o["version"] = .uint(version)
             o["ops"] = .array(ops.map { JSONForm.op($0) })
-        case .ack(let requestId, let epoch, let version):
-            o["request_id"] = .uint(requestId)
+        case .ack(let requestID, let epoch, let version):
+            o["request_id"] = .uint(requestID)
             o["epoch"] = .uint(epoch)
             o["version"] = .uint(version)
-        case .reject(let requestId, let code, let opIndex, let identifier, let message):
-            o["request_id"] = .uint(requestId)
+        case .reject(let requestID, let code, let opIndex, let identifier, let message):
+            o["request_id"] = .uint(requestID)
             o["code"] = .uint(code)
             o["op_index"] = opt(opIndex)
             o["identifier"] = identifier.map { bytes($0.bytes) } ?? .null
             o["message"] = .string(message)
-        case .statsReply(let requestId, let stats):
-            o["request_id"] = .uint(requestId)
+        case .statsReply(let requestID, let stats):
+            o["request_id"] = .uint(requestID)
             o["stats"] = .array(stats.map { .object(["name": .string($0.name), "value": .uint($0.value)]) })
         }
         return .object(o)

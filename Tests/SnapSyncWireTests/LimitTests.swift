@@ -27,7 +27,7 @@ import SnapSyncModel
         while true {
             let f = encoder.encode(
                 .mutate(
-                    requestId: 1, room: "r", expectedVersion: nil, writeId: [],
+                    requestID: 1, room: "r", expectedVersion: nil, writeId: [],
                     ops: [.updateItems([Element("a", payload: Payload([UInt8](repeating: 0x70, count: n)))], .reload)]))
             if f.count - 4 == length { return f }
             precondition(f.count - 4 < length, "cannot hit \(length)")
@@ -84,16 +84,16 @@ import SnapSyncModel
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.moveItem("x", .before(id))])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.appendItems([], toSection: id)])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.deleteSections([id])])) == expected)
-        #expect(code(.mutate(requestId: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.appendSections([Element(id)])])) == nil)
+        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.appendSections([Element(id)])])) == nil)
         let snapshot = try Snapshot([(section: Element(id), items: [])], limits: .unlimited)
-        let replace = Message.replace(requestId: 9, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)
+        let replace = Message.replace(requestID: 9, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)
         #expect(code(replace) == expected)
         if expected != nil {
             do {
                 _ = try decode(replace)
             } catch {
                 // A content error of a whole REPLACE carries what a REJECT needs.
-                #expect(error.requestId == 9)
+                #expect(error.requestID == 9)
                 #expect(error.identifier == id)
             }
         }
@@ -104,9 +104,9 @@ import SnapSyncModel
         let payload = Payload([UInt8](repeating: 0x70, count: size))
         let expected: ErrorCode? = size > 64 * 1024 ? .payloadTooLarge : nil
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.updateItems([Element("i", payload: payload)], .reload)])) == expected)
-        #expect(code(.mutate(requestId: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.updateSections([Element("s", payload: payload)])])) == nil)
+        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.updateSections([Element("s", payload: payload)])])) == nil)
         let snapshot = try Snapshot([(section: Element("s", payload: payload), items: [])], limits: .unlimited)
-        #expect(code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)) == expected)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)) == expected)
     }
 
     @Test(arguments: [0, 1, 3, 4])
@@ -114,7 +114,7 @@ import SnapSyncModel
         let limits = WireLimits(model: Limits(maxItems: 3))
         let items = (0..<count).map { Element(Identifier(uint64: UInt64($0))) }
         let snapshot = try Snapshot([(section: Element("s"), items: items)], limits: .unlimited)
-        let message = Message.snapshot(requestId: 1, room: "r", epoch: 1, version: 1, reason: .initial, digest: snapshot.digest, snapshot: snapshot)
+        let message = Message.snapshot(requestID: 1, room: "r", epoch: 1, version: 1, reason: .initial, digest: snapshot.digest, snapshot: snapshot)
         #expect(code(message, limits: limits) == (count > 3 ? .tooManyItems : nil))
     }
 
@@ -123,7 +123,7 @@ import SnapSyncModel
         let limits = WireLimits(model: Limits(maxSections: 3))
         let snapshot = try Snapshot((0..<count).map { (section: Element(Identifier(uint64: UInt64($0))), items: []) }, limits: .unlimited)
         #expect(
-            code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits)
+            code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits)
                 == (count > 3 ? .tooManySections : nil))
     }
 
@@ -133,19 +133,19 @@ import SnapSyncModel
         for (limit, expected) in [(size - 1, ErrorCode.snapshotTooLarge), (size, nil)] as [(Int, ErrorCode?)] {
             var limits = WireLimits.default
             limits.maxSnapshotBytes = limit
-            #expect(code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits) == expected)
+            #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits) == expected)
         }
         var zero = WireLimits.default
         zero.maxSnapshotBytes = 1
-        #expect(code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: Snapshot()), limits: zero) == nil)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: Snapshot()), limits: zero) == nil)
     }
 
     @Test(arguments: [0, 1, 32, 33])
     func writeIdBytes(length: Int) {
         let writeId = [UInt8](repeating: 7, count: length)
         let expected: ErrorCode? = length > 32 ? .malformedFrame : nil
-        #expect(code(.mutate(requestId: 1, room: "r", expectedVersion: nil, writeId: writeId, ops: [])) == expected)
-        #expect(code(.replace(requestId: 1, room: "r", expectedVersion: nil, writeId: writeId, snapshot: Snapshot())) == expected)
+        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: writeId, ops: [])) == expected)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: writeId, snapshot: Snapshot())) == expected)
     }
 
     /// A list count the rest of the body cannot hold is refused without reserving memory for it.

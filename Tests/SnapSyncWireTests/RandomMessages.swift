@@ -91,21 +91,21 @@ struct MessageFactory {
         case 2: return .error(code: uint(), message: text())
         case 3: return .ping(nonce: uint())
         case 4: return .pong(nonce: uint())
-        case 5: return .join(requestId: uint(), room: text(), resume: optional { Message.Position(epoch: $0.uint(), version: $0.uint()) })
-        case 6: return .leave(requestId: uint(), room: text())
-        case 7: return .mutate(requestId: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), ops: ops())
-        case 8: return .replace(requestId: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), snapshot: snapshot())
-        case 9: return .stats(requestId: uint())
+        case 5: return .join(requestID: uint(), room: text(), resume: optional { Message.Position(epoch: $0.uint(), version: $0.uint()) })
+        case 6: return .leave(requestID: uint(), room: text())
+        case 7: return .mutate(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), ops: ops())
+        case 8: return .replace(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), snapshot: snapshot())
+        case 9: return .stats(requestID: uint())
         case 10:
             let snap = snapshot()
             return .snapshot(
-                requestId: uint(), room: text(), epoch: uint(), version: uint(),
+                requestID: uint(), room: text(), epoch: uint(), version: uint(),
                 reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap)
-        case 11: return .catchup(requestId: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint())
+        case 11: return .catchup(requestID: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint())
         case 12: return .diff(room: text(), epoch: uint(), version: uint(), ops: ops())
-        case 13: return .ack(requestId: uint(), epoch: uint(), version: uint())
-        case 14: return .reject(requestId: uint(), code: uint(), opIndex: optional { $0.uint() }, identifier: optional { $0.id() }, message: text())
-        default: return .statsReply(requestId: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
+        case 13: return .ack(requestID: uint(), epoch: uint(), version: uint())
+        case 14: return .reject(requestID: uint(), code: uint(), opIndex: optional { $0.uint() }, identifier: optional { $0.id() }, message: text())
+        default: return .statsReply(requestID: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
         }
     }
 }

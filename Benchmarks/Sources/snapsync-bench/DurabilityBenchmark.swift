@@ -146,7 +146,7 @@
         var payloadStart = 0
         var input = [UInt8](repeating: 0, count: 65536)
         var filled = 0
-        var requestId: UInt64 = 10
+        var requestID: UInt64 = 10
 
         init(host: String, port: Int, room: String, payloadBytes: Int) {
             fd = BenchSystem.connectTCP(host: host, port: port)
@@ -165,17 +165,17 @@
             payloadStart = 4 + body.count
             body += payload
             frame = FanoutFrameBuilder.frame(body)
-            requestId = 0x1000_0000
+            requestID = 0x1000_0000
         }
 
         mutating func write() {
-            requestId += 1
-            var n = requestId
+            requestID += 1
+            var n = requestID
             for i in 0..<5 {
                 frame[5 + i] = UInt8(truncatingIfNeeded: n & 0x7F) | (i < 4 ? 0x80 : 0)
                 n >>= 7
             }
-            frame[payloadStart] = UInt8(truncatingIfNeeded: requestId)
+            frame[payloadStart] = UInt8(truncatingIfNeeded: requestID)
             BenchSystem.writeAll(fd, frame)
             // Read frames until the ACK (nothing else is expected: the writer has not joined).
             while true {
@@ -324,7 +324,7 @@
             var reader = FanoutFrameReader(fd: fd)
             BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench-stats"))
             reader.expect(FanoutSnapSync.welcome, context: "HELLO")
-            BenchSystem.writeAll(fd, FrameEncoder().encode(.stats(requestId: 1)))
+            BenchSystem.writeAll(fd, FrameEncoder().encode(.stats(requestID: 1)))
             while true {
                 let body = Array(reader.next(context: "STATS"))
                 guard let message = try? FrameDecoder.decode(body: body, accepting: .server) else { continue }

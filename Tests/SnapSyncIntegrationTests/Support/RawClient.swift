@@ -72,7 +72,7 @@ final class RawClient {
     }
 
     /// A fresh request id.
-    func requestId() -> UInt64 {
+    func requestID() -> UInt64 {
         defer { nextRequestId += 1 }
         return nextRequestId
     }
@@ -173,9 +173,9 @@ final class RawClient {
     /// Sends a request and returns the answer that carries its request id, skipping DIFFs and
     /// anything else in between (returned too).
     func request(_ make: (UInt64) -> Message) throws -> (answer: Message, skipped: [Message]) {
-        let id = requestId()
+        let id = requestID()
         try send(make(id))
-        return try receive(until: { $0.requestId == id })
+        return try receive(until: { $0.requestID == id })
     }
 
     private func readAvailable() throws {

@@ -12,14 +12,14 @@ import SnapSyncWire
 /// a subset, and refuses a content rule with the SNAPSHOT's request id.
 enum SnapshotTarget {
     static let unlimited = WireLimits(maxFrameBytes: .max, model: .unlimited)
-    static let requestId: UInt64 = 5
+    static let requestID: UInt64 = 5
 
     static func run(_ input: [UInt8]) throws(LawViolation) {
         let storage = Result { () throws(ByteReader.Failure) -> Snapshot in
             try SnapshotDecoding.decode(input, range: input.indices)
         }
         // type, request_id, room "", epoch 0, version 0, reason initial, digest (32 bytes), snapshot
-        let body = [MessageType.snapshot.rawValue, UInt8(requestId), 0, 0, 0, 0] + [UInt8](repeating: 0, count: 32) + input
+        let body = [MessageType.snapshot.rawValue, UInt8(requestID), 0, 0, 0, 0] + [UInt8](repeating: 0, count: 32) + input
         let wire = snapshot(body, limits: unlimited)
         switch (storage, wire) {
         case (.success(let s), .success(let w)):
@@ -41,7 +41,7 @@ enum SnapshotTarget {
             }
         case .failure(let e):
             if e.code.rawValue >= 20 {
-                try law(e.requestId == requestId, "a content error (\(e.code.name)) in SNAPSHOT without its request id")
+                try law(e.requestID == requestID, "a content error (\(e.code.name)) in SNAPSHOT without its request id")
             }
         }
     }

@@ -63,10 +63,10 @@ enum WireTarget {
                         try FrameDecoder.decode(frame: frame, limits: limits, accepting: accepting)
                     }
                     try law(once == .failure(error), "decode(frame:) gives \(once), the stream decoder \(error)")
-                    if let requestId = error.requestId {
+                    if let requestID = error.requestID {
                         try law(
                             (20...32).contains(error.code.rawValue),
-                            "request \(requestId) carries \(error.code.name), not a content error")
+                            "request \(requestID) carries \(error.code.name), not a content error")
                     }
                     continue
                 }
