@@ -220,11 +220,7 @@ extension SnapSyncClient {
         guard case .ready(let connection) = link, let entry = rooms[room] else { return }
         let requestID = newRequest(.join(room: room))
         rooms[room]!.phase = .joining(requestID: requestID)
-        var resume: Message.Position?
-        if entry.loaded && !entry.distrusted {
-            let position = entry.replica.position
-            resume = Message.Position(epoch: position.epoch, version: position.version)
-        }
+        let resume = entry.loaded && !entry.distrusted ? entry.replica.position : nil
         connection.send(.join(requestID: requestID, room: room, resume: resume))
     }
 

@@ -138,7 +138,7 @@ final class Room {
     /// is current); anything else (another epoch, too old, ahead of the room) gets
     /// SNAPSHOT(resync).
     /// - Complexity: O(1) (the frames are a slice of history).
-    func answerJoin(resume: Message.Position?) -> JoinAnswer {
+    func answerJoin(resume: RoomPosition?) -> JoinAnswer {
         guard let resume else { return .snapshot(reason: .initial) }
         guard resume.epoch == epoch, let frames = history.frames(after: resume.version) else {
             return .snapshot(reason: .resync)

@@ -104,7 +104,7 @@ extension Server {
         }
     }
 
-    private func join(requestID: UInt64, roomName: String, resume: Message.Position?, from connection: Connection) {
+    private func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from connection: Connection) {
         if let rejection = Room.validate(name: roomName) {
             send(rejection.message(requestID: requestID), to: connection)
             return

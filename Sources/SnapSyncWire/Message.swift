@@ -24,7 +24,7 @@ public enum Message: Sendable {
     /// Echoes the PING's nonce.
     case pong(nonce: UInt64)
     /// Subscribe to a room, optionally resuming from a position the client already holds.
-    case join(requestID: UInt64, room: String, resume: Position?)
+    case join(requestID: UInt64, room: String, resume: RoomPosition?)
     case leave(requestID: UInt64, room: String)
     /// Apply `ops` atomically. `expectedVersion` makes it a compare-and-set; a non-empty
     /// `writeId` (0–32 bytes) makes it idempotent.
@@ -48,16 +48,6 @@ public enum Message: Sendable {
 }
 
 extension Message {
-    /// A resume position: the last (epoch, version) a client holds for a room.
-    public struct Position: Hashable, Sendable {
-        public var epoch: UInt64
-        public var version: UInt64
-        public init(epoch: UInt64, version: UInt64) {
-            self.epoch = epoch
-            self.version = version
-        }
-    }
-
     /// One WELCOME limit. `key` stays a raw number because unknown keys MUST be ignored, not
     /// refused; `LimitKey` names the known ones.
     public struct LimitEntry: Hashable, Sendable {

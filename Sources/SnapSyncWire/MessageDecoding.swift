@@ -46,10 +46,10 @@ extension ByteReader {
         case .join:
             let requestID = try varint("request_id")
             let room = try string("room")
-            var resume: Message.Position?
+            var resume: RoomPosition?
             if try flag("resume") {
                 let epoch = try varint("resume.epoch")
-                resume = Message.Position(epoch: epoch, version: try varint("resume.version"))
+                resume = RoomPosition(epoch: epoch, version: try varint("resume.version"))
             }
             result = .join(requestID: requestID, room: room, resume: resume)
         case .leave:

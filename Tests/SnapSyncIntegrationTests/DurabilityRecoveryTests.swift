@@ -94,7 +94,7 @@ extension ServerIntegration {
             let restarted = try dir.start()
             defer { restarted.stop() }
             let again = try RawClient.ready(restarted)
-            let answer = try again.join("resume", resume: Message.Position(epoch: held.epoch, version: held.version))
+            let answer = try again.join("resume", resume: RoomPosition(epoch: held.epoch, version: held.version))
             guard case .catchup(_, _, let epoch, let from, let to) = answer else {
                 Issue.record("expected CATCHUP after restart, got \(answer)")
                 return
@@ -147,7 +147,7 @@ extension ServerIntegration {
             let restarted = try dir.start()
             defer { restarted.stop() }
             let again = try RawClient.ready(restarted)
-            let answer = try again.join("ckpt", resume: Message.Position(epoch: held.epoch, version: held.version))
+            let answer = try again.join("ckpt", resume: RoomPosition(epoch: held.epoch, version: held.version))
             guard case .catchup(_, _, let epoch, let from, let to) = answer else {
                 Issue.record("expected CATCHUP, got \(answer)")
                 return
@@ -158,7 +158,7 @@ extension ServerIntegration {
             #expect(state.version == 32 && state.snapshot.numberOfItems == 29)
             // Resuming from before the checkpoint also works: history came back from it.
             let early = try RawClient.ready(restarted)
-            let earlyAnswer = try early.join("ckpt", resume: Message.Position(epoch: held.epoch, version: 10))
+            let earlyAnswer = try early.join("ckpt", resume: RoomPosition(epoch: held.epoch, version: 10))
             guard case .catchup(_, _, _, 10, 32) = earlyAnswer else {
                 Issue.record("expected CATCHUP 10→32, got \(earlyAnswer)")
                 return

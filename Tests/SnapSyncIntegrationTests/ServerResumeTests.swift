@@ -74,7 +74,7 @@ extension ServerIntegration {
             let writer = try RawClient.ready(daemon), member = try RawClient.ready(daemon)
             let start = try member.state(of: "r")
             _ = try write(3, to: "r", by: writer, seenBy: member)
-            for position in [Message.Position(epoch: start.epoch &+ 1, version: 3), .init(epoch: start.epoch, version: 4)] {
+            for position in [RoomPosition(epoch: start.epoch &+ 1, version: 3), .init(epoch: start.epoch, version: 4)] {
                 let answer = try RawClient.ready(daemon).join("r", resume: position)
                 guard case .snapshot(_, _, start.epoch, 3, .resync, _, let snapshot) = answer else {
                     Issue.record("\(position): expected SNAPSHOT resync at version 3, got \(summary(answer))")

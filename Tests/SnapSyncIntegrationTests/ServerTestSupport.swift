@@ -25,7 +25,7 @@ struct RoomState {
 
 extension RawClient {
     /// JOINs `room` (fresh, or resuming) and returns the answer.
-    func join(_ room: String, resume: Message.Position? = nil) throws -> Message {
+    func join(_ room: String, resume: RoomPosition? = nil) throws -> Message {
         try request { .join(requestID: $0, room: room, resume: resume) }.answer
     }
 

@@ -298,7 +298,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     @Test func positionOutsideHistoryOrAnotherEpochGetsResync() {
         let (room, _) = roomAtFive()
         for position in [
-            Message.Position(epoch: 77, version: 1), .init(epoch: 77, version: 0),
+            RoomPosition(epoch: 77, version: 1), .init(epoch: 77, version: 0),
             .init(epoch: 78, version: 5), .init(epoch: 77, version: 6),
         ] {
             guard case .snapshot(.resync) = room.answerJoin(resume: position) else {
