@@ -205,7 +205,10 @@ final class Room {
         with target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
+        // The target's digest names the request in the fingerprint; once applied it is also the
+        // room's digest, so the next JOIN does not hash the room again.
+        let targetDigest = writeId.isEmpty ? nil : target.digest
+        let fingerprint = targetDigest.map { digest in Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(digest) } } ?? 0
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         // Near the bound only a smaller target can be admitted (below, by its exact growth).
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
@@ -233,13 +236,15 @@ final class Room {
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
         snapshot = target
-        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
+        let outcome = commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
+        if let targetDigest { cachedDigest = (next, targetDigest) }
+        return outcome
     }
 
     /// What a write asks for (kind, compare-and-set, content), hashed: equal for a retry of the
     /// same request, different (but for a 2⁻⁶⁴ chance) for another write reusing its write id.
     /// Kept in memory only, so the per-process seed of `Hasher` does no harm.
-    /// - Complexity: O(size of the ops); for REPLACE, O(n) for the target's digest.
+    /// - Complexity: O(size of the ops); for REPLACE, O(1) given the target's digest.
     private static func fingerprint(kind: UInt8, expectedVersion: UInt64?, _ content: (inout Hasher) -> Void) -> Int {
         var hasher = Hasher()
         hasher.combine(kind)

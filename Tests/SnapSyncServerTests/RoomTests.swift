@@ -226,6 +226,24 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.version == 2)
     }
 
+    /// A REPLACE with a write id hashes its target once: that digest becomes the room's, and it
+    /// must be the digest of the room at the new version, not of the one before.
+    @Test func aReplaceWithAWriteIdLeavesTheRoomsDigestRight() throws {
+        let room = makeRoom()
+        mustApply(room, [.appendSections([element("s")]), .appendItems([element("a")], toSection: "s")])
+        #expect(room.digest == room.snapshot.digest)
+        let target = try Snapshot([(element("s"), [element("b", "x"), element("a")])])
+        var scratch: [UInt8] = []
+        guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeId: [1, 2], scratch: &scratch) else {
+            Issue.record("replace was not applied at version 2")
+            return
+        }
+        #expect(room.digest == target.digest)
+        mustApply(room, [.deleteItems(["a"])])
+        #expect(room.digest == room.snapshot.digest)
+        #expect(room.digest != target.digest)
+    }
+
     @Test func aDiffTooLargeForTheFrameLimitIsRefusedBeforeTheRoomChanges() {
         var limits = Room.Limits()
         limits.maxFrameBytes = 1024
