@@ -156,16 +156,7 @@ import SnapSyncWire
         for (victim, byteInRecord) in [(10, 3), (10, 5), (10, 9), (10, 30), (0, 14), (18, 20)] {
             var bytes = original
             bytes[starts[victim] + byteInRecord] ^= 0x20
-            writeFile(segment, bytes)
-            let before = fileNames(dir.data)
-            #expect {
-                _ = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
-            } throws: { error in
-                guard case .corrupt(let path, let offset, let reason) = error as? StorageError else { return false }
-                return path == segment && offset == starts[victim] && reason.contains("good record follows")
-            }
-            #expect(readFile(segment) == bytes, "nothing is cut or repaired")
-            #expect(fileNames(dir.data) == before, "no segment is created")
+            expectRefusedUnchanged(dir, segment, bytes, offset: starts[victim], saying: ["good record follows"])
         }
         writeFile(segment, original)
         let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
@@ -186,17 +177,7 @@ import SnapSyncWire
         for byte in [2, 5, 9, 20, end - starts[5] - 1] {
             var bytes = original
             bytes[starts[5] + byte] ^= 0x10
-            writeFile(segment, bytes)
-            let before = fileNames(dir.data)
-            #expect {
-                _ = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
-            } throws: { error in
-                guard case .corrupt(let path, let offset, let reason) = error as? StorageError else { return false }
-                return path == segment && offset == starts[5] && reason.contains("damaged afterwards")
-                    && reason.contains("will not start")
-            }
-            #expect(readFile(segment) == bytes, "flipped byte \(byte): nothing is cut")
-            #expect(fileNames(dir.data) == before)
+            expectRefusedUnchanged(dir, segment, bytes, offset: starts[5], saying: ["damaged afterwards", "will not start"])
         }
     }
 
@@ -322,3 +303,22 @@ extension Rooms {
 }
 
 func lastPathComponent(_ path: String) -> String { String(path.split(separator: "/").last ?? "") }
+
+/// Writes `bytes` as the segment and expects the store to refuse to open with `.corrupt` at
+/// `offset` of that file, its reason containing every one of `saying`, and to change nothing
+/// on disk: no byte cut or repaired, no file created.
+private func expectRefusedUnchanged(
+    _ dir: TempDirectory, _ segment: String, _ bytes: [UInt8], offset expected: Int, saying: [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    writeFile(segment, bytes)
+    let before = fileNames(dir.data)
+    #expect(sourceLocation: sourceLocation) {
+        _ = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+    } throws: { error in
+        guard case .corrupt(let path, let offset, let reason) = error as? StorageError else { return false }
+        return path == segment && offset == expected && saying.allSatisfy(reason.contains)
+    }
+    #expect(readFile(segment) == bytes, "nothing is cut or repaired", sourceLocation: sourceLocation)
+    #expect(fileNames(dir.data) == before, "no file is created", sourceLocation: sourceLocation)
+}
