@@ -61,8 +61,8 @@ private struct Resolver {
     let itemKinds: [Identifier: UpdateKind]
     let updatedSections: Set<Identifier>
 
-    let oldSections: [Element]
-    let newSections: [Element]
+    let oldSections: [SnapshotElement]
+    let newSections: [SnapshotElement]
     /// For each old section index, the new index of the same section when it survives with its
     /// identity and content (moved or not); `nil` when deleted or reloaded: its items go with it.
     var keptOld: [Int?]

@@ -29,7 +29,7 @@ extension Payload: ExpressibleByStringLiteral {
 }
 
 /// An identifier with its payload: what append and insert operations carry.
-public struct Element: Hashable, Sendable {
+public struct SnapshotElement: Hashable, Sendable {
     public var id: Identifier
     public var payload: Payload
 
@@ -39,6 +39,6 @@ public struct Element: Hashable, Sendable {
     }
 }
 
-extension Element: ExpressibleByStringLiteral {
+extension SnapshotElement: ExpressibleByStringLiteral {
     public init(stringLiteral value: String) { self.init(Identifier(value)) }
 }

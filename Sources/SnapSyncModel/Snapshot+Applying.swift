@@ -57,11 +57,11 @@ extension Snapshot: SnapshotMutating {
 extension Snapshot {
     @usableFromInline enum Undo: Sendable {
         case removeSection(Identifier)
-        case restoreSection(Element, after: Identifier?)
+        case restoreSection(SnapshotElement, after: Identifier?)
         case moveSectionBack(Identifier, after: Identifier?)
         case restoreSectionPayload(Identifier, Payload)
         case removeItem(Identifier)
-        case restoreItem(Element, section: Identifier, after: Identifier?)
+        case restoreItem(SnapshotElement, section: Identifier, after: Identifier?)
         case moveItemBack(Identifier, section: Identifier, after: Identifier?)
         case restoreItemPayload(Identifier, Payload)
         /// `deleteAllItems` moves the old storage here instead of walking it: O(1).
@@ -101,13 +101,13 @@ extension Snapshot {
                 var item = sectionNodes[Int(slot)].firstItem
                 while item != Self.none {
                     let next = itemNodes[Int(item)].next
-                    undo.append(.restoreItem(Element(itemIdentifier(at: item), payload: itemPayload(at: item)), section: id, after: nil))
+                    undo.append(.restoreItem(SnapshotElement(itemIdentifier(at: item), payload: itemPayload(at: item)), section: id, after: nil))
                     unlinkItem(item)
                     freeItem(item)
                     item = next
                 }
                 let node = sectionNodes[Int(slot)]
-                undo.append(.restoreSection(Element(id, payload: node.payload), after: sectionID(node.prev)))
+                undo.append(.restoreSection(SnapshotElement(id, payload: node.payload), after: sectionID(node.prev)))
                 unlinkSection(slot)
                 freeSection(slot)
             }
@@ -169,7 +169,7 @@ extension Snapshot {
                 let node = itemNodes[Int(slot)]
                 undo.append(
                     .restoreItem(
-                        Element(id, payload: itemPayload(at: slot)),
+                        SnapshotElement(id, payload: itemPayload(at: slot)),
                         section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
                 unlinkItem(slot)
                 freeItem(slot)
@@ -216,21 +216,21 @@ extension Snapshot {
         undo.append(.moveItemBack(id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
     }
 
-    private func checkNewSection(_ section: Element, limits: Limits) throws(Violation) {
+    private func checkNewSection(_ section: SnapshotElement, limits: Limits) throws(Violation) {
         if section.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(section.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(section, limits: limits)
         if sectionIndex[section.id] != nil { throw .duplicateSection(section.id) }
         if sectionIndex.count >= limits.maxSections { throw .tooManySections(limit: limits.maxSections) }
     }
 
-    private func checkNewItem(_ item: Element, limits: Limits) throws(Violation) {
+    private func checkNewItem(_ item: SnapshotElement, limits: Limits) throws(Violation) {
         if item.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(item.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(item, limits: limits)
         if itemSlot(item.id) != nil { throw .duplicateItem(item.id) }
         if itemIndex.count >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
     }
 
-    private func checkPayload(_ element: Element, limits: Limits) throws(Violation) {
+    private func checkPayload(_ element: SnapshotElement, limits: Limits) throws(Violation) {
         if element.payload.count > limits.maxPayloadBytes {
             throw .payloadTooLarge(element.id, size: element.payload.count, limit: limits.maxPayloadBytes)
         }
@@ -314,7 +314,7 @@ extension Snapshot {
         storeItemPayload(slot, payload)
     }
 
-    mutating func allocateSection(_ section: Element) -> Slot {
+    mutating func allocateSection(_ section: SnapshotElement) -> Slot {
         let node = SectionNode(
             id: section.id, payload: section.payload, prev: Self.none, next: Self.none,
             firstItem: Self.none, lastItem: Self.none, itemCount: 0)
@@ -361,7 +361,7 @@ extension Snapshot {
         sectionNodes[Int(slot)].next = Self.none
     }
 
-    mutating func allocateItem(_ item: Element) -> Slot {
+    mutating func allocateItem(_ item: SnapshotElement) -> Slot {
         let stored = storeItemBytes(item)
         let node = ItemNode(
             offset: stored.offset, idCount: stored.idCount, payloadCount: stored.payloadCount,

@@ -173,10 +173,10 @@ private struct Differ {
 
     /// Payload changes, split so that the ones that shrink (or keep) the encoding come first.
     struct Updates {
-        var shrinking: [Element] = []
-        var growing: [Element] = []
+        var shrinking: [SnapshotElement] = []
+        var growing: [SnapshotElement] = []
         /// Payload sizes only: an element's encoded size grows exactly when its payload does.
-        mutating func append(_ element: Element, from oldCount: Int) {
+        mutating func append(_ element: SnapshotElement, from oldCount: Int) {
             if element.payload.count > oldCount { growing.append(element) } else { shrinking.append(element) }
         }
     }
@@ -220,7 +220,7 @@ private struct Differ {
             if s != Self.none {
                 aSectionInB[Int(s)] = t
                 let old = a.sectionNodes[Int(s)].payload
-                if old != node.payload { updates.append(Element(node.id, payload: node.payload), from: old.count) }
+                if old != node.payload { updates.append(SnapshotElement(node.id, payload: node.payload), from: old.count) }
                 values.append(aSectionPos[Int(s)])
                 positions.append(Int32(bSectionSlot.count))
             }
@@ -290,7 +290,7 @@ private struct Differ {
                 if fromSection != Self.none {
                     kept[Int(i)] = true
                     if !Snapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
-                        updates.append(Element(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
+                        updates.append(SnapshotElement(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
                     }
                     if fromSection == t {
                         values.append(position[Int(i)])
@@ -330,10 +330,10 @@ private struct Differ {
                 g += 1
                 j = bItems[Int(j)].next
             case Self.new:
-                var group: [Element] = []
+                var group: [SnapshotElement] = []
                 var last = j
                 while j != Self.none, status[g] == Self.new {
-                    group.append(Element(bItems.id(j), payload: bItems.payload(j)))
+                    group.append(SnapshotElement(bItems.id(j), payload: bItems.payload(j)))
                     last = j
                     g += 1
                     j = bItems[Int(j)].next
@@ -400,11 +400,11 @@ private struct Differ {
             if bSectionStable[p] { p += 1; continue }
             let id = b.sectionNodes[Int(bSectionSlot[p])].id
             if bSectionA[p] == Self.none {
-                var group: [Element] = []
+                var group: [SnapshotElement] = []
                 var q = p
                 while q < count, bSectionA[q] == Self.none {
                     let node = b.sectionNodes[Int(bSectionSlot[q])]
-                    group.append(Element(node.id, payload: node.payload))
+                    group.append(SnapshotElement(node.id, payload: node.payload))
                     q += 1
                 }
                 if p > 0 {

@@ -91,7 +91,7 @@ extension Snapshot {
     }
 
     /// Appends `[id][payload]` to the arena; returns the node fields that name it.
-    mutating func storeItemBytes(_ item: Element) -> (offset: Int, idCount: UInt32, payloadCount: UInt32) {
+    mutating func storeItemBytes(_ item: SnapshotElement) -> (offset: Int, idCount: UInt32, payloadCount: UInt32) {
         let offset = itemBytes.count
         itemBytes.append(contentsOf: item.id.bytes)
         itemBytes.append(contentsOf: item.payload.bytes)

@@ -68,7 +68,7 @@ public struct Snapshot: Sendable {
 
     /// Builds a snapshot from sections and their items, checking every rule and limit.
     /// - Complexity: O(n) in the number of sections and items.
-    public init(_ sections: [(section: Element, items: [Element])], limits: Limits = .unlimited) throws(BatchError) {
+    public init(_ sections: [(section: SnapshotElement, items: [SnapshotElement])], limits: Limits = .unlimited) throws(BatchError) {
         var ops: [SnapshotOperation] = []
         ops.reserveCapacity(sections.count * 2)
         for (section, items) in sections {
@@ -231,11 +231,11 @@ extension Snapshot {
         public struct Iterator: IteratorProtocol {
             let snapshot: Snapshot
             var slot: Slot
-            public mutating func next() -> Element? {
+            public mutating func next() -> SnapshotElement? {
                 guard slot != Snapshot.none else { return nil }
                 let node = snapshot.sectionNodes[Int(slot)]
                 slot = node.next
-                return Element(node.id, payload: node.payload)
+                return SnapshotElement(node.id, payload: node.payload)
             }
         }
         public func makeIterator() -> Iterator { Iterator(snapshot: snapshot, slot: snapshot.firstSection) }
@@ -250,12 +250,12 @@ extension Snapshot {
         public struct Iterator: IteratorProtocol {
             let snapshot: Snapshot
             var slot: Slot
-            public mutating func next() -> Element? {
+            public mutating func next() -> SnapshotElement? {
                 guard slot != Snapshot.none else { return nil }
                 let current = slot
                 return snapshot.withItems { items in
                     slot = items[Int(current)].next
-                    return Element(items.id(current), payload: items.payload(current))
+                    return SnapshotElement(items.id(current), payload: items.payload(current))
                 }
             }
         }

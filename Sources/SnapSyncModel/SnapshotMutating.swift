@@ -14,17 +14,17 @@ public protocol SnapshotMutating {
 extension SnapshotMutating {
     /// `appendSections(_:)`: new sections after the last one. Each is a batch of one operation.
     /// - Complexity: O(k) for k sections (expected, hashing).
-    public mutating func appendSections(_ sections: [Element], limits: Limits? = nil) throws(BatchError) {
+    public mutating func appendSections(_ sections: [SnapshotElement], limits: Limits? = nil) throws(BatchError) {
         try apply(.appendSections(sections), limits: limits ?? defaultLimits)
     }
     /// `insertSections(_:beforeSection:)`.
     /// - Complexity: O(k) for k sections.
-    public mutating func insertSections(_ sections: [Element], beforeSection anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
+    public mutating func insertSections(_ sections: [SnapshotElement], beforeSection anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
         try apply(.insertSections(sections, .before(anchor)), limits: limits ?? defaultLimits)
     }
     /// `insertSections(_:afterSection:)`.
     /// - Complexity: O(k) for k sections.
-    public mutating func insertSections(_ sections: [Element], afterSection anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
+    public mutating func insertSections(_ sections: [SnapshotElement], afterSection anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
         try apply(.insertSections(sections, .after(anchor)), limits: limits ?? defaultLimits)
     }
     /// `deleteSections(_:)`: removes each section with its items; an unknown identifier rejects
@@ -45,22 +45,22 @@ extension SnapshotMutating {
     }
     /// `reloadSections(_:)`: replaces section payloads.
     /// - Complexity: O(k + payload bytes).
-    public mutating func reloadSections(_ sections: [Element], limits: Limits? = nil) throws(BatchError) {
+    public mutating func reloadSections(_ sections: [SnapshotElement], limits: Limits? = nil) throws(BatchError) {
         try apply(.updateSections(sections), limits: limits ?? defaultLimits)
     }
     /// `appendItems(_:toSection:)`: `nil` means the last section.
     /// - Complexity: O(k) for k items.
-    public mutating func appendItems(_ items: [Element], toSection section: Identifier? = nil, limits: Limits? = nil) throws(BatchError) {
+    public mutating func appendItems(_ items: [SnapshotElement], toSection section: Identifier? = nil, limits: Limits? = nil) throws(BatchError) {
         try apply(.appendItems(items, toSection: section), limits: limits ?? defaultLimits)
     }
     /// `insertItems(_:beforeItem:)`: into the anchor's section.
     /// - Complexity: O(k) for k items.
-    public mutating func insertItems(_ items: [Element], beforeItem anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
+    public mutating func insertItems(_ items: [SnapshotElement], beforeItem anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
         try apply(.insertItems(items, .before(anchor)), limits: limits ?? defaultLimits)
     }
     /// `insertItems(_:afterItem:)`: into the anchor's section.
     /// - Complexity: O(k) for k items.
-    public mutating func insertItems(_ items: [Element], afterItem anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
+    public mutating func insertItems(_ items: [SnapshotElement], afterItem anchor: Identifier, limits: Limits? = nil) throws(BatchError) {
         try apply(.insertItems(items, .after(anchor)), limits: limits ?? defaultLimits)
     }
     /// `deleteItems(_:)`: an unknown identifier rejects the whole call (Protocol/PROTOCOL.md §7).
@@ -92,12 +92,12 @@ extension SnapshotMutating {
     }
     /// `reloadItems(_:)`: replaces item payloads; clients replace the cells.
     /// - Complexity: O(k + payload bytes).
-    public mutating func reloadItems(_ items: [Element], limits: Limits? = nil) throws(BatchError) {
+    public mutating func reloadItems(_ items: [SnapshotElement], limits: Limits? = nil) throws(BatchError) {
         try apply(.updateItems(items, .reload), limits: limits ?? defaultLimits)
     }
     /// `reconfigureItems(_:)`: replaces item payloads; clients keep the cells.
     /// - Complexity: O(k + payload bytes).
-    public mutating func reconfigureItems(_ items: [Element], limits: Limits? = nil) throws(BatchError) {
+    public mutating func reconfigureItems(_ items: [SnapshotElement], limits: Limits? = nil) throws(BatchError) {
         try apply(.updateItems(items, .reconfigure), limits: limits ?? defaultLimits)
     }
 }

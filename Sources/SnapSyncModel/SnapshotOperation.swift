@@ -26,21 +26,21 @@ public enum UpdateKind: UInt8, Hashable, Sendable {
 public enum SnapshotOperation: Hashable, Sendable {
     // MARK: Sections
     /// `appendSections(_:)`: append new sections, in order, after the last one.
-    case appendSections([Element])
+    case appendSections([SnapshotElement])
     /// `insertSections(_:beforeSection:)` / `insertSections(_:afterSection:)`.
-    case insertSections([Element], Placement)
+    case insertSections([SnapshotElement], Placement)
     /// `deleteSections(_:)`: removes each section together with its items.
     case deleteSections([Identifier])
     /// `moveSection(_:beforeSection:)` / `moveSection(_:afterSection:)`. Items travel with it.
     case moveSection(Identifier, Placement)
     /// Replace section payloads (`reloadSections(_:)`).
-    case updateSections([Element])
+    case updateSections([SnapshotElement])
 
     // MARK: Items
     /// `appendItems(_:toSection:)`: `nil` means the last section.
-    case appendItems([Element], toSection: Identifier?)
+    case appendItems([SnapshotElement], toSection: Identifier?)
     /// `insertItems(_:beforeItem:)` / `insertItems(_:afterItem:)`.
-    case insertItems([Element], Placement)
+    case insertItems([SnapshotElement], Placement)
     /// `deleteItems(_:)`.
     case deleteItems([Identifier])
     /// `deleteAllItems()`: removes every item and every section, as UIKit does.
@@ -51,5 +51,5 @@ public enum SnapshotOperation: Hashable, Sendable {
     /// keeps the item's identity where a delete and append would not).
     case moveItemToSection(Identifier, section: Identifier)
     /// Replace item payloads; `kind` says whether the client should reload or reconfigure.
-    case updateItems([Element], UpdateKind)
+    case updateItems([SnapshotElement], UpdateKind)
 }

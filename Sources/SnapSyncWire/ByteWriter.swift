@@ -40,12 +40,12 @@ extension Array where Element == UInt8 {
         append(contentsOf: utf8)
     }
 
-    mutating func appendElement(_ element: SnapSyncModel.Element) {
+    mutating func appendElement(_ element: SnapshotElement) {
         appendBytes(element.id.bytes)
         appendBytes(element.payload.bytes)
     }
 
-    mutating func appendElements(_ elements: [SnapSyncModel.Element]) {
+    mutating func appendElements(_ elements: [SnapshotElement]) {
         appendVarint(elements.count)
         for element in elements { appendElement(element) }
     }

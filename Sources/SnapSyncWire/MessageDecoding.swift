@@ -150,19 +150,19 @@ extension ByteReader {
         return Identifier(try raw(n, field))
     }
 
-    mutating func element(_ field: StaticString, limits: Limits?) throws(WireError) -> SnapSyncModel.Element {
+    mutating func element(_ field: StaticString, limits: Limits?) throws(WireError) -> SnapshotElement {
         let id = try identifier(field, limits: limits)
         let n = try length(field)
         if let limits, n > limits.maxPayloadBytes {
             throw WireError(
                 .payloadTooLarge, "\(message.name).\(field) payload of \(id) is \(n) bytes, over the limit of \(limits.maxPayloadBytes)", identifier: id)
         }
-        return SnapSyncModel.Element(id, payload: Payload(try raw(n, field)))
+        return SnapshotElement(id, payload: Payload(try raw(n, field)))
     }
 
-    mutating func elements(_ field: StaticString, limits: Limits?) throws(WireError) -> [SnapSyncModel.Element] {
+    mutating func elements(_ field: StaticString, limits: Limits?) throws(WireError) -> [SnapshotElement] {
         let count = try count(field, minimumSize: 2)
-        var result: [SnapSyncModel.Element] = []
+        var result: [SnapshotElement] = []
         result.reserveCapacity(count)
         for _ in 0..<count { result.append(try element(field, limits: limits)) }
         return result

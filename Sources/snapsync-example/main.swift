@@ -23,7 +23,7 @@ do {
     }
 
     // Append an item to the last section, creating a section first if the room has none.
-    let item = Element(Identifier("item-\(UInt32.random(in: 0 ... .max))"), payload: "hello from snapsync-example")
+    let item = SnapshotElement(Identifier("item-\(UInt32.random(in: 0 ... .max))"), payload: "hello from snapsync-example")
     let position = try await client.perform(room) { batch in
         if batch.snapshot.numberOfSections == 0 { try batch.appendSections(["main"]) }
         try batch.appendItems([item])

@@ -6,7 +6,7 @@ import Testing
 @Suite("Client: batch updates (index paths)")
 struct ClientBatchUpdatesTests {
     func layout(_ sections: [(String, [String])]) -> Snapshot {
-        try! Snapshot(sections.map { (Element(Identifier($0.0)), $0.1.map { Element(Identifier($0)) }) })
+        try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })
     }
 
     @Test("random batches on random snapshots replay to the new snapshot (seeded)")
@@ -85,9 +85,9 @@ struct ClientBatchUpdatesTests {
         let old = layout([("a", ["1", "2", "3"]), ("b", ["4"])])
         let operations: [SnapshotOperation] = [
             .deleteItems(["1"]),
-            .insertItems([Element("9")], .after("4")),
+            .insertItems([SnapshotElement("9")], .after("4")),
             .moveItemToSection("2", section: "b"),
-            .updateItems([Element("3", payload: "new")], .reload),
+            .updateItems([SnapshotElement("3", payload: "new")], .reload),
         ]
         var new = old
         try new.apply(operations)
@@ -102,7 +102,7 @@ struct ClientBatchUpdatesTests {
     @Test("a reconfigure is reported apart from a reload, at old and at new paths")
     func reconfigure() throws {
         let old = layout([("a", ["1", "2", "3"])])
-        let operations: [SnapshotOperation] = [.deleteItems(["1"]), .updateItems([Element("3", payload: "x")], .reconfigure)]
+        let operations: [SnapshotOperation] = [.deleteItems(["1"]), .updateItems([SnapshotElement("3", payload: "x")], .reconfigure)]
         var new = old
         try new.apply(operations)
         let updates = BatchUpdates(from: old, to: new, operations: operations)
@@ -115,7 +115,7 @@ struct ClientBatchUpdatesTests {
     @Test("an item that moves and changes is a delete plus an insert (UIKit refuses move + reload)")
     func moveAndReload() throws {
         let old = layout([("a", ["1", "2", "3"])])
-        let operations: [SnapshotOperation] = [.moveItem("3", .before("1")), .updateItems([Element("3", payload: "x")], .reload)]
+        let operations: [SnapshotOperation] = [.moveItem("3", .before("1")), .updateItems([SnapshotElement("3", payload: "x")], .reload)]
         var new = old
         try new.apply(operations)
         let updates = BatchUpdates(from: old, to: new, operations: operations)
@@ -130,10 +130,10 @@ struct ClientBatchUpdatesTests {
         let old = layout([("a", ["1", "2"]), ("b", ["3"]), ("c", ["4"])])
         let operations: [SnapshotOperation] = [
             .deleteSections(["a"]),
-            .appendSections([Element("d")]),
-            .appendItems([Element("5")], toSection: "d"),
-            .appendItems([Element("6")], toSection: "c"),
-            .updateSections([Element("c", payload: "x")]),
+            .appendSections([SnapshotElement("d")]),
+            .appendItems([SnapshotElement("5")], toSection: "d"),
+            .appendItems([SnapshotElement("6")], toSection: "c"),
+            .updateSections([SnapshotElement("c", payload: "x")]),
             .moveItemToSection("3", section: "d"),
         ]
         var new = old

@@ -39,7 +39,7 @@ struct ClientDaemonTests {
             clients.append(client)
             logs.append(ChangeLog.start(try await client.join(room)))
         }
-        try await clients[0].mutate(room, [.appendSections([Element("s0"), Element("s1")])])
+        try await clients[0].mutate(room, [.appendSections([SnapshotElement("s0"), SnapshotElement("s1")])])
 
         let outcomes = try await withThrowingTaskGroup(of: (applied: Int, rejected: Int).self) { group in
             for (k, client) in clients.enumerated() {
@@ -106,7 +106,7 @@ struct ClientDaemonTests {
         // Deterministic part: A is down for exactly five of B's writes.
         await a.dropConnection(reconnect: false)
         try await eventually("a reconnecting") { a.state.isReconnecting }
-        for i in 0..<5 { try await b.mutate(room, [.appendItems([Element(Identifier("i\(i)"))], toSection: "s")]) }
+        for i in 0..<5 { try await b.mutate(room, [.appendItems([SnapshotElement(Identifier("i\(i)"))], toSection: "s")]) }
         await a.resumeReconnecting()
         var changes = try await logA.wait(for: "a's catch-up") { $0.contains { $0.kind == .catchUp } }
         let catchUp = try #require(changes.first { $0.kind == .catchUp })
@@ -119,7 +119,7 @@ struct ClientDaemonTests {
         // Mid-stream part: B writes without pause while A's socket is killed twice.
         let writer = Task {
             for i in 0..<60 {
-                try await b.mutate(room, [.appendItems([Element(Identifier("w\(i)"))], toSection: "s")])
+                try await b.mutate(room, [.appendItems([SnapshotElement(Identifier("w\(i)"))], toSection: "s")])
             }
         }
         for round in 0..<2 {
@@ -156,7 +156,7 @@ struct ClientDaemonTests {
 
         await a.dropConnection(reconnect: false)
         try await eventually("a reconnecting") { a.state.isReconnecting }
-        for i in 0..<10 { try await b.mutate(room, [.appendItems([Element(Identifier("i\(i)"))], toSection: "s")]) }
+        for i in 0..<10 { try await b.mutate(room, [.appendItems([SnapshotElement(Identifier("i\(i)"))], toSection: "s")]) }
         try await b.mutate(room, [.deleteItems(["old"])])
         await a.resumeReconnecting()
 
@@ -297,8 +297,8 @@ struct ClientDaemonTests {
             try await writer.mutate(
                 name,
                 [
-                    .appendSections([Element(Identifier(name))]),
-                    .appendItems((0...k).map { Element(Identifier("\(name)-\($0)")) }, toSection: nil),
+                    .appendSections([SnapshotElement(Identifier(name))]),
+                    .appendItems((0...k).map { SnapshotElement(Identifier("\(name)-\($0)")) }, toSection: nil),
                 ])
         }
         for (k, replica) in replicas.enumerated() {

@@ -11,8 +11,8 @@ struct ClientDiffLimitTests {
     func aDiffOverTheAnnouncedLimitsIsResynchronised() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let s1 = try Snapshot([(Element("s"), [Element("a")])])
-        let s2 = try Snapshot([(Element("s"), [Element("a"), Element("b")])])
+        let s1 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let s2 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
         let script = ClientScriptedServerTests().play(peer) { peer in
             try peer.accept()
             guard case .hello = try peer.request() else { throw ScriptedPeer.Failure(description: "expected HELLO") }

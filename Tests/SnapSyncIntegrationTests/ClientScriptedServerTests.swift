@@ -144,9 +144,9 @@ struct ClientScriptedServerTests {
     func misbehavingServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let s1 = try Snapshot([(Element("s"), [Element("a"), Element("b")])])
-        let s3 = try Snapshot([(Element("s"), [Element("c"), Element("a"), Element("b")])])
-        let s4 = try Snapshot([(Element("t"), [Element("z")])])
+        let s1 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
+        let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("c"), SnapshotElement("a"), SnapshotElement("b")])])
+        let s4 = try Snapshot([(SnapshotElement("t"), [SnapshotElement("z")])])
         let script = play(peer) { peer in
             try peer.accept()
             try peer.handshake()

@@ -34,10 +34,10 @@ struct RandomBatches {
         for _ in 0..<Int.random(in: 0...5, using: &random) {
             let section = sectionID()
             guard !snapshot.contains(section: section) else { continue }
-            try! snapshot.appendSections([Element(section, payload: payload())])
+            try! snapshot.appendSections([SnapshotElement(section, payload: payload())])
             for _ in 0..<Int.random(in: 0...7, using: &random) {
                 let item = itemID()
-                if !snapshot.contains(item: item) { try! snapshot.appendItems([Element(item, payload: payload())], toSection: section) }
+                if !snapshot.contains(item: item) { try! snapshot.appendItems([SnapshotElement(item, payload: payload())], toSection: section) }
             }
         }
         return snapshot
@@ -51,23 +51,23 @@ struct RandomBatches {
         }
         func existingOrNewItem() -> Identifier { items.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? itemID() : items.randomElement(using: &random)! }
         func placement(_ id: Identifier) -> Placement { Bool.random(using: &random) ? .before(id) : .after(id) }
-        func elements(_ make: () -> Identifier) -> [Element] {
-            (0..<Int.random(in: 1...3, using: &random)).map { _ in Element(make(), payload: payload()) }
+        func elements(_ make: () -> Identifier) -> [SnapshotElement] {
+            (0..<Int.random(in: 1...3, using: &random)).map { _ in SnapshotElement(make(), payload: payload()) }
         }
         switch Int.random(in: 0..<16, using: &random) {
         case 0: return .appendSections(elements { sectionID() })
         case 1: return .insertSections(elements { sectionID() }, placement(existingOrNewSection()))
         case 2: return .deleteSections([existingOrNewSection()])
         case 3, 4: return .moveSection(existingOrNewSection(), placement(existingOrNewSection()))
-        case 5: return .updateSections([Element(existingOrNewSection(), payload: payload())])
+        case 5: return .updateSections([SnapshotElement(existingOrNewSection(), payload: payload())])
         case 6, 7: return .appendItems(elements { itemID() }, toSection: Bool.random(using: &random) ? nil : existingOrNewSection())
         case 8: return .insertItems(elements { itemID() }, placement(existingOrNewItem()))
         case 9: return .deleteItems([existingOrNewItem()])
         case 10: return allowsDeleteAll && Int.random(in: 0..<6, using: &random) == 0 ? .deleteAllItems : .deleteItems([existingOrNewItem()])
         case 11, 12: return .moveItem(existingOrNewItem(), placement(existingOrNewItem()))
         case 13: return .moveItemToSection(existingOrNewItem(), section: existingOrNewSection())
-        case 14: return .updateItems([Element(existingOrNewItem(), payload: payload())], .reload)
-        default: return .updateItems([Element(existingOrNewItem(), payload: payload())], .reconfigure)
+        case 14: return .updateItems([SnapshotElement(existingOrNewItem(), payload: payload())], .reload)
+        default: return .updateItems([SnapshotElement(existingOrNewItem(), payload: payload())], .reconfigure)
         }
     }
 

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Client: batch builder")
 struct ClientBatchBuilderTests {
-    let base = try! Snapshot([(Element("a"), [Element("1"), Element("2")])])
+    let base = try! Snapshot([(SnapshotElement("a"), [SnapshotElement("1"), SnapshotElement("2")])])
 
     @Test("records each operation and applies it to its own copy")
     func records() throws {
@@ -12,11 +12,11 @@ struct ClientBatchBuilderTests {
         try builder.appendSections(["b"])
         try builder.appendItems(["3"])
         try builder.moveItem("1", afterItem: "3")
-        try builder.reconfigureItems([Element("2", payload: "x")])
+        try builder.reconfigureItems([SnapshotElement("2", payload: "x")])
         #expect(
             builder.operations == [
                 .appendSections(["b"]), .appendItems(["3"], toSection: nil),
-                .moveItem("1", .after("3")), .updateItems([Element("2", payload: "x")], .reconfigure),
+                .moveItem("1", .after("3")), .updateItems([SnapshotElement("2", payload: "x")], .reconfigure),
             ])
         #expect(builder.snapshot.itemIdentifiers(inSection: "b") == ["3", "1"])
         #expect(builder.snapshot.payload(ofItem: "2") == "x")

@@ -40,9 +40,9 @@ extension ServerIntegration {
                         let client = try RawClient(host: host, port: port, timeout: 10)
                         _ = try client.handshake()
                         // Create the section (several writers race; duplicates are rejected).
-                        _ = try client.mutate(writer.room, [.appendSections([Element("s")])])
+                        _ = try client.mutate(writer.room, [.appendSections([SnapshotElement("s")])])
                         for n in 0..<100_000 {
-                            let item = Element(Identifier("w\(index)-\(n)"), payload: Payload("written by \(index)"))
+                            let item = SnapshotElement(Identifier("w\(index)-\(n)"), payload: Payload("written by \(index)"))
                             writer.lock.withLock { writer.sent = n + 1 }
                             let (answer, _) = try client.mutate(writer.room, [.appendItems([item], toSection: "s")])
                             guard case .ack = answer else {

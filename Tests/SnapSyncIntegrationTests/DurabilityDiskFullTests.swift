@@ -16,15 +16,15 @@ extension ServerIntegration {
             defer { dir.remove() }
             let daemon = try dir.start(["--max-frame-bytes", "2MiB"])
             let writer = try RawClient.ready(daemon)
-            try writer.mustMutate("full", [.appendSections([Element("s")])])
+            try writer.mustMutate("full", [.appendSections([SnapshotElement("s")])])
             // About 1 MB per write: 16 items of 60 KiB, added once, then rewritten with new
             // payloads, so the room stays the same size while the log grows.
-            try writer.mustMutate("full", [.appendItems((0..<16).map { Element(Identifier("i\($0)")) }, toSection: "s")])
+            try writer.mustMutate("full", [.appendItems((0..<16).map { SnapshotElement(Identifier("i\($0)")) }, toSection: "s")])
             var n = 0
             func bigWrite() throws -> Message {
                 n += 1
                 let payload = Payload(Array(repeating: UInt8(truncatingIfNeeded: n), count: 60 * 1024))
-                let items = (0..<16).map { k in Element(Identifier("i\(k)"), payload: payload) }
+                let items = (0..<16).map { k in SnapshotElement(Identifier("i\(k)"), payload: payload) }
                 return try writer.mutate("full", [.updateItems(items, .reload)]).answer
             }
             // The log file may not grow past its current allocation + 4 MiB (soft limit only, so that
@@ -53,7 +53,7 @@ extension ServerIntegration {
             let state = try reader.state(of: "full")
             #expect(state.version == UInt64(acked) + 2)
             #expect(state.snapshot.payload(ofItem: "i0")?.bytes.first == UInt8(truncatingIfNeeded: acked))
-            #expect(try writer.mutate("full", [.appendItems([Element("tiny")], toSection: "s")]).answer.isStorageFailure)
+            #expect(try writer.mutate("full", [.appendItems([SnapshotElement("tiny")], toSection: "s")]).answer.isStorageFailure)
             // Space comes back.
             #expect(runCommand("prlimit --pid \(daemon.pid) --fsize=unlimited") == 0)
             guard case .ack = try bigWrite() else {

@@ -15,9 +15,9 @@ extension ServerIntegration {
         func prepare(_ dir: DurableDirectory, count: Int) throws -> String {
             let daemon = try dir.start()
             let client = try RawClient.ready(daemon)
-            try client.mustMutate("r", [.appendSections([Element("s")])])
+            try client.mustMutate("r", [.appendSections([SnapshotElement("s")])])
             for n in 0..<count - 1 {
-                try client.mustMutate("r", [.appendItems([Element(Identifier("item-\(n)"), payload: "p")], toSection: "s")])
+                try client.mustMutate("r", [.appendItems([SnapshotElement(Identifier("item-\(n)"), payload: "p")], toSection: "s")])
             }
             #expect(daemon.stop() == 0)
             let withRecords = dir.segments.filter { segmentRecords(readBytes($0)).starts.count > 0 }
@@ -83,7 +83,7 @@ extension ServerIntegration {
             defer { dir.remove() }
             let daemon = try dir.start()
             let client = try RawClient.ready(daemon)
-            try client.mustMutate("resume", [.appendSections([Element("s")])])
+            try client.mustMutate("resume", [.appendSections([SnapshotElement("s")])])
             try client.mustMutate("resume", [.appendItems(["a", "b"], toSection: "s")])
             let held = try client.state(of: "resume")
             #expect(held.version == 2)
@@ -129,9 +129,9 @@ extension ServerIntegration {
             defer { dir.remove() }
             let daemon = try dir.start(["--checkpoint-interval", "200ms"])
             let client = try RawClient.ready(daemon)
-            try client.mustMutate("ckpt", [.appendSections([Element("s")])])
+            try client.mustMutate("ckpt", [.appendSections([SnapshotElement("s")])])
             for n in 0..<30 {
-                try client.mustMutate("ckpt", [.appendItems([Element(Identifier("i\(n)"))], toSection: "s")])
+                try client.mustMutate("ckpt", [.appendItems([SnapshotElement(Identifier("i\(n)"))], toSection: "s")])
             }
             let held = try client.state(of: "ckpt")
             let firstSegments = dir.segments

@@ -14,10 +14,10 @@ extension ServerIntegration {
         /// few moves to room "big". Returns the room as the daemon serves it.
         func fill(_ daemon: DaemonProcess) throws -> RoomState {
             let client = try RawClient.ready(daemon)
-            try client.mustMutate("big", [.appendSections([Element("s")])])
+            try client.mustMutate("big", [.appendSections([SnapshotElement("s")])])
             for n in 0..<20 {
                 let payload = Payload(Array(repeating: UInt8(n + 1), count: 60_000))
-                try client.mustMutate("big", [.appendItems([Element(Identifier("item-\(n)"), payload: payload)], toSection: "s")])
+                try client.mustMutate("big", [.appendItems([SnapshotElement(Identifier("item-\(n)"), payload: payload)], toSection: "s")])
             }
             try client.mustMutate("big", [.moveItem("item-3", .before("item-0"))])
             try client.mustMutate("big", [.deleteItems(["item-7"])])

@@ -25,7 +25,7 @@ extension ServerIntegration {
                 // Six sections (the limit) of items drawn from a shared universe, so that REPLACE
                 // drops and adds sections whose items move between them.
                 let sectionIDs = (0..<9).map { "s\($0)" }.shuffled(using: &rng).prefix(6)
-                var contents: [(section: Element, items: [Element])] = sectionIDs.map { (.named($0), []) }
+                var contents: [(section: SnapshotElement, items: [SnapshotElement])] = sectionIDs.map { (.named($0), []) }
                 for id in (0..<60).map({ "i\($0)" }).shuffled(using: &rng).prefix(Int.random(in: 20...40, using: &rng)) {
                     contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(
                         .named(id, String(repeating: "p", count: Int.random(in: 0...3, using: &rng))))

@@ -166,7 +166,7 @@ extension ServerIntegration {
             let writer = try RawClient.ready(daemon), member = try RawClient.ready(daemon)
             try writer.mustMutate("doc", [.appendSections([.named("a"), .named("b")]), .appendItems([.named("x"), .named("y")], toSection: "a")])
             let before = try member.state(of: "doc")
-            let target = try Snapshot([(Element.named("b", "B"), [Element.named("y"), Element.named("z")]), (Element.named("c"), [])])
+            let target = try Snapshot([(SnapshotElement.named("b", "B"), [SnapshotElement.named("y"), SnapshotElement.named("z")]), (SnapshotElement.named("c"), [])])
             let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeId: [], snapshot: target) }
             guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(summary(answer))"); return }
             #expect(version == before.version + 1)
@@ -179,7 +179,7 @@ extension ServerIntegration {
             guard case .ack(_, _, version) = again else { Issue.record("expected ACK \(version), got \(summary(again))"); return }
             #expect(member.isQuiet(for: 0.2))
             // A REPLACE breaking a content limit is a REJECT, and the connection goes on.
-            let bad = try Snapshot([(Element.named("much-too-long"), [])], limits: .unlimited)
+            let bad = try Snapshot([(SnapshotElement.named("much-too-long"), [])], limits: .unlimited)
             let (refused, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: bad) }
             guard case .reject(_, let code, _, let identifier, _) = refused else { Issue.record("expected REJECT, got \(summary(refused))"); return }
             #expect(ErrorCode(rawValue: code) == .identifierTooLong)

@@ -10,9 +10,9 @@ import SnapSyncWire
 /// crowding 2 loaded cores and from starving the async client tests of pool threads.
 @Suite(.serialized) struct ServerIntegration {}
 
-extension Element {
+extension SnapshotElement {
     /// `.named("a", "payload")`.
-    static func named(_ id: String, _ payload: String = "") -> Element { Element(Identifier(id), payload: Payload(payload)) }
+    static func named(_ id: String, _ payload: String = "") -> SnapshotElement { SnapshotElement(Identifier(id), payload: Payload(payload)) }
 }
 
 /// The answer of a fresh JOIN: what the room holds now.

@@ -5,9 +5,9 @@ import SnapSyncModel
 
 @Suite struct AtomicityTests {
     let base = try! Snapshot([
-        (Element("s1", "one"), [Element("a", "A"), Element("b"), Element("c", "C")]),
-        (Element("s2"), [Element("d", "D")]),
-        (Element("s3", "three"), []),
+        (SnapshotElement("s1", "one"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),
+        (SnapshotElement("s2"), [SnapshotElement("d", "D")]),
+        (SnapshotElement("s3", "three"), []),
     ])
     /// Fails last in every batch below.
     let failing: SnapshotOperation = .moveItem("nope", .after("a"))
@@ -30,7 +30,7 @@ import SnapSyncModel
     }
 
     @Test func afterDeleteAllItems() {
-        expectRollBack([.deleteAllItems, .appendSections(["a"]), .appendItems(["a"], toSection: nil), .updateItems([Element("a")], .reload)])
+        expectRollBack([.deleteAllItems, .appendSections(["a"]), .appendItems(["a"], toSection: nil), .updateItems([SnapshotElement("a")], .reload)])
         // The failure may even name an item that existed before the wipe.
         var s = base
         #expect(throws: BatchError(operationIndex: 1, violation: .itemNotFound("a"))) {
@@ -60,21 +60,21 @@ import SnapSyncModel
 
     @Test func afterUpdatesAndDeletes() {
         expectRollBack([
-            .updateItems([Element("a", "new"), Element("d")], .reconfigure), .updateSections([Element("s1")]),
+            .updateItems([SnapshotElement("a", "new"), SnapshotElement("d")], .reconfigure), .updateSections([SnapshotElement("s1")]),
             .deleteItems(["b", "c"]),
         ])
     }
 
     @Test func afterEverythingAtOnce() {
         expectRollBack([
-            .updateItems([Element("a", "1")], .reload),
+            .updateItems([SnapshotElement("a", "1")], .reload),
             .moveItem("a", .after("d")),
             .deleteItems(["b"]),
             .insertItems(["b"], .before("a")),
             .moveSection("s2", .before("s1")),
             .deleteSections(["s1"]),
             .deleteAllItems,
-            .appendSections([Element("s1", "other")]),
+            .appendSections([SnapshotElement("s1", "other")]),
             .appendItems(["a", "b", "c", "d"], toSection: nil),
         ])
     }
@@ -92,7 +92,7 @@ import SnapSyncModel
         }
         #expect(s == base)
         #expect(throws: BatchError(operationIndex: 0, violation: .itemNotFound("nope"))) {
-            try s.apply([.updateItems([Element("a", "x"), Element("nope")], .reload)])
+            try s.apply([.updateItems([SnapshotElement("a", "x"), SnapshotElement("nope")], .reload)])
         }
         #expect(s == base)
         #expect(throws: Never.self) { try s.checkInvariants() }

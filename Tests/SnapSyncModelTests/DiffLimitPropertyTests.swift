@@ -19,9 +19,9 @@ import SnapSyncModel
             .prefix(Int.random(in: 0...sections, using: &rng))
         let itemIDs = (0..<universe).map { Identifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
             .prefix(sectionIDs.isEmpty ? 0 : Int.random(in: 0...items, using: &rng))
-        var contents: [(section: Element, items: [Element])] = sectionIDs.map { (Element($0, payload: payload(&rng)), []) }
+        var contents: [(section: SnapshotElement, items: [SnapshotElement])] = sectionIDs.map { (SnapshotElement($0, payload: payload(&rng)), []) }
         for id in itemIDs {
-            contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(Element(id, payload: payload(&rng)))
+            contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(SnapshotElement(id, payload: payload(&rng)))
         }
         return try! Snapshot(contents, limits: .unlimited)
     }

@@ -36,12 +36,12 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     }
 
     @Test func fromEmpty() {
-        let b = try! Snapshot([(Element("s1", "P"), [Element("a", "A"), "b"]), (Element("s2"), []), (Element("s3"), ["c"])])
+        let b = try! Snapshot([(SnapshotElement("s1", "P"), [SnapshotElement("a", "A"), "b"]), (SnapshotElement("s2"), []), (SnapshotElement("s3"), ["c"])])
         let ops = checkedDiff(Snapshot(), b)
         #expect(
             ops == [
-                .appendSections([Element("s1", "P"), "s2", "s3"]),
-                .appendItems([Element("a", "A"), "b"], toSection: "s1"),
+                .appendSections([SnapshotElement("s1", "P"), "s2", "s3"]),
+                .appendItems([SnapshotElement("a", "A"), "b"], toSection: "s1"),
                 .appendItems(["c"], toSection: "s3"),
             ])
     }
@@ -54,10 +54,10 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     @Test func payloadChangesAreUpdatesNotDeletesAndInserts() throws {
         let a = snapshot([("s1", ["a", "b"]), ("s2", ["c"])])
         var b = a
-        try b.reloadItems([Element("b", "new"), Element("c", "C")])
-        try b.reloadSections([Element("s2", "S")])
+        try b.reloadItems([SnapshotElement("b", "new"), SnapshotElement("c", "C")])
+        try b.reloadSections([SnapshotElement("s2", "S")])
         let ops = checkedDiff(a, b)
-        #expect(ops == [.updateSections([Element("s2", "S")]), .updateItems([Element("b", "new"), Element("c", "C")], .reload)])
+        #expect(ops == [.updateSections([SnapshotElement("s2", "S")]), .updateItems([SnapshotElement("b", "new"), SnapshotElement("c", "C")], .reload)])
     }
 
     @Test func oneMovedItemIsOneMove() {
@@ -142,14 +142,14 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
 
     /// Growing payload updates come after the deletes and the shrinking ones.
     @Test func shrinkingUpdatesComeBeforeGrowingOnes() {
-        let a = try! Snapshot([(Element("s", "long section"), [Element("a", "xxxxxxx"), Element("b", "y"), Element("c", "z")])])
-        let b = try! Snapshot([(Element("s", "s"), [Element("a", "x"), Element("b", "yyyyyyy")])])
+        let a = try! Snapshot([(SnapshotElement("s", "long section"), [SnapshotElement("a", "xxxxxxx"), SnapshotElement("b", "y"), SnapshotElement("c", "z")])])
+        let b = try! Snapshot([(SnapshotElement("s", "s"), [SnapshotElement("a", "x"), SnapshotElement("b", "yyyyyyy")])])
         #expect(
             checkedDiff(a, b) == [
                 .deleteItems(["c"]),
-                .updateSections([Element("s", "s")]),
-                .updateItems([Element("a", "x")], .reload),
-                .updateItems([Element("b", "yyyyyyy")], .reload),
+                .updateSections([SnapshotElement("s", "s")]),
+                .updateItems([SnapshotElement("a", "x")], .reload),
+                .updateItems([SnapshotElement("b", "yyyyyyy")], .reload),
             ])
     }
 
@@ -171,9 +171,9 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
         #expect(
             ops == [
                 .deleteAllItems, .appendSections(["s1"]),
-                .appendItems(ids[0..<127].map { Element(Identifier($0)) }, toSection: nil),
+                .appendItems(ids[0..<127].map { SnapshotElement(Identifier($0)) }, toSection: nil),
                 .appendSections(["s2"]),
-                .appendItems((ids[129...] + ids[127..<129]).map { Element(Identifier($0)) }, toSection: nil),
+                .appendItems((ids[129...] + ids[127..<129]).map { SnapshotElement(Identifier($0)) }, toSection: nil),
             ])
         s = a
         for op in ops {
@@ -205,14 +205,14 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
 
     @Test func everythingAtOnce() throws {
         let a = try Snapshot([
-            (Element("s1", "x"), ["a", "b", "c", "d"]),
-            (Element("s2"), ["e", Element("f", "F")]),
-            (Element("s3"), ["g"]),
+            (SnapshotElement("s1", "x"), ["a", "b", "c", "d"]),
+            (SnapshotElement("s2"), ["e", SnapshotElement("f", "F")]),
+            (SnapshotElement("s3"), ["g"]),
         ])
         let b = try Snapshot([
-            (Element("s3", "y"), ["g", "b"]),
-            (Element("new"), ["h", "e"]),
-            (Element("s1", "x"), ["d", "a", "i", "c"]),
+            (SnapshotElement("s3", "y"), ["g", "b"]),
+            (SnapshotElement("new"), ["h", "e"]),
+            (SnapshotElement("s1", "x"), ["d", "a", "i", "c"]),
         ])
         let ops = checkedDiff(a, b)
         #expect(itemMoves(ops) == 2)  // b changes section; d leaves s1's LIS [a, c]; e's s2 is deleted

@@ -7,8 +7,8 @@ import Testing
     /// main ("M"): a = "hello", b;  side: c = 200 × "x" (a two-byte length varint, C8 01).
     static func vectorSnapshot() -> Snapshot {
         try! Snapshot([
-            (Element("main", "M"), [Element("a", "hello"), Element("b")]),
-            (Element("side"), [Element(Identifier("c"), payload: Payload(String(repeating: "x", count: 200)))]),
+            (SnapshotElement("main", "M"), [SnapshotElement("a", "hello"), SnapshotElement("b")]),
+            (SnapshotElement("side"), [SnapshotElement(Identifier("c"), payload: Payload(String(repeating: "x", count: 200)))]),
         ])
     }
 
@@ -69,7 +69,7 @@ import Testing
         let reordered = snapshot([("s", ["1", "3", "2"])])
         #expect(a.digest != reordered.digest)
         var reloaded = a
-        try reloaded.reloadItems([Element("2", "new")])
+        try reloaded.reloadItems([SnapshotElement("2", "new")])
         #expect(a.digest != reloaded.digest)
         // Same content reached through different slot layouts: same digest.
         var churned = a
@@ -83,11 +83,11 @@ import Testing
     /// its 64 KiB chunk boundary and for fields larger than a chunk.
     @Test func streamingDigestAgreesWithEncodingAcrossChunks() throws {
         var s = Snapshot()
-        try s.appendSections([Element("big", "")], limits: .unlimited)
-        var items: [Element] = []
-        for n in 0..<5000 { items.append(Element(Identifier(uint64: UInt64(n)), payload: Payload(Array(repeating: UInt8(n & 0xFF), count: n % 37)))) }
-        items.append(Element(Identifier("huge"), payload: Payload(Array(repeating: 7, count: 100_000))))
-        items.append(Element(Identifier("half"), payload: Payload(Array(repeating: 9, count: 40_000))))
+        try s.appendSections([SnapshotElement("big", "")], limits: .unlimited)
+        var items: [SnapshotElement] = []
+        for n in 0..<5000 { items.append(SnapshotElement(Identifier(uint64: UInt64(n)), payload: Payload(Array(repeating: UInt8(n & 0xFF), count: n % 37)))) }
+        items.append(SnapshotElement(Identifier("huge"), payload: Payload(Array(repeating: 7, count: 100_000))))
+        items.append(SnapshotElement(Identifier("half"), payload: Payload(Array(repeating: 9, count: 40_000))))
         try s.appendItems(items, toSection: "big", limits: .unlimited)
         let encoding = s.canonicalEncoding
         #expect(encoding.count == s.canonicalByteCount)

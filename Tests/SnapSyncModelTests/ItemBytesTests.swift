@@ -8,13 +8,13 @@ import Testing
 import SnapSyncTestSupport
 
 @Suite struct ItemBytesTests {
-    static func element(_ k: Int, payloadBytes: Int, fill: UInt8 = 0x61) -> Element {
-        Element(Identifier("item-\(k)"), payload: Payload([UInt8](repeating: fill, count: payloadBytes)))
+    static func element(_ k: Int, payloadBytes: Int, fill: UInt8 = 0x61) -> SnapshotElement {
+        SnapshotElement(Identifier("item-\(k)"), payload: Payload([UInt8](repeating: fill, count: payloadBytes)))
     }
 
     /// The snapshot built from scratch with the same content: equal, same digest, same encoding.
-    static func expectSameContent(_ s: Snapshot, as items: [Element], section: Identifier = "s") throws {
-        let rebuilt = try Snapshot([(section: Element(section), items: items)], limits: .unlimited)
+    static func expectSameContent(_ s: Snapshot, as items: [SnapshotElement], section: Identifier = "s") throws {
+        let rebuilt = try Snapshot([(section: SnapshotElement(section), items: items)], limits: .unlimited)
         #expect(s == rebuilt)
         #expect(s.digest == rebuilt.digest)
         #expect(s.canonicalEncoding == rebuilt.canonicalEncoding)
@@ -130,7 +130,7 @@ import SnapSyncTestSupport
                 let id = Identifier("i\(next)")
                 next += 1
                 let payload = Payload([UInt8](repeating: UInt8(truncatingIfNeeded: next), count: Int(random.next() % 300)))
-                try s.appendItems([Element(id, payload: payload)], toSection: "s")
+                try s.appendItems([SnapshotElement(id, payload: payload)], toSection: "s")
                 order.append(id)
                 payloads[id] = payload
             } else if roll < 6 {
@@ -147,31 +147,31 @@ import SnapSyncTestSupport
             } else {
                 let id = order[Int(random.next() % UInt64(order.count))]
                 let payload = Payload([UInt8](repeating: UInt8(truncatingIfNeeded: round), count: Int(random.next() % 300)))
-                try s.reloadItems([Element(id, payload: payload)])
+                try s.reloadItems([SnapshotElement(id, payload: payload)])
                 payloads[id] = payload
             }
             try s.checkInvariants()
             let live = order.reduce(0) { $0 + $1.count + payloads[$1]!.count }
             #expect(s.itemBytes.count <= 2 * live + s.itemNodes.count + 4096, "seed \(seed), round \(round)")
         }
-        try Self.expectSameContent(s, as: order.map { Element($0, payload: payloads[$0]!) })
+        try Self.expectSameContent(s, as: order.map { SnapshotElement($0, payload: payloads[$0]!) })
     }
     /// An empty identifier with an empty payload owns no arena bytes, so its place is empty and
     /// may start where the next item's bytes start: that is not an overlap.
     @Test func anEmptyItemSharesNoBytesWithItsNeighbour() throws {
         var s = Snapshot()
         try s.appendSections(["s"])
-        try s.appendItems([Element(Identifier(""))], toSection: "s")
-        try s.insertItems([Element(Identifier("a"))], beforeItem: Identifier(""))
+        try s.appendItems([SnapshotElement(Identifier(""))], toSection: "s")
+        try s.insertItems([SnapshotElement(Identifier("a"))], beforeItem: Identifier(""))
         try s.checkInvariants()
-        try s.appendItems([Element(Identifier("b")), Element(Identifier("c"), payload: "p")], toSection: "s")
-        try s.reloadItems([Element(Identifier(""), payload: .empty), Element(Identifier("b"), payload: .empty)])
+        try s.appendItems([SnapshotElement(Identifier("b")), SnapshotElement(Identifier("c"), payload: "p")], toSection: "s")
+        try s.reloadItems([SnapshotElement(Identifier(""), payload: .empty), SnapshotElement(Identifier("b"), payload: .empty)])
         try s.checkInvariants()
         try Self.expectSameContent(
             s,
             as: [
-                Element(Identifier("a")), Element(Identifier("")), Element(Identifier("b")),
-                Element(Identifier("c"), payload: "p"),
+                SnapshotElement(Identifier("a")), SnapshotElement(Identifier("")), SnapshotElement(Identifier("b")),
+                SnapshotElement(Identifier("c"), payload: "p"),
             ])
     }
 }

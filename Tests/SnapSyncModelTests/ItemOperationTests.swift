@@ -8,7 +8,7 @@ import SnapSyncModel
     let base = snapshot([("s1", ["a", "b", "c"]), ("s2", ["d"]), ("s3", [])])
 
     @Test func appendItemsToANamedSection() throws {
-        let s = applied([.appendItems([Element("x", "X"), "y"], toSection: "s1")], to: base)
+        let s = applied([.appendItems([SnapshotElement("x", "X"), "y"], toSection: "s1")], to: base)
         #expect(s.itemIdentifiers(inSection: "s1") == ["a", "b", "c", "x", "y"])
         #expect(s.payload(ofItem: "x") == "X")
         let empty = applied([.appendItems(["x"], toSection: "s3")], to: base)
@@ -112,7 +112,7 @@ import SnapSyncModel
 
     @Test(arguments: [UpdateKind.reload, .reconfigure])
     func updateItemsReplacesPayloadsOnly(kind: UpdateKind) throws {
-        let s = applied([.updateItems([Element("a", "new"), Element("d", "D")], kind)], to: base)
+        let s = applied([.updateItems([SnapshotElement("a", "new"), SnapshotElement("d", "D")], kind)], to: base)
         #expect(s.payload(ofItem: "a") == "new")
         #expect(s.payload(ofItem: "d") == "D")
         #expect(s.payload(ofItem: "b") == .empty)
@@ -122,8 +122,8 @@ import SnapSyncModel
 
     @Test func reloadAndReconfigureUIKitNames() throws {
         var s = base
-        try s.reloadItems([Element("a", "1")])
-        try s.reconfigureItems([Element("b", "2")])
+        try s.reloadItems([SnapshotElement("a", "1")])
+        try s.reconfigureItems([SnapshotElement("b", "2")])
         try s.checkInvariants()
         #expect(s.payload(ofItem: "a") == "1")
         #expect(s.payload(ofItem: "b") == "2")
@@ -138,7 +138,7 @@ import SnapSyncModel
                 .insertItems(["y"], .after("x")),
                 .moveItem("a", .before("x")),
                 .deleteSections(["s3"]),
-                .updateItems([Element("y", "Y")], .reconfigure),
+                .updateItems([SnapshotElement("y", "Y")], .reconfigure),
                 .moveSection("new", .before("s1")),
             ], to: base)
         #expect(layout(s) == [["new", "a", "x", "y"], ["s1", "b", "c"], ["s2", "d"]])

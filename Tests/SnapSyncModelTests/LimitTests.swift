@@ -20,13 +20,13 @@ import SnapSyncModel
 
     @Test func payloadTooLarge() {
         let limits = Limits(maxPayloadBytes: 2)
-        _ = applied([.appendItems([Element("b", "xy")], toSection: nil)], to: base, limits: limits)
-        expectRejected([.appendItems([Element("b", "xyz")], toSection: nil)], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
-        expectRejected([.insertItems([Element("b", "xyz")], .after("a"))], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
-        expectRejected([.appendSections([Element("s", "xyz")])], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
-        expectRejected([.insertSections([Element("s", "xyz")], .before("s1"))], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
-        expectRejected([.updateItems([Element("a", "xyz")], .reload)], on: base, limits: limits, index: 0, .payloadTooLarge("a", size: 3, limit: 2))
-        expectRejected([.updateSections([Element("s1", "xyz")])], on: base, limits: limits, index: 0, .payloadTooLarge("s1", size: 3, limit: 2))
+        _ = applied([.appendItems([SnapshotElement("b", "xy")], toSection: nil)], to: base, limits: limits)
+        expectRejected([.appendItems([SnapshotElement("b", "xyz")], toSection: nil)], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
+        expectRejected([.insertItems([SnapshotElement("b", "xyz")], .after("a"))], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
+        expectRejected([.appendSections([SnapshotElement("s", "xyz")])], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
+        expectRejected([.insertSections([SnapshotElement("s", "xyz")], .before("s1"))], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
+        expectRejected([.updateItems([SnapshotElement("a", "xyz")], .reload)], on: base, limits: limits, index: 0, .payloadTooLarge("a", size: 3, limit: 2))
+        expectRejected([.updateSections([SnapshotElement("s1", "xyz")])], on: base, limits: limits, index: 0, .payloadTooLarge("s1", size: 3, limit: 2))
     }
 
     @Test func tooManyItems() {
@@ -58,8 +58,8 @@ import SnapSyncModel
         expectRejected(
             [.appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil), .appendItems(["d"], toSection: nil)], on: base, limits: limits,
             index: 2, .snapshotTooLarge(limit: 15))
-        expectRejected([.updateItems([Element("a", "1234567")], .reload)], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
-        expectRejected([.updateSections([Element("s1", "1234567")])], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
+        expectRejected([.updateItems([SnapshotElement("a", "1234567")], .reload)], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
+        expectRejected([.updateSections([SnapshotElement("s1", "1234567")])], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
         expectRejected([.appendSections(["s2", "s3"])], on: base, limits: limits, index: 0, .snapshotTooLarge(limit: 15))
         // Shrinking first makes room within the same batch.
         _ = applied(
@@ -73,7 +73,7 @@ import SnapSyncModel
         #expect(big.canonicalByteCount > 10)
         let smaller = applied([.deleteItems(["d"])], to: big, limits: limits)
         #expect(smaller.canonicalByteCount > 10)
-        _ = applied([.moveItem("a", .after("c")), .updateItems([Element("a")], .reload)], to: smaller, limits: limits)
+        _ = applied([.moveItem("a", .after("c")), .updateItems([SnapshotElement("a")], .reload)], to: smaller, limits: limits)
         expectRejected([.appendItems(["e"], toSection: nil)], on: smaller, limits: limits, index: 0, .snapshotTooLarge(limit: 10))
     }
 
@@ -87,8 +87,8 @@ import SnapSyncModel
     /// crossing 127 → 128 items (one byte to two) and back.
     @Test func runningByteCountFollowsVarintWidths() throws {
         var s = snapshot([("s", [])])
-        var items: [Element] = []
-        for n in 0..<130 { items.append(Element(Identifier("i\(n)"))) }
+        var items: [SnapshotElement] = []
+        for n in 0..<130 { items.append(SnapshotElement(Identifier("i\(n)"))) }
         for item in items {
             try s.appendItems([item], toSection: "s")
             #expect(s.canonicalByteCount == s.canonicalEncoding.count)
@@ -98,7 +98,7 @@ import SnapSyncModel
             try s.deleteItems([item.id])
             #expect(s.canonicalByteCount == s.canonicalEncoding.count)
         }
-        try s.reloadSections([Element(Identifier("s"), payload: Payload(Array(repeating: 1, count: 300)))], limits: .unlimited)
+        try s.reloadSections([SnapshotElement(Identifier("s"), payload: Payload(Array(repeating: 1, count: 300)))], limits: .unlimited)
         #expect(s.canonicalByteCount == s.canonicalEncoding.count)
         try s.checkInvariants()
     }

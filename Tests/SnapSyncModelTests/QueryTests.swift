@@ -6,9 +6,9 @@ import SnapSyncModel
 @Suite struct QueryTests {
     /// main: a b c · empty: (none) · side: d
     let s = try! Snapshot([
-        (Element("main", "M"), [Element("a", "A"), Element("b"), Element("c", "C")]),
-        (Element("empty"), []),
-        (Element("side"), [Element("d", "D")]),
+        (SnapshotElement("main", "M"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),
+        (SnapshotElement("empty"), []),
+        (SnapshotElement("side"), [SnapshotElement("d", "D")]),
     ])
 
     @Test func counts() {
@@ -78,9 +78,9 @@ import SnapSyncModel
     }
 
     @Test func sequences() {
-        #expect(Array(s.sections) == [Element("main", "M"), Element("empty"), Element("side")])
+        #expect(Array(s.sections) == [SnapshotElement("main", "M"), SnapshotElement("empty"), SnapshotElement("side")])
         #expect(s.sections.underestimatedCount == 3)
-        #expect(Array(s.items(inSection: "main")) == [Element("a", "A"), Element("b"), Element("c", "C")])
+        #expect(Array(s.items(inSection: "main")) == [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")])
         #expect(Array(s.items(inSection: "empty")) == [])
         #expect(Array(s.items(inSection: "nope")) == [])
     }
@@ -88,13 +88,13 @@ import SnapSyncModel
     @Test func equalityComparesContentNotStorage() throws {
         var other = snapshot([("main", ["a", "b", "c"]), ("empty", []), ("side", ["d"])])
         #expect(other != s)  // payloads differ
-        try other.reloadSections([Element("main", "M")])
-        try other.reloadItems([Element("a", "A"), Element("c", "C")])
-        try other.reconfigureItems([Element("d", "D")])
+        try other.reloadSections([SnapshotElement("main", "M")])
+        try other.reloadItems([SnapshotElement("a", "A"), SnapshotElement("c", "C")])
+        try other.reconfigureItems([SnapshotElement("d", "D")])
         #expect(other == s)
         // Reach the same content through deletes and re-inserts: different slots, still equal.
         try other.deleteItems(["a", "b"])
-        try other.insertItems([Element("a", "A"), "b"], beforeItem: "c")
+        try other.insertItems([SnapshotElement("a", "A"), "b"], beforeItem: "c")
         try other.checkInvariants()
         #expect(other == s)
         #expect(snapshot([("x", ["1"])]) != snapshot([("x", [])]))
@@ -107,10 +107,10 @@ import SnapSyncModel
         // The init builds one append per section and one per non-empty item list: the index
         // counts those.
         #expect(throws: BatchError(operationIndex: 3, violation: .duplicateItem("a"))) {
-            try Snapshot([(Element("x"), [Element("a")]), (Element("y"), [Element("a")])])
+            try Snapshot([(SnapshotElement("x"), [SnapshotElement("a")]), (SnapshotElement("y"), [SnapshotElement("a")])])
         }
         #expect(throws: BatchError(operationIndex: 2, violation: .duplicateSection("x"))) {
-            try Snapshot([(Element("x"), [Element("a")]), (Element("x"), [])])
+            try Snapshot([(SnapshotElement("x"), [SnapshotElement("a")]), (SnapshotElement("x"), [])])
         }
     }
 
@@ -141,8 +141,8 @@ import SnapSyncModel
 
     @Test func payloadChangesComparesOneSectionInPlace() throws {
         var t = s
-        try t.reloadItems([Element("c", "C2")])
-        try t.reloadItems([Element("d", "D2")])  // another section: not reported for main
+        try t.reloadItems([SnapshotElement("c", "C2")])
+        try t.reloadItems([SnapshotElement("d", "D2")])  // another section: not reported for main
         func pairs(_ r: [(position: Int, id: Identifier)]?) -> [String]? { r?.map { "\($0.position):\($0.id)" } }
         #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: t)) == ["2:c"])
         #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: s)) == [])

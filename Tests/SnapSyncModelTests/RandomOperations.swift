@@ -41,15 +41,15 @@ struct RandomOperations {
         return chance(50) ? freshID("i") : Identifier("i-unknown")
     }
 
-    mutating func newSections(in model: ReferenceModel) -> [Element] {
+    mutating func newSections(in model: ReferenceModel) -> [SnapshotElement] {
         (0..<Int.random(in: 0...3, using: &rng)).map { _ in
-            Element(chance(4) ? section(in: model) : freshID("s"), payload: payload())
+            SnapshotElement(chance(4) ? section(in: model) : freshID("s"), payload: payload())
         }
     }
 
-    mutating func newItems(in model: ReferenceModel) -> [Element] {
+    mutating func newItems(in model: ReferenceModel) -> [SnapshotElement] {
         (0..<Int.random(in: 0...4, using: &rng)).map { _ in
-            Element(chance(4) ? item(in: model) : freshID("i"), payload: payload())
+            SnapshotElement(chance(4) ? item(in: model) : freshID("i"), payload: payload())
         }
     }
 
@@ -63,7 +63,7 @@ struct RandomOperations {
         case 19..<26:
             let s = section(in: model)
             return .moveSection(s, placement(chance(5) ? s : section(in: model)))
-        case 26..<30: return .updateSections((0..<Int.random(in: 1...2, using: &rng)).map { _ in Element(section(in: model), payload: payload()) })
+        case 26..<30: return .updateSections((0..<Int.random(in: 1...2, using: &rng)).map { _ in SnapshotElement(section(in: model), payload: payload()) })
         case 30..<45: return .appendItems(newItems(in: model), toSection: chance(25) ? nil : section(in: model))
         case 45..<57: return .insertItems(newItems(in: model), placement(item(in: model)))
         case 57..<66: return .deleteItems((0..<Int.random(in: 1...3, using: &rng)).map { _ in item(in: model) })
@@ -74,7 +74,7 @@ struct RandomOperations {
         case 82..<90: return .moveItemToSection(item(in: model), section: section(in: model))
         default:
             return .updateItems(
-                (0..<Int.random(in: 1...3, using: &rng)).map { _ in Element(item(in: model), payload: payload()) },
+                (0..<Int.random(in: 1...3, using: &rng)).map { _ in SnapshotElement(item(in: model), payload: payload()) },
                 chance(50) ? .reload : .reconfigure)
         }
     }
@@ -100,9 +100,9 @@ struct RandomOperations {
         sectionIDs = Array(sectionIDs.prefix(Int.random(in: 0...maxSections, using: &rng)))
         var itemIDs = (0..<universe).map { Identifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
         itemIDs = Array(itemIDs.prefix(sectionIDs.isEmpty ? 0 : Int.random(in: 0...maxItems, using: &rng)))
-        var contents: [(section: Element, items: [Element])] = sectionIDs.map { (Element($0, payload: smallPayload()), []) }
+        var contents: [(section: SnapshotElement, items: [SnapshotElement])] = sectionIDs.map { (SnapshotElement($0, payload: smallPayload()), []) }
         for id in itemIDs {
-            contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(Element(id, payload: smallPayload()))
+            contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(SnapshotElement(id, payload: smallPayload()))
         }
         return try! Snapshot(contents)
     }

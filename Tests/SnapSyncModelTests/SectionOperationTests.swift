@@ -8,7 +8,7 @@ import SnapSyncModel
     let base = snapshot([("s1", ["a"]), ("s2", ["b", "c"]), ("s3", [])])
 
     @Test func appendSections() throws {
-        let s = applied([.appendSections([Element("n1", "P"), "n2"])], to: base)
+        let s = applied([.appendSections([SnapshotElement("n1", "P"), "n2"])], to: base)
         #expect(s.sectionIdentifiers == ["s1", "s2", "s3", "n1", "n2"])
         #expect(s.payload(ofSection: "n1") == "P")
         #expect(s.numberOfItems(inSection: "n1") == 0)
@@ -82,13 +82,13 @@ import SnapSyncModel
     @Test func updateSectionsReplacesPayloadsOnly() throws {
         var s = base
         let count = s.canonicalByteCount
-        try s.reloadSections([Element("s2", "new"), Element("s3", "x")])
+        try s.reloadSections([SnapshotElement("s2", "new"), SnapshotElement("s3", "x")])
         try s.checkInvariants()
         #expect(s.payload(ofSection: "s2") == "new")
         #expect(s.payload(ofSection: "s3") == "x")
         #expect(s.itemIdentifiers(inSection: "s2") == ["b", "c"])
         #expect(s.canonicalByteCount == count + 4)
-        try s.apply(.updateSections([Element("s2")]))
+        try s.apply(.updateSections([SnapshotElement("s2")]))
         try s.checkInvariants()
         #expect(s.payload(ofSection: "s2") == .empty)
     }

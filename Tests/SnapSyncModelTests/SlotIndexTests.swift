@@ -15,8 +15,8 @@ import Testing
         for round in 0..<60 {
             // Grow through several capacity doublings, then shrink, with slots freed and reused.
             let adds = round < 30 ? 300 : 100
-            var batch: [Element] = []
-            for _ in 0..<adds { batch.append(Element(Identifier("k\(next)"))); next += 1 }
+            var batch: [SnapshotElement] = []
+            for _ in 0..<adds { batch.append(SnapshotElement(Identifier("k\(next)"))); next += 1 }
             try s.appendItems(batch, toSection: Bool.random(using: &rng) ? "a" : "b", limits: .unlimited)
             live += batch.map(\.id)
             live.shuffle(using: &rng)
@@ -36,7 +36,7 @@ import Testing
     @Test func emptyIdentifierAndBinaryIdentifiersAreItemsLikeAnyOther() throws {
         var s = snapshot([("s", [])])
         let ids = [Identifier([]), Identifier([0]), Identifier([0, 0]), Identifier([0xFF]), Identifier(uint64: 0)]
-        try s.appendItems(ids.map { Element($0) }, toSection: "s")
+        try s.appendItems(ids.map { SnapshotElement($0) }, toSection: "s")
         try s.checkInvariants()
         for id in ids { #expect(s.contains(item: id)) }
         #expect(s.itemIdentifiers == ids)
@@ -53,7 +53,7 @@ import Testing
         #expect(throws: BatchError.self) {
             try s.apply([
                 .deleteItems((0..<400).map { Identifier("i\($0)") }),
-                .appendItems((0..<400).map { Element(Identifier("n\($0)")) }, toSection: "s"),
+                .appendItems((0..<400).map { SnapshotElement(Identifier("n\($0)")) }, toSection: "s"),
                 .deleteItems(["i0"]),
             ])
         }

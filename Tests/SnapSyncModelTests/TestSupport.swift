@@ -4,14 +4,14 @@ import SnapSyncTestSupport
 import Testing
 @testable import SnapSyncModel
 
-extension Element {
+extension SnapshotElement {
     /// `"a" = "p"` in tests: an element with a payload.
     init(_ id: String, _ payload: String) { self.init(Identifier(id), payload: Payload(payload)) }
 }
 
 /// Builds a snapshot from `[(section, [items])]` identifiers, with empty payloads.
 func snapshot(_ sections: [(String, [String])]) -> Snapshot {
-    try! Snapshot(sections.map { (Element(Identifier($0.0)), $0.1.map { Element(Identifier($0)) }) })
+    try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })
 }
 
 /// The snapshot as plain identifiers, for readable expectations.
@@ -53,7 +53,7 @@ struct ReferenceModel: Equatable {
     struct Section: Equatable {
         var id: Identifier
         var payload: Payload
-        var items: [Element]
+        var items: [SnapshotElement]
     }
     var sections: [Section] = []
 
@@ -104,16 +104,16 @@ struct ReferenceModel: Equatable {
         self = copy
     }
 
-    private func checkPayload(_ e: Element, _ limits: Limits) throws(Violation) {
+    private func checkPayload(_ e: SnapshotElement, _ limits: Limits) throws(Violation) {
         if e.payload.count > limits.maxPayloadBytes { throw .payloadTooLarge(e.id, size: e.payload.count, limit: limits.maxPayloadBytes) }
     }
-    private func checkNewSection(_ e: Element, _ limits: Limits) throws(Violation) {
+    private func checkNewSection(_ e: SnapshotElement, _ limits: Limits) throws(Violation) {
         if e.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(e.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(e, limits)
         if sectionIndex(e.id) != nil { throw .duplicateSection(e.id) }
         if sections.count >= limits.maxSections { throw .tooManySections(limit: limits.maxSections) }
     }
-    private func checkNewItem(_ e: Element, _ limits: Limits) throws(Violation) {
+    private func checkNewItem(_ e: SnapshotElement, _ limits: Limits) throws(Violation) {
         if e.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(e.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(e, limits)
         if itemPath(e.id) != nil { throw .duplicateItem(e.id) }

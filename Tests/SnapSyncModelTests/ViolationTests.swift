@@ -40,7 +40,7 @@ import SnapSyncModel
     @Test func missingSection() {
         expectRejected([.deleteSections(["nope"])], on: base, index: 0, .sectionNotFound("nope"))
         expectRejected([.moveSection("nope", .after("s1"))], on: base, index: 0, .sectionNotFound("nope"))
-        expectRejected([.updateSections([Element("nope")])], on: base, index: 0, .sectionNotFound("nope"))
+        expectRejected([.updateSections([SnapshotElement("nope")])], on: base, index: 0, .sectionNotFound("nope"))
         expectRejected([.appendItems(["x"], toSection: "nope")], on: base, index: 0, .sectionNotFound("nope"))
         expectRejected([.moveItemToSection("a", section: "nope")], on: base, index: 0, .sectionNotFound("nope"))
         // A section deleted earlier in the batch is missing for later operations.
@@ -69,8 +69,8 @@ import SnapSyncModel
     }
 
     @Test func updateDeleteOrMoveOfAMissingItem() {
-        expectRejected([.updateItems([Element("a", "ok"), Element("nope", "x")], .reload)], on: base, index: 0, .itemNotFound("nope"))
-        expectRejected([.updateItems([Element("nope")], .reconfigure)], on: base, index: 0, .itemNotFound("nope"))
+        expectRejected([.updateItems([SnapshotElement("a", "ok"), SnapshotElement("nope", "x")], .reload)], on: base, index: 0, .itemNotFound("nope"))
+        expectRejected([.updateItems([SnapshotElement("nope")], .reconfigure)], on: base, index: 0, .itemNotFound("nope"))
         expectRejected([.moveItem("nope", .after("a"))], on: base, index: 0, .itemNotFound("nope"))
         expectRejected([.moveItemToSection("nope", section: "s1")], on: base, index: 0, .itemNotFound("nope"))
         // The item is checked before the anchor.

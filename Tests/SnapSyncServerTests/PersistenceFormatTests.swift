@@ -90,7 +90,7 @@ import SnapSyncWire
     }
 
     @Test func writePayloadRoundTrips() throws {
-        let ops: [SnapshotOperation] = [.appendSections([Element("s", payload: "p")]), .appendItems(["a", "b"], toSection: "s")]
+        let ops: [SnapshotOperation] = [.appendSections([SnapshotElement("s", payload: "p")]), .appendItems(["a", "b"], toSection: "s")]
         let write = LoggedWrite(
             room: "ροom ✓", epoch: 0xDEAD_BEEF_0000_0001, version: 300,
             writeId: Array(0..<32), diffFrame: diffFrame(room: "ροom ✓", epoch: 1, version: 300, ops: ops))
@@ -143,7 +143,7 @@ import SnapSyncWire
         var snapshot = Snapshot()
         var history: [LoggedWrite] = []
         for v in 1...5 as ClosedRange<UInt64> {
-            let ops: [SnapshotOperation] = v == 1 ? [.appendSections(["s"])] : [.appendItems([Element(Identifier(uint64: v), payload: "x")], toSection: "s")]
+            let ops: [SnapshotOperation] = v == 1 ? [.appendSections(["s"])] : [.appendItems([SnapshotElement(Identifier(uint64: v), payload: "x")], toSection: "s")]
             try snapshot.apply(ops)
             history.append(
                 LoggedWrite(
@@ -170,8 +170,8 @@ import SnapSyncWire
 
     /// A checkpoint whose records all check but whose snapshot is not the one its digest names.
     @Test func checkpointDigestIsVerified() throws {
-        let snapshot = try Snapshot([(Element("s"), [Element("a")])])
-        let other = try Snapshot([(Element("s"), [Element("b")])])
+        let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let other = try Snapshot([(SnapshotElement("s"), [SnapshotElement("b")])])
         var header: [UInt8] = [0x02]
         header.appendBytesField("r".utf8)
         header.appendVarint(1)

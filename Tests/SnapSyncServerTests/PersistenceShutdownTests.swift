@@ -18,7 +18,7 @@ import SnapSyncModel
             let (store, _) = try DurableStore.open(options: options, logger: LogLines().logger)
             try rooms.write("big", [.appendSections(["a", "b", "c"])], to: store)
             for chunk in 0..<6 {
-                let items = (0..<1000).map { Element(Identifier("i\(chunk * 1000 + $0)"), payload: Payload("p\($0)")) }
+                let items = (0..<1000).map { SnapshotElement(Identifier("i\(chunk * 1000 + $0)"), payload: Payload("p\($0)")) }
                 try rooms.write("big", [.appendItems(items, toSection: chunk % 2 == 0 ? "a" : "b")], to: store)
             }
             try store.sync()
@@ -29,9 +29,9 @@ import SnapSyncModel
                 let id = Identifier("i\(n)")
                 let ops: [SnapshotOperation]
                 switch w % 5 {
-                case 0: ops = [.updateItems([Element(id, payload: Payload("u\(w)"))], .reload)]
+                case 0: ops = [.updateItems([SnapshotElement(id, payload: Payload("u\(w)"))], .reload)]
                 case 1: ops = [.moveItemToSection(id, section: "c")]
-                case 2: ops = [.insertItems([Element(Identifier("n\(w)"), payload: "new")], .after(id))]
+                case 2: ops = [.insertItems([SnapshotElement(Identifier("n\(w)"), payload: "new")], .after(id))]
                 case 3: ops = [.deleteItems([id])]
                 default: ops = [.moveItem(id, .before(Identifier("i\((n + 1) % 6000)")))]
                 }

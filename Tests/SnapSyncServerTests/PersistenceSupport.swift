@@ -124,12 +124,12 @@ struct Rooms {
         for i in 0..<count {
             let room = "room-\(i % roomCount)"
             var ops: [SnapshotOperation] = []
-            if rooms[room] == nil { ops.append(.appendSections([Element("s")])) }
+            if rooms[room] == nil { ops.append(.appendSections([SnapshotElement("s")])) }
             let n = (rooms[room]?.snapshot.numberOfItems ?? 0)
             ops.append(
                 .appendItems(
                     [
-                        Element(
+                        SnapshotElement(
                             Identifier("\(room)-item-\(n)"),
                             payload: Payload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))
                     ],

@@ -7,8 +7,8 @@ import SnapSyncWire
 // refused with server_full and changes nothing, one that shrinks them is taken, so a full server
 // can be emptied by writes.
 
-private func element(_ id: String, _ payload: String = "") -> Element {
-    Element(Identifier(id), payload: Payload(payload))
+private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
+    SnapshotElement(Identifier(id), payload: Payload(payload))
 }
 
 /// A room holding a big item "big" and a small one "a" in section "s", under a budget that is

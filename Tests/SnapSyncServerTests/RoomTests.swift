@@ -13,8 +13,8 @@ private func makeRoom(
     Room(name: name, epoch: epoch, version: version, snapshot: Snapshot(), limits: limits)
 }
 
-private func element(_ id: String, _ payload: String = "") -> Element {
-    Element(Identifier(id), payload: Payload(payload))
+private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
+    SnapshotElement(Identifier(id), payload: Payload(payload))
 }
 
 /// Applies ops that must succeed and returns the DIFF frame.

@@ -94,11 +94,11 @@ enum JSONForm {
         return s.utf8.elementsEqual(b) ? s : nil
     }
 
-    static func element(_ e: SnapSyncModel.Element) -> JSON {
+    static func element(_ e: SnapshotElement) -> JSON {
         .object(["id": bytes(e.id.bytes), "payload": bytes(e.payload.bytes)])
     }
 
-    static func elements(_ es: [SnapSyncModel.Element]) -> JSON { .array(es.map(element)) }
+    static func elements(_ es: [SnapshotElement]) -> JSON { .array(es.map(element)) }
 
     static func placement(_ p: Placement) -> JSON {
         switch p {
@@ -215,7 +215,7 @@ enum JSONForm {
 
     /// Builds a Snapshot from its JSON form (used by the replay set).
     static func snapshot(from json: JSON) throws -> Snapshot {
-        var sections: [(section: SnapSyncModel.Element, items: [SnapSyncModel.Element])] = []
+        var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
         for s in json.array ?? [] {
             let items = (s["items"]?.array ?? []).map { element(from: $0) }
             sections.append((element(from: s), items))
@@ -228,7 +228,7 @@ enum JSONForm {
         return bytes(fromHex: json["hex"]!.string!)
     }
 
-    static func element(from json: JSON) -> SnapSyncModel.Element {
-        SnapSyncModel.Element(Identifier(byteString(from: json["id"]!)), payload: Payload(byteString(from: json["payload"]!)))
+    static func element(from json: JSON) -> SnapshotElement {
+        SnapshotElement(Identifier(byteString(from: json["id"]!)), payload: Payload(byteString(from: json["payload"]!)))
     }
 }

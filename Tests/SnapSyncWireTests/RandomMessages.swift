@@ -32,8 +32,8 @@ struct MessageFactory {
     }
 
     mutating func id() -> Identifier { Identifier(bytes(max: 6)) }
-    mutating func element() -> SnapSyncModel.Element { SnapSyncModel.Element(id(), payload: Payload(bytes())) }
-    mutating func elements() -> [SnapSyncModel.Element] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in element() } }
+    mutating func element() -> SnapshotElement { SnapshotElement(id(), payload: Payload(bytes())) }
+    mutating func elements() -> [SnapshotElement] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in element() } }
     mutating func ids() -> [Identifier] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in id() } }
     mutating func placement() -> Placement { Bool.random(using: &rng) ? .before(id()) : .after(id()) }
     mutating func optional<T>(_ make: (inout MessageFactory) -> T) -> T? {
@@ -69,12 +69,12 @@ struct MessageFactory {
             counter += 1
             let sectionID = emptySection ? Identifier([]) : Identifier([counter] + bytes(max: 4))
             emptySection = false
-            let section = SnapSyncModel.Element(sectionID, payload: Payload(bytes()))
-            let items = (0..<Int.random(in: 0...3, using: &rng)).map { _ -> SnapSyncModel.Element in
+            let section = SnapshotElement(sectionID, payload: Payload(bytes()))
+            let items = (0..<Int.random(in: 0...3, using: &rng)).map { _ -> SnapshotElement in
                 counter += 1
                 let itemID = emptyItem ? Identifier([]) : Identifier([counter] + bytes(max: 4))
                 emptyItem = false
-                return SnapSyncModel.Element(itemID, payload: Payload(bytes()))
+                return SnapshotElement(itemID, payload: Payload(bytes()))
             }
             try! snapshot.apply([.appendSections([section]), .appendItems(items, toSection: section.id)])
         }

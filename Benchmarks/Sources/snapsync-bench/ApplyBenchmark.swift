@@ -34,10 +34,10 @@ struct ApplyBenchmark: ParsableCommand {
 
     func run() throws {
         var rng = SplitMix64(seed: seed)
-        var contents: [(section: Element, items: [Element])] = []
+        var contents: [(section: SnapshotElement, items: [SnapshotElement])] = []
         contents.reserveCapacity(sections)
         for s in 0..<sections {
-            contents.append((Element(Identifier("section-\(s)")), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) }))
+            contents.append((SnapshotElement(Identifier("section-\(s)")), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) }))
         }
         var snapshot = try Snapshot(contents, limits: .unlimited)
         contents = []

@@ -89,9 +89,9 @@ struct CodecBenchmark: ParsableCommand {
         return Identifier(Array("item-".utf8) + (0..<7).map { UInt8(truncatingIfNeeded: 0x30 + (n >> (4 * UInt64($0))) & 0xF) })
     }
 
-    static func element(_ rng: inout SplitMix64) -> Element {
+    static func element(_ rng: inout SplitMix64) -> SnapshotElement {
         let fill = UInt8(truncatingIfNeeded: rng.next())
-        return Element(identifier(&rng), payload: Payload([UInt8](repeating: fill, count: 32)))
+        return SnapshotElement(identifier(&rng), payload: Payload([UInt8](repeating: fill, count: 32)))
     }
 
     static func operation(_ rng: inout SplitMix64) -> SnapshotOperation {

@@ -90,19 +90,19 @@ struct BatchStats {
 /// The benchmark inputs. Items have 8-byte identifiers (big-endian integers) and 16-byte
 /// payloads (the integer and a version), so updates change bytes, not lengths.
 enum DiffCases {
-    static func item(_ k: Int, version: UInt64 = 0) -> Element {
+    static func item(_ k: Int, version: UInt64 = 0) -> SnapshotElement {
         var bytes = [UInt8](repeating: 0, count: 16)
         for i in 0..<8 {
             bytes[i] = UInt8(truncatingIfNeeded: UInt64(k) >> (56 - 8 * UInt64(i)))
             bytes[8 + i] = UInt8(truncatingIfNeeded: version >> (56 - 8 * UInt64(i)))
         }
-        return Element(Identifier(uint64: UInt64(k)), payload: Payload(bytes))
+        return SnapshotElement(Identifier(uint64: UInt64(k)), payload: Payload(bytes))
     }
 
     /// A copy with its own byte buffers, as a decoder would produce: the target of a REPLACE
     /// shares no storage with the room it replaces, so comparisons must read both sides.
-    static func fresh(_ element: Element) -> Element {
-        Element(Identifier(Array(element.id.bytes[...])), payload: Payload(Array(element.payload.bytes[...])))
+    static func fresh(_ element: SnapshotElement) -> SnapshotElement {
+        SnapshotElement(Identifier(Array(element.id.bytes[...])), payload: Payload(Array(element.payload.bytes[...])))
     }
 
     static func flat(items n: Int, churnPercent: Int, seed: UInt64) -> (Snapshot, Snapshot) {
@@ -115,7 +115,7 @@ enum DiffCases {
     /// is O(n log n) rather than O(n) per random insert.
     static func flat(items n: Int, deletes: Int, inserts: Int, moves: Int, updates: Int, seed: UInt64) -> (Snapshot, Snapshot) {
         var rng = SplitMix64(seed: seed)
-        let section = Element(Identifier("flat"))
+        let section = SnapshotElement(Identifier("flat"))
         let aItems = (0..<n).map { item($0) }
         // 0 keep, 1 delete, 2 move, 3 update: distinct items for each change.
         var fate = [UInt8](repeating: 0, count: n)
@@ -124,7 +124,7 @@ enum DiffCases {
         for (offset, count, kind) in [(0, deletes, 1), (deletes, moves, 2), (deletes + moves, updates, 3)] as [(Int, Int, UInt8)] {
             for j in offset..<(offset + count) { fate[order[j]] = kind }
         }
-        var keyed: [(key: Double, element: Element)] = []
+        var keyed: [(key: Double, element: SnapshotElement)] = []
         keyed.reserveCapacity(n + inserts)
         for i in 0..<n {
             switch fate[i] {
@@ -151,9 +151,9 @@ enum DiffCases {
         let quarter = n / 40  // 2.5%
         func sectionID(_ s: Int) -> Identifier { Identifier("section-\(s)") }
 
-        var aContents: [(section: Element, items: [Element])] = []
+        var aContents: [(section: SnapshotElement, items: [SnapshotElement])] = []
         for s in 0..<sections {
-            aContents.append((Element(sectionID(s)), (0..<itemsPerSection).map { item(s * itemsPerSection + $0) }))
+            aContents.append((SnapshotElement(sectionID(s)), (0..<itemsPerSection).map { item(s * itemsPerSection + $0) }))
         }
 
         // Section changes, on distinct sections.
@@ -179,7 +179,7 @@ enum DiffCases {
         {
             for j in offset..<(offset + count) { fate[order[j]] = kind }
         }
-        var bItems = [[(key: Double, element: Element)]](repeating: [], count: sections + 1)
+        var bItems = [[(key: Double, element: SnapshotElement)]](repeating: [], count: sections + 1)
         for s in 0..<sections {
             for i in 0..<itemsPerSection {
                 let k = s * itemsPerSection + i
@@ -200,10 +200,10 @@ enum DiffCases {
             let target = j < 10 ? sections : survivors.randomElement(using: &rng)!
             bItems[target].append((Double.random(in: 0..<Double(itemsPerSection), using: &rng), item(n + j)))
         }
-        let bContents: [(section: Element, items: [Element])] = bSections.map { section in
-            (Element(section.id, payload: section.payload), bItems[section.slot].sorted { $0.key < $1.key }.map(\.element))
+        let bContents: [(section: SnapshotElement, items: [SnapshotElement])] = bSections.map { section in
+            (SnapshotElement(section.id, payload: section.payload), bItems[section.slot].sorted { $0.key < $1.key }.map(\.element))
         }
-        let decoded: [(section: Element, items: [Element])] = bContents.map { (Self.fresh($0.section), $0.items.map(Self.fresh)) }
+        let decoded: [(section: SnapshotElement, items: [SnapshotElement])] = bContents.map { (Self.fresh($0.section), $0.items.map(Self.fresh)) }
         return (try! Snapshot(aContents, limits: .unlimited), try! Snapshot(decoded, limits: .unlimited))
     }
 }

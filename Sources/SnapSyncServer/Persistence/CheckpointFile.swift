@@ -136,20 +136,20 @@ enum SnapshotDecoding {
     static func decode(_ bytes: [UInt8], range: Range<Int>) throws(ByteReader.Failure) -> Snapshot {
         var r = ByteReader(bytes, from: range.lowerBound, to: range.upperBound)
         let sectionCount = try r.count("section count")
-        var sections: [(section: SnapSyncModel.Element, items: [SnapSyncModel.Element])] = []
+        var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
         sections.reserveCapacity(sectionCount)
         for _ in 0..<sectionCount {
             let id = try r.bytesField("section id")
             let payload = try r.bytesField("section payload")
             let itemCount = try r.count("item count")
-            var items: [SnapSyncModel.Element] = []
+            var items: [SnapshotElement] = []
             items.reserveCapacity(itemCount)
             for _ in 0..<itemCount {
                 let itemId = try r.bytesField("item id")
                 let itemPayload = try r.bytesField("item payload")
-                items.append(SnapSyncModel.Element(Identifier(itemId), payload: Payload(itemPayload)))
+                items.append(SnapshotElement(Identifier(itemId), payload: Payload(itemPayload)))
             }
-            sections.append((SnapSyncModel.Element(Identifier(id), payload: Payload(payload)), items))
+            sections.append((SnapshotElement(Identifier(id), payload: Payload(payload)), items))
         }
         guard r.isAtEnd else { throw ByteReader.Failure(what: "\(r.remaining) bytes follow the last section") }
         do {

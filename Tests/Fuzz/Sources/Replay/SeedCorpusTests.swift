@@ -70,15 +70,15 @@ import SnapSyncWire
     /// Writes of every kind of op, to three rooms, some with a write_id.
     static let writes: [(String, [SnapshotOperation], [UInt8])] = [
         ("lobby", [.appendSections(["inbox", "archive"])], []),
-        ("lobby", [.appendItems([Element("m1", payload: "first"), Element("m2", payload: "second")], toSection: "inbox")], Array("w1".utf8)),
+        ("lobby", [.appendItems([SnapshotElement("m1", payload: "first"), SnapshotElement("m2", payload: "second")], toSection: "inbox")], Array("w1".utf8)),
         ("lobby", [.insertItems(["m0"], .before("m1")), .moveItemToSection("m2", section: "archive")], []),
-        ("lobby", [.updateItems([Element("m1", payload: "1st")], .reload), .updateSections([Element("inbox", payload: "In")])], []),
+        ("lobby", [.updateItems([SnapshotElement("m1", payload: "1st")], .reload), .updateSections([SnapshotElement("inbox", payload: "In")])], []),
         ("notes", [.appendSections(["a"]), .appendItems(["x", "y", "z"], toSection: nil)], Array(repeating: 7, count: 32)),
         ("notes", [.moveItem("z", .before("x")), .deleteItems(["y"]), .insertSections(["b"], .after("a"))], []),
         ("lobby", [.moveSection("archive", .before("inbox")), .updateItems(["m0"], .reconfigure)], []),
         ("notes", [.deleteSections(["b"]), .deleteAllItems], []),
-        ("notes", [.appendSections([Element("c", payload: "again")]), .appendItems(["x"], toSection: "c")], []),
-        ("émoji ✓", [.appendSections([Element("s", payload: Payload([0, 1, 2, 255]))])], []),
+        ("notes", [.appendSections([SnapshotElement("c", payload: "again")]), .appendItems(["x"], toSection: "c")], []),
+        ("émoji ✓", [.appendSections([SnapshotElement("s", payload: Payload([0, 1, 2, 255]))])], []),
     ]
 
     static func readAll(_ path: String) throws -> [UInt8] {
