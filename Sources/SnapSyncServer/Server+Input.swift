@@ -159,56 +159,35 @@ extension Server {
         }
     }
 
-    /// Handles every whole frame at the start of `bytes`.
+    /// Handles every whole frame at the start of `bytes`, cut in place (`FrameCutter`).
     /// - Returns: the bytes used (whole frames); the rest is an incomplete frame.
-    /// - Complexity: O(bytes) plus the handling of each frame.
+    /// - Complexity: O(1) per frame to cut, plus the handling of each frame.
     private func handleFrames(in bytes: UnsafeRawBufferPointer, on connection: Connection) -> Int {
         var offset = 0
         while connection.state != .closing {
-            let available = bytes.count - offset
-            guard available >= 4 else { break }
-            let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-            // Checked as soon as the 4 length bytes are here, before anything is buffered for the body.
-            if length == 0 {
-                protocolError(
-                    WireError(.malformedFrame, "frame body length 0 (at least the type byte is required)"),
-                    on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                break
-            }
-            if length > configuration.wire.maxFrameBytes {
-                protocolError(
-                    WireError(.frameTooLarge, "frame body length \(length) exceeds max_frame_bytes \(configuration.wire.maxFrameBytes)"),
-                    on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                break
-            }
             // HELLO is tiny: before it, a connection may not make the server hold more.
-            if length > Self.maxFrameBytesBeforeHello && connection.state == .awaitingHello {
-                protocolError(
-                    WireError(
-                        .frameTooLarge,
-                        "frame body length \(length) before HELLO exceeds the limit of \(Self.maxFrameBytesBeforeHello) bytes for frames before the handshake"),
-                    on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            let cutter = connection.state == .awaitingHello ? preHelloCutter : frameCutter
+            let frame: UnsafeRawBufferPointer
+            do {
+                guard let whole = try cutter.nextFrame(in: bytes[offset...]) else { break }
+                frame = whole
+            } catch {
+                protocolError(error, on: connection, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 break
             }
-            guard available - 4 >= length else { break }
-            let frame = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 4 + length])
-            offset += 4 + length
+            offset += frame.count
             handleFrame(frame, on: connection)
         }
         return offset
     }
 
-    /// Decodes one whole frame (length prefix included) and dispatches it.
+    /// Decodes one whole frame (length prefix included), in place, and dispatches it.
     private func handleFrame(_ frame: UnsafeRawBufferPointer, on connection: Connection) {
         stats.framesIn += 1
-        let message: Message?
+        let message: Message
         do {
-            // The decoder gets exactly one whole frame, so it never holds state between calls
-            // and one decoder serves every connection of the loop.
-            decoder.append(frame)
-            message = try decoder.nextMessage()
+            message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client)
         } catch {
-            decoder = FrameDecoder(limits: configuration.wire, accepting: .client)
             if let requestID = error.requestID, error.code.kind == .reject {
                 // A whole, well-formed REPLACE whose snapshot breaks a content rule: the request
                 // fails, the connection goes on. It decoded, so before HELLO the state answers
@@ -225,9 +204,6 @@ extension Server {
             }
             protocolError(error, on: connection, bytes: frame)
             return
-        }
-        guard let message else {
-            preconditionFailure("the decoder was given a whole frame and returned none")
         }
         handle(message, from: connection)
     }

@@ -69,7 +69,10 @@ public final class Server {
     static let maxReadsPerCallback = 4
     var encodeBuffer: [UInt8] = []
     var diffBuffer: [UInt8] = []
-    var decoder: FrameDecoder
+    /// Cuts frames out of the read buffer: up to max_frame_bytes once HELLO is done, and up to
+    /// `maxFrameBytesBeforeHello` before it.
+    let frameCutter: FrameCutter
+    let preHelloCutter: FrameCutter
     /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
     var snapshotEncodings = SnapshotEncodings()
 
@@ -95,7 +98,11 @@ public final class Server {
         } catch {
             throw ServerError("cannot create the event loop: \(error)")
         }
-        self.decoder = FrameDecoder(limits: configuration.wire, accepting: .client)
+        self.frameCutter = FrameCutter(limits: configuration.wire)
+        self.preHelloCutter = FrameCutter(
+            maxBodyBytes: min(Self.maxFrameBytesBeforeHello, configuration.wire.maxFrameBytes),
+            limitDescription: configuration.wire.maxFrameBytes > Self.maxFrameBytesBeforeHello
+                ? "the limit of \(Self.maxFrameBytesBeforeHello) bytes for frames before HELLO" : nil)
         self.readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         self.iovecs = .allocate(capacity: OutputQueue.maxIovecs)
     }

@@ -45,20 +45,19 @@ public struct FrameDecoder: Sendable {
 
     /// The next whole message, or `nil` (consuming nothing) when no whole frame is buffered yet.
     public mutating func nextMessage() throws(WireError) -> Message? {
-        let available = buffer.count - readIndex
-        guard available >= 4 else { return nil }
-        let length = buffer.withUnsafeBufferPointer { Self.readLength($0, at: readIndex) }
-        try Self.check(length: length, limits: limits)
-        guard available - 4 >= length else { return nil }
-        let bodyStart = readIndex + 4
+        let cutter = FrameCutter(limits: limits)
+        let start = readIndex
+        // withUnsafeBufferPointer, not withUnsafeBytes: only the former keeps the typed throw.
+        let frameLength = try buffer.withUnsafeBufferPointer { (all) throws(WireError) -> Int? in
+            try cutter.nextFrame(in: UnsafeRawBufferPointer(all)[start...])?.count
+        }
+        guard let frameLength else { return nil }
         // Consume first: an error inside a whole frame consumes it (see the type's contract).
-        readIndex = bodyStart + length
+        readIndex = start + frameLength
         defer { compact() }
         let limits = limits, accepting = accepting
         return try buffer.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
-            try Self.decodeBody(
-                UnsafeBufferPointer(rebasing: all[bodyStart..<bodyStart + length]),
-                limits: limits, accepting: accepting)
+            try Self.decodeBody(UnsafeBufferPointer(rebasing: all[start + 4..<start + frameLength]), limits: limits, accepting: accepting)
         }
     }
 
@@ -67,19 +66,27 @@ public struct FrameDecoder: Sendable {
     /// ("trailing bytes").
     public static func decode(frame: [UInt8], limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
         try frame.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
-            guard all.count >= 4 else {
-                throw WireError.malformed("truncated frame: \(all.count) bytes, the length prefix alone is 4")
-            }
-            let length = readLength(all, at: 0)
-            try check(length: length, limits: limits)
-            guard all.count - 4 >= length else {
-                throw WireError.malformed("truncated frame: body length \(length), but only \(all.count - 4) bytes follow")
-            }
-            guard all.count - 4 == length else {
-                throw WireError.malformed("\(all.count - 4 - length) trailing bytes after a frame of body length \(length)")
-            }
-            return try decodeBody(UnsafeBufferPointer(rebasing: all[4...]), limits: limits, accepting: accepting)
+            try decode(frame: UnsafeRawBufferPointer(all), limits: limits, accepting: accepting)
         }
+    }
+
+    /// Decodes exactly one whole frame in place, e.g. one `FrameCutter` cut out of a read buffer;
+    /// the same rules as `decode(frame:)` with an array.
+    /// - Complexity: O(frame bytes); nothing is copied but the decoded fields.
+    public static func decode(frame all: UnsafeRawBufferPointer, limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
+        guard all.count >= 4 else {
+            throw WireError.malformed("truncated frame: \(all.count) bytes, the length prefix alone is 4")
+        }
+        guard let length = try FrameCutter(limits: limits).bodyLength(in: all) else {
+            preconditionFailure("four bytes hold a length prefix")
+        }
+        guard all.count - 4 >= length else {
+            throw WireError.malformed("truncated frame: body length \(length), but only \(all.count - 4) bytes follow")
+        }
+        guard all.count - 4 == length else {
+            throw WireError.malformed("\(all.count - 4 - length) trailing bytes after a frame of body length \(length)")
+        }
+        return try decodeBody(UnsafeRawBufferPointer(rebasing: all[4...]).assumingMemoryBound(to: UInt8.self), limits: limits, accepting: accepting)
     }
 
     /// Decodes one body (type byte + fields), without the length prefix.
@@ -90,19 +97,6 @@ public struct FrameDecoder: Sendable {
     }
 
     // MARK: Internals
-
-    private static func readLength(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int {
-        Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
-    }
-
-    private static func check(length: Int, limits: WireLimits) throws(WireError) {
-        guard length >= 1 else {
-            throw WireError.malformed("frame body length 0 (at least the type byte is required)")
-        }
-        guard length <= limits.maxFrameBytes else {
-            throw WireError(.frameTooLarge, "frame body length \(length) exceeds max_frame_bytes \(limits.maxFrameBytes)")
-        }
-    }
 
     static func decodeBody(_ body: UnsafeBufferPointer<UInt8>, limits: WireLimits, accepting: Sender) throws(WireError) -> Message {
         let typeByte = body[0]
