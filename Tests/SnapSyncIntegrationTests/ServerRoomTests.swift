@@ -166,7 +166,9 @@ extension ServerIntegration {
             let writer = try RawClient.ready(daemon), member = try RawClient.ready(daemon)
             try writer.mustMutate("doc", [.appendSections([.named("a"), .named("b")]), .appendItems([.named("x"), .named("y")], toSection: "a")])
             let before = try member.state(of: "doc")
-            let target = try Snapshot([(SnapshotElement.named("b", "B"), [SnapshotElement.named("y"), SnapshotElement.named("z")]), (SnapshotElement.named("c"), [])])
+            let target = try Snapshot([
+                (SnapshotElement.named("b", "B"), [SnapshotElement.named("y"), SnapshotElement.named("z")]), (SnapshotElement.named("c"), []),
+            ])
             let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeId: [], snapshot: target) }
             guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(summary(answer))"); return }
             #expect(version == before.version + 1)

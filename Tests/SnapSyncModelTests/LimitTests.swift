@@ -21,10 +21,12 @@ import SnapSyncModel
     @Test func payloadTooLarge() {
         let limits = Limits(maxPayloadBytes: 2)
         _ = applied([.appendItems([SnapshotElement("b", "xy")], toSection: nil)], to: base, limits: limits)
-        expectRejected([.appendItems([SnapshotElement("b", "xyz")], toSection: nil)], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
+        expectRejected(
+            [.appendItems([SnapshotElement("b", "xyz")], toSection: nil)], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
         expectRejected([.insertItems([SnapshotElement("b", "xyz")], .after("a"))], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
         expectRejected([.appendSections([SnapshotElement("s", "xyz")])], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
-        expectRejected([.insertSections([SnapshotElement("s", "xyz")], .before("s1"))], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
+        expectRejected(
+            [.insertSections([SnapshotElement("s", "xyz")], .before("s1"))], on: base, limits: limits, index: 0, .payloadTooLarge("s", size: 3, limit: 2))
         expectRejected([.updateItems([SnapshotElement("a", "xyz")], .reload)], on: base, limits: limits, index: 0, .payloadTooLarge("a", size: 3, limit: 2))
         expectRejected([.updateSections([SnapshotElement("s1", "xyz")])], on: base, limits: limits, index: 0, .payloadTooLarge("s1", size: 3, limit: 2))
     }

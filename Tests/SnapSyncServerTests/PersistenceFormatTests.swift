@@ -143,7 +143,8 @@ import SnapSyncWire
         var snapshot = Snapshot()
         var history: [LoggedWrite] = []
         for v in 1...5 as ClosedRange<UInt64> {
-            let ops: [SnapshotOperation] = v == 1 ? [.appendSections(["s"])] : [.appendItems([SnapshotElement(Identifier(uint64: v), payload: "x")], toSection: "s")]
+            let ops: [SnapshotOperation] =
+                v == 1 ? [.appendSections(["s"])] : [.appendItems([SnapshotElement(Identifier(uint64: v), payload: "x")], toSection: "s")]
             try snapshot.apply(ops)
             history.append(
                 LoggedWrite(

@@ -79,7 +79,8 @@ import SnapSyncModel
         var decoder = FrameDecoder()
         let frame = encoder.encode(
             .diff(
-                room: "lobby", epoch: 1, version: 1, ops: [.appendItems([SnapshotElement("item", payload: Payload([UInt8](repeating: 1, count: 100)))], toSection: nil)]
+                room: "lobby", epoch: 1, version: 1,
+                ops: [.appendItems([SnapshotElement("item", payload: Payload([UInt8](repeating: 1, count: 100)))], toSection: nil)]
             ))
         for round in 0..<10_000 {
             decoder.append(frame)

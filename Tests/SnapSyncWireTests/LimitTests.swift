@@ -104,7 +104,8 @@ import SnapSyncModel
         let payload = Payload([UInt8](repeating: 0x70, count: size))
         let expected: ErrorCode? = size > 64 * 1024 ? .payloadTooLarge : nil
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.updateItems([SnapshotElement("i", payload: payload)], .reload)])) == expected)
-        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.updateSections([SnapshotElement("s", payload: payload)])])) == nil)
+        #expect(
+            code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.updateSections([SnapshotElement("s", payload: payload)])])) == nil)
         let snapshot = try Snapshot([(section: SnapshotElement("s", payload: payload), items: [])], limits: .unlimited)
         #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)) == expected)
     }
