@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // The layout is described in README.md: Model and Wire are pure Swift and shared by
-// the client (SnapSync) and the daemon (SnapSyncServer); only SnapSyncServer imports CLibevent.
+// the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
+// through SnapSyncStore, which never sees a socket; only SnapSyncServer imports CLibevent.
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -16,9 +17,11 @@ let package = Package(
         .library(name: "SnapSync", targets: ["SnapSync"]),
         .library(name: "SnapSyncModel", targets: ["SnapSyncModel"]),
         .library(name: "SnapSyncWire", targets: ["SnapSyncWire"]),
-        // The daemon's insides, for snapsyncd and for the fuzz package (Tests/Fuzz), which
-        // reaches the storage parsers through `@testable import`.
+        // The daemon's insides, for snapsyncd.
         .library(name: "SnapSyncServer", targets: ["SnapSyncServer"]),
+        // Only for the fuzz package (Tests/Fuzz), a package of its own, which reaches the
+        // store's file parsers through `@testable import`: not API.
+        .library(name: "SnapSyncStore", targets: ["SnapSyncStore"]),
         .executable(name: "snapsyncd", targets: ["snapsyncd"]),
         // The seeded PRNG of the property tests, a product only so that the benchmark package
         // (Benchmarks/, which depends on this one by path) builds the same cases: not API.
@@ -36,7 +39,7 @@ let package = Package(
             pkgConfig: "libevent_core",
             providers: [.apt(["libevent-dev"])]
         ),
-        // zlib, for its crc32() (the storage log's record checksum), through pkg-config (Debian: zlib1g-dev).
+        // zlib, for its crc32() (the store's record checksum), through pkg-config (Debian: zlib1g-dev).
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
@@ -59,10 +62,20 @@ let package = Package(
             dependencies: ["SnapSyncModel", "SnapSyncWire"],
             swiftSettings: upcoming
         ),
+        // The write-ahead log, checkpoints, MANIFEST, recovery and the seam the daemon writes
+        // through (`RoomStore`): no sockets, no event loop.
+        .target(
+            name: "SnapSyncStore",
+            dependencies: [
+                "CZlib", "SnapSyncModel", "SnapSyncWire",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "CZlib", "SnapSyncModel", "SnapSyncWire",
+                "CLibevent", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: upcoming
@@ -70,7 +83,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer",
+                "SnapSyncServer", "SnapSyncStore",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -88,11 +101,14 @@ let package = Package(
         .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport"], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport"],
                     resources: [], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel"],
+        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+                                                        .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: upcoming),
+        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz
         // package) replayed over the seed corpus, the corpus and every crash input: no fuzzing.
-        .testTarget(name: "SnapSyncFuzzTests", dependencies: ["SnapSyncServer", "SnapSyncWire", "SnapSyncModel",
+        .testTarget(name: "SnapSyncFuzzTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
                                                        .product(name: "Logging", package: "swift-log")],
                     path: "Tests/Fuzz/Sources", swiftSettings: upcoming),
         // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.

@@ -1,5 +1,6 @@
 import SnapSyncModel
 import SnapSyncWire
+import SnapSyncStore
 
 /// One room: the authoritative snapshot, its position (epoch, version), its recent history and
 /// its members (PROTOCOL.md §7).
@@ -78,12 +79,12 @@ final class Room {
         self.init(name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits)
     }
 
-    /// A room at a known position, e.g. one restored from storage, optionally with the DIFF
-    /// frames and write ids of its latest versions (oldest first, the last one at `version`;
-    /// ignored unless their versions are consecutive and end there).
+    /// A room at a known position, e.g. one restored from the store, optionally with the
+    /// writes of its latest versions (oldest first, the last one at `version`; ignored unless
+    /// their versions are consecutive and end there).
     init(
         name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits,
-        history recent: [(version: UInt64, writeId: [UInt8], frame: [UInt8])] = []
+        history recent: [WriteRecord] = []
     ) {
         self.name = name
         self.epoch = epoch
@@ -96,7 +97,7 @@ final class Room {
         self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: limits.historyBytes, version: start)
         self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
         for entry in usable ? recent : [] {
-            history.append(.frozen(entry.frame), version: entry.version)
+            history.append(.frozen(entry.diffFrame), version: entry.version)
             writeIds.remember(entry.writeId, version: entry.version, fingerprint: nil, oldestVersion: history.baseVersion)
         }
     }

@@ -1,6 +1,7 @@
 import Logging
 import SnapSyncModel
 import SnapSyncWire
+import SnapSyncStore
 
 // What the server does with each message (PROTOCOL.md §3, §7): the handshake, JOIN/LEAVE,
 // writes and their fan-out, STATS, PING/PONG.
@@ -147,7 +148,7 @@ extension Server {
 
     // MARK: Writes
 
-    /// A MUTATE or REPLACE: find or create the room, let storage refuse, let the room decide,
+    /// A MUTATE or REPLACE: find or create the room, let the store refuse, let the room decide,
     /// then fan the DIFF out to every member (the writer too, if it has joined) before the
     /// writer's ACK (PROTOCOL.md §7).
     private func write(
@@ -163,7 +164,7 @@ extension Server {
             return
         }
         do {
-            try storage.prepare(room: room.name)
+            try store.prepare(room: room.name)
         } catch {
             stats.writesRejected += 1
             send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: connection)
@@ -175,10 +176,7 @@ extension Server {
         case .applied(let version, let diff):
             stats.writesApplied += 1
             totalItems += room.snapshot.numberOfItems - itemsBefore
-            storage.append(
-                AcceptedWrite(
-                    room: room.name, epoch: room.epoch, version: version,
-                    writeId: writeId, diffFrame: diff.bytes))
+            store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, diffFrame: diff.bytes)
             // Members are copied first: a member cut off as a slow consumer leaves the room,
             // which would otherwise reorder the array under the loop.
             let members = room.members

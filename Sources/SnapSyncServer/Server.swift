@@ -1,13 +1,14 @@
-public import Logging
+package import Logging
 import SnapSyncModel
 import SnapSyncWire
+package import SnapSyncStore
 internal import Glibc
 
 /// The daemon: one event loop serving every connection and room.
 ///
 /// A loop pass: libevent runs every ready read, accept, timer and signal callback at priority 0;
 /// handlers only queue output and mark connections dirty. Then the flush event (priority 1,
-/// activated once per pass with `event_active`) commits the pass's writes to storage and sends
+/// activated once per pass with `event_active`) commits the pass's writes to the store and sends
 /// each dirty connection everything it has pending in one gathering write. Fan-out thus costs
 /// one syscall per subscriber per pass however many DIFFs the pass produced — the measured cost
 /// of fan-out is write calls, not bytes.
@@ -23,7 +24,7 @@ public final class Server {
     public let configuration: ServerConfiguration
     let logger: Logger
     let loop: EventLoop
-    let storage: any WriteStorage
+    let store: any RoomStore
     private let notifier = SystemdNotifier()
 
     private var listener: Listener?
@@ -83,7 +84,7 @@ public final class Server {
     private var fatalError: ServerError?
 
     /// Creates the loop. Nothing is bound until `start()`.
-    public init(configuration: ServerConfiguration, logger: Logger, storage: any WriteStorage = MemoryStorage()) throws(ServerError) {
+    package init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore = MemoryStore()) throws(ServerError) {
         do {
             try configuration.validate()
         } catch {
@@ -91,7 +92,7 @@ public final class Server {
         }
         self.configuration = configuration
         self.logger = logger
-        self.storage = storage
+        self.store = store
         self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
         do {
             self.loop = try EventLoop()
@@ -175,7 +176,7 @@ public final class Server {
     }
 
     /// Runs the loop until shutdown has finished (after SIGTERM/SIGINT or `shutdown()`).
-    /// - Throws: when the loop or storage failed; the daemon should then exit non-zero.
+    /// - Throws: when the loop or the store failed; the daemon should then exit non-zero.
     public func run() throws(ServerError) {
         do {
             try loop.run()
@@ -226,7 +227,7 @@ public final class Server {
         loop.stop()
     }
 
-    /// Storage failed to commit: nothing of this pass may reach a client. Stop at once.
+    /// The store failed to commit: nothing of this pass may reach a client. Stop at once.
     func fail(_ error: ServerError) {
         logger.critical("\(error.message)")
         fatalError = error
@@ -263,7 +264,7 @@ public final class Server {
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
         let started = ContinuousClock.now
         server.stats.tick(now: started)
-        server.maintainStorage()
+        server.maintainStore()
         server.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }
@@ -498,7 +499,7 @@ public final class Server {
         server.flushPass()
     }
 
-    /// Commits the pass's writes to storage, then sends every dirty connection its output.
+    /// Commits the pass's writes to the store, then sends every dirty connection its output.
     /// - Complexity: O(dirty connections + iovecs sent); one sendmsg per connection unless it
     ///   has more than 1024 chunks pending.
     func flushPass() {
@@ -506,9 +507,9 @@ public final class Server {
         callbacksSinceFlushScheduled = 0
         guard !dirty.isEmpty else { return }
         do {
-            try storage.commit()
+            try store.commit()
         } catch {
-            fail(ServerError("storage failed to commit: \(error); stopping without acknowledging"))
+            fail(ServerError("the store failed to commit: \(error); stopping without acknowledging"))
             return
         }
         swap(&dirty, &flushing)

@@ -1,4 +1,5 @@
 public import Logging
+package import SnapSyncStore
 
 /// Keeps systemd waiting while a long start-up (recovery) makes progress: at most every
 /// `interval`, it sends `EXTEND_TIMEOUT_USEC` (`extendBy` from now) with a STATUS line, so a
@@ -47,7 +48,7 @@ public final class StartupNotifier {
     }
 
     /// `progress` for `DurableStore.open`.
-    public func recovery(_ progress: RecoveryProgress) {
+    package func recovery(_ progress: RecoveryProgress) {
         self.progress("recovering: \(progress.checkpointsLoaded) checkpoint(s) loaded, \(progress.recordsReplayed) logged write(s) replayed")
     }
 }

@@ -216,24 +216,6 @@ enum Syscall {
         return true
     }
 
-    /// `mkdir(path, mode)`; an existing entry is not an error here (the caller checks its type).
-    static func makeDirectory(_ path: String, mode: mode_t) throws(SystemError) {
-        if Glibc.mkdir(path, mode) != 0 && Glibc.errno != EEXIST {
-            throw SystemError(call: "mkdir \(path)", errno: Glibc.errno)
-        }
-    }
-
-    /// `stat(path)`: whether it names a directory.
-    static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    /// `access(path, W_OK | X_OK)`.
-    static func checkWritable(_ path: String) throws(SystemError) {
-        if Glibc.access(path, W_OK | X_OK) != 0 { throw SystemError(call: "access \(path)", errno: Glibc.errno) }
-    }
-
     // MARK: Process
 
     /// `pthread_sigmask(SIG_UNBLOCK, signals)`: a daemon started by a parent that blocked

@@ -2,7 +2,7 @@
 /// (PROTOCOL.md §10, `write_id`): a repeated id is answered with the ACK of the version its
 /// original write produced, and nothing is applied. With each id goes the fingerprint of the
 /// write that used it, so that another write reusing the id is refused (`write_id_conflict`)
-/// rather than acknowledged and dropped; ids restored from storage have none (the log keeps
+/// rather than acknowledged and dropped; ids restored from the store have none (the log keeps
 /// the DIFF, not the request), and any write with such an id is taken as its retry.
 ///
 /// The window is the room's history window (PROTOCOL.md: "at least the versions it keeps for

@@ -7,18 +7,23 @@ import SnapSyncModel
 /// per-byte retain, bounds-check trap or copy. Every read is O(1) except byte strings, which
 /// are one memcpy of their length.
 struct ByteReader {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var offset = 0
+    /// The primitives (`ByteCursor`, shared with the store); this type names the field.
+    private var cursor: ByteCursor
     /// The message being read, for error details ("DIFF.version").
     let message: MessageType
 
     init(_ bytes: UnsafeBufferPointer<UInt8>, message: MessageType) {
-        self.bytes = bytes
+        self.cursor = ByteCursor(bytes)
         self.message = message
     }
 
-    var remaining: Int { bytes.count - offset }
-    var isAtEnd: Bool { offset == bytes.count }
+    var bytes: UnsafeBufferPointer<UInt8> { cursor.bytes }
+    var offset: Int {
+        get { cursor.offset }
+        set { cursor.offset = newValue }
+    }
+    var remaining: Int { cursor.remaining }
+    var isAtEnd: Bool { cursor.isAtEnd }
 
     func fail(_ field: StaticString, _ problem: String) -> WireError {
         .malformed("\(problem) in \(message.name).\(field)")
@@ -28,43 +33,24 @@ struct ByteReader {
         .malformed("\(message.name).\(field) runs past the end of the body (truncated field)")
     }
 
+    private func fail(_ field: StaticString, _ problem: ByteCursor.Problem) -> WireError {
+        switch problem {
+        case .truncated: truncated(field)
+        case .varintTooLong: fail(field, "bad varint (longer than 10 bytes)")
+        case .varintOverflow: fail(field, "bad varint (overflows 64 bits)")
+        case .varintNotMinimal: fail(field, "bad varint (non-minimal: overlong encoding)")
+        }
+    }
+
+    @inline(__always)
     mutating func u8(_ field: StaticString) throws(WireError) -> UInt8 {
-        guard offset < bytes.count else { throw truncated(field) }
-        defer { offset += 1 }
-        return bytes[offset]
+        do { return try cursor.u8() } catch { throw fail(field, error) }
     }
 
     /// A minimal LEB128 of at most 10 bytes that fits 64 bits.
     @inline(__always)
     mutating func varint(_ field: StaticString) throws(WireError) -> UInt64 {
-        // Fast path: most lengths, counts and small numbers are one byte.
-        if offset < bytes.count, bytes[offset] < 0x80 {
-            defer { offset += 1 }
-            return UInt64(bytes[offset])
-        }
-        return try varintSlow(field)
-    }
-
-    private mutating func varintSlow(_ field: StaticString) throws(WireError) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        for index in 0..<10 {
-            guard offset < bytes.count else { throw truncated(field) }
-            let byte = bytes[offset]
-            offset += 1
-            if index == 9 {
-                // The 10th byte holds bit 63 only.
-                if byte & 0x80 != 0 { throw fail(field, "bad varint (longer than 10 bytes)") }
-                if byte > 0x01 { throw fail(field, "bad varint (overflows 64 bits)") }
-            }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 {
-                if byte == 0 && index > 0 { throw fail(field, "bad varint (non-minimal: overlong encoding)") }
-                return result
-            }
-            shift += 7
-        }
-        preconditionFailure("unreachable: the 10th byte always ends the loop")
+        do { return try cursor.varint() } catch { throw fail(field, error) }
     }
 
     /// A `varint` that must fit `Int` (lengths and counts), with each of `count` elements taking
@@ -89,9 +75,7 @@ struct ByteReader {
 
     /// `n` raw bytes, copied out.
     mutating func raw(_ n: Int, _ field: StaticString) throws(WireError) -> [UInt8] {
-        guard n <= remaining else { throw truncated(field) }
-        defer { offset += n }
-        return Array(UnsafeBufferPointer(rebasing: bytes[offset..<offset + n]))
+        do { return Array(try cursor.raw(n)) } catch { throw fail(field, error) }
     }
 
     mutating func bytesField(_ field: StaticString) throws(WireError) -> [UInt8] {
@@ -110,8 +94,8 @@ struct ByteReader {
     /// and would not re-encode to the same bytes (PROTOCOL.md lets receivers reject it).
     mutating func string(_ field: StaticString) throws(WireError) -> String {
         let n = try length(field)
-        let slice = UnsafeBufferPointer(rebasing: bytes[offset..<offset + n])
-        offset += n
+        let slice: UnsafeBufferPointer<UInt8>
+        do { slice = try cursor.raw(n) } catch { throw fail(field, error) }
         let string = String(decoding: slice, as: UTF8.self)
         // Decoding repairs invalid sequences with U+FFFD; the round trip differs exactly when the
         // input was invalid. ASCII (the common case) is valid by construction: skip the compare.

@@ -1,12 +1,14 @@
 import SnapSyncModel
 
 // The field encodings of PROTOCOL.md §2, appended straight into the caller's buffer so that a
-// frame is built with no intermediate arrays. Each is O(bytes written), amortized.
+// frame is built with no intermediate arrays. Each is O(bytes written), amortized. The
+// primitives (varints, byte strings, big-endian integers) are `package`: the store's file
+// formats (SnapSyncStore) are written with them.
 
 extension Array where Element == UInt8 {
     /// Minimal unsigned LEB128: 1 byte below 128, at most 10.
     @inline(__always)
-    mutating func appendVarint(_ value: UInt64) {
+    package mutating func appendVarint(_ value: UInt64) {
         // Most varints (lengths, counts, small ids) are one byte: keep that path inlined.
         if value < 0x80 {
             append(UInt8(truncatingIfNeeded: value))
@@ -16,7 +18,7 @@ extension Array where Element == UInt8 {
     }
 
     @inline(never)
-    mutating func appendLongVarint(_ value: UInt64) {
+    package mutating func appendLongVarint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
             append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -25,19 +27,39 @@ extension Array where Element == UInt8 {
         append(UInt8(truncatingIfNeeded: v))
     }
 
-    @inline(__always) mutating func appendVarint(_ value: Int) {
+    @inline(__always) package mutating func appendVarint(_ value: Int) {
         appendVarint(UInt64(value))
     }
 
-    mutating func appendBytes(_ bytes: [UInt8]) {
+    package mutating func appendBytes(_ bytes: [UInt8]) {
         appendVarint(bytes.count)
         append(contentsOf: bytes)
     }
 
-    mutating func appendString(_ string: String) {
+    /// A `bytes` field from borrowed bytes (the store's DIFF frames): one copy.
+    package mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) {
+        appendVarint(bytes.count)
+        append(contentsOf: bytes)
+    }
+
+    package mutating func appendString(_ string: String) {
         let utf8 = string.utf8
         appendVarint(utf8.count)
         append(contentsOf: utf8)
+    }
+
+    /// A big-endian u32 (the store's record and segment headers).
+    package mutating func appendBigEndian(_ value: UInt32) {
+        append(UInt8(truncatingIfNeeded: value >> 24))
+        append(UInt8(truncatingIfNeeded: value >> 16))
+        append(UInt8(truncatingIfNeeded: value >> 8))
+        append(UInt8(truncatingIfNeeded: value))
+    }
+
+    /// A big-endian u64.
+    package mutating func appendBigEndian(_ value: UInt64) {
+        appendBigEndian(UInt32(truncatingIfNeeded: value >> 32))
+        appendBigEndian(UInt32(truncatingIfNeeded: value))
     }
 
     mutating func appendElement(_ element: SnapshotElement) {

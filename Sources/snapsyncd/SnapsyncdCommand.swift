@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import SnapSyncServer
+import SnapSyncStore
 
 /// `snapsyncd [options]`: every limit has a flag and a documented default (ServerConfiguration).
 struct SnapsyncdCommand: ParsableCommand {
@@ -169,9 +170,9 @@ struct SnapsyncdCommand: ParsableCommand {
         return configuration
     }
 
-    /// The storage options: the data directory, the fsync policy and checkpointing.
-    func storageOptions(_ configuration: ServerConfiguration) -> StorageOptions {
-        StorageOptions(
+    /// The store's options: the data directory, the fsync policy and checkpointing.
+    func storeOptions(_ configuration: ServerConfiguration) -> StoreOptions {
+        StoreOptions(
             directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
             segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.maxFrameBytes + 4,
             checkpointInterval: checkpointInterval, historyLimit: configuration.historyCount)
@@ -200,9 +201,9 @@ struct SnapsyncdCommand: ParsableCommand {
     private func recover(_ configuration: ServerConfiguration, logger: Logger) throws -> (DurableStore, Server) {
         let startup = StartupNotifier(logger: logger)
         let (store, recovered) = try DurableStore.open(
-            options: storageOptions(configuration), logger: logger,
+            options: storeOptions(configuration), logger: logger,
             progress: startup.recovery)
-        let server = try Server(configuration: configuration, logger: logger, storage: DurableWriteStorage(store: store))
+        let server = try Server(configuration: configuration, logger: logger, store: store)
         try server.restore(recovered)
         return (store, server)
     }
@@ -221,7 +222,7 @@ struct SnapsyncdCommand: ParsableCommand {
             // READY=1 goes out here, once recovered and listening.
             try server.start()
             try server.run()
-            try store.close(image: server.roomImage)
+            try store.close(checkpointing: server.roomImages(store.roomsDueAtClose()))
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure

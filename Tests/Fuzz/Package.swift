@@ -25,7 +25,7 @@ let package = Package(
         .target(
             name: "FuzzEntries",
             dependencies: [
-                .product(name: "SnapSyncServer", package: "SnapSync"),
+                .product(name: "SnapSyncStore", package: "SnapSync"),
                 .product(name: "SnapSyncWire", package: "SnapSync"),
                 .product(name: "SnapSyncModel", package: "SnapSync"),
             ],

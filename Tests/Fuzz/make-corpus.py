@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzz seeds that come from Protocol/vectors/*.json into Tests/Fuzz/seeds/.
 
-The seeds written by the storage itself (log segments, checkpoints, snapshots of real rooms)
+The seeds written by the store itself (log segments, checkpoints, snapshots of real rooms)
 come from the Swift test SeedCorpusTests (SNAPSYNC_WRITE_FUZZ_SEEDS=1 swift test --filter SeedCorpus).
 
 Usage: Tests/Fuzz/make-corpus.py          write the vector seeds (named vector-<sha1 prefix>)

@@ -69,7 +69,7 @@ extension ServerIntegration {
 
             let restarted = try dir.start(["--fsync", fsync])
             defer { restarted.stop() }
-            #expect(restarted.log.contains("storage: opened"))
+            #expect(restarted.log.contains("store: opened"))
             let reader = try RawClient.ready(restarted)
             for room in ["crash-0", "crash-1"] {
                 let state = try reader.state(of: room)

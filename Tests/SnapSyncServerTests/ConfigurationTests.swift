@@ -129,28 +129,6 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
             "below one full room: max snapshot bytes plus history bytes")
         #expect(message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) } == nil)
     }
-
-    @Test func dataDirectoryDefaultsToSystemdsStateDirectory() {
-        #expect(DataDirectory.defaultPath(stateDirectory: nil) == "./data")
-        #expect(DataDirectory.defaultPath(stateDirectory: "/var/lib/snapsyncd") == "/var/lib/snapsyncd")
-        #expect(DataDirectory.defaultPath(stateDirectory: "/var/lib/a:/var/lib/b") == "/var/lib/a")
-        #expect(DataDirectory.defaultPath(stateDirectory: "") == "./data")
-    }
-
-    @Test func dataDirectoryIsCreatedWithItsParents() throws {
-        var template = Array("/tmp/snapsync-datadir-XXXXXX".utf8CString)
-        let base = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
-        defer { _ = system("rm -rf '\(base)'") }
-        let path = base + "/a/b/c"
-        try DataDirectory.prepare(path)
-        try DataDirectory.prepare(path)  // already there: fine
-        var info = stat()
-        #expect(stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR)
-        // A file in the way is refused.
-        let file = base + "/file"
-        close(open(file, O_CREAT | O_WRONLY, 0o600))
-        #expect(throws: ConfigurationError.self) { try DataDirectory.prepare(file) }
-    }
 }
 
 @Suite struct SocketAddressTests {

@@ -1,6 +1,7 @@
 import Testing
 import SnapSyncModel
 import SnapSyncWire
+import SnapSyncStore
 @testable import SnapSyncServer
 
 // Rooms without sockets: writes, rejections, compare-and-set, write-id deduplication, history
@@ -424,11 +425,11 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.snapshot.itemIdentifiers == ["a", "bc"])
     }
 
-    /// Ids restored from storage have no fingerprint: any write reusing one is its retry.
+    /// Ids restored from the store have no fingerprint: any write reusing one is its retry.
     @Test func restoredIdsMatchAnyWrite() {
         let room = Room(
             name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: Room.Limits(),
-            history: [(version: 1, writeId: [1], frame: [0, 0, 0, 1, 0x22])])
+            history: [WriteRecord(room: "r", epoch: 5, version: 1, writeId: [1], diffFrame: [0, 0, 0, 1, 0x22])])
         var scratch: [UInt8] = []
         guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {
             Issue.record("a restored write id was not taken as a retry")

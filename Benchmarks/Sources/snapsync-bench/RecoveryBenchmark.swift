@@ -209,9 +209,10 @@
             return Start()
         }
 
-        /// The integer between `after` and `before` on the "storage: opened" line, if any.
+        /// The integer between `after` and `before` on the "store: opened" line (older binaries,
+        /// which a before/after comparison runs, say "storage: opened"), if any.
         static func number(before: String, after: String, in text: String) -> Int? {
-            guard let line = text.split(separator: "\n").first(where: { $0.contains("storage: opened") }),
+            guard let line = text.split(separator: "\n").first(where: { $0.contains("store: opened") || $0.contains("storage: opened") }),
                 let from = fanoutFind(after, in: String(line))
             else { return nil }
             let rest = String(line)[from...]

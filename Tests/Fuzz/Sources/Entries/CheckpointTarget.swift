@@ -1,8 +1,8 @@
 import SnapSyncModel
-@testable import SnapSyncServer
+@testable import SnapSyncStore
 
 /// Checkpoint files through `CheckpointFile.decode`, which reads the header record, the snapshot
-/// record (`SnapshotDecoding`) and the history records (`LoggedWrite`).
+/// record (`SnapshotDecoding`) and the history records (`WriteRecord`).
 ///
 /// Input: a checkpoint file; it is run as it is and with its checksums repaired. Laws: refusal
 /// is `.corrupt` naming the file and an offset inside it; an accepted file re-encodes to its

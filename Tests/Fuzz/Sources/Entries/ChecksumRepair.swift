@@ -1,6 +1,6 @@
-@testable import SnapSyncServer
+@testable import SnapSyncStore
 
-/// Makes every checksum of a storage file right, so that a mutation of a length or a payload
+/// Makes every checksum of a store file right, so that a mutation of a length or a payload
 /// reaches the parsers behind the CRCs instead of stopping at them (a fuzzer rarely guesses a
 /// CRC-32). The targets run each input both as it is and repaired.
 enum ChecksumRepair {

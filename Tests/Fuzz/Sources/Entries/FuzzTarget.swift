@@ -10,12 +10,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Frames and messages: the incremental `FrameDecoder` fed in chunks, as a server and as a
     /// client, with the default or tight limits.
     case wire
-    /// Log segments: the header check, the record framing reader, `LoggedWrite` payloads and the
+    /// Log segments: the header check, the record framing reader, `WriteRecord` payloads and the
     /// DIFF frames they hold, replayed over the rooms.
     case log
     /// Checkpoint files: `CheckpointFile.decode`.
     case checkpoint
-    /// Canonical snapshot encodings: the storage's `SnapshotDecoding` against the wire's
+    /// Canonical snapshot encodings: the store's `SnapshotDecoding` against the wire's
     /// snapshot field, which must agree.
     case snapshot
 

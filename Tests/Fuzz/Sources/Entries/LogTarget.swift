@@ -1,9 +1,9 @@
 import SnapSyncModel
 import SnapSyncWire
-@testable import SnapSyncServer
+@testable import SnapSyncStore
 
 /// Log segments as recovery reads them: `LogSegment.checkHeader`, then `RecordFraming.parse`
-/// record by record from byte 24, each payload through `LoggedWrite(payload:range:)`, its DIFF
+/// record by record from byte 24, each payload through `WriteRecord(payload:range:)`, its DIFF
 /// frame through `FrameDecoder` (accepting the server's messages, no limits) and its ops applied
 /// to the room, in version order. Damage is followed by `RecordFraming.nextGoodRecord`.
 ///
@@ -71,8 +71,8 @@ enum LogTarget {
     }
 
     static func record(_ bytes: [UInt8], _ payload: Range<Int>, rooms: inout [String: Room]) throws(LawViolation) {
-        let write: LoggedWrite
-        do { write = try LoggedWrite(payload: bytes, range: payload) } catch {
+        let write: WriteRecord
+        do { write = try WriteRecord(payload: bytes, range: payload) } catch {
             try law(!error.what.isEmpty, "a refused record without a reason")
             return
         }

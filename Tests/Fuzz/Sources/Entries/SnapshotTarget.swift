@@ -1,9 +1,9 @@
 import SnapSyncModel
 import SnapSyncWire
-@testable import SnapSyncServer
+@testable import SnapSyncStore
 
 /// A snapshot's canonical encoding (PROTOCOL.md §4), read by the two decoders that exist:
-/// the storage's `SnapshotDecoding.decode` (checkpoints) and the wire's snapshot field (here in a
+/// the store's `SnapshotDecoding.decode` (checkpoints) and the wire's snapshot field (here in a
 /// SNAPSHOT body, as a client reads it).
 ///
 /// Input: the encoding. Laws: without limits the two accept the same inputs and build equal
@@ -15,24 +15,24 @@ enum SnapshotTarget {
     static let requestID: UInt64 = 5
 
     static func run(_ input: [UInt8]) throws(LawViolation) {
-        let storage = Result { () throws(ByteReader.Failure) -> Snapshot in
+        let store = Result { () throws(FieldReader.Failure) -> Snapshot in
             try SnapshotDecoding.decode(input, range: input.indices)
         }
         // type, request_id, room "", epoch 0, version 0, reason initial, digest (32 bytes), snapshot
         let body = [MessageType.snapshot.rawValue, UInt8(requestID), 0, 0, 0, 0] + [UInt8](repeating: 0, count: 32) + input
         let wire = snapshot(body, limits: unlimited)
-        switch (storage, wire) {
+        switch (store, wire) {
         case (.success(let s), .success(let w)):
-            try law(s == w, "the storage and the wire decode one encoding to different snapshots")
+            try law(s == w, "the store and the wire decode one encoding to different snapshots")
             try WireTarget.invariants(s, "a decoded snapshot")
             try law(s.canonicalEncoding == input, "a decoded snapshot re-encodes to other bytes")
             try law(s.canonicalByteCount == input.count, "canonicalByteCount \(s.canonicalByteCount) for \(input.count) bytes")
         case (.failure(let e), .failure):
             try law(!e.what.isEmpty, "a refused snapshot without a reason")
         case (.success, .failure(let e)):
-            throw LawViolation(description: "the storage accepts a snapshot encoding the wire refuses: \(e)")
+            throw LawViolation(description: "the store accepts a snapshot encoding the wire refuses: \(e)")
         case (.failure(let e), .success):
-            throw LawViolation(description: "the wire accepts a snapshot encoding the storage refuses: \(e.what)")
+            throw LawViolation(description: "the wire accepts a snapshot encoding the store refuses: \(e.what)")
         }
         switch snapshot(body, limits: .default) {
         case .success(let limited):

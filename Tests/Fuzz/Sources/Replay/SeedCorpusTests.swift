@@ -3,10 +3,10 @@ import Logging
 import Testing
 import SnapSyncModel
 import SnapSyncWire
-@testable import SnapSyncServer
+@testable import SnapSyncStore
 
-/// The seeds that the storage writes itself: log segments and checkpoint files made by
-/// `DurableStore` through its public API (open, reserve, append, sync, maintain), and the
+/// The seeds that the store writes itself: log segments and checkpoint files made by
+/// `DurableStore` through its public API (open, reserve, append, sync, maintain, checkpoint), and the
 /// canonical encodings of the rooms they hold. They are checked against the committed
 /// seeds/<target>/store-* files, so the seeds follow any change of format; to rewrite them:
 ///
@@ -16,11 +16,11 @@ import SnapSyncWire
 @Suite struct SeedCorpusTests {
     /// Writes a few rooms through a real store, forces a segment switch and a checkpoint of
     /// every room, and returns the files: (target, seed name, bytes). The store's background
-    /// work runs inline, so that one `maintain` both switches segments and checkpoints.
+    /// work runs inline, so that one `maintain` both switches segments and names every room due.
     static func storeSeeds() throws -> [(FuzzTarget, String, [UInt8])] {
         let directory = NSTemporaryDirectory() + "snapsync-fuzz-seeds-\(getpid())-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let options = StorageOptions(
+        let options = StoreOptions(
             directory: directory, fsync: .no, segmentBytes: 1 << 20, maxDiffFrameBytes: 4 << 10,
             preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), historyLimit: 4,
             backgroundThread: false)
@@ -35,18 +35,22 @@ import SnapSyncWire
             var frame: [UInt8] = []
             FrameEncoder().encodeDiff(room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1), ops: ops, into: &frame)
             store.append(
-                LoggedWrite(
+                WriteRecord(
                     room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1),
                     writeId: writeId, diffFrame: frame))
             state.frames.append(frame)
             rooms[room] = state
             try store.sync(now: start)
         }
-        // A closed segment's data, before maintain() checkpoints every room it pins and deletes it.
+        // A closed segment's data, before every room it pins is checkpointed and it is deleted.
         let firstSegment = try readAll(directory + "/" + store.activeSegmentName)
-        try store.maintain(now: start + .seconds(120)) { name in
-            rooms[name].map { RoomImage(epoch: $0.epoch, version: UInt64($0.frames.count), snapshot: $0.snapshot, history: $0.frames) }
-        }
+        let due = try store.maintain(now: start + .seconds(120))
+        try store.checkpoint(
+            due.compactMap { name in
+                rooms[name].map {
+                    RoomImage(room: name, epoch: $0.epoch, version: UInt64($0.frames.count), snapshot: $0.snapshot, diffFrames: $0.frames)
+                }
+            })
         try store.close()
 
         var seeds: [(FuzzTarget, String, [UInt8])] = []

@@ -1,0 +1,202 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// The store's background thread: runs `BackgroundJob`s, one at a time, in the order they
+/// were submitted, so that the event loop never waits for a segment's fdatasync, a segment's
+/// creation or an unlink (each used to stall the loop for 20-250 ms at every
+/// segment switch).
+///
+/// One thread and one FIFO queue, so that the jobs' effects on disk happen in submission order:
+/// a closed segment's trim and fdatasync finish before any later fdatasync of the next segment
+/// (recovery relies on it, docs/persistence.md). The queue is bounded (`capacity`): `submit`
+/// blocks while it is full. The store never has more than a handful of jobs in flight (one of
+/// each kind), so that is a safety net, not a path.
+///
+/// The loop learns of finished jobs by calling `takeCompletions()` (from `sync()` once per pass
+/// and from the one-second maintenance), and can wait for one job with `wait(for:)`. Errors are
+/// carried in the completions, never thrown on the background thread.
+///
+/// `inline` runs each job on the caller's thread inside `submit`: no thread at all, every step
+/// deterministic (the unit tests use it; the daemon does not).
+///
+/// Thread-safety: every method is for the owner's thread (the loop); the mutex guards what the
+/// worker shares with it. `shutdown()` lets the queued jobs finish, then joins the thread.
+final class BackgroundIO: @unchecked Sendable {
+    let inline: Bool
+    let capacity: Int
+
+    // Guarded by `mutex`.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// Signalled when a job is queued or shutdown is asked for.
+    private let workQueued: UnsafeMutablePointer<pthread_cond_t>
+    /// Broadcast when a job finishes.
+    private let jobFinished: UnsafeMutablePointer<pthread_cond_t>
+    private var queue: [(ticket: UInt64, job: BackgroundJob)] = []
+    private var completions: [BackgroundCompletion] = []
+    /// Jobs finish in ticket order (one worker, FIFO), so "ticket t is done" is `t <= finishedThrough`.
+    private var finishedThrough: UInt64 = 0
+    private var stopping = false
+    private var fault: (@Sendable (BackgroundJob) -> StoreError?)?
+
+    // The owner's only.
+    private var nextTicket: UInt64 = 1
+    private var thread: pthread_t?
+
+    init(inline: Bool, capacity: Int = 16) {
+        self.inline = inline
+        self.capacity = max(1, capacity)
+        mutex = .allocate(capacity: 1)
+        workQueued = .allocate(capacity: 1)
+        jobFinished = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(workQueued, nil)
+        pthread_cond_init(jobFinished, nil)
+        if !inline { startThread() }
+    }
+
+    deinit {
+        shutdown()
+        pthread_cond_destroy(jobFinished)
+        pthread_cond_destroy(workQueued)
+        pthread_mutex_destroy(mutex)
+        jobFinished.deallocate()
+        workQueued.deallocate()
+        mutex.deallocate()
+    }
+
+    private func startThread() {
+        var handle = pthread_t()
+        // The worker holds its own reference until it exits, so the object outlives it.
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(
+            &handle, nil,
+            { raw in
+                let io = Unmanaged<BackgroundIO>.fromOpaque(raw!).takeRetainedValue()
+                io.work()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            // No thread (EAGAIN: the process is at its thread limit): run the jobs inline.
+            Unmanaged<BackgroundIO>.fromOpaque(context).release()
+            return
+        }
+        thread = handle
+    }
+
+    /// Whether the jobs really run on another thread (false when `inline`, or when the thread
+    /// could not be created).
+    var isThreaded: Bool { thread != nil }
+
+    /// Queues `job`; returns its ticket (increasing from 1). Blocks while `capacity` jobs are
+    /// queued. Inline (no thread), the job has run and its completion is waiting when this returns.
+    @discardableResult
+    func submit(_ job: BackgroundJob) -> UInt64 {
+        let ticket = nextTicket
+        nextTicket += 1
+        guard thread != nil else {
+            let result = run(job)
+            lock()
+            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result))
+            finishedThrough = ticket
+            unlock()
+            return ticket
+        }
+        lock()
+        while queue.count >= capacity { pthread_cond_wait(jobFinished, mutex) }
+        queue.append((ticket, job))
+        pthread_cond_signal(workQueued)
+        unlock()
+        return ticket
+    }
+
+    /// The completions of the jobs finished since the last call, in ticket order.
+    /// - Complexity: one uncontended mutex lock when nothing finished.
+    func takeCompletions() -> [BackgroundCompletion] {
+        lock()
+        defer { unlock() }
+        guard !completions.isEmpty else { return [] }
+        let taken = completions
+        completions.removeAll()
+        return taken
+    }
+
+    func isFinished(_ ticket: UInt64) -> Bool {
+        lock()
+        defer { unlock() }
+        return ticket <= finishedThrough
+    }
+
+    /// Blocks until job `ticket` (and so every job submitted before it) has finished.
+    func wait(for ticket: UInt64) {
+        lock()
+        while finishedThrough < ticket { pthread_cond_wait(jobFinished, mutex) }
+        unlock()
+    }
+
+    /// Blocks until every job submitted so far has finished.
+    func waitForAll() { wait(for: nextTicket - 1) }
+
+    /// Lets the queued jobs finish, then ends and joins the thread. Idempotent; `submit` after
+    /// it runs jobs inline.
+    func shutdown() {
+        guard let handle = thread else { return }
+        lock()
+        stopping = true
+        pthread_cond_signal(workQueued)
+        unlock()
+        pthread_join(handle, nil)
+        thread = nil
+    }
+
+    /// Makes every later job whose `fault` returns an error fail with it, without running (tests).
+    func injectFault(_ fault: (@Sendable (BackgroundJob) -> StoreError?)?) {
+        lock()
+        self.fault = fault
+        unlock()
+    }
+
+    // MARK: - The worker
+
+    private func work() {
+        lock()
+        while true {
+            while queue.isEmpty && !stopping { pthread_cond_wait(workQueued, mutex) }
+            guard !queue.isEmpty else { break }
+            let (ticket, job) = queue.removeFirst()
+            unlock()
+            let result = run(job)
+            lock()
+            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result))
+            finishedThrough = ticket
+            pthread_cond_broadcast(jobFinished)
+        }
+        unlock()
+    }
+
+    private func run(_ job: BackgroundJob) -> Result<BackgroundOutcome, StoreError> {
+        lock()
+        let fault = self.fault
+        unlock()
+        // Called outside the lock: a test's hook may block (to hold a job back).
+        if let injected = fault?(job) {
+            job.abandon()
+            return .failure(injected)
+        }
+        do {
+            return .success(try job.perform())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func lock() { pthread_mutex_lock(mutex) }
+    private func unlock() { pthread_mutex_unlock(mutex) }
+}
+
+/// A finished job: its ticket, the job, and what it gave or why it failed.
+struct BackgroundCompletion: Sendable {
+    var ticket: UInt64
+    var job: BackgroundJob
+    var result: Result<BackgroundOutcome, StoreError>
+}

@@ -1,0 +1,177 @@
+internal import SnapSyncModel
+internal import SnapSyncWire
+
+// Checkpoint files: one room's snapshot at one version, so that the log before it can go
+// (docs/persistence.md, "Checkpoints"). A file is written whole under a temporary name,
+// fsynced, renamed into place and the directory fsynced, so a checkpoint file is either
+// complete or absent: any damage in one is corruption, never a torn write.
+//
+//   0  magic "SNAPCKP1" (8 bytes)
+//   8  record: kind 0x02, string room, varint epoch, varint version, digest (32 bytes),
+//              varint history_count
+//      record: the snapshot's canonical encoding (PROTOCOL.md §4)
+//      history_count records: log write records (kind 0x01) for the versions just before and
+//              up to `version`, oldest first, so that CATCHUP still works after a restart
+//   the file ends right after the last record.
+//
+// Files are named ckpt-<16 hex digits>.snap by a sequence number, not by room, because room
+// names are up to 128 bytes of any UTF-8 and a file name is not; the room is inside.
+
+struct CheckpointFile {
+    static let magic: [UInt8] = Array("SNAPCKP1".utf8)
+
+    var room: String
+    var epoch: UInt64
+    var version: UInt64
+    var snapshot: Snapshot
+    var history: [WriteRecord]
+
+    static func fileName(_ sequence: UInt64) -> String { "ckpt-\(hex16(sequence)).snap" }
+    static func sequence(ofFileName name: String) -> UInt64? { parseNumbered(name, prefix: "ckpt-", suffix: ".snap") }
+
+    /// The file's bytes.
+    /// - Complexity: O(size of the snapshot + history): one encoding pass, one checksum pass,
+    ///   one SHA-256 pass for the digest.
+    static func encode(
+        room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
+        history: [WriteRecord]
+    ) -> [UInt8] {
+        var encoding: [UInt8] = []
+        snapshot.encodeCanonical(into: &encoding)
+        var header: [UInt8] = [PayloadKind.checkpointHeader.rawValue]
+        header.appendString(room)
+        header.appendVarint(epoch)
+        header.appendVarint(version)
+        header.append(contentsOf: snapshot.digest.bytes)
+        header.appendVarint(UInt64(history.count))
+        var out = magic
+        out.reserveCapacity(
+            64 + encoding.count
+                + history.reduce(0) {
+                    $0 + WriteRecord.payloadSizeUpperBound(room: $1.room, writeId: $1.writeId, frameCount: $1.diffFrame.count)
+                        + RecordFraming.headerSize
+                })
+        RecordFraming.append(payload: header, to: &out)
+        RecordFraming.append(payload: encoding, to: &out)
+        var scratch: [UInt8] = []
+        for write in history {
+            scratch.removeAll(keepingCapacity: true)
+            write.encodePayload(into: &scratch)
+            RecordFraming.append(payload: scratch, to: &out)
+        }
+        return out
+    }
+
+    /// Reads a whole checkpoint file. Any departure from the layout is `.corrupt`, and so is a
+    /// snapshot whose digest differs from the one recorded.
+    static func decode(_ bytes: [UInt8], path: String) throws(StoreError) -> CheckpointFile {
+        func corrupt(_ offset: Int, _ reason: String) -> StoreError {
+            .corrupt(
+                path: path, offset: offset,
+                reason: reason + " (checkpoints are written whole and renamed into place, so this is damage, not an unfinished write)")
+        }
+        guard bytes.count >= magic.count, Array(bytes[0..<magic.count]) == magic else {
+            throw corrupt(0, "it does not start with \"SNAPCKP1\"")
+        }
+        var offset = magic.count
+        func nextRecord() throws(StoreError) -> Range<Int> {
+            switch RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: Int(UInt32.max)) {
+            case .record(let payload, let next):
+                offset = next
+                return payload
+            case .end: throw corrupt(offset, "a record is missing: the file ends early")
+            case .damaged(let why): throw corrupt(offset, why)
+            }
+        }
+        let headerStart = offset
+        let headerRange = try nextRecord()
+        let room: String, epoch: UInt64, version: UInt64, digest: [UInt8], historyCount: UInt64
+        do throws(FieldReader.Failure) {
+            (room, epoch, version, digest, historyCount) = try bytes.withUnsafeBufferPointer {
+                (p) throws(FieldReader.Failure) -> (String, UInt64, UInt64, [UInt8], UInt64) in
+                var r = FieldReader(p, from: headerRange.lowerBound, to: headerRange.upperBound)
+                guard try r.u8("kind") == PayloadKind.checkpointHeader.rawValue else {
+                    throw FieldReader.Failure(what: "the first record is not a checkpoint header")
+                }
+                let room = try r.string("room")
+                let epoch = try r.varint("epoch")
+                let version = try r.varint("version")
+                let digest = try r.raw(32, "digest")
+                let historyCount = try r.varint("history_count")
+                guard r.isAtEnd else { throw FieldReader.Failure(what: "bytes left after the header's fields") }
+                return (room, epoch, version, digest, historyCount)
+            }
+        } catch {
+            throw corrupt(headerStart, "checkpoint header: \(error.what)")
+        }
+        let snapshotStart = offset
+        let snapshotRange = try nextRecord()
+        let snapshot: Snapshot
+        do {
+            snapshot = try SnapshotDecoding.decode(bytes, range: snapshotRange)
+        } catch {
+            throw corrupt(snapshotStart, "snapshot of room \(room): \(error.what)")
+        }
+        guard snapshot.digest.bytes == digest else {
+            throw corrupt(snapshotStart, "the snapshot of room \(room) does not match its recorded digest")
+        }
+        var history: [WriteRecord] = []
+        var expected = version &- historyCount &+ 1
+        for _ in 0..<historyCount {
+            let start = offset
+            let range = try nextRecord()
+            let write: WriteRecord
+            do { write = try WriteRecord(payload: bytes, range: range) } catch {
+                throw corrupt(start, "history record: \(error.what)")
+            }
+            guard write.room == room, write.epoch == epoch, write.version == expected else {
+                throw corrupt(start, "history record for \(write.room) at \(write.epoch)/\(write.version) does not belong to \(room) at \(epoch)/\(expected)")
+            }
+            history.append(write)
+            expected &+= 1
+        }
+        guard offset == bytes.count else {
+            throw corrupt(offset, "\(bytes.count - offset) bytes follow the last record")
+        }
+        return CheckpointFile(room: room, epoch: epoch, version: version, snapshot: snapshot, history: history)
+    }
+}
+
+/// Reads a snapshot's canonical encoding (PROTOCOL.md §4) back into a `Snapshot`.
+///
+/// Checkpoints are read with no content limits: what the daemon accepted once must load again
+/// even if an operator has since lowered a limit.
+enum SnapshotDecoding {
+    /// - Complexity: O(n) in the size of the encoding, plus hashing to build the indexes.
+    static func decode(_ bytes: [UInt8], range: Range<Int>) throws(FieldReader.Failure) -> Snapshot {
+        try bytes.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> Snapshot in
+            try decode(p, range: range)
+        }
+    }
+
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>) throws(FieldReader.Failure) -> Snapshot {
+        var r = FieldReader(bytes, from: range.lowerBound, to: range.upperBound)
+        let sectionCount = try r.count("section count")
+        var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
+        sections.reserveCapacity(sectionCount)
+        for _ in 0..<sectionCount {
+            let id = try r.bytesField("section id")
+            let payload = try r.bytesField("section payload")
+            let itemCount = try r.count("item count")
+            var items: [SnapshotElement] = []
+            items.reserveCapacity(itemCount)
+            for _ in 0..<itemCount {
+                let itemId = try r.bytesField("item id")
+                let itemPayload = try r.bytesField("item payload")
+                items.append(SnapshotElement(Identifier(itemId), payload: Payload(itemPayload)))
+            }
+            sections.append((SnapshotElement(Identifier(id), payload: Payload(payload)), items))
+        }
+        guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes follow the last section") }
+        do {
+            return try Snapshot(sections, limits: .unlimited)
+        } catch {
+            throw FieldReader.Failure(what: "it breaks a snapshot rule: \(error)")
+        }
+    }
+}

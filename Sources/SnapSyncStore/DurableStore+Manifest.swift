@@ -1,0 +1,47 @@
+internal import Logging
+
+// Keeping the MANIFEST (Manifest.swift) in step with the files: a file is listed once it
+// exists, and unlisted before it is unlinked.
+
+extension DurableStore {
+    /// Rewrites the MANIFEST from the store's state: every room's checkpoint, the segments from
+    /// the oldest closed one (or one whose close is still running) to the active one (or `segments`), and in removing the checkpoints
+    /// about to be unlinked (`removing` and `checkpointsToRemove`).
+    /// - Complexity: O(rooms), one small file written whole (two fsyncs).
+    func writeManifest(removing: [UInt64] = [], segments: Range<UInt64>? = nil) throws(StoreError) {
+        let first = closedSegments.first ?? background.closing.first?.sequence ?? active.sequence
+        let listed = segments ?? (first..<active.sequence + 1)
+        let checkpoints = rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) }.sorted()
+        let pending = checkpointsToRemove.compactMap(CheckpointFile.sequence(ofFileName:))
+        let manifest = Manifest(
+            nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,
+            segmentCount: UInt64(listed.count), checkpoints: checkpoints,
+            removing: Array(Set(removing + pending)).sorted())
+        try manifest.write(directory: directory)
+        manifestSegmentsEnd = listed.upperBound
+    }
+
+    /// `writeManifest`, except that a full disk is logged and reported (false) instead of
+    /// thrown: the caller then leaves the files as the old MANIFEST describes them.
+    func writeManifestUnlessFull(segments: Range<UInt64>? = nil) throws(StoreError) -> Bool {
+        do {
+            try writeManifest(segments: segments)
+            return true
+        } catch {
+            guard case .noSpace = error else { throw error }
+            logger.warning("store: no space to rewrite the MANIFEST: \(error); old files stay until it can be rewritten")
+            return false
+        }
+    }
+
+    /// After `writeCheckpoint` calls: lists the new checkpoints, then unlinks the ones they
+    /// replaced (named in the MANIFEST's removing list until then, so a crash between the two
+    /// is recognised on start). On a full disk the replaced ones stay, listed as removing in
+    /// every MANIFEST, until a later call gets the MANIFEST written.
+    func commitCheckpoints(replacing replaced: [String]) throws(StoreError) {
+        checkpointsToRemove += replaced
+        guard try writeManifestUnlessFull() else { return }
+        for name in checkpointsToRemove { try Directory.remove(path(name)) }
+        checkpointsToRemove.removeAll()
+    }
+}

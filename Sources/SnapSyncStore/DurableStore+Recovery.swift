@@ -1,0 +1,369 @@
+package import Logging
+internal import SnapSyncModel
+internal import SnapSyncWire
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+// Start-up: lock the directory, load checkpoints, replay the log over them, cut a torn tail,
+// refuse damage that a crash cannot explain.
+//
+// What a crash can leave, and so what is repaired silently (with a log line):
+// - `*.tmp` files: a checkpoint or segment that was never renamed into place. Removed.
+// - The end of the newest segment: a record cut short (past the end of the file) or with
+//   unwritten, zero sectors (TornWrite.swift), or the zeros of preallocated space. Everything
+//   from the first bad record on is cut off, but only when no good record follows it anywhere:
+//   appends are sequential, so a crash can only ever damage the very end.
+// - Files between their creation or removal and the MANIFEST update (ManifestAudit.swift):
+//   taken in, or removed.
+// - Two checkpoints of one room (a crash between writing the new one and deleting the old):
+//   the older is removed.
+// Anything else — a bad record with good ones after it, a last record whole in the file with a
+// bad checksum, a damaged checkpoint or MANIFEST, a missing or foreign file, a segment header
+// that does not check, a gap in a room's versions — is corruption: the store refuses to open,
+// with the file, the byte offset and what is wrong, and changes nothing.
+
+extension DurableStore {
+    /// Opens (creating if needed) the data directory and recovers every room from it.
+    ///
+    /// - Returns: the store, ready for writes to a new log segment, and the rooms, each at the
+    ///   epoch and version it had when its last write was logged.
+    /// - Throws: `.locked`, `.badDirectory`, `.corrupt` or an I/O error: the daemon must not start.
+    package static func open(
+        options: StoreOptions, logger: Logger, now: ContinuousClock.Instant = .now,
+        progress: ((RecoveryProgress) -> Void)? = nil
+    ) throws(StoreError) -> (DurableStore, [RecoveredRoom]) {
+        try open(options: options, logger: logger, now: now, progress: progress, segmentInstalled: nil)
+    }
+
+    /// `open`, calling `segmentInstalled` once the new active segment is in place under its
+    /// name (tests: a crash at that point).
+    static func open(
+        options: StoreOptions, logger: Logger, now: ContinuousClock.Instant = .now,
+        progress: ((RecoveryProgress) -> Void)?,
+        segmentInstalled: (() -> Void)?
+    ) throws(StoreError) -> (DurableStore, [RecoveredRoom]) {
+        let started = ContinuousClock.now
+        let dir = options.directory
+        try Directory.create(dir)
+        guard Directory.isWritable(dir) else {
+            throw StoreError.badDirectory(path: dir, reason: "it is not writable by this user")
+        }
+        let lock = try PosixFile(path: dir + "/LOCK", flags: O_RDWR | O_CREAT)
+        // Retried for up to a second: a process that just let go of the lock may still share it
+        // for a moment with a child between fork and exec (flock belongs to the open file, and
+        // O_CLOEXEC only drops it at exec), e.g. a daemon being restarted.
+        var locked = try lock.tryLock()
+        for _ in 0..<50 where !locked {
+            usleep(20_000)
+            locked = try lock.tryLock()
+        }
+        guard locked else { throw StoreError.locked(path: dir) }
+        // SIGXFSZ would kill the daemon when a write passes RLIMIT_FSIZE; ignored, the write
+        // fails with EFBIG instead and is answered like a full disk.
+        signal(SIGXFSZ, SIG_IGN)
+
+        var names = try Directory.list(dir)
+        var removedTemp = false
+        for name in names where name.hasSuffix(".tmp") {
+            logger.notice("store: removing \(name), left unfinished by a crash")
+            try Directory.remove(dir + "/" + name)
+            removedTemp = true
+        }
+        if removedTemp { try Directory.syncEntries(dir) }
+        names.removeAll { $0.hasSuffix(".tmp") }
+
+        let manifest = try Manifest.read(directory: dir)
+        let audit = try ManifestAudit.check(names: names, manifest: manifest, directory: dir, logger: logger)
+        var recovery = Recovery(options: options, logger: logger, progress: progress)
+        recovery.nextCheckpointSequence = audit.nextCheckpoint
+        let superseded = try recovery.loadCheckpoints(audit.checkpoints)
+        try recovery.replay(segments: audit.segments)
+
+        let (file, allocated) = try LogSegmentWriter.createTemporary(
+            directory: dir, sequence: audit.nextSegment,
+            preallocate: options.preallocationBytes)
+        let active = ActiveSegment(
+            sequence: audit.nextSegment, file: file, end: LogSegment.headerSize,
+            allocated: allocated, records: 0, started: now)
+        let store = DurableStore(
+            options: options, logger: logger, lockFile: lock, active: active,
+            closedSegments: audit.segments, rooms: recovery.tracks(),
+            nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        // The segments taken in are listed before the new one is installed: recovery takes in
+        // one unlisted segment after the last listed, never two, and a segment this start took
+        // in unlisted plus the new one would be two after a crash here.
+        let removing = superseded.map { $0.sequence }
+        try store.writeManifest(removing: removing, segments: (audit.segments.first ?? audit.nextSegment)..<audit.nextSegment)
+        try LogSegmentWriter.install(directory: dir, sequence: audit.nextSegment)
+        file.path = dir + "/" + LogSegment.fileName(audit.nextSegment)
+        segmentInstalled?()
+        // The new MANIFEST first (it no longer lists them), then the unlinks: a crash between
+        // leaves files the next start recognises as leftovers.
+        try store.writeManifest(removing: removing)
+        let leftovers = audit.leftovers + superseded.map { $0.name }
+        for name in leftovers { try Directory.remove(dir + "/" + name) }
+        if !leftovers.isEmpty { try Directory.syncEntries(dir) }
+        let rooms = recovery.recoveredRooms()
+        let versions = rooms.reduce(0) { $0 + Int($1.version) }
+        let elapsed = ContinuousClock.now - started
+        let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        logger.info(
+            "store: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms"
+        )
+        return (store, rooms)
+    }
+}
+
+/// The state of a recovery in progress.
+struct Recovery {
+    let options: StoreOptions
+    let logger: Logger
+
+    /// A room as recovery rebuilds it: the state so far, and what the store will track of it.
+    struct RoomState {
+        var epoch: UInt64
+        var version: UInt64
+        var snapshot: Snapshot
+        var history: [WriteRecord]
+        var checkpointFile: String?
+        var checkpointVersion: UInt64
+        var pinnedSegment: UInt64?
+    }
+
+    var rooms: [String: RoomState] = [:]
+    var nextCheckpointSequence: UInt64 = 1
+    var checkpointsLoaded = 0
+    var recordsReplayed = 0
+    /// Told after each checkpoint and every `progressInterval` records (the daemon extends
+    /// systemd's start timeout from it).
+    let progress: ((RecoveryProgress) -> Void)?
+    static let progressInterval = 4096
+
+    init(options: StoreOptions, logger: Logger, progress: ((RecoveryProgress) -> Void)? = nil) {
+        self.options = options
+        self.logger = logger
+        self.progress = progress
+    }
+
+    private func reportProgress() {
+        progress?(RecoveryProgress(checkpointsLoaded: checkpointsLoaded, recordsReplayed: recordsReplayed))
+    }
+
+    var directory: String { options.directory }
+
+    /// Reads the checkpoint files, oldest first; when a room has two (a crash between writing
+    /// the new one and removing the old), keeps the newer.
+    /// - Returns: the checkpoints superseded that way, to be removed once the MANIFEST no longer
+    ///   lists them.
+    mutating func loadCheckpoints(_ files: [(name: String, sequence: UInt64)]) throws(StoreError) -> [(name: String, sequence: UInt64)] {
+        var superseded: [(name: String, sequence: UInt64)] = []
+        for (name, sequence) in files.sorted(by: { $0.sequence < $1.sequence }) {
+            nextCheckpointSequence = max(nextCheckpointSequence, sequence + 1)
+            let path = directory + "/" + name
+            let file = try PosixFile(path: path, flags: O_RDONLY)
+            let bytes = try file.readAll()
+            file.close()
+            let checkpoint = try CheckpointFile.decode(bytes, path: path)
+            if let existing = rooms[checkpoint.room] {
+                // Later sequence numbers are newer checkpoints of the same room.
+                if existing.epoch == checkpoint.epoch && existing.version > checkpoint.version {
+                    superseded.append((name: name, sequence: sequence))
+                    continue
+                }
+                if let old = existing.checkpointFile, let oldSequence = CheckpointFile.sequence(ofFileName: old) {
+                    superseded.append((name: old, sequence: oldSequence))
+                }
+                checkpointsLoaded -= 1
+            }
+            rooms[checkpoint.room] = RoomState(
+                epoch: checkpoint.epoch, version: checkpoint.version,
+                snapshot: checkpoint.snapshot, history: checkpoint.history,
+                checkpointFile: name, checkpointVersion: checkpoint.version,
+                pinnedSegment: nil)
+            checkpointsLoaded += 1
+            reportProgress()
+        }
+        for (name, _) in superseded {
+            logger.notice("store: removing \(name), superseded by a newer checkpoint of the same room")
+        }
+        return superseded
+    }
+
+    /// Replays every segment, oldest first.
+    mutating func replay(segments: [UInt64]) throws(StoreError) {
+        // Read them all first: the check "is anything good after the damage?" looks ahead.
+        var contents: [(UInt64, String, [UInt8])] = []
+        for sequence in segments {
+            let path = directory + "/" + LogSegment.fileName(sequence)
+            let file = try PosixFile(path: path, flags: O_RDONLY)
+            let bytes = try file.readAll()
+            file.close()
+            if let problem = LogSegment.checkHeader(bytes, sequence: sequence) {
+                throw StoreError.corrupt(path: path, offset: 0, reason: problem + " (segments are created whole and renamed into place, so this is damage)")
+            }
+            contents.append((sequence, path, bytes))
+        }
+        let maxPayload = options.maxWritePayloadBytes
+        for index in contents.indices {
+            let (sequence, path, bytes) = contents[index]
+            var offset = LogSegment.headerSize
+            var stop: (offset: Int, why: String?)? = nil
+            while stop == nil {
+                switch RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: max(maxPayload, Int(UInt32.max) >> 1)) {
+                case .record(let payload, let next):
+                    try apply(bytes, payload: payload, path: path, offset: offset, segment: sequence)
+                    offset = next
+                case .end:
+                    stop = (offset, nil)
+                case .damaged(let why):
+                    stop = (offset, why)
+                }
+            }
+            guard let (end, why) = stop, end < bytes.count else { continue }
+            // Something other than a clean end: a torn tail if nothing good follows it.
+            if let good = RecordFraming.nextGoodRecord(bytes, after: end, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) {
+                throw StoreError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(why ?? "zero bytes where a record should be"), yet a good record follows at byte \(good): this is damage in the middle of the log, not an unfinished write, so the daemon will not start (restore the file from a backup, or move it aside to start without the writes in and after it)"
+                )
+            }
+            if let later = contents[(index + 1)...].first(where: { Self.hasRecords($0.2) }) {
+                throw StoreError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start"
+                )
+            }
+            if why != nil, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
+                throw StoreError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards. The daemon will not start (restore the file from a backup, or truncate it at byte \(end) to start without this write)"
+                )
+            }
+            let nonZero = !RecordFraming.isAllZero(bytes, from: end, to: bytes.count)
+            let file = try PosixFile(path: path, flags: O_RDWR)
+            try file.truncate(to: end)
+            try file.syncData()
+            file.close()
+            if nonZero {
+                logger.warning(
+                    "store: \(LogSegment.fileName(sequence)): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged"
+                )
+            } else {
+                logger.info(
+                    "store: \(LogSegment.fileName(sequence)): trimmed \(bytes.count - end) zero bytes after the last record at byte \(end) (preallocated space, or the start of a write cut short)"
+                )
+            }
+        }
+    }
+
+    static func hasRecords(_ bytes: [UInt8]) -> Bool {
+        if case .record = RecordFraming.parse(bytes, at: LogSegment.headerSize, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) {
+            return true
+        }
+        return RecordFraming.nextGoodRecord(bytes, after: LogSegment.headerSize, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) != nil
+    }
+
+    /// Replays one record over its room, in place.
+    /// - Complexity: O(size of the record + the changes it makes): the room's snapshot is
+    ///   mutated where it lies in `rooms`, never copied (a copy of a room per replayed write
+    ///   made recovery O(room size × writes)).
+    private mutating func apply(
+        _ bytes: [UInt8], payload: Range<Int>, path: String, offset: Int,
+        segment: UInt64
+    ) throws(StoreError) {
+        func corrupt(_ reason: String) -> StoreError {
+            .corrupt(path: path, offset: offset, reason: reason + "; the daemon will not start")
+        }
+        let write: WriteRecord
+        do { write = try WriteRecord(payload: bytes, range: payload) } catch {
+            throw corrupt("a record with a good checksum does not decode: \(error.what)")
+        }
+        let (epoch, version) = rooms[write.room].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
+        guard epoch == write.epoch else {
+            throw corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)")
+        }
+        if write.version <= version {
+            // Already in the room's checkpoint: the segment is older than the checkpoint.
+            return
+        }
+        guard write.version == version + 1 else {
+            throw corrupt("room \(write.room) is at version \(version), and the next logged write is version \(write.version): writes are missing")
+        }
+        let ops: [SnapshotOperation]
+        do {
+            let message = try FrameDecoder.decode(frame: write.diffFrame, limits: Self.permissiveLimits, accepting: .server)
+            guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps) = message,
+                diffRoom == write.room, diffEpoch == write.epoch, diffVersion == write.version
+            else {
+                throw corrupt("the record of \(write.room) at \(write.epoch)/\(write.version) does not hold that room's DIFF frame")
+            }
+            ops = diffOps
+        } catch let error as WireError {
+            throw corrupt("the DIFF frame of \(write.room) at version \(write.version) does not decode: \(error)")
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw corrupt("\(error)")
+        }
+        // Through the dictionary's in-place accessor: the room is not moved out of `rooms`, so
+        // its snapshot stays uniquely referenced and `apply` changes it without copying it.
+        try Self.replay(
+            write, ops, segment: segment, historyLimit: options.historyLimit, corrupt: corrupt,
+            into: &rooms[
+                write.room,
+                default: RoomState(
+                    epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
+                    checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)])
+        recordsReplayed += 1
+        if recordsReplayed % Self.progressInterval == 0 { reportProgress() }
+    }
+
+    private static func replay(
+        _ write: WriteRecord, _ ops: [SnapshotOperation], segment: UInt64, historyLimit: Int,
+        corrupt: (String) -> StoreError, into room: inout RoomState
+    ) throws(StoreError) {
+        do {
+            try room.snapshot.apply(ops, limits: .unlimited)
+        } catch {
+            throw corrupt("the write of \(write.room) at version \(write.version) does not apply: \(error)")
+        }
+        room.version = write.version
+        if room.pinnedSegment == nil { room.pinnedSegment = segment }
+        if room.history.last.map({ $0.version + 1 != write.version }) ?? false { room.history.removeAll() }
+        room.history.append(write)
+        if room.history.count >= 2 * max(historyLimit, 1) {
+            room.history.removeFirst(room.history.count - historyLimit)
+        }
+    }
+
+    /// Limits for replay: none beyond what the formats allow, so that a write accepted once
+    /// loads again after an operator lowered a limit.
+    static let permissiveLimits: WireLimits = {
+        var limits = WireLimits()
+        limits.maxFrameBytes = Int(UInt32.max)
+        limits.model = .unlimited
+        return limits
+    }()
+
+    func recoveredRooms() -> [RecoveredRoom] {
+        rooms.map { name, room in
+            RecoveredRoom(
+                name: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
+                history: Array(room.history.suffix(options.historyLimit)))
+        }.sorted { $0.name < $1.name }
+    }
+
+    func tracks() -> [String: DurableStore.RoomTrack] {
+        rooms.mapValues { room in
+            DurableStore.RoomTrack(
+                epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
+                checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
+                writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId) })
+        }
+    }
+}

@@ -1,0 +1,24 @@
+package import SnapSyncModel
+
+/// A room's current state, as the daemon pushes it to the store for a checkpoint of a room the
+/// store said is due (`RoomStore.maintain()`, `DurableStore.roomsDueAtClose()`). It must include
+/// every write appended for the room so far.
+package struct RoomImage {
+    package var room: String
+    package var epoch: UInt64
+    package var version: UInt64
+    package var snapshot: Snapshot
+    /// The room's recent DIFF frames (length prefix included), oldest first, the last one being
+    /// the DIFF to `version`: kept in the checkpoint (with the write_ids the store logged for
+    /// them) so that CATCHUP works across a restart even after the log holding them is
+    /// deleted. May be empty; only the last `StoreOptions.historyLimit` are kept.
+    package var diffFrames: [[UInt8]]
+
+    package init(room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, diffFrames: [[UInt8]] = []) {
+        self.room = room
+        self.epoch = epoch
+        self.version = version
+        self.snapshot = snapshot
+        self.diffFrames = diffFrames
+    }
+}

@@ -1,0 +1,36 @@
+/// The seam between the daemon and the store: where an accepted write is handed over before
+/// anyone is told about it, and where the daemon pushes the checkpoints the store asks for.
+///
+/// The daemon calls, all on its loop thread:
+/// 1. `prepare(room:)` before applying a MUTATE or REPLACE. Throwing refuses the write: the
+///    writer gets REJECT storage_failure with the error's description, and nothing changes.
+/// 2. `append(room:epoch:version:writeId:diffFrame:)` right after the room applied the write.
+///    The frame is borrowed: valid only during the call (the store copies what it keeps).
+/// 3. `commit()` once per loop pass, at the start of the flush and before any byte of the
+///    pass's output (ACKs, DIFFs) is written to a socket. So an ACK or DIFF never leaves the
+///    process before its write is durable, while one fsync covers every write of the pass.
+///    Throwing is fatal: the daemon logs it and exits non-zero without sending the pass's output.
+/// 4. `maintain()` from the daemon's one-second timer (the idle `everysec` fdatasync, segment
+///    switches). It returns the rooms whose checkpoint is due, most urgent first (usually
+///    none); the daemon then hands `checkpoint(_:)` the images of those rooms, in that order,
+///    built lazily: the store takes them until its per-call budget is spent, so nothing is
+///    built or copied for a room that is not checkpointed. Throwing is fatal, like `commit()`.
+///
+/// The default, `MemoryStore`, keeps nothing: rooms live as long as the process.
+package protocol RoomStore: AnyObject {
+    func prepare(room: String) throws(StoreError)
+    func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer)
+    func commit() throws(StoreError)
+    func maintain() throws(StoreError) -> [String]
+    func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError)
+}
+
+/// No durability: every write is accepted and nothing is kept (rooms live in memory only).
+package final class MemoryStore: RoomStore {
+    package init() {}
+    package func prepare(room: String) throws(StoreError) {}
+    package func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer) {}
+    package func commit() throws(StoreError) {}
+    package func maintain() throws(StoreError) -> [String] { [] }
+    package func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError) {}
+}

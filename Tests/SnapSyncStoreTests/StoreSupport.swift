@@ -1,0 +1,246 @@
+// Helpers for the store's tests: temporary data directories, DIFF frames, a log handler that
+// keeps the lines, and a tiny "daemon" that applies writes to rooms and logs them.
+
+import Testing
+import Logging
+import Synchronization
+import SnapSyncModel
+import SnapSyncWire
+@testable import SnapSyncStore
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A fresh directory under /tmp, removed (with its contents) by `remove()`.
+struct TempDirectory {
+    let path: String
+
+    init(_ label: String = "store") {
+        var template = Array("/tmp/snapsync-\(label)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed: \(errno)")
+        path = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
+    }
+
+    var data: String { path + "/data" }
+
+    func remove() { _ = system("rm -rf '\(path)'") }
+}
+
+/// A temporary directory with a 1 MiB tmpfs mounted at `mnt`, for full-disk tests (mounting
+/// needs root). `remove()` unmounts it and removes the directory.
+struct SmallTmpfs {
+    let directory: TempDirectory
+
+    init(_ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        directory = TempDirectory(label)
+        #expect(
+            system("mkdir -p '\(directory.path)/mnt' && mount -t tmpfs -o size=1m tmpfs '\(directory.path)/mnt'") == 0,
+            sourceLocation: sourceLocation)
+    }
+
+    var path: String { directory.path }
+    var mnt: String { directory.path + "/mnt" }
+
+    func remove() {
+        _ = system("umount '\(mnt)' 2>/dev/null")
+        directory.remove()
+    }
+}
+
+/// Keeps every log line, so tests can check what the store said.
+final class LogLines: Sendable {
+    let lines = Mutex<[String]>([])
+
+    var all: [String] { lines.withLock { $0 } }
+    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
+
+    var logger: Logger {
+        Logger(label: "test.store") { _ in Handler(sink: self) }
+    }
+
+    struct Handler: LogHandler {
+        let sink: LogLines
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            sink.lines.withLock { $0.append("\(event.level): \(event.message)") }
+        }
+    }
+}
+
+/// A DIFF frame as the daemon encodes it.
+func diffFrame(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation]) -> [UInt8] {
+    var frame: [UInt8] = []
+    FrameEncoder().encodeDiff(room: room, epoch: epoch, version: version, ops: ops, into: &frame)
+    return frame
+}
+
+/// What the daemon does with rooms, reduced to what the store sees: apply, log, sync.
+struct Rooms {
+    struct Room: Equatable {
+        var epoch: UInt64
+        var version: UInt64
+        var snapshot: Snapshot
+    }
+
+    var rooms: [String: Room] = [:]
+    var writes: [WriteRecord] = []
+
+    init() {}
+
+    init(recovered: [RecoveredRoom]) {
+        for r in recovered { rooms[r.name] = Room(epoch: r.epoch, version: r.version, snapshot: r.snapshot) }
+    }
+
+    /// Applies `ops` to `room` (created at epoch `epoch`), and appends the write to `store`.
+    @discardableResult
+    mutating func write(
+        _ room: String, _ ops: [SnapshotOperation], epoch: UInt64 = 7, writeId: [UInt8] = [],
+        to store: DurableStore
+    ) throws -> WriteRecord {
+        try store.reserve()
+        var r = rooms[room] ?? Room(epoch: epoch, version: 0, snapshot: Snapshot())
+        try r.snapshot.apply(ops, limits: .unlimited)
+        r.version += 1
+        rooms[room] = r
+        let write = WriteRecord(
+            room: room, epoch: r.epoch, version: r.version, writeId: writeId,
+            diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
+        store.append(write)
+        writes.append(write)
+        return write
+    }
+
+    /// A deterministic stream of writes: each appends one item to one of `roomCount` rooms.
+    mutating func writeMany(
+        _ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
+        to store: DurableStore, syncEvery: Int = 1
+    ) throws {
+        for i in 0..<count {
+            let room = "room-\(i % roomCount)"
+            var ops: [SnapshotOperation] = []
+            if rooms[room] == nil { ops.append(.appendSections([SnapshotElement("s")])) }
+            let n = (rooms[room]?.snapshot.numberOfItems ?? 0)
+            ops.append(
+                .appendItems(
+                    [
+                        SnapshotElement(
+                            Identifier("\(room)-item-\(n)"),
+                            payload: Payload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))
+                    ],
+                    toSection: "s"))
+            try write(room, ops, epoch: UInt64(100 + i % roomCount), to: store)
+            if (i + 1) % syncEvery == 0 { try store.sync() }
+        }
+    }
+
+    func image(_ name: String) -> RoomImage? {
+        rooms[name].map {
+            RoomImage(
+                room: name, epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot,
+                diffFrames: writes(of: name).suffix(20).map(\.diffFrame))
+        }
+    }
+
+    /// The writes of one room, in order.
+    func writes(of room: String) -> [WriteRecord] { writes.filter { $0.room == room } }
+}
+
+/// What the daemon's one-second timer does: `maintain`, then the images of the rooms it says
+/// are due, pushed to `checkpoint`. Returns the rooms that were due.
+@discardableResult
+func maintain(_ store: DurableStore, _ rooms: Rooms, now: ContinuousClock.Instant = .now) throws -> [String] {
+    let due = try store.maintain(now: now)
+    if !due.isEmpty { try store.checkpoint(due.lazy.compactMap { rooms.image($0) }) }
+    return due
+}
+
+/// What the daemon does at shutdown: `close` with the images of the rooms `roomsDueAtClose` names.
+func close(_ store: DurableStore, _ rooms: Rooms) throws {
+    try store.close(checkpointing: store.roomsDueAtClose().compactMap { rooms.image($0) })
+}
+
+/// Opens a store in `dir`, writes `count` records (see `Rooms.writeMany`), and closes it cleanly.
+/// Returns what was written and the path of the log segment that holds it.
+func writeClosedLog(
+    _ count: Int, rooms roomCount: Int = 3, payloadBytes: Int = 20,
+    in dir: TempDirectory
+) throws -> (rooms: Rooms, segment: String) {
+    let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+    var rooms = Rooms()
+    try rooms.writeMany(count, rooms: roomCount, payloadBytes: payloadBytes, to: store)
+    let segment = dir.data + "/" + store.activeSegmentName
+    try store.close()
+    return (rooms, segment)
+}
+
+/// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly. The
+/// background work runs inline (every step at its call) unless `backgroundThread`.
+func smallOptions(
+    _ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
+    historyLimit: Int = 16, backgroundThread: Bool = false
+) -> StoreOptions {
+    StoreOptions(
+        directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
+        preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
+        checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit, backgroundThread: backgroundThread)
+}
+
+func expectSameRooms(
+    _ recovered: [RecoveredRoom], _ expected: Rooms,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(recovered.map(\.name) == expected.rooms.keys.sorted(), sourceLocation: sourceLocation)
+    for r in recovered {
+        guard let e = expected.rooms[r.name] else { continue }
+        #expect(r.epoch == e.epoch, "epoch of \(r.name)", sourceLocation: sourceLocation)
+        #expect(r.version == e.version, "version of \(r.name)", sourceLocation: sourceLocation)
+        #expect(r.snapshot == e.snapshot, "snapshot of \(r.name)", sourceLocation: sourceLocation)
+        #expect(throws: Never.self, sourceLocation: sourceLocation) { try r.snapshot.checkInvariants() }
+    }
+}
+
+// MARK: - Files
+
+func readFile(_ path: String) -> [UInt8] {
+    guard let f = fopen(path, "rb") else { return [] }
+    defer { fclose(f) }
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, f)
+        if n <= 0 { break }
+        out.append(contentsOf: buffer[0..<n])
+    }
+    return out
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+    let f = fopen(path, "wb")!
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
+    fclose(f)
+}
+
+func fileNames(_ directory: String) -> [String] {
+    (try? Directory.list(directory).sorted()) ?? []
+}
+
+func copyDirectory(_ from: String, _ to: String) {
+    _ = system("rm -rf '\(to)' && cp -a '\(from)' '\(to)'")
+}
+
+/// The byte offsets at which each record of a segment starts, and where its data ends.
+func recordOffsets(_ bytes: [UInt8]) -> (starts: [Int], end: Int) {
+    var offset = LogSegment.headerSize
+    var starts: [Int] = []
+    while case .record(_, let next) = RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: 1 << 30) {
+        starts.append(offset)
+        offset = next
+    }
+    return (starts, offset)
+}
