@@ -12,6 +12,7 @@ internal import SnapSyncWire
 //      record: the snapshot's canonical encoding (PROTOCOL.md §4)
 //      history_count records: log write records (kind 0x01) for the versions just before and
 //              up to `version`, oldest first, so that CATCHUP still works after a restart
+//              (history_count is at most `version`: no write makes version 0)
 //   the file ends right after the last record.
 //
 // Files are named ckpt-<16 hex digits>.snap by a sequence number, not by room, because room
@@ -99,6 +100,11 @@ struct CheckpointFile {
                 let digest = try r.raw(32, "digest")
                 let historyCount = try r.varint("history_count")
                 guard r.isAtEnd else { throw FieldReader.Failure(what: "bytes left after the header's fields") }
+                // The history is the writes that made versions version-count+1 ... version, and
+                // no write makes version 0.
+                guard historyCount <= version else {
+                    throw FieldReader.Failure(what: "history_count \(historyCount) is more than the version \(version) (no write makes version 0)")
+                }
                 return (room, epoch, version, digest, historyCount)
             }
         } catch {
@@ -116,7 +122,7 @@ struct CheckpointFile {
             throw corrupt(snapshotStart, "the snapshot of room \(room) does not match its recorded digest")
         }
         var history: [WriteRecord] = []
-        var expected = version &- historyCount &+ 1
+        var expected = version - historyCount + 1
         for _ in 0..<historyCount {
             let start = offset
             let range = try nextRecord()

@@ -194,6 +194,25 @@ import SnapSyncWire
         }
     }
 
+    /// A history of more writes than the checkpoint's version would hold a write that made
+    /// version 0 (or, wrapping, one past 2^64 - 1): damage, never loaded.
+    @Test func checkpointHistoryLongerThanItsVersionIsDamage() throws {
+        let ops: [SnapshotOperation] = [.appendSections(["s"])]
+        var snapshot = Snapshot()
+        try snapshot.apply(ops)
+        let history = (0...1 as ClosedRange<UInt64>).map { v in
+            WriteRecord(room: "r", epoch: 9, version: v, writeId: [], diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops))
+        }
+        let bytes = CheckpointFile.encode(room: "r", epoch: 9, version: 1, snapshot: snapshot, history: history)
+        #expect {
+            try CheckpointFile.decode(bytes, path: "ckpt")
+        } throws: { error in
+            guard case .corrupt(let path, let offset, let reason) = error as? StoreError else { return false }
+            return path == "ckpt" && offset == CheckpointFile.magic.count
+                && reason.contains("checkpoint header: history_count 2 is more than the version 1")
+        }
+    }
+
     @Test func snapshotDecodingRejectsBrokenRules() {
         // Two sections with the same identifier: well-formed bytes, invalid snapshot.
         var bytes: [UInt8] = []
