@@ -1,5 +1,5 @@
 // Checking a whole snapshot against content limits: for a snapshot built without them, such as a
-// room recovered from storage under limits lowered since it was written.
+// room recovered from the store under limits lowered since it was written.
 
 extension Snapshot {
     /// The first content limit (PROTOCOL.md §12) this snapshot breaks, or `nil`, in the order a

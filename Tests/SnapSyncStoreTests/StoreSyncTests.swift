@@ -96,7 +96,7 @@ import SnapSyncModel
 @Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
 struct StoreSpaceTests {
     @Test func aFullDiskRejectsWritesAndKeepsWhatWasAccepted() throws {
-        let tmpfs = SmallTmpfs("persistence-full")
+        let tmpfs = SmallTmpfs("store-full")
         defer { tmpfs.remove() }
         let mnt = tmpfs.mnt
         let data = mnt + "/data"
