@@ -16,9 +16,6 @@ let package = Package(
         .library(name: "SnapSync", targets: ["SnapSync"]),
         .library(name: "SnapSyncModel", targets: ["SnapSyncModel"]),
         .library(name: "SnapSyncWire", targets: ["SnapSyncWire"]),
-        // The daemon's insides, for snapsyncd and for the fuzz package (Tests/Fuzz), which
-        // reaches the storage parsers through `@testable import`.
-        .library(name: "SnapSyncServer", targets: ["SnapSyncServer"]),
         .executable(name: "snapsyncd", targets: ["snapsyncd"]),
         // The seeded PRNG of the property tests, a product only so that the benchmark package
         // (Benchmarks/, which depends on this one by path) builds the same cases: not API.
@@ -70,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer",
+                "SnapSyncServer", "SnapSyncWire", "SnapSyncModel",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

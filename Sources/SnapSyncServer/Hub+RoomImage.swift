@@ -1,11 +1,11 @@
-// A room's state as the storage checkpoints it, for callers outside the server (the daemon's
+// A room's state as the storage checkpoints it, for callers outside the hub (the daemon's
 // shutdown checkpoint).
 
-extension Server {
+extension Hub {
     /// The room's current state, with the DIFF frames of its history, or nil when the daemon
     /// does not hold it. Call on the loop's thread, or after `run()` has returned.
     /// - Complexity: O(history frames): the snapshot is shared, not copied.
-    public func roomImage(_ name: String) -> RoomImage? {
+    package func roomImage(_ name: String) -> RoomImage? {
         guard let room = rooms[name] else { return nil }
         let frames = room.history.frames(after: room.historyBaseVersion) ?? []
         return RoomImage(

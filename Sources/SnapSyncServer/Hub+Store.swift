@@ -1,9 +1,10 @@
 // The daemon's side of durability that lives with the storage: loading recovered rooms into
-// the server, and the periodic storage maintenance driven by the server's one-second timer.
+// the hub, and the periodic storage maintenance driven by the daemon's one-second timer.
 
 internal import SnapSyncModel
+import SnapSyncWire
 
-extension Server {
+extension Hub {
     /// Puts the rooms recovered from the data directory in place, each at its epoch and version
     /// with its history (so a client resuming inside it gets CATCHUP) and its write ids (so a
     /// retried write is still recognised). Call before `start()`.
@@ -12,8 +13,8 @@ extension Server {
     ///   it was written, the flag and the value that would admit it (PROTOCOL.md §12): such a
     ///   room could not be served (a conforming client refuses its SNAPSHOT), so the daemon does
     ///   not start, as it does not start on a damaged data directory. Nothing is restored then.
-    public func restore(_ recovered: [RecoveredRoom]) throws(ServerError) {
-        let limits = configuration.roomLimits.model
+    package func restore(_ recovered: [RecoveredRoom]) throws(ServerError) {
+        let limits = configuration.wire.model
         for r in recovered {
             if let violation = r.snapshot.firstLimitViolation(limits) {
                 throw Self.overLimit(room: r.name, snapshot: r.snapshot, violation)
@@ -23,7 +24,7 @@ extension Server {
             let history = r.history.map { (version: $0.version, writeId: $0.writeId, frame: $0.diffFrame) }
             let room = Room(
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
-                limits: configuration.roomLimits, history: history)
+                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: history)
             room.budget = roomBudget
             rooms[r.name] = room
             roomBudget.update(room)
