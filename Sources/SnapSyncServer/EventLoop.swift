@@ -50,7 +50,7 @@ struct EventKinds: OptionSet {
 enum EventPriority: Int32 {
     /// Reads, accepts, writable sockets, timers, signals.
     case io = 0
-    /// The flush of dirty connections (`Server.flushPass`).
+    /// The flush of dirty connections (`OutputFlush.flushPass`).
     case flush = 1
 }
 
