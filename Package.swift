@@ -17,8 +17,6 @@ let package = Package(
         .library(name: "SnapSync", targets: ["SnapSync"]),
         .library(name: "SnapSyncModel", targets: ["SnapSyncModel"]),
         .library(name: "SnapSyncWire", targets: ["SnapSyncWire"]),
-        // The daemon's insides, for snapsyncd.
-        .library(name: "SnapSyncServer", targets: ["SnapSyncServer"]),
         // Only for the fuzz package (Tests/Fuzz), a package of its own, which reaches the
         // store's file parsers through `@testable import`: not API.
         .library(name: "SnapSyncStore", targets: ["SnapSyncStore"]),
@@ -83,7 +81,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer", "SnapSyncStore",
+                "SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

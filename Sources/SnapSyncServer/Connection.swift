@@ -1,133 +1,121 @@
-import SnapSyncWire
+import Logging
 internal import Glibc
 
-/// One client connection: its socket, its events, what it has half-received and what it still
-/// has to send, and the rooms it has joined.
+/// One client connection: a `Session` with a socket. It owns its socket's events, its reading
+/// and framing (`Connection+Input.swift`), its timer's state machine (`Connection+Timer.swift`)
+/// and its EV_WRITE; the hub owns what it is sent and the rooms it joined.
 ///
-/// Input: the server reads into one shared 64 KiB buffer and cuts frames straight out of it;
-/// only the tail of a frame that has not fully arrived is copied into `pending`. So an idle
+/// Input: a connection reads into the shared 64 KiB read buffer and cuts frames straight out of
+/// it; only the tail of a frame that has not fully arrived is copied into `pending`. So an idle
 /// connection holds no input buffer, and a burst of small requests is never copied twice.
 /// `pending` grows with the bytes that actually arrived, never to a length the peer announced,
-/// and its capacity counts toward the server's input budget (`--max-input-bytes`).
+/// and its capacity counts toward the input budget (`--max-input-bytes`).
 ///
-/// Output: replies and shared DIFF chunks go into `output`; nothing is written until the loop
-/// pass's flush (`Server.flushPass`), which sends everything pending for the connection in one
-/// gathering write. `EV_WRITE` is only armed while the kernel's send buffer is full.
+/// Output: the hub queues replies and shared DIFF chunks in `output`; nothing is written until
+/// the loop pass's flush (`OutputFlush`), which sends everything pending in one gathering write.
+/// `EV_WRITE` is only armed while the kernel's send buffer is full.
 ///
-/// Lifetime: the server's table holds the connection; libevent callbacks hold only an unretained
-/// pointer to it, and every event is freed in `destroy()` before the table lets go. A connection
-/// closed inside its own callback stays alive until that callback returns, because the callback
-/// holds a strong reference for its duration (`withExtendedLifetime`).
-final class Connection {
-    /// Where the connection is in its life.
-    enum State: Equatable {
-        /// Accepted; only HELLO is allowed, and it must come within the handshake timeout.
-        case awaitingHello
-        /// WELCOME sent; requests are served, and an idle connection is PINGed.
-        case ready
-        /// Ending: input is read and discarded, queued output (ending with the ERROR, if any) is
-        /// flushed within the close timeout, then the socket is shut down and closed.
-        case closing
-    }
-
-    let id: UInt64
+/// Lifetime: the hub's session table holds the connection; libevent callbacks hold only an
+/// unretained pointer to it, and every event is freed in `didEnd` before the table lets go. A
+/// connection ended inside its own callback stays alive until that callback returns, because
+/// the callback holds a strong reference for its duration (`withExtendedLifetime`).
+final class Connection: Session {
     let fd: Int32
-    let peer: SocketAddress
-    unowned let server: Server
-    private(set) var state: State = .awaitingHello
-    /// Set once `destroy()` ran: the socket is closed and the events are freed.
-    private(set) var isDestroyed = false
+    let address: SocketAddress
+    unowned let context: ConnectionContext
+    var hub: Hub { context.hub }
 
-    /// Mutated once per delivery (`Server.send(shared:to:)`): `@exclusivity(unchecked)` because
-    /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
-    /// Fan-out). Only the loop thread touches it, and never in overlapping accesses.
-    @exclusivity(unchecked) var output: OutputQueue
     /// Bytes of a frame that has not fully arrived (empty most of the time). Its capacity is
-    /// counted in `Server.inputBytes`; only `Server.receive` and `Server.dropInput` change it.
+    /// counted in `context.inputBytes`; only `receive` and `dropInput` change it.
     var pending: [UInt8] = []
-    /// `pending`'s capacity as last counted in `Server.inputBytes`.
+    /// `pending`'s capacity as last counted in `context.inputBytes`.
     var budgetedInputBytes = 0
     /// The peer sent EOF: nothing more will be read.
     private(set) var hasReachedEndOfInput = false
-
-    /// Joined rooms by name, with this connection's slot in `room.members`.
-    var memberships: [String: (room: Room, slot: Int)] = [:]
-    var clientName = ""
-
-    /// In the server's dirty list, waiting for this pass's flush.
-    @exclusivity(unchecked) var isDirty = false  // read once per delivery; see `output`
-    /// EV_WRITE is armed: the kernel's send buffer was full at the last flush.
-    private(set) var isWaitingForWritable = false
-    /// The connection reached `closing` after sending everything and shut its sending side.
-    private var hasShutDownOutput = false
 
     /// When the last whole frame arrived (a byte of an unfinished frame does not count, so a
     /// peer dribbling bytes cannot keep the connection alive; PROTOCOL.md §8.3).
     var lastInput: ContinuousClock.Instant
     var pingOutstanding = false
-    private var nextPingNonce: UInt64 = 1
+    var nextPingNonce: UInt64 = 1
+    /// When a closing connection is ended at the latest.
+    var closeDeadline: ContinuousClock.Instant?
+    /// The connection reached `closing` after sending everything and shut its sending side.
+    private(set) var hasShutDownOutput = false
 
     private var readEvent: Event?
     private var writeEvent: Event?
     /// Handshake timeout, then idle/PING timer, then close deadline: one timer, re-armed.
     private var timer: Event?
 
-    init(id: UInt64, fd: Int32, peer: SocketAddress, server: Server, outputCap: Int, meter: OutputMeter) {
-        self.id = id
+    init(id: UInt64, fd: Int32, address: SocketAddress, context: ConnectionContext) {
         self.fd = fd
-        self.peer = peer
-        self.server = server
-        self.output = OutputQueue(cap: outputCap, meter: meter)
+        self.address = address
+        self.context = context
         self.lastInput = .now
+        let configuration = context.configuration
+        super.init(id: id, peer: "\(address)", outputCap: configuration.maxOutputBytes, meter: context.hub.outputMeter)
     }
 
     deinit {
-        precondition(isDestroyed, "a connection was released without destroy()")
+        precondition(isEnded, "a connection was released without Hub.end")
     }
 
-    private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+    private var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// Registers the read event and arms the handshake timeout.
-    func start(loop: EventLoop, handshakeTimeout: Duration) throws(EventLoopError) {
-        readEvent = try loop.makeEvent(fd: fd, [.read, .persist], context: context, Connection.onReadable)
-        timer = try loop.makeTimer(context: context, Connection.onTimer)
+    func start() throws(EventLoopError) {
+        let loop = context.loop
+        readEvent = try loop.makeEvent(fd: fd, [.read, .persist], context: contextPointer, Connection.onReadable)
+        timer = try loop.makeTimer(context: contextPointer, Connection.onTimer)
         try readEvent!.add()
-        try timer!.add(timeout: handshakeTimeout)
+        try timer!.add(timeout: context.configuration.handshakeTimeout)
     }
 
     // MARK: Callbacks
 
-    private static let onReadable: EventCallback = { _, _, context in
-        let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
-        withExtendedLifetime(connection) { connection.server.readable(connection) }
+    private static let onReadable: EventCallback = { _, _, pointer in
+        let connection = Unmanaged<Connection>.fromOpaque(pointer!).takeUnretainedValue()
+        withExtendedLifetime(connection) { connection.readable() }
     }
 
-    private static let onWritable: EventCallback = { _, _, context in
-        let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
-        withExtendedLifetime(connection) { connection.server.writable(connection) }
+    private static let onWritable: EventCallback = { _, _, pointer in
+        let connection = Unmanaged<Connection>.fromOpaque(pointer!).takeUnretainedValue()
+        withExtendedLifetime(connection) { connection.writable() }
     }
 
-    private static let onTimer: EventCallback = { _, _, context in
-        let connection = Unmanaged<Connection>.fromOpaque(context!).takeUnretainedValue()
-        withExtendedLifetime(connection) { connection.server.timerFired(connection) }
+    private static let onTimer: EventCallback = { _, _, pointer in
+        let connection = Unmanaged<Connection>.fromOpaque(pointer!).takeUnretainedValue()
+        withExtendedLifetime(connection) { connection.timerFired() }
     }
 
-    // MARK: State
+    // MARK: The hub's hooks
 
-    func becomeReady() {
-        precondition(state == .awaitingHello)
-        state = .ready
+    override func didBecomeReady() {
+        armTimer(context.configuration.idleTimeout)
     }
 
-    /// When a closing connection is destroyed at the latest.
-    private(set) var closeDeadline: ContinuousClock.Instant?
-
-    /// Enters `closing` (once). The caller has queued whatever should still reach the client.
-    func enterClosing(deadline: Duration) {
-        guard state != .closing else { return }
-        state = .closing
+    /// Delivers what is queued within `--shutdown-timeout`; input from now on is discarded.
+    override func didStartClosing() {
+        let deadline = context.configuration.shutdownTimeout
         closeDeadline = .now + deadline
         try? timer?.add(timeout: deadline)
+        dropInput()
+    }
+
+    /// Frees the events and closes the socket.
+    override func didEnd(reason: String) {
+        dropInput()
+        readEvent?.free()
+        writeEvent?.free()
+        timer?.free()
+        readEvent = nil
+        writeEvent = nil
+        timer = nil
+        isOutputBlocked = false
+        Syscall.close(fd)
+        hub.logger.debug("connection closed", metadata: ["conn": "\(id)", "peer": "\(peer)", "reason": "\(reason)"])
+        context.connectionEnded()
     }
 
     func armTimer(_ timeout: Duration) {
@@ -135,13 +123,8 @@ final class Connection {
             try timer?.add(timeout: timeout)
         } catch {
             // A timer that cannot be armed would leave the connection unwatched; end it instead.
-            server.destroy(self, reason: "cannot arm timer: \(error)")
+            hub.end(self, reason: "cannot arm timer: \(error)")
         }
-    }
-
-    func makePingNonce() -> UInt64 {
-        defer { nextPingNonce &+= 1 }
-        return nextPingNonce
     }
 
     /// The peer sent EOF. The read event is removed: EOF stays readable, so a level-triggered
@@ -155,20 +138,32 @@ final class Connection {
     // MARK: Writing
 
     /// Arms EV_WRITE (persistent) after the kernel's send buffer filled up.
-    func waitForWritable(loop: EventLoop) throws(EventLoopError) {
-        guard !isWaitingForWritable else { return }
+    func waitForWritable() throws(EventLoopError) {
+        guard !isOutputBlocked else { return }
         if writeEvent == nil {
-            writeEvent = try loop.makeEvent(fd: fd, [.write, .persist], context: context, Connection.onWritable)
+            writeEvent = try context.loop.makeEvent(fd: fd, [.write, .persist], context: contextPointer, Connection.onWritable)
         }
         try writeEvent!.add()
-        isWaitingForWritable = true
+        isOutputBlocked = true
     }
 
     /// Disarms EV_WRITE once everything was sent.
     func stopWaitingForWritable() {
-        guard isWaitingForWritable else { return }
+        guard isOutputBlocked else { return }
         writeEvent?.remove()
-        isWaitingForWritable = false
+        isOutputBlocked = false
+    }
+
+    /// EV_WRITE fired: the kernel has room again. The bytes go out in this pass's flush.
+    ///
+    /// EV_WRITE is disarmed here, not left armed until the queue drains: a persistent write
+    /// event on a writable socket is active in every loop iteration at the higher priority,
+    /// and libevent runs no lower-priority event while a higher one is active, so the flush
+    /// itself would starve. The flush arms it again if the buffer fills up.
+    private func writable() {
+        defer { context.flush.noteHighPriorityCallback() }
+        stopWaitingForWritable()
+        hub.markDirty(self)
     }
 
     /// Called when a closing connection has handed everything to the kernel: FIN to the peer.
@@ -184,26 +179,5 @@ final class Connection {
     /// Closing, flushed, shut down, and every byte acknowledged: nothing can be lost by closing.
     var isFullyDelivered: Bool {
         hasShutDownOutput && output.isEmpty && Syscall.unacknowledgedBytes(fd) == 0
-    }
-
-    var hasShutDown: Bool { hasShutDownOutput }
-
-    // MARK: End
-
-    /// Frees the events and closes the socket. Only `Server.destroy` calls this.
-    func releaseResources() {
-        guard !isDestroyed else { return }
-        isDestroyed = true
-        state = .closing
-        readEvent?.free()
-        writeEvent?.free()
-        timer?.free()
-        readEvent = nil
-        writeEvent = nil
-        timer = nil
-        isWaitingForWritable = false
-        output.removeAll()
-        pending = []
-        Syscall.close(fd)
     }
 }

@@ -14,10 +14,10 @@ internal import CLibevent
 
 /// A libevent call failed for a reason outside the program's control (memory, descriptors, the
 /// kernel's event backend).
-public struct EventLoopError: Error, CustomStringConvertible, Sendable {
+package struct EventLoopError: Error, CustomStringConvertible, Sendable {
     /// The libevent function that failed.
-    public var function: String
-    public var description: String { "\(function) failed" }
+    package var function: String
+    package var description: String { "\(function) failed" }
 }
 
 /// The one place where libevent return codes are checked.
@@ -50,7 +50,7 @@ struct EventKinds: OptionSet {
 enum EventPriority: Int32 {
     /// Reads, accepts, writable sockets, timers, signals.
     case io = 0
-    /// The flush of dirty connections (`Server.flushPass`).
+    /// The flush of dirty connections (`OutputFlush.flushPass`).
     case flush = 1
 }
 

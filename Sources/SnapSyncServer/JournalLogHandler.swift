@@ -1,4 +1,4 @@
-public import Logging
+package import Logging
 internal import Glibc
 
 /// A swift-log handler for a daemon: one line per event on stderr, `key=value` metadata.
@@ -14,18 +14,18 @@ internal import Glibc
 ///
 /// Messages and values are escaped (`LogEscaping.line`), so nothing a client sends can break a
 /// line in two. Each line is one write(2), so lines from one process never interleave.
-public struct JournalLogHandler: LogHandler {
-    public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+package struct JournalLogHandler: LogHandler {
+    package var logLevel: Logger.Level
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     /// Whether lines get the journald priority prefix instead of a timestamp.
-    public let journal: Bool
+    package let journal: Bool
     private let write: @Sendable (String) -> Void
 
     /// - Parameters:
     ///   - journal: defaults to whether `JOURNAL_STREAM` is set.
     ///   - write: where lines go (with their newline); stderr by default.
-    public init(level: Logger.Level = .info, journal: Bool? = nil, write: (@Sendable (String) -> Void)? = nil) {
+    package init(level: Logger.Level = .info, journal: Bool? = nil, write: (@Sendable (String) -> Void)? = nil) {
         self.logLevel = level
         self.journal = journal ?? (getenv("JOURNAL_STREAM") != nil)
         self.write =
@@ -35,12 +35,12 @@ public struct JournalLogHandler: LogHandler {
             }
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }

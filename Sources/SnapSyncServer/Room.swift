@@ -6,7 +6,7 @@ import SnapSyncStore
 /// its members (PROTOCOL.md §7).
 ///
 /// Every write goes through `mutate` or `replace`, which decide everything a write can be —
-/// applied, unchanged, a duplicate, rejected — without touching sockets; the server only fans
+/// applied, unchanged, a duplicate, rejected — without touching sockets; the hub only fans
 /// the outcome out. A rejected write leaves the room exactly as it was: the snapshot's `apply`
 /// is atomic, and everything that can fail is checked before the room is touched.
 ///
@@ -14,27 +14,6 @@ import SnapSyncStore
 /// and all its members' queues stay on one loop; a member on another loop would receive its
 /// DIFF chunks through that loop's queue and notify fd (see `EventLoop`).
 final class Room {
-    /// Sizes a room works within (from `ServerConfiguration`).
-    struct Limits: Sendable, Hashable {
-        /// Content limits handed to `Snapshot.apply`.
-        var model: SnapSyncModel.Limits
-        /// A DIFF frame must fit the clients' `max_frame_bytes`.
-        var maxFrameBytes: Int
-        /// History bounds: frames, and bytes of frames.
-        var historyCount: Int
-        var historyBytes: Int
-
-        init(
-            model: SnapSyncModel.Limits = .default, maxFrameBytes: Int = WireLimits.default.maxFrameBytes,
-            historyCount: Int = WireLimits.default.historyCount, historyBytes: Int = 4 * 1024 * 1024
-        ) {
-            self.model = model
-            self.maxFrameBytes = maxFrameBytes
-            self.historyCount = historyCount
-            self.historyBytes = historyBytes
-        }
-    }
-
     /// What became of a write.
     enum WriteOutcome {
         /// Applied: the room moved to `version` (one more than before), and `diff` is the
@@ -60,47 +39,56 @@ final class Room {
     let epoch: UInt64
     var version: UInt64 { history.lastVersion }
     private(set) var snapshot: Snapshot
-    let limits: Limits
+    /// The limits announced in WELCOME: content limits for `Snapshot.apply`, the frame size a
+    /// DIFF must fit (the clients' `max_frame_bytes`), the frames kept for resume.
+    let limits: WireLimits
+    /// Bytes of DIFF frames kept for resume (`--history-bytes`), besides `limits.historyCount`.
+    let maxHistoryBytes: Int
     private(set) var history: RoomHistory
     private var writeIds: WriteIdWindow
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
 
-    /// Connections that have joined, in join order (swap-removed on leave). Each member knows
-    /// its slot (`Connection.memberships`), so join and leave are O(1).
-    /// Read once per DIFF; unchecked for the reason given on `Connection.output`.
-    @exclusivity(unchecked) var members: [Connection] = []
+    /// Sessions that have joined (`Membership.swift`).
+    /// Read once per DIFF; unchecked for the reason given on `Session.output`.
+    @exclusivity(unchecked) var members = RoomMembers()
     /// Where this room's DIFF chunks are written, back to back (`arena(for:)`).
     private var diffArena: OutputArena?
     /// The server's bound on all rooms' memory, asked before a write changes this room.
     var budget: RoomMemoryBudget?
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
-    convenience init(name: String, limits: Limits) {
-        self.init(name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits)
+    convenience init(name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes) {
+        self.init(
+            name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits,
+            maxHistoryBytes: maxHistoryBytes)
     }
 
     /// A room at a known position, e.g. one restored from the store, optionally with the
     /// writes of its latest versions (oldest first, the last one at `version`; ignored unless
     /// their versions are consecutive and end there).
     init(
-        name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: Limits,
-        history recent: [WriteRecord] = []
+        name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
+        maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = []
     ) {
         self.name = name
         self.epoch = epoch
         self.snapshot = snapshot
         self.limits = limits
+        self.maxHistoryBytes = maxHistoryBytes
         let usable =
             recent.count <= version && recent.last.map { $0.version == version } ?? false
             && zip(recent, recent.dropFirst()).allSatisfy { $0.version + 1 == $1.version }
         let start = usable ? version - UInt64(recent.count) : version
-        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: limits.historyBytes, version: start)
+        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start)
         self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
         for entry in usable ? recent : [] {
             history.append(.frozen(entry.diffFrame), version: entry.version)
             writeIds.remember(entry.writeId, version: entry.version, fingerprint: nil, oldestVersion: history.baseVersion)
         }
     }
+
+    /// `--history-bytes`'s default.
+    static let defaultHistoryBytes = 4 * 1024 * 1024
 
     /// The longest room name, in UTF-8 bytes (PROTOCOL.md §6, `invalid_room_name`).
     static let maxNameBytes = 128

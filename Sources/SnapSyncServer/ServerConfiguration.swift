@@ -1,107 +1,63 @@
 import SnapSyncModel
-public import SnapSyncWire
+package import SnapSyncWire
 
 /// Everything `snapsyncd` can be configured with. Each property has a `--flag` of the same name
 /// in kebab case (see `snapsyncd --help`); the defaults here are the documented defaults.
-public struct ServerConfiguration: Sendable {
+package struct ServerConfiguration: Sendable {
     /// Address to listen on: numeric IPv4 or IPv6 (`::1`, `[::1]`), or a host name.
-    public var host = "127.0.0.1"
+    package var host = "127.0.0.1"
     /// TCP port; 0 picks a free ephemeral port (logged as `listening on HOST:PORT`).
-    public var port = 7400
+    package var port = 7400
     /// Where durable state will live (created if missing).
-    public var dataDirectory = "./data"
+    package var dataDirectory = "./data"
 
-    /// The limits announced in WELCOME: max frame bytes, identifier, payload, items, sections,
-    /// rooms per connection, snapshot bytes, history count.
-    public var wire = WireLimits()
+    /// The limits announced in WELCOME, each the home of its flag: `maxFrameBytes`
+    /// (`--max-frame-bytes`), `maxRoomsPerConnection`, `historyCount`, and in `model` the
+    /// content limits (`--max-items-per-room` is `model.maxItems`, `--max-sections-per-room`
+    /// `model.maxSections`, `--max-payload-bytes`, `--max-identifier-bytes`,
+    /// `--max-snapshot-bytes` `model.maxSnapshotBytes`).
+    package var wire = WireLimits()
     /// Connections served at once; one more is answered ERROR too_many_connections and closed.
-    public var maxConnections = 10_000
+    package var maxConnections = 10_000
     /// Rooms the daemon holds; a JOIN or write creating one more gets REJECT too_many_rooms.
-    public var maxRooms = 100_000
+    package var maxRooms = 100_000
     /// Unsent output one connection may have queued; past it the connection is a slow consumer
     /// (ERROR slow_consumer, closed). A single frame into an empty queue is always accepted.
-    public var maxOutputBytes = 32 * 1024 * 1024
+    package var maxOutputBytes = 32 * 1024 * 1024
     /// Bytes held for unfinished frames, all connections together. Past it, the connections
     /// holding the largest unfinished frames are closed with ERROR input_budget_exceeded.
-    public var maxInputBytes = 256 * 1024 * 1024
+    package var maxInputBytes = 256 * 1024 * 1024
     /// Memory of unsent output, all connections together: private bytes while unsent, and a
     /// chunk shared by several queues (a DIFF, a SNAPSHOT body) once (`OutputMeter`). Past it,
     /// the connections with the largest queues are cut off as slow consumers (largest first,
     /// down to 7/8 of it).
-    public var maxOutputTotalBytes = 2 * 1024 * 1024 * 1024
+    package var maxOutputTotalBytes = 2 * 1024 * 1024 * 1024
     /// Bytes of all rooms together: canonical snapshot bytes, DIFF history bytes and
     /// `RoomMemoryBudget.bytesPerRememberedId` per remembered frame and write id. A write that
     /// could take the total past it gets REJECT server_full (`RoomMemoryBudget`).
-    public var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
+    package var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
     /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).
-    public var historyBytes = 4 * 1024 * 1024
+    package var historyBytes = 4 * 1024 * 1024
 
     /// Time a new connection has to send HELLO.
-    public var handshakeTimeout: Duration = .seconds(10)
+    package var handshakeTimeout: Duration = .seconds(10)
     /// Time without a whole frame after which the server sends PING; as long again without one
     /// closes the connection with ERROR timeout. Bytes of an unfinished frame do not count, so
     /// this also bounds how long a frame may take to arrive: at most twice this.
-    public var idleTimeout: Duration = .seconds(60)
+    package var idleTimeout: Duration = .seconds(60)
     /// Longest wait at shutdown for queued output to reach clients.
-    public var shutdownTimeout: Duration = .seconds(5)
+    package var shutdownTimeout: Duration = .seconds(5)
     /// `listen(2)` backlog.
-    public var listenBacklog = 1024
+    package var listenBacklog = 1024
     /// Name sent in WELCOME.
-    public var serverName = "snapsyncd"
+    package var serverName = "snapsyncd"
 
-    public init() {}
-
-    // The WELCOME limits under their flag names (the storage is `wire`).
-
-    /// `--max-frame-bytes`: largest frame body accepted and announced. Default 16 MiB.
-    public var maxFrameBytes: Int {
-        get { wire.maxFrameBytes }
-        set { wire.maxFrameBytes = newValue }
-    }
-    /// `--max-rooms-per-connection`. Default 64.
-    public var maxRoomsPerConnection: Int {
-        get { wire.maxRoomsPerConnection }
-        set { wire.maxRoomsPerConnection = newValue }
-    }
-    /// `--max-items-per-room`. Default 1,000,000.
-    public var maxItemsPerRoom: Int {
-        get { wire.model.maxItems }
-        set { wire.model.maxItems = newValue }
-    }
-    /// `--max-sections-per-room`. Default 100,000.
-    public var maxSectionsPerRoom: Int {
-        get { wire.model.maxSections }
-        set { wire.model.maxSections = newValue }
-    }
-    /// `--max-payload-bytes`: largest section or item payload. Default 64 KiB.
-    public var maxPayloadBytes: Int {
-        get { wire.model.maxPayloadBytes }
-        set { wire.model.maxPayloadBytes = newValue }
-    }
-    /// `--max-identifier-bytes`. Default 256.
-    public var maxIdentifierBytes: Int {
-        get { wire.model.maxIdentifierBytes }
-        set { wire.model.maxIdentifierBytes = newValue }
-    }
-    /// `--max-snapshot-bytes`: largest canonical snapshot encoding of a room. Default 16 MiB − 64 KiB
-    /// (`snapshotBytes(forFrameBytes:)`).
-    public var maxSnapshotBytes: Int {
-        get { wire.maxSnapshotBytes }
-        set {
-            wire.maxSnapshotBytes = newValue
-            wire.model.maxSnapshotBytes = newValue
-        }
-    }
-    /// `--history-count`: DIFFs each room keeps for resume and write-id deduplication. Default 1024.
-    public var historyCount: Int {
-        get { wire.historyCount }
-        set { wire.historyCount = newValue }
-    }
+    package init() {}
 
     /// The largest `max_snapshot_bytes` that leaves room in a SNAPSHOT frame for its header
     /// (request id, room name of at most 128 bytes, epoch, version, reason, digest): 64 KiB
     /// below `maxFrameBytes`, or half of it for frames of 128 KiB and less.
-    public static func snapshotBytes(forFrameBytes frameBytes: Int) -> Int {
+    package static func snapshotBytes(forFrameBytes frameBytes: Int) -> Int {
         frameBytes > 128 * 1024 ? frameBytes - 64 * 1024 : frameBytes / 2
     }
 
@@ -112,17 +68,8 @@ public struct ServerConfiguration: Sendable {
     /// SNAPSHOT header bytes beyond the snapshot itself, with margin (see `snapshotBytes`).
     static let snapshotFrameOverhead = 1024
 
-    /// The limits rooms work within.
-    var roomLimits: Room.Limits {
-        var model = wire.model
-        model.maxSnapshotBytes = wire.maxSnapshotBytes
-        return Room.Limits(
-            model: model, maxFrameBytes: wire.maxFrameBytes,
-            historyCount: wire.historyCount, historyBytes: historyBytes)
-    }
-
     /// Checks that the values make sense together.
-    public func validate() throws(ConfigurationError) {
+    package func validate() throws(ConfigurationError) {
         func fail(_ text: String) -> ConfigurationError { ConfigurationError(message: text) }
         guard (0...65535).contains(port) else { throw fail("--port must be 0...65535, not \(port)") }
         guard !host.isEmpty else { throw fail("--host must not be empty") }
@@ -170,6 +117,7 @@ public struct ServerConfiguration: Sendable {
 }
 
 /// Configuration values that do not fit together, or cannot be parsed.
+/// (Public while `DataDirectory`, which throws it, is public.)
 public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
     public var message: String
     public init(message: String) { self.message = message }
@@ -177,10 +125,10 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equa
 }
 
 /// Parsers for the value syntax of `snapsyncd`'s flags.
-public enum ConfigurationValue {
+package enum ConfigurationValue {
     /// A byte count: a plain number, or one with a binary suffix (`K`/`KiB`, `M`/`MiB`,
     /// `G`/`GiB`, case-insensitive, optional `B`): `65536`, `64KiB`, `16M`, `1GiB`.
-    public static func byteCount(_ text: String) throws(ConfigurationError) -> Int {
+    package static func byteCount(_ text: String) throws(ConfigurationError) -> Int {
         let trimmed = text.trimmingSpaces
         let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
         let unit = trimmed.dropFirst(digits.count).lowercased()
@@ -202,7 +150,7 @@ public enum ConfigurationValue {
 
     /// A duration: a number with an optional unit `ms`, `s` (the default), `m` or `h`:
     /// `10`, `10s`, `500ms`, `2m`. Fractions are allowed: `1.5s`.
-    public static func duration(_ text: String) throws(ConfigurationError) -> Duration {
+    package static func duration(_ text: String) throws(ConfigurationError) -> Duration {
         let trimmed = text.trimmingSpaces
         let number = trimmed.prefix { ($0.isASCII && $0.isNumber) || $0 == "." }
         let unit = trimmed.dropFirst(number.count).lowercased()
@@ -222,7 +170,7 @@ public enum ConfigurationValue {
     }
 
     /// `16MiB` for 16777216, `1000` for 1000: the shortest exact binary form, for help texts.
-    public static func describe(byteCount: Int) -> String {
+    package static func describe(byteCount: Int) -> String {
         for (suffix, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] where byteCount != 0 && byteCount % (1 << shift) == 0 {
             return "\(byteCount >> shift)\(suffix)"
         }
@@ -230,7 +178,7 @@ public enum ConfigurationValue {
     }
 
     /// `10s`, `500ms`: for help texts.
-    public static func describe(duration: Duration) -> String {
+    package static func describe(duration: Duration) -> String {
         let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
     }

@@ -1,7 +1,7 @@
 internal import Glibc
 
 /// An IPv4, IPv6 or Unix-domain socket address, as the kernel takes it (`sockaddr_storage`).
-public struct SocketAddress: CustomStringConvertible, Sendable {
+package struct SocketAddress: CustomStringConvertible, Sendable {
     var storage: sockaddr_storage
     var length: socklen_t
 
@@ -13,7 +13,7 @@ public struct SocketAddress: CustomStringConvertible, Sendable {
     /// Resolves a listening address with `getaddrinfo(host, port, AI_PASSIVE | AI_NUMERICSERV)`.
     /// `host` is a numeric IPv4 or IPv6 address (brackets allowed: `[::1]`) or a name such as
     /// `localhost`; the first address returned is used.
-    public init(host: String, port: Int) throws(AddressError) {
+    package init(host: String, port: Int) throws(AddressError) {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         guard (0...65535).contains(port) else { throw AddressError(host: host, port: port, reason: "port must be 0...65535") }
@@ -60,7 +60,7 @@ public struct SocketAddress: CustomStringConvertible, Sendable {
     var family: Int32 { Int32(storage.ss_family) }
 
     /// The port of an IPv4 or IPv6 address, 0 otherwise.
-    public var port: Int {
+    package var port: Int {
         withUnsafeBytes(of: storage) { raw in
             switch Int32(storage.ss_family) {
             case AF_INET: Int(UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port))
@@ -71,7 +71,7 @@ public struct SocketAddress: CustomStringConvertible, Sendable {
     }
 
     /// The numeric host (`inet_ntop`), without brackets.
-    public var host: String {
+    package var host: String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         return withUnsafeBytes(of: storage) { raw -> String in
             switch Int32(storage.ss_family) {
@@ -89,7 +89,7 @@ public struct SocketAddress: CustomStringConvertible, Sendable {
     }
 
     /// `127.0.0.1:7400`, `[::1]:7400`.
-    public var description: String {
+    package var description: String {
         family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
@@ -104,9 +104,9 @@ public struct SocketAddress: CustomStringConvertible, Sendable {
 }
 
 /// A `--host`/`--port` pair that does not name a usable address.
-public struct AddressError: Error, CustomStringConvertible, Sendable {
-    public var host: String
-    public var port: Int
-    public var reason: String
-    public var description: String { "cannot use address \(host) port \(port): \(reason)" }
+package struct AddressError: Error, CustomStringConvertible, Sendable {
+    package var host: String
+    package var port: Int
+    package var reason: String
+    package var description: String { "cannot use address \(host) port \(port): \(reason)" }
 }

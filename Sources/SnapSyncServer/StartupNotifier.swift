@@ -1,4 +1,4 @@
-public import Logging
+package import Logging
 package import SnapSyncStore
 
 /// Keeps systemd waiting while a long start-up (recovery) makes progress: at most every
@@ -10,14 +10,14 @@ package import SnapSyncStore
 /// Called on the thread doing the work (recovery has no other): nothing is sent between calls,
 /// so a single step longer than `extendBy` would still time out. Recovery reports after each
 /// checkpoint and every few thousand records, each far below a second.
-public final class StartupNotifier {
+package final class StartupNotifier {
     let notifier: SystemdNotifier
     let logger: Logger
     let interval: Duration
     let extendBy: Duration
     private var lastSent: ContinuousClock.Instant
 
-    public convenience init(logger: Logger) {
+    package convenience init(logger: Logger) {
         self.init(notifier: SystemdNotifier(), logger: logger, interval: .seconds(5), extendBy: .seconds(30), now: .now)
     }
 
@@ -29,12 +29,12 @@ public final class StartupNotifier {
         self.lastSent = now
     }
 
-    public var isEnabled: Bool { notifier.isEnabled }
+    package var isEnabled: Bool { notifier.isEnabled }
 
     /// Tells systemd "still working: `status`" when the last message is `interval` old.
     /// - Returns: whether a message was sent.
     @discardableResult
-    public func progress(_ status: String, now: ContinuousClock.Instant = .now) -> Bool {
+    package func progress(_ status: String, now: ContinuousClock.Instant = .now) -> Bool {
         guard notifier.isEnabled, now - lastSent >= interval else { return false }
         lastSent = now
         let (seconds, attoseconds) = extendBy.components

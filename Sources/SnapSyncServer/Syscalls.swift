@@ -7,16 +7,16 @@ internal import Glibc
 // hot paths: `read` and `send` return it as a value.
 
 /// A failed system call: which one, and errno.
-public struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
-    public var call: String
-    public var errno: Int32
+package struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
+    package var call: String
+    package var errno: Int32
 
-    public init(call: String, errno: Int32) {
+    package init(call: String, errno: Int32) {
         self.call = call
         self.errno = errno
     }
 
-    public var description: String { "\(call): \(String(cString: strerror(errno))) (errno \(errno))" }
+    package var description: String { "\(call): \(String(cString: strerror(errno))) (errno \(errno))" }
 
     /// The peer went away (reset, broken pipe, timed out): a normal way for a connection to end.
     var isDisconnect: Bool {

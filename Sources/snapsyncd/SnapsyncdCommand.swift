@@ -1,7 +1,9 @@
 import ArgumentParser
 import Logging
+import SnapSyncModel
 import SnapSyncServer
 import SnapSyncStore
+import SnapSyncWire
 
 /// `snapsyncd [options]`: every limit has a flag and a documented default (ServerConfiguration).
 struct SnapsyncdCommand: ParsableCommand {
@@ -59,9 +61,9 @@ struct SnapsyncdCommand: ParsableCommand {
     var logLevel: String = "info"
 
     @Option(
-        help: "Largest frame body accepted and announced (max_frame_bytes). (default: \(size(defaults.maxFrameBytes)))",
+        help: "Largest frame body accepted and announced (max_frame_bytes). (default: \(size(defaults.wire.maxFrameBytes)))",
         transform: ConfigurationValue.byteCount)
-    var maxFrameBytes: Int = defaults.maxFrameBytes
+    var maxFrameBytes: Int = defaults.wire.maxFrameBytes
 
     @Option(help: "Connections served at once; one more gets ERROR too_many_connections.")
     var maxConnections: Int = defaults.maxConnections
@@ -70,21 +72,21 @@ struct SnapsyncdCommand: ParsableCommand {
     var maxRooms: Int = defaults.maxRooms
 
     @Option(help: "Rooms one connection may have joined at once.")
-    var maxRoomsPerConnection: Int = defaults.maxRoomsPerConnection
+    var maxRoomsPerConnection: Int = defaults.wire.maxRoomsPerConnection
 
     @Option(help: "Items one room may hold.")
-    var maxItemsPerRoom: Int = defaults.maxItemsPerRoom
+    var maxItemsPerRoom: Int = defaults.wire.model.maxItems
 
     @Option(help: "Sections one room may hold.")
-    var maxSectionsPerRoom: Int = defaults.maxSectionsPerRoom
+    var maxSectionsPerRoom: Int = defaults.wire.model.maxSections
 
     @Option(
-        help: "Largest section or item payload. (default: \(size(defaults.maxPayloadBytes)))",
+        help: "Largest section or item payload. (default: \(size(defaults.wire.model.maxPayloadBytes)))",
         transform: ConfigurationValue.byteCount)
-    var maxPayloadBytes: Int = defaults.maxPayloadBytes
+    var maxPayloadBytes: Int = defaults.wire.model.maxPayloadBytes
 
-    @Option(help: "Longest section or item identifier, in bytes. (default: \(defaults.maxIdentifierBytes))", transform: ConfigurationValue.byteCount)
-    var maxIdentifierBytes: Int = defaults.maxIdentifierBytes
+    @Option(help: "Longest section or item identifier, in bytes. (default: \(defaults.wire.model.maxIdentifierBytes))", transform: ConfigurationValue.byteCount)
+    var maxIdentifierBytes: Int = defaults.wire.model.maxIdentifierBytes
 
     @Option(
         help: ArgumentHelp("Largest encoded room snapshot. (default: --max-frame-bytes minus 64KiB)", valueName: "max-snapshot-bytes"),
@@ -115,7 +117,7 @@ struct SnapsyncdCommand: ParsableCommand {
     var maxRoomTotalBytes: Int = defaults.maxRoomTotalBytes
 
     @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
-    var historyCount: Int = defaults.historyCount
+    var historyCount: Int = defaults.wire.historyCount
 
     @Option(
         help: "Bytes of DIFFs each room keeps for resume. (default: \(size(defaults.historyBytes)))",
@@ -147,14 +149,14 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.dataDirectory = dataDir ?? DataDirectory.defaultPath()
-        configuration.maxFrameBytes = maxFrameBytes
-        configuration.maxRoomsPerConnection = maxRoomsPerConnection
-        configuration.maxItemsPerRoom = maxItemsPerRoom
-        configuration.maxSectionsPerRoom = maxSectionsPerRoom
-        configuration.maxPayloadBytes = maxPayloadBytes
-        configuration.maxIdentifierBytes = maxIdentifierBytes
-        configuration.maxSnapshotBytes = maxSnapshotBytes ?? ServerConfiguration.snapshotBytes(forFrameBytes: maxFrameBytes)
-        configuration.historyCount = historyCount
+        configuration.wire.maxFrameBytes = maxFrameBytes
+        configuration.wire.maxRoomsPerConnection = maxRoomsPerConnection
+        configuration.wire.model.maxItems = maxItemsPerRoom
+        configuration.wire.model.maxSections = maxSectionsPerRoom
+        configuration.wire.model.maxPayloadBytes = maxPayloadBytes
+        configuration.wire.model.maxIdentifierBytes = maxIdentifierBytes
+        configuration.wire.model.maxSnapshotBytes = maxSnapshotBytes ?? ServerConfiguration.snapshotBytes(forFrameBytes: maxFrameBytes)
+        configuration.wire.historyCount = historyCount
         configuration.maxConnections = maxConnections
         configuration.maxRooms = maxRooms
         configuration.maxOutputBytes = maxOutputBytes
@@ -174,8 +176,8 @@ struct SnapsyncdCommand: ParsableCommand {
     func storeOptions(_ configuration: ServerConfiguration) -> StoreOptions {
         StoreOptions(
             directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
-            segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.maxFrameBytes + 4,
-            checkpointInterval: checkpointInterval, historyLimit: configuration.historyCount)
+            segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.wire.maxFrameBytes + 4,
+            checkpointInterval: checkpointInterval, historyLimit: configuration.wire.historyCount)
     }
 
     func validate() throws {
@@ -204,7 +206,7 @@ struct SnapsyncdCommand: ParsableCommand {
             options: storeOptions(configuration), logger: logger,
             progress: startup.recovery)
         let server = try Server(configuration: configuration, logger: logger, store: store)
-        try server.restore(recovered)
+        try server.hub.restore(recovered)
         return (store, server)
     }
 
@@ -222,7 +224,7 @@ struct SnapsyncdCommand: ParsableCommand {
             // READY=1 goes out here, once recovered and listening.
             try server.start()
             try server.run()
-            try store.close(checkpointing: server.roomImages(store.roomsDueAtClose()))
+            try store.close(checkpointing: server.hub.roomImages(store.roomsDueAtClose()))
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure

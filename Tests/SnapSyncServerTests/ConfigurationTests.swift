@@ -69,41 +69,34 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
         let configuration = ServerConfiguration()
         try configuration.validate()
         #expect(configuration.host == "127.0.0.1" && configuration.port == 7400)
-        #expect(configuration.maxFrameBytes == 16 << 20)
-        #expect(configuration.maxIdentifierBytes == 256)
-        #expect(configuration.maxPayloadBytes == 64 << 10)
-        #expect(configuration.maxItemsPerRoom == 1_000_000)
-        #expect(configuration.maxSectionsPerRoom == 100_000)
-        #expect(configuration.maxRoomsPerConnection == 64)
-        #expect(configuration.maxSnapshotBytes == 16 << 20 - 64 << 10)
-        #expect(configuration.historyCount == 1024)
-        #expect(ServerConfiguration.snapshotBytes(forFrameBytes: 16 << 20) == configuration.maxSnapshotBytes)
-    }
-
-    @Test func snapshotLimitFollowsTheModelAndTheRooms() {
-        var configuration = ServerConfiguration()
-        configuration.maxSnapshotBytes = 5000
-        #expect(configuration.wire.model.maxSnapshotBytes == 5000)
-        #expect(configuration.roomLimits.model.maxSnapshotBytes == 5000)
+        #expect(configuration.wire.maxFrameBytes == 16 << 20)
+        #expect(configuration.wire.model.maxIdentifierBytes == 256)
+        #expect(configuration.wire.model.maxPayloadBytes == 64 << 10)
+        #expect(configuration.wire.model.maxItems == 1_000_000)
+        #expect(configuration.wire.model.maxSections == 100_000)
+        #expect(configuration.wire.maxRoomsPerConnection == 64)
+        #expect(configuration.wire.model.maxSnapshotBytes == 16 << 20 - 64 << 10)
+        #expect(configuration.wire.historyCount == 1024)
+        #expect(ServerConfiguration.snapshotBytes(forFrameBytes: 16 << 20) == configuration.wire.model.maxSnapshotBytes)
     }
 
     @Test func inconsistentValuesAreRefusedNamingTheFlag() {
         #expect(message { $0.port = 70000 }?.contains("--port") == true)
-        #expect(message { $0.maxFrameBytes = 100 }?.contains("--max-frame-bytes") == true)
+        #expect(message { $0.wire.maxFrameBytes = 100 }?.contains("--max-frame-bytes") == true)
         #expect(
-            message { $0.maxFrameBytes = 1 << 20 }?.contains("--max-snapshot-bytes") == true,
+            message { $0.wire.maxFrameBytes = 1 << 20 }?.contains("--max-snapshot-bytes") == true,
             "the default snapshot limit does not fit a 1 MiB frame")
         #expect(message { $0.maxConnections = 0 }?.contains("--max-connections") == true)
         #expect(message { $0.maxOutputBytes = 10 }?.contains("--max-output-bytes") == true)
         #expect(message { $0.idleTimeout = .zero }?.contains("--idle-timeout") == true)
         #expect(
-            message { $0.maxFrameBytes = 1 << 30 }?.contains("--max-input-bytes") == true,
+            message { $0.wire.maxFrameBytes = 1 << 30 }?.contains("--max-input-bytes") == true,
             "one frame of the largest size must fit in the input budget")
         #expect(message { $0.maxInputBytes = (16 << 20) + (64 << 10) }?.contains("--max-input-bytes") == true)
         #expect(message { $0.maxInputBytes = (16 << 20) + (128 << 10) } == nil)
         #expect(
             message {
-                $0.maxFrameBytes = 1 << 20; $0.maxSnapshotBytes = ServerConfiguration.snapshotBytes(forFrameBytes: 1 << 20)
+                $0.wire.maxFrameBytes = 1 << 20; $0.wire.model.maxSnapshotBytes = ServerConfiguration.snapshotBytes(forFrameBytes: 1 << 20)
             } == nil)
     }
 

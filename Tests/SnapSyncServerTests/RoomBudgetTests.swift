@@ -14,7 +14,7 @@ private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
 /// A room holding a big item "big" and a small one "a" in section "s", under a budget that is
 /// full: its limit leaves less than one remembered frame and id free.
 private func fullRoom() throws -> (Room, RoomMemoryBudget) {
-    let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: Room.Limits())
+    let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: WireLimits())
     var scratch: [UInt8] = []
     let ops: [SnapshotOperation] = [
         .appendSections([element("s")]),
@@ -99,7 +99,7 @@ private struct Failure: Error, CustomStringConvertible {
     /// only when it can shrink the room (PROTOCOL.md §7.1): a batch of moves, which grows the
     /// snapshot by nothing but has a large DIFF, is refused, and the room is not copied for it.
     @Test func aBatchThatCannotShrinkIsRefusedByItsBound() throws {
-        let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: Room.Limits())
+        let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: WireLimits())
         var scratch: [UInt8] = []
         let ids = (0..<200).map { "i\($0)" }
         guard

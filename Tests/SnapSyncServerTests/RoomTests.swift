@@ -8,10 +8,10 @@ import SnapSyncStore
 // and the resume decision.
 
 private func makeRoom(
-    _ name: String = "room", limits: Room.Limits = Room.Limits(),
+    _ name: String = "room", limits: WireLimits = WireLimits(), maxHistoryBytes: Int = Room.defaultHistoryBytes,
     version: UInt64 = 0, epoch: UInt64 = 77
 ) -> Room {
-    Room(name: name, epoch: epoch, version: version, snapshot: Snapshot(), limits: limits)
+    Room(name: name, epoch: epoch, version: version, snapshot: Snapshot(), limits: limits, maxHistoryBytes: maxHistoryBytes)
 }
 
 private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
@@ -89,7 +89,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 
     @Test func limitsComeFromTheRoomLimits() {
-        var limits = Room.Limits()
+        var limits = WireLimits()
         limits.model.maxItems = 2
         let room = makeRoom(limits: limits)
         mustApply(room, [.appendSections([element("s")]), .appendItems([element("a"), element("b")], toSection: "s")])
@@ -145,7 +145,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 
     @Test func writeIdsAreForgottenWithTheirHistory() {
-        var limits = Room.Limits()
+        var limits = WireLimits()
         limits.historyCount = 2
         let room = makeRoom(limits: limits)
         mustApply(room, [.appendSections([element("a")])], writeId: [1])
@@ -246,7 +246,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 
     @Test func aDiffTooLargeForTheFrameLimitIsRefusedBeforeTheRoomChanges() {
-        var limits = Room.Limits()
+        var limits = WireLimits()
         limits.maxFrameBytes = 1024
         let room = makeRoom(limits: limits)
         var scratch: [UInt8] = []
@@ -267,7 +267,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 
     @Test func newRoomsStartEmptyAtVersionZeroWithANonzeroEpoch() {
-        let a = Room(name: "a", limits: Room.Limits()), b = Room(name: "b", limits: Room.Limits())
+        let a = Room(name: "a", limits: WireLimits()), b = Room(name: "b", limits: WireLimits())
         #expect(a.epoch != 0 && b.epoch != 0 && a.epoch != b.epoch)
         #expect(a.version == 0 && a.snapshot.isEmpty)
     }
@@ -284,7 +284,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
 @Suite struct ResumeDecisionTests {
     /// A room at version 5 keeping the last 3 DIFFs (base version 2).
     private func roomAtFive() -> (Room, [OutputChunk]) {
-        var limits = Room.Limits()
+        var limits = WireLimits()
         limits.historyCount = 3
         let room = makeRoom(limits: limits)
         var frames: [OutputChunk] = []
@@ -328,9 +328,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 
     @Test func historyIsBoundedByBytesToo() {
-        var limits = Room.Limits()
-        limits.historyBytes = 100
-        let room = makeRoom(limits: limits)
+        let room = makeRoom(maxHistoryBytes: 100)
         for i in 1...4 { mustApply(room, [.appendSections([element("s\(i)", String(repeating: "p", count: 40))])]) }
         #expect(room.historyBytes <= 100)
         #expect(room.historyCount >= 1)
@@ -428,7 +426,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     /// Ids restored from the store have no fingerprint: any write reusing one is its retry.
     @Test func restoredIdsMatchAnyWrite() {
         let room = Room(
-            name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: Room.Limits(),
+            name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: WireLimits(),
             history: [WriteRecord(room: "r", epoch: 5, version: 1, writeId: [1], diffFrame: [0, 0, 0, 1, 0x22])])
         var scratch: [UInt8] = []
         guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {

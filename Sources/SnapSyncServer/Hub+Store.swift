@@ -5,8 +5,9 @@
 internal import Logging
 internal import SnapSyncModel
 package import SnapSyncStore
+import SnapSyncWire
 
-extension Server {
+extension Hub {
     /// Puts the rooms recovered from the data directory in place, each at its epoch and version
     /// with its history (so a client resuming inside it gets CATCHUP) and its write ids (so a
     /// retried write is still recognised). Call before `start()`.
@@ -16,7 +17,7 @@ extension Server {
     ///   room could not be served (a conforming client refuses its SNAPSHOT), so the daemon does
     ///   not start, as it does not start on a damaged data directory. Nothing is restored then.
     package func restore(_ recovered: [RecoveredRoom]) throws(ServerError) {
-        let limits = configuration.roomLimits.model
+        let limits = configuration.wire.model
         for r in recovered {
             if let violation = r.snapshot.firstLimitViolation(limits) {
                 throw Self.overLimit(room: r.name, snapshot: r.snapshot, violation)
@@ -25,7 +26,7 @@ extension Server {
         for r in recovered {
             let room = Room(
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
-                limits: configuration.roomLimits, history: r.history)
+                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: r.history)
             room.budget = roomBudget
             rooms[r.name] = room
             roomBudget.update(room)

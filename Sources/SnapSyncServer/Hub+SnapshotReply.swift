@@ -4,7 +4,7 @@ import SnapSyncWire
 // SNAPSHOT replies share their body. The snapshot is the last field of a SNAPSHOT frame
 // (PROTOCOL.md §11.11), so a reply is a small private header (length, type, request id, room,
 // epoch, version, reason, digest) followed by the room's canonical encoding at that version,
-// encoded once and queued by reference to every connection that JOINs while it is in use: a
+// encoded once and queued by reference to every session that JOINs while it is in use: a
 // storm of JOINs of a large room costs one encoding and one copy of it, not one per joiner.
 
 /// The latest canonical encoding of each room, held weakly: it lives as long as some output
@@ -20,7 +20,7 @@ struct SnapshotEncodings {
         }
     }
 
-    /// By room; rooms live as long as the server (PROTOCOL.md §7), so entries are never removed.
+    /// By room; rooms live as long as the hub (PROTOCOL.md §7), so entries are never removed.
     private var entries: [ObjectIdentifier: Entry] = [:]
 
     /// `room`'s canonical encoding at its current version, shared (frozen).
@@ -37,11 +37,11 @@ struct SnapshotEncodings {
     }
 }
 
-extension Server {
-    /// Queues SNAPSHOT(`room` at its current version) for `connection`: a private header and the
-    /// shared body. Over the connection's output cap the connection is cut off instead, as `send`.
-    func sendSnapshot(requestID: UInt64, room: Room, reason: SnapshotReason, to connection: Connection) {
-        guard !connection.isDestroyed, connection.state != .closing else { return }
+extension Hub {
+    /// Queues SNAPSHOT(`room` at its current version) for `session`: a private header and the
+    /// shared body. Over the session's output cap the session is cut off instead, as `send`.
+    func sendSnapshot(requestID: UInt64, room: Room, reason: SnapshotReason, to session: Session) {
+        guard !session.isEnded, session.state != .closing else { return }
         let body = snapshotEncodings.body(of: room, scratch: &encodeBuffer)
         encodeBuffer.removeAll(keepingCapacity: true)
         // The frame of an empty snapshot, whose encoding is one byte (0 sections): without that
@@ -54,14 +54,14 @@ extension Server {
         let size = emptyFrame - 1 + body.count
         let length = UInt32(size - 4)
         for index in 0..<4 { encodeBuffer[index] = UInt8(truncatingIfNeeded: length >> (24 - 8 * index)) }
-        if connection.output.wouldExceedCap(adding: size) {
-            cutOff(connection)
+        if session.output.wouldExceedCap(adding: size) {
+            cutOff(session)
             return
         }
-        encodeBuffer.withUnsafeBytes { connection.output.appendFrameHeader($0) }
-        connection.output.enqueue(body)
+        encodeBuffer.withUnsafeBytes { session.output.appendFrameHeader($0) }
+        session.output.enqueue(body)
         stats.framesOut += 1
-        markDirty(connection)
+        markDirty(session)
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }
 }

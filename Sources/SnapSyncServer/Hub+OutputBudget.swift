@@ -5,7 +5,7 @@ import SnapSyncWire
 // per-connection cap (`--max-output-bytes`) bounds one slow subscriber; this bounds many at
 // once, such as a storm of JOINs of a large room from connections that do not read.
 
-extension Server {
+extension Hub {
     /// Unsent output passed `--max-output-total-bytes`: cuts off the connections with the
     /// largest queues, largest first, until the total is at most 7/8 of the budget. A connection
     /// whose queue starts at a frame boundary gets ERROR `slow_consumer` (its queue dropped, as
@@ -20,25 +20,25 @@ extension Server {
     func enforceOutputBudget() {
         let limit = configuration.maxOutputTotalBytes
         let target = limit - limit / 8
-        let holders = connections.values.filter { $0.output.pendingBytes > 0 }
+        let holders = sessions.values.filter { $0.output.pendingBytes > 0 }
             .sorted { $0.output.pendingBytes > $1.output.pendingBytes }
-        for connection in holders where outputBytes > target && !connection.isDestroyed {
-            let queued = connection.output.pendingBytes
+        for session in holders where outputBytes > target && !session.isEnded {
+            let queued = session.output.pendingBytes
             stats.slowConsumerDisconnects += 1
             logger.warning(
                 "output budget exceeded, closing the connection with the largest queue",
                 metadata: [
-                    "conn": "\(connection.id)", "peer": "\(connection.peer)", "queued_bytes": "\(queued)",
+                    "conn": "\(session.id)", "peer": "\(session.peer)", "queued_bytes": "\(queued)",
                     "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)",
                 ])
-            if connection.state != .closing && !connection.output.isMidFrame {
-                connection.output.dropAllButPartialHead()
+            if session.state != .closing && !session.output.isMidFrame {
+                session.output.dropAllButPartialHead()
                 close(
-                    connection, error: .slowConsumer,
+                    session, error: .slowConsumer,
                     "the server's unsent output passed --max-output-total-bytes \(ConfigurationValue.describe(byteCount: limit)); this connection had one of the largest queues (\(queued) bytes)"
                 )
             } else {
-                destroy(connection, reason: "output budget exceeded in the middle of a frame")
+                end(session, reason: "output budget exceeded in the middle of a frame")
             }
         }
     }

@@ -1,0 +1,184 @@
+import Logging
+import SnapSyncWire
+
+// Reading and framing: bytes from a socket to whole frames for the hub. Never blocks (the
+// socket is non-blocking), never trusts a length before checking it, and turns every malformed
+// input into an ERROR frame and a close, with a printable, bounded sample of the bytes in the log.
+
+extension Connection {
+    /// An emptied input buffer up to this capacity is kept for the connection's next unfinished
+    /// frame (saving an allocation per split frame); a larger one is freed.
+    static let keptInputCapacity = 4096
+    /// At most this many reads per readable callback, for fairness between connections;
+    /// level-triggered epoll calls back for the rest.
+    static let maxReadsPerCallback = 4
+
+    /// The socket is readable: read (up to `maxReadsPerCallback` × 64 KiB, or until the kernel
+    /// has nothing more) and hand every whole frame to the hub.
+    func readable() {
+        defer { context.flush.noteHighPriorityCallback() }
+        let readBuffer = context.readBuffer
+        for _ in 0..<Self.maxReadsPerCallback {
+            let result: Syscall.ReadResult
+            do {
+                result = try Syscall.read(fd, into: readBuffer)
+            } catch {
+                hub.end(self, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                return
+            case .endOfFile:
+                endOfInput()
+                return
+            case .bytes(let count):
+                hub.stats.bytesIn += UInt64(count)
+                guard state != .closing else { continue }
+                receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
+                if isEnded { return }
+                if context.inputBytes > context.configuration.maxInputBytes { Self.enforceInputBudget(context) }
+                if isEnded { return }
+                // A short read means the socket is drained; skip the read that would say EAGAIN.
+                if count < readBuffer.count { return }
+            }
+        }
+    }
+
+    /// The peer sent EOF (it closed, or only shut its sending side, as `nc -N` and many scripts
+    /// do). Every frame received before it has been handled, since frames are handled as they
+    /// are read; the answers still queued go out, then the connection closes (PROTOCOL.md §7.1),
+    /// within `--shutdown-timeout`. An unfinished frame is dropped: it can never complete.
+    private func endOfInput() {
+        stopReading()
+        dropInput()
+        if output.isEmpty {
+            // Nothing owed (or, when closing, everything already handed to the kernel, which
+            // delivers it before the FIN: the peer's receive side is unaffected by its EOF).
+            hub.end(self, reason: "peer closed")
+        } else if state != .closing {
+            hub.close(self, error: nil, "")
+        }
+    }
+
+    /// Cuts whole frames out of `bytes` (preceded by the pending partial frame) and hands them
+    /// to the hub; keeps the incomplete tail in `pending` and keeps the input budget in step with
+    /// its capacity.
+    private func receive(_ bytes: UnsafeRawBufferPointer) {
+        defer { accountInput() }
+        if pending.isEmpty {
+            let used = handleFrames(in: bytes)
+            if used > 0 { noteWholeFrames() }
+            if state != .closing && used < bytes.count {
+                pending.append(contentsOf: bytes[used...])
+            }
+        } else {
+            // Taken out of `pending` while frames are handled, so that it stays uniquely
+            // referenced and trimming it below never copies it.
+            var buffer: [UInt8] = []
+            swap(&buffer, &pending)
+            Self.grow(&buffer, toAppend: bytes.count)
+            buffer.append(contentsOf: bytes)
+            let used = buffer.withUnsafeBytes { handleFrames(in: $0) }
+            if used > 0 { noteWholeFrames() }
+            guard state != .closing else { return }
+            if used == buffer.count {
+                // Keep a small buffer for the next partial frame; give a large one back.
+                if buffer.capacity <= Self.keptInputCapacity {
+                    buffer.removeAll(keepingCapacity: true)
+                    pending = buffer
+                }
+            } else if used > 0 && buffer.capacity > ConnectionContext.readBufferSize && buffer.capacity > 4 * (buffer.count - used) {
+                // A large frame completed and a small tail of the next one remains: keep the tail
+                // in a buffer of its size, not in the large one. O(tail), at most a quarter of
+                // the large buffer, so amortised against the bytes that filled it.
+                pending = Array(buffer[used...])
+            } else {
+                if used > 0 { buffer.removeSubrange(0..<used) }
+                pending = buffer
+            }
+        }
+    }
+
+    /// Makes room in `buffer` (which starts with an unfinished frame) for `count` more bytes.
+    /// Capacity doubles, for amortised O(1) appends, but never past the end of the frame being
+    /// received unless the new bytes themselves go past it: the memory held follows the bytes
+    /// that arrived, and a frame's announced length alone never reserves anything.
+    private static func grow(_ buffer: inout [UInt8], toAppend count: Int) {
+        let needed = buffer.count + count
+        guard needed > buffer.capacity else { return }
+        var frameEnd = Int.max
+        if buffer.count >= 4 {
+            frameEnd = 4 + (Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3]))
+        }
+        buffer.reserveCapacity(max(needed, min(2 * buffer.capacity, frameEnd)))
+    }
+
+    /// At least one whole frame arrived: the peer is alive (PROTOCOL.md §8.3). Once per read,
+    /// not per frame, to keep the clock off the per-frame path.
+    private func noteWholeFrames() {
+        lastInput = .now
+        pingOutstanding = false
+    }
+
+    /// Forgets the connection's unfinished frame and gives its memory back to the budget.
+    func dropInput() {
+        pending = []
+        accountInput()
+    }
+
+    /// Brings `inputBytes` in step with the connection's buffer: its capacity while it holds an
+    /// unfinished frame; an empty buffer kept for the next one (at most `keptInputCapacity`) is
+    /// a per-connection cost, not budgeted input.
+    private func accountInput() {
+        let held = pending.isEmpty ? 0 : pending.capacity
+        context.inputBytes += held - budgetedInputBytes
+        budgetedInputBytes = held
+    }
+
+    /// Buffered input passed `--max-input-bytes`: closes the connections holding the largest
+    /// unfinished frames, largest first, until the total is within the budget again, each with
+    /// ERROR `input_budget_exceeded`.
+    /// - Complexity: O(c log c) for c connections with an unfinished frame. It runs only when the
+    ///   budget is passed, and every run frees at least one connection's buffer.
+    private static func enforceInputBudget(_ context: ConnectionContext) {
+        let configuration = context.configuration
+        let holders = context.connections.filter { $0.budgetedInputBytes > 0 && $0.state != .closing }
+            .sorted { $0.budgetedInputBytes > $1.budgetedInputBytes }
+        for connection in holders where context.inputBytes > configuration.maxInputBytes {
+            let held = connection.budgetedInputBytes
+            context.hub.logger.warning(
+                "input budget exceeded, closing the connection with the largest unfinished frame",
+                metadata: [
+                    "conn": "\(connection.id)", "peer": "\(connection.peer)", "buffered_bytes": "\(held)",
+                    "input_bytes": "\(context.inputBytes)", "max_input_bytes": "\(configuration.maxInputBytes)",
+                ])
+            context.hub.close(
+                connection, error: .inputBudgetExceeded,
+                "the server's buffered input passed --max-input-bytes \(ConfigurationValue.describe(byteCount: configuration.maxInputBytes)); this connection held the largest unfinished frame (\(held) bytes)"
+            )
+        }
+    }
+
+    /// Hands every whole frame at the start of `bytes`, cut in place (`FrameCutter`), to the hub.
+    /// - Returns: the bytes used (whole frames); the rest is an incomplete frame.
+    /// - Complexity: O(1) per frame to cut, plus the handling of each frame.
+    private func handleFrames(in bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while state != .closing {
+            // HELLO is tiny: before it, a connection may not make the server hold more.
+            let cutter = state == .awaitingHello ? context.preHelloCutter : context.frameCutter
+            let frame: UnsafeRawBufferPointer
+            do {
+                guard let whole = try cutter.nextFrame(in: bytes[offset...]) else { break }
+                frame = whole
+            } catch {
+                hub.protocolError(error, on: self, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                break
+            }
+            offset += frame.count
+            hub.receive(frame: frame, from: self)
+        }
+        return offset
+    }
+}

@@ -1,0 +1,47 @@
+import Logging
+import SnapSyncWire
+
+// A connection's one timer, re-armed as it goes through its life: the handshake timeout while
+// awaiting HELLO, the idle timer (PING, then ERROR timeout) once ready, the close deadline and
+// the linger poll while closing (PROTOCOL.md §8.3).
+
+extension Connection {
+    /// How often a flushed, closing connection checks whether its peer acknowledged everything.
+    static let lingerPollInterval: Duration = .milliseconds(10)
+
+    func timerFired() {
+        let configuration = context.configuration
+        switch state {
+        case .awaitingHello:
+            hub.stats.protocolErrors += 1
+            hub.logger.info("no HELLO in time, closing", metadata: ["conn": "\(id)", "peer": "\(peer)"])
+            hub.close(self, error: .timeout, "no HELLO within \(ConfigurationValue.describe(duration: configuration.handshakeTimeout))")
+        case .ready:
+            let idle = configuration.idleTimeout
+            let silent = ContinuousClock.now - lastInput
+            if silent < idle {
+                pingOutstanding = false
+                armTimer(idle - silent)
+            } else if pingOutstanding {
+                hub.logger.info("no answer to PING, closing", metadata: ["conn": "\(id)", "peer": "\(peer)"])
+                hub.close(self, error: .timeout, "no frame for \(ConfigurationValue.describe(duration: silent)), not even a PONG")
+            } else {
+                pingOutstanding = true
+                hub.send(.ping(nonce: nextPingNonce), to: self)
+                nextPingNonce &+= 1
+                armTimer(idle)
+            }
+        case .closing:
+            let now = ContinuousClock.now
+            if isFullyDelivered {
+                hub.end(self, reason: "closed")
+            } else if let closeDeadline, now < closeDeadline {
+                // Flushed and waiting for acknowledgements: look again soon. Still flushing
+                // (EV_WRITE armed): wait for the deadline.
+                armTimer(hasShutDownOutput ? min(Self.lingerPollInterval, closeDeadline - now) : closeDeadline - now)
+            } else {
+                hub.end(self, reason: "close timeout")
+            }
+        }
+    }
+}

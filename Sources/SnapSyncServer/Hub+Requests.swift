@@ -1,0 +1,132 @@
+import Logging
+import SnapSyncModel
+import SnapSyncWire
+
+// What the server does with each message (PROTOCOL.md §3, §7): the handshake, JOIN/LEAVE,
+// STATS, PING/PONG; writes are in Hub+Writes.swift.
+
+extension Hub {
+    func handle(_ message: Message, from session: Session) {
+        if session.state == .awaitingHello {
+            guard case .hello(let versions, let clientName, _) = message else {
+                stats.protocolErrors += 1
+                logger.info(
+                    "frame before HELLO, closing", metadata: ["conn": "\(session.id)", "peer": "\(session.peer)", "type": "\(message.type.name)"])
+                close(session, error: .handshakeRequired, "\(message.type.name) before HELLO: the first frame must be HELLO")
+                return
+            }
+            hello(versions: versions, clientName: clientName, from: session)
+            return
+        }
+        switch message {
+        case .hello:
+            stats.protocolErrors += 1
+            close(session, error: .handshakeRequired, "HELLO came twice")
+        case .ping(let nonce):
+            send(.pong(nonce: nonce), to: session)
+        case .pong:
+            break  // Any frame proves the peer alive; the IO layer already noted it.
+        case .join(let requestID, let room, let resume):
+            join(requestID: requestID, roomName: room, resume: resume, from: session)
+        case .leave(let requestID, let room):
+            leave(requestID: requestID, roomName: room, from: session)
+        case .mutate(let requestID, let room, let expectedVersion, let writeId, let ops):
+            write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
+                room.mutate(ops, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            }
+        case .replace(let requestID, let room, let expectedVersion, let writeId, let snapshot):
+            write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
+                room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            }
+        case .stats(let requestID):
+            let entries = stats.entries(
+                connections: sessions.count, rooms: rooms.count, items: totalItems,
+                uptime: ContinuousClock.now - startTime)
+            send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: session)
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply:
+            // The decoder accepts client messages only; this is a safety net, not a path.
+            stats.protocolErrors += 1
+            close(session, error: .unknownMessageType, "\(message.type.name) is sent by the server only")
+        }
+    }
+
+    private func hello(versions: [UInt64], clientName: String, from session: Session) {
+        guard versions.contains(ProtocolVersion.current) else {
+            stats.protocolErrors += 1
+            close(
+                session, error: .unsupportedVersion,
+                "this server speaks version \(ProtocolVersion.current); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
+            return
+        }
+        session.state = .ready
+        session.clientName = clientName
+        session.didBecomeReady()
+        send(
+            .welcome(
+                version: ProtocolVersion.current, sessionId: session.id, serverName: configuration.serverName,
+                limits: configuration.wire.welcomeEntries), to: session)
+        logger.debug(
+            "handshake done",
+            metadata: [
+                "conn": "\(session.id)", "peer": "\(session.peer)",
+                "client": "\(LogEscaping.line(clientName))",
+            ])
+    }
+
+    // MARK: Rooms
+
+    /// The room named `name`, created (empty, version 0, fresh epoch) if this is its first use.
+    func room(named name: String) -> Result<Room, Rejection> {
+        if let rejection = Room.validate(name: name) { return .failure(rejection) }
+        if let room = rooms[name] { return .success(room) }
+        guard rooms.count < configuration.maxRooms else {
+            return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
+        }
+        let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
+        room.budget = roomBudget
+        rooms[name] = room
+        logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])
+        return .success(room)
+    }
+
+    private func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
+        if let rejection = Room.validate(name: roomName) {
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        let alreadyJoined = session.memberships[roomName] != nil
+        if !alreadyJoined && session.memberships.count >= configuration.wire.maxRoomsPerConnection {
+            send(
+                Rejection(
+                    .tooManyRoomsForConnection,
+                    "this connection has joined \(session.memberships.count) rooms, the limit"
+                ).message(requestID: requestID), to: session)
+            return
+        }
+        let room: Room
+        switch self.room(named: roomName) {
+        case .success(let found): room = found
+        case .failure(let rejection):
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        switch room.answerJoin(resume: resume) {
+        case .snapshot(let reason):
+            sendSnapshot(requestID: requestID, room: room, reason: reason, to: session)
+        case .catchup(let from, let to, let frames):
+            send(.catchup(requestID: requestID, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to), to: session)
+            for frame in frames { send(shared: frame, to: session) }
+        }
+        // Joining again re-answers with the state but does not subscribe twice.
+        if !alreadyJoined && session.state != .closing { addMember(session, to: room) }
+    }
+
+    private func leave(requestID: UInt64, roomName: String, from session: Session) {
+        guard let room = session.memberships[roomName] else {
+            send(Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName))").message(requestID: requestID), to: session)
+            return
+        }
+        removeMember(session, from: room)
+        send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
+    }
+}

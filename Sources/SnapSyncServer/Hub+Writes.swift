@@ -1,0 +1,50 @@
+import SnapSyncModel
+import SnapSyncWire
+import SnapSyncStore
+
+// The write path (PROTOCOL.md §7): store prepare, room apply, store append, then the DIFF to
+// every member before the writer's ACK.
+
+extension Hub {
+    /// A MUTATE or REPLACE: find or create the room, let the store refuse, let the room decide,
+    /// then fan the DIFF out to every member (the writer too, if it has joined) before the
+    /// writer's ACK (PROTOCOL.md §7).
+    func write(
+        requestID: UInt64, roomName: String, writeId: [UInt8], from session: Session,
+        _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
+    ) {
+        let room: Room
+        switch self.room(named: roomName) {
+        case .success(let found): room = found
+        case .failure(let rejection):
+            stats.writesRejected += 1
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        do {
+            try store.prepare(room: room.name)
+        } catch {
+            stats.writesRejected += 1
+            send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: session)
+            return
+        }
+        let itemsBefore = room.snapshot.numberOfItems
+        defer { roomBudget.update(room) }
+        switch apply(room, &diffBuffer) {
+        case .applied(let version, let diff):
+            stats.writesApplied += 1
+            totalItems += room.snapshot.numberOfItems - itemsBefore
+            store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, diffFrame: diff.bytes)
+            // Members are copied first: a member cut off as a slow consumer leaves the room,
+            // which would otherwise reorder the array under the loop.
+            let members = room.members.sessions
+            for member in members { send(shared: diff, to: member) }
+            send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
+        case .unchanged(let version), .duplicate(let version):
+            send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
+        case .rejected(let rejection):
+            stats.writesRejected += 1
+            send(rejection.message(requestID: requestID), to: session)
+        }
+    }
+}

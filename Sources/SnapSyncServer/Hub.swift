@@ -1,0 +1,156 @@
+import Logging
+import SnapSyncModel
+import SnapSyncWire
+import SnapSyncStore
+
+/// The daemon's rooms and everything clients ask of them, without sockets: sessions,
+/// membership (`Membership.swift`), the handshake's rules and every request
+/// (`Hub+Requests.swift`), the write path (`Hub+Writes.swift`), output queuing with its caps
+/// (`Hub+Output.swift`, `Hub+OutputBudget.swift`), SNAPSHOT replies and the store side
+/// (`Hub+Store.swift`). It makes no syscall: the IO layer (`Connection`, `OutputFlush`) hands it
+/// whole frames and writes out what it queued, and its tests drive it with plain `Session`s.
+///
+/// Output: a handler only queues output on a session and puts the session on `dirty`; the IO
+/// layer's flush, once per loop pass, commits the store and then sends each dirty session
+/// everything it has pending in one gathering write (`Server`'s doc). `outputPending` is called
+/// when the first session of a pass becomes dirty, so that the flush is scheduled once per pass.
+///
+/// Threads: everything runs on the loop's thread, and nothing is locked.
+package final class Hub {
+    package let configuration: ServerConfiguration
+    let logger: Logger
+    let store: any RoomStore
+
+    /// Open sessions by id.
+    private(set) var sessions: [UInt64: Session] = [:]
+    private var nextSessionID: UInt64 = 1
+    /// Rooms by name; a room lives as long as the hub (PROTOCOL.md §7).
+    var rooms: [String: Room] = [:]
+    /// Items of all rooms together (STATS `items`).
+    var totalItems = 0
+    /// All rooms' bytes (`--max-room-total-bytes`).
+    let roomBudget: RoomMemoryBudget
+    /// Output memory of all sessions' queues, a shared chunk once (`--max-output-total-bytes`,
+    /// Hub+OutputBudget.swift).
+    let outputMeter = OutputMeter()
+    var outputBytes: Int { outputMeter.bytes }
+    /// The daemon's counters; the IO layer adds its own (bytes in and out, accepts).
+    /// Counted once per frame sent; unchecked for the reason given on `Session.output`.
+    @exclusivity(unchecked) var stats = ServerStats()
+    let startTime = ContinuousClock.now
+
+    /// Sessions with output queued in this pass, for the flush. Appended to once per session
+    /// per pass (`markDirty`); unchecked for the reason given on `Session.output`.
+    @exclusivity(unchecked) var dirty: [Session] = []
+    /// Called when `dirty` goes from empty to non-empty: the IO layer schedules its flush.
+    var outputPending: () -> Void = {}
+    /// Called when the store failed: nothing of this pass may reach a client (`fail`).
+    var storeFailed: (ServerError) -> Void = { _ in }
+
+    // Scratch buffers, reused for every encoding: the request path allocates nothing once they
+    // have grown.
+    var encodeBuffer: [UInt8] = []
+    var diffBuffer: [UInt8] = []
+    /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
+    var snapshotEncodings = SnapshotEncodings()
+
+    init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore) {
+        self.configuration = configuration
+        self.logger = logger
+        self.store = store
+        self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
+    }
+
+    // MARK: Sessions
+
+    /// The id for the next session (`WELCOME`'s session id).
+    func makeSessionID() -> UInt64 {
+        defer { nextSessionID += 1 }
+        return nextSessionID
+    }
+
+    /// A new session without a transport (for tests and in-process use), opened.
+    func openSession(peer: String = "in-process") -> Session {
+        let session = Session(id: makeSessionID(), peer: peer, outputCap: configuration.maxOutputBytes, meter: outputMeter)
+        open(session)
+        return session
+    }
+
+    /// Starts serving `session`: it may now send HELLO.
+    func open(_ session: Session) {
+        sessions[session.id] = session
+    }
+
+    /// Starts closing a session: it leaves its rooms at once (no more DIFFs), `message` (if
+    /// any) is queued after its pending output as an ERROR, and the IO layer delivers what is
+    /// queued and then ends it (`Session.didStartClosing`).
+    func close(_ session: Session, error code: ErrorCode?, _ message: String) {
+        guard session.state != .closing else { return }
+        leaveAllRooms(session)
+        if let code {
+            send(.error(code, message), to: session, force: true)
+        }
+        session.state = .closing
+        session.didStartClosing()
+        markDirty(session)
+    }
+
+    /// Ends a session now: it leaves its rooms, its queue is dropped and it is forgotten; then
+    /// its transport is closed (`Session.didEnd`).
+    func end(_ session: Session, reason: String) {
+        guard !session.isEnded else { return }
+        leaveAllRooms(session)
+        session.isEnded = true
+        session.state = .closing
+        session.output.removeAll()
+        sessions[session.id] = nil
+        session.didEnd(reason: reason)
+    }
+
+    /// The store failed: report it to the daemon, which stops at once.
+    func fail(_ error: ServerError) {
+        storeFailed(error)
+    }
+
+    // MARK: Frames
+
+    /// Decodes one whole frame (length prefix included, cut by the IO layer), in place, and
+    /// handles it.
+    func receive(frame: UnsafeRawBufferPointer, from session: Session) {
+        stats.framesIn += 1
+        let message: Message
+        do {
+            message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client)
+        } catch {
+            if let requestID = error.requestID, error.code.kind == .reject {
+                // A whole, well-formed REPLACE whose snapshot breaks a content rule: the request
+                // fails, the session goes on. It decoded, so before HELLO the state answers
+                // (PROTOCOL.md §8.1).
+                guard session.state == .ready else {
+                    protocolError(
+                        WireError(.handshakeRequired, "REPLACE before HELLO: the first frame must be HELLO"),
+                        on: session, bytes: frame)
+                    return
+                }
+                stats.writesRejected += 1
+                send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestID: requestID), to: session)
+                return
+            }
+            protocolError(error, on: session, bytes: frame)
+            return
+        }
+        handle(message, from: session)
+    }
+
+    /// A frame the protocol does not allow: log it safely, answer ERROR, close.
+    func protocolError(_ error: WireError, on session: Session, bytes: UnsafeRawBufferPointer) {
+        stats.protocolErrors += 1
+        logger.warning(
+            "protocol error, closing",
+            metadata: [
+                "conn": "\(session.id)", "peer": "\(session.peer)", "code": "\(error.code.name)",
+                "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
+            ])
+        close(session, error: error.code, error.detail)
+    }
+}

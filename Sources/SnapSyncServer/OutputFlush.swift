@@ -1,0 +1,129 @@
+import SnapSyncStore
+internal import Glibc
+
+/// The loop pass's flush: once per pass, commits the pass's writes to the store, then sends every
+/// dirty session (`Hub.dirty`) everything it has pending in one gathering write, and arms
+/// EV_WRITE for a connection whose send buffer filled up (`Server`'s doc explains the design).
+///
+/// The flush event runs at the lower priority, after every read, accept, timer and signal
+/// callback of the pass. libevent runs no lower-priority event while higher-priority ones keep
+/// becoming active, so under a constant stream of input (or accepts) the flush could starve;
+/// past `maxCallbacksBeforeFlush` callbacks the callback path flushes inline.
+final class OutputFlush {
+    private let hub: Hub
+    private var event: Event?
+    private var isScheduled = false
+    /// When this pass queued its first output: its flush is timed from there (STATS loop_pass_*).
+    private var passOutputStarted = ContinuousClock.now
+    /// Priority-0 callbacks run since the flush was scheduled.
+    private var callbacksSinceScheduled = 0
+    static let maxCallbacksBeforeFlush = 64
+    /// The dirty list being flushed, swapped with `hub.dirty` (both keep their capacity).
+    @exclusivity(unchecked) private var flushing: [Session] = []
+    private let iovecs: UnsafeMutablePointer<iovec>
+
+    init(hub: Hub) {
+        self.hub = hub
+        self.iovecs = .allocate(capacity: OutputQueue.maxIovecs)
+    }
+
+    deinit {
+        iovecs.deallocate()
+    }
+
+    private var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    /// Creates the flush event and has the hub schedule it when a pass queues its first output.
+    func start(loop: EventLoop) throws(EventLoopError) {
+        event = try loop.makeTimer(priority: .flush, context: contextPointer, OutputFlush.onFlush)
+        hub.outputPending = { [unowned self] in self.schedule() }
+    }
+
+    func free() {
+        event?.free()
+        event = nil
+        hub.outputPending = {}
+    }
+
+    private func schedule() {
+        guard !isScheduled else { return }
+        isScheduled = true
+        passOutputStarted = .now
+        callbacksSinceScheduled = 0
+        event?.activate()
+    }
+
+    /// Called after each read, write and accept callback: flushes inline if the flush event is
+    /// being starved.
+    func noteHighPriorityCallback() {
+        guard isScheduled else { return }
+        callbacksSinceScheduled += 1
+        if callbacksSinceScheduled >= Self.maxCallbacksBeforeFlush { flushPass() }
+    }
+
+    private static let onFlush: EventCallback = { _, _, pointer in
+        let flush = Unmanaged<OutputFlush>.fromOpaque(pointer!).takeUnretainedValue()
+        flush.flushPass()
+    }
+
+    /// Commits the pass's writes to the store, then sends every dirty connection its output.
+    /// - Complexity: O(dirty connections + iovecs sent); one sendmsg per connection unless it
+    ///   has more than 1024 chunks pending.
+    func flushPass() {
+        isScheduled = false
+        callbacksSinceScheduled = 0
+        guard !hub.dirty.isEmpty else { return }
+        do {
+            try hub.store.commit()
+        } catch {
+            hub.fail(ServerError("the store failed to commit: \(error); stopping without acknowledging"))
+            return
+        }
+        swap(&hub.dirty, &flushing)
+        for session in flushing {
+            session.isDirty = false
+            // Every session of a daemon's hub is a connection (`Server.admit`).
+            flush(unsafeDowncast(session, to: Connection.self))
+        }
+        flushing.removeAll(keepingCapacity: true)
+        hub.stats.passTimes.record(.now - passOutputStarted)
+    }
+
+    private func flush(_ connection: Connection) {
+        guard !connection.isEnded else { return }
+        while !connection.output.isEmpty {
+            let count = connection.output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
+            var requested = 0
+            for index in 0..<count { requested += iovecs[index].iov_len }
+            let written: Int?
+            do {
+                written = try Syscall.send(connection.fd, iovecs, count: count)
+            } catch {
+                hub.end(connection, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                return
+            }
+            guard let written else { break }
+            connection.output.consume(written)
+            hub.stats.bytesOut += UInt64(written)
+            // A short write means the send buffer is full; asking again would only say EAGAIN.
+            if written < requested { break }
+        }
+        if connection.output.isEmpty {
+            connection.stopWaitingForWritable()
+            if connection.state == .closing {
+                connection.shutDownOutput()
+                if connection.isFullyDelivered {
+                    hub.end(connection, reason: "closed")
+                } else {
+                    connection.armTimer(Connection.lingerPollInterval)
+                }
+            }
+        } else {
+            do {
+                try connection.waitForWritable()
+            } catch {
+                hub.end(connection, reason: "cannot watch for writability: \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/// One client as the hub sees it: its id, where it is in its life, what it still has to be
+/// sent and the rooms it has joined. No socket: the hub's request path is tested on plain
+/// sessions, and the daemon's `Connection` is a session with a socket (it overrides the three
+/// `did…` hooks to arm its timers and close its socket).
+///
+/// The hub queues output here and puts the session on its dirty list; the IO layer's flush
+/// (`OutputFlush`) writes it out once per loop pass.
+///
+/// Every stored property is `final`, so the hub's accesses on the fan-out path
+/// (`Hub.send(shared:to:)`: `state`, `output`, `isDirty`) are direct loads, never class dispatch;
+/// only the hooks, called once per handshake, close and end, are overridable.
+class Session {
+    /// Where the session is in its life.
+    enum State: Equatable {
+        /// Opened; only HELLO is allowed.
+        case awaitingHello
+        /// WELCOME sent; requests are served.
+        case ready
+        /// Ending: input is discarded, queued output (ending with the ERROR, if any) is still
+        /// delivered, and nothing more is queued.
+        case closing
+    }
+
+    final let id: UInt64
+    /// The peer's address, for logs.
+    final let peer: String
+    final var state: State = .awaitingHello
+    /// Set once the hub ended the session (`Hub.end`): it is forgotten, and its queue is empty.
+    final var isEnded = false
+    final var clientName = ""
+
+    /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
+    /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
+    /// Fan-out). Only the loop thread touches it, and never in overlapping accesses.
+    @exclusivity(unchecked) final var output: OutputQueue
+    /// The rooms joined, each with this session's slot in the room's members (`Membership.swift`).
+    final var memberships = SessionRooms()
+    /// On the hub's dirty list, waiting for this pass's flush.
+    @exclusivity(unchecked) final var isDirty = false  // read once per delivery; see `output`
+    /// The transport cannot take more bytes now (the socket's send buffer is full): the session
+    /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
+    final var isOutputBlocked = false
+
+    init(id: UInt64, peer: String, outputCap: Int, meter: OutputMeter) {
+        self.id = id
+        self.peer = peer
+        self.output = OutputQueue(cap: outputCap, meter: meter)
+    }
+
+    /// HELLO was accepted and WELCOME queued.
+    func didBecomeReady() {}
+    /// The hub started closing the session (`state` is now `closing`).
+    func didStartClosing() {}
+    /// The hub ended the session: it has left its rooms and been forgotten.
+    func didEnd(reason: String) {}
+}
