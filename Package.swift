@@ -109,9 +109,19 @@ let package = Package(
         .testTarget(name: "SnapSyncFuzzTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
                                                        .product(name: "Logging", package: "swift-log")],
                     path: "Tests/Fuzz/Sources", swiftSettings: upcoming),
-        // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
-        .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport"],
+        // The client without a daemon: its model of changes and index paths, and its answers to a
+        // scripted peer on a loopback socket.
+        .testTarget(name: "SnapSyncTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
+                                                   "SnapSyncClientTestSupport"],
                     swiftSettings: upcoming),
+        // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
+        .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
+                                                              "SnapSyncClientTestSupport"],
+                    swiftSettings: upcoming),
+        // What both client test targets use to watch a client: random batches, UIKit's replay of
+        // index paths, change and event logs. Not a product.
+        .target(name: "SnapSyncClientTestSupport", dependencies: ["SnapSync", "SnapSyncTestSupport"],
+                path: "Tests/SnapSyncClientTestSupport", swiftSettings: upcoming),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,7 @@
     import Darwin
 #endif
 @_spi(Testing) import SnapSync
+import SnapSyncClientTestSupport
 import Testing
 
 // The client library against the real snapsyncd (Support/DaemonProcess.swift), over real

@@ -1,30 +1,117 @@
-// The one place snapsync-bench makes system calls for its socket, process and /proc work:
-// epoll and CPU affinity through the CEpoll C target (Glibc does not import them), everything
-// else (the monotonic clock, /proc readers, sockets) through Glibc. Linux only.
+// The one place snapsync-bench makes system calls for its socket, file and /proc work: epoll and
+// CPU affinity through the CEpoll C target (Glibc does not import them), everything else (the
+// monotonic clock, /proc readers, sockets, files) through Glibc. Processes are started in
+// BenchProcesses.swift. Linux only.
 #if canImport(Glibc)
     import CEpoll
     import Glibc
 
-    /// Writes to standard error (fd 2) unbuffered; Glibc's `stderr` is not concurrency-safe in Swift 6.
-    func fanoutErr(_ text: String) {
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { if errno == EINTR { continue }; return }
-                offset += n
+    enum BenchSystem {
+        /// Writes to standard error (fd 2) unbuffered; Glibc's `stderr` is not concurrency-safe in Swift 6.
+        static func printError(_ text: String) {
+            var bytes = Array(text.utf8)
+            bytes.withUnsafeMutableBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(2, raw.baseAddress! + offset, raw.count - offset)
+                    if n <= 0 {
+                        if errno == EINTR { continue }
+                        return
+                    }
+                    offset += n
+                }
             }
         }
-    }
 
-    /// A NUL-terminated C buffer as a String.
-    func fanoutString(cString buffer: [CChar]) -> String {
-        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+        /// "snapsync-bench: `message`" on stderr, then exit status 1 (the atexit handler stops
+        /// the servers).
+        static func die(_ message: String) -> Never {
+            printError("snapsync-bench: \(message)\n")
+            exit(1)
+        }
 
-    enum BenchSystem {
+        /// A NUL-terminated C buffer as a String.
+        static func string(cString buffer: [CChar]) -> String {
+            let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
+        /// The index just past the first occurrence of `needle` in `text`, or nil (no Foundation here).
+        static func find(_ needle: String, in text: String) -> String.Index? {
+            let n = Array(needle.utf8)
+            let t = Array(text.utf8)
+            guard !n.isEmpty, t.count >= n.count else { return nil }
+            for start in 0...(t.count - n.count) where t[start] == n[0] && t[start..<(start + n.count)].elementsEqual(n) {
+                return text.utf8.index(text.utf8.startIndex, offsetBy: start + n.count)
+            }
+            return nil
+        }
+
+        static func isExecutable(_ path: String) -> Bool { access(path, X_OK) == 0 }
+
+        static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+        /// The working directory and this executable's path (/proc/self/exe), those that can be read.
+        static var currentDirectoryAndExecutable: [String] {
+            var paths: [String] = []
+            var buffer = [CChar](repeating: 0, count: 4096)
+            if getcwd(&buffer, buffer.count) != nil { paths.append(string(cString: buffer)) }
+            let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+            if n > 0 {
+                buffer[n] = 0
+                paths.append(string(cString: buffer))
+            }
+            return paths
+        }
+
+        /// `name` in $PATH (or /usr/sbin, /usr/bin, /usr/local/bin), if it is executable there.
+        static func findInPath(_ name: String) -> String? {
+            let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+            for dir in (path + ":/usr/sbin:/usr/bin:/usr/local/bin").split(separator: ":") {
+                let candidate = "\(dir)/\(name)"
+                if isExecutable(candidate) { return candidate }
+            }
+            return nil
+        }
+
+        /// $TMPDIR, else `fallback`.
+        static func temporaryBase(default fallback: String) -> String {
+            getenv("TMPDIR").map { String(cString: $0) } ?? fallback
+        }
+
+        static func modificationTime(_ path: String) -> Int? {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            return info.st_mtim.tv_sec
+        }
+
+        /// The names in `directory` but "." and "..", empty if it cannot be read.
+        static func directoryEntries(_ directory: String) -> [String] {
+            guard let dir = opendir(directory) else { return [] }
+            defer { closedir(dir) }
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            return names
+        }
+
+        /// The newest file under `path` (recursive) and its modification time; `path` itself if it
+        /// is not a directory.
+        static func newestModification(under path: String) -> (time: Int, path: String) {
+            var newest = (time: modificationTime(path) ?? 0, path: path)
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else { return newest }
+            newest.time = 0
+            for name in directoryEntries(path) {
+                let found = newestModification(under: path + "/" + name)
+                if found.time > newest.time { newest = found }
+            }
+            return newest
+        }
 
         /// Registers `fd` with `events` (EPOLLIN, …), tagging it with `token` (epoll_ctl).
         static func epollSet(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, token: UInt64) {
@@ -67,10 +154,9 @@
             while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
         }
 
+        /// `what` failed with errno: exits with both.
         static func fail(_ what: String) -> Never {
-            let message = String(cString: strerror(errno))
-            fanoutErr("snapsync-bench: \(what): \(message)\n")
-            exit(1)
+            die("\(what): \(String(cString: strerror(errno)))")
         }
 
         static func readFile(_ path: String) -> String? {
@@ -132,7 +218,7 @@
             limit.rlim_cur = target
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
             if target < rlim_t(wanted) {
-                fanoutErr("snapsync-bench: open-file limit is \(target), below the \(wanted) needed (ulimit -n)\n")
+                printError("snapsync-bench: open-file limit is \(target), below the \(wanted) needed (ulimit -n)\n")
             }
         }
 
@@ -144,8 +230,7 @@
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = UInt16(port).bigEndian
             guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
-                fanoutErr("snapsync-bench: --host must be an IPv4 address, not \(host)\n")
-                exit(1)
+                die("--host must be an IPv4 address, not \(host)")
             }
             let rc = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -196,7 +281,7 @@
         static func makeTemporaryDirectory(under base: String, prefix: String) -> String {
             var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
             guard mkdtemp(&template) != nil else { fail("mkdtemp under \(base)") }
-            return fanoutString(cString: template)
+            return string(cString: template)
         }
 
         static func setNonBlocking(_ fd: Int32) {

@@ -14,6 +14,7 @@
 #if canImport(Glibc)
     import Glibc
     import ArgumentParser
+    import SnapSyncModel
     import SnapSyncWire
 
     struct DurabilityBenchmark: ParsableCommand {
@@ -39,8 +40,7 @@
         @Option(help: "Payload bytes per write.")
         var payloadBytes: Int = 100
 
-        @Option(help: "Directory for the data directories and the AOF: put it on the disk to measure (default: $TMPDIR or /var/tmp).")
-        var dir: String?
+        @OptionGroup var data: DataDirectoryOption
 
         @Option(help: "Policies to measure, comma-separated.")
         var policies: String = "always,everysec"
@@ -48,11 +48,9 @@
         @Flag(help: "Skip the redis-server comparison.")
         var noRedis = false
 
-        @Option(name: .customLong("server-binary"), help: "snapsyncd to start (default: <repo>/.build/release/snapsyncd, else debug).")
-        var serverBinary: String?
+        @OptionGroup var server: ServerBinaryOption
 
-        @Option(name: .customLong("redis-binary"), help: "redis-server to start (default: from PATH).")
-        var redisBinary: String?
+        @OptionGroup var redisBinary: RedisBinaryOption
 
         @Option(help: "snapsyncd's --log-segment-bytes (default: the daemon's, 64 MiB).")
         var logSegmentBytes: Int?
@@ -73,24 +71,19 @@
         }
 
         func run() throws {
-            let base = dir ?? (getenv("TMPDIR").map { String(cString: $0) } ?? "/var/tmp")
-            let binary = FanoutServers.daemonBinary(explicit: serverBinary)
+            let base = data.dir ?? BenchSystem.temporaryBase(default: "/var/tmp")
+            let binary = ServerBinaries.daemon(explicit: server.serverBinary)
             for policy in policies.split(separator: ",").map(String.init) {
-                let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-durable")
-                var arguments = ["--data-dir", data, "--fsync", policy]
+                var arguments = ["--fsync", policy]
                 if let logSegmentBytes { arguments += ["--log-segment-bytes", String(logSegmentBytes)] }
                 if let historyCount { arguments += ["--history-count", String(historyCount)] }
-                let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: arguments, cpu: nil)
-                defer {
-                    daemon.stop()
-                    _ = system("rm -rf '\(data)'")
-                }
+                let daemon = ServerProcess.startDaemon(binary: binary, arguments: arguments, cpu: nil, dataBase: base)
+                defer { daemon.stop() }
                 var result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
                     SnapSyncWriter(host: daemon.host, port: daemon.port, room: "durable-\(index)", payloadBytes: payloadBytes)
                 }
-                let log = BenchSystem.readFile(daemon.logPath) ?? ""
                 result.daemon = [
-                    ("segment_switches", .int(log.split(separator: "\n").filter { $0.contains("started log segment") }.count)),
+                    ("segment_switches", .int(daemon.log.split(separator: "\n").filter { $0.contains("started log segment") }.count)),
                     ("binary", .string(binary)),
                 ]
                 let stats = DurabilityBench.stats(host: daemon.host, port: daemon.port)
@@ -101,30 +94,14 @@
                 result.print(server: "snapsyncd", fsync: policy, clients: clients, payloadBytes: payloadBytes, dir: base)
             }
             if !noRedis {
-                let redis = FanoutServers.redisBinary(explicit: redisBinary)
-                let data = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-redis")
-                let port = BenchSystem.freeLoopbackPort()
-                let log = FanoutServers.logPath("redis-aof")
-                let pid = FanoutServers.spawn(
-                    [
-                        redis, "--bind", "127.0.0.1", "--port", String(port), "--dir", data,
-                        "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-                    ],
-                    logPath: log, cpu: nil)
-                let server = FanoutServerProcess(pid: pid, host: "127.0.0.1", port: port, logPath: log, name: "redis-server")
-                defer {
-                    server.stop()
-                    _ = system("rm -rf '\(data)'")
-                }
-                let deadline = BenchSystem.nowNs() + 10_000_000_000
-                while !BenchSystem.canConnect(port: port) {
-                    if BenchSystem.nowNs() > deadline || server.hasExited {
-                        BenchSystem.fail("redis-server did not start (log: \(log))")
-                    }
-                    BenchSystem.sleepMs(20)
-                }
+                let redis = ServerBinaries.redis(explicit: redisBinary.redisBinary)
+                let directory = BenchCleanup.temporaryDirectory(under: base, prefix: "snapsync-bench-redis")
+                let server = ServerProcess.startRedis(
+                    binary: redis, arguments: ["--dir", directory, "--save", "", "--appendonly", "yes", "--appendfsync", "always"], cpu: nil,
+                    temporaryDirectory: directory)
+                defer { server.stop() }
                 let result = DurabilityBench.measure(clients: clients, seconds: seconds) { index in
-                    RedisWriter(port: port, key: "durable-\(index)", payloadBytes: payloadBytes)
+                    RedisWriter(port: server.port, key: "durable-\(index)", payloadBytes: payloadBytes)
                 }
                 result.print(server: "redis-server", fsync: "always", clients: clients, payloadBytes: payloadBytes, dir: base)
             }
@@ -142,56 +119,49 @@
     struct SnapSyncWriter: DurabilityWriter {
         let fd: Int32
         let room: String
-        var frame: [UInt8] = []
-        var payloadStart = 0
+        /// The MUTATE, encoded once; each write changes its payload's first byte.
+        var frame: [UInt8]
+        let payloadStart: Int
+        var writes: UInt8 = 0
         var input = [UInt8](repeating: 0, count: 65536)
         var filled = 0
-        var requestID: UInt64 = 10
+        let cutter = FrameCutter(maxBodyBytes: 65536 - 4)
 
         init(host: String, port: Int, room: String, payloadBytes: Int) {
             fd = BenchSystem.connectTCP(host: host, port: port)
             self.room = room
-            var reader = FanoutFrameReader(fd: fd)
-            BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench"))
-            reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+            var reader = BenchFrameReader(fd: fd)
+            BenchSystem.writeAll(fd, BenchFrames.hello(clientName: "durability-bench"))
+            reader.expect(.welcome, context: "HELLO")
             let payload = [UInt8](repeating: 0x61, count: payloadBytes)
-            BenchSystem.writeAll(fd, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
-            reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
-            // The MUTATE with a fixed-width request id (a 5-byte varint, padded with continuation
-            // bytes is not minimal, so ids stay in 0x10000000...0x7FFFFFFFF: always 5 bytes).
-            let middle = FanoutSnapSync.publishMiddle(room: room, payloadBytes: payloadBytes)
-            var body: [UInt8] = [FanoutSnapSync.mutate, 0, 0, 0, 0, 0]
-            body += middle
-            payloadStart = 4 + body.count
-            body += payload
-            frame = FanoutFrameBuilder.frame(body)
-            requestID = 0x1000_0000
+            BenchSystem.writeAll(fd, BenchFrames.createLayout(requestID: 1, room: room, payload: payload))
+            reader.expect(.ack, context: "creating room \(room)")
+            frame = BenchFrames.overwriteTemplate(requestID: 2, room: room, payloadBytes: payloadBytes, fill: 0x61)
+            payloadStart = frame.count - payloadBytes
         }
 
         mutating func write() {
-            requestID += 1
-            var n = requestID
-            for i in 0..<5 {
-                frame[5 + i] = UInt8(truncatingIfNeeded: n & 0x7F) | (i < 4 ? 0x80 : 0)
-                n >>= 7
-            }
-            frame[payloadStart] = UInt8(truncatingIfNeeded: requestID)
+            writes &+= 1
+            frame[payloadStart] = writes
             BenchSystem.writeAll(fd, frame)
             // Read frames until the ACK (nothing else is expected: the writer has not joined).
             while true {
-                if filled >= 4 {
-                    let length = Int(input[0]) << 24 | Int(input[1]) << 16 | Int(input[2]) << 8 | Int(input[3])
-                    if filled >= 4 + length {
-                        let type = input[4]
-                        if type != FanoutSnapSync.ack {
-                            BenchSystem.fail("MUTATE in \(room) answered \(FanoutSnapSync.describeFailure(input[4..<(4 + length)]) ?? "type \(type)")")
-                        }
-                        input.withUnsafeMutableBytes { raw in
-                            raw.baseAddress!.copyMemory(from: raw.baseAddress! + 4 + length, byteCount: filled - 4 - length)
-                        }
-                        filled -= 4 + length
-                        return
+                let length: Int?
+                do {
+                    length = try input.withUnsafeBytes { try cutter.nextFrame(in: $0[0..<filled])?.count }
+                } catch {
+                    BenchSystem.die("MUTATE in \(room): \(error)")
+                }
+                if let length {
+                    if input[4] != MessageType.ack.rawValue {
+                        let answer = try? FrameDecoder.decode(frame: Array(input[0..<length]), limits: BenchFrameReader.limits, accepting: .server)
+                        BenchSystem.die("MUTATE in \(room) answered \(answer.flatMap(BenchFrames.describeFailure) ?? "type \(input[4])")")
                     }
+                    input.withUnsafeMutableBytes { raw in
+                        raw.baseAddress!.copyMemory(from: raw.baseAddress! + length, byteCount: filled - length)
+                    }
+                    filled -= length
+                    return
                 }
                 let got = input.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
                 if got < 0 && errno == EINTR { continue }
@@ -218,7 +188,7 @@
         mutating func write() {
             counter += 1
             payload[0] = UInt8(truncatingIfNeeded: counter)
-            BenchSystem.writeAll(fd, FanoutRedis.command([Array("SET".utf8), key, payload]))
+            BenchSystem.writeAll(fd, RESP.command([Array("SET".utf8), key, payload]))
             // "+OK\r\n": read until the line ends (it may come in pieces).
             var got: [UInt8] = []
             while got.last != 0x0A {
@@ -321,23 +291,15 @@
         static func stats(host: String, port: Int) -> [String: UInt64] {
             let fd = BenchSystem.connectTCP(host: host, port: port)
             defer { close(fd) }
-            var reader = FanoutFrameReader(fd: fd)
-            BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "durability-bench-stats"))
-            reader.expect(FanoutSnapSync.welcome, context: "HELLO")
-            BenchSystem.writeAll(fd, FrameEncoder().encode(.stats(requestID: 1)))
+            var reader = BenchFrameReader(fd: fd)
+            BenchSystem.writeAll(fd, BenchFrames.hello(clientName: "durability-bench-stats"))
+            reader.expect(.welcome, context: "HELLO")
+            BenchSystem.writeAll(fd, BenchFrames.encoder.encode(.stats(requestID: 1)))
             while true {
-                let body = Array(reader.next(context: "STATS"))
-                guard let message = try? FrameDecoder.decode(body: body, accepting: .server) else { continue }
-                if case .statsReply(_, let stats) = message {
+                if case .statsReply(_, let stats) = reader.next(context: "STATS") {
                     return Dictionary(stats.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
                 }
             }
-        }
-
-        static func temporaryDirectory(under base: String, _ prefix: String) -> String {
-            let path = BenchSystem.makeTemporaryDirectory(under: base, prefix: prefix)
-            FanoutServers.remember(directory: path)
-            return path
         }
     }
 #endif

@@ -1,6 +1,7 @@
 // `snapsync-bench fanout`: one publisher and N subscribers in one room on loopback, against
 // snapsyncd and, with --compare redis, against redis-server in the same run.
-// The generator is FanoutGenerator; the servers are started by FanoutServers.
+// The generator is FanoutGenerator; the servers are found by ServerBinaries and started by
+// ServerProcess.
 #if canImport(Glibc)
     import ArgumentParser
     import Glibc
@@ -65,8 +66,7 @@
         @Option(help: "Also run the same load against this server: redis.")
         var compare: String?
 
-        @Option(name: .customLong("redis-binary"), help: "redis-server to start (default: from PATH, installed with apt-get if missing).")
-        var redisBinary: String?
+        @OptionGroup var redisBinary: RedisBinaryOption
 
         @Option(name: .customLong("server-cpu"), help: "CPU for the servers.")
         var serverCPU: Int = 0
@@ -77,8 +77,7 @@
         @Flag(name: .customLong("no-pin"), help: "Do not pin the servers and the generator to CPUs.")
         var noPin = false
 
-        @Flag(help: "One JSON object per case per line.")
-        var json = false
+        @OptionGroup var output: JSONOutputOption
 
         func validate() throws {
             guard parsedList(subscribers) != nil, parsedList(subscribers)!.allSatisfy({ $0 > 0 }) else {
@@ -109,25 +108,26 @@
             let loadAverage = BenchSystem.readFile("/proc/loadavg").flatMap { Double($0.split(separator: " ").first ?? "") }
 
             // Servers.
-            var daemon: FanoutServerProcess?
+            var daemon: ServerProcess?
             let daemonHost: String, daemonPort: Int, daemonPID: Int32?
             if let port {
                 daemonHost = host ?? "127.0.0.1"
                 daemonPort = port
                 daemonPID = serverPID
             } else {
-                let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
-                let started = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: pin ? serverCPU : nil)
+                let binary = ServerBinaries.daemon(explicit: launch.binary.serverBinary)
+                let started = ServerProcess.startDaemon(binary: binary, arguments: launch.arguments, cpu: pin ? serverCPU : nil)
                 daemon = started
                 daemonHost = started.host
                 daemonPort = started.port
                 daemonPID = started.pid
                 note("snapsyncd \(binary) pid \(started.pid) on \(started.host):\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
             }
-            var redis: FanoutServerProcess?
+            var redis: ServerProcess?
             if compare == "redis" {
-                let binary = FanoutServers.redisBinary(explicit: redisBinary)
-                let started = FanoutServers.startRedis(binary: binary, cpu: pin ? serverCPU : nil)
+                let binary = ServerBinaries.redis(explicit: redisBinary.redisBinary)
+                // No persistence at all: pub/sub keeps nothing to persist.
+                let started = ServerProcess.startRedis(binary: binary, arguments: ["--save", "", "--appendonly", "no"], cpu: pin ? serverCPU : nil)
                 redis = started
                 note("redis-server \(binary) pid \(started.pid) on 127.0.0.1:\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
             }
@@ -136,7 +136,7 @@
                 redis?.stop()
             }
             if pin { BenchSystem.pinCurrentThread(toCPU: generatorCPU) }
-            if !json {
+            if !output.json {
                 let load = loadAverage.map { fanoutFormat("%.2f", $0) } ?? "?"
                 if port == nil {
                     print("snapsyncd \(launch.arguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")")
@@ -152,7 +152,7 @@
                 for size in sizes {
                     var results: [FanoutTarget: [String: FanoutRunResult]] = [:]
                     var allRuns: [FanoutTarget: [String: [FanoutRunResult]]] = [:]
-                    var targets: [(FanoutTarget, FanoutServerProcess?)] = [(.snapsync, daemon)]
+                    var targets: [(FanoutTarget, ServerProcess?)] = [(.snapsync, daemon)]
                     if let redis { targets.append((.redis, redis)) }
                     let modes: [String] = mode == .both ? ["throughput", "latency"] : [mode.rawValue]
                     // With --repeat, the servers take turns, so that both see the same spells of load.
@@ -191,7 +191,7 @@
                                 generator.tearDown()
                                 allRuns[target, default: [:]][m, default: []].append(result)
                                 if result.lost > 0 || result.failure != nil || result.outOfOrder > 0 { anyLoss = true }
-                                if !json { print(describe(result)) }
+                                if !output.json { print(describe(result)) }
                                 BenchSystem.sleepMs(200)  // let the server close the run's connections
                             }
                         }
@@ -214,7 +214,7 @@
                             results[target, default: [:]][m] = chosen
                         }
                     }
-                    if json {
+                    if output.json {
                         print(jsonLine(subscribers: count, payloadBytes: size, results: results, loadAverage: loadAverage, pinned: pin))
                     } else if let ratio = ratios(results) {
                         print(ratio)
@@ -222,13 +222,13 @@
                 }
             }
             if anyLoss {
-                fanoutErr("snapsync-bench: some runs lost deliveries or failed (see above)\n")
+                BenchSystem.printError("snapsync-bench: some runs lost deliveries or failed (see above)\n")
                 daemon?.stop(); redis?.stop()
                 throw ExitCode(2)
             }
         }
 
-        private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
+        private func note(_ message: String) { BenchSystem.printError("snapsync-bench: \(message)\n") }
 
         // MARK: Output
 
@@ -353,10 +353,10 @@
                 buffer = [CChar](repeating: 0, count: n + 1)
                 return withVaList(arguments) { again in
                     _ = vsnprintf(&buffer, buffer.count, format, again)
-                    return fanoutString(cString: buffer)
+                    return BenchSystem.string(cString: buffer)
                 }
             }
-            return fanoutString(cString: buffer)
+            return BenchSystem.string(cString: buffer)
         }
     }
 

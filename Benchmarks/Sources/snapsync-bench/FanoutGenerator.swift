@@ -4,16 +4,27 @@
 // Leanness, so that it measures the server and not itself:
 // - one 1 MiB read buffer shared by every socket; each readable socket gets one large read per
 //   loop pass, and a partial frame at the end is carried in a small per-connection buffer;
-// - frames are scanned in place (no per-frame allocation, no decoder objects): a SnapSync DIFF is
-//   walked field by field to the item payload, a Redis "message" is matched against its known
-//   prefix, and the payload's send stamp and sequence number are read straight from the buffer;
-// - the publisher patches a pre-built template (request id, stamp, sequence) into one output
-//   buffer and writes everything pending with one write() per loop pass;
+// - frames are cut in place with Wire's FrameCutter and not decoded: the benchmark's DIFF ends
+//   with its one item's payload, so a DIFF is recognised by comparing the few bytes before the
+//   payload with the ones FrameEncoder makes for it (BenchFrames.diffOpsPrefix); a Redis
+//   "message" is matched against its known prefix; the payload's send stamp and sequence number
+//   are read straight from the buffer;
+// - the publisher copies a pre-encoded frame (BenchFrames.overwriteTemplate, or the RESP
+//   PUBLISH) into one output buffer, patches the stamp and sequence into its payload, and writes
+//   everything pending with one write() per loop pass;
 // - all state is in a struct driven by mutating methods, so Swift checks exclusivity statically.
-// Per delivery: O(1) (a histogram increment and two counters). Per loop pass: O(ready sockets).
+// Per delivery: O(1) (a frame cut, a comparison of 7 or 8 bytes, a histogram increment and two counters).
+// Per loop pass: O(ready sockets).
 #if canImport(Glibc)
     import CEpoll
     import Glibc
+    import SnapSyncModel
+    import SnapSyncWire
+
+    enum FanoutTarget: String, CaseIterable {
+        case snapsync
+        case redis
+    }
 
     struct FanoutLoad {
         var subscribers: Int
@@ -75,17 +86,15 @@
         /// subscriber says HELLO and JOINs and gets its SNAPSHOT. The publisher does not join.
         static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int) -> FanoutConnections {
             let publisher = BenchSystem.connectTCP(host: host, port: port)
-            var reader = FanoutFrameReader(fd: publisher)
-            BenchSystem.writeAll(publisher, FanoutSnapSync.helloFrame(clientName: "snapsync-bench publisher"))
-            let welcome = reader.expect(FanoutSnapSync.welcome, context: "the publisher's HELLO")
-            let limits = FanoutSnapSync.welcomeLimits(welcome)
-            if let maxPayload = limits[3], UInt64(payloadBytes) > maxPayload {
-                fanoutErr("snapsync-bench: payload \(payloadBytes) B exceeds the server's max_payload_bytes \(maxPayload)\n")
-                exit(1)
+            var reader = BenchFrameReader(fd: publisher)
+            BenchSystem.writeAll(publisher, BenchFrames.hello(clientName: "snapsync-bench publisher"))
+            let limits = reader.expectWelcome(context: "the publisher's HELLO")
+            if payloadBytes > limits.model.maxPayloadBytes {
+                BenchSystem.die("payload \(payloadBytes) B exceeds the server's max_payload_bytes \(limits.model.maxPayloadBytes)")
             }
             let payload = [UInt8](repeating: UInt8(ascii: "x"), count: payloadBytes)
-            BenchSystem.writeAll(publisher, FanoutSnapSync.createLayoutFrame(requestID: 1, room: room, payload: payload))
-            reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
+            BenchSystem.writeAll(publisher, BenchFrames.createLayout(requestID: 1, room: room, payload: payload))
+            reader.expect(.ack, context: "creating room \(room)")
 
             var fds: [Int32] = []
             fds.reserveCapacity(subscribers)
@@ -96,13 +105,13 @@
                 var pending: [Int32] = []
                 for _ in index..<upper {
                     let fd = BenchSystem.connectTCP(host: host, port: port)
-                    BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame() + FanoutSnapSync.joinFrame(requestID: 1, room: room))
+                    BenchSystem.writeAll(fd, BenchFrames.hello() + BenchFrames.join(requestID: 1, room: room))
                     pending.append(fd)
                 }
                 for fd in pending {
-                    var r = FanoutFrameReader(fd: fd)
-                    r.expect(FanoutSnapSync.welcome, context: "subscriber HELLO")
-                    r.expect(FanoutSnapSync.snapshot, context: "subscriber JOIN \(room)")
+                    var r = BenchFrameReader(fd: fd)
+                    r.expect(.welcome, context: "subscriber HELLO")
+                    r.expect(.snapshot, context: "subscriber JOIN \(room)")
                     fds.append(fd)
                 }
                 index = upper
@@ -114,8 +123,8 @@
         static func redis(port: Int, channel: String, subscribers: Int) -> FanoutConnections {
             var fds: [Int32] = []
             fds.reserveCapacity(subscribers)
-            let subscribe = FanoutRedis.command([Array("SUBSCRIBE".utf8), Array(channel.utf8)])
-            let reply = FanoutRedis.subscribeReply(channel: channel)
+            let subscribe = RESP.command([Array("SUBSCRIBE".utf8), Array(channel.utf8)])
+            let reply = RESP.subscribeReply(channel: channel)
             var index = 0
             while index < subscribers {
                 let upper = min(subscribers, index + 64)
@@ -126,7 +135,7 @@
                     pending.append(fd)
                 }
                 for fd in pending {
-                    FanoutRedis.readExactly(fd, reply, context: "SUBSCRIBE")
+                    RESP.readExactly(fd, reply, context: "SUBSCRIBE")
                     fds.append(fd)
                 }
                 index = upper
@@ -166,11 +175,15 @@
         var outStart = 0
         var outEnd = 0
         var wantsWritable = false
-        let publishMiddle: [UInt8]  // SnapSync: after the request id, before the payload
-        let publishPrefix: [UInt8]  // Redis: before the payload
+        /// One whole publish (MUTATE or RESP PUBLISH) and where its payload starts in it.
+        let publishTemplate: [UInt8]
+        let payloadOffset: Int
+        /// SnapSync: the bytes just before the payload in every DIFF of the benchmark's write.
+        let diffOpsPrefix: UnsafeMutablePointer<UInt8>
+        let diffOpsPrefixCount: Int
+        /// Cuts SnapSync frames; a frame must fit a connection's carry buffer.
+        let cutter = FrameCutter(maxBodyBytes: FanoutGenerator.carryCapacity - 4)
         let messagePrefix: [UInt8]  // Redis: a subscriber's frame before the payload
-        let filler: [UInt8]  // payload bytes 16..<size
-        var requestID: UInt64 = 1
 
         // Progress.
         var published: UInt64 = 0
@@ -211,10 +224,21 @@
             events = .allocate(capacity: Int(FanoutGenerator.maxEvents))
             outCapacity = 1 << 20
             out = .allocate(capacity: outCapacity)
-            publishMiddle = FanoutSnapSync.publishMiddle(room: connections.room, payloadBytes: load.payloadBytes)
-            publishPrefix = FanoutRedis.publishPrefix(channel: connections.room, payloadBytes: load.payloadBytes)
-            messagePrefix = FanoutRedis.messagePrefix(channel: connections.room, payloadBytes: load.payloadBytes)
-            filler = [UInt8](repeating: UInt8(ascii: "x"), count: max(0, load.payloadBytes - 16))
+            switch target {
+            case .snapsync:
+                publishTemplate = BenchFrames.overwriteTemplate(
+                    requestID: 2, room: connections.room, payloadBytes: load.payloadBytes, fill: UInt8(ascii: "x"))
+                payloadOffset = publishTemplate.count - load.payloadBytes
+            case .redis:
+                let prefix = RESP.publishPrefix(channel: connections.room, payloadBytes: load.payloadBytes)
+                publishTemplate = prefix + [UInt8](repeating: UInt8(ascii: "x"), count: load.payloadBytes) + [13, 10]
+                payloadOffset = prefix.count
+            }
+            let opsPrefix = BenchFrames.diffOpsPrefix(room: connections.room, payloadBytes: load.payloadBytes)
+            diffOpsPrefix = .allocate(capacity: opsPrefix.count)
+            diffOpsPrefix.initialize(from: opsPrefix, count: opsPrefix.count)
+            diffOpsPrefixCount = opsPrefix.count
+            messagePrefix = RESP.messagePrefix(channel: connections.room, payloadBytes: load.payloadBytes)
 
             epfd = epoll_create1(0)
             if epfd < 0 { BenchSystem.fail("epoll_create1") }
@@ -230,7 +254,7 @@
             close(epfd)
             fds.deallocate(); carry.deallocate(); carryLength.deallocate(); received.deallocate()
             nextSequence.deallocate(); closed.deallocate(); ring.deallocate(); readBuffer.deallocate()
-            latencyBuckets.deallocate()
+            latencyBuckets.deallocate(); diffOpsPrefix.deallocate()
             events.deallocate(); out.deallocate()
         }
 
@@ -256,34 +280,14 @@
 
         /// Appends one message, stamped now, to the publisher's output. O(payload).
         mutating func publishOne() {
-            let size = load.payloadBytes
-            reserveOutput(size + publishMiddle.count + publishPrefix.count + 32)
+            let size = publishTemplate.count
+            reserveOutput(size)
             let frame = out + outEnd
-            var i: Int
-            switch target {
-            case .snapsync:
-                frame[4] = FanoutSnapSync.mutate
-                i = 5 + fanoutPutVarint(requestID, frame + 5)
-                requestID &+= 1
-                publishMiddle.withUnsafeBufferPointer { (frame + i).update(from: $0.baseAddress!, count: $0.count) }
-                i += publishMiddle.count
-            case .redis:
-                publishPrefix.withUnsafeBufferPointer { frame.update(from: $0.baseAddress!, count: $0.count) }
-                i = publishPrefix.count
-            }
-            filler.withUnsafeBufferPointer { (frame + i + 16).update(from: $0.baseAddress!, count: $0.count) }
-            let stamp = BenchSystem.nowNs()
-            UnsafeMutableRawPointer(frame + i).storeBytes(of: stamp, as: UInt64.self)
-            UnsafeMutableRawPointer(frame + i + 8).storeBytes(of: published, as: UInt64.self)
-            i += size
-            switch target {
-            case .snapsync:
-                UnsafeMutableRawPointer(frame).storeBytes(of: UInt32(i - 4).bigEndian, as: UInt32.self)
-            case .redis:
-                frame[i] = 13; frame[i + 1] = 10
-                i += 2
-            }
-            outEnd += i
+            publishTemplate.withUnsafeBufferPointer { frame.update(from: $0.baseAddress!, count: size) }
+            let payload = UnsafeMutableRawPointer(frame + payloadOffset)
+            payload.storeBytes(of: BenchSystem.nowNs(), as: UInt64.self)
+            payload.storeBytes(of: published, toByteOffset: 8, as: UInt64.self)
+            outEnd += size
             published += 1
         }
 
@@ -318,8 +322,7 @@
         // MARK: Receiving
 
         @inline(__always)
-        mutating func deliver(subscriber: Int, payload: UnsafePointer<UInt8>, now: UInt64) {
-            let raw = UnsafeRawPointer(payload)
+        mutating func deliver(subscriber: Int, payload raw: UnsafeRawPointer, now: UInt64) {
             let stamp = raw.loadUnaligned(as: UInt64.self)
             let sequence = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
             received[subscriber] &+= 1
@@ -340,51 +343,45 @@
             }
         }
 
-        /// Scans SnapSync frames in `p[0..<n]` for connection `token`; returns the bytes consumed
-        /// (whole frames only). DIFF: walk room, epoch, version, ops to the payload of update_items.
+        /// Cuts SnapSync frames in `p[0..<n]` for connection `token`; returns the bytes consumed
+        /// (whole frames only). A DIFF is the benchmark's if the bytes before its last
+        /// `payloadBytes` are `diffOpsPrefix`: O(1) per frame, nothing decoded.
         mutating func scanSnapSync(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
+            let bytes = UnsafeRawBufferPointer(start: p, count: n)
             var offset = 0
-            while n - offset >= 4 {
-                let length = Int(UInt32(bigEndian: UnsafeRawPointer(p + offset).loadUnaligned(as: UInt32.self)))
-                if n - offset - 4 < length { break }
-                let frame = UnsafePointer(p + offset + 4)
-                let end = length
-                offset += 4 + length
-                guard length >= 1 else { fail("a zero-length frame"); continue }
-                switch frame[0] {
-                case FanoutSnapSync.diff where token != publisherToken:
-                    var i = 1
-                    guard let roomLength = fanoutGetVarint(frame, &i, end) else { fail("malformed DIFF"); continue }
-                    i += Int(roomLength)
-                    guard fanoutGetVarint(frame, &i, end) != nil,  // epoch
-                        fanoutGetVarint(frame, &i, end) != nil,  // version
-                        fanoutGetVarint(frame, &i, end) == 1,  // one op
-                        i + 2 <= end, frame[i] == FanoutSnapSync.opUpdateItems
-                    else {
-                        fail("a DIFF that is not the benchmark's update_items"); continue
+            while true {
+                let frame: UnsafeRawBufferPointer
+                do {
+                    guard let cut = try cutter.nextFrame(in: bytes[offset...]) else { break }
+                    frame = cut
+                } catch {
+                    fail("\(error)")
+                    return n
+                }
+                offset += frame.count
+                switch frame[4] {
+                case MessageType.diff.rawValue where token != publisherToken:
+                    let payloadStart = frame.count - load.payloadBytes
+                    let prefixStart = payloadStart - diffOpsPrefixCount
+                    guard prefixStart > 5, memcmp(frame.baseAddress! + prefixStart, diffOpsPrefix, diffOpsPrefixCount) == 0 else {
+                        fail("a DIFF that is not the benchmark's update_items")
+                        continue
                     }
-                    i += 2  // opcode, kind
-                    guard fanoutGetVarint(frame, &i, end) == 1,  // one element
-                        let idLength = fanoutGetVarint(frame, &i, end)
-                    else { fail("malformed DIFF"); continue }
-                    i += Int(idLength)
-                    guard let payloadLength = fanoutGetVarint(frame, &i, end), payloadLength >= 16,
-                        i + Int(payloadLength) <= end
-                    else { fail("malformed DIFF payload"); continue }
-                    deliver(subscriber: token, payload: frame + i, now: now)
-                case FanoutSnapSync.ack:
+                    deliver(subscriber: token, payload: frame.baseAddress! + payloadStart, now: now)
+                case MessageType.ack.rawValue:
                     acknowledged &+= 1
-                case FanoutSnapSync.ping:
-                    var i = 1
-                    let nonce = fanoutGetVarint(frame, &i, end) ?? 0
-                    BenchSystem.writeAll(fds[token], FanoutSnapSync.pongFrame(nonce: nonce))  // rare
-                case FanoutSnapSync.pong:
+                case MessageType.pong.rawValue:
                     break
                 default:
-                    let body = Array(UnsafeBufferPointer(start: frame, count: length))
-                    fail(
-                        FanoutSnapSync.describeFailure(body[...]).map { "server sent \($0)" }
-                            ?? "unexpected frame type \(frame[0]) on \(token == publisherToken ? "the publisher" : "a subscriber")")
+                    // Rare (a PING) or the end of the run (a failure): decoded.
+                    let message = try? FrameDecoder.decode(frame: frame, limits: BenchFrameReader.limits, accepting: .server)
+                    if case .ping(let nonce) = message {
+                        BenchSystem.writeAll(fds[token], BenchFrames.encoder.encode(.pong(nonce: nonce)))
+                    } else {
+                        fail(
+                            message.flatMap(BenchFrames.describeFailure).map { "server sent \($0)" }
+                                ?? "unexpected frame type \(frame[4]) on \(token == publisherToken ? "the publisher" : "a subscriber")")
+                    }
                 }
             }
             return offset
@@ -418,7 +415,7 @@
                                 + String(decoding: UnsafeBufferPointer(start: p + offset, count: min(40, n - offset)), as: UTF8.self).debugDescription)
                         return n
                     }
-                    deliver(subscriber: token, payload: p + offset + prefixCount, now: now)
+                    deliver(subscriber: token, payload: UnsafeRawPointer(p + offset + prefixCount), now: now)
                     offset += frameLength
                 }
                 return offset

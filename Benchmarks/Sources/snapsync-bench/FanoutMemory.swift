@@ -15,6 +15,8 @@
 #if canImport(Glibc)
     import ArgumentParser
     import Glibc
+    import SnapSyncModel
+    import SnapSyncWire
 
     struct FanoutMemoryCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -38,8 +40,7 @@
         @Option(help: "Items per append_items MUTATE.")
         var batch: Int = 1000
 
-        @Flag(help: "One JSON object per measurement per line.")
-        var json = false
+        @OptionGroup var output: JSONOutputOption
 
         func validate() throws {
             if connections < 1 || items < 1 || batch < 1 { throw ValidationError("--connections, --items and --batch must be positive") }
@@ -50,7 +51,7 @@
         func run() throws {
             signal(SIGPIPE, SIG_IGN)
             BenchSystem.raiseFileLimit(atLeast: connections + 64)
-            let binary = FanoutServers.daemonBinary(explicit: launch.serverBinary)
+            let binary = ServerBinaries.daemon(explicit: launch.binary.serverBinary)
             try measureConnections(binary: binary)
             try measureItems(binary: binary)
         }
@@ -62,29 +63,29 @@
         }
 
         private func measureConnections(binary: String) throws {
-            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
+            let daemon = ServerProcess.startDaemon(binary: binary, arguments: launch.arguments, cpu: nil)
             defer { daemon.stop() }
             // One connection first, so one-time costs (the first accept, buffers, logging) are in the baseline.
             let first = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
-            var firstReader = FanoutFrameReader(fd: first)
-            BenchSystem.writeAll(first, FanoutSnapSync.helloFrame())
-            firstReader.expect(FanoutSnapSync.welcome, context: "HELLO")
+            var firstReader = BenchFrameReader(fd: first)
+            BenchSystem.writeAll(first, BenchFrames.hello())
+            firstReader.expect(.welcome, context: "HELLO")
             let before = settledRSS(daemon.pid)
 
             var fds: [Int32] = []
-            var readers: [FanoutFrameReader] = []
+            var readers: [BenchFrameReader] = []
             var index = 0
             while index < connections {
                 let upper = min(connections, index + 64)
                 var pending: [Int32] = []
                 for _ in index..<upper {
                     let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
-                    BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
+                    BenchSystem.writeAll(fd, BenchFrames.hello())
                     pending.append(fd)
                 }
                 for fd in pending {
-                    var reader = FanoutFrameReader(fd: fd)
-                    reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+                    var reader = BenchFrameReader(fd: fd)
+                    reader.expect(.welcome, context: "HELLO")
                     fds.append(fd)
                     readers.append(reader)
                 }
@@ -104,8 +105,8 @@
             )
 
             let room = "memory-\(getpid())"
-            for fd in fds { BenchSystem.writeAll(fd, FanoutSnapSync.joinFrame(requestID: 1, room: room)) }
-            for i in readers.indices { readers[i].expect(FanoutSnapSync.snapshot, context: "JOIN") }
+            for fd in fds { BenchSystem.writeAll(fd, BenchFrames.join(requestID: 1, room: room)) }
+            for i in readers.indices { readers[i].expect(.snapshot, context: "JOIN") }
             let joined = settledRSS(daemon.pid)
             let perMember = Double(joined - handshaken) / Double(connections)
             report(
@@ -119,58 +120,59 @@
         }
 
         private func measureItems(binary: String) throws {
-            let daemon = FanoutServers.startDaemon(binary: binary, extraArguments: launch.arguments, cpu: nil)
+            let daemon = ServerProcess.startDaemon(binary: binary, arguments: launch.arguments, cpu: nil)
             defer { daemon.stop() }
             let fd = BenchSystem.connectTCP(host: daemon.host, port: daemon.port)
             defer { close(fd) }
-            var reader = FanoutFrameReader(fd: fd)
-            BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame())
-            let limits = FanoutSnapSync.welcomeLimits(reader.expect(FanoutSnapSync.welcome, context: "HELLO"))
+            var reader = BenchFrameReader(fd: fd)
+            BenchSystem.writeAll(fd, BenchFrames.hello())
+            let limits = reader.expectWelcome(context: "HELLO")
             let room = "memory-items-\(getpid())"
             var requestID: UInt64 = 1
-            BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: requestID, room: room))
-            reader.expect(FanoutSnapSync.ack, context: "creating room \(room)")
+            BenchSystem.writeAll(fd, BenchFrames.mutate(requestID: requestID, room: room, ops: [.appendSections([SnapshotElement(BenchFrames.section)])]))
+            reader.expect(.ack, context: "creating room \(room)")
 
             // Respect the daemon's limits rather than measure its rejections.
             var count = items
             let rawPerItem = idBytes + payloadBytes
-            if let maxItems = limits[4], UInt64(count) > maxItems {
-                count = Int(maxItems)
+            if count > limits.model.maxItems {
+                count = limits.model.maxItems
                 note("--items lowered to the daemon's max_items_per_room, \(count)")
             }
             let encodedPerItem = rawPerItem + 4  // two length varints, generously
-            if let maxSnapshot = limits[7], UInt64(count * encodedPerItem + 64) > maxSnapshot {
-                count = Int((maxSnapshot - 64) / UInt64(encodedPerItem))
+            if count * encodedPerItem + 64 > limits.maxSnapshotBytes {
+                count = (limits.maxSnapshotBytes - 64) / encodedPerItem
                 note("--items lowered to fit the daemon's max_snapshot_bytes, \(count)")
             }
             var perBatch = batch
-            if let maxFrame = limits[1], UInt64(perBatch * encodedPerItem + 256) > maxFrame {
-                perBatch = max(1, Int((maxFrame - 256) / UInt64(encodedPerItem)))
+            if perBatch * encodedPerItem + 256 > limits.maxFrameBytes {
+                perBatch = max(1, (limits.maxFrameBytes - 256) / encodedPerItem)
             }
-            let history = Int(limits[8] ?? 0)
+            let history = limits.historyCount
 
             // A warm-up batch in another room, so allocator arenas and code paths exist before the baseline.
-            BenchSystem.writeAll(fd, FanoutSnapSync.appendSectionFrame(requestID: 1000, room: room + "-warm"))
-            reader.expect(FanoutSnapSync.ack, context: "warm-up")
+            BenchSystem.writeAll(fd, BenchFrames.mutate(requestID: 1000, room: room + "-warm", ops: [.appendSections([SnapshotElement(BenchFrames.section)])]))
+            reader.expect(.ack, context: "warm-up")
             requestID = 2
             let before = settledRSS(daemon.pid)
 
-            let payload = [UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes)
+            let payload = Payload([UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes))
             var next = 0
             var half: (items: Int, rss: Int)?
             while next < count {
                 if half == nil && next >= count / 2 && next > 0 { half = (next, settledRSS(daemon.pid)) }
                 let upper = min(count, next + perBatch)
-                var elements: [([UInt8], [UInt8])] = []
+                var elements: [SnapshotElement] = []
                 elements.reserveCapacity(upper - next)
                 for n in next..<upper {
                     let digits = Array(String(n).utf8)
                     let id = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - digits.count) + digits
-                    elements.append((id, payload))
+                    elements.append(SnapshotElement(Identifier(id), payload: payload))
                 }
-                BenchSystem.writeAll(fd, FanoutSnapSync.appendItemsFrame(requestID: requestID, room: room, items: elements))
+                let ops: [SnapshotOperation] = [.appendItems(elements, toSection: BenchFrames.section)]
+                BenchSystem.writeAll(fd, BenchFrames.mutate(requestID: requestID, room: room, ops: ops))
                 requestID += 1
-                reader.expect(FanoutSnapSync.ack, context: "append_items")
+                reader.expect(.ack, context: "append_items")
                 next = upper
             }
             let filled = settledRSS(daemon.pid)
@@ -195,10 +197,10 @@
                     """)
         }
 
-        private func note(_ message: String) { fanoutErr("snapsync-bench: \(message)\n") }
+        private func note(_ message: String) { BenchSystem.printError("snapsync-bench: \(message)\n") }
 
         private func report(name: String, fields: [(String, JSONValue)], text: String) {
-            if json {
+            if output.json {
                 Bench.printJSON([("measurement", .string(name))] + fields)
             } else {
                 print(text)

@@ -10,7 +10,9 @@
 #if canImport(Glibc)
     import Glibc
     import ArgumentParser
+    import SnapSyncModel
     import SnapSyncTestSupport
+    import SnapSyncWire
 
     struct RecoveryBenchmark: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -43,10 +45,11 @@
         @Option(help: "Seconds after which a start is killed and reported as timed out.")
         var timeout: Double = 120
 
-        @Option(help: "Directory for the data directories: put it on the disk to measure (default: $TMPDIR or /var/tmp).")
-        var dir: String?
+        @OptionGroup var data: DataDirectoryOption
 
-        @Option(name: .customLong("server-binary"), help: "snapsyncd to time (repeatable; default: <repo>/.build/release/snapsyncd).")
+        @Option(
+            name: .customLong("server-binary"),
+            help: "snapsyncd to time (repeatable; default: <repo>/.build/release/snapsyncd, which must not be older than its sources).")
         var serverBinaries: [String] = []
 
         @Option(
@@ -74,22 +77,23 @@
         }
 
         func run() throws {
-            let base = dir ?? (getenv("TMPDIR").map { String(cString: $0) } ?? "/var/tmp")
+            let base = data.dir ?? BenchSystem.temporaryBase(default: "/var/tmp")
             let binaries =
                 serverBinaries.isEmpty
-                ? [FanoutServers.daemonBinary(explicit: nil)]
-                : serverBinaries.map { FanoutServers.daemonBinary(explicit: $0) }
-            let fixtureMaker = fixtureBinary.map { FanoutServers.daemonBinary(explicit: $0) } ?? binaries[0]
-            let root = DurabilityBench.temporaryDirectory(under: base, "snapsync-bench-recovery")
-            defer { _ = system("rm -rf '\(root)'") }
+                ? [ServerBinaries.daemon(explicit: nil)]
+                : serverBinaries.map { ServerBinaries.daemon(explicit: $0) }
+            let fixtureMaker = fixtureBinary.map { ServerBinaries.daemon(explicit: $0) } ?? binaries[0]
+            let root = BenchCleanup.temporaryDirectory(under: base, prefix: "snapsync-bench-recovery")
+            defer { BenchCommand.removeTree(root) }
             let fixture = root + "/fixture"
             let made = Bench.time { makeFixture(binary: fixtureMaker, data: fixture) }
-            fanoutErr("snapsync-bench: data directory with \(items) items and \(writes) logged writes made in \(Int(made / 1e9)) s (\(fixture))\n")
+            BenchSystem.printError("snapsync-bench: data directory with \(items) items and \(writes) logged writes made in \(Int(made / 1e9)) s (\(fixture))\n")
             let copy = root + "/run"
             for run in 0..<self.repeat {
                 for binary in binaries {
-                    guard system("rm -rf '\(copy)' && cp -a '\(fixture)' '\(copy)' && sync") == 0 else {
-                        BenchSystem.fail("copying \(fixture)")
+                    BenchCommand.removeTree(copy)
+                    guard BenchCommand.run(["cp", "-a", fixture, copy]), BenchCommand.run(["sync"]) else {
+                        BenchSystem.die("cannot copy \(fixture) to \(copy)")
                     }
                     let start = timedStart(binary: binary, data: copy)
                     Bench.printJSON([
@@ -109,65 +113,45 @@
         /// One room "big": `items` items in `sections` sections, checkpointed at SIGTERM; then
         /// `writes` updates, left in the log by a SIGKILL.
         func makeFixture(binary: String, data: String) {
-            var daemon = FanoutServers.startDaemon(binary: binary, extraArguments: ["--data-dir", data] + daemonLimits, cpu: nil)
+            var daemon = ServerProcess.startDaemon(binary: binary, arguments: ["--data-dir", data] + daemonLimits, cpu: nil)
             var client = RecoveryClient(host: daemon.host, port: daemon.port)
             var sectionFrames: [[UInt8]] = []
             var itemFrames: [[UInt8]] = []
             let perSection = (items + sections - 1) / sections
             var made = 0
             for s in 0..<sections {
-                let section = Array("s\(s)".utf8)
-                sectionFrames.append(
-                    RecoveryClient.mutate(
-                        requestID: UInt64(s + 1),
-                        ops: { b in
-                            b.varint(1); b.u8(FanoutSnapSync.opAppendSections); b.varint(1); b.blob(section); b.blob([])
-                        }))
+                let section = Identifier("s\(s)")
+                sectionFrames.append(RecoveryClient.mutate(requestID: UInt64(s + 1), [.appendSections([SnapshotElement(section)])]))
                 var start = 0
                 while start < perSection && made < items {
                     let count = min(10_000, perSection - start, items - made)
-                    itemFrames.append(
-                        RecoveryClient.mutate(
-                            requestID: UInt64(itemFrames.count + 1),
-                            ops: { b in
-                                b.varint(1); b.u8(FanoutSnapSync.opAppendItems); b.u8(1); b.blob(section); b.varint(UInt64(count))
-                                for i in made..<made + count { b.blob(Self.itemID(i)); b.blob(payload(i)) }
-                            }))
+                    let elements = (made..<made + count).map { SnapshotElement(Self.itemID($0), payload: payload($0)) }
+                    itemFrames.append(RecoveryClient.mutate(requestID: UInt64(itemFrames.count + 1), [.appendItems(elements, toSection: section)]))
                     start += count
                     made += count
                 }
             }
             client.pipeline(sectionFrames, window: 64)
             client.pipeline(itemFrames, window: 4)
-            daemon.temporaryDirectory = nil
             daemon.stop()  // SIGTERM: the shutdown checkpoint
-            daemon = FanoutServers.startDaemon(binary: binary, extraArguments: ["--data-dir", data] + daemonLimits, cpu: nil)
+            daemon = ServerProcess.startDaemon(binary: binary, arguments: ["--data-dir", data] + daemonLimits, cpu: nil)
             client = RecoveryClient(host: daemon.host, port: daemon.port)
             var rng = SplitMix64(seed: 13)
             var frames: [[UInt8]] = []
             frames.reserveCapacity(writes)
             for w in 0..<writes {
                 let id = Self.itemID(Int(rng.next() % UInt64(items)))
-                let value = payload(w &+ 7)
-                frames.append(
-                    RecoveryClient.mutate(
-                        requestID: UInt64(w + 1),
-                        ops: { b in
-                            b.varint(1); b.u8(FanoutSnapSync.opUpdateItems); b.u8(0); b.varint(1); b.blob(id); b.blob(value)
-                        }))
+                frames.append(RecoveryClient.mutate(requestID: UInt64(w + 1), [.updateItems([SnapshotElement(id, payload: payload(w &+ 7))], .reload)]))
             }
             client.pipeline(frames, window: 256)
-            kill(daemon.pid, SIGKILL)
-            var status: Int32 = 0
-            _ = waitpid(daemon.pid, &status, 0)
-            FanoutServers.forget(daemon.pid)
+            ServerProcess.terminate(daemon.pid, graceMs: 0)  // SIGKILL: the writes stay in the log
             unlink(daemon.logPath)
         }
 
-        static func itemID(_ i: Int) -> [UInt8] { Array("i\(i)".utf8) }
+        static func itemID(_ i: Int) -> Identifier { Identifier("i\(i)") }
 
-        func payload(_ i: Int) -> [UInt8] {
-            (0..<payloadBytes).map { UInt8(truncatingIfNeeded: i >> (8 * ($0 % 4))) | 1 }
+        func payload(_ i: Int) -> Payload {
+            Payload((0..<payloadBytes).map { UInt8(truncatingIfNeeded: i >> (8 * ($0 % 4))) | 1 })
         }
 
         struct Start {
@@ -179,41 +163,28 @@
 
         /// Execs `binary` on `data` and waits for "listening on" (or exit, or the timeout); kills it.
         func timedStart(binary: String, data: String) -> Start {
-            let log = FanoutServers.logPath("recovery")
+            let log = ServerProcess.logPath("recovery")
             defer { unlink(log) }
             let t0 = BenchSystem.nowNs()
-            let pid = FanoutServers.spawn(
+            let pid = ServerProcess.spawn(
                 [binary, "--host", "127.0.0.1", "--port", "0", "--data-dir", data] + daemonLimits,
                 logPath: log, cpu: nil)
-            defer {
-                kill(pid, SIGKILL)
-                var status: Int32 = 0
-                _ = waitpid(pid, &status, 0)
-                FanoutServers.forget(pid)
+            defer { ServerProcess.terminate(pid, graceMs: 0) }
+            guard let listening = ServerProcess.waitForListening(pid: pid, log: log, binary: binary, timeoutNs: UInt64(timeout * 1e9)) else {
+                return Start()
             }
-            let deadline = t0 + UInt64(timeout * 1e9)
-            while BenchSystem.nowNs() < deadline {
-                if let text = BenchSystem.readFile(log), fanoutFind("listening on ", in: text) != nil {
-                    let seconds = Double(BenchSystem.nowNs() - t0) / 1e9
-                    return Start(
-                        seconds: seconds, openMs: Self.number(before: " ms", after: ", in ", in: text),
-                        checkpoints: Self.number(before: " checkpoint(s)", after: "room(s), ", in: text),
-                        replayed: Self.number(before: " write(s) replayed", after: "checkpoint(s), ", in: text))
-                }
-                var status: Int32 = 0
-                if waitpid(pid, &status, WNOHANG) == pid {
-                    BenchSystem.fail("\(binary) exited before listening; its output:\n\(BenchSystem.readFile(log) ?? "")")
-                }
-                BenchSystem.sleepMs(2)
-            }
-            return Start()
+            return Start(
+                seconds: Double(BenchSystem.nowNs() - t0) / 1e9,
+                openMs: Self.number(before: " ms", after: ", in ", in: listening.log),
+                checkpoints: Self.number(before: " checkpoint(s)", after: "room(s), ", in: listening.log),
+                replayed: Self.number(before: " write(s) replayed", after: "checkpoint(s), ", in: listening.log))
         }
 
         /// The integer between `after` and `before` on the "store: opened" line (older binaries,
         /// which a before/after comparison runs, say "storage: opened"), if any.
         static func number(before: String, after: String, in text: String) -> Int? {
             guard let line = text.split(separator: "\n").first(where: { $0.contains("store: opened") || $0.contains("storage: opened") }),
-                let from = fanoutFind(after, in: String(line))
+                let from = BenchSystem.find(after, in: String(line))
             else { return nil }
             let rest = String(line)[from...]
             let digits = rest.prefix { $0.isNumber }
@@ -225,21 +196,18 @@
     /// A client that pipelines MUTATEs, keeping at most `window` unanswered.
     struct RecoveryClient {
         let fd: Int32
-        var reader: FanoutFrameReader
+        var reader: BenchFrameReader
 
         init(host: String, port: Int) {
             fd = BenchSystem.connectTCP(host: host, port: port)
-            reader = FanoutFrameReader(fd: fd)
-            BenchSystem.writeAll(fd, FanoutSnapSync.helloFrame(clientName: "recovery-bench"))
-            reader.expect(FanoutSnapSync.welcome, context: "HELLO")
+            reader = BenchFrameReader(fd: fd)
+            BenchSystem.writeAll(fd, BenchFrames.hello(clientName: "recovery-bench"))
+            reader.expect(.welcome, context: "HELLO")
         }
 
-        /// MUTATE of room "big", no expected version, no write id; `ops` writes the op count and ops.
-        static func mutate(requestID: UInt64, ops: (inout FanoutFrameBuilder) -> Void) -> [UInt8] {
-            FanoutFrameBuilder.build { b in
-                b.u8(FanoutSnapSync.mutate); b.varint(requestID); b.string("big"); b.u8(0); b.blob([])
-                ops(&b)
-            }
+        /// MUTATE of room "big" applying `ops`.
+        static func mutate(requestID: UInt64, _ ops: [SnapshotOperation]) -> [UInt8] {
+            BenchFrames.mutate(requestID: requestID, room: "big", ops: ops)
         }
 
         mutating func pipeline(_ frames: [[UInt8]], window: Int) {
@@ -251,7 +219,7 @@
                     sent += 1
                 }
                 if !batch.isEmpty { BenchSystem.writeAll(fd, batch) }
-                reader.expect(FanoutSnapSync.ack, context: "MUTATE \(acked + 1) of \(frames.count)")
+                reader.expect(.ack, context: "MUTATE \(acked + 1) of \(frames.count)")
                 acked += 1
             }
         }

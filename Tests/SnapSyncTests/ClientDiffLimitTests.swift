@@ -1,4 +1,5 @@
 @testable import SnapSync
+import SnapSyncClientTestSupport
 import Testing
 
 // A replica applies a DIFF under the limits the server announced in WELCOME (PROTOCOL.md §5):

@@ -1,4 +1,5 @@
 @testable import SnapSync
+import SnapSyncClientTestSupport
 import Testing
 
 /// Index-path resolution, without a daemon: the updates a change reports, replayed on the old

@@ -4,6 +4,7 @@
     import Darwin
 #endif
 @testable import SnapSync
+import SnapSyncClientTestSupport
 import Testing
 
 // A correct daemon never sends a bad digest, skips a version or sends a DIFF that does not apply,

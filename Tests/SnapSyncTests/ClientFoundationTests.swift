@@ -27,7 +27,7 @@
 
         @Test("the README's client example is exactly Sources/snapsync-example/main.swift")
         func readmeExample() throws {
-            // This file is Tests/SnapSyncIntegrationTests/<name>.swift: the root is two levels up.
+            // This file is Tests/SnapSyncTests/<name>.swift: the root is two levels up.
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
             let program = try String(contentsOf: root.appendingPathComponent("Sources/snapsync-example/main.swift"), encoding: .utf8)

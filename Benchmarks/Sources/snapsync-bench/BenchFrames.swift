@@ -1,0 +1,73 @@
+// The SnapSync frames snapsync-bench sends, all made by Wire's FrameEncoder, and the templates the
+// measured loops patch instead of encoding: a MUTATE whose payload is the last field of its
+// frame, so the loop overwrites payload bytes in place and never touches a length or a varint.
+//
+// The fan-out and durability load: one item, id "i", in one section "s", is overwritten with
+// update_items(reload) on every write, so the room stays one item whatever the run length
+// (append_items would grow it without bound). The payload is [send time, CLOCK_MONOTONIC ns,
+// u64 host order][sequence number, u64][filler up to the payload size].
+import SnapSyncModel
+import SnapSyncWire
+
+enum BenchFrames {
+    static let encoder = FrameEncoder()
+    static let section: Identifier = "s"
+    static let item: Identifier = "i"
+
+    static func hello(clientName: String = "snapsync-bench") -> [UInt8] {
+        encoder.encode(.hello(versions: [ProtocolVersion.current], clientName: clientName, credentials: []))
+    }
+
+    static func join(requestID: UInt64, room: String) -> [UInt8] {
+        encoder.encode(.join(requestID: requestID, room: room, resume: nil))
+    }
+
+    static func mutate(requestID: UInt64, room: String, ops: [SnapshotOperation]) -> [UInt8] {
+        encoder.encode(.mutate(requestID: requestID, room: room, expectedVersion: nil, writeId: [], ops: ops))
+    }
+
+    /// The benchmark's layout: section "s" holding item "i" with `payload`.
+    static func createLayout(requestID: UInt64, room: String, payload: [UInt8]) -> [UInt8] {
+        mutate(
+            requestID: requestID, room: room,
+            ops: [.appendSections([SnapshotElement(section)]), .appendItems([SnapshotElement(item, payload: Payload(payload))], toSection: section)])
+    }
+
+    /// The one operation of every measured write: item "i" gets `payload`.
+    static func overwrite(_ payload: [UInt8]) -> [SnapshotOperation] {
+        [.updateItems([SnapshotElement(item, payload: Payload(payload))], .reload)]
+    }
+
+    /// A MUTATE overwriting item "i" with a `payloadBytes`-byte payload, ready to be copied and
+    /// patched: the payload is the frame's last `payloadBytes` bytes (update_items' last field).
+    /// Request ids are echoed, never interpreted, by the server (PROTOCOL.md §3), so every copy
+    /// keeps `requestID`.
+    static func overwriteTemplate(requestID: UInt64, room: String, payloadBytes: Int, fill: UInt8) -> [UInt8] {
+        let payload = [UInt8](repeating: fill, count: payloadBytes)
+        let frame = mutate(requestID: requestID, room: room, ops: overwrite(payload))
+        precondition(frame.suffix(payloadBytes).elementsEqual(payload), "the MUTATE's payload is not its last field")
+        return frame
+    }
+
+    /// The bytes of the DIFF a subscriber receives for one overwrite, between the version (the
+    /// last field that changes from DIFF to DIFF) and the payload, which ends the frame: a
+    /// receiver that finds them at `frame.count - payloadBytes - suffix.count` has the
+    /// benchmark's DIFF without decoding it. Found by encoding the DIFF with and without its
+    /// operations: they share everything up to the operation count.
+    static func diffOpsPrefix(room: String, payloadBytes: Int) -> [UInt8] {
+        let payload = [UInt8](repeating: 0, count: payloadBytes)
+        let full = encoder.encode(.diff(room: room, epoch: 1, version: 1, ops: overwrite(payload)))
+        let empty = encoder.encode(.diff(room: room, epoch: 1, version: 1, ops: []))
+        // `empty` ends with the operation count 0, one byte; `full` has its count there.
+        return Array(full[(empty.count - 1)..<(full.count - payloadBytes)])
+    }
+
+    /// "ERROR code: message" / "REJECT code: message" for a failure, else nil.
+    static func describeFailure(_ message: Message) -> String? {
+        switch message {
+        case .error(let code, let text): "ERROR \(code): \(text)"
+        case .reject(_, let code, _, _, let text): "REJECT \(code): \(text)"
+        default: nil
+        }
+    }
+}
