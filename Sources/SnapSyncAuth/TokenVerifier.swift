@@ -16,6 +16,8 @@ public struct TokenVerifier: Sendable {
     /// Longer tokens are refused before any parsing.
     public static let maxTokenBytes = 8192
     public static let defaultLeeway: Duration = .seconds(30)
+    /// jwt-kit's parser, with its JSON decoder (safe to share across threads), made once.
+    private static let parser = DefaultJWTParser()
 
     public init(keys: AuthKeySet, audience: String? = nil, leeway: Duration = defaultLeeway) {
         self.keys = keys
@@ -34,7 +36,7 @@ public struct TokenVerifier: Sendable {
         guard bytes.count <= Self.maxTokenBytes else {
             throw .malformed(part: .encoding, reason: "longer than \(Self.maxTokenBytes) bytes")
         }
-        let parser = DefaultJWTParser()
+        let parser = Self.parser
         let header: JWTHeader
         let envelope: ClaimsEnvelope
         let signature: Data

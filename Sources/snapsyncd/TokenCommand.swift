@@ -51,10 +51,10 @@ struct TokenCommand: ParsableCommand {
 
     func run() throws {
         let grants = try room.map { spec throws(GrantError) in try RoomGrant(spec: spec) }
-        let now = Date()
+        // Whole seconds, so that iat and exp are JSON integers.
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         let claims = TokenClaims(
-            subject: sub, expiresAt: now.addingTimeInterval(Double(ttl.components.seconds)),
-            issuedAt: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)),
+            subject: sub, expiresAt: now.addingTimeInterval(Double(ttl.components.seconds)), issuedAt: now,
             audience: aud.map { [$0] } ?? [], grants: grants)
         let (path, kid) = (keys, self.kid)
         do {

@@ -39,6 +39,13 @@ import Testing
         #expect(token.stdout.hasSuffix("\n"))
         let printed = token.stdout.trimmingCharacters(in: .newlines)
         #expect(!printed.contains("\n"))
+        // iat and exp are whole seconds: JSON integers, which every JWT library reads.
+        let payload = try #require(Base64URL.decode(printed.split(separator: ".")[1]))
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+        for claim in ["iat", "exp"] {
+            let seconds = try #require(fields[claim] as? Double, "\(claim) is not a number")
+            #expect(seconds == seconds.rounded(), "\(claim) has a fraction")
+        }
 
         // The daemon's side: the file without private parts.
         let verifier = TokenVerifier(keys: try await AuthKeySet.load(contentsOf: daemonKeys), audience: "snapsync-test")
