@@ -24,10 +24,30 @@ public enum KeyFileWriter {
     /// Adds `key` to the key file at `path` (created if missing).
     /// - Throws: if the file exists and is not a key file, already has `key.kid`, or cannot be written.
     public static func append(_ key: JSONWebKey, to path: String) async throws(AuthKeyFileError) {
+        try await append([(key, path)])
+    }
+
+    /// Adds each key to its file. Every file is checked before any is written, so a refusal
+    /// (a kid already in the second file, say) leaves all of them as they were.
+    public static func append(_ entries: [(key: JSONWebKey, path: String)]) async throws(AuthKeyFileError) {
+        var prepared: [(data: Data, path: String)] = []
+        for (key, path) in entries {
+            prepared.append((try await contents(of: path, adding: key), path))
+        }
+        for (data, path) in prepared { try writeAtomically(data, to: path) }
+    }
+
+    /// The text of the key file at `path` with `key` added, checked as a key file.
+    private static func contents(of path: String, adding key: JSONWebKey) async throws(AuthKeyFileError) -> Data {
         func refuse(_ reason: String) -> AuthKeyFileError { AuthKeyFileError(path: path, reason: reason) }
         var root: [String: Any] = ["keys": [Any]()]
         if FileManager.default.fileExists(atPath: path) {
-            guard let data = FileManager.default.contents(atPath: path) else { throw refuse("cannot be read") }
+            let data: Data
+            do {
+                data = try KeyFileReader.contents(of: path)
+            } catch {
+                throw refuse("cannot be read (\(error))")
+            }
             guard let existing = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                 existing["keys"] is [Any]
             else { throw refuse("is not a key file (a JSON object with a keys array)") }
@@ -46,7 +66,7 @@ public enum KeyFileWriter {
             throw refuse("cannot be encoded (\(error))")
         }
         _ = try await AuthKeySet.load(jwks: data, source: path)
-        try writeAtomically(data, to: path)
+        return data
     }
 
     private static func object(_ key: JSONWebKey) throws -> Any {

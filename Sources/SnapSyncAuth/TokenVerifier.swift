@@ -2,9 +2,9 @@ public import Foundation
 import JWTKit
 
 /// Checks a token against a key set, an optional audience and a clock leeway, synchronously:
-/// the daemon calls it from its event loop. Cost: one JSON parse of header and payload and one
-/// signature check (HS256 an HMAC; ES256 and EdDSA a public-key verification, the bulk of it);
-/// no allocation beyond the parse, no lock, no actor.
+/// the daemon calls it from its event loop. Cost: a few copies of the token (at most
+/// `maxTokenBytes`), one JSON parse of header and payload, and one signature check (HS256 an
+/// HMAC; ES256 and EdDSA a public-key verification, the bulk of it); no lock, no actor.
 public struct TokenVerifier: Sendable {
     public let keys: AuthKeySet
     /// When set, the token's `aud` must name it; when nil, a token with an `aud` is refused

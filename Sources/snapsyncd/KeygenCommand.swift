@@ -34,12 +34,11 @@ struct KeygenCommand: ParsableCommand {
 
     func run() throws {
         let key = KeyGenerator.generate(SigningAlgorithm(rawValue: alg) ?? .es256, keyID: kid)
-        let (out, publicOut) = (self.out, self.publicOut)
         do {
-            try waitForTask {
-                if let out { try await KeyFileWriter.append(key, to: out) }
-                if let publicOut { try await KeyFileWriter.append(key.verificationOnly, to: publicOut) }
-            }
+            var entries: [(key: JSONWebKey, path: String)] = []
+            if let out { entries.append((key, out)) }
+            if let publicOut { entries.append((key.verificationOnly, publicOut)) }
+            try waitForTask { [entries] in try await KeyFileWriter.append(entries) }
             if out == nil { FileHandle.standardOutput.write(try KeyFileWriter.render([key])) }
         } catch {
             FileHandle.standardError.write(Data("snapsyncd keygen: \(error)\n".utf8))
