@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
     ],
     targets: [
         // libevent, linked through pkg-config (Debian: libevent-dev).
@@ -81,10 +82,20 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+                "SnapSyncServer", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: upcoming
+        ),
+        // Signed tokens (#15): keys from a JWKS file, synchronous verification, minting. Pure
+        // Swift, no sockets: the daemon calls it from its event loop (docs/auth.md).
+        .target(
+            name: "SnapSyncAuth",
+            dependencies: [
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: upcoming
         ),
@@ -113,6 +124,9 @@ let package = Package(
         // scripted peer on a loopback socket.
         .testTarget(name: "SnapSyncTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
                                                    "SnapSyncClientTestSupport"],
+                    swiftSettings: upcoming),
+        // The token module, and the real `snapsyncd keygen` and `snapsyncd token` binaries.
+        .testTarget(name: "SnapSyncAuthTests", dependencies: ["SnapSyncAuth", .product(name: "JWTKit", package: "jwt-kit")],
                     swiftSettings: upcoming),
         // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
         .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",

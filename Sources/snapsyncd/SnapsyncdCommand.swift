@@ -18,7 +18,9 @@ struct SnapsyncdCommand: ParsableCommand {
             written since their checkpoint when the log to replay is long, exit 0. Under systemd \
             (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
             recovered and listening, and STOPPING=1 at shutdown.
-            """
+            """,
+        // Serving stays the command itself (its flags, its --help); these are the key tools of docs/auth.md.
+        subcommands: [TokenCommand.self, KeygenCommand.self]
     )
 
     private static let defaults = ServerConfiguration()
