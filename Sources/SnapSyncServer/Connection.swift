@@ -54,8 +54,10 @@ final class Connection: Session {
         self.context = context
         self.lastInput = .now
         let configuration = context.configuration
-        super.init(id: id, peer: "\(address)", outputCap: configuration.maxOutputBytes, meter: context.hub.outputMeter)
+        super.init(id: id, outputCap: configuration.maxOutputBytes, meter: context.hub.outputMeter)
     }
+
+    override var peer: String { "\(address)" }
 
     deinit {
         precondition(isEnded, "a connection was released without Hub.end")

@@ -70,8 +70,8 @@ package final class Hub {
     }
 
     /// A new session without a transport (for tests and in-process use), opened.
-    func openSession(peer: String = "in-process") -> Session {
-        let session = Session(id: makeSessionID(), peer: peer, outputCap: configuration.maxOutputBytes, meter: outputMeter)
+    func openSession() -> Session {
+        let session = Session(id: makeSessionID(), outputCap: configuration.maxOutputBytes, meter: outputMeter)
         open(session)
         return session
     }

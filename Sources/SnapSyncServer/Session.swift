@@ -8,7 +8,8 @@
 ///
 /// Every stored property is `final`, so the hub's accesses on the fan-out path
 /// (`Hub.send(shared:to:)`: `state`, `output`, `isDirty`) are direct loads, never class dispatch;
-/// only the hooks, called once per handshake, close and end, are overridable.
+/// only `peer` (for logs) and the hooks, called once per handshake, close and end, are
+/// overridable.
 class Session {
     /// Where the session is in its life.
     enum State: Equatable {
@@ -22,8 +23,6 @@ class Session {
     }
 
     final let id: UInt64
-    /// The peer's address, for logs.
-    final let peer: String
     final var state: State = .awaitingHello
     /// Set once the hub ended the session (`Hub.end`): it is forgotten, and its queue is empty.
     final var isEnded = false
@@ -41,11 +40,13 @@ class Session {
     /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
     final var isOutputBlocked = false
 
-    init(id: UInt64, peer: String, outputCap: Int, meter: OutputMeter) {
+    init(id: UInt64, outputCap: Int, meter: OutputMeter) {
         self.id = id
-        self.peer = peer
         self.output = OutputQueue(cap: outputCap, meter: meter)
     }
+
+    /// The peer, for logs (computed: only logs read it, and a connection keeps its address).
+    var peer: String { "in-process" }
 
     /// HELLO was accepted and WELCOME queued.
     func didBecomeReady() {}

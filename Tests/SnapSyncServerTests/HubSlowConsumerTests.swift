@@ -4,7 +4,8 @@ import SnapSyncWire
 @testable import SnapSyncServer
 
 // A member that does not read: past its output cap it is cut off with ERROR slow_consumer and
-// leaves the room; the other members and the writer are unaffected.
+// leaves the room; the other members and the writer are unaffected. Past the output budget of
+// all sessions together, the largest queue is cut off first.
 
 @Suite struct HubSlowConsumerTests {
     @Test func aMemberPastItsOutputCapIsCutOffAndTheOthersGetEveryDiff() {
@@ -30,5 +31,23 @@ import SnapSyncWire
         // What it had not started receiving was dropped: a DIFF or two, then the ERROR.
         #expect(cutOff.count < 5 && cutOff.dropLast().allSatisfy { $0.diffVersion != nil })
         harness.checkInvariants("room")
+    }
+
+    @Test func pastTheOutputBudgetTheLargestQueueIsCutOffFirst() {
+        let harness = HubHarness { $0.maxOutputTotalBytes = 8192 }
+        let greedy = harness.connect(), modest = harness.connect()
+        var modestRequests = 0
+        for index in 0..<40 {
+            harness.send(.stats(requestID: UInt64(index)), from: greedy)
+            if index % 4 == 0 {
+                harness.send(.stats(requestID: UInt64(index)), from: modest)
+                modestRequests += 1
+            }
+        }
+        #expect(greedy.state == .closing && modest.state == .ready)
+        #expect(harness.hub.stats.slowConsumerDisconnects == 1)
+        #expect(harness.drain(greedy).last?.errorCode == .slowConsumer)
+        #expect(harness.drain(modest).count == modestRequests)
+        #expect(harness.hub.outputBytes == 0)
     }
 }
