@@ -76,9 +76,9 @@ package struct ServerConfiguration: Sendable {
         guard (1024...(1 << 30)).contains(wire.maxFrameBytes) else {
             throw fail("--max-frame-bytes must be between 1KiB and 1GiB, not \(wire.maxFrameBytes)")
         }
-        guard wire.maxSnapshotBytes >= 1, wire.maxSnapshotBytes + Self.snapshotFrameOverhead <= wire.maxFrameBytes else {
+        guard wire.model.maxSnapshotBytes >= 1, wire.model.maxSnapshotBytes + Self.snapshotFrameOverhead <= wire.maxFrameBytes else {
             throw fail(
-                "--max-snapshot-bytes must be at least 1 and at most --max-frame-bytes minus \(Self.snapshotFrameOverhead) (\(wire.maxFrameBytes - Self.snapshotFrameOverhead)), not \(wire.maxSnapshotBytes)"
+                "--max-snapshot-bytes must be at least 1 and at most --max-frame-bytes minus \(Self.snapshotFrameOverhead) (\(wire.maxFrameBytes - Self.snapshotFrameOverhead)), not \(wire.model.maxSnapshotBytes)"
             )
         }
         guard wire.model.maxIdentifierBytes >= 1 else { throw fail("--max-identifier-bytes must be at least 1") }
@@ -101,9 +101,9 @@ package struct ServerConfiguration: Sendable {
                 "--max-output-total-bytes must be at least --max-output-bytes (\(maxOutputBytes)) and at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one connection's queue fits, not \(maxOutputTotalBytes)"
             )
         }
-        guard maxRoomTotalBytes >= wire.maxSnapshotBytes + historyBytes else {
+        guard maxRoomTotalBytes >= wire.model.maxSnapshotBytes + historyBytes else {
             throw fail(
-                "--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)"
+                "--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.model.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)"
             )
         }
         guard listenBacklog >= 1 else { throw fail("--backlog must be at least 1") }

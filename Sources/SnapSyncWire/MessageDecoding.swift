@@ -256,8 +256,9 @@ extension ByteReader {
             if !items.isEmpty { ops.append(.appendItems(items, toSection: nil)) }
         }
         let size = offset - start
-        guard size <= limits.maxSnapshotBytes else {
-            throw WireError(.snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.maxSnapshotBytes)", requestID: requestID)
+        guard size <= limits.model.maxSnapshotBytes else {
+            throw WireError(
+                .snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.model.maxSnapshotBytes)", requestID: requestID)
         }
         var snapshot = Snapshot()
         do {

@@ -35,14 +35,6 @@ public struct WireLimits: Hashable, Sendable {
         self.historyCount = historyCount
     }
 
-    /// Largest canonical snapshot encoding a room may reach: the model's
-    /// `Limits.maxSnapshotBytes` (default 16 MiB − 64 KiB, so that a SNAPSHOT frame, with its
-    /// room name, varints and digest, always fits the default `maxFrameBytes`).
-    public var maxSnapshotBytes: Int {
-        get { model.maxSnapshotBytes }
-        set { model.maxSnapshotBytes = newValue }
-    }
-
     public static let `default` = WireLimits()
 
     /// The limits a server announced: each known key overrides `defaults`; unknown keys are
@@ -69,7 +61,7 @@ public struct WireLimits: Hashable, Sendable {
             case .maxItemsPerRoom: model.maxItems
             case .maxSectionsPerRoom: model.maxSections
             case .maxRoomsPerConnection: maxRoomsPerConnection
-            case .maxSnapshotBytes: maxSnapshotBytes
+            case .maxSnapshotBytes: model.maxSnapshotBytes
             case .historyCount: historyCount
             }
         }
@@ -81,7 +73,7 @@ public struct WireLimits: Hashable, Sendable {
             case .maxItemsPerRoom: model.maxItems = newValue
             case .maxSectionsPerRoom: model.maxSections = newValue
             case .maxRoomsPerConnection: maxRoomsPerConnection = newValue
-            case .maxSnapshotBytes: maxSnapshotBytes = newValue
+            case .maxSnapshotBytes: model.maxSnapshotBytes = newValue
             case .historyCount: historyCount = newValue
             }
         }

@@ -25,7 +25,7 @@ extension ServerIntegration {
             #expect(version == 1 && session > 0 && name.hasPrefix("snapsyncd"))
             let limits = WireLimits(welcome: entries)
             #expect(limits.maxFrameBytes == 1 << 20)
-            #expect(limits.maxSnapshotBytes == 512 << 10)
+            #expect(limits.model.maxSnapshotBytes == 512 << 10)
             #expect(limits.model.maxPayloadBytes == 1000)
             #expect(limits.historyCount == 7)
             #expect(limits.maxRoomsPerConnection == 64)

@@ -1,4 +1,4 @@
-// Property (#12): every prefix of `a.difference(to: b, limits:)` applies under limits that `a`
+// Property: every prefix of `a.difference(to: b, limits:)` applies under limits that `a`
 // and `b` both meet, and every state it passes through is within them: a replica applying the
 // DIFF op by op under the room's limits (PROTOCOL.md §5) never refuses it. Random snapshots are
 // drawn, then the limits are set at (or one or two above) the larger of the two ends, so that

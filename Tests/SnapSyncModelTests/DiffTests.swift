@@ -128,7 +128,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
             ])
     }
 
-    /// The case (#12): a room at its section limit, where the new section used to be
+    /// A room at its section limit, where the new section used to be
     /// inserted before the gone section that handed an item over was deleted.
     @Test func aSectionLimitIsNeverCrossedMidWay() {
         let limits = Limits(maxItems: 40, maxSections: 2, maxSnapshotBytes: 600)

@@ -179,7 +179,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
             Issue.record("the write id of an empty batch was not remembered")
             return
         }
-        // ...and another batch reusing it is refused, not acknowledged and dropped (#12).
+        // ...and another batch reusing it is refused, not acknowledged and dropped.
         guard case .rejected(let conflict) = room.mutate([.appendSections([element("t")])], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
             Issue.record("a different batch reusing an empty batch's write id was not refused")
             return

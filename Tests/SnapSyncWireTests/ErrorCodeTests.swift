@@ -64,7 +64,7 @@ import SnapSyncModel
         #expect(adopted.model.maxPayloadBytes == 10)
         #expect(adopted.model.maxItems == .max)
         #expect(adopted.maxFrameBytes == WireLimits.default.maxFrameBytes)
-        #expect(WireLimits.default.maxSnapshotBytes == 16 * 1024 * 1024 - 64 * 1024)
+        #expect(WireLimits.default.model.maxSnapshotBytes == 16 * 1024 * 1024 - 64 * 1024)
         #expect(WireLimits.default.model.maxIdentifierBytes == 256)
         #expect(WireLimits.default.maxRoomsPerConnection == 64)
         #expect(WireLimits.default.historyCount == 1024)

@@ -133,11 +133,11 @@ import SnapSyncModel
         let size = snapshot.canonicalByteCount
         for (limit, expected) in [(size - 1, ErrorCode.snapshotTooLarge), (size, nil)] as [(Int, ErrorCode?)] {
             var limits = WireLimits.default
-            limits.maxSnapshotBytes = limit
+            limits.model.maxSnapshotBytes = limit
             #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits) == expected)
         }
         var zero = WireLimits.default
-        zero.maxSnapshotBytes = 1
+        zero.model.maxSnapshotBytes = 1
         #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: Snapshot()), limits: zero) == nil)
     }
 

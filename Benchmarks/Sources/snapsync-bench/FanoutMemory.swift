@@ -140,8 +140,8 @@
                 note("--items lowered to the daemon's max_items_per_room, \(count)")
             }
             let encodedPerItem = rawPerItem + 4  // two length varints, generously
-            if count * encodedPerItem + 64 > limits.maxSnapshotBytes {
-                count = (limits.maxSnapshotBytes - 64) / encodedPerItem
+            if count * encodedPerItem + 64 > limits.model.maxSnapshotBytes {
+                count = (limits.model.maxSnapshotBytes - 64) / encodedPerItem
                 note("--items lowered to fit the daemon's max_snapshot_bytes, \(count)")
             }
             var perBatch = batch

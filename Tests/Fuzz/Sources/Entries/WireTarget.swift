@@ -109,7 +109,9 @@ enum WireTarget {
             FrameEncoder.encodeSnapshot(snapshot, into: &canonical)
             try law(
                 canonical.count == snapshot.canonicalByteCount, "canonicalByteCount is \(snapshot.canonicalByteCount), the encoding \(canonical.count) bytes")
-            try law(canonical.count <= limits.maxSnapshotBytes, "a \(canonical.count)-byte snapshot passed max_snapshot_bytes \(limits.maxSnapshotBytes)")
+            try law(
+                canonical.count <= limits.model.maxSnapshotBytes,
+                "a \(canonical.count)-byte snapshot passed max_snapshot_bytes \(limits.model.maxSnapshotBytes)")
             room = snapshot
         case .mutate(_, _, _, _, let ops):
             try applyAtomically(ops, to: &room, limits: limits.model)
