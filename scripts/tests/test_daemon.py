@@ -296,7 +296,8 @@ class ConnectionTests(unittest.TestCase):
     def test_help(self):
         done = run_snapcat(1, "", "--help")
         self.assertEqual(done.returncode, 0)
-        for word in ["append-items ROOM [to S]", "move-item ROOM ITEM to S", "exit status", "--json"]:
+        for word in ["append-items ROOM [to S]", "move-item ROOM ITEM to S", "exit status", "--json",
+                     "--token TOKEN", "$SNAPSYNC_TOKEN", "auth TOKEN"]:
             self.assertIn(word, done.stdout)
 
 
