@@ -40,6 +40,7 @@ ERROR_CODES = {
     10: "shutting_down",
     11: "unauthorized",
     12: "input_budget_exceeded",
+    13: "token_expired",
     20: "duplicate_section",
     21: "duplicate_item",
     22: "section_not_found",
@@ -61,6 +62,7 @@ ERROR_CODES = {
     45: "storage_failure",
     46: "write_id_conflict",
     47: "server_full",
+    48: "forbidden",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 
@@ -456,6 +458,7 @@ MESSAGES = {
                        ("expected_version", "opt_varint"), ("write_id", "write_id"),
                        ("snapshot", "snapshot")]),
     0x14: ("STATS", [("request_id", "varint")]),
+    0x15: ("AUTH", [("request_id", "varint"), ("credentials", "bytes")]),
     0x20: ("SNAPSHOT", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                         ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
                         ("snapshot", "snapshot")]),
@@ -466,11 +469,12 @@ MESSAGES = {
     0x24: ("REJECT", [("request_id", "varint"), ("code", "varint"), ("op_index", "opt_varint"),
                       ("identifier", "opt_bytes"), ("message", "string")]),
     0x25: ("STATS_REPLY", [("request_id", "varint"), ("stats", "stats")]),
+    0x26: ("LEFT", [("room", "string"), ("code", "varint"), ("message", "string")]),
 }
 MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
-CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS"}
+CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH"}
 SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
-                    "REJECT", "STATS_REPLY"}
+                    "REJECT", "STATS_REPLY", "LEFT"}
 
 
 def _read_field(r, kind, name):

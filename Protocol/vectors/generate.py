@@ -6,11 +6,14 @@ codec (Sources/SnapSyncWire) or with snapcat (scripts/snapcat_wire.py), so that 
 each other. It only encodes (and applies ops, for the replay set); the decoders under test do the
 rest. Standard library only; deterministic: running it twice gives byte-identical files.
 
-    python3 Protocol/vectors/generate.py          # rewrite the files
+    python3 Protocol/vectors/generate.py          # rewrite the files (and the examples in
+                                                  # PROTOCOL.md and AUTH.md)
     python3 Protocol/vectors/generate.py --check  # exit 1 if the committed files are stale
 """
 
+import base64
 import hashlib
+import hmac
 import json
 import os
 import sys
@@ -244,6 +247,11 @@ def stats(request_id):
     return u8(0x14) + varint(request_id), {"type": "STATS", "request_id": request_id}
 
 
+def auth(request_id, credentials):
+    return (u8(0x15) + varint(request_id) + bstr(B(credentials)),
+            {"type": "AUTH", "request_id": request_id, "credentials": jb(B(credentials))})
+
+
 REASONS = {"initial": 0, "resync": 1}
 
 
@@ -282,6 +290,43 @@ def stats_reply(request_id, pairs):
     body = u8(0x25) + varint(request_id) + lst(pairs, lambda p: text(p[0]) + varint(p[1]))
     return body, {"type": "STATS_REPLY", "request_id": request_id,
                   "stats": [{"name": n, "value": v} for n, v in pairs]}
+
+
+def left(room, code, message):
+    return (u8(0x26) + text(room) + varint(code) + text(message),
+            {"type": "LEFT", "room": room, "code": code, "message": message})
+
+
+# ---------------------------------------------------------------------------------------------
+# A token (Protocol/AUTH.md): a JWT in compact form, HS256 with a key published in AUTH.md (so it
+# must never be used by a real server). HMAC-SHA256 from the standard library; exp is in 2100 so
+# that the example stays valid for tests against a daemon holding the example key.
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode("ascii")
+
+
+def compact_json(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+EXAMPLE_SECRET = b"example secret: never use it!!!!"     # 32 bytes, the HS256 minimum
+assert len(EXAMPLE_SECRET) == 32
+EXAMPLE_KEY = {"kty": "oct", "kid": "example", "alg": "HS256", "use": "sig", "k": b64url(EXAMPLE_SECRET)}
+EXAMPLE_HEADER = {"alg": "HS256", "kid": "example", "typ": "JWT"}
+EXAMPLE_CLAIMS = {"sub": "alice", "iat": 1767225600, "exp": 4102444800,
+                  "rooms": [{"match": "board:*", "rights": ["read", "write"]},
+                            {"match": "todo", "rights": ["read"]}]}
+
+
+def example_token():
+    signing_input = b64url(compact_json(EXAMPLE_HEADER)) + "." + b64url(compact_json(EXAMPLE_CLAIMS))
+    signature = hmac.new(EXAMPLE_SECRET, signing_input.encode("ascii"), hashlib.sha256).digest()
+    return signing_input + "." + b64url(signature)
+
+
+TOKEN = example_token().encode("ascii")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,7 +589,7 @@ def message_vectors():
     s.invalid("DIFF cut in the middle of an op", ["Truncated"], whole[:len(whole) - 4], "malformed_frame")
 
     # --- type byte ----------------------------------------------------------------------------
-    for t in (0x00, 0x06, 0x15, 0x26, 0xFF):
+    for t in (0x00, 0x06, 0x16, 0x27, 0xFF):
         s.invalid_body("unknown message type 0x%02x" % t, ["UnknownType"], bytes([t]) + b"\x00", "unknown_message_type")
     s.invalid_body("unknown message type 0x7f with no fields", ["UnknownType"], b"\x7f", "unknown_message_type")
 
@@ -642,6 +687,43 @@ def message_vectors():
     # --- the worked examples of PROTOCOL.md ----------------------------------------------------
     for name, (built, _) in doc_examples().items():
         s.valid("PROTOCOL.md example " + name, ["Example"], built)
+
+    # --- authentication (section 8.4): AUTH, LEFT and their codes. Last in the file, so that the
+    # tcIds above (and the fuzz seeds made from them) stay where they were.
+    s.valid("HELLO with a token (the JWT of Protocol/AUTH.md) as credentials", [], hello([1], "snapcat", TOKEN))
+    s.valid("AUTH with a token", [], auth(13, TOKEN))
+    s.valid("AUTH with empty credentials (valid frame; a server that authenticates refuses it)", ["EdgeCase"],
+            auth(0, b""))
+    s.valid("AUTH with binary credentials (valid frame; not a token)", ["EdgeCase"], auth(2**63, b"\x00\xff\n"))
+    s.valid("LEFT forbidden", [], left("board:2", 48, "token of alice grants no read on room board:2"))
+    s.valid("LEFT with an unknown code (receivers still drop the membership)", ["EdgeCase"], left("r", 999, "?"))
+    s.valid("LEFT with an empty message and a non-ASCII room", ["EdgeCase"], left("채팅방-é", 48, ""))
+    s.valid("ERROR unauthorized", [], error(11, "bad signature for key \"example\""))
+    s.valid("ERROR token_expired", [], error(13, "token of alice expired at 2100-01-01T00:00:00Z"))
+    s.valid("REJECT forbidden, without op_index or identifier", [],
+            reject(14, 48, None, None, "token of alice grants no write on room board:2"))
+    whole = frame(auth(13, TOKEN)[0])
+    s.invalid("AUTH cut inside its credentials", ["Truncated"], whole[:len(whole) // 2], "malformed_frame")
+    whole = frame(left("board:2", 48, "gone")[0])
+    s.invalid("LEFT missing its last byte", ["Truncated"], whole[:-1], "malformed_frame")
+    s.invalid_body("AUTH with nothing after the type byte", ["FieldOverrun"], b"\x15", "malformed_frame")
+    s.invalid_body("AUTH missing its credentials", ["FieldOverrun"], b"\x15\x01", "malformed_frame")
+    s.invalid_body("AUTH whose credentials length runs past the body", ["FieldOverrun"],
+                   b"\x15\x01" + varint(10) + b"abc", "malformed_frame")
+    s.invalid_body("AUTH with a byte after its credentials", ["TrailingBytes"], auth(1, b"t")[0] + b"\x00",
+                   "malformed_frame")
+    s.invalid_body("AUTH with a non-minimal request_id", ["BadVarint"], b"\x15\x81\x00" + bstr(b"t"),
+                   "malformed_frame")
+    s.invalid_body("LEFT missing its message", ["FieldOverrun"], u8(0x26) + text("r") + varint(48),
+                   "malformed_frame")
+    s.invalid_body("LEFT with a byte after its message", ["TrailingBytes"], left("r", 48, "m")[0] + b"\x00",
+                   "malformed_frame")
+    s.invalid_body("LEFT code 2^64 (overflow)", ["BadVarint"],
+                   u8(0x26) + text("r") + bytes.fromhex("80" * 9 + "02") + text(""), "malformed_frame")
+    s.invalid_body("LEFT room name with a lone continuation byte", ["InvalidUtf8"],
+                   u8(0x26) + bstr(b"board\x80") + varint(48) + text("m"), "malformed_frame")
+    s.invalid_body("LEFT message with a truncated 2-byte sequence", ["InvalidUtf8"],
+                   u8(0x26) + text("r") + varint(48) + bstr(b"no \xc3"), "malformed_frame")
     return s.tests
 
 
@@ -935,6 +1017,7 @@ LAYOUTS = {
     "REPLACE": (0x13, [("request_id", "varint"), ("room", "string"), ("expected_version", "opt_varint"),
                        ("write_id", "bytes"), ("snapshot", "snapshot")]),
     "STATS": (0x14, [("request_id", "varint")]),
+    "AUTH": (0x15, [("request_id", "varint"), ("credentials", "bytes")]),
     "SNAPSHOT": (0x20, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
                         ("reason", "reason"), ("digest", "digest"), ("snapshot", "snapshot")]),
     "CATCHUP": (0x21, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
@@ -944,17 +1027,18 @@ LAYOUTS = {
     "REJECT": (0x24, [("request_id", "varint"), ("code", "code"), ("op_index", "opt_varint"),
                       ("identifier", "opt_bytes"), ("message", "string")]),
     "STATS_REPLY": (0x25, [("request_id", "varint"), ("stats", "stats")]),
+    "LEFT": (0x26, [("room", "string"), ("code", "code"), ("message", "string")]),
 }
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
                5: "unsupported_version", 6: "bad_magic", 7: "too_many_connections", 8: "slow_consumer",
-               9: "timeout", 10: "shutting_down", 11: "unauthorized", 12: "input_budget_exceeded", 20: "duplicate_section",
+               9: "timeout", 10: "shutting_down", 11: "unauthorized", 12: "input_budget_exceeded", 13: "token_expired", 20: "duplicate_section",
                21: "duplicate_item", 22: "section_not_found", 23: "item_not_found",
                24: "anchor_section_not_found", 25: "anchor_item_not_found", 26: "no_sections",
                27: "anchor_is_self", 28: "identifier_too_long", 29: "payload_too_large", 30: "too_many_items",
                31: "too_many_sections", 32: "snapshot_too_large", 40: "version_mismatch", 41: "too_many_rooms",
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
-               45: "storage_failure", 46: "write_id_conflict", 47: "server_full"}
+               45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden"}
 
 
 def unjb(v):
@@ -976,7 +1060,10 @@ class Annotator:
         self.add(varint(n), "%s: %d%s" % (label, n, note), depth)
 
     def bytes_(self, label, b, depth=0):
-        self.add(varint(len(b)) + b, "%s: %s" % (label, show(b)) if b else "%s: empty" % label, depth)
+        shown = show(b)
+        if len(shown) > 60:     # a token: its length and its start, the bytes are all in the hex
+            shown = "%d bytes, %s...\"" % (len(b), shown[:32])
+        self.add(varint(len(b)) + b, "%s: %s" % (label, shown) if b else "%s: empty" % label, depth)
 
     def element(self, label, e, depth):
         self.bytes_(label + " id", unjb(e["id"]), depth)
@@ -1139,6 +1226,11 @@ def doc_examples():
                                                   move_item("eggs", pl("before", "milk")),
                                                   update_items("reconfigure", el("milk", "Buy oat milk"))]),
                      "server -> client"),
+        "AUTH": (auth(9, TOKEN), "client -> server"),
+        "LEFT": (left("board:2", 48, "token of alice grants no read on room board:2"), "server -> client"),
+        "REJECT-forbidden": (reject(10, 48, None, None, "token of alice grants no write on room board:2"),
+                             "server -> client"),
+        "ERROR-token_expired": (error(13, "token of alice expired at 2100-01-01T00:00:00Z"), "server -> client"),
     }
 
 
@@ -1166,6 +1258,27 @@ def render_protocol(text_in):
             out.append(lines[k])
         k += 1
     return "\n".join(out)
+
+
+def render_auth(text_in):
+    """AUTH.md with its example block (`<!-- BEGIN token example -->` ... `<!-- END -->`) regenerated."""
+    head, sep, rest = text_in.partition("<!-- BEGIN token example -->\n")
+    assert sep, "AUTH.md has no token example block"
+    _, end, tail = rest.partition("<!-- END -->")
+    assert end, "AUTH.md's token example block has no end"
+    header_b64, claims_b64, signature_b64 = TOKEN.decode("ascii").split(".")
+    block = "\n".join([
+        "Key (JSON Web Key; a key file holds it in `{\"keys\": [...]}`):", "",
+        "```json", json.dumps(EXAMPLE_KEY, ensure_ascii=False), "```", "",
+        "Header, then its base64url:", "",
+        "```", compact_json(EXAMPLE_HEADER).decode("utf-8"), header_b64, "```", "",
+        "Claims, then their base64url:", "",
+        "```", compact_json(EXAMPLE_CLAIMS).decode("utf-8"), claims_b64, "```", "",
+        "Signature: HMAC-SHA-256 with the secret over `%s.%s`, in base64url:" % ("header", "claims"), "",
+        "```", signature_b64, "```", "",
+        "The token (%d bytes), as `credentials` carries it:" % len(TOKEN), "",
+        "```", TOKEN.decode("ascii"), "```", ""])
+    return head + sep + block + end + tail
 
 
 def vector_file(name, tests, limits, header):
@@ -1216,6 +1329,8 @@ def main():
     spec = os.path.join(HERE, os.pardir, "PROTOCOL.md")
     with open(spec, encoding="utf-8") as f:
         files[os.path.join(os.pardir, "PROTOCOL.md")] = render_protocol(f.read())
+    with open(os.path.join(HERE, os.pardir, "AUTH.md"), encoding="utf-8") as f:
+        files[os.path.join(os.pardir, "AUTH.md")] = render_auth(f.read())
     for name, text_out in files.items():
         path = os.path.join(HERE, name)
         if check:

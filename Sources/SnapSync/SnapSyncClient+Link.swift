@@ -57,7 +57,7 @@ extension SnapSyncClient {
         switch message {
         case .welcome(let version, let sessionID, let serverName, let limits):
             guard case .handshaking(let connection) = link else { return violation("WELCOME after the handshake") }
-            guard version == 1 else { return violation("WELCOME chose version \(version), not offered") }
+            guard version == ProtocolVersion.current else { return violation("WELCOME chose version \(version), not offered") }
             serverLimits = WireLimits(welcome: limits)
             session = (sessionID, serverName)
             ready(connection, sessionID: sessionID, serverName: serverName)

@@ -43,7 +43,10 @@ extension Hub {
                 connections: sessions.count, rooms: rooms.count, items: totalItems,
                 uptime: ContinuousClock.now - startTime)
             send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: session)
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply:
+        case .auth(let requestID, _):
+            // Without authentication there are no grants to replace: the token is not looked at.
+            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
             close(session, error: .unknownMessageType, "\(message.type.name) is sent by the server only")

@@ -17,6 +17,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case shuttingDown = 10
     case unauthorized = 11
     case inputBudgetExceeded = 12
+    case tokenExpired = 13
 
     case duplicateSection = 20
     case duplicateItem = 21
@@ -40,6 +41,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case storageFailure = 45
     case writeIdConflict = 46
     case serverFull = 47
+    case forbidden = 48
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -66,6 +68,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .shuttingDown: "shutting_down"
         case .unauthorized: "unauthorized"
         case .inputBudgetExceeded: "input_budget_exceeded"
+        case .tokenExpired: "token_expired"
         case .duplicateSection: "duplicate_section"
         case .duplicateItem: "duplicate_item"
         case .sectionNotFound: "section_not_found"
@@ -87,6 +90,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .storageFailure: "storage_failure"
         case .writeIdConflict: "write_id_conflict"
         case .serverFull: "server_full"
+        case .forbidden: "forbidden"
         }
     }
 

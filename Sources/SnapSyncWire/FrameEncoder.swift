@@ -109,6 +109,9 @@ public struct FrameEncoder: Sendable {
             b.appendSnapshot(snapshot)
         case .stats(let requestID):
             b.appendVarint(requestID)
+        case .auth(let requestID, let credentials):
+            b.appendVarint(requestID)
+            b.appendBytes(credentials)
         case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot):
             b.appendVarint(requestID)
             b.appendString(room)
@@ -150,6 +153,10 @@ public struct FrameEncoder: Sendable {
                 b.appendString(stat.name)
                 b.appendVarint(stat.value)
             }
+        case .left(let room, let code, let message):
+            b.appendString(room)
+            b.appendVarint(code)
+            b.appendString(message)
         }
     }
 

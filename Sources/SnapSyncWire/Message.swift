@@ -32,6 +32,9 @@ public enum Message: Sendable {
     /// Replace the room's whole content.
     case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
     case stats(requestID: UInt64)
+    /// A fresh token for a live session (§8.4): its grants replace the connection's. Answered
+    /// by ACK (epoch 0, version 0) or, when refused, ERROR `unauthorized`.
+    case auth(requestID: UInt64, credentials: [UInt8])
     /// The room's whole state at (`epoch`, `version`), answering a JOIN.
     case snapshot(
         requestID: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
@@ -45,6 +48,9 @@ public enum Message: Sendable {
     /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32).
     case reject(requestID: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
     case statsReply(requestID: UInt64, stats: [Stat])
+    /// The server removed this connection from `room` (after an AUTH whose grants no longer
+    /// cover it, §8.4): no more DIFFs for it follow. `code` is raw, as in ERROR and REJECT.
+    case left(room: String, code: UInt64, message: String)
 }
 
 extension Message {
@@ -110,6 +116,8 @@ extension Message {
         case .ack: .ack
         case .reject: .reject
         case .statsReply: .statsReply
+        case .auth: .auth
+        case .left: .left
         }
     }
 
@@ -117,20 +125,20 @@ extension Message {
     /// and for unknown codes (which a receiver treats as a generic failure of the same kind).
     public var errorCode: ErrorCode? {
         switch self {
-        case .error(let code, _), .reject(_, let code, _, _, _): ErrorCode(rawValue: code)
+        case .error(let code, _), .reject(_, let code, _, _, _), .left(_, let code, _): ErrorCode(rawValue: code)
         default: nil
         }
     }
 
     /// The request id a server message answers, or a client request carries; `nil` for HELLO,
-    /// WELCOME, ERROR, PING, PONG and DIFF.
+    /// WELCOME, ERROR, PING, PONG, DIFF and LEFT.
     public var requestID: UInt64? {
         switch self {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
-            .stats(let id), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
+            .stats(let id), .auth(let id, _), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
             id
-        case .hello, .welcome, .error, .ping, .pong, .diff:
+        case .hello, .welcome, .error, .ping, .pong, .diff, .left:
             nil
         }
     }
@@ -161,17 +169,19 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case mutate = 0x12
     case replace = 0x13
     case stats = 0x14
+    case auth = 0x15
     case snapshot = 0x20
     case catchup = 0x21
     case diff = 0x22
     case ack = 0x23
     case reject = 0x24
     case statsReply = 0x25
+    case left = 0x26
 
     public var sentBy: Sender {
         switch self {
-        case .hello, .join, .leave, .mutate, .replace, .stats: .client
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply: .server
+        case .hello, .join, .leave, .mutate, .replace, .stats, .auth: .client
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left: .server
         case .ping, .pong: .either
         }
     }
@@ -195,6 +205,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         case .ack: "ACK"
         case .reject: "REJECT"
         case .statsReply: "STATS_REPLY"
+        case .auth: "AUTH"
+        case .left: "LEFT"
         }
     }
 }

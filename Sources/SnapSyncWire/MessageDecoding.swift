@@ -73,6 +73,9 @@ extension ByteReader {
                 snapshot: try snapshot(requestID: requestID, limits: limits))
         case .stats:
             result = .stats(requestID: try varint("request_id"))
+        case .auth:
+            let requestID = try varint("request_id")
+            result = .auth(requestID: requestID, credentials: try bytesField("credentials"))
         case .snapshot:
             let requestID = try varint("request_id")
             let room = try string("room")
@@ -118,6 +121,10 @@ extension ByteReader {
                 stats.append(Message.Stat(name: name, value: try varint("stats.value")))
             }
             result = .statsReply(requestID: requestID, stats: stats)
+        case .left:
+            let room = try string("room")
+            let code = try varint("code")
+            result = .left(room: room, code: code, message: try string("message"))
         }
         guard isAtEnd else {
             throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")

@@ -209,6 +209,13 @@ enum JSONForm {
         case .statsReply(let requestID, let stats):
             o["request_id"] = .uint(requestID)
             o["stats"] = .array(stats.map { .object(["name": .string($0.name), "value": .uint($0.value)]) })
+        case .auth(let requestID, let credentials):
+            o["request_id"] = .uint(requestID)
+            o["credentials"] = bytes(credentials)
+        case .left(let room, let code, let message):
+            o["room"] = .string(room)
+            o["code"] = .uint(code)
+            o["message"] = .string(message)
         }
         return .object(o)
     }

@@ -38,6 +38,24 @@ def daemon_path():
     return os.environ.get("SNAPSYNCD") or os.path.join(REPO, ".build", "debug", "snapsyncd")
 
 
+def example_token():
+    """The token of Protocol/AUTH.md section 6, as the vectors carry it in an AUTH."""
+    import json
+    with open(os.path.join(VECTORS, "messages.json")) as f:
+        tests = json.load(f)["tests"]
+    [t] = [t for t in tests if t["comment"] == "AUTH with a token"]
+    return t["message"]["credentials"]
+
+
+def sent_frames(stdout):
+    """The frames snapcat --hex says it sent ('> ' lines), decoded."""
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("> "):
+            out.append(wire.decode_frame(bytes.fromhex("".join(line.split()[1:]))))
+    return out
+
+
 class Daemon:
     """The real snapsyncd on an ephemeral loopback port with a throwaway data directory."""
 
@@ -121,20 +139,29 @@ class Daemon:
         self.data_dir.cleanup()
 
 
-def run_snapcat(port, commands, *options, timeout=30, host="127.0.0.1"):
+def snapcat_env(env=None):
+    """The environment for a snapcat process: this one without SNAPSYNC_TOKEN (so that a token
+    set where the tests run does not change what they send), plus ``env``."""
+    out = {k: v for k, v in os.environ.items() if k != snapcat.TOKEN_ENV}
+    out.update(env or {})
+    return out
+
+
+def run_snapcat(port, commands, *options, timeout=30, host="127.0.0.1", env=None):
     """Runs snapcat in a pipe: commands on stdin, returns the CompletedProcess (text)."""
     return subprocess.run([sys.executable, SNAPCAT, *options, host, str(port)],
-                          input=commands, capture_output=True, text=True, timeout=timeout)
+                          input=commands, capture_output=True, text=True, timeout=timeout,
+                          env=snapcat_env(env))
 
 
 class Interactive:
     """A snapcat process driven line by line, with its output read as it arrives."""
 
-    def __init__(self, port, *options, host="127.0.0.1"):
+    def __init__(self, port, *options, host="127.0.0.1", env=None):
         self.proc = subprocess.Popen(
             [sys.executable, SNAPCAT, *options, host, str(port)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            bufsize=1)
+            bufsize=1, env=snapcat_env(env))
         self.lines = queue.Queue()
         self.seen = []
         self.stderr = []

@@ -2,6 +2,7 @@
 
 import json
 import shlex
+import types
 import unittest
 
 from tests.support import snapcat, wire
@@ -159,6 +160,12 @@ class CommandTests(unittest.TestCase):
                 self.p.parse(line)
         self.assertEqual(self.p.next_id, 1)
 
+    def test_auth_sends_the_token_as_credentials(self):
+        sent(self.p, "join lobby")
+        [m] = sent(self.p, "auth eyJh.eyJz.c2ln")
+        self.assertEqual(m, {"type": "AUTH", "request_id": 2, "credentials": b"eyJh.eyJz.c2ln"})
+        self.assertEqual(snapcat.token_bytes(" eyJh.eyJz.c2ln\n"), b"eyJh.eyJz.c2ln")
+
     def test_local_commands(self):
         self.assertEqual(self.p.parse("show lobby"), [("wait",), ("show", b"lobby")])
         self.assertEqual(self.p.parse("raw 0000 0001 ff"), [("raw", b"\x00\x00\x00\x01\xff")])
@@ -178,7 +185,8 @@ class CommandTests(unittest.TestCase):
             "delete-all-items", "delete-all-items lobby extra", "move-item lobby a b",
             "move-item lobby a sideways b", "reload-items lobby a", "reconfigure-items lobby",
             "commit", "abort", "raw", "raw 123", "raw zz", "ping now", "stats 1", "sleep",
-            "sleep -1", "expect-version x", "show", "append-items lobby 'unterminated",
+            "sleep -1", "expect-version x", "show", "append-items lobby 'unterminated", "auth",
+            "auth a b",
         ]
         for line in bad:
             with self.subTest(line=line):
@@ -212,6 +220,20 @@ class RenderingTests(unittest.TestCase):
         msg = {"type": "ERROR", "code": 1, "message": b"bad varint"}
         self.assertEqual(snapcat.show_message(msg), "ERROR malformed_frame (1): bad varint")
 
+    def test_auth_lines(self):
+        left = {"type": "LEFT", "room": b"board:2", "code": 48,
+                "message": b"token of alice grants no read on room board:2"}
+        self.assertEqual(snapcat.show_message(left),
+                         "LEFT board:2 forbidden (48): token of alice grants no read on room board:2")
+        self.assertEqual(snapcat.show_message({"type": "ERROR", "code": 13, "message": b"expired"}),
+                         "ERROR token_expired (13): expired")
+        self.assertEqual(snapcat.show_message({"type": "ERROR", "code": 11, "message": b"no token"}),
+                         "ERROR unauthorized (11): no token")
+        reject = {"type": "REJECT", "request_id": 2, "code": 48, "op_index": None, "identifier": None,
+                  "message": b"token of alice grants no write on room board:2"}
+        self.assertEqual(snapcat.show_message(reject, b"board:2"),
+                         "REJECT #2 board:2 forbidden (48): token of alice grants no write on room board:2")
+
     def test_identifiers_show_as_typed(self):
         self.assertEqual(snapcat.show_id(b"main"), "main")
         self.assertEqual(snapcat.show_id(b"two words"), '"two words"')
@@ -232,6 +254,59 @@ class RenderingTests(unittest.TestCase):
         self.assertTrue(tree[0].startswith("<lobby epoch=5 version=2; 2 sections, 2 items; sha256="))
         self.assertEqual(tree[1:], ['├─ section main', '│  ├─ item a="hi"', '│  └─ item b',
                                     '└─ section side="t"'])
+
+
+
+class CapturedOutput:
+    json_mode = False
+
+    def __init__(self):
+        self.lines, self.notes = [], []
+
+    def line(self, text):
+        self.lines.append(text)
+
+    def note(self, text):
+        self.notes.append(text)
+
+    def frame_bytes(self, direction, frame):
+        pass
+
+
+class SessionTests(unittest.TestCase):
+    """What a session does with the server's frames, without a socket."""
+
+    def setUp(self):
+        self.out = CapturedOutput()
+        args = types.SimpleNamespace(max_frame=wire.DEFAULT_MAX_FRAME_BYTES, no_hello=False)
+        self.session = snapcat.Session(None, args, self.out)
+
+    def receive(self, msg):
+        self.session.receive(wire.encode_frame(msg))
+
+    def test_left_drops_the_replica_and_later_diffs_of_the_room(self):
+        s = self.session
+        s.parser.next_id = 3
+        s.send({"type": "AUTH", "request_id": 2, "credentials": b"t"})
+        self.receive({"type": "SNAPSHOT", "request_id": 1, "room": b"board:2", "epoch": 5, "version": 0,
+                      "reason": "initial", "digest": wire.snapshot_digest([]), "snapshot": []})
+        self.assertIn(b"board:2", s.replicas)
+        self.receive({"type": "LEFT", "room": b"board:2", "code": 48, "message": b"no read"})
+        self.assertNotIn(b"board:2", s.replicas)
+        self.receive({"type": "ACK", "request_id": 2, "epoch": 0, "version": 0})
+        self.assertEqual(s.pending, {})
+        self.assertEqual(self.out.lines[-2:], ["LEFT board:2 forbidden (48): no read", "ACK #2 e=0 v=0 (AUTH accepted)"])
+        # A DIFF for a room left is not applied to anything (there is no replica to resume from).
+        self.receive({"type": "DIFF", "room": b"board:2", "epoch": 5, "version": 1, "ops": [
+            {"op": "append_sections", "elements": [{"id": b"s", "payload": b""}]}]})
+        self.assertNotIn(b"board:2", s.replicas)
+        self.assertIsNone(s._position(b"board:2"))
+        self.assertEqual(s.status, snapcat.EXIT_OK)
+
+    def test_token_errors_end_with_the_server_error_status(self):
+        self.receive({"type": "ERROR", "code": 13, "message": b"token of alice expired at 2100-01-01T00:00:00Z"})
+        self.assertEqual(self.session.status, snapcat.EXIT_SERVER_ERROR)
+        self.assertEqual(self.out.lines, ["ERROR token_expired (13): token of alice expired at 2100-01-01T00:00:00Z"])
 
 
 if __name__ == "__main__":

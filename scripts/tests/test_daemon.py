@@ -9,7 +9,7 @@ import re
 import socket
 import unittest
 
-from tests.support import Daemon, Interactive, run_snapcat, snapcat, wire
+from tests.support import Daemon, Interactive, example_token, run_snapcat, sent_frames, snapcat, wire
 
 
 class DaemonTestCase(unittest.TestCase):
@@ -22,8 +22,8 @@ class DaemonTestCase(unittest.TestCase):
             s.kill()
         self.daemon.stop()
 
-    def snapcat(self, commands, *options, timeout=30):
-        return run_snapcat(self.daemon.port, commands, *options, timeout=timeout)
+    def snapcat(self, commands, *options, timeout=30, env=None):
+        return run_snapcat(self.daemon.port, commands, *options, timeout=timeout, env=env)
 
     def interactive(self, *options):
         s = Interactive(self.daemon.port, *options)
@@ -240,6 +240,37 @@ class ErrorTests(DaemonTestCase):
         self.assertTrue(received[0].startswith("< ") and received[0].split()[2] == "02")
 
 
+class TokenTests(DaemonTestCase):
+    """--token, SNAPSYNC_TOKEN and 'auth' against a daemon without authentication, which ignores
+    HELLO's credentials and acknowledges AUTH (PROTOCOL.md section 8.4). The same against a daemon
+    that authenticates: test_daemon_auth.py."""
+
+    def hello_credentials(self, *options, env=None):
+        done = self.snapcat("ping\n", "--hex", *options, env=env)
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertRegex(done.stdout, re.compile(r"^WELCOME ", re.M), self.explain(done))
+        hello = sent_frames(done.stdout)[0]
+        self.assertEqual(hello["type"], "HELLO")
+        return hello["credentials"]
+
+    def test_the_token_goes_in_hellos_credentials(self):
+        token = example_token()
+        self.assertEqual(self.hello_credentials(), b"")
+        self.assertEqual(self.hello_credentials("--token", token), token.encode())
+        self.assertEqual(self.hello_credentials(env={"SNAPSYNC_TOKEN": token + "\n"}), token.encode())
+        self.assertEqual(self.hello_credentials("--token", "x.y.z", env={"SNAPSYNC_TOKEN": token}), b"x.y.z")
+
+    def test_auth_mid_session_is_acknowledged_without_authentication(self):
+        token = example_token()
+        done = self.snapcat("join lobby\nauth %s\nappend-sections lobby main\n" % token, "--hex")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        auth = [f for f in sent_frames(done.stdout) if f["type"] == "AUTH"]
+        self.assertEqual(auth, [{"type": "AUTH", "request_id": 2, "credentials": token.encode()}])
+        self.assertRegex(done.stdout, re.compile(r"^ACK #2 e=0 v=0 \(AUTH accepted\)$", re.M), self.explain(done))
+        self.assertRegex(done.stdout, re.compile(r"^ACK #3 lobby e=\d+ v=1$", re.M), self.explain(done))
+        self.assertNotIn(token, done.stdout.replace(auth[0]["credentials"].hex(), ""))
+
+
 class ConnectionTests(unittest.TestCase):
     def test_connection_refused_exits_1(self):
         s = socket.socket()
@@ -265,7 +296,8 @@ class ConnectionTests(unittest.TestCase):
     def test_help(self):
         done = run_snapcat(1, "", "--help")
         self.assertEqual(done.returncode, 0)
-        for word in ["append-items ROOM [to S]", "move-item ROOM ITEM to S", "exit status", "--json"]:
+        for word in ["append-items ROOM [to S]", "move-item ROOM ITEM to S", "exit status", "--json",
+                     "--token TOKEN", "$SNAPSYNC_TOKEN", "auth TOKEN"]:
             self.assertIn(word, done.stdout)
 
 

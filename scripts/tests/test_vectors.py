@@ -125,6 +125,25 @@ class FrameVectorTests(unittest.TestCase):
         self.assertGreater(count, 0)
 
 
+class CoverageTests(unittest.TestCase):
+    """The vectors and PROTOCOL.md cover everything snapcat's codec knows, and nothing less."""
+
+    def test_every_message_type_has_a_valid_vector(self):
+        doc = load("messages.json")
+        types = {t["message"]["type"] for t in doc["tests"] if t["result"] == "valid"}
+        self.assertEqual(types, {name for name, _ in wire.MESSAGES.values()})
+
+    def test_the_error_table_of_protocol_md_is_snapcats(self):
+        # PROTOCOL.md section 6: | code | name | ERROR or REJECT | meaning |
+        with open(os.path.join(VECTORS, os.pardir, "PROTOCOL.md"), encoding="utf-8") as f:
+            rows = {}
+            for line in f:
+                cells = [c.strip() for c in line.split("|")]
+                if len(cells) > 4 and cells[1].isdigit() and cells[3] in ("ERROR", "REJECT"):
+                    rows[int(cells[1])] = cells[2]
+        self.assertEqual(rows, wire.ERROR_CODES)
+
+
 class BatchVectorTests(unittest.TestCase):
     """batches.json: which rule answers a batch that breaks several, and what applies."""
 
