@@ -18,7 +18,9 @@ struct SnapsyncdCommand: ParsableCommand {
             shut down cleanly: stop accepting, flush, close every connection, checkpoint the rooms \
             written since their checkpoint when the log to replay is long, exit 0. Under systemd \
             (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
-            recovered and listening, and STOPPING=1 at shutdown.
+            recovered and listening, and STOPPING=1 at shutdown. With --auth-keys every client \
+            needs a signed token (docs/auth.md; snapsyncd keygen and snapsyncd token make keys and \
+            tokens), and SIGHUP reloads the key file without dropping connections.
             """,
         // Serving stays the command itself (its flags, its --help); these are the key tools of docs/auth.md.
         subcommands: [TokenCommand.self, KeygenCommand.self]
@@ -159,7 +161,9 @@ struct SnapsyncdCommand: ParsableCommand {
     var auth: String?
 
     @Option(
-        help: "Clock skew allowed for a token's exp, nbf and iat; a session ends this long after its token's exp. (default: 30s)",
+        help: ArgumentHelp(
+            "Clock skew allowed for a token's exp, nbf and iat; a session ends this long after its token's exp. (default: 30s)",
+            valueName: "duration"),
         transform: ConfigurationValue.duration)
     var authLeeway: Duration = TokenVerifier.defaultLeeway
 

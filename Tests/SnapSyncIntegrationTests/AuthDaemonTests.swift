@@ -203,6 +203,18 @@ extension ServerIntegration {
             #expect(try waitUntil { try writer.stats()["connections"] == 2 })
         }
 
+        @Test func helpDescribesTheAuthFlags() throws {
+            let (status, output) = try DaemonProcess.run(arguments: ["--help"])
+            #expect(status == 0)
+            for flag in ["--auth-keys", "--auth ", "--auth-leeway", "--auth-audience", "--insecure-no-auth", "SIGHUP"] {
+                #expect(output.contains(flag), "--help does not mention \(flag)")
+            }
+            // --help wraps its lines.
+            let words = output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(words.contains("(default: required with --auth-keys, else off)"))
+            #expect(words.contains("--auth-leeway <duration>") && words.contains("after its token's exp. (default: 30s)"))
+        }
+
         /// Start-up: secure by default, with clear refusals.
         @Test func startupRefusesInsecureOrIncompleteSettings() throws {
             let data = NSTemporaryDirectory() + "snapsyncd-auth-start-\(getpid())"
