@@ -55,25 +55,7 @@ extension SnapSyncClient {
             return stop(.unauthorized(reason: refused.reason))
         }
         self.token = token
-        let connection: Connection
-        do {
-            connection = try Connection(
-                host: configuration.host, port: configuration.port,
-                connectTimeout: configuration.connectTimeout)
-        } catch {
-            connectionClosed(error)
-            return
-        }
-        link = .handshaking(connection)
-        Task { [weak self] in
-            for await event in connection.events {
-                guard let self else {
-                    connection.close(.closed)
-                    return
-                }
-                await self.handle(event, generation: generation)
-            }
-        }
+        openConnection(generation)
     }
 
     /// ERROR `unauthorized`: the token refused is the one of an AUTH awaiting its answer, if

@@ -18,6 +18,29 @@ extension SnapSyncClient {
         prepareConnection(generation)
     }
 
+    /// Opens the socket of attempt `generation`, whose HELLO will carry `token`.
+    func openConnection(_ generation: Int) {
+        let connection: Connection
+        do {
+            connection = try Connection(
+                host: configuration.host, port: configuration.port,
+                connectTimeout: configuration.connectTimeout)
+        } catch {
+            connectionClosed(error)
+            return
+        }
+        link = .handshaking(connection)
+        Task { [weak self] in
+            for await event in connection.events {
+                guard let self else {
+                    connection.close(.closed)
+                    return
+                }
+                await self.handle(event, generation: generation)
+            }
+        }
+    }
+
     func handshakeTimedOut(_ generation: Int) {
         guard generation == self.generation else { return }
         switch link {
