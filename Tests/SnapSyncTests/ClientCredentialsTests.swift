@@ -194,6 +194,40 @@ struct ClientCredentialsTests {
     }
 
     @Test(
+        "a refresh refused (ERROR unauthorized after AUTH): the AUTH's token is the refused one, so the reconnect that gets it again stops",
+        .timeLimit(.minutes(1)))
+    func refreshRefused() async throws {
+        let peer = try ScriptedPeer()
+        let now = TokenLifetime.now()
+        let first = unsignedToken("first", exp: now + 1, iat: now)
+        let provider = ScriptedProvider([.token(first), .token("not-a-jwt")])
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake(credentials: first)
+            let message = try peer.request()
+            guard case .auth(_, let credentials) = message, credentials == Array("not-a-jwt".utf8) else {
+                throw ScriptedPeer.Failure(description: "expected AUTH with the provider's second token, got \(message)")
+            }
+            peer.send(.error(code: ErrorCode.unauthorized.rawValue, message: "malformed token: no header"))
+        }
+        let client = client(peer, provider)
+        let events = EventLog.start(client)
+        try await client.connect()
+        try await eventually("the client to stop") {
+            await events.events.contains { if case .stopped = $0 { true } else { false } }
+        }
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        #expect(provider.calls == 3, "HELLO, the refresh, and the reconnect's call that returned the refused token")
+        #expect(!peer.hasPendingConnection)
+        #expect(await events.disconnections == [.unauthorized(reason: "malformed token: no header")])
+        await #expect(throws: SnapSyncError.connectionLost("not connected: call connect()")) {
+            try await client.join("r")
+        }
+        await client.close()
+    }
+
+    @Test(
         "a refresh the provider cannot produce is tried four times; token_expired then reconnects with the provider's next token",
         .timeLimit(.minutes(1)))
     func tokenExpiredReconnects() async throws {
