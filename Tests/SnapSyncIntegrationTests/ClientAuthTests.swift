@@ -104,17 +104,24 @@
             defer { key.remove() }
             let daemon = try DaemonProcess.start(arguments: ["--auth-keys", key.publicFile, "--auth-leeway", "1s"])
             defer { daemon.stop() }
-            // Two-second tokens, refreshed 0.2 s before exp; without the refresh, the daemon would
-            // end the session with token_expired about a second (its leeway) after the first exp.
-            let provider = CountingProvider { _ in try key.token(ttl: "2s") }
+            // Tokens minted up front (so that a slow `snapsyncd token` cannot delay a refresh),
+            // the first valid for 2 s, each next one 2 s longer, all issued now: each is refreshed
+            // 10% of its lifetime before its exp. Without the refreshes the daemon would end the
+            // session with token_expired about a second (its leeway) after the first exp.
+            // The longest first, so that the 2 s one loses the least to minting.
+            var minted: [String] = []
+            for k in (1...4).reversed() { minted.insert(try key.token(ttl: "\(2 * k)s"), at: 0) }
+            let tokens = minted
+            let provider = CountingProvider { call in tokens[min(call, tokens.count) - 1] }
             let client = authClient(daemon, provider)
             let events = EventLog.start(client)
             try await client.connect()
             let session = await client.session?.id
             let board = ChangeLog.start(try await client.join("board:1"))
             try await client.mutate("board:1", [.appendSections(["s"])])
-            // Five refreshes: the session has lived well past the first token's exp and the leeway.
-            try await eventually("five refreshes", timeout: .seconds(40)) { provider.calls >= 6 }
+            // The third refresh comes 10% of 6 s before the third token's exp: well past the first
+            // token's exp and the leeway.
+            try await eventually("three refreshes", timeout: .seconds(30)) { provider.calls >= 4 }
             try await client.mutate("board:1", [.appendItems(["x"], toSection: "s")])
             _ = try await board.wait(for: "both writes") { $0.last?.position.version == 2 }
             let log = await events.events
