@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore",
+                "CLibevent", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: upcoming
@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel"],
+        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz
         // package) replayed over the seed corpus, the corpus and every crash input: no fuzzing.
@@ -130,7 +130,7 @@ let package = Package(
                     swiftSettings: upcoming),
         // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
         .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
-                                                              "SnapSyncClientTestSupport"],
+                                                              "SnapSyncClientTestSupport", "SnapSyncAuth"],
                     swiftSettings: upcoming),
         // What both client test targets use to watch a client: random batches, UIKit's replay of
         // index paths, change and event logs. Not a product.

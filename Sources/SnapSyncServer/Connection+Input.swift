@@ -149,10 +149,10 @@ extension Connection {
             let held = connection.budgetedInputBytes
             context.hub.logger.warning(
                 "input budget exceeded, closing the connection with the largest unfinished frame",
-                metadata: [
-                    "conn": "\(connection.id)", "peer": "\(connection.peer)", "buffered_bytes": "\(held)",
-                    "input_bytes": "\(context.inputBytes)", "max_input_bytes": "\(configuration.maxInputBytes)",
-                ])
+                metadata: connection.logMetadata([
+                    "buffered_bytes": "\(held)", "input_bytes": "\(context.inputBytes)",
+                    "max_input_bytes": "\(configuration.maxInputBytes)",
+                ]))
             context.hub.close(
                 connection, error: .inputBudgetExceeded,
                 "the server's buffered input passed --max-input-bytes \(ConfigurationValue.describe(byteCount: configuration.maxInputBytes)); this connection held the largest unfinished frame (\(held) bytes)"

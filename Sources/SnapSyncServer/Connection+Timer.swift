@@ -14,7 +14,7 @@ extension Connection {
         switch state {
         case .awaitingHello:
             hub.stats.protocolErrors += 1
-            hub.logger.info("no HELLO in time, closing", metadata: ["conn": "\(id)", "peer": "\(peer)"])
+            hub.logger.info("no HELLO in time, closing", metadata: logMetadata)
             hub.close(self, error: .timeout, "no HELLO within \(ConfigurationValue.describe(duration: configuration.handshakeTimeout))")
         case .ready:
             let idle = configuration.idleTimeout
@@ -23,7 +23,7 @@ extension Connection {
                 pingOutstanding = false
                 armTimer(idle - silent)
             } else if pingOutstanding {
-                hub.logger.info("no answer to PING, closing", metadata: ["conn": "\(id)", "peer": "\(peer)"])
+                hub.logger.info("no answer to PING, closing", metadata: logMetadata)
                 hub.close(self, error: .timeout, "no frame for \(ConfigurationValue.describe(duration: silent)), not even a PONG")
             } else {
                 pingOutstanding = true

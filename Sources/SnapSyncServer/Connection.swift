@@ -114,7 +114,7 @@ final class Connection: Session {
         timer = nil
         isOutputBlocked = false
         Syscall.close(fd)
-        hub.logger.debug("connection closed", metadata: ["conn": "\(id)", "peer": "\(peer)", "reason": "\(reason)"])
+        hub.logger.debug("connection closed", metadata: logMetadata(["reason": "\(reason)"]))
         context.connectionEnded()
     }
 

@@ -48,10 +48,9 @@ extension Hub {
         let dropped = session.output.dropAllButPartialHead()
         logger.warning(
             "slow consumer, closing",
-            metadata: [
-                "conn": "\(session.id)", "peer": "\(session.peer)", "queued_bytes": "\(queued)",
-                "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)",
-            ])
+            metadata: session.logMetadata([
+                "queued_bytes": "\(queued)", "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)",
+            ]))
         close(
             session, error: .slowConsumer,
             "unread output passed the limit of \(ConfigurationValue.describe(byteCount: configuration.maxOutputBytes))")

@@ -27,10 +27,9 @@ extension Hub {
             stats.slowConsumerDisconnects += 1
             logger.warning(
                 "output budget exceeded, closing the connection with the largest queue",
-                metadata: [
-                    "conn": "\(session.id)", "peer": "\(session.peer)", "queued_bytes": "\(queued)",
-                    "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)",
-                ])
+                metadata: session.logMetadata([
+                    "queued_bytes": "\(queued)", "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)",
+                ]))
             if session.state != .closing && !session.output.isMidFrame {
                 session.output.dropAllButPartialHead()
                 close(

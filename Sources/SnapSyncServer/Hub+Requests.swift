@@ -1,4 +1,5 @@
 import Logging
+import SnapSyncAuth
 import SnapSyncModel
 import SnapSyncWire
 
@@ -8,14 +9,14 @@ import SnapSyncWire
 extension Hub {
     func handle(_ message: Message, from session: Session) {
         if session.state == .awaitingHello {
-            guard case .hello(let versions, let clientName, _) = message else {
+            guard case .hello(let versions, let clientName, let credentials) = message else {
                 stats.protocolErrors += 1
                 logger.info(
-                    "frame before HELLO, closing", metadata: ["conn": "\(session.id)", "peer": "\(session.peer)", "type": "\(message.type.name)"])
+                    "frame before HELLO, closing", metadata: session.logMetadata(["type": "\(message.type.name)"]))
                 close(session, error: .handshakeRequired, "\(message.type.name) before HELLO: the first frame must be HELLO")
                 return
             }
-            hello(versions: versions, clientName: clientName, from: session)
+            hello(versions: versions, clientName: clientName, credentials: credentials, from: session)
             return
         }
         switch message {
@@ -39,13 +40,13 @@ extension Hub {
                 room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
         case .stats(let requestID):
+            guard authorizeStats(requestID: requestID, for: session) else { return }
             let entries = stats.entries(
                 connections: sessions.count, rooms: rooms.count, items: totalItems,
                 uptime: ContinuousClock.now - startTime)
             send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: session)
-        case .auth(let requestID, _):
-            // Without authentication there are no grants to replace: the token is not looked at.
-            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+        case .auth(let requestID, let credentials):
+            reauthenticate(session, requestID: requestID, credentials: credentials)
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
@@ -53,7 +54,7 @@ extension Hub {
         }
     }
 
-    private func hello(versions: [UInt64], clientName: String, from session: Session) {
+    private func hello(versions: [UInt64], clientName: String, credentials: [UInt8], from session: Session) {
         guard versions.contains(ProtocolVersion.current) else {
             stats.protocolErrors += 1
             close(
@@ -61,6 +62,7 @@ extension Hub {
                 "this server speaks version \(ProtocolVersion.current); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
             return
         }
+        guard authenticate(session, credentials: credentials) else { return }
         session.state = .ready
         session.clientName = clientName
         session.didBecomeReady()
@@ -70,10 +72,7 @@ extension Hub {
                 limits: configuration.wire.welcomeEntries), to: session)
         logger.debug(
             "handshake done",
-            metadata: [
-                "conn": "\(session.id)", "peer": "\(session.peer)",
-                "client": "\(LogEscaping.line(clientName))",
-            ])
+            metadata: session.logMetadata(["client": "\(LogEscaping.line(clientName))"]))
     }
 
     // MARK: Rooms
@@ -97,6 +96,8 @@ extension Hub {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
+        // The right before anything else: a denied JOIN creates no room and no membership.
+        guard authorize(.read, room: roomName, requestID: requestID, for: session) else { return }
         let alreadyJoined = session.memberships[roomName] != nil
         if !alreadyJoined && session.memberships.count >= configuration.wire.maxRoomsPerConnection {
             send(

@@ -1,3 +1,4 @@
+import SnapSyncAuth
 import SnapSyncModel
 import SnapSyncWire
 import SnapSyncStore
@@ -13,6 +14,13 @@ extension Hub {
         requestID: UInt64, roomName: String, writeId: [UInt8], from session: Session,
         _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
     ) {
+        // The name, then the right, before the room is created or the store asked.
+        if let rejection = Room.validate(name: roomName) {
+            stats.writesRejected += 1
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
         let room: Room
         switch self.room(named: roomName) {
         case .success(let found): room = found

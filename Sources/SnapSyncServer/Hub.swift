@@ -1,3 +1,9 @@
+// Date only: FoundationEssentials, not all of Foundation, where it exists.
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
 import Logging
 import SnapSyncModel
 import SnapSyncWire
@@ -38,6 +44,11 @@ package final class Hub {
     /// Counted once per frame sent; unchecked for the reason given on `Session.output`.
     @exclusivity(unchecked) var stats = ServerStats()
     let startTime = ContinuousClock.now
+    /// Token deadlines of authenticated sessions (`Hub+Auth.swift`, `TokenDeadlines`).
+    var tokenDeadlines = TokenDeadlines()
+    /// The wall clock tokens are checked against (`exp`, `nbf` and `iat` are wall-clock
+    /// times); tests set their own.
+    package var wallClock: () -> Date = { Date() }
 
     /// Sessions with output queued in this pass, for the flush. Appended to once per session
     /// per pass (`markDirty`); unchecked for the reason given on `Session.output`.
@@ -147,10 +158,9 @@ package final class Hub {
         stats.protocolErrors += 1
         logger.warning(
             "protocol error, closing",
-            metadata: [
-                "conn": "\(session.id)", "peer": "\(session.peer)", "code": "\(error.code.name)",
-                "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
-            ])
+            metadata: session.logMetadata([
+                "code": "\(error.code.name)", "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
+            ]))
         close(session, error: error.code, error.detail)
     }
 }

@@ -1,5 +1,10 @@
 package import Logging
 internal import Glibc
+// SnapSyncAuth brings Foundation into the module, and on Linux CoreFoundation then also
+// declares `timespec`; importing it keeps `clock_gettime`'s struct unambiguous.
+#if canImport(CoreFoundation)
+    internal import CoreFoundation
+#endif
 
 /// A swift-log handler for a daemon: one line per event on stderr, `key=value` metadata.
 ///

@@ -15,6 +15,8 @@ struct SessionRooms {
 
     var count: Int { rooms.count }
     var isEmpty: Bool { rooms.isEmpty }
+    /// The names of the rooms joined, in no particular order.
+    var names: [String] { Array(rooms.keys) }
     /// The joined room named `name`, or nil.
     subscript(name: String) -> Room? { rooms[name]?.room }
 }

@@ -1,4 +1,5 @@
 package import Logging
+import SnapSyncAuth
 import SnapSyncModel
 import SnapSyncWire
 package import SnapSyncStore
@@ -99,12 +100,15 @@ package final class Server {
             statsTimer = try loop.makeTimer(context: context, Server.onStatsTick)
             try statsTimer!.add(timeout: .seconds(1))
             if handleSignals {
-                Syscall.unblock([SIGTERM, SIGINT])
+                Syscall.unblock([SIGTERM, SIGINT, SIGHUP])
                 for signal in [SIGTERM, SIGINT] {
                     let event = try loop.makeSignal(signal, context: context, Server.onSignal)
                     signalEvents.append(event)
                     try event.add()
                 }
+                let reload = try loop.makeSignal(SIGHUP, context: context, Server.onReloadSignal)
+                signalEvents.append(reload)
+                try reload.add()
             }
             try listener.start(loop: loop)
         } catch let error as SystemError {
@@ -202,6 +206,27 @@ package final class Server {
         server.shutdown()
     }
 
+    /// SIGHUP: reloads the key file off the loop (`AuthKeyStore.reload` reads and checks the
+    /// whole file in a task, then swaps the keys in at once). Connections are untouched: the
+    /// new keys apply to later HELLOs and AUTHs. A bad file keeps the keys in use.
+    private static let onReloadSignal: EventCallback = { _, _, context in
+        let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
+        guard let keys = server.configuration.authKeys else {
+            server.logger.notice("received SIGHUP: nothing to reload (--auth off)")
+            return
+        }
+        server.logger.info("received SIGHUP: reloading the auth key file", metadata: ["file": "\(keys.path)"])
+        let logger = server.logger
+        Task {
+            do {
+                let keyIDs = try await keys.reload()
+                logger.notice("auth keys reloaded", metadata: ["file": "\(keys.path)", "kids": "\(keyIDs.joined(separator: ","))"])
+            } catch {
+                logger.error("auth key reload refused, the keys in use are kept", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
     private static let onShutdownDeadline: EventCallback = { _, _, context in
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
         if !server.hub.sessions.isEmpty {
@@ -214,6 +239,7 @@ package final class Server {
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
         let started = ContinuousClock.now
         server.hub.stats.tick(now: started)
+        if server.configuration.authKeys != nil { server.hub.expireSessions(now: server.hub.wallClock()) }
         server.hub.maintainStore()
         server.hub.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))

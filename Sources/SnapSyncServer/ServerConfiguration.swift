@@ -1,5 +1,6 @@
 import SnapSyncModel
 package import SnapSyncWire
+package import SnapSyncAuth
 
 /// Everything `snapsyncd` can be configured with. Each property has a `--flag` of the same name
 /// in kebab case (see `snapsyncd --help`); the defaults here are the documented defaults.
@@ -51,6 +52,10 @@ package struct ServerConfiguration: Sendable {
     package var listenBacklog = 1024
     /// Name sent in WELCOME.
     package var serverName = "snapsyncd"
+    /// The keys tokens are verified with (`--auth-keys`, loaded with `--auth-audience` and
+    /// `--auth-leeway`): every HELLO must then carry a valid token and every request is checked
+    /// against its grants (docs/auth.md). Nil: `--auth off`, no token is looked at.
+    package var authKeys: AuthKeyStore?
 
     package init() {}
 

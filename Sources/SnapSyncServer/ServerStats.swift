@@ -16,6 +16,12 @@ struct ServerStats {
     var protocolErrors: UInt64 = 0
     var writesApplied: UInt64 = 0
     var writesRejected: UInt64 = 0
+    /// HELLOs and AUTHs whose token was refused (each closed with ERROR unauthorized).
+    var authRefused: UInt64 = 0
+    /// Requests refused with REJECT forbidden (not counted in `writesRejected`).
+    var forbidden: UInt64 = 0
+    /// Sessions closed with ERROR token_expired.
+    var tokensExpired: UInt64 = 0
     var passTimes = PassTimeWindow()
 
     private(set) var framesInPerSecond: UInt64 = 0
@@ -59,6 +65,9 @@ struct ServerStats {
             ("protocol_errors", protocolErrors),
             ("writes_applied", writesApplied),
             ("writes_rejected", writesRejected),
+            ("auth_refused", authRefused),
+            ("forbidden", forbidden),
+            ("tokens_expired", tokensExpired),
             ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),
             ("loop_pass_p99_us", passes.quantile(0.99)),
             ("loop_pass_max_us", passes.max),

@@ -1,3 +1,12 @@
+// Date only: FoundationEssentials, not all of Foundation, where it exists.
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Logging
+import SnapSyncAuth
+
 /// One client as the hub sees it: its id, where it is in its life, what it still has to be
 /// sent and the rooms it has joined. No socket: the hub's request path is tested on plain
 /// sessions, and the daemon's `Connection` is a session with a socket (it overrides the three
@@ -28,6 +37,11 @@ class Session {
     /// Set once the hub ended the session (`Hub.end`): it is forgotten, and its queue is empty.
     final var isEnded = false
     final var clientName = ""
+    /// Who the session's token speaks for and what it grants (`Hub+Auth.swift`); nil when the
+    /// daemon does not authenticate. Read once per request that needs a right.
+    final var principal: Principal?
+    /// When the token (`exp` plus the leeway) runs out, unless an AUTH replaces it first.
+    final var authDeadline: Date?
 
     /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
@@ -45,6 +59,18 @@ class Session {
         self.id = id
         self.peer = peer
         self.output = OutputQueue(cap: outputCap, meter: meter)
+    }
+
+    /// The session in a log line: its id, its peer and, once authenticated, its `sub`.
+    final var logMetadata: Logger.Metadata {
+        var metadata: Logger.Metadata = ["conn": "\(id)", "peer": "\(peer)"]
+        if let principal { metadata["sub"] = "\(LogEscaping.line(principal.subject))" }
+        return metadata
+    }
+
+    /// `logMetadata` with `extra`.
+    final func logMetadata(_ extra: Logger.Metadata) -> Logger.Metadata {
+        logMetadata.merging(extra) { _, new in new }
     }
 
     /// HELLO was accepted and WELCOME queued.

@@ -88,6 +88,27 @@ package struct SocketAddress: CustomStringConvertible, Sendable {
         }
     }
 
+    /// Whether only this machine can reach the address: IPv4 127.0.0.0/8, IPv6 `::1`, or an
+    /// IPv4-mapped 127.x address. An empty host resolves to the wildcard address: not loopback.
+    package var isLoopback: Bool {
+        withUnsafeBytes(of: storage) { raw in
+            switch Int32(storage.ss_family) {
+            case AF_INET:
+                let address = raw.load(as: sockaddr_in.self).sin_addr
+                return withUnsafeBytes(of: address) { $0[0] == 127 }
+            case AF_INET6:
+                let address = raw.load(as: sockaddr_in6.self).sin6_addr
+                return withUnsafeBytes(of: address) { bytes in
+                    let loopback = bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1
+                    let mapped = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+                    return loopback || mapped
+                }
+            default:
+                return false
+            }
+        }
+    }
+
     /// `127.0.0.1:7400`, `[::1]:7400`.
     package var description: String {
         family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import SnapSyncAuth
 import SnapSyncModel
 import SnapSyncServer
 import SnapSyncStore
@@ -17,7 +18,9 @@ struct SnapsyncdCommand: ParsableCommand {
             shut down cleanly: stop accepting, flush, close every connection, checkpoint the rooms \
             written since their checkpoint when the log to replay is long, exit 0. Under systemd \
             (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
-            recovered and listening, and STOPPING=1 at shutdown.
+            recovered and listening, and STOPPING=1 at shutdown. With --auth-keys every client \
+            needs a signed token (docs/auth.md; snapsyncd keygen and snapsyncd token make keys and \
+            tokens), and SIGHUP reloads the key file without dropping connections.
             """,
         // Serving stays the command itself (its flags, its --help); these are the key tools of docs/auth.md.
         subcommands: [TokenCommand.self, KeygenCommand.self]
@@ -145,6 +148,36 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "listen(2) backlog.")
     var backlog: Int = defaults.listenBacklog
 
+    @Option(
+        help: ArgumentHelp(
+            "Key file (JWKS, docs/auth.md) that clients' tokens are verified with; SIGHUP reloads it. Implies --auth required.",
+            valueName: "file"))
+    var authKeys: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "required: every HELLO needs a valid token and every request a grant for its room; off: no token is looked at, allowed only on a loopback --host unless --insecure-no-auth. (default: required with --auth-keys, else off)",
+            valueName: "required|off"))
+    var auth: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Clock skew allowed for a token's exp, nbf and iat; a session ends this long after its token's exp. (default: 30s)",
+            valueName: "duration"),
+        transform: ConfigurationValue.duration)
+    var authLeeway: Duration = TokenVerifier.defaultLeeway
+
+    @Option(help: ArgumentHelp("When set, tokens must name it in their aud; when not, tokens with an aud are refused.", valueName: "aud"))
+    var authAudience: String?
+
+    @Flag(help: "Serve without authentication on a non-loopback --host: anyone who can reach the port reads and writes every room.")
+    var insecureNoAuth = false
+
+    /// The authentication flags, unchecked.
+    var authSettings: AuthSettings {
+        AuthSettings(keyFile: authKeys, mode: auth.flatMap(AuthMode.init(rawValue:)), audience: authAudience, insecureNoAuth: insecureNoAuth)
+    }
+
     /// The flags as a checked configuration.
     func serverConfiguration() throws(ConfigurationError) -> ServerConfiguration {
         var configuration = ServerConfiguration()
@@ -192,6 +225,12 @@ struct SnapsyncdCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+        if let auth, AuthMode(rawValue: auth) == nil { throw ValidationError("--auth must be required or off, not \(auth)") }
+        do {
+            _ = try authSettings.check(listeningOn: host)
+        } catch {
+            throw ValidationError(error.message)
+        }
         do {
             _ = try serverConfiguration()
         } catch {
@@ -212,11 +251,43 @@ struct SnapsyncdCommand: ParsableCommand {
         return (store, server)
     }
 
+    /// The key file, loaded and checked, when the daemon authenticates; nil with `--auth off`
+    /// (after the warnings that mode calls for).
+    private func loadAuthKeys(logger: Logger) throws -> AuthKeyStore? {
+        let settings = authSettings
+        guard settings.effectiveMode == .required, let path = settings.keyFile else {
+            if settings.keyFile != nil {
+                logger.warning("--auth off: the key file is not loaded and no token is checked", metadata: ["file": "\(authKeys ?? "")"])
+            }
+            if settings.insecureNoAuth {
+                logger.warning(
+                    "authentication is off (--insecure-no-auth): anyone who can reach \(host) port \(port) reads and writes every room")
+            }
+            return nil
+        }
+        let (audience, leeway) = (authAudience, authLeeway)
+        do {
+            // Loading is async (jwt-kit binds each key through an actor); start-up waits for it.
+            let keys = try waitForTask { try await AuthKeyStore(path: path, audience: audience, leeway: leeway) }
+            logger.info(
+                "authentication required",
+                metadata: [
+                    "file": "\(path)", "kids": "\(keys.current.keys.keyIDs.joined(separator: ","))",
+                    "audience": "\(audience ?? "none")", "leeway": "\(ConfigurationValue.describe(duration: leeway))",
+                ])
+            return keys
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode.failure
+        }
+    }
+
     func run() throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { _ in JournalLogHandler(level: level) }
         let logger = Logger(label: "snapsyncd")
-        let configuration = try serverConfiguration()
+        var configuration = try serverConfiguration()
+        configuration.authKeys = try loadAuthKeys(logger: logger)
         do {
             try DataDirectory.prepare(configuration.dataDirectory)
             try DataDirectory.checkFreeSpace(

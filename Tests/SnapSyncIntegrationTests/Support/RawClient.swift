@@ -3,6 +3,10 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+// With SnapSyncAuth (Foundation) in the target, CoreFoundation also declares `timespec` on Linux.
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 import SnapSyncModel
 import SnapSyncWire
 

@@ -1,0 +1,165 @@
+// Date only: FoundationEssentials, not all of Foundation, where it exists.
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
+import Logging
+import SnapSyncAuth
+import SnapSyncWire
+
+// Authentication and per-room rights (docs/auth.md, PROTOCOL.md): the token of HELLO, the
+// rights each request needs, AUTH replacing a session's token, and ending sessions whose token
+// ran out. With `--auth off` (`configuration.authKeys` nil) none of this looks at anything:
+// every check returns at its first line.
+
+extension Hub {
+    /// Checks HELLO's credentials when the daemon authenticates. On success the session has a
+    /// principal and a deadline; on refusal it is closing with ERROR unauthorized.
+    /// - Returns: whether the handshake may go on.
+    func authenticate(_ session: Session, credentials: [UInt8]) -> Bool {
+        guard let keys = configuration.authKeys else { return true }
+        switch verify(credentials, with: keys) {
+        case .success(let principal):
+            grant(principal, to: session, keys: keys)
+            logger.info(
+                "authenticated",
+                metadata: session.logMetadata([
+                    "kid": "\(LogEscaping.line(principal.keyID))", "exp": "\(principal.expiresAt.formatted(.iso8601))",
+                ]))
+            return true
+        case .failure(let refusal):
+            refuse(session, "token refused: \(refusal)", in: "HELLO")
+            return false
+        }
+    }
+
+    /// AUTH: the new token's grants and deadline replace the session's; every joined room the
+    /// new grants cannot read is left, with a LEFT frame each, before the ACK. A refused token,
+    /// or one for another `sub`, ends the session with ERROR unauthorized. Without
+    /// authentication there are no grants to replace: ACK, the token not looked at.
+    func reauthenticate(_ session: Session, requestID: UInt64, credentials: [UInt8]) {
+        guard let keys = configuration.authKeys else {
+            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            return
+        }
+        let principal: Principal
+        switch verify(credentials, with: keys) {
+        case .success(let verified): principal = verified
+        case .failure(let refusal):
+            refuse(session, "token refused: \(refusal)", in: "AUTH")
+            return
+        }
+        if let current = session.principal, current.subject != principal.subject {
+            refuse(
+                session,
+                "token refused: it is for \(quoted(principal.subject)), this session is \(quoted(current.subject)); a new subject needs a new connection",
+                in: "AUTH")
+            return
+        }
+        grant(principal, to: session, keys: keys)
+        // Sorted, so that the LEFT frames come in an order a client (and a test) can rely on.
+        for name in session.memberships.names.sorted() where !principal.allows(.read, room: name) {
+            guard let room = session.memberships[name] else { continue }
+            removeMember(session, from: room)
+            send(.left(room: name, code: ErrorCode.forbidden.rawValue, message: denial(of: .read, room: name, to: principal)), to: session)
+        }
+        send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+        logger.debug(
+            "token replaced",
+            metadata: session.logMetadata([
+                "kid": "\(LogEscaping.line(principal.keyID))", "exp": "\(principal.expiresAt.formatted(.iso8601))",
+            ]))
+    }
+
+    /// Whether the session's token gives `right` on `room`; if not, REJECT forbidden answers
+    /// request `requestID`. Call it after the room name was validated and before anything else.
+    /// - Complexity: O(1) without authentication; O(grants × name length) with it.
+    func authorize(_ right: Right, room: String, requestID: UInt64, for session: Session) -> Bool {
+        guard configuration.authKeys != nil else { return true }
+        if let principal = session.principal, principal.allows(right, room: room) { return true }
+        forbid(denial(of: right, room: room, to: session.principal), requestID: requestID, to: session)
+        return false
+    }
+
+    /// STATS is server-wide: it needs `admin` in a grant whose match is `*`.
+    func authorizeStats(requestID: UInt64, for session: Session) -> Bool {
+        guard configuration.authKeys != nil else { return true }
+        if let principal = session.principal, principal.grants.contains(where: { $0.match == "*" && $0.rights.contains(.admin) }) {
+            return true
+        }
+        let subject = session.principal.map { LogEscaping.line($0.subject) } ?? "nobody"
+        forbid("token of \(subject) grants no admin on every room (*), which STATS needs", requestID: requestID, to: session)
+        return false
+    }
+
+    /// Ends, with ERROR token_expired, every session whose token ran out by `now` (its `exp`
+    /// plus the leeway) without an AUTH. Called once a second by the daemon.
+    /// - Complexity: O(1) when nothing is due; O(log n) per entry due.
+    package func expireSessions(now: Date) {
+        while let entry = tokenDeadlines.popDue(now: now) {
+            // An entry of a session that ended, or whose token an AUTH replaced, is stale.
+            guard let session = sessions[entry.sessionID], session.authDeadline == entry.deadline, session.state == .ready else {
+                continue
+            }
+            stats.tokensExpired += 1
+            let subject = session.principal.map { LogEscaping.line($0.subject) } ?? ""
+            let expiry = session.principal?.expiresAt.formatted(.iso8601) ?? "?"
+            logger.info("token expired, closing", metadata: session.logMetadata(["exp": "\(expiry)"]))
+            close(session, error: .tokenExpired, "the token of \(subject) expired at \(expiry) and no AUTH replaced it")
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The token in `credentials` (UTF-8, compact form) checked now.
+    private func verify(_ credentials: [UInt8], with keys: AuthKeyStore) -> Result<Principal, TokenRefusal> {
+        let token = String(decoding: credentials, as: UTF8.self)
+        // Decoding replaced invalid sequences if the bytes differ now.
+        guard token.utf8.elementsEqual(credentials) else {
+            return .failure(.malformed(part: .encoding, reason: "not UTF-8"))
+        }
+        do {
+            return .success(try keys.verify(token, now: wallClock()))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Gives `session` the principal and its deadline (`exp` plus the leeway).
+    private func grant(_ principal: Principal, to session: Session, keys: AuthKeyStore) {
+        let leeway = Double(keys.leeway.components.seconds) + Double(keys.leeway.components.attoseconds) / 1e18
+        let deadline = principal.expiresAt.addingTimeInterval(leeway)
+        session.principal = principal
+        // The same deadline again (the same token sent twice) needs no second entry.
+        guard session.authDeadline != deadline else { return }
+        session.authDeadline = deadline
+        tokenDeadlines.push(deadline, sessionID: session.id)
+        // Live entries (one per session) are at most `sessions.count`; the rest are stale.
+        if tokenDeadlines.count > 2 * sessions.count + 64 {
+            tokenDeadlines.compact { sessions[$0.sessionID]?.authDeadline == $0.deadline }
+        }
+    }
+
+    /// A refused token: counted, logged with its reason (never the token), ERROR unauthorized.
+    private func refuse(_ session: Session, _ reason: String, in request: String) {
+        stats.authRefused += 1
+        logger.info("token refused, closing", metadata: session.logMetadata(["request": "\(request)", "reason": "\(LogEscaping.line(reason))"]))
+        close(session, error: .unauthorized, reason)
+    }
+
+    /// REJECT forbidden: nothing applied, nothing else sent.
+    private func forbid(_ message: String, requestID: UInt64, to session: Session) {
+        stats.forbidden += 1
+        logger.debug("request forbidden", metadata: session.logMetadata(["reason": "\(LogEscaping.line(message))"]))
+        send(Rejection(.forbidden, message).message(requestID: requestID), to: session)
+    }
+
+    /// "token of alice grants no write on room board:2".
+    private func denial(of right: Right, room: String, to principal: Principal?) -> String {
+        let subject = principal.map { LogEscaping.line($0.subject) } ?? "nobody"
+        return "token of \(subject) grants no \(right.rawValue) on room \(LogEscaping.line(room))"
+    }
+
+    private func quoted(_ text: String) -> String { "\"\(LogEscaping.line(text))\"" }
+}
