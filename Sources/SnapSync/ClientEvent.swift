@@ -32,8 +32,15 @@ public enum ClientEvent: Sendable, CustomStringConvertible {
     case reconnecting(attempt: Int, delay: Duration)
     /// A replica is being reloaded from a fresh snapshot; its `.resync` change follows.
     case resyncing(room: String, reason: ResyncReason)
-    /// A room the client had joined was refused on rejoin; its replica's `changes` finished.
+    /// A room the client had joined is no longer joined: the server refused it on rejoin, or
+    /// removed the connection from it (LEFT, after a token refresh whose grants no longer
+    /// include reading it: `error` is `.forbidden`). Its replica's `changes` finished and the
+    /// client dropped it; `join` makes a new one.
     case roomLost(room: String, error: SnapSyncError)
+    /// The server refused the client's token (`SnapSyncError.unauthorized`, `reason` is the
+    /// server's). The client reconnects only if `Configuration.credentials` then returns a
+    /// different token; otherwise `.stopped` follows.
+    case credentialsRefused(reason: String)
     /// The client stopped reconnecting (reconnection is off, or `ReconnectPolicy.maximumAttempts`
     /// failed in a row): waiting calls failed, the rooms are kept, `connect()` starts again.
     case stopped(SnapSyncError)
@@ -48,6 +55,7 @@ public enum ClientEvent: Sendable, CustomStringConvertible {
         case .reconnecting(let attempt, let delay): "reconnecting (attempt \(attempt)) in \(delay)"
         case .resyncing(let room, let reason): "resyncing \(room): \(reason)"
         case .roomLost(let room, let error): "lost room \(room): \(error)"
+        case .credentialsRefused(let reason): "the server refused the token: \(reason)"
         case .stopped(let why): "stopped reconnecting: \(why)"
         case .closed: "closed"
         }

@@ -17,12 +17,27 @@ extension SnapSyncClient {
         /// reconnects.
         public var pingTimeout: Duration
         public var reconnect: ReconnectPolicy
+        /// The token (a JWT, docs/auth.md) for a daemon that requires one; `nil`: none is sent.
+        ///
+        /// Called before every connection attempt (the first and each reconnect) for the token
+        /// sent in HELLO, and again before the token expires: the client reads the token's `exp`
+        /// (and `iat`), and a margin before `exp` — 10% of the token's lifetime, at most 30
+        /// seconds — sends the provider's new token to the live session (AUTH), so the session
+        /// outlives any one token. A refresh that fails (the provider throws, returns `nil` or
+        /// the same token) is tried again halfway to `exp`, three times at most; after that the
+        /// server ends the session at expiry (`token_expired`) and the reconnect asks again.
+        ///
+        /// Return the cached token while it is valid: a call is not a request for a new one.
+        /// When the server refuses a token (`SnapSyncError.unauthorized`), the client reconnects
+        /// only if the provider then returns a different one. Time spent in the provider counts
+        /// against `connectTimeout`.
+        public var credentials: CredentialsProvider?
 
         public init(
             host: String = "127.0.0.1", port: Int = 7400, clientName: String = "SnapSync client",
             connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
             pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10),
-            reconnect: ReconnectPolicy = .default
+            reconnect: ReconnectPolicy = .default, credentials: CredentialsProvider? = nil
         ) {
             self.host = host
             self.port = port
@@ -32,8 +47,13 @@ extension SnapSyncClient {
             self.pingInterval = pingInterval
             self.pingTimeout = pingTimeout
             self.reconnect = reconnect
+            self.credentials = credentials
         }
     }
+
+    /// Returns the token to authenticate with (compact JWT), or `nil` for none. See
+    /// `Configuration.credentials`.
+    public typealias CredentialsProvider = @Sendable () async throws -> String?
 
     /// Automatic reconnection after a connection that was up drops: exponential backoff with
     /// jitter, so that a restarted daemon is not hit by every client at the same instant.

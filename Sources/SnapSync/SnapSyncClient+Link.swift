@@ -2,12 +2,24 @@
 // reconnect with backoff, and on each new connection rejoin the rooms and resend the writes.
 
 extension SnapSyncClient {
-    /// Opens a new connection; its events are handled in order by one task.
+    /// Starts a connection attempt: the token first (SnapSyncClient+Credentials.swift), then the
+    /// socket, whose events are handled in order by one task.
     func startConnection() {
         generation += 1
         let generation = generation
         reconnectTask = nil
         setState(hasConnected ? .reconnecting(attempt: max(reconnectAttempt, 1)) : .connecting)
+        let timeout = configuration.connectTimeout
+        handshakeTimer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            await self?.handshakeTimedOut(generation)
+        }
+        prepareConnection(generation)
+    }
+
+    /// Opens the socket of attempt `generation`, whose HELLO will carry `token`.
+    func openConnection(_ generation: Int) {
         let connection: Connection
         do {
             connection = try Connection(
@@ -27,24 +39,28 @@ extension SnapSyncClient {
                 await self.handle(event, generation: generation)
             }
         }
-        let timeout = configuration.connectTimeout
-        handshakeTimer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            guard !Task.isCancelled else { return }
-            await self?.handshakeTimedOut(generation)
-        }
     }
 
     func handshakeTimedOut(_ generation: Int) {
-        guard generation == self.generation, case .handshaking(let connection) = link else { return }
-        connection.close(.timedOut("no WELCOME from \(configuration.host):\(configuration.port) within \(configuration.connectTimeout)"))
+        guard generation == self.generation else { return }
+        switch link {
+        case .preparing:
+            credentialsTask?.cancel()
+            credentialsTask = nil
+            connectionClosed(.timedOut("the credentials provider did not answer within \(configuration.connectTimeout)"))
+        case .handshaking(let connection):
+            connection.close(.timedOut("no WELCOME from \(configuration.host):\(configuration.port) within \(configuration.connectTimeout)"))
+        case .none, .ready:
+            break
+        }
     }
 
     func handle(_ event: Connection.Event, generation: Int) {
         guard generation == self.generation else { return }
         switch event {
         case .connected:
-            link.connection?.send(.hello(versions: [ProtocolVersion.current], clientName: configuration.clientName, credentials: []))
+            link.connection?.send(
+                .hello(versions: [ProtocolVersion.current], clientName: configuration.clientName, credentials: token?.bytes ?? []))
         case .message(let message):
             lastHeard = .now
             handle(message)
@@ -63,7 +79,12 @@ extension SnapSyncClient {
             ready(connection, sessionID: sessionID, serverName: serverName)
         case .error(let code, let text):
             // The server closes after ERROR; report this rather than the bare end of stream.
-            serverClosingReason = .serverError(.init(rawCode: code, message: text))
+            if code == ErrorCode.unauthorized.rawValue {
+                serverClosingReason = .unauthorized(reason: text)
+                credentialsRefused(text)
+            } else {
+                serverClosingReason = .serverError(.init(rawCode: code, message: text))
+            }
             link.connection?.close(serverClosingReason!)
         case .ping(let nonce):
             link.connection?.send(.pong(nonce: nonce))
@@ -87,6 +108,8 @@ extension SnapSyncClient {
                     rawCode: code, operationIndex: opIndex.map { Int(clamping: $0) },
                     identifier: identifier, message: text)
                 handleReject(requestID: requestID, rejection)
+            case .left(let room, let code, let text):
+                handleLeft(room: room, code: code, message: text)
             case .statsReply:
                 // This client sends no STATS.
                 violation("STATS_REPLY answers no request")
@@ -115,6 +138,9 @@ extension SnapSyncClient {
         setState(.connected)
         eventSink.yield(.connected(sessionID: sessionID, serverName: serverName, resumed: resumed))
         for call in connectCalls { complete(call, .success(.done)) }
+        refused = nil
+        refreshFailures = 0
+        scheduleRefresh()
         startPinging()
         for room in rooms.keys.sorted() { sendJoin(room) }
         for call in writes.keys.sorted() {
@@ -132,6 +158,11 @@ extension SnapSyncClient {
         handshakeTimer = nil
         pingTask?.cancel()
         pingTask = nil
+        credentialsTask?.cancel()
+        credentialsTask = nil
+        refreshTask?.cancel()
+        refreshTask = nil
+        token = nil
         outstandingPing = nil
         requests = [:]
         for room in rooms.keys { rooms[room]!.phase = .detached }
@@ -166,10 +197,12 @@ extension SnapSyncClient {
     }
 
     /// Stops reconnecting: waiting calls fail, rooms stay (a later `connect()` resumes them).
+    /// A refused token fails them as itself, so that callers can tell it from a network failure.
     func stop(_ reason: SnapSyncError) {
         setState(.disconnected)
         reconnectAttempt = 0
-        let lost = SnapSyncError.connectionLost("\(reason)")
+        let lost: SnapSyncError
+        if case .unauthorized = reason { lost = reason } else { lost = .connectionLost("\(reason)") }
         for call in Array(calls.keys) { complete(call, .failure(lost)) }
         eventSink.yield(.stopped(reason))
     }

@@ -195,6 +195,22 @@ extension SnapSyncClient {
         if !leaving { sendLeave(room, call: nil) }
     }
 
+    /// LEFT: the server removed this connection from `room` (a refreshed token no longer grants
+    /// reading it). The replica is dropped at once, before any other change could be published
+    /// to it, so a UI never receives batch updates for a room it was told is gone; joins still
+    /// waiting for it fail. Writes to the room in flight are left to the server's answer: one
+    /// may have been applied.
+    func handleLeft(room: String, code: UInt64, message: String) {
+        guard let entry = rooms.removeValue(forKey: room) else { return }  // the app left it meanwhile
+        entry.replica.finish()
+        let error: SnapSyncError =
+            code == ErrorCode.forbidden.rawValue
+            ? .forbidden(room: room, right: "read", message: message)
+            : .rejected(.init(rawCode: code, operationIndex: nil, identifier: nil, message: message))
+        if entry.loaded { eventSink.yield(.roomLost(room: room, error: error)) }
+        for call in entry.joinCalls { complete(call, .failure(error)) }
+    }
+
     func handleAck(requestID: UInt64, position: RoomPosition) {
         switch requests.removeValue(forKey: requestID) {
         case .write? where loseNextWriteAck:
@@ -205,6 +221,8 @@ extension SnapSyncClient {
             complete(call, .success(.position(position)))
         case .leave(_, let call)?:
             if let call { complete(call, .success(.done)) }
+        case .auth(let fresh)?:
+            refreshAcknowledged(fresh)
         case .join(let room)?:
             violation("ACK answers JOIN \(room) (request \(requestID))")
         case nil:
@@ -215,7 +233,8 @@ extension SnapSyncClient {
     func handleReject(requestID: UInt64, _ rejection: SnapSyncError.Rejection) {
         switch requests.removeValue(forKey: requestID) {
         case .write(let call)?:
-            complete(call, .failure(.rejected(rejection)))
+            let room = writes[call]?.room ?? ""
+            complete(call, .failure(rejection.code == .forbidden ? .forbidden(room: room, right: "write", message: rejection.message) : .rejected(rejection)))
         case .leave(_, let call)?:
             // Not joined server-side is what a LEAVE wants.
             guard let call else { return }
@@ -224,8 +243,13 @@ extension SnapSyncClient {
             guard let entry = rooms[room], case .joining(let current) = entry.phase, current == requestID else { return }
             rooms[room] = nil
             entry.replica.finish()
-            if entry.loaded { eventSink.yield(.roomLost(room: room, error: .rejected(rejection))) }
-            for call in entry.joinCalls { complete(call, .failure(.rejected(rejection))) }
+            let error: SnapSyncError =
+                rejection.code == .forbidden ? .forbidden(room: room, right: "read", message: rejection.message) : .rejected(rejection)
+            if entry.loaded { eventSink.yield(.roomLost(room: room, error: error)) }
+            for call in entry.joinCalls { complete(call, .failure(error)) }
+        case .auth?:
+            // A server answers AUTH with ACK, or refuses it with ERROR and closes.
+            violation("REJECT answers AUTH (request \(requestID))")
         case nil:
             violation("REJECT answers no request (request \(requestID))")
         }

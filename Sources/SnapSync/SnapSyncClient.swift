@@ -16,6 +16,9 @@
 ///   resumes every room from its replica's position (a `.catchUp` change, or a `.resync` when the
 ///   server's history no longer reaches back), and resends the writes that were in flight with
 ///   their original write id: the server applies each write at most once.
+/// - With `Configuration.credentials`, each connection is authenticated with the provider's
+///   token, refreshed in the live session before it expires; a refused token stops reconnecting
+///   unless the provider returns another (`SnapSyncError.unauthorized`).
 /// - `events` and `state` tell the app about the connection.
 ///
 /// An actor: every call is safe from any task. The socket is served by a dedicated thread (POSIX
@@ -39,6 +42,8 @@ public actor SnapSyncClient {
 
     enum Link {
         case none
+        /// `Configuration.credentials` is asked for the HELLO token; no socket yet.
+        case preparing
         /// TCP connect and HELLO/WELCOME under way.
         case handshaking(Connection)
         /// WELCOME received: requests flow.
@@ -46,7 +51,7 @@ public actor SnapSyncClient {
 
         var connection: Connection? {
             switch self {
-            case .none: nil
+            case .none, .preparing: nil
             case .handshaking(let c), .ready(let c): c
             }
         }
@@ -69,6 +74,19 @@ public actor SnapSyncClient {
     var lastHeard = ContinuousClock.now
     var outstandingPing: (nonce: UInt64, sentAt: ContinuousClock.Instant)?
     var nextPingNonce: UInt64 = 0
+
+    // MARK: Credentials (see SnapSyncClient+Credentials.swift)
+
+    /// The token the current connection is authenticated with: sent in HELLO, or by the last
+    /// acknowledged AUTH.
+    var token: SessionToken?
+    /// The token the server refused last (empty: none was sent), and its reason; an automatic
+    /// reconnect with the same token stops instead.
+    var refused: (token: [UInt8], reason: String)?
+    var credentialsTask: Task<Void, Never>?
+    var refreshTask: Task<Void, Never>?
+    /// Refreshes of the current token that failed in a row.
+    var refreshFailures = 0
 
     // MARK: Calls waiting for an answer
 
@@ -95,6 +113,8 @@ public actor SnapSyncClient {
         /// `call` is nil for the client's own LEAVEs (after an abandoned join).
         case leave(room: String, call: UInt64?)
         case write(call: UInt64)
+        /// A refresh: the token becomes the connection's when acknowledged.
+        case auth(SessionToken)
     }
     var nextRequestID: UInt64 = 0
     var requests: [UInt64: Request] = [:]
@@ -162,18 +182,24 @@ public actor SnapSyncClient {
         reconnectTask?.cancel()
         handshakeTimer?.cancel()
         pingTask?.cancel()
+        credentialsTask?.cancel()
+        refreshTask?.cancel()
         eventSink.finish()
     }
 
-    /// Connects and handshakes. Throws when that fails (no automatic retry for the first
-    /// connection: a wrong address should say so); once connected, drops are retried by
+    /// Connects and handshakes, with the token of `Configuration.credentials` if set. Throws
+    /// when that fails (no automatic retry for the first connection: a wrong address or a
+    /// refused token, `.unauthorized`, should say so); once connected, drops are retried by
     /// themselves. Calling it while connected does nothing. After the client gave up
-    /// reconnecting, it connects again and rejoins the rooms.
+    /// reconnecting (or stopped on a refused token), it connects again and rejoins the rooms.
     public func connect() async throws(SnapSyncError) {
         switch state {
         case .closed: throw .closed
         case .connected: return
-        case .disconnected: startConnection()
+        case .disconnected:
+            // The app asks again: a token refused before is worth one more try.
+            refused = nil
+            startConnection()
         case .connecting, .reconnecting: break
         }
         let call = newCallID()
@@ -275,7 +301,7 @@ public actor SnapSyncClient {
         generation += 1
         link.connection?.close(.closed)
         link = .none
-        for task in [reconnectTask, handshakeTimer, pingTask] { task?.cancel() }
+        for task in [reconnectTask, handshakeTimer, pingTask, credentialsTask, refreshTask] { task?.cancel() }
         for call in Array(calls.keys) { complete(call, .failure(.closed)) }
         for entry in rooms.values { entry.replica.finish() }
         rooms = [:]

@@ -6,6 +6,16 @@
 public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The server refused the request (REJECT). Nothing was applied.
     case rejected(Rejection)
+    /// The token does not grant `right` ("read" for a join, "write" for a write) on `room`: the
+    /// server refused the request (REJECT `forbidden`), or removed the connection from the room
+    /// after a token refresh (LEFT). Nothing was applied. `message` is the server's.
+    case forbidden(room: String, right: String, message: String)
+    /// The server refused the client's token (ERROR `unauthorized`, in answer to HELLO or to a
+    /// refresh) and closed the connection; `reason` is the server's (expired, bad signature, ...).
+    /// The client reconnects only with a different token (`Configuration.credentials`).
+    case unauthorized(reason: String)
+    /// `Configuration.credentials` threw; the connection attempt (or the token refresh) failed.
+    case credentialsUnavailable(String)
     /// The server ended the connection with ERROR (a handshake failure, a protocol violation it
     /// saw, `shutting_down`, ...).
     case serverError(ServerError)
@@ -77,11 +87,13 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         public var description: String { "server error (\(code?.name ?? "code \(rawCode)")): \(message)" }
     }
 
-    /// The wire code of a `rejected` or `serverError`; `nil` otherwise.
+    /// The wire code of a `rejected`, `serverError`, `forbidden` or `unauthorized`; `nil` otherwise.
     public var code: ErrorCode? {
         switch self {
         case .rejected(let rejection): rejection.code
         case .serverError(let error): error.code
+        case .forbidden: .forbidden
+        case .unauthorized: .unauthorized
         default: nil
         }
     }
@@ -90,6 +102,9 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .rejected(let rejection): rejection.description
         case .serverError(let error): error.description
+        case .forbidden(let room, let right, let message): "forbidden: no \(right) right on room \(room): \(message)"
+        case .unauthorized(let reason): "unauthorized: the server refused the token: \(reason)"
+        case .credentialsUnavailable(let why): "the credentials provider failed: \(why)"
         case .invalidBatch(let error): "invalid batch: \(error)"
         case .connectFailed(let why): "could not connect: \(why)"
         case .connectionLost(let why): "connection lost: \(why)"

@@ -1,6 +1,6 @@
 // Connects to snapsyncd, joins a room, prints every change, and appends one item.
-// Usage: snapsync-example [host] [port] [room]   (defaults: 127.0.0.1 7400 demo)
-import Foundation  // exit()
+// Usage: [SNAPSYNC_TOKEN=...] snapsync-example [host] [port] [room]   (defaults: 127.0.0.1 7400 demo)
+import Foundation  // exit(), ProcessInfo
 import SnapSync
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -8,7 +8,11 @@ let host = arguments.first ?? "127.0.0.1"
 let port = arguments.dropFirst().first.flatMap { Int($0) } ?? 7400
 let room = arguments.dropFirst(2).first ?? "demo"
 
-let client = SnapSyncClient(configuration: .init(host: host, port: port, clientName: "snapsync-example"))
+// A daemon started with --auth-keys wants a token (`snapsyncd token`, docs/auth.md): the
+// provider is asked before every connect and again before the token expires.
+var configuration = SnapSyncClient.Configuration(host: host, port: port, clientName: "snapsync-example")
+configuration.credentials = { ProcessInfo.processInfo.environment["SNAPSYNC_TOKEN"] }
+let client = SnapSyncClient(configuration: configuration)
 do {
     try await client.connect()
     let replica = try await client.join(room)

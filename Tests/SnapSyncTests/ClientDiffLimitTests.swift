@@ -14,7 +14,7 @@ struct ClientDiffLimitTests {
         let room = "r"
         let s1 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let s2 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
-        let script = ClientScriptedServerTests().play(peer) { peer in
+        let script = play(peer) { peer in
             try peer.accept()
             guard case .hello = try peer.request() else { throw ScriptedPeer.Failure(description: "expected HELLO") }
             peer.send(

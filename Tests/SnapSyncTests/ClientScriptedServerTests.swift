@@ -90,11 +90,27 @@ final class ScriptedPeer {
     }
 
     /// HELLO → WELCOME.
-    func handshake() throws {
-        guard case .hello(let versions, _, let credentials) = try request(), versions == [1], credentials.isEmpty else {
-            throw Failure(description: "expected HELLO [1] with empty credentials")
+    func handshake(credentials expected: String = "", sessionId: UInt64 = 1) throws {
+        let credentials = try hello()
+        guard credentials == expected else {
+            throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
         }
-        send(.welcome(version: 1, sessionId: 1, serverName: "scripted", limits: []))
+        send(.welcome(version: 1, sessionId: sessionId, serverName: "scripted", limits: []))
+    }
+
+    /// Receives HELLO [1]; returns its credentials.
+    func hello() throws -> String {
+        let message = try request()
+        guard case .hello(let versions, _, let credentials) = message, versions == [1] else {
+            throw Failure(description: "expected HELLO [1], got \(message)")
+        }
+        return String(decoding: credentials, as: UTF8.self)
+    }
+
+    /// Whether a connection waits to be accepted, without waiting for one.
+    var hasPendingConnection: Bool {
+        var entry = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
     }
 
     /// Expects a JOIN of `room` with `resume`; returns its request id.
@@ -117,28 +133,28 @@ final class ScriptedPeer {
     private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Darwin.send(fd, bytes, count, 0) }
 #endif
 
-@Suite("Client against a scripted peer")
-struct ClientScriptedServerTests {
-    /// Runs `script` on its own thread; the returned task ends with its outcome.
-    func play(_ peer: ScriptedPeer, _ script: @escaping @Sendable (ScriptedPeer) throws -> Void) -> Task<String?, Never> {
-        let outcome = Locked<String??>(nil)
-        let box = UncheckedBox(peer)
-        startThread {
-            do {
-                try script(box.value)
-                outcome.withLock { $0 = .some(nil) }
-            } catch {
-                outcome.withLock { $0 = .some("\(error)") }
-            }
-        }
-        return Task {
-            while true {
-                if let result = outcome.value { return result }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
+/// Runs `script` on its own thread; the returned task ends with its outcome.
+func play(_ peer: ScriptedPeer, _ script: @escaping @Sendable (ScriptedPeer) throws -> Void) -> Task<String?, Never> {
+    let outcome = Locked<String??>(nil)
+    let box = UncheckedBox(peer)
+    startThread {
+        do {
+            try script(box.value)
+            outcome.withLock { $0 = .some(nil) }
+        } catch {
+            outcome.withLock { $0 = .some("\(error)") }
         }
     }
+    return Task {
+        while true {
+            if let result = outcome.value { return result }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
 
+@Suite("Client against a scripted peer")
+struct ClientScriptedServerTests {
     @Test(
         "bad digest → fresh JOIN; version gap → resume (catch-up); DIFF that does not apply → fresh JOIN (resync); new epoch → resume (resync)",
         .timeLimit(.minutes(1)))
