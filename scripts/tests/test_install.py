@@ -32,19 +32,20 @@ class InstallTests(unittest.TestCase):
             self.assertIn("ExecStart=%s --host 127.0.0.1" % installed, text)
             settings = [l for l in text.splitlines() if not l.startswith("#")]
             self.assertFalse([l for l in settings if "/usr/local" in l], "unit still names /usr/local")
-            doc = os.path.join(prefix, "share", "doc", "snapsync", "PROTOCOL.md")
-            with open(doc) as f, open(os.path.join(REPO, "Protocol", "PROTOCOL.md")) as g:
-                self.assertEqual(f.read(), g.read())
-            self.assertEqual(first.stderr.count("install: installed "), 3, first.stderr)
+            docs = [os.path.join(prefix, "share", "doc", "snapsync", name) for name in ("PROTOCOL.md", "AUTH.md")]
+            for doc in docs:
+                with open(doc) as f, open(os.path.join(REPO, "Protocol", os.path.basename(doc))) as g:
+                    self.assertEqual(f.read(), g.read())
+            self.assertEqual(first.stderr.count("install: installed "), 4, first.stderr)
 
             again = self.run_install(*args)
             self.assertEqual(again.returncode, 0, again.stderr)
             self.assertNotIn("install: installed ", again.stderr)
-            self.assertEqual(again.stderr.count("install: unchanged "), 3, again.stderr)
+            self.assertEqual(again.stderr.count("install: unchanged "), 4, again.stderr)
 
             gone = self.run_install("--prefix", prefix, "--unit-dir", unitdir, "--uninstall")
             self.assertEqual(gone.returncode, 0, gone.stderr)
-            self.assertFalse(os.path.exists(installed) or os.path.exists(unit) or os.path.exists(doc))
+            self.assertFalse(os.path.exists(installed) or os.path.exists(unit) or any(map(os.path.exists, docs)))
 
     def test_help_and_bad_options(self):
         done = self.run_install("--help")
