@@ -32,6 +32,13 @@ extension Hub {
         do {
             try store.prepare(room: room.name)
         } catch {
+            // A full disk refuses this write and the room goes on serving reads; any other
+            // failure (a segment switch's fsync, a MANIFEST that cannot be rewritten) means the
+            // log can no longer be trusted, so the daemon stops as it does when a commit fails.
+            guard case .noSpace = error else {
+                fail(ServerError("the store failed while preparing a write to room \(LogEscaping.line(room.name)): \(error); stopping"))
+                return
+            }
             stats.writesRejected += 1
             send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: session)
             return

@@ -2,8 +2,9 @@
 /// anyone is told about it, and where the daemon pushes the checkpoints the store asks for.
 ///
 /// The daemon calls, all on its loop thread:
-/// 1. `prepare(room:)` before applying a MUTATE or REPLACE. Throwing refuses the write: the
-///    writer gets REJECT storage_failure with the error's description, and nothing changes.
+/// 1. `prepare(room:)` before applying a MUTATE or REPLACE. Throwing `noSpace` refuses the
+///    write: the writer gets REJECT storage_failure with the error's description, and nothing
+///    changes. Any other error is fatal, like a failed `commit()`.
 /// 2. `append(room:epoch:version:writeId:diffFrame:)` right after the room applied the write.
 ///    The frame is borrowed: valid only during the call (the store copies what it keeps).
 /// 3. `commit()` once per loop pass, at the start of the flush and before any byte of the

@@ -97,6 +97,21 @@ import SnapSyncStore
         #expect(harness.hub.rooms["room"]?.version == 0)
     }
 
+    /// Only a full disk refuses a write; any other failure to prepare one stops the daemon, as a
+    /// failed commit does, and nothing is answered.
+    @Test func aStoreThatFailsOtherwiseStopsTheDaemon() {
+        let harness = HubHarness(store: RefusingStore(.io(operation: "fsync of the MANIFEST", path: "test", errno: 5)))
+        var failures: [String] = []
+        harness.hub.storeFailed = { failures.append($0.message) }
+        let writer = harness.connect()
+        harness.join(writer, "room")
+        _ = harness.drain(writer)
+        harness.mutate(writer, "room", addItem("a", first: true))
+        #expect(failures.count == 1 && failures[0].contains("room room"))
+        #expect(harness.drain(writer).isEmpty)
+        #expect(harness.hub.rooms["room"]?.version == 0)
+    }
+
     @Test func aPassMarksEachSessionDirtyOnceAndAsksForOneFlush() {
         let harness = HubHarness()
         var flushesAsked = 0
@@ -113,9 +128,11 @@ import SnapSyncStore
     }
 }
 
-/// A store that refuses every write, as a full disk does.
+/// A store that refuses every write with `error`: by default as a full disk does.
 private final class RefusingStore: RoomStore {
-    func prepare(room: String) throws(StoreError) { throw .noSpace(path: "test", errno: 28) }
+    let error: StoreError
+    init(_ error: StoreError = .noSpace(path: "test", errno: 28)) { self.error = error }
+    func prepare(room: String) throws(StoreError) { throw error }
     func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer) {}
     func commit() throws(StoreError) {}
     func maintain() throws(StoreError) -> [String] { [] }
