@@ -132,6 +132,19 @@ package final class Server {
         return bound
     }
 
+    /// Ignores SIGHUP until `start()` installs its handler: its default action would kill a
+    /// daemon still recovering, and a reload before serving has nothing to reload.
+    package static func ignoreReloadUntilStarted() {
+        Syscall.ignore([SIGHUP])
+    }
+
+    /// Ignores SIGTERM, SIGINT and SIGHUP once `run()` has returned and the loop's handlers are
+    /// gone, so that a second Ctrl-C does not cut the shutdown checkpoint short (that would be
+    /// safe, but the next start would replay more).
+    package static func ignoreSignalsAfterRun() {
+        Syscall.ignore([SIGTERM, SIGINT, SIGHUP])
+    }
+
     /// Runs the loop until shutdown has finished (after SIGTERM/SIGINT or `shutdown()`).
     /// - Throws: when the loop or the store failed; the daemon should then exit non-zero.
     package func run() throws(ServerError) {

@@ -221,6 +221,12 @@ enum Syscall {
     /// `pthread_sigmask(SIG_UNBLOCK, signals)`: a daemon started by a parent that blocked
     /// SIGTERM (a test runner's thread, some supervisors) would otherwise never see it, since
     /// a blocked signal stays pending and libevent's handler never runs.
+    /// Sets `signals` to be ignored (`SIG_IGN`), for the stretches where the daemon has no
+    /// handler installed: recovery before `start()`, and the shutdown checkpoint after `run()`.
+    static func ignore(_ signals: [Int32]) {
+        for signal in signals { _ = Glibc.signal(signal, SIG_IGN) }
+    }
+
     static func unblock(_ signals: [Int32]) {
         var set = sigset_t()
         sigemptyset(&set)

@@ -293,10 +293,12 @@ struct SnapsyncdCommand: ParsableCommand {
             try DataDirectory.checkFreeSpace(
                 configuration.dataDirectory, minimum: minFreeBytes,
                 warnBelow: logSegmentBytes, logger: logger)
+            Server.ignoreReloadUntilStarted()
             let (store, server) = try recover(configuration, logger: logger)
             // READY=1 goes out here, once recovered and listening.
             try server.start()
             try server.run()
+            Server.ignoreSignalsAfterRun()
             try store.close(checkpointing: server.hub.roomImages(store.roomsDueAtClose()))
         } catch {
             logger.critical("\(error)")
