@@ -50,7 +50,9 @@ extension Hub {
             refuse(session, "token refused: \(refusal)", in: "AUTH")
             return
         }
-        if let current = session.principal, current.subject != principal.subject {
+        // Byte for byte, as tokens are compared: `String`'s `!=` would let a canonically
+        // equivalent spelling of the subject through.
+        if let current = session.principal, !current.subject.utf8.elementsEqual(principal.subject.utf8) {
             refuse(
                 session,
                 "token refused: it is for \(quoted(principal.subject)), this session is \(quoted(current.subject)); a new subject needs a new connection",

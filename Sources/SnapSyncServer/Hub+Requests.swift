@@ -80,13 +80,13 @@ extension Hub {
     /// The room named `name`, created (empty, version 0, fresh epoch) if this is its first use.
     func room(named name: String) -> Result<Room, Rejection> {
         if let rejection = Room.validate(name: name) { return .failure(rejection) }
-        if let room = rooms[name] { return .success(room) }
+        if let room = rooms[RoomName(name)] { return .success(room) }
         guard rooms.count < configuration.maxRooms else {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
         let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
         room.budget = roomBudget
-        rooms[name] = room
+        rooms[RoomName(name)] = room
         logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])
         return .success(room)
     }

@@ -28,7 +28,7 @@ extension Hub {
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
                 limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: r.history)
             room.budget = roomBudget
-            rooms[r.name] = room
+            rooms[RoomName(r.name)] = room
             roomBudget.update(room)
             totalItems += r.snapshot.numberOfItems
         }
@@ -53,7 +53,7 @@ extension Hub {
     ///   shared.
     package func roomImages(_ names: [String]) -> some Sequence<RoomImage> {
         names.lazy.compactMap { [self] name -> RoomImage? in
-            guard let room = rooms[name] else {
+            guard let room = rooms[RoomName(name)] else {
                 logger.warning("store: room \(LogEscaping.line(name)) has logged writes but the daemon no longer has it; its log is kept")
                 return nil
             }

@@ -30,8 +30,9 @@ package final class Hub {
     /// Open sessions by id.
     private(set) var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
-    /// Rooms by name; a room lives as long as the hub (PROTOCOL.md §7).
-    var rooms: [String: Room] = [:]
+    /// Rooms by name, compared byte for byte (`RoomName`); a room lives as long as the hub
+    /// (PROTOCOL.md §7).
+    var rooms: [RoomName: Room] = [:]
     /// Items of all rooms together (STATS `items`).
     var totalItems = 0
     /// All rooms' bytes (`--max-room-total-bytes`).

@@ -1,3 +1,5 @@
+import SnapSyncWire
+
 // Membership: which sessions are in which room. Both sides of it, a room's member list and a
 // session's joined rooms, are changed only here, together, so that they cannot disagree.
 
@@ -11,32 +13,32 @@ struct RoomMembers {
 /// The rooms a session has joined, by name, each with the session's slot in `RoomMembers`, so
 /// that join and leave are O(1).
 struct SessionRooms {
-    fileprivate var rooms: [String: (room: Room, slot: Int)] = [:]
+    fileprivate var rooms: [RoomName: (room: Room, slot: Int)] = [:]
 
     var count: Int { rooms.count }
     var isEmpty: Bool { rooms.isEmpty }
     /// The names of the rooms joined, in no particular order.
-    var names: [String] { Array(rooms.keys) }
+    var names: [String] { rooms.keys.map(\.string) }
     /// The joined room named `name`, or nil.
-    subscript(name: String) -> Room? { rooms[name]?.room }
+    subscript(name: String) -> Room? { rooms[RoomName(name)]?.room }
 }
 
 extension Hub {
     /// Adds `session` to `room`'s members. O(1) amortised.
     func addMember(_ session: Session, to room: Room) {
-        guard session.memberships.rooms[room.name] == nil else { return }
-        session.memberships.rooms[room.name] = (room, room.members.sessions.count)
+        guard session.memberships.rooms[RoomName(room.name)] == nil else { return }
+        session.memberships.rooms[RoomName(room.name)] = (room, room.members.sessions.count)
         room.members.sessions.append(session)
     }
 
     /// Removes `session` from `room`'s members, if it is one. O(1): the last member takes the
     /// leaver's slot.
     func removeMember(_ session: Session, from room: Room) {
-        guard let slot = session.memberships.rooms.removeValue(forKey: room.name)?.slot else { return }
+        guard let slot = session.memberships.rooms.removeValue(forKey: RoomName(room.name))?.slot else { return }
         let last = room.members.sessions.removeLast()
         if last !== session {
             room.members.sessions[slot] = last
-            last.memberships.rooms[room.name]?.slot = slot
+            last.memberships.rooms[RoomName(room.name)]?.slot = slot
         }
     }
 

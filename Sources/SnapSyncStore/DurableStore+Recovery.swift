@@ -132,7 +132,7 @@ struct Recovery {
         var pinnedSegment: UInt64?
     }
 
-    var rooms: [String: RoomState] = [:]
+    var rooms: [RoomName: RoomState] = [:]
     var nextCheckpointSequence: UInt64 = 1
     var checkpointsLoaded = 0
     var recordsReplayed = 0
@@ -166,7 +166,7 @@ struct Recovery {
             let bytes = try file.readAll()
             file.close()
             let checkpoint = try CheckpointFile.decode(bytes, path: path)
-            if let existing = rooms[checkpoint.room] {
+            if let existing = rooms[RoomName(checkpoint.room)] {
                 // Later sequence numbers are newer checkpoints of the same room.
                 if existing.epoch == checkpoint.epoch && existing.version > checkpoint.version {
                     superseded.append((name: name, sequence: sequence))
@@ -177,7 +177,7 @@ struct Recovery {
                 }
                 checkpointsLoaded -= 1
             }
-            rooms[checkpoint.room] = RoomState(
+            rooms[RoomName(checkpoint.room)] = RoomState(
                 epoch: checkpoint.epoch, version: checkpoint.version,
                 snapshot: checkpoint.snapshot, history: checkpoint.history,
                 checkpointFile: name, checkpointVersion: checkpoint.version,
@@ -283,7 +283,7 @@ struct Recovery {
         do { write = try WriteRecord(payload: bytes, range: payload) } catch {
             throw corrupt("a record with a good checksum does not decode: \(error.what)")
         }
-        let (epoch, version) = rooms[write.room].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
+        let (epoch, version) = rooms[RoomName(write.room)].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
         guard epoch == write.epoch else {
             throw corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)")
         }
@@ -315,7 +315,7 @@ struct Recovery {
         try Self.replay(
             write, ops, segment: segment, historyLimit: options.historyLimit, corrupt: corrupt,
             into: &rooms[
-                write.room,
+                RoomName(write.room),
                 default: RoomState(
                     epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
                     checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)])
@@ -353,12 +353,12 @@ struct Recovery {
     func recoveredRooms() -> [RecoveredRoom] {
         rooms.map { name, room in
             RecoveredRoom(
-                name: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
+                name: name.string, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
                 history: Array(room.history.suffix(options.historyLimit)))
         }.sorted { $0.name < $1.name }
     }
 
-    func tracks() -> [String: DurableStore.RoomTrack] {
+    func tracks() -> [RoomName: DurableStore.RoomTrack] {
         rooms.mapValues { room in
             DurableStore.RoomTrack(
                 epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,

@@ -1,4 +1,5 @@
 internal import Logging
+import SnapSyncWire
 
 #if canImport(Glibc)
     internal import Glibc
@@ -31,7 +32,7 @@ extension DurableStore {
         try writePending()
         let tail = try replayTailBytes()
         guard tail > 0, tail >= options.shutdownCheckpointBytes else { return [] }
-        return rooms.filter { $0.value.pinnedSegment != nil }.keys.sorted()
+        return rooms.filter { $0.value.pinnedSegment != nil }.map(\.key.string).sorted()
     }
 
     /// Called by `close(checkpointing:)` once the log is synced and trimmed.

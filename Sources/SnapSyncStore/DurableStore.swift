@@ -1,4 +1,5 @@
 internal import Logging
+import SnapSyncWire
 
 #if canImport(Glibc)
     internal import Glibc
@@ -44,7 +45,7 @@ package final class DurableStore: RoomStore {
     /// Closed segments still needed by some room, oldest first; closed means trimmed and
     /// fdatasynced (a segment whose close is still running is in `background.closing`).
     var closedSegments: [UInt64]
-    var rooms: [String: RoomTrack]
+    var rooms: [RoomName: RoomTrack]
     var nextCheckpointSequence: UInt64
 
     /// Records appended since the last `sync()`, framed, ready for one write(2).
@@ -98,7 +99,7 @@ package final class DurableStore: RoomStore {
 
     init(
         options: StoreOptions, logger: Logger, lockFile: PosixFile, active: ActiveSegment,
-        closedSegments: [UInt64], rooms: [String: RoomTrack], nextCheckpointSequence: UInt64,
+        closedSegments: [UInt64], rooms: [RoomName: RoomTrack], nextCheckpointSequence: UInt64,
         now: ContinuousClock.Instant
     ) {
         self.options = options
@@ -187,7 +188,7 @@ package final class DurableStore: RoomStore {
         track(
             of: room, epoch: epoch, version: version, writeId: writeId,
             in: &rooms[
-                room,
+                RoomName(room),
                 default: RoomTrack(
                     epoch: epoch, version: 0, checkpointVersion: 0,
                     checkpointFile: nil, pinnedSegment: nil, writeIds: [])])
@@ -358,7 +359,7 @@ package final class DurableStore: RoomStore {
     private func roomsPinningClosedSegments() -> [String] {
         rooms.compactMap { name, track -> (String, UInt64)? in
             guard let pin = track.pinnedSegment, pin < active.sequence else { return nil }
-            return (name, pin)
+            return (name.string, pin)
         }.sorted { $0.1 < $1.1 }.map(\.0)
     }
 
@@ -415,7 +416,7 @@ package final class DurableStore: RoomStore {
     func writeCheckpoint(_ image: RoomImage) throws(StoreError) -> (bytes: Int, replaced: String?) {
         let name = image.room
         var track =
-            rooms[name]
+            rooms[RoomName(name)]
             ?? RoomTrack(
                 epoch: image.epoch, version: image.version, checkpointVersion: 0,
                 checkpointFile: nil, pinnedSegment: nil, writeIds: [])
@@ -448,7 +449,7 @@ package final class DurableStore: RoomStore {
             track.version = image.version
             track.pinnedSegment = nil
         }
-        rooms[name] = track
+        rooms[RoomName(name)] = track
         statistics.checkpoints += 1
         statistics.checkpointBytes += bytes.count
         logger.debug("store: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes.count) bytes, \(finalName))")

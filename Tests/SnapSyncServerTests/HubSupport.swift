@@ -83,7 +83,7 @@ struct HubHarness {
 
     /// The room's snapshot satisfies every invariant of the model.
     func checkInvariants(_ room: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        guard let room = hub.rooms[room] else {
+        guard let room = hub.rooms[RoomName(room)] else {
             Issue.record("no room \(room)", sourceLocation: sourceLocation)
             return
         }

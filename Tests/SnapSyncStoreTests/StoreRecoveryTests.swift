@@ -33,6 +33,37 @@ import SnapSyncWire
         #expect(recovered.first { $0.name == "room-1" }?.history.last?.writeId == [1, 2, 3])
     }
 
+    /// Room names are bytes (PROTOCOL.md §2): "doc:" + U+00E1 and "doc:a" + U+0301 are `==`
+    /// as Swift Strings but two rooms, each with its own epoch, and both come back. Keyed by
+    /// `String`, the second room's write looked like a write of the first at a wrong epoch,
+    /// and the store refused to start.
+    @Test func canonicallyEquivalentRoomNamesAreTwoRooms() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        let names = ["doc:\u{E1}", "doc:a\u{301}"]
+        do {
+            let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+            for (index, name) in names.enumerated() {
+                let epoch = UInt64(7 + index)
+                let ops: [SnapshotOperation] = [.appendSections([SnapshotElement(Identifier("s\(index)"))])]
+                try store.reserve()
+                store.append(
+                    WriteRecord(
+                        room: name, epoch: epoch, version: 1, writeId: [],
+                        diffFrame: diffFrame(room: name, epoch: epoch, version: 1, ops: ops)))
+            }
+            try store.sync()
+            try store.close()
+        }
+        let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+        defer { try? store.close() }
+        #expect(recovered.count == 2)
+        for (index, name) in names.enumerated() {
+            let room = recovered.first { $0.name.utf8.elementsEqual(name.utf8) }
+            #expect(room?.epoch == UInt64(7 + index) && room?.version == 1)
+        }
+    }
+
     /// The process dies (no close, no sync of what came after the last sync): what was synced is
     /// there, what was only appended is not — it was never acknowledged.
     @Test func onlySyncedWritesSurviveAProcessCrash() throws {
