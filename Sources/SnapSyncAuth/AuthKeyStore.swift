@@ -12,9 +12,13 @@ public final class AuthKeyStore: @unchecked Sendable {
     public let path: String
     public let audience: String?
     public let leeway: Duration
-    // Guards `verifier`; held only to copy or replace it.
+    // Guards `verifier` and `reloadsStarted`; held only to read or replace them.
     private let lock = NSLock()
     private var verifier: TokenVerifier
+    /// Reloads begun so far: a reload installs its keys only if no later one has begun, so
+    /// that two SIGHUPs in a row end with the file as the later one read it, never with the
+    /// earlier read finishing last (the key an operator just removed would come back).
+    private var reloadsStarted: UInt64 = 0
 
     /// Loads `path`; throws if it is not a valid key file (docs/auth.md).
     public init(path: String, audience: String? = nil, leeway: Duration = TokenVerifier.defaultLeeway) async throws(AuthKeyFileError) {
@@ -33,13 +37,22 @@ public final class AuthKeyStore: @unchecked Sendable {
     }
 
     /// Reads the file again and, if it is valid, verifies with its keys from now on.
-    /// - Returns: the key ids now in use.
+    /// - Returns: the key ids now in use, or nil when a reload begun after this one has
+    ///   superseded it (its keys were not installed).
     /// - Throws: why the file was refused; the keys in use are then unchanged.
     @discardableResult
-    public func reload() async throws(AuthKeyFileError) -> [String] {
+    public func reload() async throws(AuthKeyFileError) -> [String]? {
+        let generation = lock.withLock {
+            reloadsStarted += 1
+            return reloadsStarted
+        }
         let keys = try await AuthKeySet.load(contentsOf: path)
         let next = TokenVerifier(keys: keys, audience: audience, leeway: leeway)
-        lock.withLock { verifier = next }
-        return keys.keyIDs
+        let installed = lock.withLock {
+            guard generation == reloadsStarted else { return false }
+            verifier = next
+            return true
+        }
+        return installed ? keys.keyIDs : nil
     }
 }

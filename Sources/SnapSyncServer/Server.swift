@@ -232,7 +232,10 @@ package final class Server {
         let logger = server.logger
         Task {
             do {
-                let keyIDs = try await keys.reload()
+                guard let keyIDs = try await keys.reload() else {
+                    logger.info("auth key reload superseded by a later SIGHUP", metadata: ["file": "\(keys.path)"])
+                    return
+                }
                 logger.notice("auth keys reloaded", metadata: ["file": "\(keys.path)", "kids": "\(keyIDs.joined(separator: ","))"])
             } catch {
                 logger.error("auth key reload refused, the keys in use are kept", metadata: ["error": "\(error)"])
