@@ -31,7 +31,8 @@ struct ClientBatchUpdatesTests {
         // The generator must exercise every kind of update, or the replay proves little.
         #expect(
             moves > 50 && crossSection > 10 && sectionMoves > 20 && reloads > 20 && reconfigures > 20 && movedReconfigures > 5,
-            "moves \(moves), across sections \(crossSection), section moves \(sectionMoves), reloads \(reloads), reconfigures \(reconfigures), moved and reconfigured \(movedReconfigures)")
+            "moves \(moves), across sections \(crossSection), section moves \(sectionMoves), reloads \(reloads), reconfigures \(reconfigures), moved and reconfigured \(movedReconfigures)"
+        )
     }
 
     @Test("a resync (no operations) between unrelated random snapshots replays to the new one (seeded)")
