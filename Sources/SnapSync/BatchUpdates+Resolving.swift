@@ -7,6 +7,9 @@
 // first, so an untouched item of a copy-on-write snapshot costs a pointer comparison. Only the
 // items of sections that changed go through hash maps and a longest-increasing-subsequence pass.
 //
+// Reloads are placed last (`placeReloads`): UIKit puts a reload where deletes and inserts alone
+// would, so one that a move shifts becomes a delete plus an insert (see `BatchUpdates`).
+//
 // Complexity: O(n) comparisons for n items, plus O(d log d) for the d items of sections whose
 // item list changed (hashing and the longest increasing subsequence). Memory: O(sections + d).
 
@@ -70,6 +73,10 @@ private struct Resolver {
     /// `keptOld`); `nil` when inserted or reloaded.
     var keptNewFrom: [Int?]
     func keptNew(_ j: Int) -> Bool { keptNewFrom[j] != nil }
+    /// Some section moves in this batch: UIKit would misplace any reload (see `placeReloads`).
+    var sectionsMove = false
+    /// Items that stay in place (in their order) and are reloaded: old and new index path.
+    var reloads: [(from: ItemIndexPath, to: ItemIndexPath)] = []
 
     init(old: Snapshot, new: Snapshot, itemKinds: [Identifier: UpdateKind], updatedSections: Set<Identifier>) {
         self.old = old
@@ -94,22 +101,29 @@ private struct Resolver {
             updates.insertedSections.append(j)
         }
         let stays = longestIncreasingSubsequence(common.map(\.new))
+        let changed = common.map { pair in
+            updatedSections.contains(oldSections[pair.old].id) || oldSections[pair.old].payload != newSections[pair.new].payload
+        }
+        // A move whose old and new index are equal crashes UIKit when an item also leaves that
+        // section (openradar 48941906): such a section is a delete plus an insert instead.
+        func isMove(_ k: Int) -> Bool { !stays[k] && !changed[k] && common[k].old != common[k].new }
+        sectionsMove = common.indices.contains(where: isMove)
         for (k, pair) in common.enumerated() {
-            let id = oldSections[pair.old].id
-            let changed = updatedSections.contains(id) || oldSections[pair.old].payload != newSections[pair.new].payload
-            if changed { updates.reloadedSectionIdentifiers.append(id) }
-            switch (stays[k], changed) {
-            case (true, false):
+            if changed[k] { updates.reloadedSectionIdentifiers.append(oldSections[pair.old].id) }
+            if stays[k] && !changed[k] {
                 keptOld[pair.old] = pair.new
                 keptNewFrom[pair.new] = pair.old
-            case (false, false):
+            } else if isMove(k) {
                 updates.movedSections.append(Move(from: pair.old, to: pair.new))
                 keptOld[pair.old] = pair.new
                 keptNewFrom[pair.new] = pair.old
-            case (true, true):
+            } else if stays[k] && !sectionsMove {
+                // UIKit places a reloaded section by the batch's deletes and inserts, not its
+                // moves; with no section moving that is where the section ends up.
                 updates.reloadedSections.append(pair.old)
-            case (false, true):
-                // UIKit refuses to move and reload one section in a batch.
+            } else {
+                // Moved and changed, or reloaded while other sections move, or a move onto its
+                // own index: UIKit refuses or misplaces these, a delete plus an insert it takes.
                 updates.deletedSections.append(pair.old)
                 updates.insertedSections.append(pair.new)
             }
@@ -163,8 +177,10 @@ private struct Resolver {
                 case (true, true):
                     if keptOld[before.path.section] == j {
                         stayers.append((before.path.item, k, item.id, kind))
-                    } else if kind == nil {
+                    } else if kind != .reload {
+                        // A reconfigure runs after the batch, at the new path: the cell moves and is kept.
                         updates.movedItems.append(Move(from: before.path, to: to))
+                        if kind == .reconfigure { reconfigure(from: before.path, to: to, into: &updates) }
                     } else {
                         updates.deletedItems.append(before.path)
                         updates.insertedItems.append(to)
@@ -187,13 +203,15 @@ private struct Resolver {
                 case (true, nil):
                     break
                 case (true, .reload?):
-                    updates.reloadedItems.append(from)
+                    reloads.append((from, to))
                 case (true, .reconfigure?):
-                    updates.reconfiguredItems.append(from)
-                    updates.reconfiguredItemsAfterUpdate.append(to)
+                    reconfigure(from: from, to: to, into: &updates)
                 case (false, nil):
                     updates.movedItems.append(Move(from: from, to: to))
-                case (false, _?):
+                case (false, .reconfigure?):
+                    updates.movedItems.append(Move(from: from, to: to))
+                    reconfigure(from: from, to: to, into: &updates)
+                case (false, .reload?):
                     // UIKit refuses to move and reload one item in a batch.
                     updates.deletedItems.append(from)
                     updates.insertedItems.append(to)
@@ -205,6 +223,34 @@ private struct Resolver {
         for (id, before) in oldItems where before.inKeptSection && !new.contains(item: id) {
             updates.deletedItems.append(before.path)
         }
+
+        placeReloads(into: &updates)
+    }
+
+    /// UIKit performs a reload inside a batch as a delete plus an insert at the old index path
+    /// shifted by the batch's deletes and inserts, ignoring its moves. So a reload stays a reload
+    /// only when no section moves and no item moves into, out of or within its section: then that
+    /// spot is where the item ends up. Any other reload is a delete plus an insert.
+    /// - Complexity: O(moves + reloads).
+    func placeReloads(into updates: inout BatchUpdates) {
+        var touched = Set<Int>()
+        for move in updates.movedItems {
+            touched.insert(move.from.section)
+            if let i = keptNewFrom[move.to.section] { touched.insert(i) }
+        }
+        for reload in reloads {
+            if sectionsMove || touched.contains(reload.from.section) {
+                updates.deletedItems.append(reload.from)
+                updates.insertedItems.append(reload.to)
+            } else {
+                updates.reloadedItems.append(reload.from)
+            }
+        }
+    }
+
+    func reconfigure(from: ItemIndexPath, to: ItemIndexPath, into updates: inout BatchUpdates) {
+        updates.reconfiguredItems.append(from)
+        updates.reconfiguredItemsAfterUpdate.append(to)
     }
 
     /// Compares a surviving pair of sections item by item. When the identifiers match in order
@@ -213,7 +259,7 @@ private struct Resolver {
     /// - Complexity: O(items in the sections), comparing bytes in place
     ///   (`Snapshot.payloadChanges(inSection:comparedTo:marking:)`); identifiers are copied only
     ///   for the items reported.
-    func compareClean(oldSection i: Int, newSection j: Int, into updates: inout BatchUpdates) -> Bool {
+    mutating func compareClean(oldSection i: Int, newSection j: Int, into updates: inout BatchUpdates) -> Bool {
         let id = oldSections[i].id
         // Items named by an update operation are reported whatever their payloads (a
         // reconfigure may keep the payload); any other item when its payload changed.
@@ -223,10 +269,9 @@ private struct Resolver {
             record(itemID, kind, into: &updates)
             switch kind {
             case .reload:
-                updates.reloadedItems.append(ItemIndexPath(item: k, section: i))
+                reloads.append((ItemIndexPath(item: k, section: i), ItemIndexPath(item: k, section: j)))
             case .reconfigure:
-                updates.reconfiguredItems.append(ItemIndexPath(item: k, section: i))
-                updates.reconfiguredItemsAfterUpdate.append(ItemIndexPath(item: k, section: j))
+                reconfigure(from: ItemIndexPath(item: k, section: i), to: ItemIndexPath(item: k, section: j), into: &updates)
             }
         }
         return true

@@ -6,7 +6,7 @@
 /// - `insertedSections`, `insertedItems`, `reconfiguredItemsAfterUpdate` and every move's `to`
 ///   are positions in the **new** snapshot.
 ///
-/// So an app can hand them to `performBatchUpdates` as they are:
+/// The lists are safe to hand to one `performBatchUpdates` as they are:
 ///
 /// ```swift
 /// collectionView.performBatchUpdates {
@@ -26,13 +26,30 @@
 /// Or, with a diffable data source, build its snapshot from `change.snapshot` and mark
 /// `reloadedItemIdentifiers` / `reconfiguredItemIdentifiers` / `reloadedSectionIdentifiers`.
 ///
-/// The lists never contain what UIKit refuses in one batch (IGListKit and DifferenceKit clean up
-/// the same cases):
+/// ## Reloads and moves
+///
+/// UIKit performs a reload inside a batch as a delete at the old position plus an insert at that
+/// position shifted by the batch's deletes and inserts, **ignoring its moves**; where a move
+/// shifts the item, that insert collides with a move or an insert, falls past the end of the
+/// section, or refreshes another cell, and UIKit throws or misdraws. So the rule is:
+/// - `reloadedSections` is empty whenever a section moves: a changed section is then a delete
+///   plus an insert;
+/// - an item stays in `reloadedItems` only when no section moves and no item moves into, out of
+///   or within its section; otherwise it is a delete plus an insert (its cell is replaced, as a
+///   reload would);
+/// - a section or item that both moves and is reloaded is a delete plus an insert;
+/// - a reconfigure is not part of the batch: a reconfigured item may move (its cell travels and
+///   is kept), and `reconfigureItems(at:)` is called after the batch, at
+///   `reconfiguredItemsAfterUpdate`. `reconfiguredItems` names the same items at their old paths,
+///   for information only.
+///
+/// The lists never contain what else UIKit refuses in one batch (IGListKit and DifferenceKit clean
+/// up the same cases):
 /// - no item changes inside a deleted, inserted or reloaded section: its items go and come with
 ///   it (an item that moves into such a section from elsewhere is a delete at its old position; one
 ///   that moves out of one is an insert at its new position);
-/// - a section or item that both moves and changes content is a delete plus an insert, never a
-///   move plus a reload;
+/// - no section moves onto its own index (UIKit crashes when an item also leaves that section):
+///   such a section is a delete plus an insert;
 /// - no position appears twice in the old-side lists, nor twice in the new-side lists.
 ///
 /// Moves are minimal: the items (and sections) that stay are a longest run that kept its order,
@@ -45,7 +62,8 @@ public struct BatchUpdates: Hashable, Sendable {
     public var insertedSections: [Int] = []
     /// Sections that kept their identity and content but changed place; their items travel with them.
     public var movedSections: [Move<Int>] = []
-    /// Old section indexes of sections whose payload changed (`reloadSections`).
+    /// Old section indexes of sections whose payload changed (`reloadSections`); empty when a
+    /// section moves (see "Reloads and moves").
     public var reloadedSections: [Int] = []
     /// Old index paths of items removed from surviving sections.
     public var deletedItems: [ItemIndexPath] = []
@@ -53,9 +71,12 @@ public struct BatchUpdates: Hashable, Sendable {
     public var insertedItems: [ItemIndexPath] = []
     /// Items that changed place (possibly across sections): old → new index path.
     public var movedItems: [Move<ItemIndexPath>] = []
-    /// Old index paths of items whose content changed and whose cells should be replaced.
+    /// Old index paths of items whose content changed and whose cells should be replaced, for
+    /// `reloadItems(at:)` inside the batch. Only items UIKit places where they end up (see
+    /// "Reloads and moves"); other changed items are a delete plus an insert.
     public var reloadedItems: [ItemIndexPath] = []
-    /// Old index paths of items whose content changed and whose cells should be kept.
+    /// Old index paths of items whose content changed and whose cells should be kept. Such an
+    /// item may also move; reconfigure it after the batch, at `reconfiguredItemsAfterUpdate`.
     public var reconfiguredItems: [ItemIndexPath] = []
     /// The same items as `reconfiguredItems`, at their new index paths: for calling
     /// `reconfigureItems(at:)` after the batch update has run.

@@ -12,7 +12,7 @@ struct ClientBatchUpdatesTests {
 
     @Test("random batches on random snapshots replay to the new snapshot (seeded)")
     func randomBatchesReplay() {
-        var moves = 0, sectionMoves = 0, crossSection = 0, reloads = 0, reconfigures = 0
+        var moves = 0, sectionMoves = 0, crossSection = 0, reloads = 0, reconfigures = 0, movedReconfigures = 0
         for seed in UInt64(1)...600 {
             var random = RandomBatches(seed: seed)
             let old = random.snapshot()
@@ -26,11 +26,13 @@ struct ClientBatchUpdatesTests {
             sectionMoves += updates.movedSections.count
             reloads += updates.reloadedItems.count
             reconfigures += updates.reconfiguredItems.count
+            movedReconfigures += Set(updates.movedItems.map(\.from)).intersection(updates.reconfiguredItems).count
         }
         // The generator must exercise every kind of update, or the replay proves little.
         #expect(
-            moves > 50 && crossSection > 10 && sectionMoves > 20 && reloads > 20 && reconfigures > 20,
-            "moves \(moves), across sections \(crossSection), section moves \(sectionMoves), reloads \(reloads), reconfigures \(reconfigures)")
+            moves > 50 && crossSection > 10 && sectionMoves > 20 && reloads > 20 && reconfigures > 20 && movedReconfigures > 5,
+            "moves \(moves), across sections \(crossSection), section moves \(sectionMoves), reloads \(reloads), reconfigures \(reconfigures), moved and reconfigured \(movedReconfigures)"
+        )
     }
 
     @Test("a resync (no operations) between unrelated random snapshots replays to the new one (seeded)")
@@ -83,21 +85,22 @@ struct ClientBatchUpdatesTests {
 
     @Test("UIKit conventions: deletes at old paths, inserts at new paths, moves old → new, reloads at old paths")
     func conventions() throws {
-        let old = layout([("a", ["1", "2", "3"]), ("b", ["4"])])
+        let old = layout([("a", ["1", "2", "3"]), ("b", ["4"]), ("c", ["5", "6"])])
         let operations: [SnapshotOperation] = [
-            .deleteItems(["1"]),
+            .deleteItems(["1", "5"]),
             .insertItems([SnapshotElement("9")], .after("4")),
             .moveItemToSection("2", section: "b"),
-            .updateItems([SnapshotElement("3", payload: "new")], .reload),
+            .updateItems([SnapshotElement("6", payload: "new")], .reload),
         ]
         var new = old
         try new.apply(operations)
         let updates = BatchUpdates(from: old, to: new, operations: operations)
-        #expect(updates.deletedItems == [ItemIndexPath(item: 0, section: 0)])
+        #expect(updates.deletedItems == [ItemIndexPath(item: 0, section: 0), ItemIndexPath(item: 0, section: 2)])
         #expect(updates.insertedItems == [ItemIndexPath(item: 1, section: 1)])
         #expect(updates.movedItems == [Move(from: ItemIndexPath(item: 1, section: 0), to: ItemIndexPath(item: 2, section: 1))])
-        #expect(updates.reloadedItems == [ItemIndexPath(item: 2, section: 0)])
-        #expect(updates.reloadedItemIdentifiers == ["3"])
+        #expect(updates.reloadedItems == [ItemIndexPath(item: 1, section: 2)])
+        #expect(updates.reloadedItemIdentifiers == ["6"])
+        expectReplays(updates, from: old, to: new, operations: operations, "conventions")
     }
 
     @Test("a reconfigure is reported apart from a reload, at old and at new paths")
