@@ -63,6 +63,9 @@ extension TokenClaims: Codable {
             guard let list = try? container.decode([String].self, forKey: .aud) else {
                 throw MalformedClaims("aud is neither a string nor an array of strings")
             }
+            // An empty list names no audience yet is an `aud`: refused rather than read as "no
+            // aud", which a server without an audience would accept (AUTH.md §3).
+            guard !list.isEmpty else { throw MalformedClaims("aud is an empty array") }
             audience = list
         }
         var rooms = try container.nestedUnkeyedContainer(forKey: .rooms)

@@ -78,6 +78,7 @@ import Testing
                 == .malformed(part: .claims, reason: "exp is not a NumericDate from 0 through 253402300799"))
         #expect(try await refusal { $0["nbf"] = [1] } == .malformed(part: .claims, reason: "nbf is not a number"))
         #expect(try await refusal { $0["aud"] = 3 } == .malformed(part: .claims, reason: "aud is neither a string nor an array of strings"))
+        #expect(try await refusal { $0["aud"] = [String]() } == .malformed(part: .claims, reason: "aud is an empty array"))
         #expect(try await refusal { $0["rooms"] = nil } == .malformed(part: .claims, reason: "rooms is missing"))
         #expect(try await refusal { $0["rooms"] = "board:1" } == .malformed(part: .claims, reason: "rooms is not an array"))
         #expect(
