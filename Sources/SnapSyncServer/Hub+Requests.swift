@@ -78,15 +78,17 @@ extension Hub {
     // MARK: Rooms
 
     /// The room named `name`, created (empty, version 0, fresh epoch) if this is its first use.
+    /// The caller has validated the name (`Room.validate`): JOIN and writes check it first, before
+    /// the right (PROTOCOL.md §8.4), so it is not checked a second time on every write.
     func room(named name: String) -> Result<Room, Rejection> {
-        if let rejection = Room.validate(name: name) { return .failure(rejection) }
-        if let room = rooms[RoomName(name)] { return .success(room) }
+        let key = RoomName(name)
+        if let room = rooms[key] { return .success(room) }
         guard rooms.count < configuration.maxRooms else {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
         let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
         room.budget = roomBudget
-        rooms[RoomName(name)] = room
+        rooms[key] = room
         logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])
         return .success(room)
     }
