@@ -42,7 +42,7 @@ extension Hub {
         case .stats(let requestID):
             guard authorizeStats(requestID: requestID, for: session) else { return }
             let entries = stats.entries(
-                connections: sessions.count, rooms: rooms.count, items: totalItems,
+                connections: sessions.count, rooms: rooms.count, sleepingRooms: sleepingRoomCount, items: totalItems,
                 uptime: ContinuousClock.now - startTime)
             send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: session)
         case .auth(let requestID, let credentials):

@@ -35,6 +35,8 @@ package final class Hub {
     var rooms: [RoomName: Room] = [:]
     /// Items of all rooms together (STATS `items`).
     var totalItems = 0
+    /// Rooms kept on disk only, not in `rooms` (sleeping rooms, #17); 0 without them.
+    var sleepingRoomCount = 0
     /// All rooms' bytes (`--max-room-total-bytes`).
     let roomBudget: RoomMemoryBudget
     /// Output memory of all sessions' queues, a shared chunk once (`--max-output-total-bytes`,

@@ -22,6 +22,13 @@ struct ServerStats {
     var forbidden: UInt64 = 0
     /// Sessions closed with ERROR token_expired.
     var tokensExpired: UInt64 = 0
+    /// Rooms deleted by a DROP request (#17).
+    var roomsDeleted: UInt64 = 0
+    /// Rooms removed because their time-to-live ran out with no members and no writes (#17).
+    var roomsExpired: UInt64 = 0
+    /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back (#17).
+    var roomsEvicted: UInt64 = 0
+    var roomsWoken: UInt64 = 0
     var passTimes = PassTimeWindow()
 
     private(set) var framesInPerSecond: UInt64 = 0
@@ -47,11 +54,17 @@ struct ServerStats {
     }
 
     /// The STATS_REPLY entries, given the live gauges.
-    func entries(connections: Int, rooms: Int, items: Int, uptime: Duration) -> [(String, UInt64)] {
+    /// `rooms` counts resident rooms (in memory); `sleepingRooms` those kept on disk only.
+    func entries(connections: Int, rooms: Int, sleepingRooms: Int, items: Int, uptime: Duration) -> [(String, UInt64)] {
         let passes = passTimes.merged
         return [
             ("connections", UInt64(connections)),
             ("rooms", UInt64(rooms)),
+            ("rooms_sleeping", UInt64(sleepingRooms)),
+            ("rooms_evicted", roomsEvicted),
+            ("rooms_woken", roomsWoken),
+            ("rooms_deleted", roomsDeleted),
+            ("rooms_expired", roomsExpired),
             ("items", UInt64(items)),
             ("frames_in", framesIn),
             ("frames_out", framesOut),
