@@ -111,11 +111,13 @@ public struct AuthKeySet: Sendable {
             let secret = try bytes(jwk.k, "k")
             // RFC 7518 §3.2: a key at least as long as the hash; jwt-kit asserts it.
             guard secret.count >= 32 else { throw KeyError("k is \(secret.count) bytes; HS256 needs at least 32") }
+            guard !PublishedKeys.secrets.contains(secret) else { throw KeyError("k: \(PublishedKeys.refusal)") }
             await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: kid)
         case .es256:
             guard jwk.k == nil else { throw KeyError("an EC key has no k") }
             let x = try bytes(jwk.x, "x", count: 32)
             let y = try bytes(jwk.y, "y", count: 32)
+            guard !PublishedKeys.publicKeys.contains(x) else { throw KeyError("x: \(PublishedKeys.refusal)") }
             do {
                 let publicKey = try ES256PublicKey(parameters: (Base64URL.encode(x), Base64URL.encode(y)))
                 if let d = jwk.d {
@@ -134,6 +136,7 @@ public struct AuthKeySet: Sendable {
         case .edDSA:
             guard jwk.k == nil, jwk.y == nil else { throw KeyError("an OKP key has only x and d") }
             let x = try bytes(jwk.x, "x", count: 32)
+            guard !PublishedKeys.publicKeys.contains(x) else { throw KeyError("x: \(PublishedKeys.refusal)") }
             do {
                 let publicKey = try EdDSA.PublicKey(x: Base64URL.encode(x), curve: .ed25519)
                 if let d = jwk.d {

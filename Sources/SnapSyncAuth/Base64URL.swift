@@ -11,7 +11,8 @@ enum Base64URL {
     }
 
     /// The bytes, or nil when `text` has padding, a character outside the base64url alphabet,
-    /// or a length no encoding has.
+    /// a length no encoding has, or unused trailing bits that are not zero (RFC 4648 §3.5: such
+    /// a text is not the encoding of any bytes, and accepting it would give one key two spellings).
     static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let isAlphabet = text.utf8.allSatisfy { byte in
             switch byte {
@@ -24,6 +25,7 @@ enum Base64URL {
         guard isAlphabet, text.utf8.count % 4 != 1 else { return nil }
         var standard = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        return Data(base64Encoded: standard).map { Array($0) }
+        guard let bytes = Data(base64Encoded: standard).map({ Array($0) }), encode(bytes) == text else { return nil }
+        return bytes
     }
 }

@@ -88,6 +88,12 @@ final class OutputChunk {
         count = 0
     }
 
+    /// Forgets the bytes from `count` on, in a private chunk (a slow consumer's unsent frames).
+    func truncate(to count: Int) {
+        precondition(!isFrozen && count <= self.count, "truncate of a shared output chunk, or beyond its bytes")
+        self.count = count
+    }
+
     /// Marks the chunk shareable; it never changes again.
     func freeze() { isFrozen = true }
 

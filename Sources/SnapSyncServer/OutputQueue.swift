@@ -165,20 +165,53 @@ struct OutputQueue {
         if pendingBytes == 0 { removeAll() }
     }
 
-    /// The stream is in the middle of a frame: part of the head entry has been sent, or the
-    /// entry sent before it was a SNAPSHOT header.
-    var isMidFrame: Bool { head < entries.count && (entries[head].offset > 0 || headContinuesFrame) }
+    /// The stream is in the middle of a frame: the entry sent before the head was a SNAPSHOT
+    /// header, or the bytes of the head entry sent so far end inside one of its frames (an
+    /// entry may hold many frames: a run of DIFFs, a burst of replies).
+    /// - Complexity: O(frames before the head entry's offset); a cut-off path, never per frame.
+    var isMidFrame: Bool {
+        guard head < entries.count else { return false }
+        return headContinuesFrame || (entries[head].offset > 0 && endOfFrameInHead() != nil)
+    }
 
-    /// Keeps only what must still be sent to leave the stream at a frame boundary (the rest of a
-    /// partly sent head entry, which holds whole frames, or a SNAPSHOT header and its body), and
-    /// drops everything else.
+    /// Where the frame being sent ends, counted from the head entry's start: nil when the
+    /// entry's sent bytes end at a frame boundary. Past the entry's end when the entry ends with
+    /// a SNAPSHOT header whose body is the next entry. Reads the frames' length prefixes
+    /// (PROTOCOL.md §1: 4-byte big-endian length, then that many bytes), which is valid because
+    /// every entry starts at a frame boundary unless `headContinuesFrame`.
+    private func endOfFrameInHead() -> Int? {
+        let entry = entries[head]
+        precondition(!headContinuesFrame, "the head entry starts inside a frame")
+        var position = 0
+        while position < entry.offset {
+            guard position + 4 <= entry.end else { return entry.end }
+            let prefix = entry.chunk.base + position
+            let length =
+                Int(prefix.load(as: UInt8.self)) << 24 | Int((prefix + 1).load(as: UInt8.self)) << 16
+                | Int((prefix + 2).load(as: UInt8.self)) << 8 | Int((prefix + 3).load(as: UInt8.self))
+            position += 4 + length
+        }
+        return position == entry.offset ? nil : position
+    }
+
+    /// Keeps only what must still be sent to leave the stream at a frame boundary (the rest of
+    /// the frame being sent: of the head entry, or a SNAPSHOT header and its body) and drops
+    /// everything else, including the frames of the head entry after that one
+    /// (PROTOCOL.md §7.1: the frame being written is completed, no other frame is started).
     /// - Returns: the bytes dropped.
+    /// - Complexity: O(entries + frames before the head entry's offset).
     @discardableResult
     mutating func dropAllButPartialHead() -> Int {
         guard head < entries.count else { return 0 }
-        var keep = isMidFrame ? 1 : 0
-        while keep > 0 && !entries[head + keep - 1].endsFrame && head + keep < entries.count { keep += 1 }
         var dropped = 0
+        var keep = 0
+        if headContinuesFrame {
+            keep = 1
+        } else if entries[head].offset > 0, let frameEnd = endOfFrameInHead() {
+            keep = 1
+            dropped += trimHead(to: frameEnd)
+        }
+        while keep > 0 && !entries[head + keep - 1].endsFrame && head + keep < entries.count { keep += 1 }
         for index in (head + keep)..<entries.count {
             dropped += entries[index].end - entries[index].offset
             unmeter(entries[index])
@@ -187,6 +220,25 @@ struct OutputQueue {
         pendingBytes -= dropped
         if keep == 0 { removeAll() }
         return dropped
+    }
+
+    /// Shortens the head entry to end at `end` (a frame end inside it; nothing when it is not
+    /// inside), returning the bytes cut. A private chunk is truncated; a run of shared arena
+    /// chunks gives back `extra`. A shared chunk holds one frame or a SNAPSHOT body, so a frame
+    /// end inside it is its own end. The caller adjusts `pendingBytes`.
+    private mutating func trimHead(to end: Int) -> Int {
+        let entry = entries[head]
+        guard end < entry.end else { return 0 }
+        let cut = entry.end - end
+        if entry.isShared {
+            precondition(end >= entry.chunk.count, "a frame ends inside a shared chunk")
+            entries[head].extra = end - entry.chunk.count
+        } else {
+            entry.chunk.truncate(to: end)
+            meter.add(-cut)
+        }
+        entries[head].endsFrame = true
+        return cut
     }
 
     /// Drops everything (a connection that is gone).

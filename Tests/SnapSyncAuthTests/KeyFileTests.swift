@@ -37,8 +37,10 @@ import Testing
         #expect(Base64URL.decode(Self.hs.k!)?.count == 32)
     }
 
-    @Test func theDocumentedExampleLoads() async throws {
-        // docs/auth.md's example key file, verbatim.
+    /// docs/auth.md's example key file, verbatim: every key in it has its private half in print
+    /// (our docs, RFC 7515 A.3, RFC 8037 A), so each is refused by itself, and so is the
+    /// example secret of Protocol/AUTH.md.
+    @Test func theDocumentedExampleKeysAreRefused() async throws {
         let json = """
             {"keys": [
               {"kty": "oct", "kid": "hs-2026", "alg": "HS256", "use": "sig",
@@ -50,8 +52,36 @@ import Testing
                "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
             ]}
             """
-        let keys = try await AuthKeySet.load(jwks: Data(json.utf8))
-        #expect(keys.keyIDs == ["ed-2026", "es-2026", "hs-2026"])
+        let file = try JSONDecoder().decode(JSONWebKeySet.self, from: Data(json.utf8))
+        let fields = ["k", "x", "x"]
+        for (index, key) in file.keys.enumerated() {
+            let reason = await refusal([key])
+            #expect(reason?.hasPrefix(#"keys[0] (kid "\#(key.kid)"): \#(fields[index]): it is a published example key"#) == true, "\(reason ?? "loaded")")
+        }
+        var protocolExample = Self.hs
+        protocolExample.k = "ZXhhbXBsZSBzZWNyZXQ6IG5ldmVyIHVzZSBpdCEhISE"
+        #expect(await refusal([Self.es, protocolExample])?.hasPrefix(#"keys[1] (kid "hs"): k: it is a published example key"#) == true)
+        // The same file with keys of one's own loads.
+        let keys = try await AuthKeySet.load(JSONWebKeySet(keys: [Self.hs, Self.es, Self.ed]))
+        #expect(keys.keyIDs == ["ed", "es", "hs"])
+    }
+
+    /// Unused trailing bits that are not zero: no encoder writes that, so it is refused rather
+    /// than read as the same key as its canonical spelling.
+    @Test func nonCanonicalBase64URLIsRefused() async {
+        let canonical = Self.hs.k!
+        #expect(canonical.utf8.count == 43, "32 bytes: 2 unused bits in the last character")
+        let last = canonical.last!
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let value = alphabet.firstIndex(of: last)!
+        #expect(value & 3 == 0, "a canonical encoding's unused bits are zero")
+        var key = Self.hs
+        for bits in 1...3 {
+            key.k = String(canonical.dropLast()) + String(alphabet[value | bits])
+            #expect(await refusal([key]) == #"keys[0] (kid "hs"): k is not unpadded base64url"#)
+        }
+        #expect(Base64URL.decode("AB") == nil && Base64URL.decode("AA") == [0])
+        #expect(Base64URL.decode("AAB") == nil && Base64URL.decode("AAE") == [0, 1])
     }
 
     @Test func refusedKeys() async {

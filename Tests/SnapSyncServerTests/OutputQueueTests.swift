@@ -8,6 +8,13 @@ import Testing
 
 private func chunk(_ bytes: [UInt8]) -> OutputChunk { OutputChunk.frozen(bytes) }
 
+/// A frame with `body` (PROTOCOL.md §1: 4-byte big-endian length, then the body). The cut-off
+/// paths read the length prefixes, so tests that drop output queue real frames.
+private func framed(_ body: [UInt8]) -> [UInt8] {
+    let count = UInt32(body.count)
+    return [UInt8(count >> 24), UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 8), UInt8(truncatingIfNeeded: count)] + body
+}
+
 /// Gathers the queue and concatenates what the iovecs point at.
 private func gathered(_ queue: OutputQueue, capacity: Int = OutputQueue.maxIovecs) -> (bytes: [UInt8], iovecs: Int) {
     let iovecs = UnsafeMutablePointer<iovec>.allocate(capacity: capacity)
@@ -91,44 +98,78 @@ extension OutputQueue {
     }
 
     @Test func slowConsumerCutOffKeepsOnlyThePartlySentFrame() {
+        let first = framed([1, 2, 3]), second = framed([5, 6]), reply = framed([7])
         var queue = OutputQueue(cap: 1 << 20)
-        queue.enqueue(chunk([1, 2, 3, 4]))
-        queue.enqueue(chunk([5, 6]))
-        queue.appendBytes([7, 8])
+        queue.enqueue(chunk(first))
+        queue.enqueue(chunk(second))
+        queue.appendBytes(reply)
         queue.consume(1)
+        #expect(queue.isMidFrame)
         let dropped = queue.dropAllButPartialHead()
-        #expect(dropped == 4)
-        #expect(queue.pendingBytes == 3)
-        #expect(gathered(queue).bytes == [2, 3, 4])
+        #expect(dropped == second.count + reply.count)
+        #expect(queue.pendingBytes == first.count - 1)
+        #expect(gathered(queue).bytes == Array(first.dropFirst()))
         // Nothing partly sent: everything goes.
         var fresh = OutputQueue(cap: 1 << 20)
-        fresh.enqueue(chunk([1, 2]))
-        #expect(fresh.dropAllButPartialHead() == 2)
+        fresh.enqueue(chunk(first))
+        #expect(!fresh.isMidFrame)
+        #expect(fresh.dropAllButPartialHead() == first.count)
         #expect(fresh.isEmpty && fresh.entryCount == 0)
+    }
+
+    /// A burst of replies shares one private entry: a cut-off completes the reply being sent
+    /// and drops the replies after it, and one that comes at a reply's end keeps nothing.
+    @Test func aCutOffInsideABurstOfRepliesEndsAtTheReplyBeingSent() {
+        let replies = [framed([1]), framed([2, 2]), framed([3, 3, 3])]
+        func burst() -> OutputQueue {
+            var queue = OutputQueue(cap: 1 << 20)
+            for reply in replies { queue.appendBytes(reply) }
+            #expect(queue.entryCount == 1)
+            return queue
+        }
+        let all = replies.joined().map { $0 }
+        for sent in 1..<all.count {
+            var queue = burst()
+            queue.consume(sent)
+            // The end of the reply holding byte `sent`, or nil when `sent` is a reply's end.
+            let ends = [replies[0].count, replies[0].count + replies[1].count, all.count]
+            let atBoundary = ends.contains(sent)
+            #expect(queue.isMidFrame == !atBoundary, "\(sent) bytes sent")
+            let keepUntil = atBoundary ? sent : ends.first { $0 > sent }!
+            #expect(queue.dropAllButPartialHead() == all.count - keepUntil, "\(sent) bytes sent")
+            #expect(gathered(queue).bytes == Array(all[sent..<keepUntil]), "\(sent) bytes sent")
+            #expect(queue.pendingBytes == keepUntil - sent)
+            // The ERROR that follows a cut-off is appended after the kept bytes.
+            queue.appendBytes(framed([9]))
+            #expect(gathered(queue).bytes == Array(all[sent..<keepUntil]) + framed([9]), "\(sent) bytes sent")
+        }
     }
 
     /// A SNAPSHOT is a private header and a shared body in two entries: once any of it has been
     /// sent, a cut-off keeps both, so the stream stays framed; before that, both go.
     @Test func aSnapshotHeaderAndItsSharedBodyAreKeptOrDroppedTogether() {
+        let header: [UInt8] = [0, 0, 0, 5, 0x20]  // length 5: the type byte here, 4 body bytes next
+        let after = framed([8])
         func snapshotQueue() -> OutputQueue {
             var queue = OutputQueue(cap: 1 << 20)
-            [UInt8]([1, 2, 3]).withUnsafeBytes { queue.appendFrameHeader($0) }
+            header.withUnsafeBytes { queue.appendFrameHeader($0) }
             queue.enqueue(chunk([4, 5, 6, 7]))
-            queue.appendBytes([8, 9])
+            queue.appendBytes(after)
             return queue
         }
+        let frame = header + [4, 5, 6, 7]
         var untouched = snapshotQueue()
         #expect(!untouched.isMidFrame)
-        #expect(untouched.dropAllButPartialHead() == 9 && untouched.isEmpty)
-        for sent in 1...5 {
+        #expect(untouched.dropAllButPartialHead() == frame.count + after.count && untouched.isEmpty)
+        for sent in 1..<frame.count {
             var queue = snapshotQueue()
             queue.consume(sent)
             #expect(queue.isMidFrame, "\(sent) bytes sent")
-            #expect(queue.dropAllButPartialHead() == 2, "\(sent) bytes sent")
-            #expect(gathered(queue).bytes == Array([1, 2, 3, 4, 5, 6, 7].dropFirst(sent)), "\(sent) bytes sent")
+            #expect(queue.dropAllButPartialHead() == after.count, "\(sent) bytes sent")
+            #expect(gathered(queue).bytes == Array(frame.dropFirst(sent)), "\(sent) bytes sent")
         }
         var whole = snapshotQueue()
-        whole.consume(7)
+        whole.consume(frame.count)
         #expect(!whole.isMidFrame)
     }
 
@@ -152,8 +193,8 @@ extension OutputQueue {
         #expect(meter.bytes == 0)
 
         let arena = OutputArena(capacity: 64)
-        let first = [UInt8](repeating: 1, count: 10).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
-        let second = [UInt8](repeating: 2, count: 10).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
+        let first = framed([UInt8](repeating: 1, count: 6)).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
+        let second = framed([UInt8](repeating: 2, count: 6)).withUnsafeBytes { OutputChunk(in: arena, copying: $0) }
         a.enqueue(first)
         b.enqueue(first)
         b.enqueue(second)
@@ -213,20 +254,37 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
     }
 
     @Test func partialSendsAndDropsWorkAcrossAnExtendedEntry() {
-        let diffs = arenaChunks([[1, 2, 3], [4, 5], [6]])
+        let frames = [framed([1, 2, 3]), framed([4, 5]), framed([6])]
+        let diffs = arenaChunks(frames)
         var queue = OutputQueue(cap: 100)
         queue.enqueue(diffs[0])
         queue.enqueue(diffs[1])
-        queue.consume(4)  // into the second DIFF of the extended entry
+        let sent = frames[0].count + 3
+        queue.consume(sent)  // into the second DIFF of the extended entry
         queue.enqueue(diffs[2])  // still extends it
         #expect(queue.entryCount == 1)
-        #expect(gathered(queue).bytes == [5, 6])
-        // A slow consumer keeps only the rest of the partly sent entry: whole frames, still.
-        queue.appendBytes([7])
-        #expect(queue.dropAllButPartialHead() == 1)
-        #expect(gathered(queue).bytes == [5, 6])
-        queue.consume(2)
+        #expect(gathered(queue).bytes == Array(frames[1].dropFirst(3)) + frames[2])
+        // A slow consumer completes the DIFF being sent, and drops the later DIFFs of the same
+        // entry and the reply after it.
+        queue.appendBytes(framed([7]))
+        #expect(queue.isMidFrame)
+        #expect(queue.dropAllButPartialHead() == frames[2].count + 5)
+        #expect(gathered(queue).bytes == Array(frames[1].dropFirst(3)))
+        queue.consume(frames[1].count - 3)
         #expect(queue.isEmpty)
+    }
+
+    /// Sent bytes that end exactly at a DIFF's end inside a run: not mid-frame, nothing kept.
+    @Test func aCutOffAtAFrameEndInsideARunKeepsNothing() {
+        let frames = [framed([1, 2, 3]), framed([4, 5]), framed([6])]
+        let meter = OutputMeter()
+        var queue = OutputQueue(cap: 100, meter: meter)
+        for diff in arenaChunks(frames) { queue.enqueue(diff) }
+        queue.consume(frames[0].count)
+        #expect(!queue.isMidFrame)
+        #expect(queue.dropAllButPartialHead() == frames[1].count + frames[2].count)
+        #expect(queue.isEmpty && queue.entryCount == 0)
+        #expect(meter.bytes == 0)
     }
 
     @Test func theArenaLivesAsLongAsAnyOfItsChunks() {
