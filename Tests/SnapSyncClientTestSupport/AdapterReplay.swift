@@ -6,7 +6,9 @@ package import Testing
 /// checks them with `expectReplays`; then the reconfigures it calls after the batch. A list
 /// named by two steps, or a step UIKit would take for another, shows as a difference from the
 /// change's own `updates`.
-package func expectAdapterReplays(_ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+package func expectAdapterReplays(
+    _ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+) {
     var recorded = BatchUpdates()
     for step in change.updates.steps {
         switch step {
@@ -34,7 +36,9 @@ package func expectAdapterReplays(_ change: RoomChange, from old: Snapshot, _ co
 /// twice; a reload or reconfigure of an identifier it does not hold) and against the change:
 /// its layout is the new snapshot's, and every item or section whose content changed and
 /// stayed is reloaded or reconfigured.
-package func expectDiffableUpdate(_ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+package func expectDiffableUpdate(
+    _ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+) {
     let update = DiffableUpdate(change)
     let new = change.snapshot
     let sections = update.sections.map(\.section), items = update.sections.flatMap(\.items)
@@ -44,7 +48,8 @@ package func expectDiffableUpdate(_ change: RoomChange, from old: Snapshot, _ co
     let refreshed = Set(update.reloadedItems + update.reconfiguredItems)
     #expect(refreshed.isSubset(of: held), "reloads only items it holds\n\(comment())", sourceLocation: sourceLocation)
     #expect(Set(update.reloadedSections).isSubset(of: heldSections), "reloads only sections it holds\n\(comment())", sourceLocation: sourceLocation)
-    #expect(Set(update.reloadedItems).isDisjoint(with: update.reconfiguredItems), "reload or reconfigure, not both\n\(comment())", sourceLocation: sourceLocation)
+    #expect(
+        Set(update.reloadedItems).isDisjoint(with: update.reconfiguredItems), "reload or reconfigure, not both\n\(comment())", sourceLocation: sourceLocation)
     for item in items where old.contains(item: item) && old.payload(ofItem: item) != new.payload(ofItem: item) {
         #expect(refreshed.contains(item), "changed item \(item) is refreshed\n\(comment())", sourceLocation: sourceLocation)
     }
@@ -54,7 +59,9 @@ package func expectDiffableUpdate(_ change: RoomChange, from old: Snapshot, _ co
 }
 
 /// `positions` answers every lookup as `snapshot`'s brute-force walk does.
-package func expectPositions(_ positions: SnapshotPositions, match snapshot: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+package func expectPositions(
+    _ positions: SnapshotPositions, match snapshot: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+) {
     let sections = snapshot.sectionIdentifiers
     #expect(positions.numberOfSections == sections.count, "\(comment())", sourceLocation: sourceLocation)
     for (s, section) in sections.enumerated() {
@@ -68,7 +75,9 @@ package func expectPositions(_ positions: SnapshotPositions, match snapshot: Sna
         for (i, item) in items.enumerated() {
             let path = ItemIndexPath(item: i, section: s)
             guard positions.itemIdentifier(for: path) == item, positions.indexPath(for: item) == path else {
-                Issue.record("item \(item) at \(path) is misplaced: \(positions.itemIdentifier(for: path).map { "\($0)" } ?? "nil"), \(positions.indexPath(for: item).map { "\($0)" } ?? "nil")\n\(comment())", sourceLocation: sourceLocation)
+                Issue.record(
+                    "item \(item) at \(path) is misplaced: \(positions.itemIdentifier(for: path).map { "\($0)" } ?? "nil"), \(positions.indexPath(for: item).map { "\($0)" } ?? "nil")\n\(comment())",
+                    sourceLocation: sourceLocation)
                 return
             }
         }

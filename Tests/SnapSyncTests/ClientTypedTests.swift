@@ -112,7 +112,9 @@ struct ClientTypedTests {
     @Test("perform maps its body's errors to one SnapSyncError")
     func bodyErrors() {
         struct Mine: Error {}
-        #expect(SnapSyncError(batchBodyError: BatchError(operationIndex: 2, violation: .itemNotFound("x"))) == .invalidBatch(BatchError(operationIndex: 2, violation: .itemNotFound("x"))))
+        #expect(
+            SnapSyncError(batchBodyError: BatchError(operationIndex: 2, violation: .itemNotFound("x")))
+                == .invalidBatch(BatchError(operationIndex: 2, violation: .itemNotFound("x"))))
         #expect(SnapSyncError(batchBodyError: SnapSyncError.closed) == .closed)
         #expect(SnapSyncError(batchBodyError: Mine()) == .batchAbandoned("Mine()"))
     }
