@@ -23,7 +23,9 @@ public struct DiffableUpdate: Hashable, Sendable {
         sections = snapshot.sections.map { section in (section.id, snapshot.itemIdentifiers(inSection: section.id) ?? []) }
         reloadedSections = change.updates.reloadedSectionIdentifiers.filter { snapshot.contains(section: $0) }
         reloadedItems = change.updates.reloadedItemIdentifiers.filter { snapshot.contains(item: $0) }
-        reconfiguredItems = change.updates.reconfiguredItemIdentifiers.filter { snapshot.contains(item: $0) }
+        // An item both reloaded and reconfigured (a catch-up can do both) gets the fresh cell.
+        let reloaded = Set(reloadedItems)
+        reconfiguredItems = change.updates.reconfiguredItemIdentifiers.filter { snapshot.contains(item: $0) && !reloaded.contains($0) }
     }
 
     public static func == (lhs: DiffableUpdate, rhs: DiffableUpdate) -> Bool {
