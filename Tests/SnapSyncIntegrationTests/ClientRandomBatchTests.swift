@@ -70,9 +70,11 @@ struct ClientRandomBatchTests {
             }
             return try await group.reduce(0, +)
         }
+        // A fresh JOIN is the daemon's state: both replicas must reach it.
+        let observer = try await connectedClient(daemon, "observer")
         var changes = 0
         for room in rooms {
-            let truth = try #require(await a.replica(room)).position
+            let truth = try await observer.join(room).position
             for (who, log) in logs where who.hasSuffix("/\(room)") {
                 let stream = try await log.wait(for: "\(who) at \(truth)") { $0.last?.position == truth }
                 expectConsistentStream(stream, who)
@@ -83,8 +85,7 @@ struct ClientRandomBatchTests {
         }
         print("concurrentDiffs(\(round)): \(applied) batches applied, \(changes) changes validated")
         #expect(applied > 4500)
-        await a.close()
-        await b.close()
+        for client in [a, b, observer] { await client.close() }
     }
 
     /// A reader whose connection is cut while a writer goes on: on each resume it gets a
