@@ -8,7 +8,7 @@
         /// changed in place (AppKit has no reconfigure). `updateModel` runs inside the batch,
         /// before the updates: make the data source answer from `change.snapshot` there.
         @MainActor
-        public func apply(_ change: RoomChange, updateModel: () -> Void, completion: ((Bool) -> Void)? = nil) {
+        public func apply(_ change: RoomChange, updateModel: @escaping @MainActor () -> Void, completion: ((Bool) -> Void)? = nil) {
             func paths(_ list: [ItemIndexPath]) -> Set<IndexPath> { Set(list.map(\.indexPath)) }
             performBatchUpdates(
                 {

@@ -1,6 +1,6 @@
 // Thin UIKit adapters: each replays what `BatchUpdates.steps` or `DiffableUpdate` computed (both
 // compiled and tested on every platform); nothing here decides anything.
-#if canImport(UIKit)
+#if canImport(UIKit) && !os(watchOS)
     public import UIKit
 
     extension UICollectionView {
@@ -8,7 +8,7 @@
         /// content changed in place. `updateModel` runs inside the batch, before the updates:
         /// make the data source answer from `change.snapshot` there.
         @MainActor
-        public func apply(_ change: RoomChange, updateModel: () -> Void, completion: ((Bool) -> Void)? = nil) {
+        public func apply(_ change: RoomChange, updateModel: @escaping @MainActor () -> Void, completion: ((Bool) -> Void)? = nil) {
             performBatchUpdates(
                 {
                     updateModel()

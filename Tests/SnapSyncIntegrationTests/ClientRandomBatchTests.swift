@@ -50,7 +50,7 @@ func expectLookupsMatch(_ replica: RoomReplica, _ who: String, sourceLocation: S
 @Suite("Client: random batches through the real daemon", .serialized)
 struct ClientRandomBatchTests {
     /// Rooms written by two clients at once: every change is a `.diff`.
-    @Test("concurrent writers: every diff passes the UIKit validator", .timeLimit(.minutes(2)), arguments: [1, 2])
+    @Test("concurrent writers: every diff passes the UIKit validator", .timeLimit(.minutes(2)), arguments: [1, 2, 3])
     func concurrentDiffs(round: Int) async throws {
         let daemon = try DaemonProcess.start()
         defer { daemon.stop() }
@@ -65,7 +65,7 @@ struct ClientRandomBatchTests {
             for (k, room) in rooms.enumerated() {
                 for (w, client) in [a, b].enumerated() {
                     let seed = UInt64(round * 1000 + k * 10 + w + 1)
-                    group.addTask { try await writeRandomBatches(client, room, count: 1000, seed: seed) }
+                    group.addTask { try await writeRandomBatches(client, room, count: 620, seed: seed) }
                 }
             }
             return try await group.reduce(0, +)
@@ -84,7 +84,7 @@ struct ClientRandomBatchTests {
             expectLookupsMatch(try #require(await b.replica(room)), "b/\(room)")
         }
         print("concurrentDiffs(\(round)): \(applied) batches applied, \(changes) changes validated")
-        #expect(applied > 4500)
+        #expect(applied > 3500)
         for client in [a, b, observer] { await client.close() }
     }
 
