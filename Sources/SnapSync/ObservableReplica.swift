@@ -33,7 +33,7 @@
         @ObservationIgnored private var positions: SnapshotPositions
         @ObservationIgnored private var follower: Task<Void, Never>?
 
-        /// Follows `replica` from its current snapshot on. O(n log n) to start.
+        /// Follows `replica` from its current snapshot on. O(n) to start.
         public init(_ replica: RoomReplica) {
             room = replica.room
             let changes = replica.changes  // subscribed now: no change after `current` is missed

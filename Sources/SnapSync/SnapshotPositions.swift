@@ -8,7 +8,7 @@
 /// - `sectionIdentifier(for:)`, `itemIdentifier(for:)`, `indexPath(for:)`, `index(ofSection:)`:
 ///   O(log n) expected (n: sections, or items of the section); plus O(1) expected hashing.
 /// - `apply(_:)`: O(k log n) for a change of k operation elements (a `.diff` or `.catchUp`);
-///   O(n log n) for `.initial` and `.resync`, which replace the snapshot.
+///   O(n) for `.initial` and `.resync`, which replace the snapshot.
 ///
 /// `RoomReplica` and `ObservableReplica` keep one each. An app that applies changes to its views
 /// itself (a data source updated from a `changes` loop) can keep its own, so that lookups answer
@@ -28,7 +28,7 @@ public struct SnapshotPositions: Sendable {
     /// Positions of an empty snapshot.
     public init() {}
 
-    /// Positions of `snapshot`. O(n log n).
+    /// Positions of `snapshot`. O(n).
     public init(_ snapshot: Snapshot) {
         reset(to: snapshot)
     }
@@ -133,13 +133,25 @@ public struct SnapshotPositions: Sendable {
         }
     }
 
+    /// O(n): each tree is built whole from its ordered nodes.
     private mutating func reset(to snapshot: Snapshot) {
         self = SnapshotPositions()
+        var sections: [RankedForest.Node] = []
+        sections.reserveCapacity(snapshot.numberOfSections)
+        itemNodes.reserveCapacity(snapshot.numberOfItems)
         for section in snapshot.sections {
-            insertSection(section.id, at: numberOfSections)
-            let node = sectionNodes[section.id]!
-            for item in snapshot.items(inSection: section.id) { insertItem(item.id, inSection: node, at: forest.count(owner[Int(node)])) }
+            let node = newNode(section.id, owner: RankedForest.none)
+            sectionNodes[section.id] = node
+            sections.append(node)
+            var items: [RankedForest.Node] = []
+            for item in snapshot.itemIdentifiers(inSection: section.id) ?? [] {
+                let itemNode = newNode(item, owner: node)
+                itemNodes[item] = itemNode
+                items.append(itemNode)
+            }
+            owner[Int(node)] = forest.tree(of: items)
         }
+        sectionsRoot = forest.tree(of: sections)
     }
 
     private mutating func newNode(_ id: Identifier, owner nodeOwner: RankedForest.Node) -> RankedForest.Node {
