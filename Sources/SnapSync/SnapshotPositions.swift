@@ -14,6 +14,9 @@
 /// itself (a data source updated from a `changes` loop) can keep its own, so that lookups answer
 /// for exactly the snapshot its views show: `apply` every change in order, as it applies it.
 ///
+/// Memory: per section and item, a 24-byte tree node, a copy of its identifier and an entry in
+/// a hash table from identifier to node: on top of the snapshot, which does not store positions.
+///
 /// A value: a copy shares storage until one side changes, and then costs O(n).
 public struct SnapshotPositions: Sendable {
     private var forest = RankedForest()
