@@ -11,4 +11,14 @@
             self.init(item: indexPath[1], section: indexPath[0])
         }
     }
+
+    extension SnapshotPositions {
+        /// `itemIdentifier(for:)` with UIKit's `IndexPath`. O(log n)
+        public func itemIdentifier(for indexPath: IndexPath) -> Identifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
+    }
+
+    extension RoomReplica {
+        /// `itemIdentifier(for:)` with UIKit's `IndexPath`. O(log n)
+        public func itemIdentifier(for indexPath: IndexPath) -> Identifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
+    }
 #endif

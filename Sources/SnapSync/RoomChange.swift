@@ -1,7 +1,8 @@
 /// One change of a replica, as delivered by `RoomReplica.changes`.
 public struct RoomChange: Sendable {
     public enum Kind: Hashable, Sendable {
-        /// The replica's first snapshot, after `join`: everything is an insert.
+        /// The first change of every `changes` stream: the replica's snapshot when the stream
+        /// was made (after `join`, its first snapshot); everything is an insert.
         case initial
         /// One batch another client (or this one) applied: one DIFF.
         case diff

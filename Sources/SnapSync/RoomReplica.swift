@@ -1,41 +1,70 @@
-/// A joined room's local copy: its current snapshot and position, and the stream of its changes.
+/// A joined room's local copy: its current snapshot and position, index-path lookups, and the
+/// stream of its changes.
 ///
 /// The client updates it from its DIFFs, catch-ups and resyncs; it is read from anywhere,
-/// synchronously (a UI thread can read `snapshot` inside a data source callback). `snapshot` and
-/// `position` always belong to the same version: read both at once with `current`.
+/// synchronously (a UI thread can read `snapshot` inside a data source callback). `snapshot`,
+/// `position` and the lookups always belong to the same version: read snapshot and position at
+/// once with `current`.
 ///
-/// `changes` has one consumer: iterate it from one task. It starts with the `.initial` change
-/// and buffers without bound, so no change is ever lost, but each buffered change holds its
-/// snapshot: consume it (or `leave` the room) rather than let it pile up. It finishes when the
-/// room is left, the join is refused on a reconnect, or the client closes.
+/// `changes` may be consumed by any number of tasks: each access makes a new stream, which
+/// starts with an `.initial` change holding the replica's snapshot at that moment and then gets
+/// every later change, so a consumer never misses nor doubles one. A stream buffers without
+/// bound, and each buffered change holds its snapshot: consume it (or end the loop, or `leave`
+/// the room) rather than let it pile up. Streams finish when the room is left, the join is
+/// refused on a reconnect, or the client closes.
 public final class RoomReplica: Sendable {
     public let room: String
-    public let changes: AsyncStream<RoomChange>
 
-    private let continuation: AsyncStream<RoomChange>.Continuation
-    private let state: Locked<(snapshot: Snapshot, position: RoomPosition)>
+    struct State: Sendable {
+        var snapshot = Snapshot()
+        var position = RoomPosition(epoch: 0, version: 0)
+        var positions = SnapshotPositions()
+    }
+    private let broadcast = Broadcast<State, RoomChange>(State())
 
     init(room: String) {
         self.room = room
-        (changes, continuation) = AsyncStream.makeStream(of: RoomChange.self, bufferingPolicy: .unbounded)
-        state = Locked((Snapshot(), RoomPosition(epoch: 0, version: 0)))
+    }
+
+    /// A new stream of this replica's changes: `.initial` (the snapshot now), then every change.
+    public var changes: AsyncStream<RoomChange> {
+        let room = room
+        return broadcast.subscribe { state in
+            RoomChange(
+                kind: .initial, room: room, previousPosition: nil, position: state.position, operations: [],
+                snapshot: state.snapshot, updates: BatchUpdates(from: Snapshot(), to: state.snapshot))
+        }
     }
 
     /// The snapshot at `position`.
-    public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+    public var snapshot: Snapshot { broadcast.read { $0.snapshot } }
     /// The room's epoch and the version the snapshot is at.
-    public var position: RoomPosition { state.withLock { $0.position } }
+    public var position: RoomPosition { broadcast.read { $0.position } }
     /// Both, read together.
-    public var current: (snapshot: Snapshot, position: RoomPosition) { state.withLock { $0 } }
+    public var current: (snapshot: Snapshot, position: RoomPosition) { broadcast.read { ($0.snapshot, $0.position) } }
+
+    /// The identifier of the section at `section` in `snapshot`, or nil. O(log n) (`SnapshotPositions`).
+    public func sectionIdentifier(for section: Int) -> Identifier? { broadcast.read { $0.positions.sectionIdentifier(for: section) } }
+    /// The identifier of the item at `indexPath` in `snapshot`, or nil. O(log n)
+    public func itemIdentifier(for indexPath: ItemIndexPath) -> Identifier? { broadcast.read { $0.positions.itemIdentifier(for: indexPath) } }
+    /// The index path of `item` in `snapshot`, or nil. O(log n)
+    public func indexPath(for item: Identifier) -> ItemIndexPath? { broadcast.read { $0.positions.indexPath(for: item) } }
+    /// The index of `section` in `snapshot`, or nil. O(log n)
+    public func index(ofSection section: Identifier) -> Int? { broadcast.read { $0.positions.index(ofSection: section) } }
+    /// Items in the section at `section`, or nil. O(log n)
+    public func numberOfItems(inSection section: Int) -> Int? { broadcast.read { $0.positions.numberOfItems(inSection: section) } }
 
     /// Makes `change` current, then delivers it. Only the client calls this, from its actor, so
     /// changes are delivered in the order they were made current.
     func publish(_ change: RoomChange) {
-        state.withLock { $0 = (change.snapshot, change.position) }
-        continuation.yield(change)
+        broadcast.publish(change) { state in
+            state.snapshot = change.snapshot
+            state.position = change.position
+            state.positions.apply(change)
+        }
     }
 
     func finish() {
-        continuation.finish()
+        broadcast.finish()
     }
 }

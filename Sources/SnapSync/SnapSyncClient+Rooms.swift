@@ -35,8 +35,14 @@ extension SnapSyncClient {
         let kind: RoomChange.Kind
         if !entry.loaded {
             kind = .initial
+        } else if let reason = entry.resyncReason {
+            // `resync(_:_:)` announced it when it asked.
+            kind = .resync(reason)
         } else {
-            kind = .resync(entry.resyncReason ?? .historyUnavailable)
+            // A resume the server answered with a SNAPSHOT: the history no longer reaches back
+            // (or the room has a new epoch). Announced here, as every resync is.
+            kind = .resync(.historyUnavailable)
+            eventSink.yield(.resyncing(room: room, reason: .historyUnavailable))
         }
         entry.phase = .live
         entry.loaded = true

@@ -26,9 +26,12 @@
 /// and Apple platforms. Call `close()` when done.
 public actor SnapSyncClient {
     public nonisolated let configuration: Configuration
-    /// Connection and room events. One consumer; the newest 1024 are kept if nobody listens.
-    public nonisolated let events: AsyncStream<ClientEvent>
-    nonisolated let eventSink: AsyncStream<ClientEvent>.Continuation
+    /// Connection and room events. Each access makes a new stream that gets every event from
+    /// then on, so any number of consumers may listen, each with its own stream (make it before
+    /// the calls whose events it should see, e.g. before `connect()`). A stream keeps the newest
+    /// 1024 events its consumer has not read yet. Streams finish after `.closed`.
+    public nonisolated var events: AsyncStream<ClientEvent> { eventSink.subscribe() }
+    nonisolated let eventSink = Broadcast<Void, ClientEvent>((), bufferingPolicy: .bufferingNewest(1024))
     nonisolated let stateBox = Locked(ConnectionState.disconnected)
 
     /// The connection's state, readable from any thread.
@@ -170,7 +173,6 @@ public actor SnapSyncClient {
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        (events, eventSink) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
     public init(host: String, port: Int, clientName: String = "SnapSync client") {
@@ -264,22 +266,23 @@ public actor SnapSyncClient {
     /// each call locally (see `BatchBuilder`), then sends it as `mutate` does.
     ///
     /// `body` runs on the caller's actor (the `isolation` parameter), not the client's, so it may
-    /// touch the caller's state.
-    /// - Throws: `SnapSyncError.invalidBatch` when a builder call fails locally (nothing is
-    ///   sent), `.notJoined` when the room is not joined, anything `body` throws, and what
-    ///   `mutate` throws.
+    /// touch the caller's state. Whatever it throws ends the call, as one typed error: nothing
+    /// is sent.
+    /// - Throws: `.invalidBatch` when a builder call fails locally (the body threw the builder's
+    ///   `BatchError`), a `SnapSyncError` the body threw as it is, `.batchAbandoned` for any other
+    ///   error of the body; `.notJoined` when the room is not joined, and what `mutate` throws.
     @discardableResult
     public func perform(
         _ room: String, expectedVersion: UInt64? = nil,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (inout BatchBuilder) throws -> Void
-    ) async throws -> RoomPosition {
-        guard let base = await batchBase(room) else { throw SnapSyncError.notJoined(room: room) }
+    ) async throws(SnapSyncError) -> RoomPosition {
+        guard let base = await batchBase(room) else { throw .notJoined(room: room) }
         var builder = BatchBuilder(base: base.snapshot, limits: base.limits)
         do {
             try body(&builder)
-        } catch let error as BatchError {
-            throw SnapSyncError.invalidBatch(error)
+        } catch {
+            throw SnapSyncError(batchBodyError: error)
         }
         return try await mutate(room, builder.operations, expectedVersion: expectedVersion)
     }

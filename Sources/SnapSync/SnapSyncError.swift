@@ -22,6 +22,11 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The batch failed local validation against the replica's snapshot (`BatchBuilder`); it was
     /// not sent.
     case invalidBatch(BatchError)
+    /// A typed value did not encode to bytes (`TypedBatch`); the batch was not sent.
+    case coding(ElementCodingError)
+    /// `perform`'s body threw an error that is neither a `BatchError` nor a `SnapSyncError`
+    /// (described here); the batch was not sent.
+    case batchAbandoned(String)
     /// No connection could be made: name resolution, refusal, or the connect timeout.
     case connectFailed(String)
     /// The connection dropped and automatic reconnection is off (or gave up), or it dropped
@@ -106,6 +111,8 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unauthorized(let reason): "unauthorized: the server refused the token: \(reason)"
         case .credentialsUnavailable(let why): "the credentials provider failed: \(why)"
         case .invalidBatch(let error): "invalid batch: \(error)"
+        case .coding(let error): "\(error)"
+        case .batchAbandoned(let why): "the batch was abandoned: \(why)"
         case .connectFailed(let why): "could not connect: \(why)"
         case .connectionLost(let why): "connection lost: \(why)"
         case .timedOut(let what): "timed out: \(what)"
@@ -114,6 +121,18 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         case .notJoined(let room): "room \(room) is not joined"
         case .cancelled: "cancelled"
         case .closed: "the client is closed"
+        }
+    }
+}
+
+extension SnapSyncError {
+    /// What `perform` throws for an error of its body: the builder's `BatchError` as
+    /// `.invalidBatch`, a `SnapSyncError` as it is, anything else described.
+    init(batchBodyError error: any Error) {
+        switch error {
+        case let error as BatchError: self = .invalidBatch(error)
+        case let error as SnapSyncError: self = error
+        default: self = .batchAbandoned("\(error)")
         }
     }
 }

@@ -38,8 +38,10 @@ public struct Identifier: Hashable, Sendable, Comparable {
     }
 }
 
-extension Identifier: ExpressibleByStringLiteral {
+/// `"card-\(n)"` is an identifier too: the interpolated text's UTF-8 bytes.
+extension Identifier: ExpressibleByStringInterpolation {
     public init(stringLiteral value: String) { self.init(value) }
+    public init(stringInterpolation: DefaultStringInterpolation) { self.init(String(stringInterpolation: stringInterpolation)) }
 }
 
 extension Identifier: CustomStringConvertible {

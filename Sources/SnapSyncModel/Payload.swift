@@ -24,8 +24,10 @@ public struct Payload: Hashable, Sendable {
     }
 }
 
-extension Payload: ExpressibleByStringLiteral {
+/// `"done at \(time)"` is a payload too: the interpolated text's UTF-8 bytes.
+extension Payload: ExpressibleByStringInterpolation {
     public init(stringLiteral value: String) { self.init(value) }
+    public init(stringInterpolation: DefaultStringInterpolation) { self.init(String(stringInterpolation: stringInterpolation)) }
 }
 
 /// An identifier with its payload: what append and insert operations carry.
@@ -39,6 +41,8 @@ public struct SnapshotElement: Hashable, Sendable {
     }
 }
 
-extension SnapshotElement: ExpressibleByStringLiteral {
+/// `"card-\(n)"` is an element with that identifier and no payload.
+extension SnapshotElement: ExpressibleByStringInterpolation {
     public init(stringLiteral value: String) { self.init(Identifier(value)) }
+    public init(stringInterpolation: DefaultStringInterpolation) { self.init(Identifier(String(stringInterpolation: stringInterpolation))) }
 }

@@ -18,21 +18,31 @@ do {
     let replica = try await client.join(room)
     print("joined \(room) at \(replica.position)")
 
-    // Print changes as they come: what UIKit would be told, then the room.
+    // Print changes as they come: what UIKit would be told, then the room. Each `changes` is a
+    // stream of its own (any number may be consumed), from the moment it is made: make it now.
+    let changes = replica.changes
     let printer = Task {
-        for await change in replica.changes {
+        for await change in changes {
             print("\(change.kind) → v\(change.version): \(change.updates)")
             print(change.snapshot.visualDescription())
         }
     }
 
     // Append an item to the last section, creating a section first if the room has none.
-    let item = SnapshotElement(Identifier("item-\(UInt32.random(in: 0 ... .max))"), payload: "hello from snapsync-example")
+    let item = SnapshotElement("item-\(UInt32.random(in: 0 ... .max))", payload: "hello from \(configuration.clientName)")
     let position = try await client.perform(room) { batch in
         if batch.snapshot.numberOfSections == 0 { try batch.appendSections(["main"]) }
         try batch.appendItems([item])
     }
-    print("appended \(item.id) at \(position)")
+    // What a cellForItemAt asks, in O(log n): the item's index path, and back.
+    if let path = replica.indexPath(for: item.id) {
+        print("appended \(item.id) at \(position), index path \(path): \(replica.itemIdentifier(for: path)!)")
+    }
+
+    // The typed façade: identifiers as text, payloads decoded (here as text too; `.json` for a
+    // Codable type). A payload that does not decode throws ElementCodingError naming the item.
+    let typed = TypedReplica(replica, coding: RoomCoding<String, String, String>(sectionIDs: .string, itemIDs: .string, items: .string))
+    print("sections: \(try typed.sectionIdentifiers()), last item: \(try typed.item(item.id.string!) ?? "?")")
 
     try await Task.sleep(for: .milliseconds(200))  // let the printer show our own DIFF
     await client.close()

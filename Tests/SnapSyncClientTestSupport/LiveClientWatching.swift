@@ -113,5 +113,12 @@ package func expectConsistentStream(_ changes: [RoomChange], _ who: String, sour
         expectReplays(
             change.updates, from: previous.snapshot, to: change.snapshot, operations: change.operations,
             "\(who): \(change.kind) v\(previous.version) → v\(change.version)", sourceLocation: sourceLocation)
+        // What the adapters do with it: the batch-update steps, and the diffable data source's.
+        expectAdapterReplays(change, from: previous.snapshot, "\(who): \(change.kind) v\(change.version)", sourceLocation: sourceLocation)
+        expectDiffableUpdate(change, from: previous.snapshot, "\(who): \(change.kind) v\(change.version)", sourceLocation: sourceLocation)
     }
+    // The lookups a data source makes, kept up to date change by change as an app would.
+    var positions = SnapshotPositions()
+    for change in changes { positions.apply(change) }
+    if let last = changes.last { expectPositions(positions, match: last.snapshot, "\(who): after v\(last.version)", sourceLocation: sourceLocation) }
 }

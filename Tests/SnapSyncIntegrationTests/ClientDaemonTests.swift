@@ -174,6 +174,9 @@ struct ClientDaemonTests {
         #expect(replicaA.snapshot == replicaB.snapshot)
         expectConsistentStream(try await logA.wait(for: "a's last change") { $0.last?.position == replicaB.position }, "a")
         #expect(await !eventsA.disconnections.isEmpty)
+        let seen = await eventsA.events
+        let announced = seen.filter { if case .resyncing(room, .historyUnavailable) = $0 { true } else { false } }
+        #expect(announced.count == 1, "the resync is announced: \(seen)")
         await a.close()
         await b.close()
     }

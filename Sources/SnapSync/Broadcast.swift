@@ -1,0 +1,76 @@
+/// A stream source with any number of consumers, each of which gets every element published
+/// after it subscribed: one `AsyncStream` per subscription. (A single `AsyncStream` shared by
+/// two `for await` loops hands each element to one of them only.)
+///
+/// `State` is kept under the same lock as the subscribers, so that a subscription can start with
+/// an element made from the state (a replica's current snapshot) and then get exactly the
+/// elements published after that state: none missed, none twice.
+///
+/// - Complexity: `publish` is O(subscribers); `subscribe` and a consumer's end are O(1) expected.
+final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
+    private struct Shared: Sendable {
+        var state: State
+        var subscribers: [UInt64: AsyncStream<Element>.Continuation] = [:]
+        var nextID: UInt64 = 0
+        var finished = false
+    }
+    private let shared: Locked<Shared>
+    private let bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy
+
+    init(_ state: State, bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {
+        shared = Locked(Shared(state: state))
+        self.bufferingPolicy = bufferingPolicy
+    }
+
+    /// The state, read under the lock.
+    func read<R>(_ body: (State) throws -> R) rethrows -> R {
+        try shared.withLock { try body($0.state) }
+    }
+
+    /// A new stream: `first(state)` if not nil, then every element published from now on. A
+    /// stream made after `finish()` finishes at once.
+    func subscribe(startingWith first: (State) -> Element? = { _ in nil }) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
+        let id: UInt64? = shared.withLock { shared in
+            guard !shared.finished else { return nil }
+            if let element = first(shared.state) { continuation.yield(element) }
+            shared.nextID += 1
+            shared.subscribers[shared.nextID] = continuation
+            return shared.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        // Runs when the consumer stops (its task is cancelled, the stream is dropped) or after
+        // `finish()`; never with the lock held, since `finish()` ends streams after unlocking.
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.shared.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Updates the state and delivers `element` to every subscriber, atomically with respect to
+    /// `subscribe`.
+    func publish(_ element: Element, updating update: (inout State) -> Void = { _ in }) {
+        shared.withLock { shared in
+            update(&shared.state)
+            for continuation in shared.subscribers.values { continuation.yield(element) }
+        }
+    }
+
+    /// Delivers `element` to every subscriber.
+    func yield(_ element: Element) {
+        publish(element)
+    }
+
+    /// Ends every stream, and those made later. Idempotent.
+    func finish() {
+        let ended = shared.withLock { shared in
+            shared.finished = true
+            defer { shared.subscribers = [:] }
+            return Array(shared.subscribers.values)
+        }
+        for continuation in ended { continuation.finish() }
+    }
+}

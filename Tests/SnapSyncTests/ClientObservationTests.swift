@@ -1,0 +1,45 @@
+#if canImport(Observation)
+    import Observation
+    @testable import SnapSync
+    import Testing
+
+    /// `ObservableReplica`: follows its replica on the main actor and tells Observation.
+    @Suite("Client: ObservableReplica")
+    struct ClientObservationTests {
+        @Test("an ObservableReplica follows the replica, notifies observers, and serves lookups")
+        @MainActor
+        func follows() async throws {
+            let replica = RoomReplica(room: "r")
+            let other = replica.changes  // another consumer: must not take changes away
+            let observed = ObservableReplica(replica)
+            let notified = Locked(0)
+            withObservationTracking {
+                _ = observed.snapshot
+            } onChange: {
+                notified.withLock { $0 += 1 }
+            }
+            var snapshot = Snapshot()
+            try snapshot.appendSections(["s"])
+            try snapshot.appendItems(["a", "b", "c"], toSection: "s")
+            let operations: [SnapshotOperation] = [.appendSections(["s"]), .appendItems(["a", "b", "c"], toSection: "s")]
+            replica.publish(
+                RoomChange(
+                    kind: .diff, room: "r", previousPosition: RoomPosition(epoch: 1, version: 0), position: RoomPosition(epoch: 1, version: 1),
+                    operations: operations, snapshot: snapshot, updates: BatchUpdates(from: Snapshot(), to: snapshot, operations: operations)))
+            for _ in 0..<1000 where observed.position.version != 1 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.position.version == 1)
+            #expect(observed.snapshot == snapshot)
+            #expect(notified.value == 1, "observers of snapshot were told")
+            #expect(observed.lastChange?.kind == .diff)
+            #expect(observed.itemIdentifier(for: ItemIndexPath(item: 2, section: 0)) == "c")
+            #expect(observed.indexPath(for: "b") == ItemIndexPath(item: 1, section: 0))
+            #expect(observed.sectionIdentifier(for: 0) == "s" && observed.index(ofSection: "s") == 0)
+            replica.finish()
+            for _ in 0..<1000 where !observed.isFinished { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.isFinished)
+            var versions: [UInt64] = []
+            for await change in other { versions.append(change.version) }
+            #expect(versions == [0, 1])
+        }
+    }
+#endif
