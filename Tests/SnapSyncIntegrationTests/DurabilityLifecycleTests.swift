@@ -18,7 +18,9 @@ extension ServerIntegration {
             let daemon = try dir.start()
             let writer = try RawClient.ready(daemon)
             let member = try RawClient.ready(daemon)
-            for n in 0..<3 { try writer.mustMutate("doc", (n == 0 ? [.appendSections([.named("s")])] : []) + [.appendItems([.named("i\(n)")], toSection: "s")]) }
+            for n in 0..<3 {
+                try writer.mustMutate("doc", (n == 0 ? [.appendSections([.named("s")])] : []) + [.appendItems([.named("i\(n)")], toSection: "s")])
+            }
             guard case .snapshot(_, _, let epoch, 3, _, _, _) = try member.join("doc") else {
                 Issue.record("the member did not get the room at version 3")
                 return
@@ -101,7 +103,11 @@ extension ServerIntegration {
                 files(dir, "").filter { Data(readBytes(dir.data + "/" + $0)).range(of: Data(name.utf8)) != nil }
             }
             for n in 0..<20 {
-                try client.mustMutate(name, (n == 0 ? [.appendSections([.named("s")])] : []) + [.appendItems([.named("item-\(n)", String(repeating: "x", count: 1000))], toSection: "s")])
+                try client.mustMutate(
+                    name,
+                    (n == 0 ? [.appendSections([.named("s")])] : []) + [
+                        .appendItems([.named("item-\(n)", String(repeating: "x", count: 1000))], toSection: "s")
+                    ])
             }
             #expect(waitUntil(timeout: 30) { files(dir, "ckpt-").count == 1 }, "the room was checkpointed: \(files(dir, ""))")
             try client.mustMutate(name, [.appendItems([.named("after-the-checkpoint")], toSection: "s")])
