@@ -51,6 +51,13 @@ extension DurableStore {
         statistics.recordsAppended += 1
     }
 
+    /// The last logged position of `room` (epoch, version), nil when the store holds nothing of
+    /// it: what a DROP of a room the daemon does not hold in memory answers with, and passes to
+    /// `drop(room:epoch:version:)`. O(1).
+    package func position(of room: String) -> (epoch: UInt64, version: UInt64)? {
+        rooms[RoomName(room)].map { ($0.epoch, $0.version) }
+    }
+
     /// The names of the rooms the store holds (written, or given a TTL, and not dropped), sorted.
     package var roomNames: [String] { rooms.keys.map(\.string).sorted() }
 }

@@ -38,9 +38,12 @@ import SnapSyncWire
         #expect(recoveredBefore.map(\.name) == ["gone", "kept"], "without the drop the room is on disk")
         try before.close()
 
+        #expect(store.position(of: "gone")?.epoch == 7 && store.position(of: "gone")?.version == 2)
+        #expect(store.roomNames == ["gone", "kept"])
         store.drop(room: "gone", epoch: 7, version: 2)
         try store.sync()
         rooms.rooms["gone"] = nil
+        #expect(store.position(of: "gone") == nil && store.roomNames == ["kept"])
         let (after, recovered, lines) = try crashCopy(dir, "after")
         defer { try? after.close() }
         expectSameRooms(recovered, rooms)
