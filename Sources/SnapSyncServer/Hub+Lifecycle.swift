@@ -40,7 +40,7 @@ extension Hub {
         let (epoch, version) = (room.epoch, room.version)
         endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
         stats.roomsDeleted += 1
-        logger.info("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
+        logger.debug("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
         send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
     }
 
