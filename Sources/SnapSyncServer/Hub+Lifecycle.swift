@@ -30,7 +30,7 @@ extension Hub {
         }
         guard authorize(.admin, room: roomName, requestID: requestID, for: session) else { return }
         guard let room = rooms[RoomName(roomName)] else {
-            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            dropStoredOnly(requestID: requestID, roomName: roomName, from: session)
             return
         }
         if let rejection = prepareStore(for: room, "drop") {
@@ -41,6 +41,30 @@ extension Hub {
         endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
         stats.roomsDeleted += 1
         logger.debug("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
+        send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
+    }
+
+    /// DROP of a room not in memory: one the store still holds (a room kept on disk only) is
+    /// ended there, with its tombstone; with none, there is nothing to drop: ACK (0, 0).
+    private func dropStoredOnly(requestID: UInt64, roomName: String, from session: Session) {
+        guard let (epoch, version) = store.position(of: roomName) else {
+            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            return
+        }
+        do {
+            try store.prepare(room: roomName)
+        } catch {
+            guard case .noSpace = error else {
+                fail(ServerError("the store failed while preparing the drop of room \(LogEscaping.line(roomName)): \(error); stopping"))
+                return
+            }
+            send(
+                Rejection(.storageFailure, "the drop of room \(LogEscaping.line(roomName)) could not be made durable: \(error)").message(requestID: requestID),
+                to: session)
+            return
+        }
+        store.drop(room: roomName, epoch: epoch, version: version)
+        stats.roomsDeleted += 1
         send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
     }
 

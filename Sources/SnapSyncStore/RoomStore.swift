@@ -33,12 +33,16 @@ package protocol RoomStore: AnyObject {
     /// The room's TTL (SET_TTL; 0: never expires), buffered and committed like `append`. Call
     /// `prepare(room:)` first.
     func setTTL(room: String, epoch: UInt64, seconds: UInt64)
+    /// The last position the store holds of `room` (epoch, version), nil when it holds nothing
+    /// of it: for a DROP of a room the daemon does not hold in memory.
+    func position(of room: String) -> (epoch: UInt64, version: UInt64)?
 }
 
 extension RoomStore {
     /// A store that keeps nothing has nothing to end or to time out.
     package func drop(room: String, epoch: UInt64, version: UInt64) {}
     package func setTTL(room: String, epoch: UInt64, seconds: UInt64) {}
+    package func position(of room: String) -> (epoch: UInt64, version: UInt64)? { nil }
 }
 
 /// No durability: every write is accepted and nothing is kept (rooms live in memory only).

@@ -1,7 +1,10 @@
+import Logging
 import Testing
 import SnapSyncModel
+import SnapSyncStore
 import SnapSyncWire
 @testable import SnapSyncServer
+internal import Glibc
 
 // Rooms that end, in-process (PROTOCOL.md §9, §11.19, §11.20): DROP, SET_TTL and expiry on an
 // injected clock (`Hub.expireRooms(now:)`), never by waiting.
@@ -159,6 +162,28 @@ import SnapSyncWire
         harness.hub.expireRooms(now: rewritten + .seconds(10))
         #expect(harness.hub.rooms["default"] == nil && harness.hub.rooms["forever"] != nil)
         #expect(harness.hub.stats.roomsExpired == 1)
+    }
+
+    /// A room the store holds but the hub does not (kept on disk only) is dropped in the store:
+    /// its tombstone is logged and the ACK carries its last position.
+    @Test func aRoomOnDiskOnlyIsDroppedInTheStore() throws {
+        var template = Array("/tmp/snapsync-hub-drop-XXXXXX".utf8CString)
+        let made = try #require(template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) })
+        let directory = String(cString: made)
+        defer { _ = system("rm -rf '\(directory)'") }
+        let logger = Logger(label: "hub-drop", factory: { _ in SwiftLogNoOpLogHandler() })
+        let (store, _) = try DurableStore.open(options: StoreOptions(directory: directory + "/data", backgroundThread: false), logger: logger)
+        defer { try? store.close() }
+        var frame: [UInt8] = []
+        FrameEncoder().encodeDiff(room: "disk", epoch: 42, version: 1, ops: [.appendSections(["s"])], into: &frame)
+        store.append(WriteRecord(room: "disk", epoch: 42, version: 1, writeId: [], diffFrame: frame))
+        try store.sync()
+        let harness = HubHarness(store: store)
+        let session = harness.connect()
+        harness.send(.drop(requestID: 1, room: "disk"), from: session)
+        #expect(harness.drain(session) == [.ack(requestID: 1, epoch: 42, version: 1)])
+        #expect(store.position(of: "disk") == nil && store.statistics.roomsDropped == 1)
+        #expect(harness.hub.stats.roomsDeleted == 1 && harness.hub.rooms.isEmpty)
     }
 
     @Test func setTTLNeedsWriteAndCreatesTheRoom() async throws {
