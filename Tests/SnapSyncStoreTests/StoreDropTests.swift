@@ -111,11 +111,13 @@ import SnapSyncWire
 
     /// The dropped room's checkpoint goes at the next `maintain` (listed until then), and the
     /// segment holding its writes once it is closed, with no other room pinning it.
-    @Test func aDroppedRoomsFilesAreReclaimed() throws {
+    /// Under every fsync policy: the reclaim fdatasyncs the tombstone itself.
+    @Test(arguments: [FsyncPolicy.always, .everysec, .no])
+    func aDroppedRoomsFilesAreReclaimed(fsync: FsyncPolicy) throws {
         let dir = TempDirectory()
         defer { dir.remove() }
         var rooms = Rooms()
-        let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
+        let (store, _) = try DurableStore.open(options: smallOptions(dir.data, fsync: fsync), logger: LogLines().logger)
         defer { try? store.close() }
         for n in 0..<20 { try rooms.write("big", addItems(["i\(n)"], first: n == 0), to: store) }
         try store.sync()
@@ -137,6 +139,10 @@ import SnapSyncWire
         try maintain(store, rooms)
         #expect(!fileNames(dir.data).contains(oldSegment))
         #expect(!store.segmentNames.contains(oldSegment))
+        let fsyncsBefore = store.statistics.fsyncs
+        store.drop(room: "none", epoch: 1, version: 0)
+        try maintain(store, rooms)
+        #expect(store.statistics.fsyncs == fsyncsBefore, "a drop of nothing held costs no fdatasync")
         try store.close()
         let (reopened, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
         #expect(recovered.isEmpty)
