@@ -63,6 +63,8 @@ ERROR_CODES = {
     46: "write_id_conflict",
     47: "server_full",
     48: "forbidden",
+    49: "room_deleted",
+    50: "room_expired",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 
@@ -459,6 +461,8 @@ MESSAGES = {
                        ("snapshot", "snapshot")]),
     0x14: ("STATS", [("request_id", "varint")]),
     0x15: ("AUTH", [("request_id", "varint"), ("credentials", "bytes")]),
+    0x16: ("DROP", [("request_id", "varint"), ("room", "string")]),
+    0x17: ("SET_TTL", [("request_id", "varint"), ("room", "string"), ("seconds", "varint")]),
     0x20: ("SNAPSHOT", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                         ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
                         ("snapshot", "snapshot")]),
@@ -472,7 +476,8 @@ MESSAGES = {
     0x26: ("LEFT", [("room", "string"), ("code", "varint"), ("message", "string")]),
 }
 MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
-CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH"}
+CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH", "DROP",
+                    "SET_TTL"}
 SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
                     "REJECT", "STATS_REPLY", "LEFT"}
 

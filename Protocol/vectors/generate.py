@@ -252,6 +252,16 @@ def auth(request_id, credentials):
             {"type": "AUTH", "request_id": request_id, "credentials": jb(B(credentials))})
 
 
+def drop(request_id, room):
+    return (u8(0x16) + varint(request_id) + text(room),
+            {"type": "DROP", "request_id": request_id, "room": room})
+
+
+def set_ttl(request_id, room, seconds):
+    return (u8(0x17) + varint(request_id) + text(room) + varint(seconds),
+            {"type": "SET_TTL", "request_id": request_id, "room": room, "seconds": seconds})
+
+
 REASONS = {"initial": 0, "resync": 1}
 
 
@@ -589,7 +599,7 @@ def message_vectors():
     s.invalid("DIFF cut in the middle of an op", ["Truncated"], whole[:len(whole) - 4], "malformed_frame")
 
     # --- type byte ----------------------------------------------------------------------------
-    for t in (0x00, 0x06, 0x16, 0x27, 0xFF):
+    for t in (0x00, 0x06, 0x18, 0x27, 0xFF):
         s.invalid_body("unknown message type 0x%02x" % t, ["UnknownType"], bytes([t]) + b"\x00", "unknown_message_type")
     s.invalid_body("unknown message type 0x7f with no fields", ["UnknownType"], b"\x7f", "unknown_message_type")
 
@@ -686,7 +696,8 @@ def message_vectors():
 
     # --- the worked examples of PROTOCOL.md ----------------------------------------------------
     for name, (built, _) in doc_examples().items():
-        s.valid("PROTOCOL.md example " + name, ["Example"], built)
+        if name not in LIFECYCLE_EXAMPLES:
+            s.valid("PROTOCOL.md example " + name, ["Example"], built)
 
     # --- authentication (section 8.4): AUTH, LEFT and their codes. Last in the file, so that the
     # tcIds above (and the fuzz seeds made from them) stay where they were.
@@ -724,7 +735,45 @@ def message_vectors():
                    u8(0x26) + bstr(b"board\x80") + varint(48) + text("m"), "malformed_frame")
     s.invalid_body("LEFT message with a truncated 2-byte sequence", ["InvalidUtf8"],
                    u8(0x26) + text("r") + varint(48) + bstr(b"no \xc3"), "malformed_frame")
+
+    # --- rooms that end (sections 11.18-11.20): DROP, SET_TTL, LEFT room_deleted / room_expired.
+    # Appended after the authentication vectors for the same reason.
+    s.valid("DROP", [], drop(11, "todo"))
+    s.valid("DROP with a 128-byte room name", ["EdgeCase"], drop(2**64 - 1, "r" * 128))
+    s.valid("DROP with an empty room name (valid frame; the server answers invalid_room_name)", ["EdgeCase"],
+            drop(0, ""))
+    s.valid("SET_TTL of one day", [], set_ttl(12, "todo", 86400))
+    s.valid("SET_TTL 0 (never expires)", ["EdgeCase"], set_ttl(1, "r", 0))
+    s.valid("SET_TTL of 2^64 - 1 seconds", ["EdgeCase"], set_ttl(1, "r", 2**64 - 1))
+    s.valid("LEFT room_deleted", [], left("todo", 49, "room todo was deleted"))
+    s.valid("LEFT room_expired", [], left("todo", 50, ""))
+    s.valid("ACK of a DROP of a room that did not exist", ["EdgeCase"], ack(11, 0, 0))
+    s.valid("REJECT forbidden answering a DROP", [], reject(11, 48, None, None, "token of alice grants no admin on room todo"))
+    whole = frame(drop(11, "todo")[0])
+    s.invalid("DROP missing its last byte", ["Truncated"], whole[:-1], "malformed_frame")
+    whole = frame(set_ttl(12, "todo", 86400)[0])
+    s.invalid("SET_TTL cut inside its seconds", ["Truncated"], whole[:-2], "malformed_frame")
+    s.invalid_body("DROP with nothing after the type byte", ["FieldOverrun"], b"\x16", "malformed_frame")
+    s.invalid_body("DROP missing its room", ["FieldOverrun"], b"\x16\x01", "malformed_frame")
+    s.invalid_body("DROP with a byte after its room", ["TrailingBytes"], drop(1, "r")[0] + b"\x00",
+                   "malformed_frame")
+    s.invalid_body("DROP room name with a lone continuation byte", ["InvalidUtf8"],
+                   u8(0x16) + varint(1) + bstr(b"todo\x80"), "malformed_frame")
+    s.invalid_body("SET_TTL missing its seconds", ["FieldOverrun"], u8(0x17) + varint(1) + text("r"),
+                   "malformed_frame")
+    s.invalid_body("SET_TTL with a non-minimal seconds", ["BadVarint"],
+                   u8(0x17) + varint(1) + text("r") + b"\x80\x00", "malformed_frame")
+    s.invalid_body("SET_TTL seconds 2^64 (overflow)", ["BadVarint"],
+                   u8(0x17) + varint(1) + text("r") + bytes.fromhex("80" * 9 + "02"), "malformed_frame")
+    s.invalid_body("SET_TTL with a byte after its seconds", ["TrailingBytes"], set_ttl(1, "r", 5)[0] + b"\x00",
+                   "malformed_frame")
+    for name in LIFECYCLE_EXAMPLES:
+        s.valid("PROTOCOL.md example " + name, ["Example"], doc_examples()[name][0])
     return s.tests
+
+
+# Examples added with DROP and SET_TTL: their vectors come after the older ones (see above).
+LIFECYCLE_EXAMPLES = ["DROP", "LEFT-room_deleted", "SET_TTL"]
 
 
 # Small limits, so that boundaries can be shown in small frames.
@@ -1028,6 +1077,8 @@ LAYOUTS = {
                       ("identifier", "opt_bytes"), ("message", "string")]),
     "STATS_REPLY": (0x25, [("request_id", "varint"), ("stats", "stats")]),
     "LEFT": (0x26, [("room", "string"), ("code", "code"), ("message", "string")]),
+    "DROP": (0x16, [("request_id", "varint"), ("room", "string")]),
+    "SET_TTL": (0x17, [("request_id", "varint"), ("room", "string"), ("seconds", "varint")]),
 }
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
@@ -1038,7 +1089,8 @@ ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_t
                27: "anchor_is_self", 28: "identifier_too_long", 29: "payload_too_large", 30: "too_many_items",
                31: "too_many_sections", 32: "snapshot_too_large", 40: "version_mismatch", 41: "too_many_rooms",
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
-               45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden"}
+               45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden",
+               49: "room_deleted", 50: "room_expired"}
 
 
 def unjb(v):
@@ -1231,6 +1283,9 @@ def doc_examples():
         "REJECT-forbidden": (reject(10, 48, None, None, "token of alice grants no write on room board:2"),
                              "server -> client"),
         "ERROR-token_expired": (error(13, "token of alice expired at 2100-01-01T00:00:00Z"), "server -> client"),
+        "DROP": (drop(11, "todo"), "client -> server"),
+        "LEFT-room_deleted": (left("todo", 49, "room todo was deleted"), "server -> client"),
+        "SET_TTL": (set_ttl(12, "todo", 86400), "client -> server"),
     }
 
 

@@ -37,6 +37,11 @@ public enum ClientEvent: Sendable, CustomStringConvertible {
     /// include reading it: `error` is `.forbidden`). Its replica's `changes` finished and the
     /// client dropped it; `join` makes a new one.
     case roomLost(room: String, error: SnapSyncError)
+    /// A room the client had joined ended on the server (LEFT `room_deleted` or `room_expired`,
+    /// PROTOCOL.md §9): a DROP deleted it (this client's `drop` or another client's), or it
+    /// expired. Its replica's `changes` finished and the client dropped it; the room's state is
+    /// gone for good, and `join` makes a new, empty room under a new epoch.
+    case roomEnded(room: String, reason: RoomEnd)
     /// The server refused the client's token (`SnapSyncError.unauthorized`, `reason` is the
     /// server's). The client reconnects only if `Configuration.credentials` then returns a
     /// different token; otherwise `.stopped` follows.
@@ -47,6 +52,14 @@ public enum ClientEvent: Sendable, CustomStringConvertible {
     /// `close()` was called.
     case closed
 
+    /// How a room ended (`roomEnded`).
+    public enum RoomEnd: Hashable, Sendable {
+        /// A DROP deleted it.
+        case deleted
+        /// Its time-to-live passed with no member and no write.
+        case expired
+    }
+
     public var description: String {
         switch self {
         case .connected(let session, let server, let resumed):
@@ -55,6 +68,7 @@ public enum ClientEvent: Sendable, CustomStringConvertible {
         case .reconnecting(let attempt, let delay): "reconnecting (attempt \(attempt)) in \(delay)"
         case .resyncing(let room, let reason): "resyncing \(room): \(reason)"
         case .roomLost(let room, let error): "lost room \(room): \(error)"
+        case .roomEnded(let room, let reason): "room \(room) \(reason == .deleted ? "was deleted" : "expired")"
         case .credentialsRefused(let reason): "the server refused the token: \(reason)"
         case .stopped(let why): "stopped reconnecting: \(why)"
         case .closed: "closed"

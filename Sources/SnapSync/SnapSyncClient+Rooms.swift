@@ -213,7 +213,7 @@ extension SnapSyncClient {
             code == ErrorCode.forbidden.rawValue
             ? .forbidden(room: room, right: "read", message: message)
             : .rejected(.init(rawCode: code, operationIndex: nil, identifier: nil, message: message))
-        if entry.loaded { eventSink.yield(.roomLost(room: room, error: error)) }
+        if entry.loaded { eventSink.yield(Self.event(forLeft: room, code: code, error: error)) }
         for call in entry.joinCalls { complete(call, .failure(error)) }
     }
 

@@ -47,6 +47,10 @@ extension Hub {
             send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: session)
         case .auth(let requestID, let credentials):
             reauthenticate(session, requestID: requestID, credentials: credentials)
+        case .drop(let requestID, let room):
+            drop(requestID: requestID, roomName: room, from: session)
+        case .setTTL(let requestID, let room, let seconds):
+            setTTL(requestID: requestID, roomName: room, seconds: seconds, from: session)
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1

@@ -20,8 +20,13 @@ struct SnapshotEncodings {
         }
     }
 
-    /// By room; rooms live as long as the hub (PROTOCOL.md §7), so entries are never removed.
+    /// By room, until the room ends (`forget`): a later room could reuse its identifier.
     private var entries: [ObjectIdentifier: Entry] = [:]
+
+    /// Drops `room`'s entry; call when it ends, before another room can reuse its address.
+    mutating func forget(_ room: Room) {
+        entries[ObjectIdentifier(room)] = nil
+    }
 
     /// `room`'s canonical encoding at its current version, shared (frozen).
     /// - Parameter scratch: a reusable buffer to encode into (emptied first).

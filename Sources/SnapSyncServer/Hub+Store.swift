@@ -28,6 +28,8 @@ extension Hub {
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
                 limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: r.history)
             room.budget = roomBudget
+            room.ttlSeconds = r.ttlSeconds
+            if let ttl = r.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }
             rooms[RoomName(r.name)] = room
             roomBudget.update(room)
             totalItems += r.snapshot.numberOfItems

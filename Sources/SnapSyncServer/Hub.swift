@@ -37,6 +37,8 @@ package final class Hub {
     var totalItems = 0
     /// Rooms kept on disk only, not in `rooms` (sleeping rooms, #17); 0 without them.
     var sleepingRoomCount = 0
+    /// What the expiry sweep needs to know (Hub+Lifecycle.swift).
+    var lifecycle = RoomLifecycle()
     /// All rooms' bytes (`--max-room-total-bytes`).
     let roomBudget: RoomMemoryBudget
     /// Output memory of all sessions' queues, a shared chunk once (`--max-output-total-bytes`,

@@ -40,6 +40,8 @@ extension Hub {
             room.members.sessions[slot] = last
             last.memberships.rooms[RoomName(room.name)]?.slot = slot
         }
+        // A room's idle time (its TTL, Hub+Lifecycle.swift) starts when its last member leaves.
+        if room.members.sessions.isEmpty { room.idleSince = .now }
     }
 
     /// Removes `session` from every room it joined.

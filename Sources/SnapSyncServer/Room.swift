@@ -55,6 +55,12 @@ final class Room {
     private var diffArena: OutputArena?
     /// The server's bound on all rooms' memory, asked before a write changes this room.
     var budget: RoomMemoryBudget?
+    /// The room's time-to-live in seconds as SET_TTL set it (0: never expires); nil: the
+    /// daemon's `--room-ttl` applies (Hub+Lifecycle.swift).
+    var ttlSeconds: UInt64?
+    /// Since when the room has had no write (applied MUTATE or REPLACE, SET_TTL) and, when it
+    /// has no members, since its last member left; its creation or restore before either.
+    var idleSince = ContinuousClock.now
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes) {

@@ -53,6 +53,11 @@ final class RoomMemoryBudget {
         )
     }
 
+    /// Stops counting `room` (it ended, or left memory).
+    func forget(_ room: Room) {
+        total -= counted.removeValue(forKey: ObjectIdentifier(room)) ?? 0
+    }
+
     /// Brings `total` in step with `room` after a write, or when the room was restored.
     func update(_ room: Room) {
         let now = Self.bytes(of: room)

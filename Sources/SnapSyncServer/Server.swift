@@ -256,6 +256,7 @@ package final class Server {
         let started = ContinuousClock.now
         server.hub.stats.tick(now: started)
         if server.configuration.authKeys != nil { server.hub.expireSessions(now: server.hub.wallClock()) }
+        server.hub.expireRooms(now: started)
         server.hub.maintainStore()
         server.hub.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))

@@ -39,6 +39,9 @@ package struct ServerConfiguration: Sendable {
     package var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
     /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).
     package var historyBytes = 4 * 1024 * 1024
+    /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no
+    /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.
+    package var roomTTL: Duration?
 
     /// Time a new connection has to send HELLO.
     package var handshakeTimeout: Duration = .seconds(10)
@@ -172,6 +175,13 @@ package enum ConfigurationValue {
         }
         guard milliseconds < 1e12 else { throw ConfigurationError(message: "'\(text)' is too long") }
         return .milliseconds(Int64(milliseconds.rounded()))
+    }
+
+    /// A duration, or nil for `never`, `off` or a zero duration (`--room-ttl`).
+    package static func durationOrNever(_ text: String) throws(ConfigurationError) -> Duration? {
+        if ["never", "off"].contains(text.trimmingSpaces.lowercased()) { return nil }
+        let value = try duration(text)
+        return value == .zero ? nil : value
     }
 
     /// `16MiB` for 16777216, `1000` for 1000: the shortest exact binary form, for help texts.

@@ -13,6 +13,7 @@ internal import SnapSyncWire
 //      history_count records: log write records (kind 0x01) for the versions just before and
 //              up to `version`, oldest first, so that CATCHUP still works after a restart
 //              (history_count is at most `version`: no write makes version 0)
+//      optional record: the room's TTL (kind 0x05, LifecycleRecord.ttl), when one was set
 //   the file ends right after the last record.
 //
 // Files are named ckpt-<16 hex digits>.snap by a sequence number, not by room, because room
@@ -26,6 +27,8 @@ struct CheckpointFile {
     var version: UInt64
     var snapshot: Snapshot
     var history: [WriteRecord]
+    /// The room's TTL as its last SET_TTL set it (its serial and seconds), nil when none was set.
+    var ttl: (serial: UInt64, seconds: UInt64)? = nil
 
     static func fileName(_ sequence: UInt64) -> String { "ckpt-\(hex16(sequence)).snap" }
     static func sequence(ofFileName name: String) -> UInt64? { parseNumbered(name, prefix: "ckpt-", suffix: ".snap") }
@@ -35,7 +38,7 @@ struct CheckpointFile {
     ///   one SHA-256 pass for the digest.
     static func encode(
         room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
-        history: [WriteRecord]
+        history: [WriteRecord], ttl: (serial: UInt64, seconds: UInt64)? = nil
     ) -> [UInt8] {
         var encoding: [UInt8] = []
         snapshot.encodeCanonical(into: &encoding)
@@ -58,6 +61,11 @@ struct CheckpointFile {
         for write in history {
             scratch.removeAll(keepingCapacity: true)
             write.encodePayload(into: &scratch)
+            RecordFraming.append(payload: scratch, to: &out)
+        }
+        if let ttl {
+            scratch.removeAll(keepingCapacity: true)
+            LifecycleRecord.ttl(room: room, epoch: epoch, serial: ttl.serial, seconds: ttl.seconds).encodePayload(into: &scratch)
             RecordFraming.append(payload: scratch, to: &out)
         }
         return out
@@ -136,10 +144,26 @@ struct CheckpointFile {
             history.append(write)
             expected &+= 1
         }
+        var ttl: (serial: UInt64, seconds: UInt64)?
+        if offset < bytes.count {
+            let start = offset
+            let range = try nextRecord()
+            guard LifecycleRecord.kind(of: bytes, payload: range) == .ttl else {
+                throw corrupt(start, "a record follows the history, and it is not the room's TTL")
+            }
+            let record: LifecycleRecord
+            do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
+                throw corrupt(start, "TTL record: \(error.what)")
+            }
+            guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == room, ttlEpoch == epoch else {
+                throw corrupt(start, "the TTL record does not belong to \(room) at epoch \(epoch)")
+            }
+            ttl = (serial, seconds)
+        }
         guard offset == bytes.count else {
             throw corrupt(offset, "\(bytes.count - offset) bytes follow the last record")
         }
-        return CheckpointFile(room: room, epoch: epoch, version: version, snapshot: snapshot, history: history)
+        return CheckpointFile(room: room, epoch: epoch, version: version, snapshot: snapshot, history: history, ttl: ttl)
     }
 }
 

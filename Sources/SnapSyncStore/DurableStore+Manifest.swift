@@ -11,7 +11,11 @@ extension DurableStore {
     func writeManifest(removing: [UInt64] = [], segments: Range<UInt64>? = nil) throws(StoreError) {
         let first = closedSegments.first ?? background.closing.first?.sequence ?? active.sequence
         let listed = segments ?? (first..<active.sequence + 1)
-        let checkpoints = rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) }.sorted()
+        // A dropped room's checkpoint stays listed until its tombstone is durable
+        // (`reclaimDroppedRooms()`), so that a start in between still finds the file.
+        let checkpoints =
+            (rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) }
+            + droppedCheckpoints.compactMap(CheckpointFile.sequence(ofFileName:))).sorted()
         let pending = checkpointsToRemove.compactMap(CheckpointFile.sequence(ofFileName:))
         let manifest = Manifest(
             nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,

@@ -78,8 +78,11 @@ extension DurableStore {
         let audit = try ManifestAudit.check(names: names, manifest: manifest, directory: dir, logger: logger)
         var recovery = Recovery(options: options, logger: logger, progress: progress)
         recovery.nextCheckpointSequence = audit.nextCheckpoint
-        let superseded = try recovery.loadCheckpoints(audit.checkpoints)
+        let loaded = try recovery.loadCheckpoints(audit.checkpoints)
         try recovery.replay(segments: audit.segments)
+        try recovery.throwFirstDoubt()
+        // Checkpoints of dropped rooms go like superseded ones: unlisted, then unlinked.
+        let superseded = loaded + recovery.droppedCheckpoints
 
         let (file, allocated) = try LogSegmentWriter.createTemporary(
             directory: dir, sequence: audit.nextSegment,
@@ -130,9 +133,17 @@ struct Recovery {
         var checkpointFile: String?
         var checkpointVersion: UInt64
         var pinnedSegment: UInt64?
+        /// The TTL of the room's latest SET_TTL (0: never), and that SET_TTL's serial.
+        var ttlSeconds: UInt64? = nil
+        var ttlSerial: UInt64 = 0
     }
 
     var rooms: [RoomName: RoomState] = [:]
+    /// Records that do not follow their room's state, held back until the end of replay
+    /// because a later tombstone may void their room (Recovery+Lifecycle.swift).
+    var doubts: [Doubt] = []
+    /// Checkpoints of rooms a tombstone voided: removed at start, once unlisted.
+    var droppedCheckpoints: [(name: String, sequence: UInt64)] = []
     var nextCheckpointSequence: UInt64 = 1
     var checkpointsLoaded = 0
     var recordsReplayed = 0
@@ -181,7 +192,7 @@ struct Recovery {
                 epoch: checkpoint.epoch, version: checkpoint.version,
                 snapshot: checkpoint.snapshot, history: checkpoint.history,
                 checkpointFile: name, checkpointVersion: checkpoint.version,
-                pinnedSegment: nil)
+                pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0)
             checkpointsLoaded += 1
             reportProgress()
         }
@@ -222,6 +233,9 @@ struct Recovery {
                 }
             }
             guard let (end, why) = stop, end < bytes.count else { continue }
+            // Every good record has been read by now (a tail is cut only when none follows):
+            // a record still in doubt is damage, reported before anything is cut.
+            try throwFirstDoubt()
             // Something other than a clean end: a torn tail if nothing good follows it.
             if let good = RecordFraming.nextGoodRecord(bytes, after: end, end: bytes.count, maxPayload: Int(UInt32.max) >> 1) {
                 throw StoreError.corrupt(
@@ -279,20 +293,37 @@ struct Recovery {
         func corrupt(_ reason: String) -> StoreError {
             .corrupt(path: path, offset: offset, reason: reason + "; the daemon will not start")
         }
+        switch LifecycleRecord.kind(of: bytes, payload: payload) {
+        case .tombstone, .ttl:
+            let record: LifecycleRecord
+            do { record = try LifecycleRecord(payload: bytes, range: payload) } catch {
+                throw corrupt("a record with a good checksum does not decode: \(error.what)")
+            }
+            apply(record, segment: segment, corrupt: corrupt)
+            return
+        default:
+            break
+        }
         let write: WriteRecord
         do { write = try WriteRecord(payload: bytes, range: payload) } catch {
             throw corrupt("a record with a good checksum does not decode: \(error.what)")
         }
+        // A record of an incarnation already in doubt waits for its tombstone like the first.
+        if isInDoubt(room: write.room, epoch: write.epoch) { return }
         let (epoch, version) = rooms[RoomName(write.room)].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
         guard epoch == write.epoch else {
-            throw corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)")
+            doubt(room: write.room, epoch: write.epoch, corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)"))
+            return
         }
         if write.version <= version {
             // Already in the room's checkpoint: the segment is older than the checkpoint.
             return
         }
         guard write.version == version + 1 else {
-            throw corrupt("room \(write.room) is at version \(version), and the next logged write is version \(write.version): writes are missing")
+            doubt(
+                room: write.room, epoch: write.epoch,
+                corrupt("room \(write.room) is at version \(version), and the next logged write is version \(write.version): writes are missing"))
+            return
         }
         let ops: [SnapshotOperation]
         do {
@@ -354,7 +385,7 @@ struct Recovery {
         rooms.map { name, room in
             RecoveredRoom(
                 name: name.string, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                history: Array(room.history.suffix(options.historyLimit)))
+                history: Array(room.history.suffix(options.historyLimit)), ttlSeconds: room.ttlSeconds)
         }.sorted { $0.name < $1.name }
     }
 
@@ -363,7 +394,8 @@ struct Recovery {
             DurableStore.RoomTrack(
                 epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
                 checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
-                writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId) })
+                writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId) },
+                ttlSeconds: room.ttlSeconds, ttlSerial: room.ttlSerial)
         }
     }
 }

@@ -63,6 +63,9 @@ package final class DurableStore: RoomStore {
     /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
     /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
     var checkpointsToRemove: [String] = []
+    /// Checkpoints of rooms dropped or expired since the last `reclaimDroppedRooms()`: still
+    /// listed in the MANIFEST (a room's checkpoint goes only once its tombstone is durable).
+    var droppedCheckpoints: [String] = []
     /// The background thread and the work in flight on it.
     var background: BackgroundState
     /// The segment after the last one the MANIFEST on disk lists: the one segment recovery
@@ -95,6 +98,10 @@ package final class DurableStore: RoomStore {
         /// frames themselves are the daemon's (`RoomImage.diffFrames`): keeping them here too
         /// would double the memory history takes.
         var writeIds: [(version: UInt64, id: [UInt8])]
+        /// The room's TTL in seconds as SET_TTL set it (0: never expires), nil when never set;
+        /// `ttlSerial` counts the SET_TTLs (`LifecycleRecord.ttl`).
+        var ttlSeconds: UInt64? = nil
+        var ttlSerial: UInt64 = 0
     }
 
     init(
@@ -328,6 +335,8 @@ package final class DurableStore: RoomStore {
     @discardableResult
     package func maintain(now: ContinuousClock.Instant) throws(StoreError) -> [String] {
         try sync(now: now)
+        // Before any segment can be deleted: a dropped room's checkpoint must go first.
+        try reclaimDroppedRooms()
         let dataBytes = active.end + pending.count - LogSegment.headerSize
         let due = dataBytes >= options.segmentBytes || (active.records > 0 && now - active.started >= options.checkpointInterval)
         // Ahead of time only when it runs on the thread (inline, it would just be earlier).
@@ -436,7 +445,8 @@ package final class DurableStore: RoomStore {
         }
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,
-            snapshot: image.snapshot, history: history)
+            snapshot: image.snapshot, history: history,
+            ttl: track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) })
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
         let finalName = CheckpointFile.fileName(sequence)
@@ -486,6 +496,7 @@ package final class DurableStore: RoomStore {
         try writePending()
         try active.file.truncate(to: active.end)
         try fdatasyncActive(now: .now)
+        try reclaimDroppedRooms()
         try checkpointForShutdown(images)
         active.file.close()
         try discardNextSegment()
@@ -515,6 +526,8 @@ package struct StoreStatistics: Sendable, Hashable {
     package var checkpointBytes = 0
     package var segmentsDeleted = 0
     package var rejectedForSpace = 0
+    /// Tombstones logged (rooms dropped or expired that the store held).
+    package var roomsDropped = 0
 }
 
 /// Files written whole: temp name, fsync, rename, fsync the directory.

@@ -11,4 +11,7 @@ package struct RecoveredRoom: Sendable {
     /// CATCHUP from them, so a client that resumes inside this window is caught up rather than
     /// sent the whole snapshot again.
     package var history: [WriteRecord]
+    /// The room's TTL in seconds as SET_TTL set it (0: never expires); nil when none was set
+    /// (the daemon's `--room-ttl` applies).
+    package var ttlSeconds: UInt64? = nil
 }

@@ -11,7 +11,9 @@
 ///    pass's output (ACKs, DIFFs) is written to a socket. So an ACK or DIFF never leaves the
 ///    process before its write is durable, while one fsync covers every write of the pass.
 ///    Throwing is fatal: the daemon logs it and exits non-zero without sending the pass's output.
-/// 4. `maintain()` from the daemon's one-second timer (the idle `everysec` fdatasync, segment
+/// 4. `drop(room:epoch:version:)` and `setTTL(room:epoch:seconds:)` like `append`, for a room
+///    that ends and a room given a TTL.
+/// 5. `maintain()` from the daemon's one-second timer (the idle `everysec` fdatasync, segment
 ///    switches). It returns the rooms whose checkpoint is due, most urgent first (usually
 ///    none); the daemon then hands `checkpoint(_:)` the images of those rooms, in that order,
 ///    built lazily: the store takes them until its per-call budget is spent, so nothing is
@@ -24,6 +26,23 @@ package protocol RoomStore: AnyObject {
     func commit() throws(StoreError)
     func maintain() throws(StoreError) -> [String]
     func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError)
+    /// A room ended (DROP, expiry) at (`epoch`, `version`): buffered like `append`, durable at
+    /// the next `commit()`, which must come before any LEFT or ACK about it is sent. Call
+    /// `prepare(room:)` first (a full disk refuses the drop).
+    func drop(room: String, epoch: UInt64, version: UInt64)
+    /// The room's TTL (SET_TTL; 0: never expires), buffered and committed like `append`. Call
+    /// `prepare(room:)` first.
+    func setTTL(room: String, epoch: UInt64, seconds: UInt64)
+    /// The last position the store holds of `room` (epoch, version), nil when it holds nothing
+    /// of it: for a DROP of a room the daemon does not hold in memory.
+    func position(of room: String) -> (epoch: UInt64, version: UInt64)?
+}
+
+extension RoomStore {
+    /// A store that keeps nothing has nothing to end or to time out.
+    package func drop(room: String, epoch: UInt64, version: UInt64) {}
+    package func setTTL(room: String, epoch: UInt64, seconds: UInt64) {}
+    package func position(of room: String) -> (epoch: UInt64, version: UInt64)? { nil }
 }
 
 /// No durability: every write is accepted and nothing is kept (rooms live in memory only).

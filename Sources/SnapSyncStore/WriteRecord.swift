@@ -33,6 +33,10 @@ enum PayloadKind: UInt8 {
     case write = 0x01
     /// A checkpoint's first record: which room, at which position, with which digest.
     case checkpointHeader = 0x02
+    /// A log record: a room ended (DROP or expiry); `LifecycleRecord.tombstone`.
+    case tombstone = 0x04
+    /// A log record, and a checkpoint's optional last record: a room's TTL; `LifecycleRecord.ttl`.
+    case ttl = 0x05
 }
 
 extension WriteRecord {

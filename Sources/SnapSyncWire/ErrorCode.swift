@@ -42,6 +42,10 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case writeIdConflict = 46
     case serverFull = 47
     case forbidden = 48
+    /// LEFT only: the room was deleted by DROP (§11.19).
+    case roomDeleted = 49
+    /// LEFT only: the room expired, its time-to-live passed with no member and no write (§11.20).
+    case roomExpired = 50
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -91,6 +95,8 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .writeIdConflict: "write_id_conflict"
         case .serverFull: "server_full"
         case .forbidden: "forbidden"
+        case .roomDeleted: "room_deleted"
+        case .roomExpired: "room_expired"
         }
     }
 

@@ -157,6 +157,13 @@ public struct FrameEncoder: Sendable {
             b.appendString(room)
             b.appendVarint(code)
             b.appendString(message)
+        case .drop(let requestID, let room):
+            b.appendVarint(requestID)
+            b.appendString(room)
+        case .setTTL(let requestID, let room, let seconds):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendVarint(seconds)
         }
     }
 

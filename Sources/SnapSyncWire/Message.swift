@@ -35,6 +35,13 @@ public enum Message: Sendable {
     /// A fresh token for a live session (§8.4): its grants replace the connection's. Answered
     /// by ACK (epoch 0, version 0) or, when refused, ERROR `unauthorized`.
     case auth(requestID: UInt64, credentials: [UInt8])
+    /// Delete a room (§11.19): its members get LEFT `room_deleted` and the name is free; the
+    /// next JOIN or write creates a fresh room with a new epoch. Answered by ACK (the dropped
+    /// room's last epoch and version; 0, 0 when there was no such room) or REJECT.
+    case drop(requestID: UInt64, room: String)
+    /// Give a room a time-to-live (§11.20): it expires once it has had no member and no write
+    /// for `seconds`; 0 means it never expires, whatever the server's default.
+    case setTTL(requestID: UInt64, room: String, seconds: UInt64)
     /// The room's whole state at (`epoch`, `version`), answering a JOIN.
     case snapshot(
         requestID: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
@@ -118,6 +125,8 @@ extension Message {
         case .statsReply: .statsReply
         case .auth: .auth
         case .left: .left
+        case .drop: .drop
+        case .setTTL: .setTTL
         }
     }
 
@@ -135,7 +144,7 @@ extension Message {
     public var requestID: UInt64? {
         switch self {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
-            .stats(let id), .auth(let id, _), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
+            .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
             id
         case .hello, .welcome, .error, .ping, .pong, .diff, .left:
@@ -170,6 +179,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case replace = 0x13
     case stats = 0x14
     case auth = 0x15
+    case drop = 0x16
+    case setTTL = 0x17
     case snapshot = 0x20
     case catchup = 0x21
     case diff = 0x22
@@ -180,7 +191,7 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
 
     public var sentBy: Sender {
         switch self {
-        case .hello, .join, .leave, .mutate, .replace, .stats, .auth: .client
+        case .hello, .join, .leave, .mutate, .replace, .stats, .auth, .drop, .setTTL: .client
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left: .server
         case .ping, .pong: .either
         }
@@ -207,6 +218,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         case .statsReply: "STATS_REPLY"
         case .auth: "AUTH"
         case .left: "LEFT"
+        case .drop: "DROP"
+        case .setTTL: "SET_TTL"
         }
     }
 }

@@ -125,6 +125,13 @@ extension ByteReader {
             let room = try string("room")
             let code = try varint("code")
             result = .left(room: room, code: code, message: try string("message"))
+        case .drop:
+            let requestID = try varint("request_id")
+            result = .drop(requestID: requestID, room: try string("room"))
+        case .setTTL:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            result = .setTTL(requestID: requestID, room: room, seconds: try varint("seconds"))
         }
         guard isAtEnd else {
             throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")

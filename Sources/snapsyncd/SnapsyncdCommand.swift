@@ -130,6 +130,13 @@ struct SnapsyncdCommand: ParsableCommand {
     var historyBytes: Int = defaults.historyBytes
 
     @Option(
+        help: ArgumentHelp(
+            "Time-to-live of rooms that set none with SET_TTL: a room with no member and no write for this long expires (deleted for good, like DROP). never or 0: rooms do not expire. (default: never)",
+            valueName: "duration"),
+        transform: ConfigurationValue.durationOrNever)
+    var roomTtl: Duration? = nil
+
+    @Option(
         help: "Time a new connection has to send HELLO. (default: \(time(defaults.handshakeTimeout)))",
         transform: ConfigurationValue.duration)
     var handshakeTimeout: Duration = defaults.handshakeTimeout
@@ -199,6 +206,7 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.maxOutputTotalBytes = maxOutputTotalBytes
         configuration.maxRoomTotalBytes = maxRoomTotalBytes
         configuration.historyBytes = historyBytes
+        configuration.roomTTL = roomTtl
         configuration.handshakeTimeout = handshakeTimeout
         configuration.idleTimeout = idleTimeout
         configuration.shutdownTimeout = shutdownTimeout

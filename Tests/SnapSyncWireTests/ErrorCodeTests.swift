@@ -4,13 +4,14 @@ import SnapSyncModel
 @testable import SnapSyncWire
 
 @Suite struct ErrorCodeTests {
-    /// The table in PROTOCOL.md §6, row by row: every code there is a case here and back.
+    /// The table in PROTOCOL.md §6, row by row: every code there is a case here and back. Codes
+    /// whose "where" is LEFT (room_deleted, room_expired) are of the REJECT kind (20 and up).
     @Test func tableInProtocolMatchesTheEnum() throws {
         let spec = try String(contentsOf: Vectors.directory.deletingLastPathComponent().appendingPathComponent("PROTOCOL.md"), encoding: .utf8)
         var rows: [(UInt64, String)] = []
         for line in spec.split(separator: "\n") {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 3, let code = UInt64(cells[0]), cells[2] == "ERROR" || cells[2] == "REJECT" else { continue }
+            guard cells.count >= 3, let code = UInt64(cells[0]), ["ERROR", "REJECT", "LEFT"].contains(cells[2]) else { continue }
             rows.append((code, cells[1]))
             let kind: ErrorCode.Kind = cells[2] == "ERROR" ? .error : .reject
             #expect(ErrorCode(rawValue: code)?.kind == kind, "\(code)")

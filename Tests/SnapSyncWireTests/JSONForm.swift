@@ -216,6 +216,13 @@ enum JSONForm {
             o["room"] = .string(room)
             o["code"] = .uint(code)
             o["message"] = .string(message)
+        case .drop(let requestID, let room):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+        case .setTTL(let requestID, let room, let seconds):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["seconds"] = .uint(seconds)
         }
         return .object(o)
     }

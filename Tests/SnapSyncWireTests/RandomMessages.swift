@@ -82,7 +82,7 @@ struct MessageFactory {
     }
 
     mutating func message() -> Message {
-        switch Int.random(in: 0..<18, using: &rng) {
+        switch Int.random(in: 0..<20, using: &rng) {
         case 0: return .hello(versions: (0..<Int.random(in: 1...3, using: &rng)).map { _ in uint() }, clientName: text(), credentials: bytes())
         case 1:
             return .welcome(
@@ -107,6 +107,8 @@ struct MessageFactory {
         case 14: return .reject(requestID: uint(), code: uint(), opIndex: optional { $0.uint() }, identifier: optional { $0.id() }, message: text())
         case 15: return .auth(requestID: uint(), credentials: bytes(max: 300))
         case 16: return .left(room: text(), code: uint(), message: text())
+        case 17: return .drop(requestID: uint(), room: text())
+        case 18: return .setTTL(requestID: uint(), room: text(), seconds: uint())
         default: return .statsReply(requestID: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
         }
     }

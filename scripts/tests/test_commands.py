@@ -166,6 +166,19 @@ class CommandTests(unittest.TestCase):
         self.assertEqual(m, {"type": "AUTH", "request_id": 2, "credentials": b"eyJh.eyJz.c2ln"})
         self.assertEqual(snapcat.token_bytes(" eyJh.eyJz.c2ln\n"), b"eyJh.eyJz.c2ln")
 
+    def test_drop_and_ttl(self):
+        [m] = sent(self.p, "drop lobby")
+        self.assertEqual(m, {"type": "DROP", "request_id": 1, "room": b"lobby"})
+        self.assertEqual(wire.decode_frame(wire.encode_frame(m)), m)
+        self.assertEqual(wire.encode_frame(m), bytes.fromhex("00000008160105") + b"lobby")
+        [m] = sent(self.p, "ttl lobby 86400")
+        self.assertEqual(m, {"type": "SET_TTL", "request_id": 2, "room": b"lobby", "seconds": 86400})
+        self.assertEqual(wire.encode_frame(m), bytes.fromhex("0000000b170205") + b"lobby" + bytes.fromhex("80a305"))
+        for line in ["drop", "drop a b", "ttl lobby", "ttl lobby -1", "ttl lobby 1.5", "ttl lobby %d" % 2**64]:
+            with self.assertRaises(snapcat.UsageError, msg=line):
+                self.p.parse(line)
+        self.assertEqual(self.p.next_id, 3)
+
     def test_local_commands(self):
         self.assertEqual(self.p.parse("show lobby"), [("wait",), ("show", b"lobby")])
         self.assertEqual(self.p.parse("raw 0000 0001 ff"), [("raw", b"\x00\x00\x00\x01\xff")])
@@ -283,6 +296,19 @@ class SessionTests(unittest.TestCase):
 
     def receive(self, msg):
         self.session.receive(wire.encode_frame(msg))
+
+    def test_left_room_deleted_drops_the_replica_before_the_drop_is_acknowledged(self):
+        s = self.session
+        s.parser.next_id = 3
+        s.send({"type": "DROP", "request_id": 2, "room": b"todo"})
+        self.receive({"type": "SNAPSHOT", "request_id": 1, "room": b"todo", "epoch": 5, "version": 0,
+                      "reason": "initial", "digest": wire.snapshot_digest([]), "snapshot": []})
+        self.receive({"type": "LEFT", "room": b"todo", "code": 49, "message": b"room todo was deleted"})
+        self.assertNotIn(b"todo", s.replicas)
+        self.receive({"type": "ACK", "request_id": 2, "epoch": 5, "version": 0})
+        self.assertEqual(s.pending, {})
+        self.assertEqual(self.out.lines[-2:], ["LEFT todo room_deleted (49): room todo was deleted",
+                                               "ACK #2 todo e=5 v=0"])
 
     def test_left_drops_the_replica_and_later_diffs_of_the_room(self):
         s = self.session

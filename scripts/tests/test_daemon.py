@@ -58,6 +58,22 @@ class SessionTests(DaemonTestCase):
             "<lobby epoch=%s version=2; 1 sections, 2 items; sha256=%s>" % (epoch, expected.digest().hex()),
             "└─ section main", '   ├─ item a="hello"', "   └─ item b"], self.explain(done))
 
+    def test_drop_ends_the_room_for_its_members_and_the_name_starts_over(self):
+        a, b = self.interactive(), self.interactive()
+        a.send("join doc")
+        a.expect(r"^SNAPSHOT #1 doc .* initial")
+        a.send("append-sections doc main")
+        epoch = re.match(r"^ACK #2 doc e=(\d+) v=1$", a.expect(r"^ACK #2 ")).group(1)
+        b.send("ttl doc 3600")
+        b.expect(r"^ACK #1 doc e=%s v=1$" % epoch)
+        b.send("drop doc")
+        a.expect(r"^LEFT doc room_deleted \(49\): room doc was deleted$")
+        b.expect(r"^ACK #2 doc e=%s v=1$" % epoch)
+        a.send("join doc since %s:1" % epoch)
+        line = a.expect(r"^SNAPSHOT #3 doc ")
+        self.assertRegex(line, r" v=0 resync ")
+        self.assertNotIn("e=%s " % epoch, line)
+
     def test_two_sessions_see_each_others_edits(self):
         a, b = self.interactive(), self.interactive()
         a.send("join lobby")

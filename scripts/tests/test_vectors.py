@@ -134,12 +134,12 @@ class CoverageTests(unittest.TestCase):
         self.assertEqual(types, {name for name, _ in wire.MESSAGES.values()})
 
     def test_the_error_table_of_protocol_md_is_snapcats(self):
-        # PROTOCOL.md section 6: | code | name | ERROR or REJECT | meaning |
+        # PROTOCOL.md section 6: | code | name | ERROR, REJECT or LEFT | meaning |
         with open(os.path.join(VECTORS, os.pardir, "PROTOCOL.md"), encoding="utf-8") as f:
             rows = {}
             for line in f:
                 cells = [c.strip() for c in line.split("|")]
-                if len(cells) > 4 and cells[1].isdigit() and cells[3] in ("ERROR", "REJECT"):
+                if len(cells) > 4 and cells[1].isdigit() and cells[3] in ("ERROR", "REJECT", "LEFT"):
                     rows[int(cells[1])] = cells[2]
         self.assertEqual(rows, wire.ERROR_CODES)
 

@@ -38,7 +38,7 @@ enum CheckpointTarget {
             "checkpoint of \(file.room) at version \(file.version) accepted with history versions \(versions.prefix(4))...")
         let encoded = CheckpointFile.encode(
             room: file.room, epoch: file.epoch, version: file.version,
-            snapshot: file.snapshot, history: file.history)
+            snapshot: file.snapshot, history: file.history, ttl: file.ttl)
         try law(encoded == bytes, "an accepted \(bytes.count)-byte checkpoint re-encodes to \(encoded.count) other bytes")
     }
 }

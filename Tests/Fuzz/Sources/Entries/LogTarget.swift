@@ -3,7 +3,8 @@ import SnapSyncWire
 @testable import SnapSyncStore
 
 /// Log segments as recovery reads them: `LogSegment.checkHeader`, then `RecordFraming.parse`
-/// record by record from byte 24, each payload through `WriteRecord(payload:range:)`, its DIFF
+/// record by record from byte 24, each payload through `WriteRecord(payload:range:)` (or, for a
+/// tombstone or a TTL, `LifecycleRecord(payload:range:)`), its DIFF
 /// frame through `FrameDecoder` (accepting the server's messages, no limits) and its ops applied
 /// to the room, in version order. Damage is followed by `RecordFraming.nextGoodRecord`.
 ///
@@ -71,6 +72,21 @@ enum LogTarget {
     }
 
     static func record(_ bytes: [UInt8], _ payload: Range<Int>, rooms: inout [String: Room]) throws(LawViolation) {
+        switch LifecycleRecord.kind(of: bytes, payload: payload) {
+        case .tombstone, .ttl:
+            let lifecycle: LifecycleRecord
+            do { lifecycle = try LifecycleRecord(payload: bytes, range: payload) } catch {
+                try law(!error.what.isEmpty, "a refused record without a reason")
+                return
+            }
+            var encoded: [UInt8] = []
+            lifecycle.encodePayload(into: &encoded)
+            try law(encoded[...] == bytes[payload], "a \(payload.count)-byte lifecycle record re-encodes to \(encoded.count) other bytes")
+            if case .tombstone(let room, let epoch, _) = lifecycle, rooms[room]?.epoch == epoch { rooms[room] = nil }
+            return
+        default:
+            break
+        }
         let write: WriteRecord
         do { write = try WriteRecord(payload: bytes, range: payload) } catch {
             try law(!error.what.isEmpty, "a refused record without a reason")

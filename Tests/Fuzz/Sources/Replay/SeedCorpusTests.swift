@@ -42,6 +42,15 @@ import SnapSyncWire
             rooms[room] = state
             try store.sync(now: start)
         }
+        // A room given a TTL (kept in its checkpoint), and one written, then dropped (a tombstone).
+        try store.reserve()
+        store.setTTL(room: "notes", epoch: rooms["notes"]!.epoch, seconds: 3600)
+        try store.reserve()
+        var frame: [UInt8] = []
+        FrameEncoder().encodeDiff(room: "gone", epoch: 5, version: 1, ops: [.appendSections(["s"])], into: &frame)
+        store.append(WriteRecord(room: "gone", epoch: 5, version: 1, writeId: [], diffFrame: frame))
+        store.drop(room: "gone", epoch: 5, version: 1)
+        try store.sync(now: start)
         // A closed segment's data, before every room it pins is checkpointed and it is deleted.
         let firstSegment = try readAll(directory + "/" + store.activeSegmentName)
         let due = try store.maintain(now: start + .seconds(120))
@@ -107,7 +116,7 @@ import SnapSyncWire
                 offset = next
                 records += 1
             }
-            #expect(records == Self.writes.count)
+            #expect(records == Self.writes.count + 3, "the writes, a TTL, a write and a tombstone")
         }
     }
 

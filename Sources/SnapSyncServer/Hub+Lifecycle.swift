@@ -1,0 +1,170 @@
+import Logging
+import SnapSyncAuth
+import SnapSyncModel
+import SnapSyncStore
+import SnapSyncWire
+
+// Rooms that end (PROTOCOL.md §9, "Rooms that end" and "Expiry"): DROP deletes a room,
+// SET_TTL gives it a time-to-live, and a room whose TTL passed with no member and no write
+// expires. An ended room's members get LEFT, its state goes, its name is free (the next use
+// creates a room with a new epoch), and the store logs a tombstone so that no restart brings
+// it back.
+
+/// What the expiry sweep needs besides the rooms.
+struct RoomLifecycle {
+    /// Some room may carry a TTL of its own (SET_TTL, or one restored): without it and without
+    /// `--room-ttl`, the sweep has nothing to look at. Never reset: a false positive costs a
+    /// scan, a false negative a room that never expires.
+    var roomsMayHaveTTL = false
+    /// The sweep found the disk full: logged once until a sweep succeeds again.
+    var sweepBlockedBySpace = false
+}
+
+extension Hub {
+    /// DROP: the name, the `admin` right, then storage; every member gets LEFT room_deleted,
+    /// then the ACK carries the dropped room's last position (0, 0: there was no such room).
+    func drop(requestID: UInt64, roomName: String, from session: Session) {
+        if let rejection = Room.validate(name: roomName) {
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        guard authorize(.admin, room: roomName, requestID: requestID, for: session) else { return }
+        guard let room = rooms[RoomName(roomName)] else {
+            dropStoredOnly(requestID: requestID, roomName: roomName, from: session)
+            return
+        }
+        if let rejection = prepareStore(for: room, "drop") {
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        let (epoch, version) = (room.epoch, room.version)
+        endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
+        stats.roomsDeleted += 1
+        logger.debug("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
+        send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
+    }
+
+    /// DROP of a room not in memory: one the store still holds (a room kept on disk only) is
+    /// ended there, with its tombstone; with none, there is nothing to drop: ACK (0, 0).
+    private func dropStoredOnly(requestID: UInt64, roomName: String, from session: Session) {
+        guard let (epoch, version) = store.position(of: roomName) else {
+            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            return
+        }
+        do {
+            try store.prepare(room: roomName)
+        } catch {
+            guard case .noSpace = error else {
+                fail(ServerError("the store failed while preparing the drop of room \(LogEscaping.line(roomName)): \(error); stopping"))
+                return
+            }
+            send(
+                Rejection(.storageFailure, "the drop of room \(LogEscaping.line(roomName)) could not be made durable: \(error)").message(requestID: requestID),
+                to: session)
+            return
+        }
+        store.drop(room: roomName, epoch: epoch, version: version)
+        stats.roomsDeleted += 1
+        send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
+    }
+
+    /// SET_TTL: the name, the `write` right, the room (created if new), storage; then the TTL
+    /// is the room's (and logged), its idle time starts again, and the ACK carries its position.
+    func setTTL(requestID: UInt64, roomName: String, seconds: UInt64, from session: Session) {
+        if let rejection = Room.validate(name: roomName) {
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
+        let room: Room
+        switch self.room(named: roomName) {
+        case .success(let found): room = found
+        case .failure(let rejection):
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        if let rejection = prepareStore(for: room, "SET_TTL") {
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        room.ttlSeconds = seconds
+        room.idleSince = .now
+        if seconds > 0 { lifecycle.roomsMayHaveTTL = true }
+        store.setTTL(room: room.name, epoch: room.epoch, seconds: seconds)
+        send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
+    }
+
+    /// The TTL `room` expires by: its own (0: never), else `--room-ttl`; nil: never.
+    func timeToLive(of room: Room) -> Duration? {
+        switch room.ttlSeconds {
+        case .some(0): nil
+        case .some(let seconds): .seconds(seconds)
+        case .none: configuration.roomTTL
+        }
+    }
+
+    /// Ends every room whose TTL has passed with no member and no write, as of `now`. Called
+    /// once a second by the daemon, so a room expires up to a second after its TTL, never
+    /// before. A full disk (the tombstone cannot be logged) leaves the rooms for a later sweep.
+    /// - Complexity: O(1) when no room can have a TTL (no `--room-ttl`, no SET_TTL);
+    ///   else O(rooms) per call.
+    package func expireRooms(now: ContinuousClock.Instant) {
+        guard configuration.roomTTL != nil || lifecycle.roomsMayHaveTTL else { return }
+        var due: [Room] = []
+        for room in rooms.values where room.members.sessions.isEmpty {
+            if let ttl = timeToLive(of: room), now - room.idleSince >= ttl { due.append(room) }
+        }
+        for room in due {
+            do {
+                try store.prepare(room: room.name)
+            } catch {
+                guard case .noSpace = error else {
+                    fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(room.name)): \(error); stopping"))
+                    return
+                }
+                if !lifecycle.sweepBlockedBySpace {
+                    lifecycle.sweepBlockedBySpace = true
+                    logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
+                }
+                return
+            }
+            lifecycle.sweepBlockedBySpace = false
+            logger.debug("room expired", metadata: ["room": "\(LogEscaping.line(room.name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
+            endRoom(room, code: .roomExpired, "room \(LogEscaping.line(room.name)) expired")
+            stats.roomsExpired += 1
+        }
+    }
+
+    /// Ends `room`: the store logs its tombstone, each member is sent LEFT `code` and is no
+    /// longer one, and the hub forgets it (its name is free). The LEFTs and any answer leave
+    /// after the pass's commit, so the tombstone is durable first.
+    /// - Complexity: O(members).
+    func endRoom(_ room: Room, code: ErrorCode, _ message: String) {
+        store.drop(room: room.name, epoch: room.epoch, version: room.version)
+        // Copied first: removeMember reorders the array.
+        for member in room.members.sessions {
+            removeMember(member, from: room)
+            send(.left(room: room.name, code: code.rawValue, message: message), to: member)
+        }
+        rooms[RoomName(room.name)] = nil
+        totalItems -= room.snapshot.numberOfItems
+        roomBudget.forget(room)
+        snapshotEncodings.forget(room)
+    }
+
+    /// `store.prepare` for a request that logs a record about `room`: nil when it may go on;
+    /// the REJECT storage_failure when the disk is full. Any other failure stops the daemon
+    /// (as for a write), and the request gets that REJECT too (it is never sent).
+    private func prepareStore(for room: Room, _ what: String) -> Rejection? {
+        do {
+            try store.prepare(room: room.name)
+            return nil
+        } catch {
+            if case .noSpace = error {
+                return Rejection(.storageFailure, "the \(what) of room \(LogEscaping.line(room.name)) could not be made durable: \(error)")
+            }
+            fail(ServerError("the store failed while preparing the \(what) of room \(LogEscaping.line(room.name)): \(error); stopping"))
+            return Rejection(.storageFailure, "the store failed")
+        }
+    }
+}
