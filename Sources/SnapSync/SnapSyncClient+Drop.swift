@@ -11,16 +11,14 @@ extension SnapSyncClient {
     /// after a lost answer does too). The server needs the `admin` right on the room when it
     /// authenticates. Unlike writes, a DROP is not kept to be resent after a reconnect: it is
     /// sent now, on the current connection.
-    /// - Throws: `.rejected` with the server's code (`forbidden`, `storage_failure`,
-    ///   `invalid_room_name`); `.connectionLost` when not connected or when the connection
+    /// - Throws: `.forbidden` without the `admin` right; `.rejected` with the server's code
+    ///   (`storage_failure`, `invalid_room_name`); `.connectionLost` when not connected or when the connection
     ///   drops before the answer; `.timedOut` after `requestTimeout`.
     public func drop(_ room: String) async throws(SnapSyncError) {
         try checkUsable()
         guard case .ready(let connection) = link else { throw .connectionLost("DROP \(room): not connected") }
         let call = newCallID()
-        // Answered like a LEAVE (ACK: done; REJECT: the error), and like a LEAVE it ends this
-        // connection's membership, so a join answered meanwhile needs no LEAVE of its own.
-        let requestID = newRequest(.leave(room: room, call: call))
+        let requestID = newRequest(.drop(room: room, call: call))
         connection.send(.drop(requestID: requestID, room: room))
         _ = try await wait(call, what: "DROP \(room)").get()
     }

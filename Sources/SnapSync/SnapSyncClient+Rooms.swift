@@ -195,8 +195,11 @@ extension SnapSyncClient {
     func abandonedJoinAnswered(_ room: String) {
         guard rooms[room] == nil else { return }
         let leaving = requests.values.contains { request in
-            if case .leave(let r, _) = request { return r == room }
-            return false
+            switch request {
+            // A DROP ends the membership too, so a join answered meanwhile needs no LEAVE.
+            case .leave(let r, _), .drop(let r, _): return r == room
+            default: return false
+            }
         }
         if !leaving { sendLeave(room, call: nil) }
     }
@@ -227,6 +230,8 @@ extension SnapSyncClient {
             complete(call, .success(.position(position)))
         case .leave(_, let call)?:
             if let call { complete(call, .success(.done)) }
+        case .drop(_, let call)?:
+            complete(call, .success(.done))
         case .auth(let fresh)?:
             refreshAcknowledged(fresh)
         case .join(let room)?:
@@ -245,6 +250,10 @@ extension SnapSyncClient {
             // Not joined server-side is what a LEAVE wants.
             guard let call else { return }
             complete(call, rejection.code == .notJoined ? .success(.done) : .failure(.rejected(rejection)))
+        case .drop(let room, let call)?:
+            complete(
+                call,
+                .failure(rejection.code == .forbidden ? .forbidden(room: room, right: "admin", message: rejection.message) : .rejected(rejection)))
         case .join(let room)?:
             guard let entry = rooms[room], case .joining(let current) = entry.phase, current == requestID else { return }
             rooms[room] = nil

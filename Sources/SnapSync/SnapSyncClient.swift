@@ -115,6 +115,8 @@ public actor SnapSyncClient {
         case join(room: String)
         /// `call` is nil for the client's own LEAVEs (after an abandoned join).
         case leave(room: String, call: UInt64?)
+        /// A DROP (`drop(_:)`): like a LEAVE it ends this connection's membership.
+        case drop(room: String, call: UInt64)
         case write(call: UInt64)
         /// A refresh: the token becomes the connection's when acknowledged.
         case auth(SessionToken)

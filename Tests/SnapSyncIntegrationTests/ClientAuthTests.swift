@@ -96,6 +96,36 @@
             await client.close()
         }
 
+        @Test("drop(_:) without the admin right throws .forbidden naming admin; with it, the room ends", .timeLimit(.minutes(1)))
+        func dropNeedsAdmin() async throws {
+            let key = try MintingKey(kid: "k1")
+            defer { key.remove() }
+            let daemon = try DaemonProcess.start(arguments: ["--auth-keys", key.publicFile])
+            defer { daemon.stop() }
+            let writer = try key.token(ttl: "1h")
+            let admin = try key.token(ttl: "1h", grants: ["board:*=read,write,admin"])
+            let client = authClient(daemon, CountingProvider { _ in writer })
+            try await client.connect()
+            try await client.mutate("board:1", [.appendSections(["s"])])
+            do {
+                try await client.drop("board:1")
+                Issue.record("a DROP without admin was accepted")
+            } catch {
+                guard case .forbidden(let room, let right, _) = error else {
+                    Issue.record("expected .forbidden, got \(error)")
+                    return
+                }
+                #expect(room == "board:1" && right == "admin")
+            }
+            await client.close()
+            let owner = authClient(daemon, CountingProvider { _ in admin })
+            try await owner.connect()
+            try await owner.drop("board:1")
+            let replica = try await owner.join("board:1")
+            #expect(replica.position.version == 0, "a dropped room starts over")
+            await owner.close()
+        }
+
         @Test(
             "the provider's token opens the session; refreshed with AUTH before exp, the session outlives its first tokens",
             .timeLimit(.minutes(1)))
