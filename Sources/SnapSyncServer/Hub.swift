@@ -60,6 +60,9 @@ package final class Hub {
     var outputPending: () -> Void = {}
     /// Called when the store failed: nothing of this pass may reach a client (`fail`).
     var storeFailed: (ServerError) -> Void = { _ in }
+    /// Times each acknowledged write to the flush that sends its ACK; nil (and free) unless
+    /// the metrics endpoint is on.
+    var writeAckTimer: WriteAckTimer?
 
     // Scratch buffers, reused for every encoding: the request path allocates nothing once they
     // have grown.
@@ -132,6 +135,7 @@ package final class Hub {
     /// handles it.
     func receive(frame: UnsafeRawBufferPointer, from session: Session) {
         stats.framesIn += 1
+        stats.traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
         let message: Message
         do {
             message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client)
@@ -146,7 +150,7 @@ package final class Hub {
                         on: session, bytes: frame)
                     return
                 }
-                stats.writesRejected += 1
+                stats.rejectedWrite(error.code)
                 send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestID: requestID), to: session)
                 return
             }

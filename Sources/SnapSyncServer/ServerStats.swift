@@ -1,3 +1,5 @@
+import SnapSyncWire
+
 /// The daemon's counters, answered to STATS (names snake_case, PROTOCOL.md §3 STATS_REPLY).
 ///
 /// `frames_out` counts a DIFF once per member it is queued for; `bytes_out` counts bytes the
@@ -11,7 +13,10 @@ struct ServerStats {
     var bytesIn: UInt64 = 0
     var bytesOut: UInt64 = 0
     var connectionsAccepted: UInt64 = 0
+    /// Refused with ERROR too_many_connections (STATS `connections_refused`).
     var connectionsRefused: UInt64 = 0
+    /// Refused with ERROR shutting_down, accepted after shutdown began (metrics only).
+    var connectionsRefusedShuttingDown: UInt64 = 0
     var slowConsumerDisconnects: UInt64 = 0
     var protocolErrors: UInt64 = 0
     var writesApplied: UInt64 = 0
@@ -30,6 +35,14 @@ struct ServerStats {
     var roomsEvicted: UInt64 = 0
     var roomsWoken: UInt64 = 0
     var passTimes = PassTimeWindow()
+    /// Frames and bytes by message type, write rejections by code (the metrics endpoint).
+    let traffic = TrafficCounters()
+
+    /// A write answered with REJECT `code`: `writesRejected` and its per-code counter.
+    mutating func rejectedWrite(_ code: ErrorCode) {
+        writesRejected += 1
+        traffic.rejected(code)
+    }
 
     private(set) var framesInPerSecond: UInt64 = 0
     private(set) var framesOutPerSecond: UInt64 = 0
