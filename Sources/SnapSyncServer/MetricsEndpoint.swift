@@ -22,7 +22,9 @@ package final class MetricsEndpoint {
     private var http: MetricsHTTPServer?
     private var server: Server?
 
-    /// Binds `listen` (`HOST:PORT`, `[v6]:PORT`) on `loop` and logs `metrics listening on ...`.
+    /// Binds `listen` (`HOST:PORT`, `[v6]:PORT`) on `loop` and logs `metrics: serving
+    /// http://HOST:PORT/metrics and /healthz` (not "listening on", which tools read as the
+    /// client port).
     /// - Parameter build: `snapsync_build_info`'s labels beyond the libevent version.
     package init(listen: String, loop: EventLoop, logger: Logger, build: [(String, String)] = []) throws(ServerError) {
         let requested: SocketAddress
@@ -45,8 +47,8 @@ package final class MetricsEndpoint {
         self.address = http.address
         route = { [unowned self] path in self.answer(path) }
         logger.info(
-            "metrics listening on \(address)",
-            metadata: ["paths": "/metrics /healthz", "max_header_bytes": "\(MetricsHTTPServer.maxHeaderBytes)", "timeout_s": "\(MetricsHTTPServer.timeout)"])
+            "metrics: serving http://\(address)/metrics and /healthz",
+            metadata: ["max_header_bytes": "\(MetricsHTTPServer.maxHeaderBytes)", "timeout_s": "\(MetricsHTTPServer.timeout)"])
     }
 
     /// Closes the HTTP listener and its connections (before the loop is freed).
