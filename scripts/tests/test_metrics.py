@@ -59,9 +59,10 @@ class MetricsTests(unittest.TestCase):
     def tearDown(self):
         self.daemon.stop()
 
-    def get(self, path):
+    def get(self, path, headers=None, method="GET", data=None):
+        request = urllib.request.Request(self.base + path, data=data, headers=headers or {}, method=method)
         try:
-            with urllib.request.urlopen(self.base + path, timeout=10) as r:
+            with urllib.request.urlopen(request, timeout=10) as r:
                 return r.status, r.headers.get("Content-Type"), r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.headers.get("Content-Type"), e.read().decode()
@@ -103,10 +104,14 @@ class MetricsTests(unittest.TestCase):
             for _, value in labels:
                 self.assertNotEqual(value, "r", name)
 
-    def test_healthz_and_unknown_paths(self):
+    def test_healthz_unknown_paths_and_the_request_bounds(self):
         self.assertEqual(self.get("/healthz")[0::2], (200, "ok\n"))
         self.assertEqual(self.get("/metrics/x")[0], 404)
         self.assertEqual(self.get("/")[0], 404)
+        self.assertEqual(self.get("/metrics", headers={"X-Big": "x" * 9000})[0], 400)
+        self.assertEqual(self.get("/metrics", headers={"X-Small": "x" * 100})[0], 200)
+        self.assertEqual(self.get("/metrics", method="POST")[0], 501)
+        self.assertEqual(self.get("/metrics", method="POST", data=b"x")[0], 413)
 
 
 if __name__ == "__main__":
