@@ -66,22 +66,33 @@ final class MetricsRegistry {
     /// - Parameter build: `snapsync_build_info`'s labels (version, libevent, ...).
     init(build: [(String, String)]) {
         let r = registry
-        r.makeGauge(descriptor: .init(metricName: "snapsync_build_info", unitName: "", helpText: "Always 1; the labels describe the running build."), labels: build).set(to: 1.0)
-        connections = r.makeGauge(descriptor: .init(metricName: "snapsync_connections", unitName: "", helpText: "Client connections open now (STATS connections)."))
-        connectionsAccepted = r.makeCounter(descriptor: .init(metricName: "snapsync_connections_accepted_total", unitName: "", helpText: "Client connections accepted (STATS connections_accepted)."))
+        func counter(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Prometheus.Counter {
+            r.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        }
+        func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Prometheus.Gauge {
+            r.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        }
+        func timer(_ name: String, _ help: String, _ buckets: [Duration]) -> CoreMetrics.Timer {
+            let histogram = r.makeDurationHistogram(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), buckets: buckets)
+            return CoreMetrics.Timer(label: name, dimensions: [], handler: histogram, factory: PrometheusMetricsFactory(registry: r))
+        }
+
+        gauge("snapsync_build_info", "Always 1; the labels describe the running build.", build).set(to: 1.0)
+        connections = gauge("snapsync_connections", "Client connections open now (STATS connections).")
+        connectionsAccepted = counter("snapsync_connections_accepted_total", "Client connections accepted (STATS connections_accepted).")
         let refused = "Client connections refused at accept with ERROR, by reason (too_many_connections is STATS connections_refused)."
-        refusedTooMany = r.makeCounter(descriptor: .init(metricName: "snapsync_connections_refused_total", unitName: "", helpText: refused), labels: [("reason", "too_many_connections")])
-        refusedShuttingDown = r.makeCounter(descriptor: .init(metricName: "snapsync_connections_refused_total", unitName: "", helpText: refused), labels: [("reason", "shutting_down")])
+        refusedTooMany = counter("snapsync_connections_refused_total", refused, [("reason", "too_many_connections")])
+        refusedShuttingDown = counter("snapsync_connections_refused_total", refused, [("reason", "shutting_down")])
         let rooms = "Rooms by state: resident in memory (STATS rooms), sleeping on disk only (STATS rooms_sleeping)."
-        roomsResident = r.makeGauge(descriptor: .init(metricName: "snapsync_rooms", unitName: "", helpText: rooms), labels: [("state", "resident")])
-        roomsSleeping = r.makeGauge(descriptor: .init(metricName: "snapsync_rooms", unitName: "", helpText: rooms), labels: [("state", "sleeping")])
-        roomsDeleted = r.makeCounter(descriptor: .init(metricName: "snapsync_rooms_deleted_total", unitName: "", helpText: "Rooms deleted by DROP (STATS rooms_deleted)."))
-        roomsExpired = r.makeCounter(descriptor: .init(metricName: "snapsync_rooms_expired_total", unitName: "", helpText: "Rooms removed when their time-to-live ran out (STATS rooms_expired)."))
-        roomsEvicted = r.makeCounter(descriptor: .init(metricName: "snapsync_rooms_evicted_total", unitName: "", helpText: "Rooms evicted from memory to sleep on disk (STATS rooms_evicted)."))
-        roomsWoken = r.makeCounter(descriptor: .init(metricName: "snapsync_rooms_woken_total", unitName: "", helpText: "Sleeping rooms loaded back into memory (STATS rooms_woken)."))
-        items = r.makeGauge(descriptor: .init(metricName: "snapsync_items", unitName: "", helpText: "Items of all resident rooms together (STATS items)."))
-        bytesIn = r.makeCounter(descriptor: .init(metricName: "snapsync_received_bytes_total", unitName: "", helpText: "Bytes read from client sockets (STATS bytes_in)."))
-        bytesOut = r.makeCounter(descriptor: .init(metricName: "snapsync_sent_bytes_total", unitName: "", helpText: "Bytes the kernel accepted for client sockets (STATS bytes_out)."))
+        roomsResident = gauge("snapsync_rooms", rooms, [("state", "resident")])
+        roomsSleeping = gauge("snapsync_rooms", rooms, [("state", "sleeping")])
+        roomsDeleted = counter("snapsync_rooms_deleted_total", "Rooms deleted by DROP (STATS rooms_deleted).")
+        roomsExpired = counter("snapsync_rooms_expired_total", "Rooms removed when their time-to-live ran out (STATS rooms_expired).")
+        roomsEvicted = counter("snapsync_rooms_evicted_total", "Rooms evicted from memory to sleep on disk (STATS rooms_evicted).")
+        roomsWoken = counter("snapsync_rooms_woken_total", "Sleeping rooms loaded back into memory (STATS rooms_woken).")
+        items = gauge("snapsync_items", "Items of all resident rooms together (STATS items).")
+        bytesIn = counter("snapsync_received_bytes_total", "Bytes read from client sockets (STATS bytes_in).")
+        bytesOut = counter("snapsync_sent_bytes_total", "Bytes the kernel accepted for client sockets (STATS bytes_out).")
 
         let framesInHelp = "Frames received from clients, by message type (all types: STATS frames_in)."
         let frameBytesInHelp = "Bytes of the frames received, length prefix included, by message type."
@@ -90,47 +101,48 @@ final class MetricsRegistry {
         framesIn = MessageType.allCases.filter { $0.sentBy != .server }.map { type in
             let labels = [("type", type.name)]
             return (
-                type.rawValue, r.makeCounter(descriptor: .init(metricName: "snapsync_frames_received_total", unitName: "", helpText: framesInHelp), labels: labels),
-                r.makeCounter(descriptor: .init(metricName: "snapsync_frame_bytes_received_total", unitName: "", helpText: frameBytesInHelp), labels: labels)
+                type.rawValue, counter("snapsync_frames_received_total", framesInHelp, labels),
+                counter("snapsync_frame_bytes_received_total", frameBytesInHelp, labels)
             )
         }
         framesInUnknown = (
-            r.makeCounter(descriptor: .init(metricName: "snapsync_frames_received_total", unitName: "", helpText: framesInHelp), labels: [("type", "unknown")]),
-            r.makeCounter(descriptor: .init(metricName: "snapsync_frame_bytes_received_total", unitName: "", helpText: frameBytesInHelp), labels: [("type", "unknown")])
+            counter("snapsync_frames_received_total", framesInHelp, [("type", "unknown")]),
+            counter("snapsync_frame_bytes_received_total", frameBytesInHelp, [("type", "unknown")])
         )
         framesOut = MessageType.allCases.filter { $0.sentBy != .client }.map { type in
             let labels = [("type", type.name)]
             return (
-                type.rawValue, r.makeCounter(descriptor: .init(metricName: "snapsync_frames_sent_total", unitName: "", helpText: framesOutHelp), labels: labels),
-                r.makeCounter(descriptor: .init(metricName: "snapsync_frame_bytes_sent_total", unitName: "", helpText: frameBytesOutHelp), labels: labels)
+                type.rawValue, counter("snapsync_frames_sent_total", framesOutHelp, labels),
+                counter("snapsync_frame_bytes_sent_total", frameBytesOutHelp, labels)
             )
         }
-        writesApplied = r.makeCounter(descriptor: .init(metricName: "snapsync_writes_applied_total", unitName: "", helpText: "MUTATEs and REPLACEs applied (STATS writes_applied)."))
-        let rejectedHelp = "MUTATEs and REPLACEs answered with REJECT, by error code (all codes: STATS writes_rejected; forbidden is snapsync_forbidden_total)."
+        writesApplied = counter("snapsync_writes_applied_total", "MUTATEs and REPLACEs applied (STATS writes_applied).")
+        let rejected =
+            "MUTATEs and REPLACEs answered with REJECT, by error code (all codes: STATS writes_rejected; forbidden is snapsync_forbidden_total)."
         writesRejected = ErrorCode.allCases.filter { $0.kind == .reject && $0 != .forbidden }.map { code in
-            (code, r.makeCounter(descriptor: .init(metricName: "snapsync_writes_rejected_total", unitName: "", helpText: rejectedHelp), labels: [("code", code.name)]))
+            (code, counter("snapsync_writes_rejected_total", rejected, [("code", code.name)]))
         }
-        outputQueueBytes = r.makeGauge(descriptor: .init(
-            metricName: "snapsync_output_queue_bytes", unitName: "",
-            helpText: "Memory of unsent output, all connections together, a shared DIFF or SNAPSHOT body once (the fan-out queues; --max-output-total-bytes)."))
-        slowConsumers = r.makeCounter(descriptor: .init(metricName: "snapsync_slow_consumer_disconnects_total", unitName: "", helpText: "Connections cut off as slow consumers (STATS slow_consumer_disconnects)."))
-        protocolErrors = r.makeCounter(descriptor: .init(metricName: "snapsync_protocol_errors_total", unitName: "", helpText: "Connections closed for a protocol error (STATS protocol_errors)."))
-        authRefused = r.makeCounter(descriptor: .init(metricName: "snapsync_auth_refused_total", unitName: "", helpText: "HELLOs and AUTHs whose token was refused, closed with ERROR unauthorized (STATS auth_refused)."))
-        tokensExpired = r.makeCounter(descriptor: .init(metricName: "snapsync_tokens_expired_total", unitName: "", helpText: "Sessions closed with ERROR token_expired (STATS tokens_expired)."))
-        forbidden = r.makeCounter(descriptor: .init(metricName: "snapsync_forbidden_total", unitName: "", helpText: "Requests refused with REJECT forbidden (STATS forbidden)."))
-        uptime = r.makeGauge(descriptor: .init(metricName: "snapsync_uptime_seconds", unitName: "", helpText: "Seconds since the daemon started serving (STATS uptime_seconds)."))
-        loopPassP99 = r.makeGauge(descriptor: .init(metricName: "snapsync_loop_pass_p99_seconds", unitName: "", helpText: "99th percentile of the loop's flush passes over the last 10-20 s (STATS loop_pass_p99_us)."))
-        loopPassMax = r.makeGauge(descriptor: .init(metricName: "snapsync_loop_pass_max_seconds", unitName: "", helpText: "Longest loop flush pass over the last 10-20 s (STATS loop_pass_max_us)."))
+        outputQueueBytes = gauge(
+            "snapsync_output_queue_bytes",
+            "Memory of unsent output, all connections together, a shared DIFF or SNAPSHOT body once (the fan-out queues; --max-output-total-bytes).")
+        slowConsumers = counter("snapsync_slow_consumer_disconnects_total", "Connections cut off as slow consumers (STATS slow_consumer_disconnects).")
+        protocolErrors = counter("snapsync_protocol_errors_total", "Connections closed for a protocol error (STATS protocol_errors).")
+        authRefused = counter(
+            "snapsync_auth_refused_total", "HELLOs and AUTHs whose token was refused, closed with ERROR unauthorized (STATS auth_refused).")
+        tokensExpired = counter("snapsync_tokens_expired_total", "Sessions closed with ERROR token_expired (STATS tokens_expired).")
+        forbidden = counter("snapsync_forbidden_total", "Requests refused with REJECT forbidden (STATS forbidden).")
+        uptime = gauge("snapsync_uptime_seconds", "Seconds since the daemon started serving (STATS uptime_seconds).")
+        loopPassP99 = gauge(
+            "snapsync_loop_pass_p99_seconds", "99th percentile of the loop's flush passes over the last 10-20 s (STATS loop_pass_p99_us).")
+        loopPassMax = gauge("snapsync_loop_pass_max_seconds", "Longest loop flush pass over the last 10-20 s (STATS loop_pass_max_us).")
 
-        let factory = PrometheusMetricsFactory(registry: r)
-        fsyncTimer = CoreMetrics.Timer(
-            label: "snapsync_fsync_duration_seconds", dimensions: [],
-            handler: r.makeDurationHistogram(descriptor: .init(metricName: "snapsync_fsync_duration_seconds", unitName: "", helpText: "fdatasync of the write-ahead log: per loop pass under --fsync always, once a second on the store's thread under everysec, at segment switches and checkpoints."), buckets: Self.fsyncBuckets),
-            factory: factory)
-        writeAckTimer = CoreMetrics.Timer(
-            label: "snapsync_write_ack_duration_seconds", dimensions: [],
-            handler: r.makeDurationHistogram(descriptor: .init(metricName: "snapsync_write_ack_duration_seconds", unitName: "", helpText: "From handling a MUTATE or REPLACE to the end of the flush that commits it and sends its ACK."), buckets: Self.writeAckBuckets),
-            factory: factory)
+        fsyncTimer = timer(
+            "snapsync_fsync_duration_seconds",
+            "fdatasync of the write-ahead log: per loop pass under --fsync always, once a second on the store's thread under everysec, at segment switches and checkpoints.",
+            Self.fsyncBuckets)
+        writeAckTimer = timer(
+            "snapsync_write_ack_duration_seconds",
+            "From handling a MUTATE or REPLACE to the end of the flush that commits it and sends its ACK.", Self.writeAckBuckets)
     }
 
     /// Copies the hub's counters and gauges in (a counter's value is set: reset, then
