@@ -17,7 +17,7 @@ extension Hub {
         // The name, then the right, before the room is created or the store asked.
         let received = writeAckTimer?.start()
         if let rejection = Room.validate(name: roomName) {
-            stats.rejectedWrite(rejection.code)
+            countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -26,7 +26,7 @@ extension Hub {
         switch self.room(named: roomName) {
         case .success(let found): room = found
         case .failure(let rejection):
-            stats.rejectedWrite(rejection.code)
+            countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -40,7 +40,7 @@ extension Hub {
                 fail(ServerError("the store failed while preparing a write to room \(LogEscaping.line(room.name)): \(error); stopping"))
                 return
             }
-            stats.rejectedWrite(.storageFailure)
+            countRejectedWrite(.storageFailure)
             send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: session)
             return
         }
@@ -61,7 +61,7 @@ extension Hub {
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
             if let received { writeAckTimer?.acknowledged(received) }
         case .rejected(let rejection):
-            stats.rejectedWrite(rejection.code)
+            countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
         }
     }

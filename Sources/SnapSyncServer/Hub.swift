@@ -46,6 +46,9 @@ package final class Hub {
     /// The daemon's counters; the IO layer adds its own (bytes in and out, accepts).
     /// Counted once per frame sent; unchecked for the reason given on `Session.output`.
     @exclusivity(unchecked) var stats = ServerStats()
+    /// Frames and bytes by message type and write rejections by code, beside `stats` (whose
+    /// totals they split): a `let` of the hub, so counting a frame retains nothing.
+    let traffic = TrafficCounters()
     let startTime = ContinuousClock.now
     /// Token deadlines of authenticated sessions (`Hub+Auth.swift`, `TokenDeadlines`).
     var tokenDeadlines = TokenDeadlines()
@@ -135,7 +138,7 @@ package final class Hub {
     /// handles it.
     func receive(frame: UnsafeRawBufferPointer, from session: Session) {
         stats.framesIn += 1
-        stats.traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
+        traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
         let message: Message
         do {
             message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client)
@@ -150,7 +153,7 @@ package final class Hub {
                         on: session, bytes: frame)
                     return
                 }
-                stats.rejectedWrite(error.code)
+                countRejectedWrite(error.code)
                 send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestID: requestID), to: session)
                 return
             }

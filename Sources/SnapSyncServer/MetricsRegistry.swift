@@ -163,7 +163,7 @@ final class MetricsRegistry {
         items.set(Int64(hub.totalItems))
         set(bytesIn, stats.bytesIn)
         set(bytesOut, stats.bytesOut)
-        let traffic = stats.traffic
+        let traffic = hub.traffic
         var knownFrames: UInt64 = 0
         var knownBytes: UInt64 = 0
         for (type, frames, bytes) in framesIn {

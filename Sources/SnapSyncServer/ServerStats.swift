@@ -1,5 +1,3 @@
-import SnapSyncWire
-
 /// The daemon's counters, answered to STATS (names snake_case, PROTOCOL.md §3 STATS_REPLY).
 ///
 /// `frames_out` counts a DIFF once per member it is queued for; `bytes_out` counts bytes the
@@ -35,14 +33,6 @@ struct ServerStats {
     var roomsEvicted: UInt64 = 0
     var roomsWoken: UInt64 = 0
     var passTimes = PassTimeWindow()
-    /// Frames and bytes by message type, write rejections by code (the metrics endpoint).
-    let traffic = TrafficCounters()
-
-    /// A write answered with REJECT `code`: `writesRejected` and its per-code counter.
-    mutating func rejectedWrite(_ code: ErrorCode) {
-        writesRejected += 1
-        traffic.rejected(code)
-    }
 
     private(set) var framesInPerSecond: UInt64 = 0
     private(set) var framesOutPerSecond: UInt64 = 0

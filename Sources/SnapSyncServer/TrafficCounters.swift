@@ -1,11 +1,15 @@
 import SnapSyncWire
 
-/// Counters by message type and by error code, part of `ServerStats` (the metrics endpoint's
-/// per-type and per-code series; STATS keeps its totals, which these add up to).
+/// Counters by message type and by error code, the hub's `traffic` beside its `ServerStats`
+/// (the metrics endpoint's per-type and per-code series; STATS keeps the totals, which these
+/// split).
 ///
 /// Each counter is a slot of one fixed allocation indexed by the frame's type byte (or the
 /// code), so counting is an add through a pointer on the per-frame path: no dictionary, no
-/// copy-on-write check, no atomics (the loop's thread only). Every type byte has a slot, so
+/// copy-on-write check, no atomics (the loop's thread only), and no retain: the hub holds it in
+/// a `let` (held inside the `ServerStats` struct, reading it out retained and released it on
+/// every frame: about 500 instructions more per write, measured with callgrind,
+/// docs/benchmarks.md). Every type byte has a slot, so
 /// types added later (and unknown bytes from clients) are counted too; the endpoint names the
 /// known ones and sums the rest under `unknown`, keeping its label values bounded.
 final class TrafficCounters {
@@ -48,4 +52,13 @@ final class TrafficCounters {
     func framesQueued(type: UInt8) -> UInt64 { storage[2 * Self.slots + Int(type)] }
     func bytesQueued(type: UInt8) -> UInt64 { storage[3 * Self.slots + Int(type)] }
     func writesRejected(_ code: ErrorCode) -> UInt64 { storage[4 * Self.slots + Int(truncatingIfNeeded: code.rawValue & 0xff)] }
+}
+
+extension Hub {
+    /// A write (MUTATE or REPLACE) answered with REJECT `code`: STATS `writes_rejected` and its
+    /// per-code counter.
+    func countRejectedWrite(_ code: ErrorCode) {
+        stats.writesRejected += 1
+        traffic.rejected(code)
+    }
 }
