@@ -15,7 +15,7 @@ extension Hub {
         _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
     ) {
         // The name, then the right, before the room is created or the store asked.
-        let received = writeAckTimer?.start()
+        let received = writeAckTimer?.start() ?? 0
         if let rejection = Room.validate(name: roomName) {
             countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
@@ -56,10 +56,10 @@ extension Hub {
             let members = room.members.sessions
             for member in members { send(shared: diff, to: member) }
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
-            if let received { writeAckTimer?.acknowledged(received) }
+            if received != 0 { writeAckTimer?.acknowledged(received) }
         case .unchanged(let version), .duplicate(let version):
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
-            if let received { writeAckTimer?.acknowledged(received) }
+            if received != 0 { writeAckTimer?.acknowledged(received) }
         case .rejected(let rejection):
             countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)

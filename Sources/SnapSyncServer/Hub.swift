@@ -65,7 +65,8 @@ package final class Hub {
     var storeFailed: (ServerError) -> Void = { _ in }
     /// Times each acknowledged write to the flush that sends its ACK; nil (and free) unless
     /// the metrics endpoint is on.
-    var writeAckTimer: WriteAckTimer?
+    /// Unchecked for the reason given on `Session.output` (read once per write).
+    @exclusivity(unchecked) var writeAckTimer: WriteAckTimer?
 
     // Scratch buffers, reused for every encoding: the request path allocates nothing once they
     // have grown.
