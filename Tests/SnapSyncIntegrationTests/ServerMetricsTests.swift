@@ -99,6 +99,31 @@ extension ServerIntegration {
             #expect(after["snapsync_items"] == 1)
         }
 
+        /// Once SIGTERM began a shutdown, /healthz says 503 while the last connection drains:
+        /// a subscriber that never reads holds megabytes of DIFFs the daemon waits to deliver.
+        @Test func healthzIs503WhileShuttingDown() throws {
+            let daemon = try DaemonProcess.start(arguments: ["--metrics-listen", "127.0.0.1:0", "--shutdown-timeout", "30s"])
+            defer { daemon.stop() }
+            let metrics = try MetricsAddress(daemon)
+            #expect(try metrics.get("/healthz").status == 200)
+            let writer = try RawClient.ready(daemon)
+            let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
+            try writer.mustMutate("feed", [.appendSections([.named("s")])])
+            _ = try slow.join("feed")  // then never reads again
+            // 12 MB of DIFFs: beyond what the kernel buffers for the slow socket (a few MiB),
+            // within --max-output-bytes (32 MiB).
+            let payload = String(repeating: "x", count: 60_000)
+            for round in 0..<200 {
+                try writer.mustMutate("feed", [.appendItems([.named("i\(round)", payload)], toSection: "s")])
+            }
+            try withExtendedLifetime(slow) {
+                daemon.signal(SIGTERM)
+                #expect(daemon.waitForLog("shutting down"))
+                let draining = try metrics.get("/healthz")
+                #expect(draining.status == 503 && draining.body == "shutting down\n")
+            }
+        }
+
         @Test func aBadAddressIsRefusedAtStart() throws {
             let (status, output) = try DaemonProcess.run(arguments: ["--metrics-listen", "9400"])
             #expect(status != 0)
