@@ -41,11 +41,10 @@ package final class MetricsEndpoint {
         let metrics = MetricsRegistry(
             build: [("protocol_version", "\(ProtocolVersion.current)"), ("libevent", EventLoop.libeventVersion), ("event_backend", loop.backend)] + build)
         self.metrics = metrics
-        var route: (String) -> MetricsHTTPServer.Response = { _ in .init(status: 503, contentType: "text/plain", body: []) }
-        let http = try MetricsHTTPServer(address: requested, loop: loop) { path in route(path) }
+        let http = try MetricsHTTPServer(address: requested, loop: loop)
         self.http = http
         self.address = http.address
-        route = { [unowned self] path in self.answer(path) }
+        http.route = { [unowned self] path in self.answer(path) }
         logger.info(
             "metrics: serving http://\(address)/metrics and /healthz",
             metadata: ["max_header_bytes": "\(MetricsHTTPServer.maxHeaderBytes)", "timeout_s": "\(MetricsHTTPServer.timeout)"])

@@ -27,14 +27,14 @@ final class MetricsHTTPServer {
     /// The bound address, with the real port when port 0 was asked for.
     let address: SocketAddress
     private let http: OpaquePointer
-    /// Answers a GET of `path` (the URI's path, without query).
-    private let route: (String) -> Response
+    /// Answers a GET of `path` (the URI's path, without query); 503 until the owner sets it.
+    var route: (String) -> Response = { _ in Response(status: 503, contentType: "text/plain; charset=utf-8", body: []) }
     /// Keeps the loop alive as long as the server: `evhttp_free` must come before `event_base_free`.
     private let loop: EventLoop
 
     /// `socket`, `SO_REUSEADDR`, `bind`, `listen` (ours, so any address `SocketAddress` takes,
     /// and the real port), then `evhttp_new`, `evhttp_accept_socket_with_handle` and the bounds.
-    init(address requested: SocketAddress, loop: EventLoop, route: @escaping (String) -> Response) throws(ServerError) {
+    init(address requested: SocketAddress, loop: EventLoop) throws(ServerError) {
         let fd: Int32
         let bound: SocketAddress
         do {
@@ -67,7 +67,6 @@ final class MetricsHTTPServer {
         evhttp_set_allowed_methods(http, UInt16(EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_HEAD.rawValue))
         self.http = http
         self.address = bound
-        self.route = route
         self.loop = loop
         evhttp_set_gencb(http, Self.onRequest, Unmanaged.passUnretained(self).toOpaque())
     }
