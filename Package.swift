@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // The layout is described in README.md: Model and Wire are pure Swift and shared by
 // the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
-// through SnapSyncStore, which never sees a socket; only SnapSyncServer imports CLibevent.
+// through SnapSyncStore, which never sees a socket; only SnapSyncServer imports CLibevent
+// (and CLibeventExtra, libevent's HTTP server, for the metrics endpoint).
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -30,12 +31,22 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // The metrics registry and the Prometheus text format of --metrics-listen (#17).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // libevent, linked through pkg-config (Debian: libevent-dev).
         .systemLibrary(
             name: "CLibevent",
             pkgConfig: "libevent_core",
+            providers: [.apt(["libevent-dev"])]
+        ),
+        // libevent's HTTP server (evhttp, in libevent_extra) for --metrics-listen, through
+        // pkg-config (Debian: libevent-dev). Imported by MetricsHTTPServer.swift only.
+        .systemLibrary(
+            name: "CLibeventExtra",
+            pkgConfig: "libevent_extra",
             providers: [.apt(["libevent-dev"])]
         ),
         // zlib, for its crc32() (the store's record checksum), through pkg-config (Debian: zlib1g-dev).
@@ -74,8 +85,10 @@ let package = Package(
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                "CLibevent", "CLibeventExtra", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: upcoming
         ),

@@ -11,6 +11,8 @@ snapsync_need_root() {
 snapsync_install_deps() {
     local missing=()
     pkg-config --exists libevent_core 2>/dev/null || missing+=(libevent-dev)
+    # evhttp, the metrics endpoint's HTTP server (same Debian package).
+    pkg-config --exists libevent_extra 2>/dev/null || missing+=(libevent-dev)
     pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
@@ -18,6 +20,8 @@ snapsync_install_deps() {
     # calls against the unit's filter (strace); without them those checks would be skipped.
     command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
     command -v strace >/dev/null 2>&1 || missing+=(strace)
+    # The metrics tests scrape with curl (Swift) and urllib + prometheus_client's parser (Python).
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
     local p
     for p in "$@"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -26,6 +30,19 @@ snapsync_install_deps() {
         echo "snapsync: installing ${missing[*]}" >&2
         snapsync_need_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
         snapsync_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    # prometheus_client reads /metrics in scripts/tests/test_metrics.py: the reference parser of
+    # the text format. Debian's python3 gets Debian's package (its pip refuses system installs);
+    # another python3 on PATH (pyenv, a venv) gets it from PyPI with its own pip.
+    if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
+        if [ "$(python3 -c 'import sys; print(sys.prefix)')" = /usr ]; then
+            echo "snapsync: installing python3-prometheus-client" >&2
+            snapsync_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-prometheus-client >/dev/null
+        else
+            echo "snapsync: installing prometheus_client (pip)" >&2
+            PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet prometheus_client \
+                || PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --user prometheus_client
+        fi
     fi
     if ! command -v swift >/dev/null 2>&1; then
         if [ -x /opt/swift/usr/bin/swift ]; then export PATH=/opt/swift/usr/bin:$PATH; else

@@ -99,12 +99,16 @@ struct Event {
 /// rooms over one loop per core (as memcached does with its worker threads) means one
 /// `EventLoop` per thread; other threads reach a loop only through a queue plus a notify fd
 /// (an `EventKinds.read` event on an eventfd/pipe), never by calling into it directly.
-final class EventLoop {
+package final class EventLoop {
     private let base: OpaquePointer
+
+    /// The `event_base`, for libevent's HTTP server (`MetricsHTTPServer`), which runs on this
+    /// loop too.
+    var rawBase: OpaquePointer { base }
 
     /// `event_config_new`, `event_config_set_flag(EVENT_BASE_FLAG_NOLOCK)`,
     /// `event_base_new_with_config`, `event_config_free`, then `event_base_priority_init(base, 2)`.
-    init() throws(EventLoopError) {
+    package init() throws(EventLoopError) {
         guard let config = event_config_new() else { throw EventLoopError(function: "event_config_new") }
         defer { event_config_free(config) }
         try libeventCheck(event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue)), "event_config_set_flag", misuse: true)
@@ -123,6 +127,13 @@ final class EventLoop {
     /// `event_base_loop(base, 0)`: runs callbacks until `stop()` or no event is left.
     func run() throws(EventLoopError) {
         try libeventCheck(event_base_loop(base, 0), "event_base_loop")
+    }
+
+    /// `event_base_loop(base, EVLOOP_NONBLOCK)`: runs the callbacks of the events ready now,
+    /// without waiting. Before `Server.start()`, while start-up recovers on this thread, it
+    /// serves the metrics endpoint (`MetricsEndpoint.serveWhileStarting()`).
+    func runReady() throws(EventLoopError) {
+        try libeventCheck(event_base_loop(base, EVLOOP_NONBLOCK), "event_base_loop")
     }
 
     /// `event_base_loopbreak(base)`: `run()` returns after the callback that is running now.

@@ -18,6 +18,7 @@ extension Hub {
         }
         encodeBuffer.withUnsafeBytes { session.output.append($0) }
         stats.framesOut += 1
+        traffic.queued(type: encodeBuffer[4], bytes: size)
         markDirty(session)
         // Not for the ERROR that ends a session: budget enforcement itself queues those.
         if !force && outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
@@ -35,6 +36,7 @@ extension Hub {
         }
         session.output.enqueue(chunk)
         stats.framesOut += 1
+        traffic.queued(type: MessageType.diff.rawValue, bytes: chunk.count)
         markDirty(session)
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }

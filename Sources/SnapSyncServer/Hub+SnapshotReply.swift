@@ -66,6 +66,7 @@ extension Hub {
         encodeBuffer.withUnsafeBytes { session.output.appendFrameHeader($0) }
         session.output.enqueue(body)
         stats.framesOut += 1
+        traffic.queued(type: MessageType.snapshot.rawValue, bytes: size)
         markDirty(session)
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }

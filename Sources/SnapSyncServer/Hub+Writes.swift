@@ -15,8 +15,9 @@ extension Hub {
         _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
     ) {
         // The name, then the right, before the room is created or the store asked.
+        let received = writeAckTimer?.start() ?? 0
         if let rejection = Room.validate(name: roomName) {
-            stats.writesRejected += 1
+            countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -25,7 +26,7 @@ extension Hub {
         switch self.room(named: roomName) {
         case .success(let found): room = found
         case .failure(let rejection):
-            stats.writesRejected += 1
+            countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -39,7 +40,7 @@ extension Hub {
                 fail(ServerError("the store failed while preparing a write to room \(LogEscaping.line(room.name)): \(error); stopping"))
                 return
             }
-            stats.writesRejected += 1
+            countRejectedWrite(.storageFailure)
             send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: session)
             return
         }
@@ -56,10 +57,12 @@ extension Hub {
             let members = room.members.sessions
             for member in members { send(shared: diff, to: member) }
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
+            if received != 0 { writeAckTimer?.acknowledged(received) }
         case .unchanged(let version), .duplicate(let version):
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
+            if received != 0 { writeAckTimer?.acknowledged(received) }
         case .rejected(let rejection):
-            stats.writesRejected += 1
+            countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
         }
     }

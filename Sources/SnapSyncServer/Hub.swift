@@ -48,6 +48,9 @@ package final class Hub {
     /// The daemon's counters; the IO layer adds its own (bytes in and out, accepts).
     /// Counted once per frame sent; unchecked for the reason given on `Session.output`.
     @exclusivity(unchecked) var stats = ServerStats()
+    /// Frames and bytes by message type and write rejections by code, beside `stats` (whose
+    /// totals they split): a `let` of the hub, so counting a frame retains nothing.
+    let traffic = TrafficCounters()
     let startTime = ContinuousClock.now
     /// Token deadlines of authenticated sessions (`Hub+Auth.swift`, `TokenDeadlines`).
     var tokenDeadlines = TokenDeadlines()
@@ -62,6 +65,10 @@ package final class Hub {
     var outputPending: () -> Void = {}
     /// Called when the store failed: nothing of this pass may reach a client (`fail`).
     var storeFailed: (ServerError) -> Void = { _ in }
+    /// Times each acknowledged write to the flush that sends its ACK; nil (and free) unless
+    /// the metrics endpoint is on.
+    /// Unchecked for the reason given on `Session.output` (read once per write).
+    @exclusivity(unchecked) var writeAckTimer: WriteAckTimer?
 
     // Scratch buffers, reused for every encoding: the request path allocates nothing once they
     // have grown.
@@ -134,6 +141,7 @@ package final class Hub {
     /// handles it.
     func receive(frame: UnsafeRawBufferPointer, from session: Session) {
         stats.framesIn += 1
+        traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
         let message: Message
         do {
             message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client)
@@ -148,7 +156,7 @@ package final class Hub {
                         on: session, bytes: frame)
                     return
                 }
-                stats.writesRejected += 1
+                countRejectedWrite(error.code)
                 send(Rejection(error.code, error.detail, identifier: error.identifier).message(requestID: requestID), to: session)
                 return
             }

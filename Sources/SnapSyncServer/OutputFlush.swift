@@ -86,6 +86,7 @@ final class OutputFlush {
             flush(unsafeDowncast(session, to: Connection.self))
         }
         flushing.removeAll(keepingCapacity: true)
+        hub.writeAckTimer?.flushed()
         hub.stats.passTimes.record(.now - passOutputStarted)
     }
 

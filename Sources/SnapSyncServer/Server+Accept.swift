@@ -26,6 +26,7 @@ extension Server {
             }
             guard case .connection(let fd, let peer) = accepted else { return }
             if isShuttingDown {
+                hub.stats.connectionsRefusedShuttingDown += 1
                 refuse(fd, .shuttingDown, "the server is shutting down")
             } else if hub.sessions.count >= configuration.maxConnections {
                 hub.stats.connectionsRefused += 1

@@ -38,12 +38,17 @@ package final class Server {
     private var signalEvents: [Event] = []
     private var shutdownTimer: Event?
     package internal(set) var isShuttingDown = false
+    /// Whether the client listener is up (after `start()`, until shutdown closes it).
+    package var isListening: Bool { listener != nil }
     private var isFinishingShutdown = false
     /// Why the daemon stopped early (the store failed), thrown by `run()`.
     private var failure: ServerError?
 
-    /// Creates the loop. Nothing is bound until `start()`.
-    package init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore = MemoryStore()) throws(ServerError) {
+    /// Creates the loop, or takes `loop` (one the metrics endpoint already serves on). Nothing is
+    /// bound until `start()`.
+    package init(
+        configuration: ServerConfiguration, logger: Logger, store: any RoomStore = MemoryStore(), loop: EventLoop? = nil
+    ) throws(ServerError) {
         do {
             try configuration.validate()
         } catch {
@@ -52,14 +57,14 @@ package final class Server {
         self.configuration = configuration
         self.logger = logger
         do {
-            self.loop = try EventLoop()
+            self.loop = try loop ?? EventLoop()
         } catch {
             throw ServerError("cannot create the event loop: \(error)")
         }
         let hub = Hub(configuration: configuration, logger: logger, store: store)
         self.hub = hub
         self.flush = OutputFlush(hub: hub)
-        self.connectionContext = ConnectionContext(loop: loop, hub: hub, flush: flush)
+        self.connectionContext = ConnectionContext(loop: self.loop, hub: hub, flush: flush)
         hub.storeFailed = { [unowned self] error in self.fail(error) }
         connectionContext.connectionEnded = { [unowned self] in self.finishShutdownIfIdle() }
     }

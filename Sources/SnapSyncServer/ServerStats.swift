@@ -11,7 +11,10 @@ struct ServerStats {
     var bytesIn: UInt64 = 0
     var bytesOut: UInt64 = 0
     var connectionsAccepted: UInt64 = 0
+    /// Refused with ERROR too_many_connections (STATS `connections_refused`).
     var connectionsRefused: UInt64 = 0
+    /// Refused with ERROR shutting_down, accepted after shutdown began (metrics only).
+    var connectionsRefusedShuttingDown: UInt64 = 0
     var slowConsumerDisconnects: UInt64 = 0
     var protocolErrors: UInt64 = 0
     var writesApplied: UInt64 = 0

@@ -97,7 +97,7 @@ final class BackgroundIO: @unchecked Sendable {
         guard thread != nil else {
             let result = run(job)
             lock()
-            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result))
+            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result.result, elapsed: result.elapsed))
             finishedThrough = ticket
             unlock()
             return ticket
@@ -167,26 +167,29 @@ final class BackgroundIO: @unchecked Sendable {
             unlock()
             let result = run(job)
             lock()
-            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result))
+            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result.result, elapsed: result.elapsed))
             finishedThrough = ticket
             pthread_cond_broadcast(jobFinished)
         }
         unlock()
     }
 
-    private func run(_ job: BackgroundJob) -> Result<BackgroundOutcome, StoreError> {
+    /// Runs `job`, timed (the fdatasync latency the daemon's metrics report).
+    private func run(_ job: BackgroundJob) -> (result: Result<BackgroundOutcome, StoreError>, elapsed: Duration) {
         lock()
         let fault = self.fault
         unlock()
         // Called outside the lock: a test's hook may block (to hold a job back).
         if let injected = fault?(job) {
             job.abandon()
-            return .failure(injected)
+            return (.failure(injected), .zero)
         }
+        let started = ContinuousClock.now
         do {
-            return .success(try job.perform())
+            let outcome = try job.perform()
+            return (.success(outcome), .now - started)
         } catch {
-            return .failure(error)
+            return (.failure(error), .now - started)
         }
     }
 
@@ -199,4 +202,6 @@ struct BackgroundCompletion: Sendable {
     var ticket: UInt64
     var job: BackgroundJob
     var result: Result<BackgroundOutcome, StoreError>
+    /// How long the job ran on the worker (`perform()`).
+    var elapsed: Duration = .zero
 }

@@ -95,9 +95,11 @@ extension DurableStore {
             let closed = background.closing.removeFirst()
             closedSegments.append(closed.sequence)
             statistics.fsyncs += 1
+            fsyncObserver?(completion.elapsed)
         case (.syncData, .success):
             background.syncing = nil
             statistics.fsyncs += 1
+            fsyncObserver?(completion.elapsed)
         case (.removeFiles(let paths, _), .success):
             background.removing.removeFirst()
             statistics.segmentsDeleted += paths.count

@@ -60,6 +60,11 @@ package final class DurableStore: RoomStore {
 
     /// Counters, for STATS and for tests.
     package internal(set) var statistics = StoreStatistics()
+    /// Told how long each fdatasync of the log took (each one `statistics.fsyncs` counts), on
+    /// the loop's thread: at once for one done there (`always`, a checkpoint, close), and when
+    /// its completion is taken in for one on the background thread (`everysec`, a closed
+    /// segment). The daemon's fsync latency histogram.
+    package var fsyncObserver: ((Duration) -> Void)?
     /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
     /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
     var checkpointsToRemove: [String] = []
@@ -304,7 +309,9 @@ package final class DurableStore: RoomStore {
     }
 
     func syncActiveNow(now: ContinuousClock.Instant) throws(StoreError) {
+        let started = ContinuousClock.now
         try active.file.syncData()
+        fsyncObserver?(.now - started)
         unsynced = false
         lastSync = now
         statistics.fsyncs += 1

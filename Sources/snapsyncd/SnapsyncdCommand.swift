@@ -5,6 +5,9 @@ import SnapSyncModel
 import SnapSyncServer
 import SnapSyncStore
 import SnapSyncWire
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `snapsyncd [options]`: every limit has a flag and a documented default (ServerConfiguration).
 struct SnapsyncdCommand: ParsableCommand {
@@ -180,6 +183,12 @@ struct SnapsyncdCommand: ParsableCommand {
     @Flag(help: "Serve without authentication on a non-loopback --host: anyone who can reach the port reads and writes every room.")
     var insecureNoAuth = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve Prometheus /metrics and /healthz over HTTP on this address, e.g. 127.0.0.1:9400 (no authentication: keep it on loopback or a private network). (default: off)",
+            valueName: "host:port"))
+    var metricsListen: String?
+
     /// The authentication flags, unchecked.
     var authSettings: AuthSettings {
         AuthSettings(keyFile: authKeys, mode: auth.flatMap(AuthMode.init(rawValue:)), audience: authAudience, insecureNoAuth: insecureNoAuth)
@@ -234,6 +243,13 @@ struct SnapsyncdCommand: ParsableCommand {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
         if let auth, AuthMode(rawValue: auth) == nil { throw ValidationError("--auth must be required or off, not \(auth)") }
+        if let metricsListen {
+            do {
+                _ = try MetricsEndpoint.parse(metricsListen)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         do {
             _ = try authSettings.check(listeningOn: host)
         } catch {
@@ -249,12 +265,30 @@ struct SnapsyncdCommand: ParsableCommand {
     /// Opens the data directory (telling systemd it is still working during a long recovery)
     /// and hands the rooms to a new server. The recovered rooms are dropped on return, so the
     /// server's rooms own their snapshots alone and the first write to each does not copy it.
-    private func recover(_ configuration: ServerConfiguration, logger: Logger) throws -> (DurableStore, Server) {
+    ///
+    /// With `metrics`, its requests are answered at each progress report (503 on /healthz), and
+    /// the test hook `SNAPSYNCD_TEST_HOLD_RECOVERY=FILE` holds the start here, after the log is
+    /// read and before the rooms are handed over, serving the endpoint until FILE exists (the
+    /// integration tests' way to see /healthz during a recovery without timing it).
+    private func recover(
+        _ configuration: ServerConfiguration, logger: Logger, loop: EventLoop, metrics: MetricsEndpoint?
+    ) throws -> (DurableStore, Server) {
         let startup = StartupNotifier(logger: logger)
         let (store, recovered) = try DurableStore.open(
             options: storeOptions(configuration), logger: logger,
-            progress: startup.recovery)
-        let server = try Server(configuration: configuration, logger: logger, store: store)
+            progress: { progress in
+                startup.recovery(progress)
+                metrics?.serveWhileStarting()
+            })
+        if let metrics, let raw = getenv("SNAPSYNCD_TEST_HOLD_RECOVERY") {
+            let gate = String(cString: raw)
+            logger.notice("holding recovery until \(gate) exists (SNAPSYNCD_TEST_HOLD_RECOVERY)")
+            while access(gate, F_OK) != 0 {
+                metrics.serveWhileStarting()
+                usleep(5_000)
+            }
+        }
+        let server = try Server(configuration: configuration, logger: logger, store: store, loop: loop)
         try server.hub.restore(recovered)
         return (store, server)
     }
@@ -302,10 +336,18 @@ struct SnapsyncdCommand: ParsableCommand {
                 configuration.dataDirectory, minimum: minFreeBytes,
                 warnBelow: logSegmentBytes, logger: logger)
             Server.ignoreReloadUntilStarted()
-            let (store, server) = try recover(configuration, logger: logger)
-            // READY=1 goes out here, once recovered and listening.
+            let loop = try EventLoop()
+            let metrics = try metricsListen.map { listen throws(ServerError) in
+                try MetricsEndpoint(
+                    listen: listen, loop: loop, logger: logger,
+                    build: [("fsync", fsync), ("auth", configuration.authKeys == nil ? "off" : "required")])
+            }
+            let (store, server) = try recover(configuration, logger: logger, loop: loop, metrics: metrics)
+            metrics?.attach(server, store: store)
+            // READY=1 goes out here, once recovered and listening; /healthz says 200 from here.
             try server.start()
             try server.run()
+            metrics?.close()
             Server.ignoreSignalsAfterRun()
             try store.close(checkpointing: server.hub.roomImages(store.roomsDueAtClose()))
         } catch {

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import urllib.request
 
 from tests.support import SCRIPTS
 
@@ -52,6 +53,7 @@ class UnitTests(unittest.TestCase):
         self.assertEqual(keys["Type"], "notify")
         self.assertEqual(keys["StateDirectory"], "snapsyncd")
         self.assertIn("--data-dir %S/snapsyncd", keys["ExecStart"])
+        self.assertIn("--metrics-listen 127.0.0.1:9400", keys["ExecStart"])
         self.assertEqual(keys["MemoryDenyWriteExecute"], "yes")
 
 
@@ -109,11 +111,16 @@ class DaemonUnderUnitRulesTests(unittest.TestCase):
         self.assertIn("openat", allowed)
         with tempfile.TemporaryDirectory() as tmp:
             trace = os.path.join(tmp, "trace")
-            daemon = Daemon(wrapper=[STRACE, "-f", "-qq", "-o", trace])
+            # With the metrics endpoint, as the unit runs it, scraped once (evhttp's calls too).
+            daemon = Daemon("--metrics-listen", "127.0.0.1:0", wrapper=[STRACE, "-f", "-qq", "-o", trace])
             try:
                 done = run_snapcat(daemon.port, "join r\nappend-sections r s\nappend-items r a\n"
                                                 "stats\nping\nleave r\n")
                 self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+                [url] = [m.group(1) for m in map(re.compile(r"metrics: serving (http://\S+/metrics)").search,
+                                                 daemon.stderr_lines) if m]
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    self.assertIn("snapsync_writes_applied_total 2", r.read().decode())
             finally:
                 daemon.stop()
             with open(trace) as f:

@@ -45,9 +45,11 @@ final class DaemonProcess: @unchecked Sendable {
     private let stderrFD: Int32
 
     /// Starts a daemon and waits until it listens.
+    /// With `waitForListening: false` it returns once spawned (`waitUntilListening()` then
+    /// waits): for a start that a test holds up on purpose.
     static func start(
         arguments: [String] = [], environment: [String: String] = [:],
-        startTimeout: Double = 30
+        startTimeout: Double = 30, waitForListening: Bool = true
     ) throws -> DaemonProcess {
         let binary = try locateBinary()
         var template = Array((NSTemporaryDirectory() + "snapsyncd-test-XXXXXX").utf8CString)
@@ -60,6 +62,7 @@ final class DaemonProcess: @unchecked Sendable {
         for (key, value) in environment { env[key] = value }
         let (pid, stderrFD) = try spawn(argv, environment: env)
         let daemon = DaemonProcess(pid: pid, stderrFD: stderrFD, dataDirectory: dataDirectory, binary: binary)
+        guard waitForListening else { return daemon }
         do {
             (daemon.host, daemon.port) = try daemon.waitForListening(timeout: startTimeout)
             return daemon
@@ -114,6 +117,11 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     // MARK: Observing
+
+    /// Waits until the daemon logged `listening on HOST:PORT` (after `start(waitForListening: false)`).
+    func waitUntilListening(timeout: Double = 30) throws {
+        (host, port) = try waitForListening(timeout: timeout)
+    }
 
     /// Everything the daemon wrote to stderr so far.
     var log: String {

@@ -1,0 +1,211 @@
+internal import CoreMetrics
+internal import Prometheus
+import SnapSyncWire
+
+/// The daemon's Prometheus metrics (README.md, "Metrics"): a swift-prometheus registry whose
+/// text exposition is the `/metrics` answer.
+///
+/// One source of truth: counters and gauges are read from `ServerStats` and the hub at scrape
+/// time (`update(from:)`), so the request path counts each thing once, in `ServerStats`, as
+/// STATS reports it, and pays nothing for Prometheus. Only the two latency histograms are
+/// recorded as things happen (through swift-metrics' `Timer` API, backed by the registry's
+/// histograms): an fdatasync of the log, and a write's ACK (`WriteAckTimer`).
+///
+/// Label values are bounded: message type names, error code names and refusal reasons, each a
+/// fixed list; never a room, session or peer.
+final class MetricsRegistry {
+    let registry = PrometheusCollectorRegistry()
+    /// `snapsync_fsync_duration_seconds`: the store's `fsyncObserver` records into it.
+    let fsyncTimer: CoreMetrics.Timer
+    /// `snapsync_write_ack_duration_seconds`: the hub's `WriteAckTimer` records into it.
+    let writeAckTimer: CoreMetrics.Timer
+
+    private let connections: Prometheus.Gauge
+    private let connectionsAccepted: Prometheus.Counter
+    private let refusedTooMany: Prometheus.Counter
+    private let refusedShuttingDown: Prometheus.Counter
+    private let roomsResident: Prometheus.Gauge
+    private let roomsSleeping: Prometheus.Gauge
+    private let roomsDeleted: Prometheus.Counter
+    private let roomsExpired: Prometheus.Counter
+    private let roomsEvicted: Prometheus.Counter
+    private let roomsWoken: Prometheus.Counter
+    private let items: Prometheus.Gauge
+    private let bytesIn: Prometheus.Counter
+    private let bytesOut: Prometheus.Counter
+    private let framesIn: [(type: UInt8, frames: Prometheus.Counter, bytes: Prometheus.Counter)]
+    private let framesInUnknown: (frames: Prometheus.Counter, bytes: Prometheus.Counter)
+    private let framesOut: [(type: UInt8, frames: Prometheus.Counter, bytes: Prometheus.Counter)]
+    private let writesApplied: Prometheus.Counter
+    private let writesRejected: [(code: ErrorCode, counter: Prometheus.Counter)]
+    private let outputQueueBytes: Prometheus.Gauge
+    private let slowConsumers: Prometheus.Counter
+    private let protocolErrors: Prometheus.Counter
+    private let authRefused: Prometheus.Counter
+    private let tokensExpired: Prometheus.Counter
+    private let forbidden: Prometheus.Counter
+    private let uptime: Prometheus.Gauge
+    private let loopPassP99: Prometheus.Gauge
+    private let loopPassMax: Prometheus.Gauge
+
+    /// Buckets in seconds: an fdatasync takes from tens of microseconds (nothing dirty, a fast
+    /// SSD) to seconds (a slow or saturated disk; `everysec` waits for one past 2 s).
+    static let fsyncBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .microseconds(2_500_000), .seconds(5),
+    ]
+    /// A write's ACK: tens of microseconds in memory or under `everysec`, one fdatasync more
+    /// under `always`.
+    static let writeAckBuckets: [Duration] = [
+        .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
+        .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+    ]
+
+    /// - Parameter build: `snapsync_build_info`'s labels (version, libevent, ...).
+    init(build: [(String, String)]) {
+        let r = registry
+        func counter(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Prometheus.Counter {
+            r.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        }
+        func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Prometheus.Gauge {
+            r.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        }
+        func timer(_ name: String, _ help: String, _ buckets: [Duration]) -> CoreMetrics.Timer {
+            let histogram = r.makeDurationHistogram(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), buckets: buckets)
+            return CoreMetrics.Timer(label: name, dimensions: [], handler: histogram, factory: PrometheusMetricsFactory(registry: r))
+        }
+
+        gauge("snapsync_build_info", "Always 1; the labels describe the running build.", build).set(to: 1.0)
+        connections = gauge("snapsync_connections", "Client connections open now (STATS connections).")
+        connectionsAccepted = counter("snapsync_connections_accepted_total", "Client connections accepted (STATS connections_accepted).")
+        let refused = "Client connections refused at accept with ERROR, by reason (too_many_connections is STATS connections_refused)."
+        refusedTooMany = counter("snapsync_connections_refused_total", refused, [("reason", "too_many_connections")])
+        refusedShuttingDown = counter("snapsync_connections_refused_total", refused, [("reason", "shutting_down")])
+        let rooms = "Rooms by state: resident in memory (STATS rooms), sleeping on disk only (STATS rooms_sleeping)."
+        roomsResident = gauge("snapsync_rooms", rooms, [("state", "resident")])
+        roomsSleeping = gauge("snapsync_rooms", rooms, [("state", "sleeping")])
+        roomsDeleted = counter("snapsync_rooms_deleted_total", "Rooms deleted by DROP (STATS rooms_deleted).")
+        roomsExpired = counter("snapsync_rooms_expired_total", "Rooms removed when their time-to-live ran out (STATS rooms_expired).")
+        roomsEvicted = counter("snapsync_rooms_evicted_total", "Rooms evicted from memory to sleep on disk (STATS rooms_evicted).")
+        roomsWoken = counter("snapsync_rooms_woken_total", "Sleeping rooms loaded back into memory (STATS rooms_woken).")
+        items = gauge("snapsync_items", "Items of all resident rooms together (STATS items).")
+        bytesIn = counter("snapsync_received_bytes_total", "Bytes read from client sockets (STATS bytes_in).")
+        bytesOut = counter("snapsync_sent_bytes_total", "Bytes the kernel accepted for client sockets (STATS bytes_out).")
+
+        let framesInHelp = "Frames received from clients, by message type (all types: STATS frames_in)."
+        let frameBytesInHelp = "Bytes of the frames received, length prefix included, by message type."
+        let framesOutHelp = "Frames queued for clients, by message type, a DIFF once per member (all types: STATS frames_out)."
+        let frameBytesOutHelp = "Bytes of the frames queued for clients, length prefix included, by message type."
+        framesIn = MessageType.allCases.filter { $0.sentBy != .server }.map { type in
+            let labels = [("type", type.name)]
+            return (
+                type.rawValue, counter("snapsync_frames_received_total", framesInHelp, labels),
+                counter("snapsync_frame_bytes_received_total", frameBytesInHelp, labels)
+            )
+        }
+        framesInUnknown = (
+            counter("snapsync_frames_received_total", framesInHelp, [("type", "unknown")]),
+            counter("snapsync_frame_bytes_received_total", frameBytesInHelp, [("type", "unknown")])
+        )
+        framesOut = MessageType.allCases.filter { $0.sentBy != .client }.map { type in
+            let labels = [("type", type.name)]
+            return (
+                type.rawValue, counter("snapsync_frames_sent_total", framesOutHelp, labels),
+                counter("snapsync_frame_bytes_sent_total", frameBytesOutHelp, labels)
+            )
+        }
+        writesApplied = counter("snapsync_writes_applied_total", "MUTATEs and REPLACEs applied (STATS writes_applied).")
+        let rejected =
+            "MUTATEs and REPLACEs answered with REJECT, by error code (all codes: STATS writes_rejected; forbidden is snapsync_forbidden_total)."
+        writesRejected = ErrorCode.allCases.filter { $0.kind == .reject && $0 != .forbidden }.map { code in
+            (code, counter("snapsync_writes_rejected_total", rejected, [("code", code.name)]))
+        }
+        outputQueueBytes = gauge(
+            "snapsync_output_queue_bytes",
+            "Memory of unsent output, all connections together, a shared DIFF or SNAPSHOT body once (the fan-out queues; --max-output-total-bytes).")
+        slowConsumers = counter("snapsync_slow_consumer_disconnects_total", "Connections cut off as slow consumers (STATS slow_consumer_disconnects).")
+        protocolErrors = counter("snapsync_protocol_errors_total", "Connections closed for a protocol error (STATS protocol_errors).")
+        authRefused = counter(
+            "snapsync_auth_refused_total", "HELLOs and AUTHs whose token was refused, closed with ERROR unauthorized (STATS auth_refused).")
+        tokensExpired = counter("snapsync_tokens_expired_total", "Sessions closed with ERROR token_expired (STATS tokens_expired).")
+        forbidden = counter("snapsync_forbidden_total", "Requests refused with REJECT forbidden (STATS forbidden).")
+        uptime = gauge("snapsync_uptime_seconds", "Seconds since the daemon started serving (STATS uptime_seconds).")
+        loopPassP99 = gauge(
+            "snapsync_loop_pass_p99_seconds", "99th percentile of the loop's flush passes over the last 10-20 s (STATS loop_pass_p99_us).")
+        loopPassMax = gauge("snapsync_loop_pass_max_seconds", "Longest loop flush pass over the last 10-20 s (STATS loop_pass_max_us).")
+
+        fsyncTimer = timer(
+            "snapsync_fsync_duration_seconds",
+            "fdatasync of the write-ahead log: per loop pass under --fsync always, once a second on the store's thread under everysec, at segment switches and checkpoints.",
+            Self.fsyncBuckets)
+        writeAckTimer = timer(
+            "snapsync_write_ack_duration_seconds",
+            "From handling a MUTATE or REPLACE to the end of the flush that commits it and sends its ACK.", Self.writeAckBuckets)
+    }
+
+    /// Copies the hub's counters and gauges in (a counter's value is set: reset, then
+    /// incremented by the total, which nothing can observe in between on the loop's thread).
+    /// - Complexity: O(message types + error codes), once per scrape.
+    func update(from hub: Hub, connections open: Int) {
+        let stats = hub.stats
+        connections.set(Int64(open))
+        set(connectionsAccepted, stats.connectionsAccepted)
+        set(refusedTooMany, stats.connectionsRefused)
+        set(refusedShuttingDown, stats.connectionsRefusedShuttingDown)
+        roomsResident.set(Int64(hub.rooms.count))
+        roomsSleeping.set(Int64(hub.sleepingRoomCount))
+        set(roomsDeleted, stats.roomsDeleted)
+        set(roomsExpired, stats.roomsExpired)
+        set(roomsEvicted, stats.roomsEvicted)
+        set(roomsWoken, stats.roomsWoken)
+        items.set(Int64(hub.totalItems))
+        set(bytesIn, stats.bytesIn)
+        set(bytesOut, stats.bytesOut)
+        let traffic = hub.traffic
+        var knownFrames: UInt64 = 0
+        var knownBytes: UInt64 = 0
+        for (type, frames, bytes) in framesIn {
+            set(frames, traffic.framesReceived(type: type))
+            set(bytes, traffic.bytesReceived(type: type))
+            knownFrames &+= traffic.framesReceived(type: type)
+            knownBytes &+= traffic.bytesReceived(type: type)
+        }
+        var allFrames: UInt64 = 0
+        var allBytes: UInt64 = 0
+        for type in 0...UInt8.max {
+            allFrames &+= traffic.framesReceived(type: type)
+            allBytes &+= traffic.bytesReceived(type: type)
+        }
+        set(framesInUnknown.frames, allFrames &- knownFrames)
+        set(framesInUnknown.bytes, allBytes &- knownBytes)
+        for (type, frames, bytes) in framesOut {
+            set(frames, traffic.framesQueued(type: type))
+            set(bytes, traffic.bytesQueued(type: type))
+        }
+        set(writesApplied, stats.writesApplied)
+        for (code, counter) in writesRejected { set(counter, traffic.writesRejected(code)) }
+        outputQueueBytes.set(Int64(hub.outputBytes))
+        set(slowConsumers, stats.slowConsumerDisconnects)
+        set(protocolErrors, stats.protocolErrors)
+        set(authRefused, stats.authRefused)
+        set(tokensExpired, stats.tokensExpired)
+        set(forbidden, stats.forbidden)
+        let elapsed = ContinuousClock.now - hub.startTime
+        uptime.set(Int64(max(0, elapsed.components.seconds)))
+        let passes = stats.passTimes.merged
+        loopPassP99.set(Double(passes.quantile(0.99)) / 1e6)
+        loopPassMax.set(Double(passes.max) / 1e6)
+    }
+
+    /// The text exposition format (version 0.0.4).
+    func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+
+    private func set(_ counter: Prometheus.Counter, _ value: UInt64) {
+        counter.reset()
+        counter.increment(by: Int64(clamping: value))
+    }
+}
