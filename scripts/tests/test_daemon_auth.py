@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import REPO, Daemon, Interactive, daemon_path, example_token, run_snapcat, snapcat
+from tests.support import REPO, Daemon, Interactive, daemon_path, run_snapcat, snapcat
 
 
 def auth_md_example_key():
@@ -113,25 +113,19 @@ class HelloTests(AuthTestCase):
         self.assertRegex(done.stdout, re.compile(r"^REJECT #1 forbidden \(48\): ", re.M), self.explain(done))
 
 
-class ExampleTokenTests(AuthTestCase):
-    """The key and token of Protocol/AUTH.md section 6 work as the document says."""
+class ExampleKeyTests(unittest.TestCase):
+    """The key of Protocol/AUTH.md section 6 is published: the daemon refuses to start with it.
+    (Its token is checked against the daemon's verifier in SnapSyncAuthTests, and against
+    Python's HMAC by Protocol/vectors/generate.py --check.)"""
 
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory(prefix="snapcat-auth-")
-        self.addCleanup(self.dir.cleanup)
-        self.sessions = []
-        keys = os.path.join(self.dir.name, "example.json")
-        with open(keys, "w") as f:
-            json.dump({"keys": [auth_md_example_key()]}, f)
-        self.start(keys)
-
-    def test_the_example_token_reads_and_writes_boards_and_reads_todo(self):
-        done = self.snapcat("join todo\nappend-sections todo x\nappend-sections board:7 main\n",
-                            "--token", example_token())
-        self.assertEqual(done.returncode, 0, self.explain(done))
-        self.assertRegex(done.stdout, re.compile(r"^SNAPSHOT #1 todo ", re.M), self.explain(done))
-        self.assertRegex(done.stdout, re.compile(r"^REJECT #2 todo forbidden \(48\): ", re.M), self.explain(done))
-        self.assertRegex(done.stdout, re.compile(r"^ACK #3 board:7 e=\d+ v=1$", re.M), self.explain(done))
+    def test_the_daemon_refuses_the_published_example_key(self):
+        with tempfile.TemporaryDirectory(prefix="snapcat-auth-") as directory:
+            keys = os.path.join(directory, "example.json")
+            with open(keys, "w") as f:
+                json.dump({"keys": [auth_md_example_key()]}, f)
+            with self.assertRaises(AssertionError) as refused:
+                Daemon("--auth-keys", keys)
+            self.assertIn('keys[0] (kid \\"example\\"): k: it is a published example key', str(refused.exception))
 
 
 class LiveSessionTests(AuthTestCase):
