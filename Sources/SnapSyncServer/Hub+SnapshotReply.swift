@@ -20,8 +20,14 @@ struct SnapshotEncodings {
         }
     }
 
-    /// By room; rooms live as long as the hub (PROTOCOL.md §7), so entries are never removed.
+    /// By room; removed when the room leaves memory (`forget`), before another room can have
+    /// its address.
     private var entries: [ObjectIdentifier: Entry] = [:]
+
+    /// Drops `room`'s entry: it was evicted (Hub+Sleep.swift).
+    mutating func forget(_ room: Room) {
+        entries[ObjectIdentifier(room)] = nil
+    }
 
     /// `room`'s canonical encoding at its current version, shared (frozen).
     /// - Parameter scratch: a reusable buffer to encode into (emptied first).

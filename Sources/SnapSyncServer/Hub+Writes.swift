@@ -50,6 +50,8 @@ extension Hub {
             stats.writesApplied += 1
             totalItems += room.snapshot.numberOfItems - itemsBefore
             store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, diffFrame: diff.bytes)
+            // A memberless room's idle time starts again (Hub+Sleep.swift).
+            if room.isIdle { idleRooms.append(room, now: .now) }
             // Members are copied first: a member cut off as a slow consumer leaves the room,
             // which would otherwise reorder the array under the loop.
             let members = room.members.sessions

@@ -29,6 +29,7 @@ extension Hub {
         guard session.memberships.rooms[RoomName(room.name)] == nil else { return }
         session.memberships.rooms[RoomName(room.name)] = (room, room.members.sessions.count)
         room.members.sessions.append(session)
+        idleRooms.remove(room)
     }
 
     /// Removes `session` from `room`'s members, if it is one. O(1): the last member takes the
@@ -40,6 +41,7 @@ extension Hub {
             room.members.sessions[slot] = last
             last.memberships.rooms[RoomName(room.name)]?.slot = slot
         }
+        if room.members.count == 0 { roomBecameIdle(room) }
     }
 
     /// Removes `session` from every room it joined.

@@ -56,6 +56,13 @@ final class Room {
     /// The server's bound on all rooms' memory, asked before a write changes this room.
     var budget: RoomMemoryBudget?
 
+    /// Sleeping rooms (`IdleRooms`, Hub+Sleep.swift): whether the room is in the hub's list of
+    /// memberless rooms, since when it has had no member and no write, and its links there.
+    var isIdle = false
+    var idleSince = ContinuousClock.Instant.now
+    unowned(unsafe) var idlePrevious: Room?
+    unowned(unsafe) var idleNext: Room?
+
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes) {
         self.init(

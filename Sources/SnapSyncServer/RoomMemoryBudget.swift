@@ -53,6 +53,11 @@ final class RoomMemoryBudget {
         )
     }
 
+    /// Stops counting `room`: it left memory (it sleeps on disk, Hub+Sleep.swift).
+    func release(_ room: Room) {
+        total -= counted.removeValue(forKey: ObjectIdentifier(room)) ?? 0
+    }
+
     /// Brings `total` in step with `room` after a write, or when the room was restored.
     func update(_ room: Room) {
         let now = Self.bytes(of: room)

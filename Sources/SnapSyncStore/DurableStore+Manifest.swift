@@ -4,14 +4,14 @@ internal import Logging
 // exists, and unlisted before it is unlinked.
 
 extension DurableStore {
-    /// Rewrites the MANIFEST from the store's state: every room's checkpoint, the segments from
+    /// Rewrites the MANIFEST from the store's state: every room's checkpoint (sleeping rooms' too), the segments from
     /// the oldest closed one (or one whose close is still running) to the active one (or `segments`), and in removing the checkpoints
     /// about to be unlinked (`removing` and `checkpointsToRemove`).
     /// - Complexity: O(rooms), one small file written whole (two fsyncs).
     func writeManifest(removing: [UInt64] = [], segments: Range<UInt64>? = nil) throws(StoreError) {
         let first = closedSegments.first ?? background.closing.first?.sequence ?? active.sequence
         let listed = segments ?? (first..<active.sequence + 1)
-        let checkpoints = rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) }.sorted()
+        let checkpoints = (rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) } + sleepingCheckpoints).sorted()
         let pending = checkpointsToRemove.compactMap(CheckpointFile.sequence(ofFileName:))
         let manifest = Manifest(
             nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,

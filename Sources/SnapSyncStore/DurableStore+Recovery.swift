@@ -91,6 +91,7 @@ extension DurableStore {
             options: options, logger: logger, lockFile: lock, active: active,
             closedSegments: audit.segments, rooms: recovery.tracks(),
             nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        store.sleep.rooms = recovery.asleep
         // The segments taken in are listed before the new one is installed: recovery takes in
         // one unlisted segment after the last listed, never two, and a segment this start took
         // in unlisted plus the new one would be two after a crash here.
@@ -110,7 +111,7 @@ extension DurableStore {
         let elapsed = ContinuousClock.now - started
         let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
         logger.info(
-            "store: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms"
+            "store: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms\(recovery.asleep.isEmpty ? "" : "; \(recovery.asleep.count) room(s) left asleep")"
         )
         return (store, rooms)
     }
@@ -133,6 +134,9 @@ struct Recovery {
     }
 
     var rooms: [RoomName: RoomState] = [:]
+    /// Rooms left asleep (`StoreOptions.sleepingRooms`, Recovery+Sleep.swift): in their
+    /// checkpoint, not in `rooms`, unless the log writes them after it.
+    var asleep: [RoomName: SleepingRoom] = [:]
     var nextCheckpointSequence: UInt64 = 1
     var checkpointsLoaded = 0
     var recordsReplayed = 0
@@ -165,6 +169,10 @@ struct Recovery {
             let file = try PosixFile(path: path, flags: O_RDONLY)
             let bytes = try file.readAll()
             file.close()
+            if options.sleepingRooms {
+                try loadAsleep(bytes, name: name, sequence: sequence, path: path, superseded: &superseded)
+                continue
+            }
             let checkpoint = try CheckpointFile.decode(bytes, path: path)
             if let existing = rooms[RoomName(checkpoint.room)] {
                 // Later sequence numbers are newer checkpoints of the same room.
@@ -283,6 +291,7 @@ struct Recovery {
         do { write = try WriteRecord(payload: bytes, range: payload) } catch {
             throw corrupt("a record with a good checksum does not decode: \(error.what)")
         }
+        if try wakeForReplay(write) { return }
         let (epoch, version) = rooms[RoomName(write.room)].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
         guard epoch == write.epoch else {
             throw corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)")

@@ -46,6 +46,8 @@ package final class DurableStore: RoomStore {
     /// fdatasynced (a segment whose close is still running is in `background.closing`).
     var closedSegments: [UInt64]
     var rooms: [RoomName: RoomTrack]
+    /// Rooms kept on disk only, in their checkpoint (`DurableStore+Sleep.swift`); not in `rooms`.
+    var sleep = SleepState()
     var nextCheckpointSequence: UInt64
 
     /// Records appended since the last `sync()`, framed, ready for one write(2).
@@ -411,9 +413,10 @@ package final class DurableStore: RoomStore {
     }
 
     /// Writes one room's checkpoint file and makes it the room's; the previous one is left on
-    /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`.
+    /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`. `syncDirectory` false
+    /// leaves the directory's fsync to the next MANIFEST (evictions, a batch at a time).
     /// - Returns: the bytes written, and the name of the room's previous checkpoint.
-    func writeCheckpoint(_ image: RoomImage) throws(StoreError) -> (bytes: Int, replaced: String?) {
+    func writeCheckpoint(_ image: RoomImage, syncDirectory: Bool = true) throws(StoreError) -> (bytes: Int, replaced: String?) {
         let name = image.room
         var track =
             rooms[RoomName(name)]
@@ -440,7 +443,7 @@ package final class DurableStore: RoomStore {
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
         let finalName = CheckpointFile.fileName(sequence)
-        try DurableFile.writeWhole(bytes, directory: directory, name: finalName)
+        try DurableFile.writeWhole(bytes, directory: directory, name: finalName, syncDirectory: syncDirectory)
         let replaced = track.checkpointFile
         track.checkpointFile = finalName
         track.checkpointVersion = image.version
@@ -487,6 +490,8 @@ package final class DurableStore: RoomStore {
         try active.file.truncate(to: active.end)
         try fdatasyncActive(now: .now)
         try checkpointForShutdown(images)
+        // Evictions since the last tick: listed now, so the next start need not take them in.
+        try commitEvictions()
         active.file.close()
         try discardNextSegment()
         background.io.shutdown()
@@ -519,7 +524,7 @@ package struct StoreStatistics: Sendable, Hashable {
 
 /// Files written whole: temp name, fsync, rename, fsync the directory.
 enum DurableFile {
-    static func writeWhole(_ bytes: [UInt8], directory: String, name: String) throws(StoreError) {
+    static func writeWhole(_ bytes: [UInt8], directory: String, name: String, syncDirectory: Bool = true) throws(StoreError) {
         let tmp = directory + "/" + name + ".tmp"
         do {
             let file = try PosixFile(path: tmp, flags: O_WRONLY | O_CREAT | O_TRUNC)
@@ -531,7 +536,7 @@ enum DurableFile {
             throw error
         }
         try Directory.rename(tmp, directory + "/" + name)
-        try Directory.syncEntries(directory)
+        if syncDirectory { try Directory.syncEntries(directory) }
     }
 }
 
