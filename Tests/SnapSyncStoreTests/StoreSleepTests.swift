@@ -1,0 +1,93 @@
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+@testable import SnapSyncStore
+
+// The store's side of sleeping rooms (#17, `SleepingRoomStore`): eviction makes the checkpoint
+// current and shrinks the room to `SleepingRoom`; one MANIFEST per batch lists what was evicted;
+// waking reads the checkpoint back; recovery leaves checkpointed rooms asleep but still checks
+// every checkpoint's checksums.
+
+@Suite struct StoreSleepTests {
+    private func sleepyOptions(_ directory: String) -> StoreOptions {
+        var options = smallOptions(directory)
+        options.sleepingRooms = true
+        return options
+    }
+
+    @Test func anEvictedRoomIsInItsCheckpointAndWakesWhole() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        let (store, _) = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
+        var rooms = Rooms()
+        try rooms.writeMany(9, rooms: 3, to: store)
+        try rooms.write("room-0", [.appendItems(["x"], toSection: "s")], writeId: [7, 7], to: store)
+        let image = try #require(rooms.image("room-0"))
+        #expect(try store.evict(image))
+        #expect(store.isAsleep("room-0") && store.sleepingRoomCount == 1 && store.rooms["room-0"] == nil)
+        // Not listed until the batch is committed; then the MANIFEST lists it.
+        let sleeper = try #require(store.sleep.rooms["room-0"])
+        #expect(try Manifest.read(directory: dir.data)?.checkpoints.contains(sleeper.checkpoint) == false)
+        try store.commitEvictions()
+        #expect(try Manifest.read(directory: dir.data)?.checkpoints.contains(sleeper.checkpoint) == true)
+
+        let loaded = try #require(try store.loadSleeping("room-0"))
+        #expect(loaded.epoch == image.epoch && loaded.version == image.version && loaded.snapshot == image.snapshot)
+        #expect(loaded.history.map(\.diffFrame) == rooms.writes(of: "room-0").map(\.diffFrame))
+        #expect(loaded.history.last?.writeId == [7, 7])
+        #expect(store.isAsleep("room-0"), "loading alone does not wake it")
+        store.markAwake(loaded)
+        #expect(!store.isAsleep("room-0") && store.rooms["room-0"]?.writeIds.last?.id == [7, 7])
+        // Awake and unchanged, its checkpoint is current: a second eviction writes nothing.
+        let checkpoints = store.statistics.checkpoints
+        #expect(try store.evict(image))
+        #expect(store.statistics.checkpoints == checkpoints && store.isAsleep("room-0"))
+        #expect(try store.loadSleeping("room-1") == nil)
+        try close(store, rooms)
+    }
+
+    @Test func recoveryLeavesCheckpointedRoomsAsleepAndTakesInUnlistedEvictions() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        do {
+            let (store, _) = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
+            try rooms.writeMany(6, rooms: 3, to: store)
+            try store.sync()
+            for name in ["room-0", "room-1"] { #expect(try store.evict(#require(rooms.image(name)))) }
+            // A crash before commitEvictions(): the checkpoints are in place but not listed.
+        }
+        let log = LogLines()
+        let (store, recovered) = try DurableStore.open(options: sleepyOptions(dir.data), logger: log.logger)
+        #expect(recovered.map(\.name) == ["room-2"], "only the room with a log tail is loaded")
+        #expect(store.sleepingRoomCount == 2 && store.isAsleep("room-0") && store.isAsleep("room-1"))
+        #expect(log.contains("2 room(s) left asleep"))
+        let woken = try #require(try store.loadSleeping("room-1"))
+        #expect(woken.snapshot == rooms.rooms["room-1"]?.snapshot && woken.version == 2)
+        try close(store, rooms)
+    }
+
+    @Test func aDamagedSleepingCheckpointStillRefusesTheStart() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        let file: String
+        do {
+            let (store, _) = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
+            try rooms.writeMany(4, rooms: 2, to: store)
+            #expect(try store.evict(#require(rooms.image("room-0"))))
+            try store.commitEvictions()
+            file = dir.data + "/" + CheckpointFile.fileName(try #require(store.sleep.rooms["room-0"]).checkpoint)
+            try close(store, rooms)
+        }
+        var bytes = readFile(file)
+        bytes[bytes.count - 3] ^= 0x40  // inside the last history record, not the header
+        writeFile(file, bytes)
+        #expect {
+            _ = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
+        } throws: { error in
+            guard case .corrupt(let path, _, _) = error as? StoreError else { return false }
+            return path == file
+        }
+    }
+}
