@@ -12,13 +12,17 @@ import SnapSyncWire
 // evicts its longest-idle memberless room rather than refuse a new one. With the memory store
 // nothing sleeps (there is nothing to reload from).
 
-/// How much the one-second sweep evicts per tick, so that the loop is never held for long: at
-/// most `maxRooms` rooms, and no new eviction once `maxDuration` has passed (each eviction
-/// writes and fsyncs one checkpoint, ~1–2 ms on this machine's disk for a small room, unless
-/// the room's checkpoint is current already). Rooms left over are evicted at the next tick.
-enum SleepSweep {
+/// How much one eviction batch takes, so that the loop is never held for long: at most
+/// `maxRooms` rooms, and no new checkpoint file once `maxDuration` has passed (each evicted room
+/// that was written since its checkpoint costs a file written, ~0.1–1.5 ms on this machine, and
+/// the batch one syncfs of the data directory's filesystem). The sweep runs one batch per
+/// one-second tick; rooms left over go at the next tick. A full daemon evicts
+/// `earlyRooms(maxRooms:)` at a time, so that one sync serves the next new rooms too.
+enum SleepBatch {
     static let maxRooms = 1024
     static let maxDuration: Duration = .milliseconds(50)
+    /// 1/16 of `--max-rooms`, at least 1 and at most 64.
+    static func earlyRooms(maxRooms: Int) -> Int { max(1, min(64, maxRooms / 16)) }
 }
 
 extension Hub {
@@ -30,18 +34,13 @@ extension Hub {
     }
 
     /// The sweep, from the one-second timer: evicts the rooms idle for `--room-idle`, longest
-    /// idle first, within `SleepSweep`'s bound, then lists the checkpoints written for them
-    /// (and for rooms evicted early since the last tick) in one MANIFEST.
+    /// idle first, one `SleepBatch`, then lists the checkpoints written for them (and for rooms
+    /// evicted early since the last tick) in one MANIFEST.
     /// - Complexity: O(1) when no room is due; else O(rooms evicted × their size), plus one
     ///   MANIFEST, O(rooms on disk).
     func sleepIdleRooms(now: ContinuousClock.Instant = .now) {
         guard let idle = configuration.roomIdle, let store = sleepStore else { return }
-        var evicted = 0
-        while evicted < SleepSweep.maxRooms, let room = idleRooms.first, now - room.idleSince >= idle {
-            guard putToSleep(room, in: store) else { break }
-            evicted += 1
-            if ContinuousClock.now - now >= SleepSweep.maxDuration { break }
-        }
+        evictIdleRooms(upTo: SleepBatch.maxRooms, idleSince: now - idle, in: store)
         do {
             try store.commitEvictions()
         } catch {
@@ -49,44 +48,62 @@ extension Hub {
         }
     }
 
-    /// Makes a resident slot when the daemon holds `--max-rooms` rooms: evicts the memberless
-    /// room idle the longest, however briefly. False when no room can be evicted (every room
-    /// has members, rooms cannot sleep, or the disk is full).
+    /// Makes resident slots when the daemon holds `--max-rooms` rooms: evicts the memberless
+    /// rooms idle the longest, however briefly (`SleepBatch.earlyRooms`). False when no
+    /// room can be evicted (every room has members, rooms cannot sleep, or the disk is full).
     func evictLongestIdle() -> Bool {
-        guard let store = sleepStore, let room = idleRooms.first else { return false }
-        return putToSleep(room, in: store)
+        guard let store = sleepStore else { return false }
+        return evictIdleRooms(upTo: SleepBatch.earlyRooms(maxRooms: configuration.maxRooms), idleSince: nil, in: store) > 0
     }
 
-    /// Evicts `room` (memberless): the store makes its checkpoint current and keeps it asleep;
-    /// its memory (and its count in `--max-room-total-bytes`) is released. A room never written
-    /// (version 0) is not persisted: it is dropped, and a later JOIN creates it afresh with a
-    /// new epoch, as after a restart (docs/persistence.md).
-    /// - Returns: false when the room stays (a full disk, or a fatal store error: the daemon stops).
+    /// Evicts up to `limit` rooms from the front of `idleRooms` (those idle since `cutoff` or
+    /// earlier, when given): the store makes the checkpoints of the written ones current and
+    /// keeps them asleep; every evicted room's memory (and its count in
+    /// `--max-room-total-bytes`) is released. A room never written (version 0) is not
+    /// persisted: it is dropped, and a later JOIN creates it afresh with a new epoch, as after a
+    /// restart (docs/persistence.md).
+    /// - Returns: the rooms evicted (fewer when the batch's time ran out or the disk is full;
+    ///   none when the store failed, and then the daemon stops).
     @discardableResult
-    func putToSleep(_ room: Room, in store: any SleepingRoomStore) -> Bool {
-        precondition(room.members.count == 0, "only a memberless room can sleep")
-        if room.version > 0 {
-            let frames = room.history.frames(after: room.historyBaseVersion) ?? []
-            let image = RoomImage(
-                room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                diffFrames: frames.map(\.array))
-            do {
-                guard try store.evict(image) else { return false }
-            } catch {
-                fail(ServerError("the store failed while evicting room \(LogEscaping.line(room.name)): \(error); stopping"))
-                return false
-            }
+    func evictIdleRooms(upTo limit: Int, idleSince cutoff: ContinuousClock.Instant?, in store: any SleepingRoomStore) -> Int {
+        var candidates: [Room] = []
+        var next = idleRooms.first
+        while let room = next, candidates.count < limit {
+            if let cutoff, room.idleSince > cutoff { break }
+            candidates.append(room)
+            next = room.idleNext
         }
+        guard !candidates.isEmpty else { return 0 }
+        let written = candidates.filter { $0.version > 0 }
+        let images = written.lazy.map { room in
+            RoomImage(
+                room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
+                diffFrames: (room.history.frames(after: room.historyBaseVersion) ?? []).map(\.array))
+        }
+        let asleep: Int
+        do {
+            asleep = try store.evict(images, until: .now + SleepBatch.maxDuration)
+        } catch {
+            fail(ServerError("the store failed while evicting \(written.count) room(s): \(error); stopping"))
+            return 0
+        }
+        let evicted = candidates.filter { $0.version == 0 } + written.prefix(asleep)
+        for room in evicted { release(room) }
+        sleepingRoomCount = store.sleepingRoomCount
+        return evicted.count
+    }
+
+    /// Forgets an evicted room: out of `rooms`, `idleRooms`, the room budget and the counts.
+    private func release(_ room: Room) {
+        precondition(room.members.count == 0, "only a memberless room can sleep")
         idleRooms.remove(room)
         rooms[RoomName(room.name)] = nil
         roomBudget.release(room)
         totalItems -= room.snapshot.numberOfItems
         snapshotEncodings.forget(room)
-        sleepingRoomCount = store.sleepingRoomCount
         stats.roomsEvicted += 1
         logger.debug(
             "room evicted", metadata: ["room": "\(LogEscaping.line(room.name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
-        return true
     }
 
     /// The sleeping room `name`, loaded back from its checkpoint and resident again, memberless;

@@ -413,20 +413,26 @@ package final class DurableStore: RoomStore {
     }
 
     /// Writes one room's checkpoint file and makes it the room's; the previous one is left on
-    /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`. `syncDirectory` false
-    /// leaves the directory's fsync to the next MANIFEST (evictions, a batch at a time).
+    /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`.
     /// - Returns: the bytes written, and the name of the room's previous checkpoint.
-    func writeCheckpoint(_ image: RoomImage, syncDirectory: Bool = true) throws(StoreError) -> (bytes: Int, replaced: String?) {
-        let name = image.room
-        var track =
-            rooms[RoomName(name)]
-            ?? RoomTrack(
-                epoch: image.epoch, version: image.version, checkpointVersion: 0,
-                checkpointFile: nil, pinnedSegment: nil, writeIds: [])
+    func writeCheckpoint(_ image: RoomImage) throws(StoreError) -> (bytes: Int, replaced: String?) {
         try prepareLogForCheckpoint()
+        let (bytes, sequence) = encodeCheckpoint(image)
+        let finalName = CheckpointFile.fileName(sequence)
+        try DurableFile.writeWhole(bytes, directory: directory, name: finalName)
+        return (bytes.count, installCheckpoint(image, file: finalName, bytes: bytes.count))
+    }
+
+    /// The bytes of `image`'s checkpoint file (with the write ids the store logged for its
+    /// history), and the sequence number it is to be written under (taken). Call
+    /// `prepareLogForCheckpoint()` first.
+    /// - Complexity: O(size of the room and its history).
+    func encodeCheckpoint(_ image: RoomImage) -> (bytes: [UInt8], sequence: UInt64) {
+        let name = image.room
+        let track = rooms[RoomName(name)]
         let frames = image.diffFrames.suffix(min(options.historyLimit, Int(clamping: image.version)))
         var ids: [UInt64: [UInt8]] = [:]
-        for entry in track.writeIds where entry.version <= image.version { ids[entry.version] = entry.id }
+        for entry in track?.writeIds ?? [] where entry.version <= image.version { ids[entry.version] = entry.id }
         var history: [WriteRecord] = []
         history.reserveCapacity(frames.count)
         var version = image.version - UInt64(frames.count)
@@ -442,10 +448,20 @@ package final class DurableStore: RoomStore {
             snapshot: image.snapshot, history: history)
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
-        let finalName = CheckpointFile.fileName(sequence)
-        try DurableFile.writeWhole(bytes, directory: directory, name: finalName, syncDirectory: syncDirectory)
+        return (bytes, sequence)
+    }
+
+    /// Makes `file` (in place, durable) `image`'s room's checkpoint.
+    /// - Returns: the name of the room's previous checkpoint.
+    func installCheckpoint(_ image: RoomImage, file: String, bytes: Int) -> String? {
+        let name = image.room
+        var track =
+            rooms[RoomName(name)]
+            ?? RoomTrack(
+                epoch: image.epoch, version: image.version, checkpointVersion: 0,
+                checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         let replaced = track.checkpointFile
-        track.checkpointFile = finalName
+        track.checkpointFile = file
         track.checkpointVersion = image.version
         track.epoch = image.epoch
         if image.version >= track.version {
@@ -454,9 +470,9 @@ package final class DurableStore: RoomStore {
         }
         rooms[RoomName(name)] = track
         statistics.checkpoints += 1
-        statistics.checkpointBytes += bytes.count
-        logger.debug("store: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes.count) bytes, \(finalName))")
-        return (bytes.count, replaced)
+        statistics.checkpointBytes += bytes
+        logger.debug("store: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes) bytes, \(file))")
+        return replaced
     }
 
     /// Hands the closed segments that no room needs any more (every checkpoint that covers
@@ -524,7 +540,7 @@ package struct StoreStatistics: Sendable, Hashable {
 
 /// Files written whole: temp name, fsync, rename, fsync the directory.
 enum DurableFile {
-    static func writeWhole(_ bytes: [UInt8], directory: String, name: String, syncDirectory: Bool = true) throws(StoreError) {
+    static func writeWhole(_ bytes: [UInt8], directory: String, name: String) throws(StoreError) {
         let tmp = directory + "/" + name + ".tmp"
         do {
             let file = try PosixFile(path: tmp, flags: O_WRONLY | O_CREAT | O_TRUNC)
@@ -536,7 +552,7 @@ enum DurableFile {
             throw error
         }
         try Directory.rename(tmp, directory + "/" + name)
-        if syncDirectory { try Directory.syncEntries(directory) }
+        try Directory.syncEntries(directory)
     }
 }
 

@@ -5,11 +5,13 @@ import SnapSyncWire
 /// the same epoch, version, snapshot, history and write ids.
 ///
 /// The daemon calls, all on its loop thread:
-/// 1. `evict(_:)` with the image of a memberless room: the store makes the room's checkpoint
-///    current (writes one unless it already holds `image.version`), forgets the room's log
-///    tracking and keeps only `SleepingRoom` (24 bytes plus the name). A full disk returns
-///    false: the room stays in memory. Other errors are fatal, like a failed `commit()`.
-/// 2. `commitEvictions()` once per batch (the one-second timer): one MANIFEST lists the
+/// 1. `evict(_:until:)` with the images of memberless rooms: the store makes each room's
+///    checkpoint current (writes one unless it already holds the image's version; the files of
+///    a batch are made durable by one sync), forgets the room's log tracking and keeps only
+///    `SleepingRoom` (24 bytes plus the name). It returns how many rooms, from the first, are
+///    asleep: fewer when its deadline passed or the disk is full, and the others stay in
+///    memory. Other errors are fatal, like a failed `commit()`.
+/// 2. `commitEvictions()` once per tick (the one-second timer): one MANIFEST lists the
 ///    checkpoints `evict` wrote since the last call, then the checkpoints they replaced are
 ///    unlinked. Until then a new checkpoint is one recovery takes in unlisted (docs/persistence.md,
 ///    "MANIFEST", rule 1), so an eviction in the request path costs no MANIFEST.
@@ -23,7 +25,7 @@ package protocol SleepingRoomStore: RoomStore {
     /// Rooms kept on disk only.
     var sleepingRoomCount: Int { get }
     func isAsleep(_ room: String) -> Bool
-    func evict(_ image: RoomImage) throws(StoreError) -> Bool
+    func evict(_ images: some Sequence<RoomImage>, until deadline: ContinuousClock.Instant?) throws(StoreError) -> Int
     func commitEvictions() throws(StoreError)
     func loadSleeping(_ room: String) throws(StoreError) -> RecoveredRoom?
     func markAwake(_ room: RecoveredRoom)
