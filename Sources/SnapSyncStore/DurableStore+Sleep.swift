@@ -21,15 +21,13 @@ extension DurableStore: SleepingRoomStore {
     /// is kept as `SleepingRoom` only. Each image must hold every write appended for its room
     /// (the daemon's room as it is).
     ///
-    /// The files of a batch are written unsynced under `.tmp` names, then made durable together
-    /// by one syncfs(2) of the data directory's filesystem (an fsync per file costs a journal
-    /// commit each, 1–3 ms on this machine's disk, and would bound eviction at a few hundred
-    /// rooms a second), then renamed into place. The directory's fsync and the MANIFEST that
-    /// lists them are left to `commitEvictions()`: until then a crash leaves each room
+    /// The files are written as a batch (`writeCheckpointBatch`: one syncfs for all, then
+    /// renamed into place). The MANIFEST that lists them (and fsyncs the directory) is left to
+    /// `commitEvictions()`, once per tick: until then a crash leaves each room
     /// recoverable either way, by its new file (unlisted and numbered past the MANIFEST's
     /// `next_checkpoint`, so taken in) or, if a rename was lost, by its previous checkpoint
     /// plus the log, which is not deleted before a MANIFEST (and its directory fsync) lists
-    /// the new one. Where syncfs(2) is missing, each file is fsynced.
+    /// the new one.
     ///
     /// - Parameter deadline: no new file is written once it has passed (at least one room is).
     /// - Returns: how many of `images`, from the first, are asleep; fewer than given when the
@@ -37,82 +35,29 @@ extension DurableStore: SleepingRoomStore {
     /// - Throws: fatal errors only.
     /// - Complexity: O(size of the rooms written) and one syncfs when a checkpoint is written.
     package func evict(_ images: some Sequence<RoomImage>, until deadline: ContinuousClock.Instant?) throws(StoreError) -> Int {
-        var batch: [(image: RoomImage, file: String?, bytes: Int)] = []
-        var logPrepared = false
-        for image in images {
+        let batch = try writeCheckpointBatch(images, until: deadline ?? .now + .seconds(1 << 30), maxBytes: .max, purpose: "for eviction") {
+            image in
             let key = RoomName(image.room)
             let current = rooms[key].map { track in
                 track.checkpointFile != nil && track.pinnedSegment == nil && track.epoch == image.epoch
                     && track.version == image.version && track.checkpointVersion == image.version
             }
-            if sleep.rooms[key] != nil || current == true {
-                batch.append((image, nil, 0))
-            } else {
-                if let deadline, !batch.isEmpty, ContinuousClock.now >= deadline { break }
-                if !logPrepared {
-                    try prepareLogForCheckpoint()
-                    logPrepared = true
-                }
-                let (bytes, sequence) = encodeCheckpoint(image)
-                let name = CheckpointFile.fileName(sequence)
-                do {
-                    try Self.writeUnsynced(bytes, path: path(name) + ".tmp", sync: Self.syncfs == nil)
-                } catch {
-                    guard case .noSpace = error else { throw error }
-                    logger.warning("store: no space to checkpoint room \(image.room) for eviction: \(error); it stays in memory")
-                    break
-                }
-                batch.append((image, name, bytes.count))
-            }
+            return sleep.rooms[key] != nil || current == true
         }
-        let files = batch.compactMap(\.file)
-        if !files.isEmpty {
-            try Self.syncFilesystem(of: directory)
-            for name in files { try Directory.rename(path(name) + ".tmp", path(name)) }
-        }
-        for (image, file, bytes) in batch {
-            let key = RoomName(image.room)
-            if let file {
-                if let replaced = installCheckpoint(image, file: file, bytes: bytes) { checkpointsToRemove.append(replaced) }
+        for staged in batch {
+            let key = RoomName(staged.image.room)
+            if let file = staged.file {
+                if let replaced = installCheckpoint(staged.image, file: file, bytes: staged.bytes) { checkpointsToRemove.append(replaced) }
                 sleep.unlisted = true
             }
             guard let track = rooms.removeValue(forKey: key) else { continue }  // asleep already
             guard let checkpoint = track.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) else {
-                preconditionFailure("store: room \(image.room) has no checkpoint after eviction")
+                preconditionFailure("store: room \(staged.image.room) has no checkpoint after eviction")
             }
             sleep.rooms[key] = SleepingRoom(epoch: track.epoch, version: track.version, checkpoint: checkpoint)
         }
         return batch.count
     }
-
-    /// `bytes` written to a new file at `path` and closed, fsynced only when `sync`.
-    private static func writeUnsynced(_ bytes: [UInt8], path: String, sync: Bool) throws(StoreError) {
-        do {
-            let file = try PosixFile(path: path, flags: O_WRONLY | O_CREAT | O_TRUNC)
-            defer { file.close() }
-            try file.write(bytes, at: 0)
-            if sync { try file.syncAll() }
-        } catch {
-            try? Directory.remove(path)
-            throw error
-        }
-    }
-
-    /// syncfs(2) of the filesystem holding `directory`: every file written on it is durable
-    /// (errors of writeback are reported since Linux 5.8). A no-op where syncfs is missing
-    /// (each file was fsynced then).
-    private static func syncFilesystem(of directory: String) throws(StoreError) {
-        guard let syncfs else { return }
-        let dir = try PosixFile(path: directory, flags: O_RDONLY | O_DIRECTORY)
-        defer { dir.close() }
-        guard syncfs(dir.fd) == 0 else { throw StoreError.fsyncFailed(path: directory, errno: errno) }
-    }
-
-    /// glibc's syncfs, which Swift's Glibc module does not declare (it is a GNU extension).
-    private static let syncfs: (@convention(c) (Int32) -> Int32)? = {
-        guard let symbol = dlsym(nil, "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
-    }()
 
     /// Lists the checkpoints `evict` wrote since the last call in one MANIFEST (which also
     /// fsyncs the directory their renames are in), then unlinks the checkpoints they replaced.

@@ -366,34 +366,23 @@ package final class DurableStore: RoomStore {
     }
 
     /// Checkpoints rooms from `images`, in their order (`maintain`'s due rooms, oldest pin
-    /// first), until about `checkpointBytesPerCall` bytes are written (at least one room); the
-    /// rest of `images` is not read. Then one MANIFEST lists the new checkpoints, the replaced
-    /// ones are unlinked, and the closed segments no room needs any more are deleted.
+    /// first), until about `checkpointBytesPerCall` bytes are written or
+    /// `checkpointBatchDuration` has passed (at least one room); the rest of `images` is not
+    /// read. The files are written as one batch (`writeCheckpointBatch`: one syncfs). Then one
+    /// MANIFEST lists the new checkpoints, the replaced ones are unlinked, and the closed
+    /// segments no room needs any more are deleted.
     ///
     /// - Throws: fatal errors only. A full disk stops the checkpoints (logged; the rooms are
     ///   due again at the next `maintain`).
     package func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError) {
-        var written = 0
-        var checkpointed = 0
+        let batch = try writeCheckpointBatch(
+            images, until: .now + Self.checkpointBatchDuration, maxBytes: options.checkpointBytesPerCall, purpose: "")
         var replaced: [String] = []
-        // The budget is checked before the next image is asked for: it is built only if written.
-        var next = images.makeIterator()
-        while written < options.checkpointBytesPerCall, let image = next.next() {
-            do {
-                let (bytes, old) = try writeCheckpoint(image)
-                written += bytes
-                checkpointed += 1
-                if let old { replaced.append(old) }
-            } catch {
-                if case .noSpace = error {
-                    logger.warning("store: no space to checkpoint room \(image.room): \(error); will retry")
-                    break
-                }
-                throw error
-            }
+        for staged in batch {
+            if let file = staged.file, let old = installCheckpoint(staged.image, file: file, bytes: staged.bytes) { replaced.append(old) }
         }
         // One MANIFEST for the whole batch, then the superseded checkpoints go.
-        if checkpointed > 0 || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
+        if !batch.isEmpty || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
         try deleteUnneededSegments()
     }
 

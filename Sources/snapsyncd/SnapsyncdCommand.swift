@@ -75,7 +75,8 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
-            "Rooms held in memory; a request needing one more evicts the longest-idle memberless room when rooms sleep (--room-idle), else gets REJECT too_many_rooms.")
+            "Rooms held in memory; a request needing one more evicts the longest-idle memberless room when rooms sleep (--room-idle), else gets REJECT too_many_rooms."
+    )
     var maxRooms: Int = defaults.maxRooms
 
     @Option(

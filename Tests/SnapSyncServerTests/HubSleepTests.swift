@@ -197,7 +197,9 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
     }
 
     @Test func theMemoryStoreNeverEvicts() {
-        let harness = HubHarness { $0.roomIdle = .seconds(1); $0.maxRooms = 1 }
+        let harness = HubHarness {
+            $0.roomIdle = .seconds(1); $0.maxRooms = 1
+        }
         let writer = harness.connect()
         harness.mutate(writer, "a", addItem("x", first: true))
         harness.hub.sleepIdleRooms(now: .now + .seconds(5))

@@ -65,7 +65,8 @@
 
         @Flag(
             help:
-                "After the read-back, DROP every room and sample until the data directory shrinks back. Needs DROP (the room lifecycle branch): refused until `ChurnBenchmark.dropFrame` is set.")
+                "After the read-back, DROP every room and sample until the data directory shrinks back. Needs DROP (the room lifecycle branch): refused until `ChurnBenchmark.dropFrame` is set."
+        )
         var dropPhase = false
 
         @OptionGroup var daemon: DaemonOptions
@@ -223,7 +224,9 @@
                 }
                 let want = expected(i)
                 guard version == 1, snapshot == want, digest == want.digest else {
-                    BenchSystem.die("room \(room) came back wrong: version \(version), \(snapshot.numberOfItems) items, digest \(digest == want.digest ? "right" : "wrong")")
+                    BenchSystem.die(
+                        "room \(room) came back wrong: version \(version), \(snapshot.numberOfItems) items, digest \(digest == want.digest ? "right" : "wrong")"
+                    )
                 }
                 requestID += 1
                 BenchSystem.writeAll(fd, BenchFrames.encoder.encode(.leave(requestID: requestID, room: room)))
