@@ -7,9 +7,9 @@ internal import Logging
 // Checkpoint files written a batch at a time: the maintenance's checkpoints of the rooms that
 // pin a closed segment, and the evictions of sleeping rooms (DurableStore+Sleep.swift). Each file
 // is written unsynced under a `.tmp` name, the batch is made durable by one syncfs(2) of the
-// data directory's filesystem, and the files are renamed into place; the directory's fsync is
-// the MANIFEST's that lists them, written before anything relies on them (a segment is deleted,
-// a replaced checkpoint unlinked). An fsync per file cost a journal commit each (1–3 ms on this
+// data directory's filesystem, the files are renamed into place and the directory is fsynced
+// once (so a MANIFEST lists them only once they exist, rule 1 of docs/persistence.md,
+// "MANIFEST"). An fsync per file cost a journal commit each (1–3 ms on this
 // machine's disk) and two per checkpoint with the directory's: 20,000 small rooms due at one
 // segment switch held the loop for 15 s. A batch also stops writing new files after
 // `checkpointBatchDuration`; the rooms left are due again at the next tick.
@@ -33,7 +33,7 @@ extension DurableStore {
     /// - Returns: the rooms of the batch, in order: every image read but the one the disk had
     ///   no room for.
     /// - Throws: fatal errors only.
-    /// - Complexity: O(bytes written), one syncfs, one rename per file.
+    /// - Complexity: O(bytes written), one syncfs, one rename per file, one directory fsync.
     func writeCheckpointBatch(
         _ images: some Sequence<RoomImage>, until deadline: ContinuousClock.Instant, maxBytes: Int,
         purpose: String, needsNoFile: (RoomImage) -> Bool = { _ in false }
@@ -68,6 +68,7 @@ extension DurableStore {
         if files > 0 {
             try Self.syncFilesystem(of: directory)
             for case let name? in batch.lazy.map(\.file) { try Directory.rename(path(name) + ".tmp", path(name)) }
+            try Directory.syncEntries(directory)
         }
         return batch
     }

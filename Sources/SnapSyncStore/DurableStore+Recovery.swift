@@ -91,7 +91,7 @@ extension DurableStore {
             options: options, logger: logger, lockFile: lock, active: active,
             closedSegments: audit.segments, rooms: recovery.tracks(),
             nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
-        store.sleep.rooms = recovery.asleep
+        store.sleep = SleepState(rooms: recovery.asleep)
         // The segments taken in are listed before the new one is installed: recovery takes in
         // one unlisted segment after the last listed, never two, and a segment this start took
         // in unlisted plus the new one would be two after a crash here.

@@ -21,13 +21,12 @@ extension DurableStore: SleepingRoomStore {
     /// is kept as `SleepingRoom` only. Each image must hold every write appended for its room
     /// (the daemon's room as it is).
     ///
-    /// The files are written as a batch (`writeCheckpointBatch`: one syncfs for all, then
-    /// renamed into place). The MANIFEST that lists them (and fsyncs the directory) is left to
-    /// `commitEvictions()`, once per tick: until then a crash leaves each room
-    /// recoverable either way, by its new file (unlisted and numbered past the MANIFEST's
-    /// `next_checkpoint`, so taken in) or, if a rename was lost, by its previous checkpoint
-    /// plus the log, which is not deleted before a MANIFEST (and its directory fsync) lists
-    /// the new one.
+    /// The files are written as a batch (`writeCheckpointBatch`: one syncfs for all, renamed
+    /// into place, one directory fsync). The MANIFEST that lists them is left to
+    /// `commitEvictions()`, once per tick: until then each new file is one recovery takes in
+    /// (unlisted, numbered past the MANIFEST's `next_checkpoint`), the replaced checkpoints stay
+    /// until a MANIFEST no longer lists them, and the log is not deleted before a MANIFEST
+    /// lists the new ones.
     ///
     /// - Parameter deadline: no new file is written once it has passed (at least one room is).
     /// - Returns: how many of `images`, from the first, are asleep; fewer than given when the
@@ -54,7 +53,7 @@ extension DurableStore: SleepingRoomStore {
             guard let checkpoint = track.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) else {
                 preconditionFailure("store: room \(staged.image.room) has no checkpoint after eviction")
             }
-            sleep.rooms[key] = SleepingRoom(epoch: track.epoch, version: track.version, checkpoint: checkpoint)
+            sleep.add(key, SleepingRoom(epoch: track.epoch, version: track.version, checkpoint: checkpoint))
         }
         return batch.count
     }
@@ -105,13 +104,10 @@ extension DurableStore: SleepingRoomStore {
     /// whole, and the write ids of its history go into the next checkpoint.
     package func markAwake(_ room: RecoveredRoom) {
         let key = RoomName(room.name)
-        guard let sleeper = sleep.rooms.removeValue(forKey: key) else { return }
+        guard let sleeper = sleep.remove(key) else { return }
         rooms[key] = RoomTrack(
             epoch: sleeper.epoch, version: sleeper.version, checkpointVersion: sleeper.version,
             checkpointFile: CheckpointFile.fileName(sleeper.checkpoint), pinnedSegment: nil,
             writeIds: room.history.map { ($0.version, $0.writeId) })
     }
-
-    /// The sequence numbers of the sleeping rooms' checkpoints, for the MANIFEST.
-    var sleepingCheckpoints: some Sequence<UInt64> { sleep.rooms.values.lazy.map(\.checkpoint) }
 }

@@ -90,4 +90,44 @@ import SnapSyncWire
             return path == file
         }
     }
+
+    /// The MANIFEST's list of sleeping checkpoints, kept sorted lazily, against a plain set.
+    @Test func sleepingCheckpointNumbersStayAscendingThroughWakesAndReEvictions() {
+        var state = SleepState()
+        var expected: [RoomName: UInt64] = [:]
+        var last: [RoomName: UInt64] = [:]
+        var rng = SeededGenerator(seed: 0x5EED)
+        var next: UInt64 = 1
+        for step in 0..<2000 {
+            let name = RoomName("r\(Int.random(in: 0..<50, using: &rng))")
+            if let current = expected[name], Bool.random(using: &rng) {
+                #expect(state.remove(name)?.checkpoint == current)
+                expected[name] = nil
+            } else {
+                // A new checkpoint, or (a room woken and only read) the one it had.
+                let reuse = Bool.random(using: &rng) ? last[name] : nil
+                let number = reuse ?? next
+                if reuse == nil { next += 1 }
+                state.add(name, SleepingRoom(epoch: 1, version: 1, checkpoint: number))
+                expected[name] = number
+                last[name] = number
+            }
+            if step % 7 == 0 {
+                #expect(state.sortedCheckpoints() == expected.values.sorted(), "step \(step)")
+            }
+        }
+        #expect(state.sortedCheckpoints() == expected.values.sorted())
+    }
+}
+
+/// xorshift64*, seeded: the same sequence on every run.
+private struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 2_685_821_657_736_338_717
+    }
 }
