@@ -64,6 +64,11 @@
         var samples: String?
 
         @Flag(
+            help: "At the end, stop the daemon (SIGTERM) and time a start on its data directory with every room asleep, then read back --read-back rooms again."
+        )
+        var restart = false
+
+        @Flag(
             help:
                 "After the read-back, DROP every room and sample until the data directory shrinks back. Needs DROP (the room lifecycle branch): refused until `ChurnBenchmark.dropFrame` is set."
         )
@@ -114,7 +119,16 @@
             var arguments = daemon.arguments + ["--room-idle", roomIdle]
             if let maxRooms { arguments += ["--max-rooms", String(maxRooms)] }
             let server = ServerProcess.startDaemon(binary: binary, arguments: arguments, cpu: nil, dataBase: base)
-            defer { server.stop() }
+            // After --restart the first daemon is gone (reaped): only its directory and log are left.
+            var restarted = false
+            defer {
+                if restarted {
+                    if let dir = server.temporaryDirectory { BenchCommand.removeTree(dir) }
+                    unlink(server.logPath)
+                } else {
+                    server.stop()
+                }
+            }
             guard let dataDir = server.temporaryDirectory else { BenchSystem.die("no data directory") }
             let samplesPath = samples ?? "/dev/stderr"
             guard let output = fopen(samplesPath, "w") else { BenchSystem.die("cannot write \(samplesPath)") }
@@ -159,6 +173,11 @@
                 ("join_resident_p99_ms", .number(reads.resident.quantile(0.99), digits: 3)),
                 ("loop_pass_max_us", .int(settled.loopPassMaxUs)),
             ]
+            if restart {
+                restarted = true
+                let again = restartAndReadBack(server: server, binary: binary, arguments: arguments, created: created)
+                fields += again
+            }
             if let dropped {
                 fields += [("drop_seconds", .number(dropped.seconds, digits: 1)), ("dropped_data_bytes", .int(dropped.dataBytes))]
             }
@@ -272,6 +291,44 @@
                 size = ChurnSampler.directoryBytes(sampler.dataDirectory)
             }
             return (Double(BenchSystem.nowNs() - t0) / 1e9, size)
+        }
+    }
+
+    extension ChurnBenchmark {
+        /// Stops the daemon (SIGTERM: it lists what it evicted), starts it on the same data
+        /// directory and reports how long that took (exec to "listening on"), its RSS and STATS
+        /// once listening, then reads back rooms again (all asleep after the start).
+        func restartAndReadBack(server: ServerProcess, binary: String, arguments: [String], created: Int) -> [(String, JSONValue)] {
+            guard let dataDir = server.temporaryDirectory else { return [] }
+            ServerProcess.terminate(server.pid, graceMs: 60_000)
+            let log = ServerProcess.logPath("churn-restart")
+            let t0 = BenchSystem.nowNs()
+            let pid = ServerProcess.spawn(
+                [binary, "--host", "127.0.0.1", "--port", "0"] + arguments + ["--data-dir", dataDir], logPath: log, cpu: nil)
+            defer {
+                ServerProcess.terminate(pid, graceMs: 10_000)
+                unlink(log)
+            }
+            guard let listening = ServerProcess.waitForListening(pid: pid, log: log, binary: binary, timeoutNs: 600_000_000_000) else {
+                BenchSystem.die("the restarted daemon did not listen within 600 s (log: \(log))")
+            }
+            let seconds = Double(BenchSystem.nowNs() - t0) / 1e9
+            let again = ServerProcess(pid: pid, host: listening.host, port: listening.port, logPath: log, name: "snapsyncd")
+            let rss = BenchSystem.residentBytes(pid: again.pid) ?? 0
+            let fd = BenchSystem.connectTCP(host: again.host, port: again.port)
+            var reader = BenchFrameReader(fd: fd)
+            BenchSystem.writeAll(fd, BenchFrames.hello(clientName: "churn-bench-restart"))
+            reader.expect(.welcome, context: "HELLO")
+            let stats = ChurnSampler.stats(fd: fd, reader: &reader)
+            close(fd)
+            let reads = readBackRooms(created: created, server: again)
+            return [
+                ("restart_seconds_to_listening", .number(seconds, digits: 2)), ("restart_rss_bytes", .int(rss)),
+                ("restart_rooms_resident", .int(Int(stats["rooms"] ?? 0))), ("restart_rooms_sleeping", .int(Int(stats["rooms_sleeping"] ?? 0))),
+                ("restart_read_back", .int(reads.checked)), ("restart_read_back_woken", .int(reads.woken)),
+                ("restart_join_sleeping_p50_ms", .number(reads.sleeping.quantile(0.5), digits: 3)),
+                ("restart_join_sleeping_p99_ms", .number(reads.sleeping.quantile(0.99), digits: 3)),
+            ]
         }
     }
 
