@@ -64,6 +64,8 @@ extension Hub {
             return
         }
         store.drop(room: roomName, epoch: epoch, version: version)
+        sleepingExpiries.remove(RoomName(roomName))
+        sleepingRoomCount = sleepStore?.sleepingRoomCount ?? 0
         stats.roomsDeleted += 1
         send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
     }
@@ -88,7 +90,7 @@ extension Hub {
             return
         }
         room.ttlSeconds = seconds
-        room.idleSince = .now
+        touch(room)
         if seconds > 0 { lifecycle.roomsMayHaveTTL = true }
         store.setTTL(room: room.name, epoch: room.epoch, seconds: seconds)
         send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
@@ -109,6 +111,7 @@ extension Hub {
     /// - Complexity: O(1) when no room can have a TTL (no `--room-ttl`, no SET_TTL);
     ///   else O(rooms) per call.
     package func expireRooms(now: ContinuousClock.Instant) {
+        expireSleepingRooms(now: now)
         guard configuration.roomTTL != nil || lifecycle.roomsMayHaveTTL else { return }
         var due: [Room] = []
         for room in rooms.values where room.members.sessions.isEmpty {
@@ -135,6 +138,35 @@ extension Hub {
         }
     }
 
+    /// Ends the sleeping rooms whose TTL has passed (`sleepingExpiries`), in the store alone:
+    /// they have no members to tell. A full disk leaves them for a later sweep.
+    /// - Complexity: O(1) when none is due; O(log n) per room expired.
+    private func expireSleepingRooms(now: ContinuousClock.Instant) {
+        guard let sleepStore else { return }
+        while let room = sleepingExpiries.popDue(now: now) {
+            let name = room.string
+            guard sleepStore.isAsleep(name), let (epoch, version) = store.position(of: name) else { continue }
+            do {
+                try store.prepare(room: name)
+            } catch {
+                guard case .noSpace = error else {
+                    fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(name)): \(error); stopping"))
+                    return
+                }
+                sleepingExpiries.set(room, deadline: now + .seconds(1))
+                if !lifecycle.sweepBlockedBySpace {
+                    lifecycle.sweepBlockedBySpace = true
+                    logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
+                }
+                return
+            }
+            store.drop(room: name, epoch: epoch, version: version)
+            sleepingRoomCount = sleepStore.sleepingRoomCount
+            stats.roomsExpired += 1
+            logger.debug("sleeping room expired", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(epoch)", "version": "\(version)"])
+        }
+    }
+
     /// Ends `room`: the store logs its tombstone, each member is sent LEFT `code` and is no
     /// longer one, and the hub forgets it (its name is free). The LEFTs and any answer leave
     /// after the pass's commit, so the tombstone is durable first.
@@ -146,10 +178,19 @@ extension Hub {
             removeMember(member, from: room)
             send(.left(room: room.name, code: code.rawValue, message: message), to: member)
         }
+        // Out of the idle list first: it links rooms unowned, so a dangling link would outlive it.
+        idleRooms.remove(room)
         rooms[RoomName(room.name)] = nil
         totalItems -= room.snapshot.numberOfItems
-        roomBudget.forget(room)
+        roomBudget.release(room)
         snapshotEncodings.forget(room)
+    }
+
+    /// A write (or SET_TTL) happened: the room's idle time starts again, and a memberless room
+    /// moves to the back of the idle list, which stays ordered by `idleSince`.
+    func touch(_ room: Room) {
+        room.idleSince = .now
+        if room.isIdle { idleRooms.append(room, now: room.idleSince) }
     }
 
     /// `store.prepare` for a request that logs a record about `room`: nil when it may go on;

@@ -81,19 +81,24 @@ extension Hub {
 
     // MARK: Rooms
 
-    /// The room named `name`, created (empty, version 0, fresh epoch) if this is its first use.
+    /// The room named `name`: resident, woken if asleep, or created (empty, version 0, fresh
+    /// epoch) if this is its first use.
     /// The caller has validated the name (`Room.validate`): JOIN and writes check it first, before
     /// the right (PROTOCOL.md §8.4), so it is not checked a second time on every write.
     func room(named name: String) -> Result<Room, Rejection> {
         let key = RoomName(name)
         if let room = rooms[key] { return .success(room) }
-        guard rooms.count < configuration.maxRooms else {
+        // A full daemon evicts its longest-idle memberless room rather than refuse; a sleeping
+        // room is woken rather than created (Hub+Sleep.swift).
+        guard rooms.count < configuration.maxRooms || evictLongestIdle() else {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
+        if let woken = wake(name) { return woken }
         let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
         room.budget = roomBudget
         rooms[key] = room
         logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])
+        roomBecameIdle(room)
         return .success(room)
     }
 

@@ -20,10 +20,11 @@ struct SnapshotEncodings {
         }
     }
 
-    /// By room, until the room ends (`forget`): a later room could reuse its identifier.
+    /// By room; removed when the room leaves memory, ended or asleep (`forget`), before another
+    /// room can have its address.
     private var entries: [ObjectIdentifier: Entry] = [:]
 
-    /// Drops `room`'s entry; call when it ends, before another room can reuse its address.
+    /// Drops `room`'s entry: it ended (Hub+Lifecycle.swift) or was evicted (Hub+Sleep.swift).
     mutating func forget(_ room: Room) {
         entries[ObjectIdentifier(room)] = nil
     }

@@ -33,12 +33,29 @@ extension Hub {
             rooms[RoomName(r.name)] = room
             roomBudget.update(room)
             totalItems += r.snapshot.numberOfItems
+            roomBecameIdle(room)
+        }
+        sleepingRoomCount = sleepStore?.sleepingRoomCount ?? 0
+        // Rooms left asleep expire like the others: their idle time starts now (a restart
+        // starts every room's idle time again, PROTOCOL.md §9).
+        let now = ContinuousClock.now
+        sleepStore?.forEachSleepingRoom { name, seconds in
+            if let seconds, seconds > 0 { lifecycle.roomsMayHaveTTL = true }
+            let ttl: Duration? =
+                switch seconds {
+                case .some(0): nil
+                case .some(let seconds): .seconds(seconds)
+                case .none: configuration.roomTTL
+                }
+            if let ttl { sleepingExpiries.set(RoomName(name), deadline: now + ttl) }
         }
     }
 
-    /// The idle `everysec` fdatasync, segment switches, and the checkpoints of the rooms the
-    /// store says are due (usually none). A failure is fatal, like a failed commit.
+    /// Evicts the rooms idle for `--room-idle` (Hub+Sleep.swift); then the idle `everysec`
+    /// fdatasync, segment switches, and the checkpoints of the rooms the store says are due
+    /// (usually none). A failure is fatal, like a failed commit.
     func maintainStore() {
+        sleepIdleRooms()
         do throws(StoreError) {
             let due = try store.maintain()
             if !due.isEmpty { try store.checkpoint(roomImages(due)) }
@@ -67,7 +84,7 @@ extension Hub {
     }
 
     /// "room R holds 50 items, over --max-items-per-room 40: ..." for `restore`.
-    private static func overLimit(room: String, snapshot: Snapshot, _ violation: Violation) -> ServerError {
+    static func overLimit(room: String, snapshot: Snapshot, _ violation: Violation) -> ServerError {
         let (what, flag, needed): (String, String, Int)
         switch violation {
         case .snapshotTooLarge(let limit):

@@ -49,7 +49,7 @@ extension Hub {
         switch apply(room, &diffBuffer) {
         case .applied(let version, let diff):
             stats.writesApplied += 1
-            room.idleSince = .now
+            touch(room)
             totalItems += room.snapshot.numberOfItems - itemsBefore
             store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, diffFrame: diff.bytes)
             // Members are copied first: a member cut off as a slow consumer leaves the room,

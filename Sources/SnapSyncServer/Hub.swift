@@ -39,6 +39,13 @@ package final class Hub {
     var sleepingRoomCount = 0
     /// What the expiry sweep needs to know (Hub+Lifecycle.swift).
     var lifecycle = RoomLifecycle()
+    /// When the sleeping rooms that have a TTL expire (Hub+Lifecycle.swift).
+    var sleepingExpiries = SleepingExpiries()
+    /// Resident rooms without members, longest idle first: the ones that may sleep (Hub+Sleep.swift).
+    var idleRooms = IdleRooms()
+    /// The store rooms sleep in: the durable store when `--room-idle` is on; nil otherwise
+    /// (the memory store, or idle eviction off), and then no room is ever evicted.
+    let sleepStore: (any SleepingRoomStore)?
     /// All rooms' bytes (`--max-room-total-bytes`).
     let roomBudget: RoomMemoryBudget
     /// Output memory of all sessions' queues, a shared chunk once (`--max-output-total-bytes`,
@@ -81,6 +88,7 @@ package final class Hub {
         self.configuration = configuration
         self.logger = logger
         self.store = store
+        self.sleepStore = configuration.roomIdle == nil ? nil : store as? any SleepingRoomStore
         self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
     }
 

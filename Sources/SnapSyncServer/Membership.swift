@@ -29,6 +29,7 @@ extension Hub {
         guard session.memberships.rooms[RoomName(room.name)] == nil else { return }
         session.memberships.rooms[RoomName(room.name)] = (room, room.members.sessions.count)
         room.members.sessions.append(session)
+        idleRooms.remove(room)
     }
 
     /// Removes `session` from `room`'s members, if it is one. O(1): the last member takes the
@@ -40,8 +41,12 @@ extension Hub {
             room.members.sessions[slot] = last
             last.memberships.rooms[RoomName(room.name)]?.slot = slot
         }
-        // A room's idle time (its TTL, Hub+Lifecycle.swift) starts when its last member leaves.
-        if room.members.sessions.isEmpty { room.idleSince = .now }
+        // A memberless room's idle time starts (its TTL, Hub+Lifecycle.swift; its sleep,
+        // Hub+Sleep.swift).
+        if room.members.count == 0 {
+            room.idleSince = .now
+            roomBecameIdle(room)
+        }
     }
 
     /// Removes `session` from every room it joined.

@@ -59,8 +59,15 @@ final class Room {
     /// daemon's `--room-ttl` applies (Hub+Lifecycle.swift).
     var ttlSeconds: UInt64?
     /// Since when the room has had no write (applied MUTATE or REPLACE, SET_TTL) and, when it
-    /// has no members, since its last member left; its creation or restore before either.
+    /// has no members, since its last member left; its creation or restore before either. What
+    /// both its expiry (Hub+Lifecycle.swift) and its sleep (Hub+Sleep.swift) count from.
     var idleSince = ContinuousClock.now
+
+    /// Sleeping rooms (`IdleRooms`, Hub+Sleep.swift): whether the room is in the hub's list of
+    /// memberless rooms, and its links there.
+    var isIdle = false
+    unowned(unsafe) var idlePrevious: Room?
+    unowned(unsafe) var idleNext: Room?
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes) {

@@ -53,8 +53,8 @@ final class RoomMemoryBudget {
         )
     }
 
-    /// Stops counting `room` (it ended, or left memory).
-    func forget(_ room: Room) {
+    /// Stops counting `room`: it ended, or left memory (it sleeps on disk, Hub+Sleep.swift).
+    func release(_ room: Room) {
         total -= counted.removeValue(forKey: ObjectIdentifier(room)) ?? 0
     }
 

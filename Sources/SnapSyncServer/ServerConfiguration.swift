@@ -20,7 +20,9 @@ package struct ServerConfiguration: Sendable {
     package var wire = WireLimits()
     /// Connections served at once; one more is answered ERROR too_many_connections and closed.
     package var maxConnections = 10_000
-    /// Rooms the daemon holds; a JOIN or write creating one more gets REJECT too_many_rooms.
+    /// Rooms the daemon holds in memory; a JOIN or write needing one more evicts the
+    /// longest-idle memberless room when rooms can sleep (`roomIdle`), and gets REJECT
+    /// too_many_rooms when none can be evicted.
     package var maxRooms = 100_000
     /// Unsent output one connection may have queued; past it the connection is a slow consumer
     /// (ERROR slow_consumer, closed). A single frame into an empty queue is always accepted.
@@ -42,6 +44,10 @@ package struct ServerConfiguration: Sendable {
     /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no
     /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.
     package var roomTTL: Duration?
+    /// With a durable store, a room with no members and no writes for this long is evicted from
+    /// memory and sleeps in its checkpoint until a request names it (Hub+Sleep.swift);
+    /// `maxRooms` then bounds resident rooms. Nil (`--room-idle off` or `0`): rooms never sleep.
+    package var roomIdle: Duration? = .seconds(600)
 
     /// Time a new connection has to send HELLO.
     package var handshakeTimeout: Duration = .seconds(10)
@@ -114,6 +120,7 @@ package struct ServerConfiguration: Sendable {
                 "--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.model.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)"
             )
         }
+        if let roomIdle, roomIdle <= .zero { throw fail("--room-idle must be positive, or off") }
         guard listenBacklog >= 1 else { throw fail("--backlog must be at least 1") }
         for (flag, value) in [
             ("--handshake-timeout", handshakeTimeout), ("--idle-timeout", idleTimeout),

@@ -13,7 +13,15 @@ extension DurableStore {
     /// A room the store holds nothing of (never written, no TTL) logs nothing.
     /// - Complexity: O(1).
     package func drop(room: String, epoch: UInt64, version: UInt64) {
-        guard let track = rooms.removeValue(forKey: RoomName(room)) else { return }
+        let key = RoomName(room)
+        if let sleeper = sleep.remove(key) {
+            // Asleep (DurableStore+Sleep.swift): its checkpoint holds it whole, at its last version.
+            appendLifecycle(.tombstone(room: room, epoch: sleeper.epoch, version: sleeper.version))
+            droppedCheckpoints.append(CheckpointFile.fileName(sleeper.checkpoint))
+            statistics.roomsDropped += 1
+            return
+        }
+        guard let track = rooms.removeValue(forKey: key) else { return }
         if track.epoch != epoch {
             // The daemon's room and the store disagree; the tombstone names the daemon's
             // incarnation, which then never existed on disk, and the store's stays void too.
@@ -55,9 +63,12 @@ extension DurableStore {
     /// it: what a DROP of a room the daemon does not hold in memory answers with, and passes to
     /// `drop(room:epoch:version:)`. O(1).
     package func position(of room: String) -> (epoch: UInt64, version: UInt64)? {
-        rooms[RoomName(room)].map { ($0.epoch, $0.version) }
+        let key = RoomName(room)
+        if let sleeper = sleep.rooms[key] { return (sleeper.epoch, sleeper.version) }
+        return rooms[key].map { ($0.epoch, $0.version) }
     }
 
-    /// The names of the rooms the store holds (written, or given a TTL, and not dropped), sorted.
-    package var roomNames: [String] { rooms.keys.map(\.string).sorted() }
+    /// The names of the rooms the store holds (written, or given a TTL, and not dropped; asleep
+    /// or not), sorted.
+    package var roomNames: [String] { (rooms.keys.map(\.string) + sleep.rooms.keys.map(\.string)).sorted() }
 }

@@ -4,18 +4,20 @@ internal import Logging
 // exists, and unlisted before it is unlinked.
 
 extension DurableStore {
-    /// Rewrites the MANIFEST from the store's state: every room's checkpoint, the segments from
+    /// Rewrites the MANIFEST from the store's state: every room's checkpoint (sleeping rooms' too), the segments from
     /// the oldest closed one (or one whose close is still running) to the active one (or `segments`), and in removing the checkpoints
     /// about to be unlinked (`removing` and `checkpointsToRemove`).
-    /// - Complexity: O(rooms), one small file written whole (two fsyncs).
+    /// - Complexity: O(resident rooms log resident rooms + sleeping rooms), one small file
+    ///   written whole (two fsyncs).
     func writeManifest(removing: [UInt64] = [], segments: Range<UInt64>? = nil) throws(StoreError) {
         let first = closedSegments.first ?? background.closing.first?.sequence ?? active.sequence
         let listed = segments ?? (first..<active.sequence + 1)
         // A dropped room's checkpoint stays listed until its tombstone is durable
         // (`reclaimDroppedRooms()`), so that a start in between still finds the file.
-        let checkpoints =
+        let checkpoints = Self.merge(
             (rooms.values.compactMap { $0.checkpointFile.flatMap(CheckpointFile.sequence(ofFileName:)) }
-            + droppedCheckpoints.compactMap(CheckpointFile.sequence(ofFileName:))).sorted()
+                + droppedCheckpoints.compactMap(CheckpointFile.sequence(ofFileName:))).sorted(),
+            sleep.sortedCheckpoints())
         let pending = checkpointsToRemove.compactMap(CheckpointFile.sequence(ofFileName:))
         let manifest = Manifest(
             nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,
@@ -23,6 +25,25 @@ extension DurableStore {
             removing: Array(Set(removing + pending)).sorted())
         try manifest.write(directory: directory)
         manifestSegmentsEnd = listed.upperBound
+    }
+
+    /// Two ascending lists as one. O(a + b).
+    static func merge(_ a: [UInt64], _ b: [UInt64]) -> [UInt64] {
+        var out: [UInt64] = []
+        out.reserveCapacity(a.count + b.count)
+        var (i, j) = (0, 0)
+        while i < a.count && j < b.count {
+            if a[i] <= b[j] {
+                out.append(a[i])
+                i += 1
+            } else {
+                out.append(b[j])
+                j += 1
+            }
+        }
+        out += a[i...]
+        out += b[j...]
+        return out
     }
 
     /// `writeManifest`, except that a full disk is logged and reported (false) instead of

@@ -94,6 +94,7 @@ extension DurableStore {
             options: options, logger: logger, lockFile: lock, active: active,
             closedSegments: audit.segments, rooms: recovery.tracks(),
             nextCheckpointSequence: recovery.nextCheckpointSequence, now: now)
+        store.sleep = SleepState(rooms: recovery.asleep, ttls: recovery.asleepTTLs)
         // The segments taken in are listed before the new one is installed: recovery takes in
         // one unlisted segment after the last listed, never two, and a segment this start took
         // in unlisted plus the new one would be two after a crash here.
@@ -113,7 +114,7 @@ extension DurableStore {
         let elapsed = ContinuousClock.now - started
         let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
         logger.info(
-            "store: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms"
+            "store: opened \(dir) (fsync \(options.fsync)): \(rooms.count) room(s), \(recovery.checkpointsLoaded) checkpoint(s), \(recovery.recordsReplayed) write(s) replayed from \(audit.segments.count) segment(s), \(versions) version(s) in all, in \(ms) ms\(recovery.asleep.isEmpty ? "" : "; \(recovery.asleep.count) room(s) left asleep")"
         )
         return (store, rooms)
     }
@@ -144,6 +145,11 @@ struct Recovery {
     var doubts: [Doubt] = []
     /// Checkpoints of rooms a tombstone voided: removed at start, once unlisted.
     var droppedCheckpoints: [(name: String, sequence: UInt64)] = []
+    /// Rooms left asleep (`StoreOptions.sleepingRooms`, Recovery+Sleep.swift): in their
+    /// checkpoint, not in `rooms`, unless the log writes them after it.
+    var asleep: [RoomName: SleepingRoom] = [:]
+    /// The TTLs of the rooms left asleep that have one (`SleepState.ttls`).
+    var asleepTTLs: [RoomName: RoomTTL] = [:]
     var nextCheckpointSequence: UInt64 = 1
     var checkpointsLoaded = 0
     var recordsReplayed = 0
@@ -176,6 +182,10 @@ struct Recovery {
             let file = try PosixFile(path: path, flags: O_RDONLY)
             let bytes = try file.readAll()
             file.close()
+            if options.sleepingRooms {
+                try loadAsleep(bytes, name: name, sequence: sequence, path: path, superseded: &superseded)
+                continue
+            }
             let checkpoint = try CheckpointFile.decode(bytes, path: path)
             if let existing = rooms[RoomName(checkpoint.room)] {
                 // Later sequence numbers are newer checkpoints of the same room.
@@ -299,7 +309,7 @@ struct Recovery {
             do { record = try LifecycleRecord(payload: bytes, range: payload) } catch {
                 throw corrupt("a record with a good checksum does not decode: \(error.what)")
             }
-            apply(record, segment: segment, corrupt: corrupt)
+            try apply(record, segment: segment, corrupt: corrupt)
             return
         default:
             break
@@ -310,6 +320,7 @@ struct Recovery {
         }
         // A record of an incarnation already in doubt waits for its tombstone like the first.
         if isInDoubt(room: write.room, epoch: write.epoch) { return }
+        if try wakeForReplay(write) { return }
         let (epoch, version) = rooms[RoomName(write.room)].map { ($0.epoch, $0.version) } ?? (write.epoch, 0)
         guard epoch == write.epoch else {
             doubt(room: write.room, epoch: write.epoch, corrupt("room \(write.room) is at epoch \(epoch), but this write is for epoch \(write.epoch)"))

@@ -25,7 +25,9 @@ extension DurableStore {
     /// The TTL room `room` was given by SET_TTL, in seconds (0: never expires); nil when none
     /// was given or the store does not hold the room. O(1).
     package func explicitTTL(of room: String) -> UInt64? {
-        rooms[RoomName(room)]?.ttlSeconds
+        let key = RoomName(room)
+        if sleep.rooms[key] != nil { return sleep.ttls[key]?.seconds }
+        return rooms[key]?.ttlSeconds
     }
 
     /// When room `room` expires after its last member and write: its own TTL, else `fallback`

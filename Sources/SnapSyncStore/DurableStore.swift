@@ -46,6 +46,8 @@ package final class DurableStore: RoomStore {
     /// fdatasynced (a segment whose close is still running is in `background.closing`).
     var closedSegments: [UInt64]
     var rooms: [RoomName: RoomTrack]
+    /// Rooms kept on disk only, in their checkpoint (`DurableStore+Sleep.swift`); not in `rooms`.
+    var sleep = SleepState()
     var nextCheckpointSequence: UInt64
 
     /// Records appended since the last `sync()`, framed, ready for one write(2).
@@ -380,34 +382,23 @@ package final class DurableStore: RoomStore {
     }
 
     /// Checkpoints rooms from `images`, in their order (`maintain`'s due rooms, oldest pin
-    /// first), until about `checkpointBytesPerCall` bytes are written (at least one room); the
-    /// rest of `images` is not read. Then one MANIFEST lists the new checkpoints, the replaced
-    /// ones are unlinked, and the closed segments no room needs any more are deleted.
+    /// first), until about `checkpointBytesPerCall` bytes are written or
+    /// `checkpointBatchDuration` has passed (at least one room); the rest of `images` is not
+    /// read. The files are written as one batch (`writeCheckpointBatch`: one syncfs). Then one
+    /// MANIFEST lists the new checkpoints, the replaced ones are unlinked, and the closed
+    /// segments no room needs any more are deleted.
     ///
     /// - Throws: fatal errors only. A full disk stops the checkpoints (logged; the rooms are
     ///   due again at the next `maintain`).
     package func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError) {
-        var written = 0
-        var checkpointed = 0
+        let batch = try writeCheckpointBatch(
+            images, until: .now + Self.checkpointBatchDuration, maxBytes: options.checkpointBytesPerCall, purpose: "")
         var replaced: [String] = []
-        // The budget is checked before the next image is asked for: it is built only if written.
-        var next = images.makeIterator()
-        while written < options.checkpointBytesPerCall, let image = next.next() {
-            do {
-                let (bytes, old) = try writeCheckpoint(image)
-                written += bytes
-                checkpointed += 1
-                if let old { replaced.append(old) }
-            } catch {
-                if case .noSpace = error {
-                    logger.warning("store: no space to checkpoint room \(image.room): \(error); will retry")
-                    break
-                }
-                throw error
-            }
+        for staged in batch {
+            if let file = staged.file, let old = installCheckpoint(staged.image, file: file, bytes: staged.bytes) { replaced.append(old) }
         }
         // One MANIFEST for the whole batch, then the superseded checkpoints go.
-        if checkpointed > 0 || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
+        if !batch.isEmpty || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
         try deleteUnneededSegments()
     }
 
@@ -430,16 +421,23 @@ package final class DurableStore: RoomStore {
     /// disk (and in the MANIFEST) until `commitCheckpoints(replacing:)`.
     /// - Returns: the bytes written, and the name of the room's previous checkpoint.
     func writeCheckpoint(_ image: RoomImage) throws(StoreError) -> (bytes: Int, replaced: String?) {
-        let name = image.room
-        var track =
-            rooms[RoomName(name)]
-            ?? RoomTrack(
-                epoch: image.epoch, version: image.version, checkpointVersion: 0,
-                checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         try prepareLogForCheckpoint()
+        let (bytes, sequence) = encodeCheckpoint(image)
+        let finalName = CheckpointFile.fileName(sequence)
+        try DurableFile.writeWhole(bytes, directory: directory, name: finalName)
+        return (bytes.count, installCheckpoint(image, file: finalName, bytes: bytes.count))
+    }
+
+    /// The bytes of `image`'s checkpoint file (with the write ids the store logged for its
+    /// history), and the sequence number it is to be written under (taken). Call
+    /// `prepareLogForCheckpoint()` first.
+    /// - Complexity: O(size of the room and its history).
+    func encodeCheckpoint(_ image: RoomImage) -> (bytes: [UInt8], sequence: UInt64) {
+        let name = image.room
+        let track = rooms[RoomName(name)]
         let frames = image.diffFrames.suffix(min(options.historyLimit, Int(clamping: image.version)))
         var ids: [UInt64: [UInt8]] = [:]
-        for entry in track.writeIds where entry.version <= image.version { ids[entry.version] = entry.id }
+        for entry in track?.writeIds ?? [] where entry.version <= image.version { ids[entry.version] = entry.id }
         var history: [WriteRecord] = []
         history.reserveCapacity(frames.count)
         var version = image.version - UInt64(frames.count)
@@ -453,13 +451,23 @@ package final class DurableStore: RoomStore {
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,
             snapshot: image.snapshot, history: history,
-            ttl: track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) })
+            ttl: track.flatMap { track in track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) } })
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
-        let finalName = CheckpointFile.fileName(sequence)
-        try DurableFile.writeWhole(bytes, directory: directory, name: finalName)
+        return (bytes, sequence)
+    }
+
+    /// Makes `file` (in place, durable) `image`'s room's checkpoint.
+    /// - Returns: the name of the room's previous checkpoint.
+    func installCheckpoint(_ image: RoomImage, file: String, bytes: Int) -> String? {
+        let name = image.room
+        var track =
+            rooms[RoomName(name)]
+            ?? RoomTrack(
+                epoch: image.epoch, version: image.version, checkpointVersion: 0,
+                checkpointFile: nil, pinnedSegment: nil, writeIds: [])
         let replaced = track.checkpointFile
-        track.checkpointFile = finalName
+        track.checkpointFile = file
         track.checkpointVersion = image.version
         track.epoch = image.epoch
         if image.version >= track.version {
@@ -468,9 +476,9 @@ package final class DurableStore: RoomStore {
         }
         rooms[RoomName(name)] = track
         statistics.checkpoints += 1
-        statistics.checkpointBytes += bytes.count
-        logger.debug("store: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes.count) bytes, \(finalName))")
-        return (bytes.count, replaced)
+        statistics.checkpointBytes += bytes
+        logger.debug("store: checkpointed room \(name) at \(image.epoch)/\(image.version) (\(bytes) bytes, \(file))")
+        return replaced
     }
 
     /// Hands the closed segments that no room needs any more (every checkpoint that covers
@@ -505,6 +513,8 @@ package final class DurableStore: RoomStore {
         try fdatasyncActive(now: .now)
         try reclaimDroppedRooms()
         try checkpointForShutdown(images)
+        // Evictions since the last tick: listed now, so the next start need not take them in.
+        try commitEvictions()
         active.file.close()
         try discardNextSegment()
         background.io.shutdown()

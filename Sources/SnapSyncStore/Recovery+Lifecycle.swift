@@ -39,11 +39,20 @@ extension Recovery {
 
     /// Replays a tombstone or a TTL record.
     /// - Complexity: O(1) (O(doubts) while some are open; none in a sound directory).
-    mutating func apply(_ record: LifecycleRecord, segment: UInt64, corrupt: (String) -> StoreError) {
+    mutating func apply(_ record: LifecycleRecord, segment: UInt64, corrupt: (String) -> StoreError) throws(StoreError) {
         let key = RoomName(record.room)
         switch record {
         case .tombstone(let room, let epoch, _):
             doubts.removeAll { $0.epoch == epoch && $0.room.utf8.elementsEqual(room.utf8) }
+            // A room left asleep (Recovery+Sleep.swift): its checkpoint is voided unread.
+            if let sleeper = asleep[key], sleeper.epoch == epoch {
+                let file = CheckpointFile.fileName(sleeper.checkpoint)
+                droppedCheckpoints.append((name: file, sequence: sleeper.checkpoint))
+                logger.notice("store: removing \(file), the checkpoint of room \(room), which was dropped")
+                asleep[key] = nil
+                asleepTTLs[key] = nil
+                return
+            }
             // Only the incarnation it names: a newer one loaded from its checkpoint stays.
             guard let state = rooms[key], state.epoch == epoch else { return }
             if let file = state.checkpointFile, let sequence = CheckpointFile.sequence(ofFileName: file) {
@@ -53,6 +62,11 @@ extension Recovery {
             rooms[key] = nil
         case .ttl(let room, let epoch, let serial, let seconds):
             if isInDoubt(room: room, epoch: epoch) { return }
+            // A TTL record after an asleep room's checkpoint: the room is loaded, as for a write.
+            if let sleeper = asleep[key] {
+                if sleeper.epoch == epoch && serial <= (asleepTTLs[key]?.serial ?? 0) { return }
+                try wakeAsleep(key, sleeper)
+            }
             guard let state = rooms[key] else {
                 // A room given a TTL before (or without) any write: held at version 0.
                 rooms[key] = RoomState(

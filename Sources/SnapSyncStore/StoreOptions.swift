@@ -30,12 +30,17 @@ package struct StoreOptions: Sendable {
     /// background thread (`BackgroundIO`), so the event loop never waits for them. False runs
     /// them inline, at the call, in the same order: deterministic, for tests.
     package var backgroundThread: Bool
+    /// The daemon evicts idle rooms (`SleepingRoomStore`, `--room-idle`): recovery then leaves
+    /// every room that the log does not write after its checkpoint asleep, its checkpoint
+    /// checksummed but not decoded, instead of loading every room into memory.
+    package var sleepingRooms: Bool
 
     package init(
         directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
         maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
         checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
-        historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true
+        historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true,
+        sleepingRooms: Bool = false
     ) {
         self.directory = directory
         self.fsync = fsync
@@ -47,6 +52,7 @@ package struct StoreOptions: Sendable {
         self.historyLimit = historyLimit
         self.shutdownCheckpointBytes = shutdownCheckpointBytes
         self.backgroundThread = backgroundThread
+        self.sleepingRooms = sleepingRooms
     }
 
     /// The largest record payload a write can need: the DIFF frame plus the room name (at most

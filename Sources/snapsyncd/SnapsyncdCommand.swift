@@ -76,8 +76,17 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "Connections served at once; one more gets ERROR too_many_connections.")
     var maxConnections: Int = defaults.maxConnections
 
-    @Option(help: "Rooms held by the daemon; a request creating one more gets REJECT too_many_rooms.")
+    @Option(
+        help:
+            "Rooms held in memory; a request needing one more evicts the longest-idle memberless room when rooms sleep (--room-idle), else gets REJECT too_many_rooms."
+    )
     var maxRooms: Int = defaults.maxRooms
+
+    @Option(
+        help: ArgumentHelp(
+            "A room with no members and no writes for this long is evicted from memory and sleeps in its checkpoint until a JOIN or write names it; off (or 0): rooms never sleep. (default: \(defaults.roomIdle.map(time) ?? "off"))",
+            valueName: "duration|off"))
+    var roomIdle: String?
 
     @Option(help: "Rooms one connection may have joined at once.")
     var maxRoomsPerConnection: Int = defaults.wire.maxRoomsPerConnection
@@ -216,6 +225,10 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.maxRoomTotalBytes = maxRoomTotalBytes
         configuration.historyBytes = historyBytes
         configuration.roomTTL = roomTtl
+        if let roomIdle {
+            let idle = roomIdle == "off" ? .zero : try ConfigurationValue.duration(roomIdle)
+            configuration.roomIdle = idle == .zero ? nil : idle
+        }
         configuration.handshakeTimeout = handshakeTimeout
         configuration.idleTimeout = idleTimeout
         configuration.shutdownTimeout = shutdownTimeout
@@ -229,7 +242,8 @@ struct SnapsyncdCommand: ParsableCommand {
         StoreOptions(
             directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
             segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.wire.maxFrameBytes + 4,
-            checkpointInterval: checkpointInterval, historyLimit: configuration.wire.historyCount)
+            checkpointInterval: checkpointInterval, historyLimit: configuration.wire.historyCount,
+            sleepingRooms: configuration.roomIdle != nil)
     }
 
     func validate() throws {
