@@ -5,8 +5,8 @@
 // (docs/benchmarks.md, "Churn").
 //
 // The creation phase is bounded by --seconds: a run that cannot create --rooms in time says how
-// many it did. The deletion phase (--drop-phase) needs DROP from the room lifecycle work: see
-// `ChurnBenchmark.dropFrame`.
+// many it did. The deletion phase (--drop-phase) DROPs every room and samples until the data
+// directory has shrunk back.
 #if canImport(Glibc)
     import Glibc
     import ArgumentParser
@@ -70,16 +70,15 @@
 
         @Flag(
             help:
-                "After the read-back, DROP every room and sample until the data directory shrinks back. Needs DROP (the room lifecycle branch): refused until `ChurnBenchmark.dropFrame` is set."
+                "After the read-back, DROP every room and sample until the data directory shrinks back (to a tenth of its size, or for at most 600 s)."
         )
         var dropPhase = false
 
         @OptionGroup var daemon: DaemonOptions
         @OptionGroup var data: DataDirectoryOption
 
-        /// The DROP request for the deletion phase (request id, room). Nil on a branch without
-        /// DROP; once it exists: `{ BenchFrames.encoder.encode(.drop(requestID: $0, room: $1)) }`.
-        static let dropFrame: (@Sendable (UInt64, String) -> [UInt8])? = nil
+        /// The DROP request for the deletion phase (request id, room).
+        static let dropFrame: @Sendable (UInt64, String) -> [UInt8] = { BenchFrames.encoder.encode(.drop(requestID: $0, room: $1)) }
 
         func validate() throws {
             guard rooms >= 1 else { throw ValidationError("--rooms must be at least 1") }
@@ -90,9 +89,6 @@
                 throw ValidationError("--window must be at least 1, --payload-bytes 1...4096")
             }
             guard readBack >= 0 else { throw ValidationError("--read-back must not be negative") }
-            if dropPhase && Self.dropFrame == nil {
-                throw ValidationError("--drop-phase needs DROP (0x16), which this build does not have: set ChurnBenchmark.dropFrame")
-            }
         }
 
         static func roomName(_ i: Int) -> String { "churn-\(i)" }
@@ -148,8 +144,8 @@
             let settled = sampler.last()
             let reads = readBackRooms(created: created, server: server)
             var dropped: (seconds: Double, dataBytes: Int)?
-            if dropPhase, let dropFrame = Self.dropFrame {
-                dropped = drop(created: created, server: server, sampler: sampler, frame: dropFrame)
+            if dropPhase {
+                dropped = drop(created: created, server: server, sampler: sampler, frame: Self.dropFrame)
             }
             sampler.stop.store(true, ordering: .relaxed)
             pthread_join(thread, nil)
