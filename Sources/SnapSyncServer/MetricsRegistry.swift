@@ -119,7 +119,9 @@ final class MetricsRegistry {
         writesApplied = counter("snapsync_writes_applied_total", "MUTATEs and REPLACEs applied (STATS writes_applied).")
         let rejected =
             "MUTATEs and REPLACEs answered with REJECT, by error code (all codes: STATS writes_rejected; forbidden is snapsync_forbidden_total)."
-        writesRejected = ErrorCode.allCases.filter { $0.kind == .reject && $0 != .forbidden }.map { code in
+        // Not forbidden (its own counter) nor the codes only LEFT carries (a write never gets them).
+        let leftOnly: Set<ErrorCode> = [.roomDeleted, .roomExpired]
+        writesRejected = ErrorCode.allCases.filter { $0.kind == .reject && $0 != .forbidden && !leftOnly.contains($0) }.map { code in
             (code, counter("snapsync_writes_rejected_total", rejected, [("code", code.name)]))
         }
         outputQueueBytes = gauge(

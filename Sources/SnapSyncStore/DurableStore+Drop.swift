@@ -42,6 +42,9 @@ extension DurableStore {
     ///   work) and one MANIFEST.
     func reclaimDroppedRooms() throws(StoreError) {
         guard !droppedCheckpoints.isEmpty else { return }
+        // The closed segments' fdatasync first (`fdatasyncActive` waits for them anyway), so no
+        // record of the active segment reaches the disk before them.
+        try finishBackgroundWork()
         try writePending()
         try fdatasyncActive(now: .now)
         let files = droppedCheckpoints

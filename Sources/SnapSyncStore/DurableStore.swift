@@ -306,6 +306,10 @@ package final class DurableStore: RoomStore {
     /// its room than the log kept, never fewer, and replay skips the log's older records of it.
     func prepareLogForCheckpoint() throws(StoreError) {
         guard hasUnsyncedWrites else { return }
+        // As in `sync()`: under `always` a closed segment is synced whole before a record of
+        // the next one can reach the disk. A checkpoint (an eviction) can run in the request
+        // path right after a segment switch, while the close still runs.
+        if options.fsync == .always && !pending.isEmpty { try waitForClosingSegments() }
         try writePending()
         if options.fsync == .always { try fdatasyncActive(now: .now) }
     }

@@ -123,6 +123,22 @@ internal import Glibc
 
     /// A room expires once its TTL passed with no member and no write: a member holds it, and
     /// its idle time starts when the last one leaves.
+    /// Rooms expiring together are ended at most `maxExpiriesPerSweep` per sweep, so a mass
+    /// expiry is spread over ticks instead of holding the loop.
+    @Test func aMassExpiryIsSpreadOverSweeps() {
+        let harness = HubHarness { $0.roomTTL = .seconds(10) }
+        let writer = harness.connect()
+        let count = RoomLifecycle.maxExpiriesPerSweep + 6
+        for index in 0..<count { harness.mutate(writer, "r\(index)", addItem("a", first: true), requestID: UInt64(index + 1)) }
+        _ = harness.drain(writer)
+        #expect(harness.hub.rooms.count == count)
+        harness.hub.expireRooms(now: .now + .seconds(11))
+        #expect(harness.hub.stats.roomsExpired == UInt64(RoomLifecycle.maxExpiriesPerSweep))
+        #expect(harness.hub.rooms.count == 6)
+        harness.hub.expireRooms(now: .now + .seconds(12))
+        #expect(harness.hub.stats.roomsExpired == UInt64(count) && harness.hub.rooms.isEmpty)
+    }
+
     @Test func aRoomExpiresAfterItsTTLWithNoMemberAndNoWrite() throws {
         let harness = HubHarness()
         let session = harness.connect()
