@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // HeapModule only: the daemon's deadline heaps (token expiry, sleeping rooms' expiry).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // The metrics registry and the Prometheus text format of --metrics-listen (#17).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -89,6 +91,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: upcoming
         ),

@@ -1,3 +1,5 @@
+import HeapModule
+
 // Date only: FoundationEssentials, not all of Foundation, where it exists.
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -21,61 +23,34 @@
 /// the heap without bound, it is rebuilt from the live sessions when it holds more than twice
 /// as many entries as there are sessions (`compact`): O(n), at most once per n pushes.
 struct TokenDeadlines {
-    struct Entry {
+    struct Entry: Comparable {
         let deadline: Date
         let sessionID: UInt64
+
+        static func < (a: Entry, b: Entry) -> Bool { (a.deadline, a.sessionID) < (b.deadline, b.sessionID) }
     }
 
-    private(set) var entries: [Entry] = []
+    /// swift-collections' min-max heap.
+    private var entries = Heap<Entry>()
 
     var count: Int { entries.count }
 
     /// The earliest deadline, if any.
-    var earliest: Entry? { entries.first }
+    var earliest: Entry? { entries.min }
 
     /// Adds an entry. O(log n).
     mutating func push(_ deadline: Date, sessionID: UInt64) {
-        entries.append(Entry(deadline: deadline, sessionID: sessionID))
-        var child = entries.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entries[child].deadline < entries[parent].deadline else { break }
-            entries.swapAt(child, parent)
-            child = parent
-        }
+        entries.insert(Entry(deadline: deadline, sessionID: sessionID))
     }
 
     /// Removes and returns the earliest entry if its deadline is at or before `now`. O(log n).
     mutating func popDue(now: Date) -> Entry? {
-        guard let first = entries.first, first.deadline <= now else { return nil }
-        let last = entries.removeLast()
-        if !entries.isEmpty {
-            entries[0] = last
-            siftDown(from: 0)
-        }
-        return first
+        guard let first = entries.min, first.deadline <= now else { return nil }
+        return entries.popMin()
     }
 
     /// Keeps only `live` entries, as a heap again. O(n).
     mutating func compact(keeping live: (Entry) -> Bool) {
-        entries.removeAll { !live($0) }
-        var index = entries.count / 2
-        while index > 0 {
-            index -= 1
-            siftDown(from: index)
-        }
-    }
-
-    private mutating func siftDown(from start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < entries.count else { return }
-            var smallest = left
-            if left + 1 < entries.count && entries[left + 1].deadline < entries[left].deadline { smallest = left + 1 }
-            guard entries[smallest].deadline < entries[parent].deadline else { return }
-            entries.swapAt(parent, smallest)
-            parent = smallest
-        }
+        entries = Heap(entries.unordered.filter(live))
     }
 }
