@@ -43,6 +43,9 @@ struct BackgroundState {
     var syncing: (ticket: UInt64, started: ContinuousClock.Instant)?
     /// Segment deletions running.
     var removing: [(ticket: UInt64, count: Int)] = []
+    /// Checkpoint deletions running (`commitCheckpoints`), by ticket: their names stay in
+    /// `checkpointsToRemove`, listed as removing in every MANIFEST, until the unlinks are done.
+    var removingCheckpoints: [UInt64: Set<String>] = [:]
     /// The first failure of a job; fatal.
     var failure: StoreError?
     /// True while preparing a segment fails for lack of space (logged once on each change).
@@ -100,6 +103,10 @@ extension DurableStore {
             background.syncing = nil
             statistics.fsyncs += 1
             fsyncObserver?(completion.elapsed)
+        case (.removeFiles(let paths, _), .success) where background.removingCheckpoints[completion.ticket] != nil:
+            let names = background.removingCheckpoints.removeValue(forKey: completion.ticket) ?? []
+            checkpointsToRemove.removeAll { names.contains($0) }
+            statistics.checkpointsDeleted += paths.count
         case (.removeFiles(let paths, _), .success):
             background.removing.removeFirst()
             statistics.segmentsDeleted += paths.count

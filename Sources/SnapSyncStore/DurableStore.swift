@@ -546,6 +546,8 @@ package struct StoreStatistics: Sendable, Hashable {
     package var checkpoints = 0
     package var checkpointBytes = 0
     package var segmentsDeleted = 0
+    /// Checkpoint files unlinked (replaced, or of rooms dropped), on the background thread.
+    package var checkpointsDeleted = 0
     package var rejectedForSpace = 0
     /// Tombstones logged (rooms dropped or expired that the store held).
     package var roomsDropped = 0
