@@ -3,6 +3,7 @@
 // checkpoints and log records of it are still on disk; its checkpoint and its share of the log
 // go; a TTL survives restarts, in the log and then in the checkpoint.
 
+import Foundation
 import Testing
 import SnapSyncModel
 import SnapSyncWire
@@ -151,6 +152,45 @@ import SnapSyncWire
 
     /// A clean shutdown that checkpoints everything and deletes the log reclaims the dropped
     /// room's checkpoint first, so its tombstone never goes before it.
+    /// A dropped room's checkpoint is unlinked on the background thread: `maintain` returns
+    /// while the unlink is held, the file is still there and listed as removing in the
+    /// MANIFEST (so a crash meanwhile is recognised at start), and once the job runs it is gone.
+    @Test func checkpointsAreUnlinkedOffTheCallersThread() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        let (store, _) = try DurableStore.open(
+            options: smallOptions(dir.data, fsync: .always, backgroundThread: true), logger: LogLines().logger)
+        defer { try? store.close() }
+        try rooms.write("gone", addItems(["a"], first: true), to: store)
+        try store.sync()
+        try store.checkpoint(rooms.image("gone")!)
+        let file = try #require(checkpointFiles(dir.data).first)
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        store.injectBackgroundFault { job in
+            if case .removeFiles(let paths, _) = job, paths.contains(where: { $0.hasSuffix(file) }) {
+                held.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+            return nil
+        }
+        store.drop(room: "gone", epoch: 7, version: 1)
+        rooms.rooms["gone"] = nil
+        try store.sync()
+        try maintain(store, rooms)
+        // (An unlink on the caller's thread would have run inside maintain, never reaching here
+        // through the background thread's hook.)
+        #expect(held.wait(timeout: .now() + 10) == .success, "no unlink job reached the background thread")
+        #expect(checkpointFiles(dir.data) == [file], "the unlink is held on the background thread")
+        let manifest = try #require(try Manifest.read(directory: dir.data))
+        #expect(manifest.checkpoints.isEmpty && manifest.removing == [CheckpointFile.sequence(ofFileName: file)!])
+        release.signal()
+        store.injectBackgroundFault(nil)
+        try store.finishBackgroundWork()
+        #expect(checkpointFiles(dir.data).isEmpty && store.statistics.checkpointsDeleted == 1)
+    }
+
     @Test func shutdownReclaimsBeforeDeletingTheLog() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
