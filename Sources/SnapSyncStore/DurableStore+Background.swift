@@ -106,6 +106,7 @@ extension DurableStore {
         case (.removeFiles(let paths, _), .success) where background.removingCheckpoints[completion.ticket] != nil:
             let names = background.removingCheckpoints.removeValue(forKey: completion.ticket) ?? []
             checkpointsToRemove.removeAll { names.contains($0) }
+            listedCheckpointsToRemove -= names.count
             statistics.checkpointsDeleted += paths.count
         case (.removeFiles(let paths, _), .success):
             background.removing.removeFirst()

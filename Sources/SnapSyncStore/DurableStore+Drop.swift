@@ -42,11 +42,12 @@ extension DurableStore {
     ///   work) and one MANIFEST.
     func reclaimDroppedRooms() throws(StoreError) {
         guard !droppedCheckpoints.isEmpty else { return }
-        // The closed segments' fdatasync first (`fdatasyncActive` waits for them anyway), so no
-        // record of the active segment reaches the disk before them.
-        try finishBackgroundWork()
+        // The closed segments' fdatasync first, so that no record of the active segment reaches
+        // the disk before them; not the rest of the background work (checkpoint unlinks, which
+        // a mass DROP queues by the thousand: waiting for them held the loop 20 s a tick).
+        try waitForClosingSegments()
         try writePending()
-        try fdatasyncActive(now: .now)
+        try syncActiveNow(now: .now)
         let files = droppedCheckpoints
         droppedCheckpoints.removeAll()
         try commitCheckpoints(replacing: files)

@@ -66,12 +66,24 @@ extension DurableStore {
     func commitCheckpoints(replacing replaced: [String]) throws(StoreError) {
         checkpointsToRemove += replaced
         guard try writeManifestUnlessFull() else { return }
-        // Unlinked on the background thread: a mass DROP reclaims tens of thousands of files a
-        // tick, 13-22 s of unlinks on the loop in the churn benchmark (docs/benchmarks.md). They
-        // stay listed as removing until done, so a crash meanwhile is recognised at start.
-        let inFlight = background.removingCheckpoints.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        let names = checkpointsToRemove.filter { !inFlight.contains($0) }
-        guard !names.isEmpty else { return }
+        listedCheckpointsToRemove = checkpointsToRemove.count
+        try removeListedCheckpoints()
+    }
+
+    /// Most checkpoint files one background job unlinks. A mass DROP reclaims tens of thousands
+    /// of files a second, which took 13-22 s of unlinks a tick on the loop in the churn benchmark
+    /// (docs/benchmarks.md); on the background thread they would delay the `everysec` sync and
+    /// segment closes queued behind them just as long. One job of at most this many at a time
+    /// (~0.2-0.4 s of unlinks on this machine), the next one at the next call or tick.
+    static let maxCheckpointUnlinksPerJob = 2048
+
+    /// Has the background thread unlink the next checkpoints the last MANIFEST listed as
+    /// removing, unless a job of them is still running. They stay in `checkpointsToRemove`,
+    /// listed as removing in every MANIFEST, until done, so a crash meanwhile is recognised at
+    /// start. Called after each MANIFEST that lists them and from `maintain`.
+    func removeListedCheckpoints() throws(StoreError) {
+        guard background.removingCheckpoints.isEmpty, listedCheckpointsToRemove > 0 else { return }
+        let names = Array(checkpointsToRemove.prefix(min(listedCheckpointsToRemove, Self.maxCheckpointUnlinksPerJob)))
         let ticket = background.io.submit(.removeFiles(paths: names.map(path), directory: directory))
         background.removingCheckpoints[ticket] = Set(names)
         try absorbBackgroundCompletions()

@@ -70,6 +70,9 @@ package final class DurableStore: RoomStore {
     /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
     /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
     var checkpointsToRemove: [String] = []
+    /// How many of `checkpointsToRemove`, from the first, the last MANIFEST listed as removing:
+    /// only those may be unlinked (`removeListedCheckpoints`).
+    var listedCheckpointsToRemove = 0
     /// Checkpoints of rooms dropped or expired since the last `reclaimDroppedRooms()`: still
     /// listed in the MANIFEST (a room's checkpoint goes only once its tombstone is durable).
     var droppedCheckpoints: [String] = []
@@ -350,6 +353,8 @@ package final class DurableStore: RoomStore {
         try sync(now: now)
         // Before any segment can be deleted: a dropped room's checkpoint must go first.
         try reclaimDroppedRooms()
+        // The next batch of checkpoint unlinks, when a mass reclaim left some over.
+        try removeListedCheckpoints()
         let dataBytes = active.end + pending.count - LogSegment.headerSize
         let due = dataBytes >= options.segmentBytes || (active.records > 0 && now - active.started >= options.checkpointInterval)
         // Ahead of time only when it runs on the thread (inline, it would just be earlier).
