@@ -70,7 +70,7 @@ final class TLSContext {
         // Release buffers: an idle connection holds no 34 KiB of record buffers.
         _ = snapsync_ssl_ctx_set_mode(
             context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER) | Int(SSL_MODE_RELEASE_BUFFERS))
-        do throws(TLSError) {
+        do {
             let version = settings.minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
             try TLSError.require(snapsync_ssl_ctx_set_min_proto_version(context, version) == 1, "setting the minimum version \(settings.minimumVersion.rawValue)")
             if let ciphers = settings.ciphers {
@@ -96,10 +96,8 @@ final class TLSContext {
                 SSL_CTX_set_client_CA_list(context, names)
                 SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
             }
-        } catch {
-            SSL_CTX_free(context)
-            throw error
         }
+        // A throw after every stored property is set runs deinit, which frees the context.
     }
 
     deinit {
@@ -152,12 +150,8 @@ final class TLSSession {
     init(context: TLSContext, fd: Int32) throws(TLSError) {
         guard let ssl = SSL_new(context.context) else { throw TLSError.fromQueue("SSL_new") }
         self.ssl = ssl
-        do throws(TLSError) {
-            try TLSError.require(SSL_set_fd(ssl, fd) == 1, "SSL_set_fd")
-        } catch {
-            SSL_free(ssl)
-            throw error
-        }
+        // On a throw, deinit frees `ssl` (every stored property is set).
+        try TLSError.require(SSL_set_fd(ssl, fd) == 1, "SSL_set_fd")
         SSL_set_accept_state(ssl)
     }
 
