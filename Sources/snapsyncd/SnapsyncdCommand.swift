@@ -23,7 +23,9 @@ struct SnapsyncdCommand: ParsableCommand {
             (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
             recovered and listening, and STOPPING=1 at shutdown. With --auth-keys every client \
             needs a signed token (docs/auth.md; snapsyncd keygen and snapsyncd token make keys and \
-            tokens), and SIGHUP reloads the key file without dropping connections.
+            tokens), and SIGHUP reloads the key file without dropping connections. With \
+            --tls-listen it also serves TLS (docs/tls.md); SIGHUP reloads the certificate and key \
+            for new connections.
             """,
         // Serving stays the command itself (its flags, its --help); these are the key tools of docs/auth.md.
         subcommands: [TokenCommand.self, KeygenCommand.self]
