@@ -72,7 +72,8 @@ final class TLSContext {
             context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER) | Int(SSL_MODE_RELEASE_BUFFERS))
         do {
             let version = settings.minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
-            try TLSError.require(snapsync_ssl_ctx_set_min_proto_version(context, version) == 1, "setting the minimum version \(settings.minimumVersion.rawValue)")
+            try TLSError.require(
+                snapsync_ssl_ctx_set_min_proto_version(context, version) == 1, "setting the minimum version \(settings.minimumVersion.rawValue)")
             if let ciphers = settings.ciphers {
                 try TLSError.require(SSL_CTX_set_cipher_list(context, ciphers) == 1, "setting --tls-ciphers \(ciphers)")
             }

@@ -32,10 +32,10 @@ extension ServerIntegration {
             process.standardError = FileHandle.nullDevice
             try process.run()
             defer {
-                    // SIGKILL: SIGTERM may be blocked in the test runner's mask, which s_client inherits.
+                // SIGKILL: SIGTERM may be blocked in the test runner's mask, which s_client inherits.
                 if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                 process.waitUntilExit()
-                }
+            }
             input.fileHandleForWriting.write(Data(FrameEncoder().encode(.hello(versions: [1], clientName: "s_client", credentials: []))))
 
             var decoder = FrameDecoder(limits: WireLimits(maxFrameBytes: 1 << 20), accepting: .server)
@@ -73,7 +73,9 @@ extension ServerIntegration {
                 "--tls-cert", certificates.path("missing.pem"), "--tls-key", certificates.path("server.key"),
             ])
             #expect(result.status != 0)
-            #expect(result.output.contains("cannot start the TLS listener: loading the certificate chain \(certificates.path("missing.pem")) failed"), "\(result.output)")
+            #expect(
+                result.output.contains("cannot start the TLS listener: loading the certificate chain \(certificates.path("missing.pem")) failed"),
+                "\(result.output)")
         }
 
         @Test func thePlainListenerCanBeTurnedOff() throws {

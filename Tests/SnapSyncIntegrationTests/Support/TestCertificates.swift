@@ -9,12 +9,21 @@ final class TestCertificates {
         directory = NSTemporaryDirectory() + "snapsync-tls-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
-        try Self.openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Test CA",
-                          "-keyout", "ca.key", "-out", "ca.pem"], in: directory)
-        try Self.openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
-                          "-keyout", "server.key", "-out", "server.csr"], in: directory)
-        try Self.openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "0x1001",
-                          "-days", "2", "-extfile", "server.ext", "-out", "server.pem"], in: directory)
+        try Self.openssl(
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Test CA",
+                "-keyout", "ca.key", "-out", "ca.pem",
+            ], in: directory)
+        try Self.openssl(
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                "-keyout", "server.key", "-out", "server.csr",
+            ], in: directory)
+        try Self.openssl(
+            [
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "0x1001",
+                "-days", "2", "-extfile", "server.ext", "-out", "server.pem",
+            ], in: directory)
     }
 
     deinit {
