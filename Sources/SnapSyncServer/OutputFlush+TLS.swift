@@ -18,6 +18,13 @@ extension OutputFlush {
     /// - Complexity: O(bytes sent) copies, one SSL_write (one record, one write syscall unless
     ///   kernel TLS) per 16 KiB.
     func sendTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
+        guard tls.isHandshakeComplete else {
+            // Only an ERROR can be queued before the handshake is done (its timeout, shutdown):
+            // a client that has no TLS session could not read it, and SSL_write would try to
+            // finish the handshake first. It is dropped and the connection closes.
+            connection.output.removeAll()
+            return true
+        }
         while true {
             let length: Int
             let isRetry = !tls.retryWrite.isEmpty

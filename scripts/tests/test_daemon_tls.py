@@ -145,6 +145,7 @@ def served_certificate(port, cafile):
 @unittest.skipUnless(OPENSSL, "the openssl tool is needed to make the test certificates")
 class TLSTestCase(unittest.TestCase):
     client_ca = False
+    extra_args = ()
 
     @classmethod
     def setUpClass(cls):
@@ -163,7 +164,7 @@ class TLSTestCase(unittest.TestCase):
         shutil.copy(self.certs.path("server.key"), self.key)
         extra = ["--tls-client-ca", self.certs.path("ca.pem")] if self.client_ca else []
         self.daemon = Daemon("--tls-listen", "127.0.0.1:0", "--tls-cert", self.cert, "--tls-key", self.key,
-                             "--log-level", "debug", *extra)
+                             "--log-level", "debug", *extra, *self.extra_args)
         self.tls_port = tls_port(self.daemon)
         self.ca = self.certs.path("ca.pem")
 
@@ -284,6 +285,21 @@ class TLSReloadTests(TLSTestCase):
         self.assertTrue(wait_for_log(self.daemon, r"TLS reload refused, the certificate in use is kept"),
                         self.daemon.log())
         self.assertEqual(served_certificate(self.tls_port, self.ca), ("localhost", "1001"))
+
+
+class TLSHandshakeTimeoutTests(TLSTestCase):
+    # Short handshake timeout; a long shutdown timeout, so that a close that waits for its ERROR
+    # to be written would outlast the client's 10 s.
+    extra_args = ("--handshake-timeout", "300ms", "--shutdown-timeout", "60s")
+
+    def test_an_unfinished_handshake_is_closed_at_the_handshake_timeout(self):
+        with socket.create_connection(("127.0.0.1", self.tls_port), timeout=10) as s:
+            s.sendall(b"\x16\x03\x01")      # the start of a ClientHello record, and no more
+            # Nothing comes back (a plaintext ERROR means nothing to a TLS client), then EOF.
+            self.assertEqual(s.recv(100), b"")
+        self.assertTrue(wait_for_log(self.daemon, r"no HELLO in time, closing"), self.daemon.log())
+        self.assertTrue(wait_for_log(self.daemon, r"connection closed conn=1 "), self.daemon.log())
+        self.assertNotIn('reason="close timeout"', self.daemon.log())
 
 
 class MutualTLSTests(TLSTestCase):
