@@ -72,22 +72,28 @@ def tls_port(daemon, timeout=10):
 
 
 def wait_for_log(daemon, pattern, timeout=10):
+    """Whether the daemon logs a line matching pattern within timeout seconds (0: already)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         if any(re.search(pattern, line) for line in list(daemon.stderr_lines)):
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.01)
-    return False
 
 
 class Client:
     """A blocking Python ssl client speaking frames (snapcat_wire)."""
 
-    def __init__(self, port, cafile, cert=None, key=None):
+    def __init__(self, port, cafile, cert=None, key=None, receive_buffer=None):
         ctx = ssl.create_default_context(cafile=cafile)
         if cert:
             ctx.load_cert_chain(cert, key)
-        raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if receive_buffer:
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        raw.settimeout(10)
+        raw.connect(("127.0.0.1", port))
         self.sock = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
         self.splitter = wire.FrameSplitter(max_frame_bytes=1 << 24)
         self.frames = []
@@ -124,9 +130,9 @@ class Client:
         assert snapshot["type"] == "SNAPSHOT", snapshot
         return snapshot
 
-    def append_section(self, room, name):
+    def append_section(self, room, name, payload=b""):
         return self.request({"type": "MUTATE", "room": room, "expected_version": None, "write_id": b"",
-                             "ops": [{"op": "append_sections", "elements": [{"id": name, "payload": b""}]}]})
+                             "ops": [{"op": "append_sections", "elements": [{"id": name, "payload": payload}]}]})
 
     def close(self):
         self.sock.close()
@@ -256,6 +262,46 @@ class TLSSessionTests(TLSTestCase):
         finally:
             for c in readers + [writer]:
                 c.close()
+
+
+class TLSSlowConsumerTests(TLSTestCase):
+    extra_args = ("--max-output-bytes", "64KiB", "--shutdown-timeout", "60s")
+
+    def test_a_tls_reader_that_stops_reading_is_cut_off_between_frames(self):
+        # The reader's socket fills, so records wait in OpenSSL (WANT_WRITE) and in the retry
+        # buffer while the queue passes its cap; what arrives must still be whole frames, in
+        # order, then ERROR slow_consumer.
+        reader = Client(self.tls_port, self.ca, receive_buffer=4096)
+        writer = Client(self.tls_port, self.ca)
+        try:
+            reader.hello()
+            reader.join(b"slow")
+            writer.hello()
+            writer.join(b"slow")
+            # Up to 12 MB, more than the kernel buffers between them hold, until the cut-off.
+            written = 0
+            while written < 200 and not wait_for_log(self.daemon, r"slow consumer, closing", timeout=0):
+                # One at a time, reading its own DIFF and ACK, so the writer is never slow itself.
+                request = writer.append_section(b"slow", b"s%d" % written, payload=b"x" * 60000)
+                while True:
+                    msg = writer.receive()
+                    if msg["type"] == "ACK" and msg["request_id"] == request:
+                        break
+                written += 1
+            self.assertTrue(wait_for_log(self.daemon, r"slow consumer, closing"), self.daemon.log())
+            versions = []
+            while True:
+                msg = reader.receive()
+                if msg["type"] != "DIFF":
+                    break
+                versions.append(msg["version"])
+            self.assertEqual(msg["type"], "ERROR", msg)
+            self.assertEqual(wire.error_name(msg["code"]), "slow_consumer")
+            self.assertEqual(versions, list(range(1, len(versions) + 1)))
+            self.assertLess(len(versions), written)
+        finally:
+            reader.close()
+            writer.close()
 
 
 class TLSReloadTests(TLSTestCase):
