@@ -348,6 +348,21 @@ class TLSHandshakeTimeoutTests(TLSTestCase):
         self.assertNotIn('reason="close timeout"', self.daemon.log())
 
 
+class TLSConnectionLimitTests(TLSTestCase):
+    extra_args = ("--max-connections", "1")
+
+    def test_a_tls_connection_over_the_limit_is_closed_before_its_handshake(self):
+        first = Client(self.tls_port, self.ca)
+        try:
+            first.hello()
+            with self.assertRaises((ssl.SSLError, ConnectionError, OSError)):
+                Client(self.tls_port, self.ca)
+            self.assertTrue(wait_for_log(self.daemon, r"TLS connection refused: too many connections"), self.daemon.log())
+            first.join(b"still-served")
+        finally:
+            first.close()
+
+
 class MutualTLSTests(TLSTestCase):
     client_ca = True
 
