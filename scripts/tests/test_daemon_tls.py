@@ -4,7 +4,8 @@
 Covers: a session over TLS (snapcat --tls --cafile), refusal of an untrusted server certificate,
 plaintext on the TLS port and TLS on the plain port, mutual TLS, certificate reload by SIGHUP
 (a new connection sees the new certificate, an old one keeps working, a bad file is refused),
-and fan-out to several TLS readers.
+fan-out to several TLS readers, a slow consumer cut off between frames, the handshake timeout and
+the connection limit on the TLS port.
 """
 
 import os
