@@ -2,7 +2,8 @@
 // The layout is described in README.md: Model and Wire are pure Swift and shared by
 // the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
 // through SnapSyncStore, which never sees a socket; only SnapSyncServer imports CLibevent
-// (and CLibeventExtra, libevent's HTTP server, for the metrics endpoint).
+// (and CLibeventExtra, libevent's HTTP server, for the metrics endpoint), and only its TLS.swift
+// imports COpenSSL.
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -57,6 +58,13 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // OpenSSL (libssl, libcrypto) for the TLS listener (#16), through pkg-config (Debian:
+        // libssl-dev). Imported by Sources/SnapSyncServer/TLS.swift only.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // glibc's <malloc.h>, for mallopt() in snapsyncd's main (no library, no package).
         .systemLibrary(name: "CMalloc"),
         .target(
@@ -87,7 +95,7 @@ let package = Package(
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "CLibeventExtra", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                "CLibevent", "CLibeventExtra", "COpenSSL", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -14,6 +14,9 @@ snapsync_install_deps() {
     # evhttp, the metrics endpoint's HTTP server (same Debian package).
     pkg-config --exists libevent_extra 2>/dev/null || missing+=(libevent-dev)
     pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
+    # The TLS listener (libssl), and the openssl tool its tests make certificates with.
+    pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+    command -v openssl >/dev/null 2>&1 || missing+=(openssl)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
     # snapcat's tests check the systemd unit (systemd-analyze) and trace the daemon's system

@@ -17,6 +17,10 @@ extension Connection {
     /// has nothing more) and hand every whole frame to the hub.
     func readable() {
         defer { context.flush.noteHighPriorityCallback() }
+        if let tls {
+            readTLS(tls)
+            return
+        }
         let readBuffer = context.readBuffer
         for _ in 0..<Self.maxReadsPerCallback {
             let result: Syscall.ReadResult
@@ -34,10 +38,7 @@ extension Connection {
                 return
             case .bytes(let count):
                 hub.stats.bytesIn += UInt64(count)
-                guard state != .closing else { continue }
-                receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
-                if isEnded { return }
-                if context.inputBytes > context.configuration.maxInputBytes { Self.enforceInputBudget(context) }
+                received(count)
                 if isEnded { return }
                 // A short read means the socket is drained; skip the read that would say EAGAIN.
                 if count < readBuffer.count { return }
@@ -45,14 +46,23 @@ extension Connection {
         }
     }
 
+    /// `count` bytes (plaintext) arrived in the shared read buffer: frames go to the hub, and
+    /// the input budget is enforced.
+    func received(_ count: Int) {
+        guard state != .closing else { return }
+        receive(UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count]))
+        if isEnded { return }
+        if context.inputBytes > context.configuration.maxInputBytes { Self.enforceInputBudget(context) }
+    }
+
     /// The peer sent EOF (it closed, or only shut its sending side, as `nc -N` and many scripts
     /// do). Every frame received before it has been handled, since frames are handled as they
     /// are read; the answers still queued go out, then the connection closes (PROTOCOL.md §7.1),
     /// within `--shutdown-timeout`. An unfinished frame is dropped: it can never complete.
-    private func endOfInput() {
+    func endOfInput() {
         stopReading()
         dropInput()
-        if output.isEmpty {
+        if !hasUnsentOutput {
             // Nothing owed (or, when closing, everything already handed to the kernel, which
             // delivers it before the FIN: the peer's receive side is unaffected by its EOF).
             hub.end(self, reason: "peer closed")
@@ -160,6 +170,12 @@ extension Connection {
         }
     }
 
+    /// A TLS record header of a handshake (content type 22, version 3.x) where the first frame's
+    /// length prefix should be: a TLS client that was given the plain port.
+    private static func looksLikeTLSHandshake(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= 2 && bytes[0] == 0x16 && bytes[1] == 0x03
+    }
+
     /// Hands every whole frame at the start of `bytes`, cut in place (`FrameCutter`), to the hub.
     /// - Returns: the bytes used (whole frames); the rest is an incomplete frame.
     /// - Complexity: O(1) per frame to cut, plus the handling of each frame.
@@ -173,7 +189,16 @@ extension Connection {
                 guard let whole = try cutter.nextFrame(in: bytes[offset...]) else { break }
                 frame = whole
             } catch {
-                hub.protocolError(error, on: self, bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+                if tls == nil && state == .awaitingHello && offset == 0 && pending.isEmpty && Self.looksLikeTLSHandshake(rest) {
+                    hub.logger.warning(
+                        "TLS handshake sent to the plain port, closing",
+                        metadata: logMetadata(["code": "\(error.code.name)", "bytes": "\(LogEscaping.sample(rest))"]))
+                    hub.stats.protocolErrors += 1
+                    hub.close(self, error: error.code, error.detail)
+                } else {
+                    hub.protocolError(error, on: self, bytes: rest)
+                }
                 break
             }
             offset += frame.count

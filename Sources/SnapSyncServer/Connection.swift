@@ -23,6 +23,9 @@ final class Connection: Session {
     let fd: Int32
     let address: SocketAddress
     unowned let context: ConnectionContext
+    /// The TLS session of a connection accepted on the TLS listener (`Connection+TLS.swift`);
+    /// nil on the plain one. The hub never sees it: it queues plaintext either way.
+    let tls: TLSSession?
     var hub: Hub { context.hub }
 
     /// Bytes of a frame that has not fully arrived (empty most of the time). Its capacity is
@@ -43,13 +46,14 @@ final class Connection: Session {
     /// The connection reached `closing` after sending everything and shut its sending side.
     private(set) var hasShutDownOutput = false
 
-    private var readEvent: Event?
+    var readEvent: Event?
     private var writeEvent: Event?
     /// Handshake timeout, then idle/PING timer, then close deadline: one timer, re-armed.
     private var timer: Event?
 
-    init(id: UInt64, fd: Int32, address: SocketAddress, context: ConnectionContext) {
+    init(id: UInt64, fd: Int32, address: SocketAddress, context: ConnectionContext, tls: TLSSession? = nil) {
         self.fd = fd
+        self.tls = tls
         self.address = address
         self.context = context
         self.lastInput = .now
@@ -165,6 +169,12 @@ final class Connection: Session {
     private func writable() {
         defer { context.flush.noteHighPriorityCallback() }
         stopWaitingForWritable()
+        if let tls, tls.readWantsWrite {
+            // The handshake (or a TLS read) waited for room to write: read on.
+            tls.readWantsWrite = false
+            readable()
+            if isEnded { return }
+        }
         hub.markDirty(self)
     }
 
@@ -175,11 +185,17 @@ final class Connection: Session {
     func shutDownOutput() {
         guard !hasShutDownOutput else { return }
         hasShutDownOutput = true
+        tls?.sendCloseNotify()
         Syscall.shutdownWrite(fd)
     }
 
     /// Closing, flushed, shut down, and every byte acknowledged: nothing can be lost by closing.
     var isFullyDelivered: Bool {
-        hasShutDownOutput && output.isEmpty && Syscall.unacknowledgedBytes(fd) == 0
+        hasShutDownOutput && !hasUnsentOutput && Syscall.unacknowledgedBytes(fd) == 0
+    }
+
+    /// Bytes queued, or (TLS) a record's plaintext that OpenSSL must be asked again to send.
+    var hasUnsentOutput: Bool {
+        !output.isEmpty || !(tls?.retryWrite.isEmpty ?? true)
     }
 }

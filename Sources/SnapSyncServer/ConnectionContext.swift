@@ -21,6 +21,11 @@ final class ConnectionContext {
     /// refused with `frame_too_large` as soon as their length arrives.
     static let maxFrameBytesBeforeHello = 4096
 
+    /// The TLS listener's contexts ask OpenSSL for kernel TLS (`TLSContext.requestsKernelTLS`).
+    var tlsRequestsKernelTLS = false
+    /// Whether kernel TLS is in use has been logged (once, at the first TLS handshake).
+    var hasLoggedKernelTLS = false
+
     /// Bytes held for unfinished frames, all connections together (`--max-input-bytes`).
     var inputBytes = 0
     /// Called after a connection ended and was forgotten (the daemon may finish shutting down).

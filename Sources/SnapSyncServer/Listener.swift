@@ -6,12 +6,14 @@ final class Listener {
     let fd: Int32
     /// The bound address, with the real port when port 0 was asked for.
     let address: SocketAddress
+    /// Connections accepted here speak TLS (`--tls-listen`).
+    let isTLS: Bool
     private var event: Event?
     private var pauseTimer: Event?
     private unowned let server: Server
 
     /// `socket`, `SO_REUSEADDR`, `bind`, `listen`, `getsockname`.
-    init(address: SocketAddress, backlog: Int, server: Server) throws(SystemError) {
+    init(address: SocketAddress, backlog: Int, server: Server, isTLS: Bool = false) throws(SystemError) {
         let fd = try Syscall.socket(domain: address.family, type: Int32(SOCK_STREAM.rawValue))
         do throws(SystemError) {
             // So that a restarted daemon can bind while old connections sit in TIME_WAIT.
@@ -25,6 +27,7 @@ final class Listener {
         }
         self.fd = fd
         self.server = server
+        self.isTLS = isTLS
     }
 
     deinit {

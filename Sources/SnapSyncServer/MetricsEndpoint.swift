@@ -96,8 +96,9 @@ package final class MetricsEndpoint {
     }
 
     /// `HOST:PORT`, `[IPv6]:PORT`: the host, and a port in 0...65535 (0 picks a free one).
-    package static func parse(_ listen: String) throws(ConfigurationError) -> (host: String, port: Int) {
-        let fail = ConfigurationError(message: "--metrics-listen must be HOST:PORT (e.g. 127.0.0.1:9400 or [::1]:9400), not \(listen)")
+    /// Also `--tls-listen`'s syntax (`flag` names it in the error).
+    package static func parse(_ listen: String, flag: String = "--metrics-listen") throws(ConfigurationError) -> (host: String, port: Int) {
+        let fail = ConfigurationError(message: "\(flag) must be HOST:PORT (e.g. 127.0.0.1:9400 or [::1]:9400), not \(listen)")
         guard let colon = listen.lastIndex(of: ":") else { throw fail }
         var host = String(listen[..<colon])
         guard let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else { throw fail }

@@ -20,15 +20,20 @@ final class OutputFlush {
     static let maxCallbacksBeforeFlush = 64
     /// The dirty list being flushed, swapped with `hub.dirty` (both keep their capacity).
     @exclusivity(unchecked) private var flushing: [Session] = []
-    private let iovecs: UnsafeMutablePointer<iovec>
+    let iovecs: UnsafeMutablePointer<iovec>
+    /// A TLS connection's pending output is copied here, up to one record, for one SSL_write
+    /// (`OutputFlush+TLS.swift`).
+    let record: UnsafeMutableRawBufferPointer
 
     init(hub: Hub) {
         self.hub = hub
         self.iovecs = .allocate(capacity: OutputQueue.maxIovecs)
+        self.record = .allocate(byteCount: TLSSession.recordSize, alignment: 16)
     }
 
     deinit {
         iovecs.deallocate()
+        record.deallocate()
     }
 
     private var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
@@ -92,24 +97,12 @@ final class OutputFlush {
 
     private func flush(_ connection: Connection) {
         guard !connection.isEnded else { return }
-        while !connection.output.isEmpty {
-            let count = connection.output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
-            var requested = 0
-            for index in 0..<count { requested += iovecs[index].iov_len }
-            let written: Int?
-            do {
-                written = try Syscall.send(connection.fd, iovecs, count: count)
-            } catch {
-                hub.end(connection, reason: error.isDisconnect ? "peer went away" : "\(error)")
-                return
-            }
-            guard let written else { break }
-            connection.output.consume(written)
-            hub.stats.bytesOut += UInt64(written)
-            // A short write means the send buffer is full; asking again would only say EAGAIN.
-            if written < requested { break }
+        if let tls = connection.tls {
+            guard sendTLS(connection, tls) else { return }
+        } else {
+            guard sendPlain(connection) else { return }
         }
-        if connection.output.isEmpty {
+        if !connection.hasUnsentOutput {
             connection.stopWaitingForWritable()
             if connection.state == .closing {
                 connection.shutDownOutput()
@@ -119,12 +112,36 @@ final class OutputFlush {
                     connection.armTimer(Connection.lingerPollInterval)
                 }
             }
-        } else {
+        } else if !(connection.tls?.writeWantsRead ?? false) {
+            // A TLS write that waits for input is retried when the socket is readable.
             do {
                 try connection.waitForWritable()
             } catch {
                 hub.end(connection, reason: "cannot watch for writability: \(error)")
             }
         }
+    }
+
+    /// Sends what the kernel takes, in gathering writes.
+    /// - Returns: false when the connection ended.
+    private func sendPlain(_ connection: Connection) -> Bool {
+        while !connection.output.isEmpty {
+            let count = connection.output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
+            var requested = 0
+            for index in 0..<count { requested += iovecs[index].iov_len }
+            let written: Int?
+            do {
+                written = try Syscall.send(connection.fd, iovecs, count: count)
+            } catch {
+                hub.end(connection, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                return false
+            }
+            guard let written else { break }
+            connection.output.consume(written)
+            hub.stats.bytesOut += UInt64(written)
+            // A short write means the send buffer is full; asking again would only say EAGAIN.
+            if written < requested { break }
+        }
+        return true
     }
 }

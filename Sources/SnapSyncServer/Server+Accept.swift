@@ -25,7 +25,12 @@ extension Server {
                 continue
             }
             guard case .connection(let fd, let peer) = accepted else { return }
-            if isShuttingDown {
+            if listener.isTLS && (isShuttingDown || hub.sessions.count >= configuration.maxConnections) {
+                // An ERROR frame in clear text would only be a bad record to a TLS client.
+                hub.stats.connectionsRefused += 1
+                logger.warning("TLS connection refused: \(isShuttingDown ? "shutting down" : "too many connections")", metadata: ["peer": "\(peer)"])
+                Syscall.close(fd)
+            } else if isShuttingDown {
                 hub.stats.connectionsRefusedShuttingDown += 1
                 refuse(fd, .shuttingDown, "the server is shutting down")
             } else if hub.sessions.count >= configuration.maxConnections {
@@ -37,16 +42,26 @@ extension Server {
                     ])
                 refuse(fd, .tooManyConnections, "the server is at its limit of \(configuration.maxConnections) connections")
             } else {
-                admit(fd, peer: peer)
+                admit(fd, peer: peer, tls: listener.isTLS)
             }
         }
     }
 
-    private func admit(_ fd: Int32, peer: SocketAddress) {
+    private func admit(_ fd: Int32, peer: SocketAddress, tls: Bool) {
         // Replies are small and latency matters more than segment count; writes are already
         // coalesced per pass, so Nagle would only add delay.
         try? Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        let connection = Connection(id: hub.makeSessionID(), fd: fd, address: peer, context: connectionContext)
+        var session: TLSSession?
+        if tls, let tlsContext {
+            do {
+                session = try TLSSession(context: tlsContext, fd: fd)
+            } catch {
+                logger.error("cannot start TLS on a new connection", metadata: ["peer": "\(peer)", "error": "\(error)"])
+                Syscall.close(fd)
+                return
+            }
+        }
+        let connection = Connection(id: hub.makeSessionID(), fd: fd, address: peer, context: connectionContext, tls: session)
         do {
             try connection.start()
         } catch {
@@ -56,7 +71,7 @@ extension Server {
         }
         hub.open(connection)
         hub.stats.connectionsAccepted += 1
-        logger.debug("connection accepted", metadata: ["conn": "\(connection.id)", "peer": "\(peer)"])
+        logger.debug("connection accepted", metadata: ["conn": "\(connection.id)", "peer": "\(peer)", "tls": "\(tls)"])
     }
 
     /// Best effort: the ERROR is written straight into the new socket's empty send buffer, the

@@ -34,12 +34,18 @@ package final class Server {
     private let notifier = SystemdNotifier()
 
     private var listener: Listener?
+    /// The TLS listener (`--tls-listen`) and the context new TLS connections get; SIGHUP
+    /// replaces the context (`Server+TLS.swift`).
+    private var tlsListener: Listener?
+    var tlsContext: TLSContext?
+    /// The TLS listener's bound address (with the real port when port 0 was asked for).
+    package private(set) var tlsAddress: SocketAddress?
     private var statsTimer: Event?
     private var signalEvents: [Event] = []
     private var shutdownTimer: Event?
     package internal(set) var isShuttingDown = false
     /// Whether the client listener is up (after `start()`, until shutdown closes it).
-    package var isListening: Bool { listener != nil }
+    package var isListening: Bool { listener != nil || tlsListener != nil }
     private var isFinishingShutdown = false
     /// Why the daemon stopped early (the store failed), thrown by `run()`.
     private var failure: ServerError?
@@ -74,6 +80,7 @@ package final class Server {
         for connection in connectionContext.connections { hub.end(connection, reason: "server released") }
         hub.storeFailed = { _ in }
         listener?.close()
+        tlsListener?.close()
         freeLoopEvents()
     }
 
@@ -81,16 +88,32 @@ package final class Server {
 
     // MARK: Lifecycle
 
-    /// Binds and listens, installs SIGTERM/SIGINT handling (when `handleSignals`), logs
-    /// `listening on HOST:PORT` and tells systemd READY=1.
-    /// - Returns: the bound address (with the real port when port 0 was asked for).
+    /// Binds and listens (the plain listener unless it is off, and the TLS one when
+    /// configured), installs SIGTERM/SIGINT handling (when `handleSignals`), logs
+    /// `listening on HOST:PORT` (and `TLS listening on HOST:PORT`) and tells systemd READY=1.
+    /// - Returns: the plain listener's bound address (with the real port when port 0 was asked
+    ///   for), or the TLS listener's when the plain one is off.
+    /// - Throws: also when the certificate or key cannot be loaded or do not match.
     @discardableResult
     package func start(handleSignals: Bool = true) throws(ServerError) -> SocketAddress {
         let address: SocketAddress
+        var tlsAddress: SocketAddress?
         do {
             address = try SocketAddress(host: configuration.host, port: configuration.port)
+            if let tls = configuration.tls { tlsAddress = try SocketAddress(host: tls.host, port: tls.port) }
         } catch {
             throw ServerError(error.description)
+        }
+        if let settings = configuration.tls {
+            do {
+                tlsContext = try TLSContext(settings: settings)
+            } catch {
+                throw ServerError("cannot start the TLS listener: \(error)")
+            }
+            connectionContext.tlsRequestsKernelTLS = tlsContext!.requestsKernelTLS
+            // OpenSSL writes to the socket with write(2), not send(MSG_NOSIGNAL): a peer that
+            // went away must be an EPIPE, not a SIGPIPE that kills the daemon.
+            Syscall.ignore([SIGPIPE])
         }
         let descriptors = Syscall.raiseOpenFileLimit(to: configuration.maxConnections + 64)
         if descriptors < configuration.maxConnections + 64 {
@@ -98,9 +121,15 @@ package final class Server {
                 "the open-file limit is below --max-connections; accepts may fail with EMFILE",
                 metadata: ["nofile": "\(descriptors)", "max_connections": "\(configuration.maxConnections)"])
         }
+        var binding = address
         do {
-            let listener = try Listener(address: address, backlog: configuration.listenBacklog, server: self)
-            self.listener = listener
+            if configuration.plainListener {
+                listener = try Listener(address: address, backlog: configuration.listenBacklog, server: self)
+            }
+            if let tlsAddress {
+                binding = tlsAddress  // the address an error names from here on
+                tlsListener = try Listener(address: tlsAddress, backlog: configuration.listenBacklog, server: self, isTLS: true)
+            }
             try flush.start(loop: loop)
             statsTimer = try loop.makeTimer(context: context, Server.onStatsTick)
             try statsTimer!.add(timeout: .seconds(1))
@@ -115,20 +144,26 @@ package final class Server {
                 signalEvents.append(reload)
                 try reload.add()
             }
-            try listener.start(loop: loop)
+            try listener?.start(loop: loop)
+            try tlsListener?.start(loop: loop)
         } catch let error as SystemError {
-            throw ServerError("cannot listen on \(address): \(error)")
+            throw ServerError("cannot listen on \(binding): \(error)")
         } catch {
             throw ServerError("cannot set up the event loop: \(error)")
         }
-        let bound = listener!.address
         hub.stats.tick(now: .now)
-        logger.info(
-            "listening on \(bound)",
-            metadata: [
-                "libevent": "\(EventLoop.libeventVersion)", "backend": "\(loop.backend)",
-                "max_connections": "\(configuration.maxConnections)",
-            ])
+        let metadata: Logger.Metadata = [
+            "libevent": "\(EventLoop.libeventVersion)", "backend": "\(loop.backend)",
+            "max_connections": "\(configuration.maxConnections)",
+        ]
+        // The plain listener's line first: tools that wait for the first `listening on` get
+        // the plain port when there is one.
+        if let listener { logger.info("listening on \(listener.address)", metadata: metadata) }
+        if let tlsListener, let tlsContext {
+            self.tlsAddress = tlsListener.address
+            logTLSListening(tlsListener.address, tlsContext, metadata: listener == nil ? metadata : [:])
+        }
+        let bound = listener?.address ?? tlsListener!.address
         do {
             try notifier.notify("READY=1\nSTATUS=listening on \(bound)\nMAINPID=\(getpid())")
         } catch {
@@ -175,6 +210,8 @@ package final class Server {
         }
         listener?.close()
         listener = nil
+        tlsListener?.close()
+        tlsListener = nil
         for connection in connectionContext.connections {
             hub.close(connection, error: .shuttingDown, "the server is shutting down")
         }
@@ -229,8 +266,9 @@ package final class Server {
     /// new keys apply to later HELLOs and AUTHs. A bad file keeps the keys in use.
     private static let onReloadSignal: EventCallback = { _, _, context in
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
+        if server.tlsContext != nil { server.reloadTLS() }
         guard let keys = server.configuration.authKeys else {
-            server.logger.notice("received SIGHUP: nothing to reload (--auth off)")
+            if server.tlsContext == nil { server.logger.notice("received SIGHUP: nothing to reload (--auth off, no TLS)") }
             return
         }
         server.logger.info("received SIGHUP: reloading the auth key file", metadata: ["file": "\(keys.path)"])

@@ -9,6 +9,11 @@ package struct ServerConfiguration: Sendable {
     package var host = "127.0.0.1"
     /// TCP port; 0 picks a free ephemeral port (logged as `listening on HOST:PORT`).
     package var port = 7400
+    /// Whether the plain (unencrypted) listener on `host`:`port` runs (`--port off` turns it off,
+    /// for a daemon that serves TLS only).
+    package var plainListener = true
+    /// The TLS listener, when `--tls-listen` is given.
+    package var tls: TLSSettings?
     /// Where durable state will live (created if missing).
     package var dataDirectory = "./data"
 
@@ -87,6 +92,12 @@ package struct ServerConfiguration: Sendable {
         func fail(_ text: String) -> ConfigurationError { ConfigurationError(message: text) }
         guard (0...65535).contains(port) else { throw fail("--port must be 0...65535, not \(port)") }
         guard !host.isEmpty else { throw fail("--host must not be empty") }
+        guard plainListener || tls != nil else { throw fail("--port off needs --tls-listen: the daemon would listen nowhere") }
+        if let tls {
+            guard (0...65535).contains(tls.port), !tls.host.isEmpty else {
+                throw fail("--tls-listen must be HOST:PORT with a port in 0...65535, not \(tls.host):\(tls.port)")
+            }
+        }
         guard (1024...(1 << 30)).contains(wire.maxFrameBytes) else {
             throw fail("--max-frame-bytes must be between 1KiB and 1GiB, not \(wire.maxFrameBytes)")
         }

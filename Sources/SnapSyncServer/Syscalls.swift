@@ -142,6 +142,17 @@ enum Syscall {
         }
     }
 
+    /// `recv(fd, &byte, 1, MSG_PEEK)`: the first byte waiting, left in the socket.
+    static func peekByte(_ fd: Int32) throws(SystemError) -> (ReadResult, UInt8) {
+        var byte: UInt8 = 0
+        do throws(SystemError) {
+            let n = try retrying("recv") { Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK)) }
+            return (n == 0 ? .endOfFile : .bytes(n), byte)
+        } catch  where isWouldBlock(error) {
+            return (.wouldBlock, 0)
+        }
+    }
+
     /// `sendmsg(fd, {iov, count}, MSG_NOSIGNAL)`: writev with MSG_NOSIGNAL, so that a vanished
     /// peer is an EPIPE here rather than a process-wide SIGPIPE.
     /// - Returns: bytes written, or `nil` when the socket's send buffer is full (EAGAIN).

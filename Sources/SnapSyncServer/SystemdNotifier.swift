@@ -23,7 +23,8 @@ struct SystemdNotifier {
     /// Sends `state` ("READY=1\nSTATUS=...") as one datagram.
     func notify(_ state: String) throws(SystemError) {
         guard let address else { return }
-        let fd = try Syscall.socket(domain: AF_UNIX, type: Int32(SOCK_DGRAM.rawValue))
+        // Qualified: with COpenSSL in the module, the bare name no longer resolves to Glibc's.
+        let fd = try Syscall.socket(domain: AF_UNIX, type: Int32(Glibc.SOCK_DGRAM.rawValue))
         defer { Syscall.close(fd) }
         try Syscall.sendDatagram(fd, Array(state.utf8), to: address)
     }

@@ -23,7 +23,9 @@ struct SnapsyncdCommand: ParsableCommand {
             (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
             recovered and listening, and STOPPING=1 at shutdown. With --auth-keys every client \
             needs a signed token (docs/auth.md; snapsyncd keygen and snapsyncd token make keys and \
-            tokens), and SIGHUP reloads the key file without dropping connections.
+            tokens), and SIGHUP reloads the key file without dropping connections. With \
+            --tls-listen it also serves TLS (docs/tls.md); SIGHUP reloads the certificate and key \
+            for new connections.
             """,
         // Serving stays the command itself (its flags, its --help); these are the key tools of docs/auth.md.
         subcommands: [TokenCommand.self, KeygenCommand.self]
@@ -36,8 +38,35 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "Address to listen on: IPv4, IPv6 (::1) or a host name.")
     var host: String = defaults.host
 
-    @Option(help: "TCP port; 0 picks a free one (the log says which).")
-    var port: Int = defaults.port
+    @Option(help: "TCP port of the plain (unencrypted) listener; 0 picks a free one (the log says which); off serves TLS only (needs --tls-listen).")
+    var port: String = "\(defaults.port)"
+
+    @Option(
+        help: ArgumentHelp(
+            "Also serve TLS on this address, e.g. 0.0.0.0:7443 (port 0 picks a free one); needs --tls-cert and --tls-key. (default: off)",
+            valueName: "host:port"))
+    var tlsListen: String?
+
+    @Option(help: ArgumentHelp("PEM certificate chain of the TLS listener (server certificate first); re-read on SIGHUP.", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("PEM private key of --tls-cert; re-read on SIGHUP.", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "PEM CA certificates for mutual TLS: every TLS client must present a certificate signed by one of them. (default: no client certificate asked)",
+            valueName: "file"))
+    var tlsClientCa: String?
+
+    @Option(help: ArgumentHelp("Lowest TLS version accepted: 1.2 or 1.3.", valueName: "1.2|1.3"))
+    var tlsMinVersion: String = TLSSettings.MinimumVersion.tls12.rawValue
+
+    @Option(
+        help: ArgumentHelp(
+            "OpenSSL cipher list for TLS 1.2 (TLS 1.3 keeps OpenSSL's default suites). (default: OpenSSL's default)",
+            valueName: "list"))
+    var tlsCiphers: String?
 
     @Option(help: ArgumentHelp("Directory for durable state, created if missing. (default: $STATE_DIRECTORY if set, else ./data)", valueName: "path"))
     var dataDir: String?
@@ -207,7 +236,13 @@ struct SnapsyncdCommand: ParsableCommand {
     func serverConfiguration() throws(ConfigurationError) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.host = host
-        configuration.port = port
+        if port == "off" {
+            configuration.plainListener = false
+        } else {
+            guard let number = Int(port) else { throw ConfigurationError(message: "--port must be a number in 0...65535 or off, not \(port)") }
+            configuration.port = number
+        }
+        configuration.tls = try tlsSettings()
         configuration.dataDirectory = dataDir ?? DataDirectory.defaultPath()
         configuration.wire.maxFrameBytes = maxFrameBytes
         configuration.wire.maxRoomsPerConnection = maxRoomsPerConnection
@@ -235,6 +270,26 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.listenBacklog = backlog
         try configuration.validate()
         return configuration
+    }
+
+    /// The TLS listener's flags, checked; nil without --tls-listen.
+    func tlsSettings() throws(ConfigurationError) -> TLSSettings? {
+        guard let tlsListen else {
+            if tlsCert != nil || tlsKey != nil || tlsClientCa != nil || tlsCiphers != nil {
+                throw ConfigurationError(message: "--tls-cert, --tls-key, --tls-client-ca and --tls-ciphers need --tls-listen")
+            }
+            return nil
+        }
+        let (tlsHost, tlsPort) = try MetricsEndpoint.parse(tlsListen, flag: "--tls-listen")
+        guard let tlsCert, let tlsKey else { throw ConfigurationError(message: "--tls-listen needs --tls-cert and --tls-key") }
+        guard let minimum = TLSSettings.MinimumVersion(rawValue: tlsMinVersion) else {
+            throw ConfigurationError(message: "--tls-min-version must be 1.2 or 1.3, not \(tlsMinVersion)")
+        }
+        var settings = TLSSettings(host: tlsHost, port: tlsPort, certificatePath: tlsCert, keyPath: tlsKey)
+        settings.clientCAPath = tlsClientCa
+        settings.minimumVersion = minimum
+        settings.ciphers = tlsCiphers
+        return settings
     }
 
     /// The store's options: the data directory, the fsync policy and checkpointing.
@@ -266,6 +321,8 @@ struct SnapsyncdCommand: ParsableCommand {
         }
         do {
             _ = try authSettings.check(listeningOn: host)
+            // The TLS listener's host is held to the same rule: TLS hides the traffic, not the rooms.
+            if let tlsListen { _ = try authSettings.check(listeningOn: try MetricsEndpoint.parse(tlsListen, flag: "--tls-listen").host) }
         } catch {
             throw ValidationError(error.message)
         }

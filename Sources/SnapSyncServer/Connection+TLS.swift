@@ -1,0 +1,100 @@
+import Logging
+
+// Reading on a TLS connection: the handshake, then plaintext through `TLSSession.read` into the
+// shared read buffer, cut into frames exactly as on the plain port (`Connection+Input.swift`).
+// Writing is the flush's (`OutputFlush+TLS.swift`). The handshake happens before HELLO, under
+// the same handshake timeout: a peer that never finishes it is closed like one that never sends
+// HELLO.
+
+extension Connection {
+    /// The first byte of a TLS connection must start a handshake record (content type 22).
+    static let tlsHandshakeRecordType: UInt8 = 0x16
+
+    func readTLS(_ tls: TLSSession) {
+        if tls.writeWantsRead {
+            // A write was waiting for this: the flush retries it.
+            tls.writeWantsRead = false
+            hub.markDirty(self)
+        }
+        if !tls.hasCheckedFirstByte && !refusePlaintext(tls) { return }
+        let readBuffer = context.readBuffer
+        // As many records as fill the plain port's reads (16 KiB each), for the same fairness.
+        for _ in 0..<(Self.maxReadsPerCallback * readBuffer.count / TLSSession.recordSize) {
+            let outcome: TLSSession.Outcome
+            do {
+                outcome = try tls.read(into: readBuffer)
+            } catch {
+                if tls.isHandshakeComplete || error.isDisconnect {
+                    hub.end(self, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                } else {
+                    hub.stats.protocolErrors += 1
+                    hub.logger.info("TLS handshake failed, closing", metadata: logMetadata(["error": "\(error)"]))
+                    hub.end(self, reason: "TLS handshake failed")
+                }
+                return
+            }
+            if tls.isHandshakeComplete && !tls.isHandshakeNoted { noteHandshake(tls) }
+            switch outcome {
+            case .wantRead:
+                return
+            case .wantWrite:
+                tls.readWantsWrite = true
+                do {
+                    try waitForWritable()
+                } catch {
+                    hub.end(self, reason: "cannot watch for writability: \(error)")
+                }
+                return
+            case .closed:
+                endOfInput()
+                return
+            case .bytes(let count):
+                hub.stats.bytesIn += UInt64(count)
+                received(count)
+                if isEnded { return }
+            }
+        }
+        // Records OpenSSL already holds do not make the socket readable again: come back for
+        // them in the next loop pass.
+        if tls.hasBufferedInput { readEvent?.activate() }
+    }
+
+    /// Before the handshake: closes the connection when its first byte cannot start a TLS
+    /// handshake (a plaintext client on the TLS port), so it fails at once with a clear log
+    /// line instead of at the handshake timeout. Only peeks: OpenSSL reads the byte itself.
+    /// - Returns: whether reading may go on.
+    private func refusePlaintext(_ tls: TLSSession) -> Bool {
+        let peeked: (Syscall.ReadResult, UInt8)
+        do {
+            peeked = try Syscall.peekByte(fd)
+        } catch {
+            hub.end(self, reason: error.isDisconnect ? "peer went away" : "\(error)")
+            return false
+        }
+        guard case .bytes = peeked.0 else { return true }
+        tls.hasCheckedFirstByte = true
+        guard peeked.1 != Self.tlsHandshakeRecordType else { return true }
+        hub.stats.protocolErrors += 1
+        hub.logger.warning(
+            "plaintext sent to the TLS port (not a TLS handshake), closing",
+            metadata: logMetadata(["first_byte": "0x\(String(peeked.1, radix: 16))"]))
+        hub.end(self, reason: "plaintext sent to the TLS port")
+        return false
+    }
+
+    /// Logs the end of a handshake (debug), and once per daemon whether kernel TLS is in use.
+    private func noteHandshake(_ tls: TLSSession) {
+        tls.isHandshakeNoted = true
+        let logger = hub.logger
+        var metadata: Logger.Metadata = ["version": "\(tls.protocolVersion)", "cipher": "\(tls.cipher)"]
+        if let subject = tls.peerSubject { metadata["client_certificate"] = "\(subject)" }
+        logger.debug("TLS handshake done", metadata: logMetadata(metadata))
+        if !context.hasLoggedKernelTLS {
+            context.hasLoggedKernelTLS = true
+            let kernel = tls.usesKernelTLS
+            logger.notice(
+                kernel ? "kernel TLS in use: records are encrypted by the kernel" : "kernel TLS not in use: records are encrypted by OpenSSL in user space",
+                metadata: ["requested": "\(context.tlsRequestsKernelTLS)", "version": "\(tls.protocolVersion)", "cipher": "\(tls.cipher)"])
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Logging
+
+// The TLS listener's context: logged at start, replaced on SIGHUP.
+
+extension Server {
+    func logTLSListening(_ address: SocketAddress, _ context: TLSContext, metadata: Logger.Metadata) {
+        let settings = context.settings
+        var all = metadata
+        all["certificate"] = "\(context.certificateDescription)"
+        all["min_version"] = "\(settings.minimumVersion.rawValue)"
+        all["client_ca"] = "\(settings.clientCAPath ?? "none")"
+        all["openssl"] = "\(TLSContext.libraryVersion)"
+        all["ktls_requested"] = "\(context.requestsKernelTLS)"
+        logger.info("TLS listening on \(address)", metadata: all)
+    }
+
+    /// SIGHUP: builds a new context from the same files (re-read). New connections get it;
+    /// connections already open keep theirs (each `SSL` holds its context). A file that cannot
+    /// be loaded, or a key that does not match, keeps the context in use.
+    /// Runs on the loop: reading two small PEM files is short.
+    func reloadTLS() {
+        guard let settings = configuration.tls else { return }
+        logger.info("received SIGHUP: reloading the TLS certificate and key", metadata: ["cert": "\(settings.certificatePath)", "key": "\(settings.keyPath)"])
+        do {
+            let context = try TLSContext(settings: settings)
+            tlsContext = context
+            logger.notice("TLS certificate reloaded", metadata: ["certificate": "\(context.certificateDescription)"])
+        } catch {
+            logger.error("TLS reload refused, the certificate in use is kept", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// A CA and a server certificate for 127.0.0.1 (serial 1001), made with the openssl tool in a
+/// temporary directory for one test, never committed; removed when released.
+final class TestCertificates {
+    let directory: String
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "snapsync-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try Self.openssl(
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Test CA",
+                "-keyout", "ca.key", "-out", "ca.pem",
+            ], in: directory)
+        try Self.openssl(
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                "-keyout", "server.key", "-out", "server.csr",
+            ], in: directory)
+        try Self.openssl(
+            [
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "0x1001",
+                "-days", "2", "-extfile", "server.ext", "-out", "server.pem",
+            ], in: directory)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    /// Arguments for a daemon serving TLS on an ephemeral loopback port with these files.
+    var daemonArguments: [String] {
+        ["--tls-listen", "127.0.0.1:0", "--tls-cert", path("server.pem"), "--tls-key", path("server.key")]
+    }
+
+    static func openssl(_ arguments: [String], in directory: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw DaemonError("openssl \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        }
+    }
+}
+
+extension DaemonProcess {
+    /// The TLS listener's port, from its `TLS listening on HOST:PORT` line.
+    func tlsPort(timeout: Double = 10) throws -> Int {
+        guard waitForLog("TLS listening on ", timeout: timeout) else { throw DaemonError("no TLS listener", log: log) }
+        let text = log
+        let rest = text[text.range(of: "TLS listening on ")!.upperBound...].prefix { $0 != " " && $0 != "\n" }
+        guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]) else {
+            throw DaemonError("cannot read the TLS port", log: text)
+        }
+        return port
+    }
+}
