@@ -63,11 +63,14 @@ extension DurableStore {
     /// unlink the ones they replaced (named in the MANIFEST's removing list until that is done,
     /// so a crash between the two is recognised on start). On a full disk the replaced ones stay, listed as removing in
     /// every MANIFEST, until a later call gets the MANIFEST written.
-    func commitCheckpoints(replacing replaced: [String]) throws(StoreError) {
+    /// - Returns: whether the MANIFEST was written (false: the disk is full).
+    @discardableResult
+    func commitCheckpoints(replacing replaced: [String]) throws(StoreError) -> Bool {
         checkpointsToRemove += replaced
-        guard try writeManifestUnlessFull() else { return }
+        guard try writeManifestUnlessFull() else { return false }
         listedCheckpointsToRemove = checkpointsToRemove.count
         try removeListedCheckpoints()
+        return true
     }
 
     /// Most checkpoint files one background job unlinks. A mass DROP reclaims tens of thousands

@@ -70,8 +70,7 @@ extension DurableStore: SleepingRoomStore {
     /// - Complexity: O(rooms on disk), one small file written whole, when something was evicted.
     package func commitEvictions() throws(StoreError) {
         guard sleep.unlisted else { return }
-        try commitCheckpoints(replacing: [])
-        if checkpointsToRemove.isEmpty { sleep.unlisted = false }
+        if try commitCheckpoints(replacing: []) { sleep.unlisted = false }
     }
 
     /// The sleeping room `room` as its checkpoint holds it, or nil when it is not asleep.

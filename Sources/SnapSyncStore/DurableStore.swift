@@ -407,13 +407,14 @@ package final class DurableStore: RoomStore {
             if let file = staged.file, let old = installCheckpoint(staged.image, file: file, bytes: staged.bytes) { replaced.append(old) }
         }
         // One MANIFEST for the whole batch, then the superseded checkpoints go.
-        if !batch.isEmpty || !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: replaced) }
+        if !batch.isEmpty || checkpointsToRemove.count > listedCheckpointsToRemove { try commitCheckpoints(replacing: replaced) }
         try deleteUnneededSegments()
     }
 
     /// What `checkpoint(_:)` does after its checkpoints when there were none to write.
     private func finishCheckpoints() throws(StoreError) {
-        if !checkpointsToRemove.isEmpty { try commitCheckpoints(replacing: []) }
+        // Only when some are not listed yet: those listed are being unlinked (`removeListedCheckpoints`).
+        if checkpointsToRemove.count > listedCheckpointsToRemove { try commitCheckpoints(replacing: []) }
         try deleteUnneededSegments()
     }
 

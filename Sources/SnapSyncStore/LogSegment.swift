@@ -51,9 +51,21 @@ func hex16(_ value: UInt64) -> String {
     return String(repeating: "0", count: 16 - digits.count) + digits
 }
 
+/// The number in `prefix` + 16 lowercase hex digits + `suffix`, or nil. Read as UTF-8 bytes: a
+/// MANIFEST names every checkpoint a mass DROP is removing (hundreds of thousands), and the
+/// Character-by-Character version held the loop for seconds there.
 func parseNumbered(_ name: String, prefix: String, suffix: String) -> UInt64? {
-    guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return nil }
-    let middle = name.dropFirst(prefix.count).dropLast(suffix.count)
-    guard middle.count == 16, middle.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }
-    return UInt64(middle, radix: 16)
+    let bytes = name.utf8, head = prefix.utf8, tail = suffix.utf8
+    guard bytes.count == head.count + 16 + tail.count, bytes.starts(with: head), bytes.reversed().starts(with: tail.reversed()) else {
+        return nil
+    }
+    var value: UInt64 = 0
+    for byte in bytes.dropFirst(head.count).prefix(16) {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | UInt64(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | UInt64(byte - UInt8(ascii: "a") + 10)
+        default: return nil
+        }
+    }
+    return value
 }

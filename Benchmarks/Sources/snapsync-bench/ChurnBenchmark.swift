@@ -70,7 +70,7 @@
 
         @Flag(
             help:
-                "After the read-back, DROP every room and sample until the data directory shrinks back (to a tenth of its size, or for at most 600 s)."
+                "After the read-back, DROP every room and sample until the data directory shrinks back (to a hundredth of its size, or for at most 600 s)."
         )
         var dropPhase = false
 
@@ -282,7 +282,7 @@
                 acked += 1
             }
             var size = ChurnSampler.directoryBytes(sampler.dataDirectory)
-            while size > before / 10 && BenchSystem.nowNs() - t0 < 600_000_000_000 {
+            while size > before / 100 && BenchSystem.nowNs() - t0 < 600_000_000_000 {
                 BenchSystem.sleepMs(1000)
                 size = ChurnSampler.directoryBytes(sampler.dataDirectory)
             }
