@@ -52,23 +52,14 @@ extension CheckpointFile {
         }
         // The snapshot and the history records: checksums only.
         for _ in 0...header.historyCount { _ = try nextRecord() }
-        // The optional TTL record, decoded as `decode` does.
+        // The optional TTL record, as `decode` reads it.
         var ttl: (serial: UInt64, seconds: UInt64)?
         if offset < bytes.count {
             let start = offset
-            let range = try nextRecord()
-            guard LifecycleRecord.kind(of: bytes, payload: range) == .ttl else {
-                throw corrupt(start, "a record follows the history, and it is not the room's TTL")
+            switch ttlRecord(bytes, range: try nextRecord(), room: header.room, epoch: header.epoch) {
+            case .success(let found): ttl = found
+            case .failure(let why): throw corrupt(start, why.reason)
             }
-            let record: LifecycleRecord
-            do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
-                throw corrupt(start, "TTL record: \(error.what)")
-            }
-            guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == header.room, ttlEpoch == header.epoch
-            else {
-                throw corrupt(start, "the TTL record does not belong to \(header.room) at epoch \(header.epoch)")
-            }
-            ttl = (serial, seconds)
         }
         guard offset == bytes.count else {
             throw corrupt(offset, "\(bytes.count - offset) bytes follow the last record")

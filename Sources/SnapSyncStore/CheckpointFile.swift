@@ -147,18 +147,10 @@ struct CheckpointFile {
         var ttl: (serial: UInt64, seconds: UInt64)?
         if offset < bytes.count {
             let start = offset
-            let range = try nextRecord()
-            guard LifecycleRecord.kind(of: bytes, payload: range) == .ttl else {
-                throw corrupt(start, "a record follows the history, and it is not the room's TTL")
+            switch ttlRecord(bytes, range: try nextRecord(), room: room, epoch: epoch) {
+            case .success(let found): ttl = found
+            case .failure(let why): throw corrupt(start, why.reason)
             }
-            let record: LifecycleRecord
-            do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
-                throw corrupt(start, "TTL record: \(error.what)")
-            }
-            guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == room, ttlEpoch == epoch else {
-                throw corrupt(start, "the TTL record does not belong to \(room) at epoch \(epoch)")
-            }
-            ttl = (serial, seconds)
         }
         guard offset == bytes.count else {
             throw corrupt(offset, "\(bytes.count - offset) bytes follow the last record")
@@ -203,5 +195,27 @@ enum SnapshotDecoding {
         } catch {
             throw FieldReader.Failure(what: "it breaks a snapshot rule: \(error)")
         }
+    }
+}
+
+extension CheckpointFile {
+    struct TTLRecordError: Error { let reason: String }
+
+    /// The optional last record of a checkpoint, the room's TTL (`decode` and `decodeHeader`),
+    /// or why the record at `range` is not it.
+    static func ttlRecord(
+        _ bytes: [UInt8], range: Range<Int>, room: String, epoch: UInt64
+    ) -> Result<(serial: UInt64, seconds: UInt64), TTLRecordError> {
+        guard LifecycleRecord.kind(of: bytes, payload: range) == .ttl else {
+            return .failure(TTLRecordError(reason: "a record follows the history, and it is not the room's TTL"))
+        }
+        let record: LifecycleRecord
+        do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
+            return .failure(TTLRecordError(reason: "TTL record: \(error.what)"))
+        }
+        guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == room, ttlEpoch == epoch else {
+            return .failure(TTLRecordError(reason: "the TTL record does not belong to \(room) at epoch \(epoch)"))
+        }
+        return .success((serial, seconds))
     }
 }
