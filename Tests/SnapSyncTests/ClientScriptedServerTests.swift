@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import Dispatch
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
@@ -164,6 +165,7 @@ struct ClientScriptedServerTests {
         let s1 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
         let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("c"), SnapshotElement("a"), SnapshotElement("b")])])
         let s4 = try Snapshot([(SnapshotElement("t"), [SnapshotElement("z")])])
+        let watching = DispatchSemaphore(value: 0)
         let script = play(peer) { peer in
             try peer.accept()
             try peer.handshake()
@@ -175,6 +177,9 @@ struct ClientScriptedServerTests {
                     digest: Snapshot().digest, snapshot: s1))
             request = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
+            // The rest waits until the test watches the replica's changes (a stream starts at
+            // the replica's snapshot when it is made, so a late one would miss changes).
+            guard watching.wait(timeout: .now() + 30) == .success else { throw ScriptedPeer.Failure(description: "the test never watched") }
             // 2. A gap (v5 after v3): the replica is fine but behind, so it resumes from v3.
             peer.send(.diff(room: room, epoch: 7, version: 5, ops: [.moveItem("c", .before("a"))]))
             request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 3))
@@ -205,6 +210,7 @@ struct ClientScriptedServerTests {
         try await client.connect()
         let replica = try await client.join(room)
         let log = ChangeLog.start(replica)
+        watching.signal()
         let changes = try await log.wait(for: "the epoch-8 resync") { $0.last?.position == RoomPosition(epoch: 8, version: 1) }
         let position = try await client.mutate(room, [.appendItems(["y"], toSection: "t")])
         #expect(position == RoomPosition(epoch: 8, version: 2))
