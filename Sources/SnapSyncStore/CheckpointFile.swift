@@ -74,87 +74,37 @@ struct CheckpointFile {
     /// Reads a whole checkpoint file. Any departure from the layout is `.corrupt`, and so is a
     /// snapshot whose digest differs from the one recorded.
     static func decode(_ bytes: [UInt8], path: String) throws(StoreError) -> CheckpointFile {
-        func corrupt(_ offset: Int, _ reason: String) -> StoreError {
-            .corrupt(
-                path: path, offset: offset,
-                reason: reason + " (checkpoints are written whole and renamed into place, so this is damage, not an unfinished write)")
-        }
-        guard bytes.count >= magic.count, Array(bytes[0..<magic.count]) == magic else {
-            throw corrupt(0, "it does not start with \"SNAPCKP1\"")
-        }
-        var offset = magic.count
-        func nextRecord() throws(StoreError) -> Range<Int> {
-            switch RecordFraming.parse(bytes, at: offset, end: bytes.count, maxPayload: Int(UInt32.max)) {
-            case .record(let payload, let next):
-                offset = next
-                return payload
-            case .end: throw corrupt(offset, "a record is missing: the file ends early")
-            case .damaged(let why): throw corrupt(offset, why)
-            }
-        }
-        let headerStart = offset
-        let headerRange = try nextRecord()
-        let room: String, epoch: UInt64, version: UInt64, digest: [UInt8], historyCount: UInt64
-        do throws(FieldReader.Failure) {
-            (room, epoch, version, digest, historyCount) = try bytes.withUnsafeBufferPointer {
-                (p) throws(FieldReader.Failure) -> (String, UInt64, UInt64, [UInt8], UInt64) in
-                var r = FieldReader(p, from: headerRange.lowerBound, to: headerRange.upperBound)
-                guard try r.u8("kind") == PayloadKind.checkpointHeader.rawValue else {
-                    throw FieldReader.Failure(what: "the first record is not a checkpoint header")
-                }
-                let room = try r.string("room")
-                let epoch = try r.varint("epoch")
-                let version = try r.varint("version")
-                let digest = try r.raw(32, "digest")
-                let historyCount = try r.varint("history_count")
-                guard r.isAtEnd else { throw FieldReader.Failure(what: "bytes left after the header's fields") }
-                // The history is the writes that made versions version-count+1 ... version, and
-                // no write makes version 0.
-                guard historyCount <= version else {
-                    throw FieldReader.Failure(what: "history_count \(historyCount) is more than the version \(version) (no write makes version 0)")
-                }
-                return (room, epoch, version, digest, historyCount)
-            }
-        } catch {
-            throw corrupt(headerStart, "checkpoint header: \(error.what)")
-        }
-        let snapshotStart = offset
-        let snapshotRange = try nextRecord()
+        var reader = try CheckpointReader(bytes, path: path)
+        let header = try reader.header()
+        let (room, epoch, version) = (header.room, header.epoch, header.version)
+        let snapshotStart = reader.offset
+        let snapshotRange = try reader.nextRecord()
         let snapshot: Snapshot
         do {
             snapshot = try SnapshotDecoding.decode(bytes, range: snapshotRange)
         } catch {
-            throw corrupt(snapshotStart, "snapshot of room \(room): \(error.what)")
+            throw reader.corrupt(snapshotStart, "snapshot of room \(room): \(error.what)")
         }
-        guard snapshot.digest.bytes == digest else {
-            throw corrupt(snapshotStart, "the snapshot of room \(room) does not match its recorded digest")
+        guard snapshot.digest.bytes == header.digest else {
+            throw reader.corrupt(snapshotStart, "the snapshot of room \(room) does not match its recorded digest")
         }
         var history: [WriteRecord] = []
-        var expected = version - historyCount + 1
-        for _ in 0..<historyCount {
-            let start = offset
-            let range = try nextRecord()
+        var expected = version - header.historyCount + 1
+        for _ in 0..<header.historyCount {
+            let start = reader.offset
+            let range = try reader.nextRecord()
             let write: WriteRecord
             do { write = try WriteRecord(payload: bytes, range: range) } catch {
-                throw corrupt(start, "history record: \(error.what)")
+                throw reader.corrupt(start, "history record: \(error.what)")
             }
             guard write.room == room, write.epoch == epoch, write.version == expected else {
-                throw corrupt(start, "history record for \(write.room) at \(write.epoch)/\(write.version) does not belong to \(room) at \(epoch)/\(expected)")
+                throw reader.corrupt(
+                    start, "history record for \(write.room) at \(write.epoch)/\(write.version) does not belong to \(room) at \(epoch)/\(expected)")
             }
             history.append(write)
             expected &+= 1
         }
-        var ttl: (serial: UInt64, seconds: UInt64)?
-        if offset < bytes.count {
-            let start = offset
-            switch ttlRecord(bytes, range: try nextRecord(), room: room, epoch: epoch) {
-            case .success(let found): ttl = found
-            case .failure(let why): throw corrupt(start, why.reason)
-            }
-        }
-        guard offset == bytes.count else {
-            throw corrupt(offset, "\(bytes.count - offset) bytes follow the last record")
-        }
+        let ttl = try reader.ttlAndEnd(room: room, epoch: epoch)
         return CheckpointFile(room: room, epoch: epoch, version: version, snapshot: snapshot, history: history, ttl: ttl)
     }
 }
@@ -195,27 +145,5 @@ enum SnapshotDecoding {
         } catch {
             throw FieldReader.Failure(what: "it breaks a snapshot rule: \(error)")
         }
-    }
-}
-
-extension CheckpointFile {
-    struct TTLRecordError: Error { let reason: String }
-
-    /// The optional last record of a checkpoint, the room's TTL (`decode` and `decodeHeader`),
-    /// or why the record at `range` is not it.
-    static func ttlRecord(
-        _ bytes: [UInt8], range: Range<Int>, room: String, epoch: UInt64
-    ) -> Result<(serial: UInt64, seconds: UInt64), TTLRecordError> {
-        guard LifecycleRecord.kind(of: bytes, payload: range) == .ttl else {
-            return .failure(TTLRecordError(reason: "a record follows the history, and it is not the room's TTL"))
-        }
-        let record: LifecycleRecord
-        do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
-            return .failure(TTLRecordError(reason: "TTL record: \(error.what)"))
-        }
-        guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == room, ttlEpoch == epoch else {
-            return .failure(TTLRecordError(reason: "the TTL record does not belong to \(room) at epoch \(epoch)"))
-        }
-        return .success((serial, seconds))
     }
 }
