@@ -21,9 +21,9 @@
 ///   unless the provider returns another (`SnapSyncError.unauthorized`).
 /// - `events` and `state` tell the app about the connection.
 ///
-/// An actor: every call is safe from any task. The socket is served by a dedicated thread (POSIX
-/// sockets and `poll`; no Network.framework, no libevent), so the client runs unchanged on Linux
-/// and Apple platforms. Call `close()` when done.
+/// An actor: every call is safe from any task. The connection runs on SwiftNIO's event loops:
+/// Network.framework (NIOTransportServices) on Apple platforms, NIOPosix sockets with NIOSSL on
+/// Linux, optionally over TLS (`Configuration.tls`). Call `close()` when done.
 public actor SnapSyncClient {
     public nonisolated let configuration: Configuration
     /// Connection and room events. Each access makes a new stream that gets every event from
@@ -60,6 +60,8 @@ public actor SnapSyncClient {
         }
     }
     var link = Link.none
+    /// `Configuration.tls` as the transport uses it, made once (SnapSyncClient+Link.swift).
+    var tlsPreparation: Result<PreparedTLS, SnapSyncError>?
     /// Bumped for each connection, so that events of an older one are ignored.
     var generation = 0
     /// A handshake has succeeded once: from then on a drop means reconnect, not fail.
