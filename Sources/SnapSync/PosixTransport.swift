@@ -103,23 +103,42 @@
                 // A peer that closes without close_notify: the frames, not TLS, say whether a
                 // message was whole, as on the plain port.
                 return .connectionLost("the server closed the connection (without TLS close_notify)")
-            case NIOSSLError.handshakeFailed(let reason) where "\(reason)".contains("CERTIFICATE_VERIFY_FAILED"):
+            case NIOSSLError.handshakeFailed(let error) where reasons(error).contains("CERTIFICATE_VERIFY_FAILED"):
                 let now = Int(time(nil))
                 if let validity = await certificateValidity(target), let problem = validity.problem(at: now) {
                     return .tlsCertificateExpired(host: host, reason: problem)
                 }
-                return .tlsUntrustedCertificate(host: host, reason: "the chain does not lead to a trust root (\(reason))")
-            case NIOSSLError.handshakeFailed(let reason):
-                return .tlsHandshakeFailed(host: host, reason: "\(reason)")
-            case let error as NIOSSLError:
-                return .tlsHandshakeFailed(host: host, reason: "\(error)")
+                return .tlsUntrustedCertificate(host: host, reason: "the chain does not lead to a trust root (\(reasons(error)))")
+            case NIOSSLError.handshakeFailed(let error):
+                return .tlsHandshakeFailed(host: host, reason: reasons(error))
             case let error as BoringSSLError:
+                return .tlsHandshakeFailed(host: host, reason: reasons(error))
+            case let error as NIOSSLError:
                 return .tlsHandshakeFailed(host: host, reason: "\(error)")
             case let error as NIOSSLExtraError:
                 return .tlsHandshakeFailed(host: host, reason: "\(error)")
             default:
                 return nil
             }
+        }
+
+        /// BoringSSL's reason codes of `error`, e.g. `TLSV1_ALERT_CERTIFICATE_REQUIRED`, without
+        /// the numbers and source locations of NIOSSL's description
+        /// ("Error: N error:1000045c:SSL routines:OPENSSL_internal:REASON at FILE:LINE").
+        static func reasons(_ error: BoringSSLError) -> String {
+            let stack: NIOBoringSSLErrorStack
+            switch error {
+            case .sslError(let errors), .unknownError(let errors), .invalidSNIName(let errors), .failedToSetALPN(let errors):
+                stack = errors
+            default:
+                return "\(error)"
+            }
+            let reasons = stack.map { entry -> String in
+                let text = "\(entry)"
+                let message = text.firstRange(of: " at ").map { text[..<$0.lowerBound] } ?? text[...]
+                return String(message.split(separator: ":").last ?? message)
+            }
+            return reasons.isEmpty ? "\(error)" : reasons.joined(separator: ", ")
         }
 
         /// The validity dates of the certificate the server presents, from a handshake that

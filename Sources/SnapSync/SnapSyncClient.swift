@@ -203,6 +203,8 @@ public actor SnapSyncClient {
         case .closed: throw .closed
         case .connected: return
         case .disconnected:
+            // A TLS configuration that cannot be used fails here, before any attempt.
+            _ = try preparedTLS()
             // The app asks again: a token refused before is worth one more try.
             refused = nil
             startConnection()
