@@ -13,13 +13,18 @@
         static var group: NIOTSEventLoopGroup { .singleton }
 
         static func connect(_ target: TransportTarget, connection: Connection) -> EventLoopFuture<any Channel> {
+            // Network.framework would otherwise park a connection it cannot make (no route, a
+            // refused certificate) in "waiting" until connectTimeout: fail it at once and let the
+            // client's ReconnectPolicy do the waiting, as on Linux.
             var bootstrap = NIOTSConnectionBootstrap(group: group)
                 .connectTimeout(TimeAmount(target.connectTimeout))
+                .channelOption(NIOTSChannelOptions.waitForActivity, value: false)
             if let tls = target.tls {
                 bootstrap = bootstrap.tlsOptions(tlsOptions(tls, connection: connection))
             }
             let waitsForTLSHandshake = target.tls != nil
-            return bootstrap
+            return
+                bootstrap
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try connection.installHandlers(on: channel.pipeline.syncOperations, waitsForTLSHandshake: waitsForTLSHandshake)

@@ -198,6 +198,8 @@ public actor SnapSyncClient {
     /// refused token, `.unauthorized`, should say so); once connected, drops are retried by
     /// themselves. Calling it while connected does nothing. After the client gave up
     /// reconnecting (or stopped on a refused token), it connects again and rejoins the rooms.
+    /// A `Configuration.tls` that cannot be used throws `.tlsConfigurationInvalid` before any
+    /// attempt; a server certificate that is refused throws its `.tls…` case.
     public func connect() async throws(SnapSyncError) {
         switch state {
         case .closed: throw .closed
