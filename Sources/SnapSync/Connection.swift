@@ -29,6 +29,10 @@ final class Connection: Sendable {
         /// Why the connection ends, the first reason winning: `close`, a refused certificate,
         /// an undecodable frame, `drop`.
         var closeReason: SnapSyncError?
+        /// Frames sent and not yet handed to the channel (`send`).
+        var outbound: [OutboundFrame] = []
+        /// A `flushOutbound` is queued on the event loop.
+        var flushScheduled = false
         /// The first other error the pipeline or the connect reported, described at the end.
         var failure: (any Error)?
         /// The transport connected: a failure from now on loses the connection rather than
@@ -68,9 +72,30 @@ final class Connection: Sendable {
         send(.encoded(frame))
     }
 
+    /// Frames sent while a flush is pending join it: under load (many writes in flight, a
+    /// rejoin of many rooms) the event loop is woken once and the socket written once for many
+    /// frames, not once per frame.
     private func send(_ frame: OutboundFrame) {
-        let channel = shared.withLock { shared in shared.closeReason == nil ? shared.channel : nil }
-        channel?.writeAndFlush(frame, promise: nil)
+        let schedule: (any Channel)? = shared.withLock { shared in
+            guard shared.closeReason == nil, let channel = shared.channel else { return nil }
+            shared.outbound.append(frame)
+            guard !shared.flushScheduled else { return nil }
+            shared.flushScheduled = true
+            return channel
+        }
+        guard let channel = schedule else { return }
+        channel.eventLoop.execute { [self] in flushOutbound(channel) }
+    }
+
+    /// On the event loop: writes every queued frame, then flushes once.
+    private func flushOutbound(_ channel: any Channel) {
+        let frames = shared.withLock { shared in
+            shared.flushScheduled = false
+            defer { shared.outbound.removeAll(keepingCapacity: true) }
+            return shared.outbound
+        }
+        for frame in frames { channel.write(frame, promise: nil) }
+        channel.flush()
     }
 
     /// Closes the channel and reports `reason`. Idempotent: the first reason wins.
@@ -136,6 +161,7 @@ final class Connection: Sendable {
             guard !shared.finished else { return nil }
             shared.finished = true
             shared.channel = nil
+            shared.outbound = []
             return (shared.closeReason, shared.failure, shared.attached)
         }
         guard let outcome else { return }
