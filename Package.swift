@@ -165,7 +165,10 @@ let package = Package(
         // The client without a daemon: its model of changes and index paths, and its answers to a
         // scripted peer on a loopback socket.
         .testTarget(name: "SnapSyncTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
-                                                   "SnapSyncClientTestSupport"],
+                                                   "SnapSyncClientTestSupport",
+                                                   // The wire codec on an EmbeddedChannel (ClientWireCodecTests).
+                                                   .product(name: "NIOCore", package: "swift-nio"),
+                                                   .product(name: "NIOEmbedded", package: "swift-nio")],
                     swiftSettings: upcoming),
         // The token module, and the real `snapsyncd keygen` and `snapsyncd token` binaries.
         .testTarget(name: "SnapSyncAuthTests", dependencies: ["SnapSyncAuth", .product(name: "JWTKit", package: "jwt-kit")],

@@ -7,7 +7,8 @@ import Testing
 /// - `ca`: the CA the client trusts; `server` (DNS:localhost, IP:127.0.0.1), `expired` (the
 ///   same names, expired a day ago), `named` (DNS:localhost only) and `client`
 ///   (CN=snapsync-test-client) are signed by it;
-/// - `other-ca`: a CA nobody trusts, for "untrusted" and for a pin that does not match.
+/// - `other-ca`: a CA nobody trusts, for "untrusted" and for a pin that does not match;
+///   `other-client` (CN=snapsync-test-client) is signed by it.
 ///
 /// The SPKI pins are computed by openssl too, so that the client's own SPKI reading is checked
 /// against an independent one.
@@ -31,11 +32,12 @@ final class ClientTLSCertificates: Sendable {
                     "-subj", "/CN=SnapSync test \(ca)", "-keyout", "\(ca).key", "-out", "\(ca).pem",
                 ], in: directory)
         }
-        for (name, serial, days, cn, ext) in [
-            ("server", "0x2001", "2", "localhost", ["-extfile", "server.ext"]),
-            ("expired", "0x2002", "-1", "localhost", ["-extfile", "server.ext"]),
-            ("named", "0x2003", "2", "localhost", ["-extfile", "named.ext"]),
-            ("client", "0x2004", "2", "snapsync-test-client", []),
+        for (name, ca, serial, days, cn, ext) in [
+            ("server", "ca", "0x2001", "2", "localhost", ["-extfile", "server.ext"]),
+            ("expired", "ca", "0x2002", "-1", "localhost", ["-extfile", "server.ext"]),
+            ("named", "ca", "0x2003", "2", "localhost", ["-extfile", "named.ext"]),
+            ("client", "ca", "0x2004", "2", "snapsync-test-client", []),
+            ("other-client", "other-ca", "0x2005", "2", "snapsync-test-client", []),
         ] {
             try TestCertificates.openssl(
                 [
@@ -43,7 +45,7 @@ final class ClientTLSCertificates: Sendable {
                     "-keyout", "\(name).key", "-out", "\(name).csr",
                 ], in: directory)
             try TestCertificates.openssl(
-                ["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", serial, "-days", days, "-out", "\(name).pem"]
+                ["x509", "-req", "-in", "\(name).csr", "-CA", "\(ca).pem", "-CAkey", "\(ca).key", "-set_serial", serial, "-days", days, "-out", "\(name).pem"]
                     + ext, in: directory)
         }
         serverPin = try Self.pin(of: "server.pem", in: directory)
