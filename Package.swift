@@ -37,6 +37,11 @@ let package = Package(
         // The metrics registry and the Prometheus text format of --metrics-listen (#17).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The client's transport (#16): NIOPosix with NIOSSL on Linux, NIOTransportServices
+        // (Network.framework) on Apple platforms; see Sources/SnapSync/ClientTransport.swift.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-transport-services", from: "1.28.0"),
     ],
     targets: [
         // libevent, linked through pkg-config (Debian: libevent-dev).
@@ -79,7 +84,20 @@ let package = Package(
         ),
         .target(
             name: "SnapSync",
-            dependencies: ["SnapSyncModel", "SnapSyncWire"],
+            dependencies: [
+                "SnapSyncModel", "SnapSyncWire",
+                // SHA-256 of a pinned key (CertificatePin.swift).
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                // BSD sockets and BoringSSL off Apple platforms only: there Network.framework
+                // carries the connection and its TLS (ClientTransport.swift says why).
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux])),
+                .product(
+                    name: "NIOTransportServices", package: "swift-nio-transport-services",
+                    condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
+            ],
             swiftSettings: upcoming
         ),
         // The write-ahead log, checkpoints, MANIFEST, recovery and the seam the daemon writes
@@ -147,7 +165,10 @@ let package = Package(
         // The client without a daemon: its model of changes and index paths, and its answers to a
         // scripted peer on a loopback socket.
         .testTarget(name: "SnapSyncTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
-                                                   "SnapSyncClientTestSupport"],
+                                                   "SnapSyncClientTestSupport",
+                                                   // The wire codec on an EmbeddedChannel (ClientWireCodecTests).
+                                                   .product(name: "NIOCore", package: "swift-nio"),
+                                                   .product(name: "NIOEmbedded", package: "swift-nio")],
                     swiftSettings: upcoming),
         // The token module, and the real `snapsyncd keygen` and `snapsyncd token` binaries.
         .testTarget(name: "SnapSyncAuthTests", dependencies: ["SnapSyncAuth", .product(name: "JWTKit", package: "jwt-kit")],

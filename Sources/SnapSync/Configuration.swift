@@ -5,7 +5,8 @@ extension SnapSyncClient {
         public var port: Int
         /// Sent in HELLO; the daemon logs it.
         public var clientName: String
-        /// Name resolution, TCP connect and the HELLO/WELCOME handshake, each attempt.
+        /// Name resolution, TCP connect, the TLS handshake and the HELLO/WELCOME handshake, each
+        /// attempt.
         public var connectTimeout: Duration
         /// How long a call (join, leave, mutate, replace) waits for its answer, counted from the
         /// call and across reconnects: a write interrupted by a disconnect is resent and waited for
@@ -32,12 +33,15 @@ extension SnapSyncClient {
         /// only if the provider then returns a different one. Time spent in the provider counts
         /// against `connectTimeout`.
         public var credentials: CredentialsProvider?
+        /// TLS to the daemon's `--tls-listen` port (`TLSConfiguration`); `nil`: clear text.
+        public var tls: TLSConfiguration?
 
         public init(
             host: String = "127.0.0.1", port: Int = 7400, clientName: String = "SnapSync client",
             connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
             pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10),
-            reconnect: ReconnectPolicy = .default, credentials: CredentialsProvider? = nil
+            reconnect: ReconnectPolicy = .default, credentials: CredentialsProvider? = nil,
+            tls: TLSConfiguration? = nil
         ) {
             self.host = host
             self.port = port
@@ -48,6 +52,7 @@ extension SnapSyncClient {
             self.pingTimeout = pingTimeout
             self.reconnect = reconnect
             self.credentials = credentials
+            self.tls = tls
         }
     }
 

@@ -1,10 +1,15 @@
-/// One TCP connection to the daemon, served by a dedicated thread that connects, then polls the
-/// socket and a wake pipe: it decodes whole frames as they arrive and writes queued frames as
-/// the socket takes them. It knows frames, not the protocol's rules: the client's actor does.
+import NIOCore
+import SnapSyncWire
+
+/// One connection to the daemon, on a SwiftNIO channel (ClientTransport.swift picks the
+/// transport: NIOPosix with NIOSSL, or Network.framework). The channel's pipeline is the
+/// optional TLS handler, the wire codec (`WireFrameDecoder`, `WireFrameEncoder`) and a
+/// `ConnectionHandler` that reports here. It knows frames, not the protocol's rules: the
+/// client's actor does.
 ///
-/// Events come out of `events` in the order they happened: `.connected` (unless the connect
-/// failed), then `.message`s, then exactly one `.closed` with the reason, after which the
-/// stream finishes and the socket is closed.
+/// Events come out of `events` in the order they happened: `.connected` (unless the connect or
+/// the TLS handshake failed), then `.message`s, then exactly one `.closed` with the reason,
+/// after which the stream finishes and the channel is closed.
 final class Connection: Sendable {
     enum Event: Sendable {
         case connected
@@ -13,157 +18,167 @@ final class Connection: Sendable {
     }
 
     let events: AsyncStream<Event>
+    let target: TransportTarget
     private let continuation: AsyncStream<Event>.Continuation
-    private let shared: Locked<Shared>
-    private let wakeRead: Int32
+    private let shared = Locked(Shared())
 
-    /// What the caller's side and the socket thread share, under the lock.
+    /// What the caller's side and the event loop share, under the lock.
     private struct Shared {
-        /// Frames queued by `send`, not yet taken by the thread.
-        var outbound: [UInt8] = []
-        /// The connected socket; -1 before the connect succeeds and after the thread closed it,
-        /// so that `drop()` can never shut down a descriptor number the system has reused.
-        var socket: Int32 = -1
-        /// The wake pipe's write end; -1 once the thread has closed it.
-        var wakeWrite: Int32
-        /// Set by `close`: the thread stops and reports this reason.
+        /// The channel once connected; nil before, and after the connection finished.
+        var channel: (any Channel)?
+        /// Why the connection ends, the first reason winning: `close`, a refused certificate,
+        /// an undecodable frame, `drop`.
         var closeReason: SnapSyncError?
+        /// Frames sent and not yet handed to the channel (`send`).
+        var outbound: [OutboundFrame] = []
+        /// A `flushOutbound` is queued on the event loop.
+        var flushScheduled = false
+        /// The first other error the pipeline or the connect reported, described at the end.
+        var failure: (any Error)?
+        /// The transport connected: a failure from now on loses the connection rather than
+        /// failing to make one.
+        var attached = false
+        var finished = false
     }
 
-    /// Starts connecting to `host:port` on a new thread; the outcome arrives in `events`.
-    init(host: String, port: Int, connectTimeout: Duration) throws(SnapSyncError) {
-        let pipe: (read: Int32, write: Int32)
-        do {
-            pipe = try SocketCalls.makeWakePipe()
-        } catch {
-            throw .connectFailed(error.description)
-        }
-        wakeRead = pipe.read
-        shared = Locked(Shared(wakeWrite: pipe.write))
+    /// What `attach` tells the handler of a channel that became active.
+    enum Attachment {
+        /// This is the connection's channel.
+        case attached
+        /// This is the connection's channel, but `close` was called meanwhile: close it.
+        case closing
+        /// Another channel won (happy eyeballs raced two addresses): close this one quietly.
+        case superseded
+    }
+
+    /// Starts connecting to `target`; the outcome arrives in `events`.
+    init(target: TransportTarget) {
+        self.target = target
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-        let deadline = ContinuousClock.now + connectTimeout
-        startThread { [self] in run(host: host, port: port, deadline: deadline) }
+        ClientTransport.connect(target, connection: self).whenFailure { [self] error in
+            failed(error)
+            finish()
+        }
     }
 
-    /// Queues one frame. After the connection closed, the frame is dropped: the `.closed`
-    /// event has told (or is about to tell) the owner.
-    /// - Complexity: O(size of the frame) to encode, outside the lock.
+    /// Queues one message, encoded on the event loop. After the connection closed, it is
+    /// dropped: the `.closed` event has told (or is about to tell) the owner.
     func send(_ message: Message) {
-        send(frame: FrameEncoder().encode(message))
+        send(.message(message))
     }
 
     /// Queues one encoded frame (see `send(_:)`).
     func send(frame: [UInt8]) {
-        shared.withLock { shared in
-            guard shared.wakeWrite >= 0, shared.closeReason == nil else { return }
-            shared.outbound.append(contentsOf: frame)
-            SocketCalls.wake(shared.wakeWrite)
-        }
+        send(.encoded(frame))
     }
 
-    /// Stops the thread, which closes the socket and reports `reason`. Idempotent: the first
-    /// reason wins.
+    /// Frames sent while a flush is pending join it: under load (many writes in flight, a
+    /// rejoin of many rooms) the event loop is woken once and the socket written once for many
+    /// frames, not once per frame.
+    private func send(_ frame: OutboundFrame) {
+        let schedule: (any Channel)? = shared.withLock { shared in
+            guard shared.closeReason == nil, let channel = shared.channel else { return nil }
+            shared.outbound.append(frame)
+            guard !shared.flushScheduled else { return nil }
+            shared.flushScheduled = true
+            return channel
+        }
+        guard let channel = schedule else { return }
+        channel.eventLoop.execute { [self] in flushOutbound(channel) }
+    }
+
+    /// On the event loop: writes every queued frame, then flushes once.
+    private func flushOutbound(_ channel: any Channel) {
+        let frames = shared.withLock { shared in
+            shared.flushScheduled = false
+            defer { shared.outbound.removeAll(keepingCapacity: true) }
+            return shared.outbound
+        }
+        for frame in frames { channel.write(frame, promise: nil) }
+        channel.flush()
+    }
+
+    /// Closes the channel and reports `reason`. Idempotent: the first reason wins.
     func close(_ reason: SnapSyncError) {
-        shared.withLock { shared in
-            guard shared.wakeWrite >= 0, shared.closeReason == nil else { return }
-            shared.closeReason = reason
-            SocketCalls.wake(shared.wakeWrite)
-        }
+        fail(reason)?.close(promise: nil)
     }
 
-    /// Shuts the socket down under the thread, as a network failure would: the thread reads
-    /// end-of-stream and reports the connection lost. For tests of reconnection.
+    /// Closes the channel as a network failure would: the connection is reported lost. For
+    /// tests of reconnection.
     func drop() {
+        fail(.connectionLost("the connection was dropped"))?.close(promise: nil)
+    }
+
+    // MARK: - From the event loop (ConnectionHandler, the transports)
+
+    /// A channel of this connection became active.
+    func attach(_ channel: any Channel) -> Attachment {
         shared.withLock { shared in
-            if shared.socket >= 0 { SocketCalls.shutdownBoth(shared.socket) }
+            guard !shared.attached, !shared.finished else { return .superseded }
+            shared.attached = true
+            shared.channel = channel
+            return shared.closeReason == nil ? .attached : .closing
         }
     }
 
-    // MARK: - The socket thread
-
-    private func run(host: String, port: Int, deadline: ContinuousClock.Instant) {
-        let socket: Int32
-        do {
-            socket = try SocketCalls.connect(host: host, port: port, deadline: deadline)
-        } catch {
-            finish(socket: -1, reason: .connectFailed("\(host):\(port): \(error)"))
-            return
-        }
-        let cancelled: SnapSyncError? = shared.withLock { shared in
-            if shared.closeReason == nil { shared.socket = socket }
-            return shared.closeReason
-        }
-        if let cancelled {
-            finish(socket: socket, reason: cancelled)
-            return
-        }
+    /// The transport is ready for frames (TCP connected, TLS verified).
+    func ready() {
         continuation.yield(.connected)
-        finish(socket: socket, reason: serve(socket))
     }
 
-    /// The poll loop; returns why it stopped.
-    private func serve(_ socket: Int32) -> SnapSyncError {
-        var decoder = FrameDecoder(limits: .default, accepting: .server)
-        var writing: [UInt8] = []
-        var written = 0
-        let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-        defer { readBuffer.deallocate() }
-        do {
-            while true {
-                // Take what was queued once the previous bytes are all out; the swap hands the
-                // drained buffer back so its capacity is reused.
-                let closing: SnapSyncError? = shared.withLock { shared in
-                    if written == writing.count && !shared.outbound.isEmpty {
-                        writing.removeAll(keepingCapacity: true)
-                        swap(&writing, &shared.outbound)
-                        written = 0
-                    }
-                    return shared.closeReason
-                }
-                if let closing { return closing }
-                // Write optimistically: the socket buffer usually has room, saving a poll round.
-                if written < writing.count {
-                    written += try writing.withUnsafeBytes { try SocketCalls.write(socket, UnsafeRawBufferPointer(rebasing: $0[written...])) }
-                }
-                let ready = try SocketCalls.wait(socket: socket, writable: written < writing.count, wake: wakeRead)
-                if ready.wake { SocketCalls.drain(wakeRead) }
-                guard ready.socket else { continue }
-                // Readable, hung up or failed: reading tells which.
-                readLoop: while true {
-                    switch try SocketCalls.read(socket, into: readBuffer) {
-                    case .bytes(let count):
-                        decoder.append(UnsafeRawBufferPointer(rebasing: readBuffer[..<count]))
-                        while let message = try decoder.nextMessage() {
-                            if case .welcome(_, _, _, let limits) = message {
-                                // Frames after WELCOME are bounded by the server's announced limits.
-                                decoder.limits = WireLimits(welcome: limits)
-                            }
-                            continuation.yield(.message(message))
-                        }
-                        if count < readBuffer.count { break readLoop }
-                    case .wouldBlock:
-                        break readLoop
-                    case .endOfStream:
-                        return .connectionLost("the server closed the connection")
-                    }
-                }
-            }
-        } catch let error as WireError {
-            return .protocolViolation("undecodable frame from the server: \(error)")
-        } catch {
-            return .connectionLost("\(error)")
-        }
+    func received(_ message: Message) {
+        // After a close reason, the owner no longer wants the connection's messages.
+        guard shared.withLock({ $0.closeReason == nil }) else { return }
+        continuation.yield(.message(message))
     }
 
-    private func finish(socket: Int32, reason: SnapSyncError) {
+    /// Records why the connection ends, unless a reason is already known; returns the channel
+    /// to close, if any.
+    @discardableResult
+    func fail(_ reason: SnapSyncError) -> (any Channel)? {
         shared.withLock { shared in
-            shared.socket = -1
-            SocketCalls.closeDescriptor(shared.wakeWrite)
-            shared.wakeWrite = -1
-            shared.outbound = []
+            guard !shared.finished, shared.closeReason == nil else { return nil }
+            shared.closeReason = reason
+            return shared.channel
         }
-        if socket >= 0 { SocketCalls.closeDescriptor(socket) }
-        SocketCalls.closeDescriptor(wakeRead)
+    }
+
+    /// Records an error of the pipeline or the connect: an undecodable frame is the server's
+    /// protocol violation; anything else is described when the connection finishes.
+    func failed(_ error: any Error) {
+        if let error = error as? WireError {
+            fail(.protocolViolation("undecodable frame from the server: \(error)"))
+            return
+        }
+        shared.withLock { shared in
+            if shared.failure == nil { shared.failure = error }
+        }
+    }
+
+    /// The channel is gone (or never came).
+    func finish() {
+        let outcome: (reason: SnapSyncError?, failure: (any Error)?, attached: Bool)? = shared.withLock { shared in
+            guard !shared.finished else { return nil }
+            shared.finished = true
+            shared.channel = nil
+            shared.outbound = []
+            return (shared.closeReason, shared.failure, shared.attached)
+        }
+        guard let outcome else { return }
+        if let reason = outcome.reason { return report(reason) }
+        let endpoint = "\(target.host):\(target.port)"
+        guard let failure = outcome.failure else {
+            return report(outcome.attached ? .connectionLost("the server closed the connection") : .connectFailed("\(endpoint): no connection"))
+        }
+        let fallback: SnapSyncError = outcome.attached ? .connectionLost("\(failure)") : .connectFailed("\(endpoint): \(failure)")
+        // A TLS failure may take a look at the server's certificate to say why (PosixTransport).
+        let target = target
+        Task { [self] in
+            report(await ClientTransport.describe(failure, target: target) ?? fallback)
+        }
+    }
+
+    private func report(_ reason: SnapSyncError) {
         continuation.yield(.closed(reason))
         continuation.finish()
     }

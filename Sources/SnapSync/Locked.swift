@@ -4,9 +4,9 @@
     import Glibc
 #endif
 
-/// A value guarded by a pthread mutex, for state that threads outside Swift concurrency (the
-/// socket thread) and any task read synchronously: a replica's snapshot, a connection's outbound
-/// buffer. `Synchronization.Mutex` would do, but it needs macOS 15 / iOS 18 and the package
+/// A value guarded by a pthread mutex, for state that threads outside Swift concurrency (NIO's
+/// event loops) and any task read synchronously: a replica's snapshot, a connection's channel
+/// and close reason. `Synchronization.Mutex` would do, but it needs macOS 15 / iOS 18 and the package
 /// supports macOS 13 / iOS 16.
 ///
 /// The closure runs with the lock held: keep it short and never `await` or call back out of it.

@@ -20,15 +20,16 @@ extension SnapSyncClient {
 
     /// Opens the socket of attempt `generation`, whose HELLO will carry `token`.
     func openConnection(_ generation: Int) {
-        let connection: Connection
+        let tls: PreparedTLS?
         do {
-            connection = try Connection(
-                host: configuration.host, port: configuration.port,
-                connectTimeout: configuration.connectTimeout)
+            tls = try preparedTLS()
         } catch {
             connectionClosed(error)
             return
         }
+        let connection = Connection(
+            target: TransportTarget(
+                host: configuration.host, port: configuration.port, connectTimeout: configuration.connectTimeout, tls: tls))
         link = .handshaking(connection)
         Task { [weak self] in
             for await event in connection.events {
@@ -39,6 +40,20 @@ extension SnapSyncClient {
                 await self.handle(event, generation: generation)
             }
         }
+    }
+
+    /// `Configuration.tls`, loaded at the first connection and kept (trust roots, client
+    /// certificate, pin), or why it cannot be used; nil for clear text.
+    func preparedTLS() throws(SnapSyncError) -> PreparedTLS? {
+        guard let tls = configuration.tls else { return nil }
+        if tlsPreparation == nil {
+            do throws(SnapSyncError) {
+                tlsPreparation = .success(try ClientTransport.prepare(tls, host: configuration.host))
+            } catch {
+                tlsPreparation = .failure(error)
+            }
+        }
+        return try tlsPreparation!.get()
     }
 
     func handshakeTimedOut(_ generation: Int) {

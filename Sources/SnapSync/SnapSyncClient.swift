@@ -21,9 +21,9 @@
 ///   unless the provider returns another (`SnapSyncError.unauthorized`).
 /// - `events` and `state` tell the app about the connection.
 ///
-/// An actor: every call is safe from any task. The socket is served by a dedicated thread (POSIX
-/// sockets and `poll`; no Network.framework, no libevent), so the client runs unchanged on Linux
-/// and Apple platforms. Call `close()` when done.
+/// An actor: every call is safe from any task. The connection runs on SwiftNIO's event loops:
+/// Network.framework (NIOTransportServices) on Apple platforms, NIOPosix sockets with NIOSSL on
+/// Linux, optionally over TLS (`Configuration.tls`). Call `close()` when done.
 public actor SnapSyncClient {
     public nonisolated let configuration: Configuration
     /// Connection and room events. Each access makes a new stream that gets every event from
@@ -60,6 +60,8 @@ public actor SnapSyncClient {
         }
     }
     var link = Link.none
+    /// `Configuration.tls` as the transport uses it, made once (SnapSyncClient+Link.swift).
+    var tlsPreparation: Result<PreparedTLS, SnapSyncError>?
     /// Bumped for each connection, so that events of an older one are ignored.
     var generation = 0
     /// A handshake has succeeded once: from then on a drop means reconnect, not fail.
@@ -196,11 +198,15 @@ public actor SnapSyncClient {
     /// refused token, `.unauthorized`, should say so); once connected, drops are retried by
     /// themselves. Calling it while connected does nothing. After the client gave up
     /// reconnecting (or stopped on a refused token), it connects again and rejoins the rooms.
+    /// A `Configuration.tls` that cannot be used throws `.tlsConfigurationInvalid` before any
+    /// attempt; a server certificate that is refused throws its `.tls…` case.
     public func connect() async throws(SnapSyncError) {
         switch state {
         case .closed: throw .closed
         case .connected: return
         case .disconnected:
+            // A TLS configuration that cannot be used fails here, before any attempt.
+            _ = try preparedTLS()
             // The app asks again: a token refused before is worth one more try.
             refused = nil
             startConnection()

@@ -29,6 +29,24 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     case batchAbandoned(String)
     /// No connection could be made: name resolution, refusal, or the connect timeout.
     case connectFailed(String)
+    /// TLS (`Configuration.tls`): the server's certificate is not for `host` (the configured
+    /// `serverName`, else the host): neither its DNS nor its IP names match.
+    case tlsHostnameMismatch(host: String, reason: String)
+    /// TLS: the server's certificate is past its expiry date (or not yet valid).
+    case tlsCertificateExpired(host: String, reason: String)
+    /// TLS: the server's certificate chain does not lead to one of the trust roots (a
+    /// self-signed certificate, another CA, a missing intermediate).
+    case tlsUntrustedCertificate(host: String, reason: String)
+    /// TLS: the chain is trusted, but the server's key is not the pinned one
+    /// (`TLSConfiguration.pinnedPublicKeySHA256`); `presented` is the base64 SHA-256 of the
+    /// key the server presented.
+    case tlsPinMismatch(host: String, expected: String, presented: String)
+    /// TLS: the handshake failed otherwise (no common version or cipher, the server refused the
+    /// client's certificate or asked for one that was not configured, a TLS alert).
+    case tlsHandshakeFailed(host: String, reason: String)
+    /// TLS: the `TLSConfiguration` cannot be used (a PEM that does not parse, a malformed pin,
+    /// a client certificate this platform cannot present); no connection was attempted.
+    case tlsConfigurationInvalid(host: String, reason: String)
     /// The connection dropped and automatic reconnection is off (or gave up), or it dropped
     /// before the handshake completed.
     case connectionLost(String)
@@ -114,6 +132,13 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         case .coding(let error): "\(error)"
         case .batchAbandoned(let why): "the batch was abandoned: \(why)"
         case .connectFailed(let why): "could not connect: \(why)"
+        case .tlsHostnameMismatch(let host, let reason): "TLS to \(host): the server's certificate is not for \(host): \(reason)"
+        case .tlsCertificateExpired(let host, let reason): "TLS to \(host): the server's certificate has expired: \(reason)"
+        case .tlsUntrustedCertificate(let host, let reason): "TLS to \(host): the server's certificate is not trusted: \(reason)"
+        case .tlsPinMismatch(let host, let expected, let presented):
+            "TLS to \(host): the server's key is not the pinned one (pinned SHA-256 \(expected), presented \(presented))"
+        case .tlsHandshakeFailed(let host, let reason): "TLS to \(host): the handshake failed: \(reason)"
+        case .tlsConfigurationInvalid(let host, let reason): "TLS to \(host): the TLS configuration is invalid: \(reason)"
         case .connectionLost(let why): "connection lost: \(why)"
         case .timedOut(let what): "timed out: \(what)"
         case .protocolViolation(let what): "protocol violation: \(what)"

@@ -1,8 +1,9 @@
 /// Finds whole frames in bytes that are already in memory, without copying them (PROTOCOL.md §1).
 ///
 /// The one place that reads and checks a frame's length prefix: the daemon cuts frames straight
-/// out of its socket read buffer, and `FrameDecoder` (the client's buffering decoder) cuts them
-/// out of its own buffer, both with this type. A frame it returns is a slice of the caller's
+/// out of its socket read buffer, the client out of NIO's cumulation buffer (its
+/// `WireFrameDecoder`), and `FrameDecoder` (a buffering decoder for tools and tests) out of its
+/// own buffer, all with this type. A frame it returns is a slice of the caller's
 /// bytes, length prefix included, ready for `FrameDecoder.decode(frame:)`.
 ///
 /// The contract, after swift-nio's `ByteToMessageDecoder`:

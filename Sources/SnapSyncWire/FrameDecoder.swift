@@ -38,11 +38,6 @@ public struct FrameDecoder: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
-    /// Buffers bytes read from the stream, e.g. straight from a socket read buffer.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        buffer.append(contentsOf: bytes)
-    }
-
     /// The next whole message, or `nil` (consuming nothing) when no whole frame is buffered yet.
     public mutating func nextMessage() throws(WireError) -> Message? {
         let cutter = FrameCutter(limits: limits)

@@ -1,5 +1,6 @@
 // Connects to snapsyncd, joins a room, prints every change, and appends one item.
-// Usage: [SNAPSYNC_TOKEN=...] snapsync-example [host] [port] [room]   (defaults: 127.0.0.1 7400 demo)
+// Usage: [SNAPSYNC_TOKEN=...] [SNAPSYNC_TLS=1 | SNAPSYNC_CA=ca.pem] snapsync-example [host] [port] [room]
+//        (defaults: 127.0.0.1 7400 demo)
 import Foundation  // exit(), ProcessInfo
 import SnapSync
 
@@ -12,6 +13,19 @@ let room = arguments.dropFirst(2).first ?? "demo"
 // provider is asked before every connect and again before the token expires.
 var configuration = SnapSyncClient.Configuration(host: host, port: port, clientName: "snapsync-example")
 configuration.credentials = { ProcessInfo.processInfo.environment["SNAPSYNC_TOKEN"] }
+// A daemon's --tls-listen port: TLS verified against the system's CAs (SNAPSYNC_TLS), or against a
+// private CA (SNAPSYNC_CA, a PEM file). `TLSConfiguration` also pins a key
+// (`pinnedPublicKeySHA256`), presents a client certificate for --tls-client-ca
+// (`clientCertificate`) and checks another name than the host (`serverName`).
+if let caFile = ProcessInfo.processInfo.environment["SNAPSYNC_CA"] {
+    guard let pem = try? String(contentsOfFile: caFile, encoding: .utf8) else {
+        print("snapsync-example: cannot read \(caFile)")
+        exit(1)
+    }
+    configuration.tls = SnapSyncClient.TLSConfiguration(trustRoots: .certificates(pem: pem))
+} else if ProcessInfo.processInfo.environment["SNAPSYNC_TLS"] != nil {
+    configuration.tls = SnapSyncClient.TLSConfiguration()
+}
 let client = SnapSyncClient(configuration: configuration)
 do {
     try await client.connect()

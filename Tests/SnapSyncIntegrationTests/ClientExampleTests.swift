@@ -9,6 +9,19 @@
         func exampleRuns() throws {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
+            try runExample(daemon, port: daemon.port)
+        }
+
+        @Test("snapsync-example over TLS (SNAPSYNC_CA) to the daemon's --tls-listen port", .timeLimit(.minutes(1)))
+        func exampleRunsOverTLS() throws {
+            let certificates = try TestCertificates()
+            let daemon = try DaemonProcess.start(arguments: certificates.daemonArguments)
+            defer { daemon.stop() }
+            try runExample(daemon, port: try daemon.tlsPort(), environment: ["SNAPSYNC_CA": certificates.path("ca.pem")])
+        }
+
+        /// Runs the example twice on room "readme": each run joins, appends one item and sees its DIFF.
+        func runExample(_ daemon: DaemonProcess, port: Int, environment: [String: String] = [:]) throws {
             // Built with every build, next to snapsyncd.
             let example = URL(fileURLWithPath: daemon.binary).deletingLastPathComponent().appendingPathComponent("snapsync-example")
             guard FileManager.default.isExecutableFile(atPath: example.path) else {
@@ -18,7 +31,8 @@
             for run in 1...2 {
                 let process = Process()
                 process.executableURL = example
-                process.arguments = [daemon.host, String(daemon.port), "readme"]
+                process.arguments = [daemon.host, String(port), "readme"]
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
                 let output = Pipe()
                 process.standardOutput = output
                 process.standardError = output

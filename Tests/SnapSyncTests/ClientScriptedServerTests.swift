@@ -4,6 +4,7 @@
     import Darwin
 #endif
 import Dispatch
+import Foundation
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
@@ -134,11 +135,12 @@ final class ScriptedPeer {
     private func peerSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { Darwin.send(fd, bytes, count, 0) }
 #endif
 
-/// Runs `script` on its own thread; the returned task ends with its outcome.
+/// Runs `script` on its own thread (it blocks in `poll`, which must not tie up a thread of
+/// Swift's cooperative pool); the returned task ends with its outcome.
 func play(_ peer: ScriptedPeer, _ script: @escaping @Sendable (ScriptedPeer) throws -> Void) -> Task<String?, Never> {
     let outcome = Locked<String??>(nil)
     let box = UncheckedBox(peer)
-    startThread {
+    Thread.detachNewThread {
         do {
             try script(box.value)
             outcome.withLock { $0 = .some(nil) }

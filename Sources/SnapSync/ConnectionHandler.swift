@@ -1,0 +1,83 @@
+import NIOCore
+import NIOTLS
+import SnapSyncWire
+
+/// The last handler of a connection's pipeline: tells its `Connection` when the transport is
+/// ready (channel active, or the TLS handshake completed and the peer passed `verifyPeer`),
+/// hands it each decoded message, records errors and closes the channel on the first one.
+final class ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = Message
+
+    private let connection: Connection
+    /// With TLS, frames may flow only after the handshake (and `verifyPeer`).
+    private let waitsForTLSHandshake: Bool
+    /// A last check of the verified peer (the pinned key), where the transport leaves it to
+    /// the pipeline; returns why the peer is refused.
+    private let verifyPeer: ((ChannelHandlerContext) -> SnapSyncError?)?
+    /// This channel is the connection's (see `Connection.Attachment`).
+    private var isCurrent = false
+
+    init(connection: Connection, waitsForTLSHandshake: Bool, verifyPeer: ((ChannelHandlerContext) -> SnapSyncError?)? = nil) {
+        self.connection = connection
+        self.waitsForTLSHandshake = waitsForTLSHandshake
+        self.verifyPeer = verifyPeer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        switch connection.attach(context.channel) {
+        case .superseded:
+            context.close(promise: nil)
+        case .closing:
+            isCurrent = true
+            context.close(promise: nil)
+        case .attached:
+            isCurrent = true
+            if !waitsForTLSHandshake { connection.ready() }
+        }
+        context.fireChannelActive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if isCurrent, waitsForTLSHandshake, let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+            if let refusal = verifyPeer?(context) {
+                connection.fail(refusal)
+                context.close(promise: nil)
+            } else {
+                connection.ready()
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard isCurrent else { return }
+        connection.received(unwrapInboundIn(data))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard isCurrent else { return }
+        connection.failed(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if isCurrent { connection.finish() }
+        context.fireChannelInactive()
+    }
+}
+
+@available(*, unavailable)
+extension ConnectionHandler: Sendable {}
+
+extension Connection {
+    /// The codec and the handler, after the transport's own handlers (TLS). Runs on the
+    /// channel's event loop, in its initializer.
+    func installHandlers(
+        on pipeline: ChannelPipeline.SynchronousOperations, waitsForTLSHandshake: Bool,
+        verifyPeer: ((ChannelHandlerContext) -> SnapSyncError?)? = nil
+    ) throws {
+        try pipeline.addHandler(ByteToMessageHandler(WireFrameDecoder()))
+        try pipeline.addHandler(MessageToByteHandler(WireFrameEncoder()))
+        try pipeline.addHandler(ConnectionHandler(connection: self, waitsForTLSHandshake: waitsForTLSHandshake, verifyPeer: verifyPeer))
+    }
+}

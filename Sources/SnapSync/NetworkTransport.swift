@@ -1,0 +1,130 @@
+#if canImport(Network)
+    import Dispatch
+    import Foundation
+    import Network
+    import NIOCore
+    import NIOTransportServices
+    import Security
+
+    /// The transport on Apple platforms: Network.framework through NIOTransportServices, TLS by
+    /// the system's Security framework. See ClientTransport.swift for why.
+    enum NetworkTransport {
+        /// NIOTransportServices' shared event loops (dispatch queues).
+        static var group: NIOTSEventLoopGroup { .singleton }
+
+        static func connect(_ target: TransportTarget, connection: Connection) -> EventLoopFuture<any Channel> {
+            // Network.framework would otherwise park a connection it cannot make (no route, a
+            // refused certificate) in "waiting" until connectTimeout: fail it at once and let the
+            // client's ReconnectPolicy do the waiting, as on Linux.
+            var bootstrap = NIOTSConnectionBootstrap(group: group)
+                .connectTimeout(TimeAmount(target.connectTimeout))
+                .channelOption(NIOTSChannelOptions.waitForActivity, value: false)
+            if let tls = target.tls {
+                bootstrap = bootstrap.tlsOptions(tlsOptions(tls, connection: connection))
+            }
+            let waitsForTLSHandshake = target.tls != nil
+            return
+                bootstrap
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try connection.installHandlers(on: channel.pipeline.syncOperations, waitsForTLSHandshake: waitsForTLSHandshake)
+                    }
+                }
+                .connect(host: target.host, port: target.port)
+        }
+
+        // MARK: TLS
+
+        struct PreparedTLS: Sendable {
+            /// The DER of the configured trust roots; nil: the system's.
+            let roots: [[UInt8]]?
+            let verifiedName: String
+            let pin: CertificatePin?
+        }
+
+        static func prepare(_ tls: SnapSyncClient.TLSConfiguration, host: String) throws(SnapSyncError) -> PreparedTLS {
+            let name = tls.serverName ?? host
+            let pin = try tls.pinnedPublicKeySHA256.map { (base64) throws(SnapSyncError) in try CertificatePin(base64: base64, host: name) }
+            guard tls.clientCertificate == nil else {
+                throw .tlsConfigurationInvalid(
+                    host: name, reason: "Network.framework presents a client certificate only from a keychain identity, not from PEM")
+            }
+            var roots: [[UInt8]]?
+            if case .certificates(let pem) = tls.trustRoots {
+                let certificates: [[UInt8]]
+                do {
+                    certificates = try PEM.certificates(in: pem)
+                } catch {
+                    throw .tlsConfigurationInvalid(host: name, reason: "the trust roots: \(error)")
+                }
+                guard certificates.allSatisfy({ SecCertificateCreateWithData(nil, Data($0) as CFData) != nil }) else {
+                    throw .tlsConfigurationInvalid(host: name, reason: "the trust roots: a CERTIFICATE block is not an X.509 certificate")
+                }
+                roots = certificates
+            }
+            return PreparedTLS(roots: roots, verifiedName: name, pin: pin)
+        }
+
+        /// Where the verify blocks run: off the connection's queue, as Security may block.
+        private static let verifyQueue = DispatchQueue(label: "SnapSync.TLS.verify")
+
+        /// TLS 1.2 or later, SNI with the verified name, and a verify block that evaluates the
+        /// chain against the configured roots and the name, then checks the pin. A refusal is
+        /// recorded on the connection, so that it is reported as itself rather than as
+        /// Network.framework's generic "bad certificate".
+        private static func tlsOptions(_ tls: PreparedTLS, connection: Connection) -> NWProtocolTLS.Options {
+            let options = NWProtocolTLS.Options()
+            let security = options.securityProtocolOptions
+            sec_protocol_options_set_min_tls_protocol_version(security, .TLSv12)
+            sec_protocol_options_set_tls_server_name(security, tls.verifiedName)
+            sec_protocol_options_set_verify_block(
+                security,
+                { _, trust, complete in
+                    let refusal = verify(sec_trust_copy_ref(trust).takeRetainedValue(), tls)
+                    if let refusal { connection.fail(refusal) }
+                    complete(refusal == nil)
+                }, verifyQueue)
+            return options
+        }
+
+        private static func verify(_ trust: SecTrust, _ tls: PreparedTLS) -> SnapSyncError? {
+            let host = tls.verifiedName
+            SecTrustSetPolicies(trust, SecPolicyCreateSSL(true, host as CFString))
+            if let roots = tls.roots {
+                let anchors = roots.compactMap { SecCertificateCreateWithData(nil, Data($0) as CFData) }
+                SecTrustSetAnchorCertificates(trust, anchors as CFArray)
+                SecTrustSetAnchorCertificatesOnly(trust, true)
+            }
+            var error: CFError?
+            guard SecTrustEvaluateWithError(trust, &error) else {
+                return describe(trustError: error, host: host)
+            }
+            guard let pin = tls.pin else { return nil }
+            guard let chain = SecTrustCopyCertificateChain(trust) as? [SecCertificate], let leaf = chain.first else {
+                return .tlsPinMismatch(host: host, expected: pin.base64, presented: "no certificate")
+            }
+            return pin.check(leafDER: Array(SecCertificateCopyData(leaf) as Data), host: host)
+        }
+
+        /// The one place that maps Security's trust results to `SnapSyncError`.
+        private static func describe(trustError error: CFError?, host: String) -> SnapSyncError {
+            let reason = error.map { "\($0)" } ?? "the trust evaluation failed"
+            let status = error.map { OSStatus(truncatingIfNeeded: CFErrorGetCode($0)) } ?? errSecNotTrusted
+            switch status {
+            case errSecHostNameMismatch:
+                return .tlsHostnameMismatch(host: host, reason: reason)
+            case errSecCertificateExpired, errSecCertificateNotValidYet:
+                return .tlsCertificateExpired(host: host, reason: reason)
+            default:
+                return .tlsUntrustedCertificate(host: host, reason: reason)
+            }
+        }
+
+        /// The one place that maps Network.framework's TLS errors to `SnapSyncError`; the verify
+        /// block's refusals were recorded on the connection and win over these.
+        static func describe(_ error: any Error, target: TransportTarget) async -> SnapSyncError? {
+            guard target.tls != nil, let error = error as? NWError, case .tls(let status) = error else { return nil }
+            return .tlsHandshakeFailed(host: target.verifiedName, reason: "\(error) (OSStatus \(status))")
+        }
+    }
+#endif
