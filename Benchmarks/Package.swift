@@ -23,10 +23,13 @@ let package = Package(
     targets: [
         // epoll and CPU affinity for the fan-out generator (Linux): see include/CEpoll.h.
         .target(name: "CEpoll"),
+        // OpenSSL for the TLS subscribers of `fanout --tls` (BenchTLS.swift).
+        .systemLibrary(name: "CBenchOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .executableTarget(
             name: "snapsync-bench",
             dependencies: [
                 .target(name: "CEpoll", condition: .when(platforms: [.linux])),
+                .target(name: "CBenchOpenSSL", condition: .when(platforms: [.linux])),
                 .product(name: "SnapSyncModel", package: "SnapSync"),
                 .product(name: "SnapSyncWire", package: "SnapSync"),
                 .product(name: "SnapSyncTestSupport", package: "SnapSync"),

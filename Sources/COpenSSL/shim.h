@@ -49,4 +49,10 @@ static inline int snapsync_ssl_uses_ktls_send(SSL *ssl) {
 #endif
 }
 
+// Why: XN_FLAG_RFC2253 and ASN1_STRFLGS_ESC_MSB are macros built from other macros. These are
+// the flags a client certificate's subject is printed with: RFC 2253 (most specific RDN first,
+// comma-separated, special characters escaped), but bytes above 0x7f are left as UTF-8 rather
+// than escaped one by one (\XX), so a subject reads as RFC 4514 writes it.
+static inline unsigned long snapsync_xn_flags_rfc2253_utf8(void) { return XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB; }
+
 #endif

@@ -10,6 +10,16 @@ public struct Principal: Sendable, Equatable {
     /// The key that signed the token.
     public let keyID: String
 
+    /// A principal that no token made: the daemon's, for a verified client certificate (mutual
+    /// TLS), whose subject stands for `sub`, whose `notAfter` for `exp`, and whose grants the
+    /// daemon's configuration gives. `keyID` is empty: no key signed anything.
+    public init(subject: String, expiresAt: Date, grants: [RoomGrant]) {
+        self.subject = subject
+        self.expiresAt = expiresAt
+        self.grants = grants
+        self.keyID = ""
+    }
+
     init(keyID: String, claims: TokenClaims) {
         self.subject = claims.subject
         self.expiresAt = claims.expiresAt

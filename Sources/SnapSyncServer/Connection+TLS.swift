@@ -88,6 +88,10 @@ extension Connection {
         let logger = hub.logger
         var metadata: Logger.Metadata = ["version": "\(tls.protocolVersion)", "cipher": "\(tls.cipher)"]
         if let subject = tls.peerSubject { metadata["client_certificate"] = "\(subject)" }
+        // Before HELLO is read (it comes after the handshake): the hub may authenticate by it.
+        if let verified = tls.verifiedPeerCertificate {
+            clientCertificate = ClientCertificate(subject: verified.subject, notAfterSeconds: verified.notAfter)
+        }
         logger.debug("TLS handshake done", metadata: logMetadata(metadata))
         if !context.hasLoggedKernelTLS {
             context.hasLoggedKernelTLS = true

@@ -17,8 +17,22 @@ extension Hub {
     /// Checks HELLO's credentials when the daemon authenticates. On success the session has a
     /// principal and a deadline; on refusal it is closing with ERROR unauthorized.
     /// - Returns: whether the handshake may go on.
+    ///
+    /// A token, when HELLO carries one, is what is checked, client certificate or not (a refused
+    /// token is refused: no falling back to the certificate). Without one, a client certificate
+    /// the TLS handshake verified authenticates the session when `--tls-client-grant` gives
+    /// certificates grants: its subject is the `sub`, its `notAfter` the expiry.
     func authenticate(_ session: Session, credentials: [UInt8]) -> Bool {
         guard let keys = configuration.authKeys else { return true }
+        if credentials.isEmpty, let certificate = session.clientCertificate, let grants = configuration.tls?.clientCertificateGrants {
+            let principal = Principal(subject: certificate.subject, expiresAt: certificate.expiresAt, grants: grants)
+            grant(principal, to: session, keys: keys)
+            session.isAuthenticatedByCertificate = true
+            logger.info(
+                "authenticated by client certificate",
+                metadata: session.logMetadata(["exp": "\(principal.expiresAt.formatted(.iso8601))"]))
+            return true
+        }
         switch verify(credentials, with: keys) {
         case .success(let principal):
             grant(principal, to: session, keys: keys)
@@ -60,11 +74,12 @@ extension Hub {
             return
         }
         grant(principal, to: session, keys: keys)
+        session.isAuthenticatedByCertificate = false
         // Sorted, so that the LEFT frames come in an order a client (and a test) can rely on.
         for name in session.memberships.names.sorted() where !principal.allows(.read, room: name) {
             guard let room = session.memberships[name] else { continue }
             removeMember(session, from: room)
-            send(.left(room: name, code: ErrorCode.forbidden.rawValue, message: denial(of: .read, room: name, to: principal)), to: session)
+            send(.left(room: name, code: ErrorCode.forbidden.rawValue, message: denial(of: .read, room: name, to: session)), to: session)
         }
         send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
         logger.debug(
@@ -80,7 +95,7 @@ extension Hub {
     func authorize(_ right: Right, room: String, requestID: UInt64, for session: Session) -> Bool {
         guard configuration.authKeys != nil else { return true }
         if let principal = session.principal, principal.allows(right, room: room) { return true }
-        forbid(denial(of: right, room: room, to: session.principal), requestID: requestID, to: session)
+        forbid(denial(of: right, room: room, to: session), requestID: requestID, to: session)
         return false
     }
 
@@ -90,8 +105,7 @@ extension Hub {
         if let principal = session.principal, principal.grants.contains(where: { $0.match == "*" && $0.rights.contains(.admin) }) {
             return true
         }
-        let subject = session.principal.map { LogEscaping.line($0.subject) } ?? "nobody"
-        forbid("token of \(subject) grants no admin on every room (*), which STATS needs", requestID: requestID, to: session)
+        forbid("\(credentialName(of: session)) grants no admin on every room (*), which STATS needs", requestID: requestID, to: session)
         return false
     }
 
@@ -105,10 +119,9 @@ extension Hub {
                 continue
             }
             stats.tokensExpired += 1
-            let subject = session.principal.map { LogEscaping.line($0.subject) } ?? ""
             let expiry = session.principal?.expiresAt.formatted(.iso8601) ?? "?"
             logger.info("token expired, closing", metadata: session.logMetadata(["exp": "\(expiry)"]))
-            close(session, error: .tokenExpired, "the token of \(subject) expired at \(expiry) and no AUTH replaced it")
+            close(session, error: .tokenExpired, "the \(credentialName(of: session)) expired at \(expiry) and no AUTH replaced it")
         }
     }
 
@@ -157,10 +170,16 @@ extension Hub {
         send(Rejection(.forbidden, message).message(requestID: requestID), to: session)
     }
 
-    /// "token of alice grants no write on room board:2".
-    private func denial(of right: Right, room: String, to principal: Principal?) -> String {
-        let subject = principal.map { LogEscaping.line($0.subject) } ?? "nobody"
-        return "token of \(subject) grants no \(right.rawValue) on room \(LogEscaping.line(room))"
+    /// "token of alice grants no write on room board:2"; "certificate of CN=alice grants ..."
+    /// for a session authenticated by its client certificate.
+    private func denial(of right: Right, room: String, to session: Session) -> String {
+        "\(credentialName(of: session)) grants no \(right.rawValue) on room \(LogEscaping.line(room))"
+    }
+
+    /// "token of alice", "certificate of CN=alice,O=Example", or "token of nobody".
+    private func credentialName(of session: Session) -> String {
+        let subject = session.principal.map { LogEscaping.line($0.subject) } ?? "nobody"
+        return "\(session.isAuthenticatedByCertificate ? "certificate" : "token") of \(subject)"
     }
 
     private func quoted(_ text: String) -> String { "\"\(LogEscaping.line(text))\"" }

@@ -1,22 +1,25 @@
 internal import Glibc
 
 // Sending on a TLS connection. The queue holds plaintext, as on the plain port (a DIFF is
-// encoded once and shared by every queue); each connection encrypts its own copy. A pass copies
-// the pending bytes into one record's worth of plaintext (16 KiB) and hands that to one
-// SSL_write, so the many small frames a pass queues go out in as few records as possible, not
-// one record per frame.
+// encoded once and shared by every queue); each connection encrypts its own copy. A pass hands
+// up to one record's worth of the pending bytes (16 KiB) to one SSL_write, so the many small
+// frames a pass queues go out in as few records as possible, not one record per frame. The
+// bytes go to OpenSSL where they lie when they are one span (the usual case: a member's DIFFs
+// of a pass are adjacent in the room's arena), else gathered into one buffer first.
 //
-// A record handed to OpenSSL is taken out of the queue at once: once SSL_write has seen it, it
-// must be retried with the same bytes until OpenSSL takes it, whatever happens to the queue
-// meanwhile (a slow consumer's queue is cut down to the frame being sent). A record OpenSSL
-// could not take yet is kept in the connection's `TLSSession.retryWrite` (at most 16 KiB per
-// connection, outside the output budget, which counts the queue).
+// A record OpenSSL could not send yet (it asked to retry) must be retried with the same bytes
+// until OpenSSL takes it, whatever happens to the queue meanwhile (a slow consumer's queue is
+// cut down to the frame being sent): its bytes leave the queue for the connection's
+// `TLSSession.retryWrite` (at most 16 KiB per connection, outside the output budget, which
+// counts the queue).
 
 extension OutputFlush {
     /// Sends records until the queue is empty or the socket is full.
     /// - Returns: false when the connection ended.
-    /// - Complexity: O(bytes sent) copies, one SSL_write (one record, one write syscall unless
-    ///   kernel TLS) per 16 KiB.
+    /// - Complexity: one SSL_write (one record, one write syscall unless kernel TLS) per 16 KiB;
+    ///   O(bytes sent) copies only when the pending bytes lie in several chunks shorter than a
+    ///   record (a room's DIFFs of one pass share one arena, so a member's pending DIFFs are
+    ///   usually one span, handed to OpenSSL where it lies).
     func sendTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
         guard tls.isHandshakeComplete else {
             // Only an ERROR can be queued before the handshake is done (its timeout, shutdown):
@@ -26,19 +29,19 @@ extension OutputFlush {
             return true
         }
         while true {
-            let length: Int
+            let source: UnsafeRawBufferPointer
             let isRetry = !tls.retryWrite.isEmpty
             if isRetry {
-                length = tls.retryWrite.count
+                let count = tls.retryWrite.count
                 tls.retryWrite.withUnsafeBytes { record.copyMemory(from: $0) }
+                source = UnsafeRawBufferPointer(rebasing: record[0..<count])
             } else {
                 guard !connection.output.isEmpty else { return true }
-                length = fillRecord(from: connection.output)
-                connection.output.consume(length)
+                source = nextRecord(of: connection.output)
             }
             let outcome: TLSSession.Outcome
             do {
-                outcome = try tls.write(UnsafeRawBufferPointer(rebasing: record[0..<length]))
+                outcome = try tls.write(source)
             } catch {
                 connection.hub.end(connection, reason: error.isDisconnect ? "peer went away" : "\(error)")
                 return false
@@ -46,11 +49,22 @@ extension OutputFlush {
             switch outcome {
             case .bytes(let written):
                 connection.hub.stats.bytesOut += UInt64(written)
-                // Less than asked only when the peer negotiated smaller records: the rest is
-                // the next write.
-                tls.retryWrite = written < length ? Array(record[written..<length]) : []
+                if isRetry {
+                    // Less than asked only when the peer negotiated smaller records: the rest is
+                    // the next write.
+                    tls.retryWrite = written < source.count ? Array(source[written...]) : []
+                } else {
+                    // Bytes past `written` were not handed over: they stay queued.
+                    connection.output.consume(written)
+                }
             case .wantWrite, .wantRead:
-                if !isRetry { tls.retryWrite = Array(record[0..<length]) }
+                // OpenSSL holds this record now and must be given the same bytes again, whatever
+                // happens to the queue meanwhile (a slow consumer's is cut down to the frame being
+                // sent): they leave the queue for the retry buffer (at most one record).
+                if !isRetry {
+                    tls.retryWrite = Array(source)
+                    connection.output.consume(source.count)
+                }
                 tls.writeWantsRead = outcome == .wantRead
                 return true
             case .closed:
@@ -60,9 +74,15 @@ extension OutputFlush {
         }
     }
 
-    /// Copies the front of `output`, up to one record, into `record`.
-    /// - Returns: the bytes copied.
-    private func fillRecord(from output: OutputQueue) -> Int {
+    /// The front of `output`, up to one record: the first chunk where it lies when it alone
+    /// fills a record or is all that is pending, else a copy of the front chunks in `record`.
+    /// Nothing is consumed.
+    private func nextRecord(of output: OutputQueue) -> UnsafeRawBufferPointer {
+        let first = output.gather(into: iovecs, capacity: 2)
+        let front = iovecs[0]
+        if first == 1 || front.iov_len >= record.count {
+            return UnsafeRawBufferPointer(start: front.iov_base, count: min(front.iov_len, record.count))
+        }
         let count = output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
         var filled = 0
         for index in 0..<count where filled < record.count {
@@ -70,6 +90,6 @@ extension OutputFlush {
             (record.baseAddress! + filled).copyMemory(from: iovecs[index].iov_base!, byteCount: take)
             filled += take
         }
-        return filled
+        return UnsafeRawBufferPointer(rebasing: record[0..<filled])
     }
 }

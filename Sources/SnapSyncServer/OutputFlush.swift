@@ -21,8 +21,8 @@ final class OutputFlush {
     /// The dirty list being flushed, swapped with `hub.dirty` (both keep their capacity).
     @exclusivity(unchecked) private var flushing: [Session] = []
     let iovecs: UnsafeMutablePointer<iovec>
-    /// A TLS connection's pending output is copied here, up to one record, for one SSL_write
-    /// (`OutputFlush+TLS.swift`).
+    /// A TLS connection's pending output, when it lies in several short chunks, is gathered
+    /// here, up to one record, for one SSL_write (`OutputFlush+TLS.swift`).
     let record: UnsafeMutableRawBufferPointer
 
     init(hub: Hub) {

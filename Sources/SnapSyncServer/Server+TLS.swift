@@ -1,4 +1,5 @@
 import Logging
+import SnapSyncAuth
 
 // The TLS listener's context: logged at start, replaced on SIGHUP.
 
@@ -9,6 +10,9 @@ extension Server {
         all["certificate"] = "\(context.certificateDescription)"
         all["min_version"] = "\(settings.minimumVersion.rawValue)"
         all["client_ca"] = "\(settings.clientCAPath ?? "none")"
+        if let grants = settings.clientCertificateGrants {
+            all["client_grants"] = "\(grants.map { "\($0.match)=\($0.rights.map(\.rawValue).sorted().joined(separator: ","))" }.joined(separator: " "))"
+        }
         all["openssl"] = "\(TLSContext.libraryVersion)"
         all["ktls_requested"] = "\(context.requestsKernelTLS)"
         logger.info("TLS listening on \(address)", metadata: all)

@@ -41,6 +41,12 @@ class Session {
     final var principal: Principal?
     /// When the token (`exp` plus the leeway) runs out, unless an AUTH replaces it first.
     final var authDeadline: Date?
+    /// The client certificate the transport verified (mutual TLS), set before HELLO is read;
+    /// nil on the plain port and without `--tls-client-ca`.
+    final var clientCertificate: ClientCertificate?
+    /// `principal` stands for `clientCertificate`, not a token (HELLO had no token and
+    /// `--tls-client-grant` is set); an AUTH's token replaces it.
+    final var isAuthenticatedByCertificate = false
 
     /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,

@@ -203,6 +203,39 @@ final class TLSSession {
         return Self.describe(certificate)
     }
 
+    /// The client certificate OpenSSL verified in the handshake (mutual TLS): its subject in
+    /// RFC 2253 form (`ClientCertificate`) and its `notAfter` in seconds since the epoch. nil
+    /// when the client sent none, or the chain did not verify (the handshake then failed anyway
+    /// under `--tls-client-ca`), or a field cannot be read.
+    var verifiedPeerCertificate: (subject: String, notAfter: Int)? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        guard SSL_get_verify_result(ssl) == X509_V_OK,
+            let name = X509_get_subject_name(certificate), let subject = Self.rfc2253(name),
+            let notAfter = X509_get0_notAfter(certificate)
+        else { return nil }
+        // From now (nil) to notAfter, in days and seconds: no calendar arithmetic here.
+        var days: Int32 = 0
+        var seconds: Int32 = 0
+        let now = time(nil)
+        guard ASN1_TIME_diff(&days, &seconds, nil, notAfter) == 1 else { return nil }
+        return (subject, now + Int(days) * 86_400 + Int(seconds))
+    }
+
+    /// `name` printed by OpenSSL in RFC 2253 form, UTF-8 kept (`snapsync_xn_flags_rfc2253_utf8`).
+    private static func rfc2253(_ name: OpaquePointer) -> String? {
+        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+        defer { BIO_free(bio) }
+        guard X509_NAME_print_ex(bio, name, 0, snapsync_xn_flags_rfc2253_utf8()) >= 0 else { return nil }
+        let count = Int(BIO_ctrl_pending(bio))
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = bytes.withUnsafeMutableBytes { BIO_read(bio, $0.baseAddress, Int32(count)) }
+        guard read == count else { return nil }
+        let subject = String(decoding: bytes, as: UTF8.self)
+        // A subject OpenSSL printed with bytes that are not UTF-8 cannot be a `sub`.
+        return subject.utf8.elementsEqual(bytes) ? subject : nil
+    }
+
     /// Maps an I/O call's result to its outcome, or throws OpenSSL's reasons. Also notes the
     /// end of the handshake.
     private func outcome(_ result: Int32, _ operation: String) throws(TLSError) -> Outcome {

@@ -1,3 +1,5 @@
+package import SnapSyncAuth
+
 /// The TLS listener's flags (`--tls-listen`, `--tls-cert`, `--tls-key`, `--tls-client-ca`,
 /// `--tls-min-version`, `--tls-ciphers`): where it listens and what `TLSContext` is built from.
 /// Plain values; the files are read when the daemon starts and again on SIGHUP.
@@ -17,6 +19,10 @@ package struct TLSSettings: Sendable, Equatable {
     /// PEM CA certificates for mutual TLS: when set, every client must present a certificate
     /// that chains to one of them.
     package var clientCAPath: String?
+    /// `--tls-client-grant`: what a session authenticated by its client certificate alone (a
+    /// HELLO without a token, on a daemon that authenticates) may do; nil: a certificate alone
+    /// authenticates no one, and such a HELLO is refused as a missing token.
+    package var clientCertificateGrants: [RoomGrant]?
     package var minimumVersion: MinimumVersion = .tls12
     /// OpenSSL cipher list for TLS 1.2 (`SSL_CTX_set_cipher_list`); nil keeps OpenSSL's default.
     /// TLS 1.3 suites always keep OpenSSL's default.

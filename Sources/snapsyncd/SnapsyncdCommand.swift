@@ -59,6 +59,12 @@ struct SnapsyncdCommand: ParsableCommand {
             valueName: "file"))
     var tlsClientCa: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --tls-client-ca and --auth required: what a client authenticated by its certificate alone (HELLO without a token) may do, MATCH=RIGHT[,RIGHT...] as in a token (e.g. 'board:*=read'); repeat for more. Its certificate's subject stands for sub. (default: a certificate alone authenticates no one)",
+            valueName: "grant"))
+    var tlsClientGrant: [String] = []
+
     @Option(help: ArgumentHelp("Lowest TLS version accepted: 1.2 or 1.3.", valueName: "1.2|1.3"))
     var tlsMinVersion: String = TLSSettings.MinimumVersion.tls12.rawValue
 
@@ -275,8 +281,8 @@ struct SnapsyncdCommand: ParsableCommand {
     /// The TLS listener's flags, checked; nil without --tls-listen.
     func tlsSettings() throws(ConfigurationError) -> TLSSettings? {
         guard let tlsListen else {
-            if tlsCert != nil || tlsKey != nil || tlsClientCa != nil || tlsCiphers != nil {
-                throw ConfigurationError(message: "--tls-cert, --tls-key, --tls-client-ca and --tls-ciphers need --tls-listen")
+            if tlsCert != nil || tlsKey != nil || tlsClientCa != nil || tlsCiphers != nil || !tlsClientGrant.isEmpty {
+                throw ConfigurationError(message: "--tls-cert, --tls-key, --tls-client-ca, --tls-client-grant and --tls-ciphers need --tls-listen")
             }
             return nil
         }
@@ -287,6 +293,25 @@ struct SnapsyncdCommand: ParsableCommand {
         }
         var settings = TLSSettings(host: tlsHost, port: tlsPort, certificatePath: tlsCert, keyPath: tlsKey)
         settings.clientCAPath = tlsClientCa
+        if !tlsClientGrant.isEmpty {
+            guard tlsClientCa != nil else {
+                throw ConfigurationError(message: "--tls-client-grant needs --tls-client-ca: only a certificate the handshake verified can stand for sub")
+            }
+            guard authSettings.effectiveMode == .required else {
+                throw ConfigurationError(
+                    message: "--tls-client-grant needs --auth required (--auth-keys FILE): without authentication no grant is checked, so it would mean nothing"
+                )
+            }
+            var grants: [RoomGrant] = []
+            for spec in tlsClientGrant {
+                do {
+                    grants.append(try RoomGrant(spec: spec))
+                } catch {
+                    throw ConfigurationError(message: "--tls-client-grant \(spec): \(error)")
+                }
+            }
+            settings.clientCertificateGrants = grants
+        }
         settings.minimumVersion = minimum
         settings.ciphers = tlsCiphers
         return settings

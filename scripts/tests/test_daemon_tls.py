@@ -2,7 +2,8 @@
 --tls-listen, on certificates made for each test class with the openssl tool (never committed).
 
 Covers: a session over TLS (snapcat --tls --cafile), refusal of an untrusted server certificate,
-plaintext on the TLS port and TLS on the plain port, mutual TLS, certificate reload by SIGHUP
+plaintext on the TLS port and TLS on the plain port, mutual TLS (and a client certificate's
+subject standing for `sub`, with --tls-client-grant), certificate reload by SIGHUP
 (a new connection sees the new certificate, an old one keeps working, a bad file is refused),
 fan-out to several TLS readers, a slow consumer cut off between frames, the handshake timeout and
 the connection limit on the TLS port.
@@ -19,7 +20,7 @@ import tempfile
 import time
 import unittest
 
-from tests.support import Daemon, run_snapcat, snapcat, wire
+from tests.support import Daemon, daemon_path, run_snapcat, snapcat, wire
 
 OPENSSL = shutil.which("openssl")
 
@@ -44,10 +45,12 @@ class Certificates:
         self._sign("server2", "localhost second", "ca", "0x2002", ext="server.ext")
         self._sign("client", "alice", "ca", "0x3003")
         self._sign("stranger", "mallory", "other-ca", "0x4004")
+        # RDNs from the least specific: RFC 2253 prints them the other way round, and escapes the comma.
+        self._sign("carol", None, "ca", "0x5005", subject="/C=FR/O=Example, Inc./CN=carol")
 
-    def _sign(self, name, cn, ca, serial, ext=None):
+    def _sign(self, name, cn, ca, serial, ext=None, subject=None):
         d = self.dir.name
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % cn,
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject or "/CN=%s" % cn,
                  "-keyout", name + ".key", "-out", name + ".csr", cwd=d)
         _openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
                  "-set_serial", serial, "-days", "2", "-out", name + ".pem",
@@ -118,9 +121,9 @@ class Client:
         self.send(msg)
         return msg["request_id"]
 
-    def hello(self):
+    def hello(self, credentials=b""):
         self.send({"type": "HELLO", "magic": wire.MAGIC, "versions": [wire.PROTOCOL_VERSION],
-                   "client_name": b"tls-test", "credentials": b""})
+                   "client_name": b"tls-test", "credentials": credentials})
         welcome = self.receive()
         assert welcome["type"] == "WELCOME", welcome
         return welcome
@@ -389,6 +392,121 @@ class MutualTLSTests(TLSTestCase):
         self.assertNotRegex(done.stdout, r"WELCOME")
         self.assertTrue(wait_for_log(self.daemon, r"TLS handshake failed, closing .*certificate verify failed"),
                         self.daemon.log())
+
+
+class ClientCertificateSubjectTests(TLSTestCase):
+    """--tls-client-grant: on a daemon that authenticates, a HELLO without a token is
+    authenticated by the verified client certificate, whose RFC 2253 subject is the sub."""
+    client_ca = True
+    CAROL = r"CN=carol,O=Example\, Inc.,C=FR"
+
+    def setUp(self):
+        self.keys_dir = tempfile.TemporaryDirectory(prefix="snapsync-tls-keys-")
+        self.addCleanup(self.keys_dir.cleanup)
+        self.keys = os.path.join(self.keys_dir.name, "keys.json")
+        self.tool("keygen", "--alg", "HS256", "--kid", "k1", "--out", self.keys)
+        self.extra_args = ("--auth-keys", self.keys, "--tls-client-grant", "board:*=read",
+                           "--tls-client-grant", "notes=read,write")
+        super().setUp()
+
+    def tool(self, *args):
+        done = subprocess.run([daemon_path(), *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, "snapsyncd %s: %s" % (" ".join(args), done.stderr))
+        return done.stdout.strip()
+
+    def token(self, sub, *rooms):
+        args = ["token", "--keys", self.keys, "--kid", "k1", "--sub", sub]
+        for room in rooms:
+            args += ["--room", room]
+        return self.tool(*args).encode()
+
+    def client(self, name="carol"):
+        c = Client(self.tls_port, self.ca, cert=self.certs.path(name + ".pem"), key=self.certs.path(name + ".key"))
+        self.addCleanup(c.close)
+        return c
+
+    def test_a_certificate_alone_gets_the_grants_with_its_subject_as_sub(self):
+        c = self.client()
+        c.hello()
+        self.assertEqual(c.join(b"board:1")["type"], "SNAPSHOT")
+        c.append_section(b"notes", b"main")
+        c.request({"type": "JOIN", "room": b"notes", "resume": None})
+        c.append_section(b"board:1", b"main")
+        ack, snapshot, reject = c.receive(), c.receive(), c.receive()
+        self.assertEqual(ack["type"], "ACK", ack)
+        self.assertEqual(snapshot["type"], "SNAPSHOT", snapshot)
+        self.assertEqual(reject["type"], "REJECT", reject)
+        self.assertEqual(wire.error_name(reject["code"]), "forbidden")
+        self.assertEqual(reject["message"].decode(), "certificate of %s grants no write on room board:1" % self.CAROL)
+        self.assertTrue(wait_for_log(self.daemon, r"authenticated by client certificate .*sub=.?CN=carol,O=Example\\, Inc\.,C=FR"),
+                        self.daemon.log())
+
+    def test_a_token_wins_over_the_certificate(self):
+        c = self.client()
+        c.hello(self.token("bob", "board:*=read,write"))
+        c.append_section(b"board:1", b"main")
+        ack = c.receive()
+        self.assertEqual(ack["type"], "ACK", ack)
+        c.append_section(b"notes", b"main")      # the certificate's grants do not add to the token's
+        reject = c.receive()
+        self.assertEqual(reject["message"].decode(), "token of bob grants no write on room notes")
+        self.assertTrue(wait_for_log(self.daemon, r"\bauthenticated .*sub=bob"), self.daemon.log())
+        self.assertFalse(wait_for_log(self.daemon, r"authenticated by client certificate", timeout=0), self.daemon.log())
+
+    def test_a_refused_token_is_refused_though_the_certificate_would_do(self):
+        c = self.client()
+        c.send({"type": "HELLO", "magic": wire.MAGIC, "versions": [wire.PROTOCOL_VERSION],
+                "client_name": b"tls-test", "credentials": b"not-a-token"})
+        error = c.receive()
+        self.assertEqual(error["type"], "ERROR", error)
+        self.assertEqual(wire.error_name(error["code"]), "unauthorized")
+
+    def test_auth_keeps_the_certificate_subject(self):
+        c = self.client()
+        c.hello()
+        c.request({"type": "AUTH", "credentials": self.token(self.CAROL, "board:*=read,write")})
+        self.assertEqual(c.receive()["type"], "ACK")
+        c.append_section(b"board:1", b"main")   # the token's grants now
+        self.assertEqual(c.receive()["type"], "ACK")
+        c.request({"type": "AUTH", "credentials": self.token("bob", "board:*=read,write")})
+        error = c.receive()
+        self.assertEqual(wire.error_name(error["code"]), "unauthorized", error)
+        self.assertIn("this session is \"%s\"" % self.CAROL, error["message"].decode())
+
+
+class ClientCertificateWithoutGrantTests(TLSTestCase):
+    """Mutual TLS on a daemon that authenticates, without --tls-client-grant: a certificate
+    alone authenticates no one (the default)."""
+    client_ca = True
+
+    def setUp(self):
+        self.keys_dir = tempfile.TemporaryDirectory(prefix="snapsync-tls-keys-")
+        self.addCleanup(self.keys_dir.cleanup)
+        keys = os.path.join(self.keys_dir.name, "keys.json")
+        subprocess.run([daemon_path(), "keygen", "--alg", "HS256", "--kid", "k1", "--out", keys],
+                       check=True, capture_output=True, timeout=60)
+        self.extra_args = ("--auth-keys", keys)
+        super().setUp()
+
+    def test_a_hello_without_a_token_is_refused(self):
+        c = Client(self.tls_port, self.ca, cert=self.certs.path("carol.pem"), key=self.certs.path("carol.key"))
+        self.addCleanup(c.close)
+        c.send({"type": "HELLO", "magic": wire.MAGIC, "versions": [wire.PROTOCOL_VERSION],
+                "client_name": b"tls-test", "credentials": b""})
+        error = c.receive()
+        self.assertEqual(wire.error_name(error["code"]), "unauthorized", error)
+
+    def test_the_grant_flag_needs_authentication_and_a_client_ca(self):
+        base = [daemon_path(), "--port", "0", "--data-dir", os.path.join(self.keys_dir.name, "data"),
+                "--tls-listen", "127.0.0.1:0", "--tls-cert", self.cert, "--tls-key", self.key]
+        done = subprocess.run(base + ["--tls-client-ca", self.ca, "--tls-client-grant", "*=read"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("--tls-client-grant needs --auth required", done.stderr)
+        done = subprocess.run(base + ["--auth-keys", os.path.join(self.keys_dir.name, "keys.json"),
+                                      "--tls-client-grant", "*=read"], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("--tls-client-grant needs --tls-client-ca", done.stderr)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// Reads SnapSync frames from a blocking socket during setup (the measured loops cut their own
+// Reads SnapSync frames from a blocking socket (TLS or not: BenchTLS.read) during setup (the measured loops cut their own
 // read buffers with the same FrameCutter). Frames are cut, not decoded: a JOIN's SNAPSHOT of a
 // big room is only skipped, and only the frames setup looks into (WELCOME, failures, STATS_REPLY)
 // are decoded, with FrameDecoder.decode(frame:).
@@ -46,7 +46,7 @@
                     start = 0
                 }
                 var chunk = [UInt8](repeating: 0, count: 65536)
-                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                let n = chunk.withUnsafeMutableBytes { BenchTLS.read(fd, $0.baseAddress!, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n < 0 && errno == EAGAIN {
                     var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

@@ -121,10 +121,21 @@
         /// `redis-server --bind 127.0.0.1 --port P` and `arguments` (its persistence settings) on a
         /// free port, once it accepts connections.
         /// `temporaryDirectory` is removed by `stop()`.
-        static func startRedis(binary: String, arguments: [String], cpu: Int?, temporaryDirectory: String? = nil) -> ServerProcess {
+        /// With `tls`, P is its only port and serves TLS (`--port 0 --tls-port P`) with that
+        /// certificate, clients not asked for one.
+        static func startRedis(
+            binary: String, arguments: [String], cpu: Int?, temporaryDirectory: String? = nil, tls: BenchTLS.Files? = nil
+        ) -> ServerProcess {
             let port = BenchSystem.freeLoopbackPort()
             let log = logPath("redis")
-            let pid = spawn([binary, "--bind", "127.0.0.1", "--port", String(port)] + arguments, logPath: log, cpu: cpu)
+            var ports = ["--port", String(port)]
+            if let tls {
+                ports = [
+                    "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.certificate, "--tls-key-file", tls.key,
+                    "--tls-ca-cert-file", tls.certificate, "--tls-auth-clients", "no",
+                ]
+            }
+            let pid = spawn([binary, "--bind", "127.0.0.1"] + ports + arguments, logPath: log, cpu: cpu)
             let deadline = BenchSystem.nowNs() + 10_000_000_000
             while BenchSystem.nowNs() < deadline {
                 if BenchSystem.canConnect(port: port) {

@@ -289,12 +289,12 @@
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         }
 
-        /// Writes everything, blocking (setup only).
+        /// Writes everything, blocking (setup only); through TLS when `fd` has a session (BenchTLS).
         static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
             bytes.withUnsafeBytes { raw in
                 var offset = 0
                 while offset < raw.count {
-                    let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    let n = BenchTLS.write(fd, raw.baseAddress! + offset, raw.count - offset)
                     if n < 0 {
                         if errno == EINTR { continue }
                         if errno == EAGAIN {  // a non-blocking socket with a full send buffer

@@ -66,6 +66,12 @@
         @Option(help: "Also run the same load against this server: redis.")
         var compare: String?
 
+        @Flag(
+            help:
+                "Every connection over TLS: snapsyncd's --tls-listen (with --port off) and redis-server's --tls-port, on one ECDSA P-256 certificate made now with the openssl tool."
+        )
+        var tls = false
+
         @OptionGroup var redisBinary: RedisBinaryOption
 
         @Option(name: .customLong("server-cpu"), help: "CPU for the servers.")
@@ -92,6 +98,7 @@
             if rate <= 0 { throw ValidationError("--rate must be positive") }
             if duration <= 0 || warmup < 0 { throw ValidationError("--duration must be positive and --warmup not negative") }
             if host != nil && port == nil { throw ValidationError("--host needs --port") }
+            if tls && port != nil { throw ValidationError("--tls starts its own servers (it makes their certificate): it does not go with --port") }
         }
 
         private func parsedList(_ text: String) -> [Int]? {
@@ -108,6 +115,11 @@
             let loadAverage = BenchSystem.readFile("/proc/loadavg").flatMap { Double($0.split(separator: " ").first ?? "") }
 
             // Servers.
+            let tlsFiles = tls ? BenchTLS.makeCertificates() : nil
+            if let tlsFiles { BenchTLS.prepareClient(tlsFiles) }
+            let daemonArguments =
+                launch.arguments
+                + (tlsFiles.map { ["--port", "off", "--tls-listen", "127.0.0.1:0", "--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? [])
             var daemon: ServerProcess?
             let daemonHost: String, daemonPort: Int, daemonPID: Int32?
             if let port {
@@ -116,7 +128,7 @@
                 daemonPID = serverPID
             } else {
                 let binary = ServerBinaries.daemon(explicit: launch.binary.serverBinary)
-                let started = ServerProcess.startDaemon(binary: binary, arguments: launch.arguments, cpu: pin ? serverCPU : nil)
+                let started = ServerProcess.startDaemon(binary: binary, arguments: daemonArguments, cpu: pin ? serverCPU : nil)
                 daemon = started
                 daemonHost = started.host
                 daemonPort = started.port
@@ -127,7 +139,8 @@
             if compare == "redis" {
                 let binary = ServerBinaries.redis(explicit: redisBinary.redisBinary)
                 // No persistence at all: pub/sub keeps nothing to persist.
-                let started = ServerProcess.startRedis(binary: binary, arguments: ["--save", "", "--appendonly", "no"], cpu: pin ? serverCPU : nil)
+                let started = ServerProcess.startRedis(
+                    binary: binary, arguments: ["--save", "", "--appendonly", "no"], cpu: pin ? serverCPU : nil, tls: tlsFiles)
                 redis = started
                 note("redis-server \(binary) pid \(started.pid) on 127.0.0.1:\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
             }
@@ -139,7 +152,8 @@
             if !output.json {
                 let load = loadAverage.map { fanoutFormat("%.2f", $0) } ?? "?"
                 if port == nil {
-                    print("snapsyncd \(launch.arguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no" : "")")
+                    let redisTLS = tls ? " --port 0 --tls-port P --tls-cert-file … --tls-key-file … --tls-ca-cert-file … --tls-auth-clients no" : ""
+                    print("snapsyncd \(daemonArguments.joined(separator: " "))\(redis != nil ? "; redis-server --save '' --appendonly no\(redisTLS)" : "")")
                 }
                 print(
                     "snapsync-bench fanout: window \(window), rate \(Int(rate)) msg/s, \(fmt(duration)) s measured after \(fmt(warmup)) s warm-up, load average \(load)\(pin ? ", servers on CPU\(serverCPU), generator on CPU\(generatorCPU)" : ", not pinned")"
@@ -180,14 +194,16 @@
                                     }
                                     connections = FanoutSetup.snapsync(
                                         host: daemonHost, port: daemonPort, room: room,
-                                        subscribers: count, payloadBytes: size)
+                                        subscribers: count, payloadBytes: size, tls: tls)
                                     pid = daemonPID
                                 case .redis:
-                                    connections = FanoutSetup.redis(port: process!.port, channel: room, subscribers: count)
+                                    connections = FanoutSetup.redis(port: process!.port, channel: room, subscribers: count, tls: tls)
                                     pid = process!.pid
                                 }
+                                let transport = tls ? BenchTLS.describe(connections.publisher) : nil
                                 var generator = FanoutGenerator(target: target, load: load, connections: connections, serverPID: pid)
-                                let result = generator.run()
+                                var result = generator.run()
+                                result.tls = transport
                                 generator.tearDown()
                                 allRuns[target, default: [:]][m, default: []].append(result)
                                 if result.lost > 0 || result.failure != nil || result.outOfOrder > 0 { anyLoss = true }
@@ -245,6 +261,7 @@
             }
             line += ", generator CPU \(Int((r.generatorCPU * 100).rounded()))%; "
             line += "lost \(r.lost)"
+            if let tls = r.tls { line += "; \(tls)" }
             if r.outOfOrder > 0 { line += ", out of order \(r.outOfOrder)" }
             if let failure = r.failure { line += "; FAILED: \(failure)" }
             return line
@@ -281,6 +298,7 @@
                 ("duration_s", .decimal(duration, digits: 3)), ("warmup_s", .decimal(warmup, digits: 3)),
                 ("pinned", .bool(pinned)), ("loadavg_1m", .optional(loadAverage.map { .decimal($0, digits: 3) })),
                 ("daemon_args", port == nil ? .string(launch.arguments.joined(separator: " ")) : .null),
+                ("tls", .bool(tls)),
             ]
             for target in FanoutTarget.allCases {
                 guard let runs = results[target] else { continue }
@@ -339,6 +357,7 @@
                 fields.append(("pooled_p50_us", .decimal(Double(pooled.quantile(0.5)) / 1000, digits: 1)))
                 fields.append(("pooled_p99_us", .decimal(Double(pooled.quantile(0.99)) / 1000, digits: 1)))
             }
+            if let tls = r.tls { fields.append(("tls", .string(tls))) }
             if let failure = r.failure { fields.append(("failure", .string(failure))) }
             return .object(fields)
         }

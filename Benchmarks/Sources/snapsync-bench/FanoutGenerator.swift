@@ -58,6 +58,9 @@
         var serverCoreSoftirq: Double?
         var generatorCPU: Double = 0
         var failure: String?
+        /// `fanout --tls`: the version and cipher the server negotiated (e.g. "TLSv1.3
+        /// TLS_AES_256_GCM_SHA384"); nil over plain TCP.
+        var tls: String?
         /// With --repeat: every run's deliveries/s (throughput) or p99 in µs (latency).
         var repeats: [Double] = []
         /// With --repeat: every delivery of every run of this server, case and mode, pooled. Its p99
@@ -84,8 +87,9 @@
     enum FanoutSetup {
         /// SnapSync: the publisher creates the room's layout (section "s", item "i"), then every
         /// subscriber says HELLO and JOINs and gets its SNAPSHOT. The publisher does not join.
-        static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int) -> FanoutConnections {
-            let publisher = BenchSystem.connectTCP(host: host, port: port)
+        /// With `tls`, every connection is a TLS client of `BenchTLS` (prepared by the caller).
+        static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int, tls: Bool) -> FanoutConnections {
+            let publisher = connect(host: host, port: port, tls: tls)
             var reader = BenchFrameReader(fd: publisher)
             BenchSystem.writeAll(publisher, BenchFrames.hello(clientName: "snapsync-bench publisher"))
             let limits = reader.expectWelcome(context: "the publisher's HELLO")
@@ -104,7 +108,7 @@
                 let upper = min(subscribers, index + batch)
                 var pending: [Int32] = []
                 for _ in index..<upper {
-                    let fd = BenchSystem.connectTCP(host: host, port: port)
+                    let fd = connect(host: host, port: port, tls: tls)
                     BenchSystem.writeAll(fd, BenchFrames.hello() + BenchFrames.join(requestID: 1, room: room))
                     pending.append(fd)
                 }
@@ -120,7 +124,7 @@
         }
 
         /// Redis: every subscriber SUBSCRIBEs to the channel; the publisher PUBLISHes to it.
-        static func redis(port: Int, channel: String, subscribers: Int) -> FanoutConnections {
+        static func redis(port: Int, channel: String, subscribers: Int, tls: Bool) -> FanoutConnections {
             var fds: [Int32] = []
             fds.reserveCapacity(subscribers)
             let subscribe = RESP.command([Array("SUBSCRIBE".utf8), Array(channel.utf8)])
@@ -130,7 +134,7 @@
                 let upper = min(subscribers, index + 64)
                 var pending: [Int32] = []
                 for _ in index..<upper {
-                    let fd = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
+                    let fd = connect(host: "127.0.0.1", port: port, tls: tls)
                     BenchSystem.writeAll(fd, subscribe)
                     pending.append(fd)
                 }
@@ -140,8 +144,15 @@
                 }
                 index = upper
             }
-            let publisher = BenchSystem.connectTCP(host: "127.0.0.1", port: port)
+            let publisher = connect(host: "127.0.0.1", port: port, tls: tls)
             return FanoutConnections(subscribers: fds, publisher: publisher, room: channel)
+        }
+
+        /// A blocking TCP connection, and its TLS handshake with `tls`.
+        private static func connect(host: String, port: Int, tls: Bool) -> Int32 {
+            let fd = BenchSystem.connectTCP(host: host, port: port)
+            if tls { BenchTLS.connect(fd) }
+            return fd
         }
     }
 
@@ -159,6 +170,8 @@
 
         // One slot per connection (subscribers, then the publisher).
         let fds: UnsafeMutablePointer<Int32>
+        /// Each connection's TLS session (`fanout --tls`), nil on plain TCP.
+        let sessions: UnsafeMutablePointer<OpaquePointer?>
         let carry: UnsafeMutablePointer<UInt8>  // connection i's partial frame at i * carryCapacity
         let carryLength: UnsafeMutablePointer<Int>
         let received: UnsafeMutablePointer<UInt64>  // per subscriber
@@ -211,6 +224,8 @@
             fds = .allocate(capacity: slots)
             for (i, fd) in connections.subscribers.enumerated() { fds[i] = fd }
             fds[publisherToken] = connections.publisher
+            sessions = .allocate(capacity: slots)
+            for i in 0..<slots { sessions[i] = BenchTLS.session(fds[i]) }
             carry = .allocate(capacity: slots * FanoutGenerator.carryCapacity)
             carryLength = .allocate(capacity: slots); carryLength.initialize(repeating: 0, count: slots)
             received = .allocate(capacity: slots); received.initialize(repeating: 0, count: slots)
@@ -250,7 +265,11 @@
 
         /// Closes every socket and frees the buffers.
         func tearDown() {
-            for i in 0...subscriberCount { close(fds[i]) }
+            for i in 0...subscriberCount {
+                BenchTLS.forget(fds[i])
+                close(fds[i])
+            }
+            sessions.deallocate()
             close(epfd)
             fds.deallocate(); carry.deallocate(); carryLength.deallocate(); received.deallocate()
             nextSequence.deallocate(); closed.deallocate(); ring.deallocate(); readBuffer.deallocate()
@@ -295,7 +314,10 @@
         mutating func flushPublisher() {
             let fd = fds[publisherToken]
             while outEnd > outStart {
-                let n = write(fd, out + outStart, outEnd - outStart)
+                // Through TLS, a write that returned EAGAIN is retried with the same bytes and
+                // perhaps more after them, which OpenSSL allows (the buffer may move: compaction).
+                let n =
+                    sessions[publisherToken].map { BenchTLS.sslWrite($0, out + outStart, outEnd - outStart) } ?? write(fd, out + outStart, outEnd - outStart)
                 if n < 0 {
                     if errno == EINTR { continue }
                     if errno == EAGAIN { break }
@@ -423,26 +445,69 @@
         }
 
         /// One read from connection `token` (after its carried partial frame), then a scan.
+        /// Through TLS: records until OpenSSL and the socket have no more (epoll does not see
+        /// records OpenSSL already holds), scanned each time the buffer is nearly full.
         mutating func readConnection(_ token: Int) {
             if closed[token] { return }
+            if let session = sessions[token] {
+                readTLS(token, session)
+                return
+            }
             let carried = carryLength[token]
             let carrySlot = carry + token * FanoutGenerator.carryCapacity
             if carried > 0 { readBuffer.update(from: carrySlot, count: carried) }
             let n = read(fds[token], readBuffer + carried, FanoutGenerator.readBufferSize - carried)
             if n <= 0 {
                 if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-                closed[token] = true
-                BenchSystem.epollSet(epfd, EPOLL_CTL_DEL, fds[token], events: 0, token: 0)
-                if token == publisherToken {
-                    fail("the server closed the publisher's connection")
-                } else {
-                    closedSubscribers += 1
-                    fail("the server closed \(closedSubscribers) subscriber connection(s)")
-                }
-                // Whatever complete frames were carried were already counted.
+                lost(token)
                 return
             }
-            let total = carried + n
+            scan(token, total: carried + n)
+        }
+
+        mutating func readTLS(_ token: Int, _ session: OpaquePointer) {
+            let carrySlot = carry + token * FanoutGenerator.carryCapacity
+            let record = 16 << 10
+            while true {
+                var total = carryLength[token]
+                if total > 0 { readBuffer.update(from: carrySlot, count: total) }
+                var full = false, ended = false
+                while true {
+                    if FanoutGenerator.readBufferSize - total < record {
+                        full = true
+                        break
+                    }
+                    let n = BenchTLS.sslRead(session, readBuffer + total, FanoutGenerator.readBufferSize - total)
+                    if n > 0 {
+                        total += n
+                    } else {
+                        ended = !(n < 0 && (errno == EAGAIN || errno == EINTR))
+                        break
+                    }
+                }
+                scan(token, total: total)
+                if ended { lost(token) }
+                if !full || closed[token] { return }
+            }
+        }
+
+        /// The server closed connection `token`: a failure of the run.
+        mutating func lost(_ token: Int) {
+            closed[token] = true
+            BenchSystem.epollSet(epfd, EPOLL_CTL_DEL, fds[token], events: 0, token: 0)
+            if token == publisherToken {
+                fail("the server closed the publisher's connection")
+            } else {
+                closedSubscribers += 1
+                fail("the server closed \(closedSubscribers) subscriber connection(s)")
+            }
+            // Whatever complete frames were carried were already counted.
+        }
+
+        /// Scans `readBuffer[0..<total]` (the carried partial frame, then what was read) and
+        /// carries the partial frame at its end.
+        mutating func scan(_ token: Int, total: Int) {
+            let carrySlot = carry + token * FanoutGenerator.carryCapacity
             let now = BenchSystem.nowNs()
             let used: Int
             switch target {

@@ -37,7 +37,7 @@
             var got = [UInt8](repeating: 0, count: expected.count)
             var have = 0
             while have < expected.count {
-                let n = got.withUnsafeMutableBytes { read(fd, $0.baseAddress! + have, expected.count - have) }
+                let n = got.withUnsafeMutableBytes { BenchTLS.read(fd, $0.baseAddress! + have, expected.count - have) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { BenchSystem.die("redis closed the connection during \(context)") }
                 have += n
