@@ -1138,7 +1138,7 @@ def outline_vectors():
     return s.tests
 
 
-OUTLINE_BATCH_LIMITS = dict(SMALL_LIMITS, max_items_per_room=8, max_snapshot_bytes=128, max_outline_depth=3)
+OUTLINE_BATCH_LIMITS = dict(SMALL_LIMITS, max_items_per_room=10, max_snapshot_bytes=128, max_outline_depth=3)
 
 
 def outline_batch_vectors():
@@ -1162,13 +1162,16 @@ def outline_batch_vectors():
                 # The rule as the document states it, written out: the model must agree.
                 got = [[(i["id"].decode(), i["level"]) for i in items] for _, items in end]
                 assert got == expect, (comment, got)
+            # An accepted batch stays within the limits at its end (each op's growth is not re-checked).
+            assert sum(len(items) for _, items in end) <= L["max_items_per_room"], comment
+            assert len(enc_snapshot(end)) <= L["max_snapshot_bytes"], comment
+            assert all(level_of(i) < L["max_outline_depth"] for _, items in end for i in items), comment
             t.update({"result": "accepted", "end": snapshot_json(end), "endDigest": digest(end).hex()})
         else:
             t.update({"result": "rejected", "error": error, "opIndex": op_index,
                       "identifier": None if identifier is None else jb(B(identifier))})
         tests.append(t)
 
-    S, T = "s", "t"
     base_t = [("c", 0), ("c1", 1)]
     case("append_items adds roots after the section's last subtree", ["Forest"], room, [append_items("s", el("n"))],
          expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("b", 0), ("n", 0)], base_t])
@@ -1242,7 +1245,7 @@ def outline_batch_vectors():
     case("move_item into its own subtree and too deep: move_into_own_subtree first", ["MultiRule"], room,
          [move_item("a", pl("before", "a11"))], "move_into_own_subtree", 0, "a")
     case("append_children on a room at max_items_per_room", [],
-         [(el("s"), [at(0, el(str(k))) for k in range(7)] + [at(1, el("7"))])], [append_children("7", el("n"))],
+         [(el("s"), [at(0, el(str(k))) for k in range(9)] + [at(1, el("9"))])], [append_children("9", el("n"))],
          "too_many_items", 0, None)
     case("a later op fails: the whole batch is refused with the earlier ones", [], room,
          [append_children("b", el("n")), move_item_to_parent("b", "n")], "move_into_own_subtree", 1, "b")
