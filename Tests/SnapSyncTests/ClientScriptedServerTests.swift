@@ -96,7 +96,7 @@ final class ScriptedPeer {
         guard credentials == expected else {
             throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
         }
-        send(.welcome(version: 1, sessionId: sessionId, serverName: "scripted", limits: []))
+        send(.welcome(version: ProtocolVersion.current, sessionId: sessionId, serverName: "scripted", limits: []))
     }
 
     /// Receives HELLO [1]; returns its credentials.
