@@ -133,6 +133,10 @@ public struct SnapshotPositions: Sendable {
             forest.insert(node, at: forest.count(owner[Int(target)]), into: &owner[Int(target)])
         case .updateSections, .updateItems:
             break
+        case .appendChildren, .moveItemToParent:
+            // Outline rooms are followed whole, over their visible rows (`RoomReplica`): an
+            // outline operation alone does not say where its subtree's rows are.
+            break
         }
     }
 
