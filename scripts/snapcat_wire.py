@@ -1094,6 +1094,9 @@ class Snapshot:
         for e in elements:
             self._check_new(k, e, self.item_section, "duplicate_item", len(self.item_section),
                             "too_many_items", "max_items_per_room")
+            if self.limits is not None and lv >= self.limits["max_outline_depth"]:
+                raise BatchError("outline_too_deep", k, e["id"], "the item would be at level %d "
+                                 "(max_outline_depth %d)" % (lv, self.limits["max_outline_depth"]))
             sec["items"].insert(pos, at_level({"id": e["id"], "payload": e["payload"]}, lv))
             self.item_section[e["id"]] = sec["id"]
             pos += 1
@@ -1200,13 +1203,10 @@ class Snapshot:
             sec, pos, lv = self._placement(op["placement"])
             self._add_items(k, op["elements"], sec, pos, lv)
         elif name == "delete_items":
-            gone = set()        # removed as descendants of an earlier id of this op: skipped
             for iid in op["ids"]:
                 if iid not in self.item_section:
-                    if iid in gone:
-                        continue
                     raise BatchError("item_not_found", k, iid, "no such item")
-                gone.update(i["id"] for i in self._take(iid)[1:])
+                self._take(iid)
         elif name == "delete_all_items":
             self.sections = []
             self.section_index = {}
@@ -1246,12 +1246,7 @@ class Snapshot:
             if parent not in self.item_section:
                 raise BatchError("parent_not_found", k, parent, "no such parent item")
             sec, n = self._item_pos(parent)
-            lv = level(sec["items"][n]) + 1
-            # Section 6: the depth is the op's, checked before its elements (naming the first).
-            if op["elements"] and self.limits is not None and lv >= self.limits["max_outline_depth"]:
-                raise BatchError("outline_too_deep", k, op["elements"][0]["id"], "children of %s would be at level %d "
-                                 "(max_outline_depth %d)" % (_show(parent), lv, self.limits["max_outline_depth"]))
-            self._add_items(k, op["elements"], sec, self._end(sec, n), lv)
+            self._add_items(k, op["elements"], sec, self._end(sec, n), level(sec["items"][n]) + 1)
         elif name == "move_item_to_parent":
             iid, parent = op["id"], op["parent"]
             if iid not in self.item_section:
