@@ -128,7 +128,7 @@ extension ServerIntegration {
                 .appendingPathComponent("Fixtures/previous-release-data")
             try FileManager.default.createDirectory(atPath: dir.data, withIntermediateDirectories: true)
             for name in try FileManager.default.contentsOfDirectory(atPath: fixture.path) where name != "README.md" {
-                try FileManager.default.copyItem(atPath: fixture.appendingPathComponent(name).path, atPath: dir.data + "/" + name)
+                try FileManager.default.copyItem(atPath: fixture.appendingPathComponent(name).path, toPath: dir.data + "/" + name)
             }
             let daemon = try dir.start()
             defer { daemon.stop() }

@@ -41,7 +41,7 @@ class SessionTests(DaemonTestCase):
                             "append-items lobby to main a=hello b\nshow lobby\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
         lines = done.stdout.splitlines()
-        self.assertRegex(lines[0], r"^WELCOME v=1 session=\d+ server=")
+        self.assertRegex(lines[0], r"^WELCOME v=2 session=\d+ server=")
         m = re.match(r"^SNAPSHOT #1 lobby e=(\d+) v=0 initial digest=([0-9a-f]{16}) 0 sections, 0 items$",
                      lines[1])
         self.assertTrue(m, self.explain(done))
@@ -174,7 +174,7 @@ class SessionTests(DaemonTestCase):
                          self.explain(done))
         welcome, snapshot, diff, ack, reject, stats, pong = frames
         self.assertEqual(set(welcome), {"type", "version", "session_id", "server_name", "limits"})
-        self.assertEqual(welcome["version"], 1)
+        self.assertEqual(welcome["version"], 2)
         self.assertEqual(set(snapshot), {"type", "request_id", "room", "epoch", "version", "reason",
                                          "digest", "snapshot"})
         self.assertEqual((snapshot["request_id"], snapshot["room"], snapshot["version"]), (1, "lobby", 0))
