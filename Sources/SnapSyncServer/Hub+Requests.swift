@@ -68,7 +68,8 @@ extension Hub {
             stats.protocolErrors += 1
             close(
                 session, error: .unsupportedVersion,
-                "this server speaks versions \(ProtocolVersion.supported.map(String.init).joined(separator: ", ")); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
+                "this server speaks versions \(ProtocolVersion.supported.map(String.init).joined(separator: ", ")); HELLO offered \(versions.map(String.init).joined(separator: ", "))"
+            )
             return
         }
         guard authenticate(session, credentials: credentials) else { return }

@@ -113,7 +113,9 @@ public struct FrameDecoder: Sendable {
     static func decodeBody(_ body: UnsafeBufferPointer<UInt8>, limits: WireLimits, accepting: Sender, version: UInt64) throws(WireError) -> Message {
         let typeByte = body[0]
         guard let type = MessageType(rawValue: typeByte), type.exists(inVersion: version) else {
-            throw WireError(.unknownMessageType, "unknown message type 0x\(hex(typeByte))\(MessageType(rawValue: typeByte) == nil ? "" : " in protocol version \(version)")")
+            throw WireError(
+                .unknownMessageType, "unknown message type 0x\(hex(typeByte))\(MessageType(rawValue: typeByte) == nil ? "" : " in protocol version \(version)")"
+            )
         }
         guard accepting == .either || type.sentBy == .either || type.sentBy == accepting else {
             throw WireError(.unknownMessageType, "\(type.name) (0x\(hex(typeByte))) is sent by the \(type.sentBy == .client ? "client" : "server") only")
