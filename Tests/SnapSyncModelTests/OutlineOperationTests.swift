@@ -101,6 +101,17 @@ func tree(_ s: Snapshot) -> [[String]] {
         #expect(tree(applied([.moveItemToParent("apple", parent: "fruit")], to: base))[0] == ["s1", "fruit", "-pear", "--seed", "-apple", "bread"])
     }
 
+    @Test func mutatorsWithSectionSnapshotNames() throws {
+        var s = base
+        try s.appendChildren(["kiwi"], toParent: "apple")
+        try s.moveItem("bread", toParent: "milk")
+        #expect(tree(s) == [["s1", "fruit", "-apple", "--kiwi", "-pear", "--seed"], ["s2", "milk", "-bread"]])
+        #expect(throws: BatchError(operationIndex: 0, violation: .outlineTooDeep("x", limit: 3))) {
+            try s.appendChildren(["x"], toParent: "kiwi", limits: Limits(maxOutlineDepth: 3))
+        }
+        #expect(throws: BatchError(operationIndex: 0, violation: .moveIntoOwnSubtree("fruit"))) { try s.moveItem("fruit", toParent: "kiwi") }
+    }
+
     @Test func sectionOperationsCarryTheForest() {
         let moved = applied([.moveSection("s1", .after("s2"))], to: base)
         #expect(tree(moved) == [["s2", "milk"], ["s1", "fruit", "-apple", "-pear", "--seed", "bread"]])
