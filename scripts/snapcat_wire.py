@@ -1,4 +1,4 @@
-"""SnapSync wire protocol v1 and snapshot model, written from Protocol/PROTOCOL.md alone.
+"""SnapSync wire protocol (versions 2 and 1) and snapshot model, written from Protocol/PROTOCOL.md alone.
 
 This is snapcat's codec. It is an independent second implementation of the protocol (it shares no
 code with the Swift codec), so the vectors in Protocol/vectors/ check both against the spec.
@@ -10,14 +10,20 @@ Representation used throughout (the "native" form):
     peer can still be shown; the JSON form turns them into text;
   - a message: a dict with "type" (the upper-case name, e.g. "DIFF") and one key per field, named
     as in PROTOCOL.md section 3;
-  - a snapshot: a list of sections ``{"id", "payload", "items": [{"id", "payload"}]}``;
+  - a snapshot: a list of sections ``{"id", "payload", "items": [{"id", "payload", "level"}]}``,
+    items in depth-first order with their level (0: a root; "level" may be left out for 0);
   - an op: ``{"op": name, ...fields}``; a placement: ``{"side": "before"|"after", "anchor": id}``.
 """
 
 import hashlib
 import json
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+# What snapcat offers in HELLO, most preferred first (PROTOCOL.md section 8.2).
+SUPPORTED_VERSIONS = [2, 1]
+# Version 2 additions that a version 1 connection does not have (section 8.2).
+V2_OPCODES = {0x17, 0x18}
+V2_MESSAGES = {0x18}
 MAGIC = b"SNAP"
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 MAX_WRITE_ID_BYTES = 32
@@ -65,6 +71,10 @@ ERROR_CODES = {
     48: "forbidden",
     49: "room_deleted",
     50: "room_expired",
+    51: "parent_not_found",
+    52: "move_into_own_subtree",
+    53: "outline_too_deep",
+    54: "outline_unsupported",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 
@@ -95,9 +105,10 @@ def _malformed(message):
 class Reader:
     """Reads fields from one frame body; every read checks it stays inside the body."""
 
-    def __init__(self, data, pos=0):
+    def __init__(self, data, pos=0, version=PROTOCOL_VERSION):
         self.data = bytes(data)
         self.pos = pos
+        self.version = version      # the connection's: version 1 reads no levels nor v2 ops
 
     def remaining(self):
         return len(self.data) - self.pos
@@ -224,13 +235,70 @@ def enc_section(s):
     return enc_bytes(s["id"]) + enc_bytes(s.get("payload", b"")) + enc_list(s.get("items", []), enc_element)
 
 
+def level(item):
+    return item.get("level", 0)
+
+
+def at_level(item, lv):
+    """The item at level lv, in the native form: "level" only when it is above 0, so that a flat
+    snapshot reads exactly as in version 1."""
+    out = {k: v for k, v in item.items() if k != "level"}
+    if lv:
+        out["level"] = lv
+    return out
+
+
+def read_levels(r, groups):
+    """The `levels` part (PROTOCOL.md section 4) after a snapshot field's items, grouped by
+    section: every byte left in the body. Sets each item's "level"; malformed_frame unless it is
+    one varint per item, each section starting at 0, no step up of more than one, and not all 0.
+    Version 1 reads none (what is left is then trailing bytes)."""
+    if r.version < 2 or not r.remaining():
+        return
+    n = sum(len(items) for items in groups)
+    if r.remaining() < n:       # each varint takes a byte: checked before reading any
+        raise _malformed("levels: %d bytes left for %d items" % (r.remaining(), n))
+    deepest = 0
+    for items in groups:
+        previous = -1
+        for item in items:
+            lv = r.varint("level")
+            if lv > previous + 1:
+                raise _malformed("levels: item %s at level %d after level %d"
+                                 % (_show(item["id"]), lv, previous))
+            previous = lv
+            if lv:
+                item["level"] = lv
+            deepest = max(deepest, lv)
+    if r.remaining():
+        raise _malformed("levels: %d bytes left after one level per item" % r.remaining())
+    if deepest == 0:
+        raise _malformed("levels: every level is 0 (a flat snapshot has no levels part)")
+
+
+def enc_levels(items):
+    return b"".join(enc_varint(level(i)) for i in items) if any(level(i) for i in items) else b""
+
+
 def read_snapshot(r, what="snapshot"):
-    return r.list_(lambda w: read_section(r), "sections")
+    sections = r.list_(lambda w: read_section(r), "sections")
+    read_levels(r, [s["items"] for s in sections])
+    return sections
+
+
+def read_section_items(r, what="items"):
+    items = r.list_(lambda w: read_element(r, "item"), "items")
+    read_levels(r, [items])
+    return items
 
 
 def encode_snapshot(snapshot):
     """The canonical encoding of a snapshot (also what its digest is computed over)."""
-    return enc_list(snapshot, enc_section)
+    return enc_list(snapshot, enc_section) + enc_levels([i for s in snapshot for i in s.get("items", [])])
+
+
+def encode_section_items(items):
+    return enc_list(items, enc_element) + enc_levels(items)
 
 
 def snapshot_digest(snapshot):
@@ -283,6 +351,34 @@ def check_snapshot_content(snapshot, limits=None):
             if len(items) > limits["max_items_per_room"]:
                 raise WireError("too_many_items", "more than max_items_per_room %d items"
                                 % limits["max_items_per_room"])
+    _check_depth([i for s in snapshot for i in s["items"]], limits)
+
+
+def _check_depth(items, limits):
+    for item in items:
+        if level(item) >= limits["max_outline_depth"]:
+            raise WireError("outline_too_deep", "item %s at level %d (max_outline_depth %d)"
+                            % (_show(item["id"]), level(item), limits["max_outline_depth"]), item["id"])
+
+
+def check_section_items_content(items, limits=None):
+    """REPLACE_SECTION's items (PROTOCOL.md section 11.21): the field's size, then item by item
+    identifier, payload, uniqueness and count, then the depth."""
+    limits = limits_from(limits)
+    size = len(encode_section_items(items))
+    if size > limits["max_snapshot_bytes"]:
+        raise WireError("snapshot_too_large", "items of %d bytes exceed max_snapshot_bytes %d"
+                        % (size, limits["max_snapshot_bytes"]))
+    seen = set()
+    for item in items:
+        _check_element(item, limits, "item")
+        if item["id"] in seen:
+            raise WireError("duplicate_item", "item %s appears twice" % _show(item["id"]), item["id"])
+        seen.add(item["id"])
+        if len(seen) > limits["max_items_per_room"]:
+            raise WireError("too_many_items", "more than max_items_per_room %d items"
+                            % limits["max_items_per_room"])
+    _check_depth(items, limits)
 
 
 def op_identifiers(op):
@@ -344,6 +440,8 @@ OPS = {
     0x14: ("move_item", [("id", "id"), ("placement", "placement")]),
     0x15: ("move_item_to_section", [("id", "id"), ("section", "id")]),
     0x16: ("update_items", [("kind", "kind"), ("elements", "elements")]),
+    0x17: ("append_children", [("parent", "id"), ("elements", "elements")]),
+    0x18: ("move_item_to_parent", [("id", "id"), ("parent", "id")]),
 }
 OP_CODES = {name: (code, fields) for code, (name, fields) in OPS.items()}
 
@@ -361,7 +459,7 @@ def enc_placement(p):
 
 def read_op(r, what="op"):
     opcode = r.u8("opcode")
-    if opcode not in OPS:
+    if opcode not in OPS or (r.version < 2 and opcode in V2_OPCODES):
         raise _malformed("unknown opcode 0x%02x" % opcode)
     name, fields = OPS[opcode]
     op = {"op": name}
@@ -416,6 +514,7 @@ LIMIT_KEYS = {
     6: "max_rooms_per_connection",
     7: "max_snapshot_bytes",
     8: "history_count",
+    9: "max_outline_depth",
 }
 LIMIT_CODES = {v: k for k, v in LIMIT_KEYS.items()}
 # PROTOCOL.md section 12: what a missing WELCOME key means.
@@ -428,6 +527,7 @@ DEFAULT_LIMITS = {
     "max_rooms_per_connection": 64,
     "max_snapshot_bytes": 16 * 1024 * 1024 - 64 * 1024,
     "history_count": 1024,
+    "max_outline_depth": 64,
 }
 
 
@@ -463,6 +563,9 @@ MESSAGES = {
     0x15: ("AUTH", [("request_id", "varint"), ("credentials", "bytes")]),
     0x16: ("DROP", [("request_id", "varint"), ("room", "string")]),
     0x17: ("SET_TTL", [("request_id", "varint"), ("room", "string"), ("seconds", "varint")]),
+    0x18: ("REPLACE_SECTION", [("request_id", "varint"), ("room", "string"),
+                               ("expected_version", "opt_varint"), ("write_id", "write_id"),
+                               ("section", "bytes"), ("items", "section_items")]),
     0x20: ("SNAPSHOT", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                         ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
                         ("snapshot", "snapshot")]),
@@ -477,7 +580,7 @@ MESSAGES = {
 }
 MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
 CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH", "DROP",
-                    "SET_TTL"}
+                    "SET_TTL", "REPLACE_SECTION"}
 SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
                     "REJECT", "STATS_REPLY", "LEFT"}
 
@@ -521,6 +624,8 @@ def _read_field(r, kind, name):
         return r.list_(lambda w: read_op(r), name)
     if kind == "snapshot":
         return read_snapshot(r)
+    if kind == "section_items":
+        return read_section_items(r)
     if kind == "reason":
         reason = r.u8(name)
         if reason not in SNAPSHOT_REASONS:
@@ -564,27 +669,31 @@ def _enc_field(kind, v):
         return enc_list(v, enc_op)
     if kind == "snapshot":
         return encode_snapshot(v)
+    if kind == "section_items":
+        return encode_section_items(v)
     if kind == "reason":
         return enc_u8(SNAPSHOT_REASON_CODES[v])
     raise AssertionError(kind)
 
 
-def decode_body(body, accept=None, limits=None):
+def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
     """Decodes one frame body (type byte + fields) into a message dict.
 
     ``accept`` is the set of message names this receiver may get (e.g. SERVER_TO_CLIENT); a known
     type outside it is ``unknown_message_type`` too, as PROTOCOL.md section 6 says. ``limits``
     (by name; defaults for the rest) bound the content of SNAPSHOT, REPLACE and DIFF, which is
     checked once the whole frame has decoded (section 12); MUTATE ops are left to whoever applies
-    them.
+    them. ``version`` is the connection's (section 8.2): version 1 knows no REPLACE_SECTION, no
+    opcodes 0x17/0x18 and no levels part.
     """
     if not body:
         raise _malformed("empty frame body (L must be at least 1)")
     mtype = body[0]
-    if mtype not in MESSAGES or (accept is not None and MESSAGES[mtype][0] not in accept):
+    if (mtype not in MESSAGES or (accept is not None and MESSAGES[mtype][0] not in accept)
+            or (version < 2 and mtype in V2_MESSAGES)):
         raise WireError("unknown_message_type", "message type 0x%02x" % mtype)
     name, fields = MESSAGES[mtype]
-    r = Reader(body, 1)
+    r = Reader(body, 1, version)
     msg = {"type": name}
     for field, kind in fields:
         msg[field] = _read_field(r, kind, field)
@@ -592,6 +701,8 @@ def decode_body(body, accept=None, limits=None):
         raise _malformed("%d bytes left over after the last field of %s" % (r.remaining(), name))
     if name in ("SNAPSHOT", "REPLACE"):
         check_snapshot_content(msg["snapshot"], limits)
+    elif name == "REPLACE_SECTION":
+        check_section_items_content(msg["items"], limits)
     elif name == "DIFF":
         check_ops_content(msg["ops"], limits)
     return msg
@@ -625,14 +736,14 @@ def frame_length(buf, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
     return 4 + n
 
 
-def decode_frame(data, accept=None, limits=None):
+def decode_frame(data, accept=None, limits=None, version=PROTOCOL_VERSION):
     """Decodes exactly one whole frame (4-byte length + body); anything else is an error."""
     n = frame_length(data, limits_from(limits)["max_frame_bytes"])
     if n is None:
         raise _malformed("truncated frame (%d bytes)" % len(data))
     if n != len(data):
         raise _malformed("%d bytes after the frame" % (len(data) - n))
-    return decode_body(data[4:], accept, limits)
+    return decode_body(data[4:], accept, limits, version)
 
 
 class FrameSplitter:
@@ -706,9 +817,34 @@ def element_from_json(e):
     return {"id": bytes_from_json(e["id"]), "payload": bytes_from_json(e.get("payload", ""))}
 
 
+def items_to_json(items):
+    """Depth-first items with levels -> the nested JSON form (section 14): the roots, each with
+    "children" when it has any."""
+    roots, path = [], []
+    for i in items:
+        node = element_to_json(i)
+        del path[level(i):]
+        (path[-1].setdefault("children", []) if path else roots).append(node)
+        path.append(node)
+    return roots
+
+
+def items_from_json(j, depth=0):
+    """The nested JSON form -> depth-first items with levels."""
+    if not isinstance(j, list):
+        raise ValueError("items are a JSON list")
+    out = []
+    for i in j:
+        if not isinstance(i, dict) or "id" not in i:
+            raise ValueError("an item is an object with \"id\" (and \"payload\", \"children\")")
+        out.append(at_level(element_from_json(i), depth))
+        out += items_from_json(i.get("children", []), depth + 1)
+    return out
+
+
 def snapshot_to_json(snap):
     return [{"id": bytes_to_json(s["id"]), "payload": bytes_to_json(s["payload"]),
-             "items": [element_to_json(i) for i in s["items"]]} for s in snap]
+             "items": items_to_json(s["items"])} for s in snap]
 
 
 def snapshot_from_json(j):
@@ -719,7 +855,7 @@ def snapshot_from_json(j):
         if not isinstance(s, dict) or "id" not in s:
             raise ValueError("a section is an object with \"id\", \"payload\" and \"items\"")
         out.append({"id": bytes_from_json(s["id"]), "payload": bytes_from_json(s.get("payload", "")),
-                    "items": [element_from_json(i) for i in s.get("items", [])]})
+                    "items": items_from_json(s.get("items", []))})
     return out
 
 
@@ -784,6 +920,8 @@ def _field_to_json(kind, v):
         return [op_to_json(o) for o in v]
     if kind == "snapshot":
         return snapshot_to_json(v)
+    if kind == "section_items":
+        return items_to_json(v)
     raise AssertionError(kind)
 
 
@@ -806,6 +944,8 @@ def _field_from_json(kind, v):
         return [op_from_json(o) for o in v]
     if kind == "snapshot":
         return snapshot_from_json(v)
+    if kind == "section_items":
+        return items_from_json(v)
     raise AssertionError(kind)
 
 
@@ -850,8 +990,11 @@ class BatchError(Exception):
 class Snapshot:
     """Ordered sections of ordered items, with identifiers unique as PROTOCOL.md requires.
 
-    Lookups go through two dicts (section id -> section, item id -> section id), so membership
-    tests are O(1); positional edits are O(n) list operations, which is fine for a debugger.
+    A section's items are kept in depth-first order with their levels (section 4), so an item's
+    subtree is the run from it to the next item at its level or above, and every op of section 5
+    is a list edit of such runs. Lookups go through two dicts (section id -> section, item id ->
+    section id), so membership tests are O(1); positional edits are O(n) list operations, which
+    is fine for a debugger.
     """
 
     def __init__(self, sections=None):
@@ -869,7 +1012,7 @@ class Snapshot:
                 iid = bytes(i["id"])
                 if iid in self.item_section:
                     raise ValueError("duplicate item %r" % (iid,))
-                sec["items"].append({"id": iid, "payload": bytes(i.get("payload", b""))})
+                sec["items"].append(at_level({"id": iid, "payload": bytes(i.get("payload", b""))}, level(i)))
                 self.item_section[iid] = sec["id"]
 
     def copy(self):
@@ -888,6 +1031,9 @@ class Snapshot:
     def item_count(self):
         return len(self.item_section)
 
+    def is_outline(self):
+        return any(level(i) for s in self.sections for i in s["items"])
+
     def __eq__(self, other):
         return isinstance(other, Snapshot) and self.to_list() == other.to_list()
 
@@ -896,8 +1042,11 @@ class Snapshot:
         assert len(self.section_index) == len(self.sections)
         for s in self.sections:
             assert self.section_index.get(s["id"]) is s
+            previous = -1
             for i in s["items"]:
                 assert i["id"] not in seen_items, "item %r twice" % (i["id"],)
+                assert 0 <= level(i) <= previous + 1 and i.get("level") != 0, "item %r at level %d" % (i["id"], level(i))
+                previous = level(i)
                 seen_items[i["id"]] = s["id"]
         assert seen_items == self.item_section
 
@@ -941,18 +1090,61 @@ class Snapshot:
             self.section_index[e["id"]] = sec
             pos += 1
 
-    def _add_items(self, k, elements, sec, pos):
+    def _add_items(self, k, elements, sec, pos, lv=0):
         for e in elements:
             self._check_new(k, e, self.item_section, "duplicate_item", len(self.item_section),
                             "too_many_items", "max_items_per_room")
-            sec["items"].insert(pos, {"id": e["id"], "payload": e["payload"]})
+            if self.limits is not None and lv >= self.limits["max_outline_depth"]:
+                raise BatchError("outline_too_deep", k, e["id"], "the item would be at level %d "
+                                 "(max_outline_depth %d)" % (lv, self.limits["max_outline_depth"]))
+            sec["items"].insert(pos, at_level({"id": e["id"], "payload": e["payload"]}, lv))
             self.item_section[e["id"]] = sec["id"]
             pos += 1
 
-    def _remove_item(self, iid):
+    @staticmethod
+    def _end(sec, n):
+        """One past the last item of the subtree that starts at sec["items"][n]."""
+        items, e = sec["items"], n + 1
+        while e < len(items) and level(items[e]) > level(items[n]):
+            e += 1
+        return e
+
+    def _subtree(self, iid):
         sec, n = self._item_pos(iid)
-        del sec["items"][n]
-        del self.item_section[iid]
+        return sec["items"][n:self._end(sec, n)]
+
+    def _take(self, iid):
+        """Removes the item's subtree and returns it."""
+        sec, n = self._item_pos(iid)
+        e = self._end(sec, n)
+        run = sec["items"][n:e]
+        del sec["items"][n:e]
+        for i in run:
+            del self.item_section[i["id"]]
+        return run
+
+    def _put(self, sec, pos, run, lv):
+        shift = lv - level(run[0])
+        sec["items"][pos:pos] = [at_level(i, level(i) + shift) for i in run]
+        for i in run:
+            self.item_section[i["id"]] = sec["id"]
+
+    def _check_move(self, k, iid, target):
+        """move_into_own_subtree when the anchor or parent `target` is iid or one of its descendants."""
+        if any(i["id"] == target for i in self._subtree(iid)):
+            raise BatchError("move_into_own_subtree", k, iid, "%s would go inside its own subtree" % _show(iid))
+
+    def _check_moved_depth(self, k, iid, lv):
+        run = self._subtree(iid)
+        deepest = lv + max(level(i) for i in run) - level(run[0])
+        if self.limits is not None and deepest >= self.limits["max_outline_depth"]:
+            raise BatchError("outline_too_deep", k, iid, "its subtree would reach level %d (max_outline_depth %d)"
+                             % (deepest, self.limits["max_outline_depth"]))
+
+    def _placement(self, p):
+        """(section, index, level) where a sibling of the anchor goes (section 5)."""
+        sec, n = self._item_pos(p["anchor"])
+        return sec, (self._end(sec, n) if p["side"] == "after" else n), level(sec["items"][n])
 
     # -- ops ------------------------------------------------------------------------------
 
@@ -1008,14 +1200,13 @@ class Snapshot:
             anchor = op["placement"]["anchor"]
             if anchor not in self.item_section:
                 raise BatchError("anchor_item_not_found", k, anchor, "no such anchor item")
-            sec, pos = self._item_pos(anchor)
-            pos += 1 if op["placement"]["side"] == "after" else 0
-            self._add_items(k, op["elements"], sec, pos)
+            sec, pos, lv = self._placement(op["placement"])
+            self._add_items(k, op["elements"], sec, pos, lv)
         elif name == "delete_items":
             for iid in op["ids"]:
                 if iid not in self.item_section:
                     raise BatchError("item_not_found", k, iid, "no such item")
-                self._remove_item(iid)
+                self._take(iid)
         elif name == "delete_all_items":
             self.sections = []
             self.section_index = {}
@@ -1028,24 +1219,21 @@ class Snapshot:
                 raise BatchError("anchor_item_not_found", k, anchor, "no such anchor item")
             if anchor == iid:
                 raise BatchError("anchor_is_self", k, iid, "item moved relative to itself")
-            sec, n = self._item_pos(iid)
-            item = sec["items"].pop(n)
-            del self.item_section[iid]
-            asec, pos = self._item_pos(anchor)
-            pos += 1 if op["placement"]["side"] == "after" else 0
-            asec["items"].insert(pos, item)
-            self.item_section[iid] = asec["id"]
+            self._check_move(k, iid, anchor)
+            asec, an = self._item_pos(anchor)
+            self._check_moved_depth(k, iid, level(asec["items"][an]))
+            run = self._take(iid)
+            sec, pos, lv = self._placement(op["placement"])
+            self._put(sec, pos, run, lv)
         elif name == "move_item_to_section":
             iid, sid = op["id"], op["section"]
             if iid not in self.item_section:
                 raise BatchError("item_not_found", k, iid, "no such item")
             if sid not in self.section_index:
                 raise BatchError("section_not_found", k, sid, "no such section")
-            sec, n = self._item_pos(iid)
-            item = sec["items"].pop(n)
+            run = self._take(iid)
             target = self.section_index[sid]
-            target["items"].append(item)
-            self.item_section[iid] = sid
+            self._put(target, len(target["items"]), run, 0)
         elif name == "update_items":
             for e in op["elements"]:
                 if e["id"] not in self.item_section:
@@ -1053,6 +1241,24 @@ class Snapshot:
                 self._check_payload(k, e)
                 sec, n = self._item_pos(e["id"])
                 sec["items"][n]["payload"] = e["payload"]
+        elif name == "append_children":
+            parent = op["parent"]
+            if parent not in self.item_section:
+                raise BatchError("parent_not_found", k, parent, "no such parent item")
+            sec, n = self._item_pos(parent)
+            self._add_items(k, op["elements"], sec, self._end(sec, n), level(sec["items"][n]) + 1)
+        elif name == "move_item_to_parent":
+            iid, parent = op["id"], op["parent"]
+            if iid not in self.item_section:
+                raise BatchError("item_not_found", k, iid, "no such item")
+            if parent not in self.item_section:
+                raise BatchError("parent_not_found", k, parent, "no such parent item")
+            self._check_move(k, iid, parent)
+            psec, pn = self._item_pos(parent)
+            self._check_moved_depth(k, iid, level(psec["items"][pn]) + 1)
+            run = self._take(iid)
+            sec, n = self._item_pos(parent)
+            self._put(sec, self._end(sec, n), run, level(sec["items"][n]) + 1)
         else:
             raise ValueError("unknown op %r" % (name,))
 

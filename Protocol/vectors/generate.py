@@ -88,6 +88,7 @@ OPCODES = {
     "move_section": 0x04, "update_sections": 0x05, "append_items": 0x10, "insert_items": 0x11,
     "delete_items": 0x12, "delete_all_items": 0x13, "move_item": 0x14,
     "move_item_to_section": 0x15, "update_items": 0x16,
+    "append_children": 0x17, "move_item_to_parent": 0x18,   # version 2
 }
 
 
@@ -130,6 +131,10 @@ def enc_op(op):
         out += bstr(op["id"]) + bstr(op["section"])
     elif name == "update_items":
         out += u8(KINDS[op["kind"]]) + lst(op["elements"], enc_el)
+    elif name == "append_children":
+        out += bstr(op["parent"]) + lst(op["elements"], enc_el)
+    elif name == "move_item_to_parent":
+        out += bstr(op["id"]) + bstr(op["parent"])
     else:
         raise AssertionError(name)
     return out
@@ -148,7 +153,7 @@ def op_json(op):
             out[k] = [jb(i) for i in v]
         elif k == "placement":
             out[k] = {"side": v["side"], "anchor": jb(v["anchor"])}
-        elif k in ("id", "section"):
+        elif k in ("id", "section", "parent"):
             out[k] = None if v is None else jb(v)
         else:
             out[k] = v
@@ -168,18 +173,51 @@ def delete_all_items(): return {"op": "delete_all_items"}
 def move_item(id_, p): return {"op": "move_item", "id": B(id_), "placement": p}
 def move_item_to_section(id_, section): return {"op": "move_item_to_section", "id": B(id_), "section": B(section)}
 def update_items(kind, *els): return {"op": "update_items", "kind": kind, "elements": list(els)}
+def append_children(parent, *els): return {"op": "append_children", "parent": B(parent), "elements": list(els)}
+def move_item_to_parent(id_, parent): return {"op": "move_item_to_parent", "id": B(id_), "parent": B(parent)}
 
 
 # ---------------------------------------------------------------------------------------------
-# Snapshots (section 4): a list of (section element, [item elements]).
+# Snapshots (section 4): a list of (section element, [item elements]). An item element may carry
+# "level" (version 2; absent means 0), its items being in depth-first order.
+
+
+def at(level, e):
+    """The item element `e` at `level` (0: a root)."""
+    return dict(e, level=level)
+
+
+def level_of(e):
+    return e.get("level", 0)
+
+
+def enc_levels(items):
+    """The `levels` part of section 4: present only when some item is below the roots."""
+    return b"".join(varint(level_of(i)) for i in items) if any(level_of(i) for i in items) else b""
 
 
 def enc_snapshot(snap):
-    return lst(snap, lambda s: enc_el(s[0]) + lst(s[1], enc_el))
+    return lst(snap, lambda s: enc_el(s[0]) + lst(s[1], enc_el)) + enc_levels([i for s in snap for i in s[1]])
+
+
+def enc_section_items(items):
+    return lst(items, enc_el) + enc_levels(items)
+
+
+def items_json(items):
+    """Depth-first items with levels -> the nested JSON form (section 14): roots, each with its
+    `children` when it has any."""
+    roots, stack = [], []
+    for i in items:
+        node = el_json(i)
+        del stack[level_of(i):]
+        (stack[-1].setdefault("children", []) if stack else roots).append(node)
+        stack.append(node)
+    return roots
 
 
 def snapshot_json(snap):
-    return [{"id": jb(s[0]["id"]), "payload": jb(s[0]["payload"]), "items": [el_json(i) for i in s[1]]}
+    return [{"id": jb(s[0]["id"]), "payload": jb(s[0]["payload"]), "items": items_json(s[1])}
             for s in snap]
 
 
@@ -241,6 +279,14 @@ def replace(request_id, room, expected_version, write_id, snap):
             + enc_snapshot(snap))
     return body, {"type": "REPLACE", "request_id": request_id, "room": room, "expected_version": expected_version,
                   "write_id": jb(B(write_id)), "snapshot": snapshot_json(snap)}
+
+
+def replace_section(request_id, room, expected_version, write_id, section, items):
+    body = (u8(0x18) + varint(request_id) + text(room) + opt(expected_version, varint) + bstr(B(write_id))
+            + bstr(B(section)) + enc_section_items(items))
+    return body, {"type": "REPLACE_SECTION", "request_id": request_id, "room": room,
+                  "expected_version": expected_version, "write_id": jb(B(write_id)), "section": jb(B(section)),
+                  "items": items_json(items)}
 
 
 def stats(request_id):
@@ -344,8 +390,11 @@ TOKEN = example_token().encode("ascii")
 
 
 class Model:
+    """Items are kept per section in depth-first order with their levels (section 4), so a subtree
+    is the run from an item up to the next item at its level or above (section 5)."""
+
     def __init__(self, snap):
-        self.sections = [[dict(s), [dict(i) for i in items]] for s, items in snap]
+        self.sections = [[dict(s), [dict(i, level=level_of(i)) for i in items]] for s, items in snap]
 
     def snap(self):
         return [(s, list(items)) for s, items in self.sections]
@@ -356,50 +405,80 @@ class Model:
     def iloc(self, id_):
         return next((k, j) for k, s in enumerate(self.sections) for j, i in enumerate(s[1]) if i["id"] == id_)
 
+    def end(self, k, j):
+        """One past the last item of the subtree at section k, index j."""
+        items, e = self.sections[k][1], j + 1
+        while e < len(items) and items[e]["level"] > items[j]["level"]:
+            e += 1
+        return e
+
+    def take(self, id_):
+        k, j = self.iloc(id_)
+        e = self.end(k, j)
+        run = self.sections[k][1][j:e]
+        del self.sections[k][1][j:e]
+        return run
+
+    def put(self, k, j, run, level):
+        shift = level - run[0]["level"]
+        self.sections[k][1][j:j] = [dict(i, level=i["level"] + shift) for i in run]
+
+    def placed(self, placement):
+        """(section, index, level) where a sibling of the anchor goes."""
+        k, j = self.iloc(placement["anchor"])
+        level = self.sections[k][1][j]["level"]
+        return k, (self.end(k, j) if placement["side"] == "after" else j), level
+
     def apply(self, op):
         name = op["op"]
+        fresh = lambda es, level: [dict(e, level=level) for e in es]
         if name == "append_sections":
             self.sections += [[dict(e), []] for e in op["elements"]]
         elif name == "insert_sections":
-            at = self.sidx(op["placement"]["anchor"]) + (op["placement"]["side"] == "after")
-            self.sections[at:at] = [[dict(e), []] for e in op["elements"]]
+            at_ = self.sidx(op["placement"]["anchor"]) + (op["placement"]["side"] == "after")
+            self.sections[at_:at_] = [[dict(e), []] for e in op["elements"]]
         elif name == "delete_sections":
             for id_ in op["ids"]:
                 del self.sections[self.sidx(id_)]
         elif name == "move_section":
             moved = self.sections.pop(self.sidx(op["id"]))
-            at = self.sidx(op["placement"]["anchor"]) + (op["placement"]["side"] == "after")
-            self.sections.insert(at, moved)
+            at_ = self.sidx(op["placement"]["anchor"]) + (op["placement"]["side"] == "after")
+            self.sections.insert(at_, moved)
         elif name == "update_sections":
             for e in op["elements"]:
                 self.sections[self.sidx(e["id"])][0] = dict(e)
         elif name == "append_items":
             k = len(self.sections) - 1 if op["section"] is None else self.sidx(op["section"])
-            self.sections[k][1] += [dict(e) for e in op["elements"]]
+            self.sections[k][1] += fresh(op["elements"], 0)
         elif name == "insert_items":
-            k, j = self.iloc(op["placement"]["anchor"])
-            j += op["placement"]["side"] == "after"
-            self.sections[k][1][j:j] = [dict(e) for e in op["elements"]]
+            k, j, level = self.placed(op["placement"])
+            self.sections[k][1][j:j] = fresh(op["elements"], level)
         elif name == "delete_items":
             for id_ in op["ids"]:
-                k, j = self.iloc(id_)
-                del self.sections[k][1][j]
+                self.take(id_)
         elif name == "delete_all_items":
             self.sections = []
         elif name == "move_item":
-            k, j = self.iloc(op["id"])
-            moved = self.sections[k][1].pop(j)
-            k, j = self.iloc(op["placement"]["anchor"])
-            j += op["placement"]["side"] == "after"
-            self.sections[k][1].insert(j, moved)
+            run = self.take(op["id"])
+            k, j, level = self.placed(op["placement"])
+            self.put(k, j, run, level)
         elif name == "move_item_to_section":
-            k, j = self.iloc(op["id"])
-            moved = self.sections[k][1].pop(j)
-            self.sections[self.sidx(op["section"])][1].append(moved)
+            run = self.take(op["id"])
+            k = self.sidx(op["section"])
+            self.put(k, len(self.sections[k][1]), run, 0)
         elif name == "update_items":
             for e in op["elements"]:
                 k, j = self.iloc(e["id"])
-                self.sections[k][1][j] = dict(e)
+                self.sections[k][1][j] = dict(e, level=self.sections[k][1][j]["level"])
+        elif name == "append_children":
+            k, j = self.iloc(op["parent"])
+            level = self.sections[k][1][j]["level"] + 1
+            e = self.end(k, j)
+            self.sections[k][1][e:e] = fresh(op["elements"], level)
+        elif name == "move_item_to_parent":
+            run = self.take(op["id"])
+            k, j = self.iloc(op["parent"])
+            self.put(k, self.end(k, j), run, self.sections[k][1][j]["level"] + 1)
         else:
             raise AssertionError(name)
 
@@ -435,6 +514,10 @@ NOTES = {
     "MultiRule": "A ContentRule case that breaks two or more rules: `error` is the first in the order of "
                  "section 4 (size first, then each section followed by its items, element by element).",
     "Example": "Valid; a worked example printed in PROTOCOL.md (regenerated from here, so the two agree).",
+    "Levels": "A snapshot field (or REPLACE_SECTION items) whose `levels` part breaks section 4: not one "
+              "varint per item, a section starting below the roots, a jump of more than one level, or "
+              "all levels 0. Always malformed_frame.",
+    "Version1": "Decode as a version 1 connection does: a version 2 frame that version 1 refuses (section 8.2).",
     "ContentUnchecked": "Valid at the wire level although the content breaks a limit: MUTATE ops are checked by "
                         "applying them, which gives the REJECT its op_index, not by the decoder.",
 }
@@ -478,6 +561,10 @@ DEFAULT_LIMITS = {
 }
 
 LIMIT_KEYS = {name: k + 1 for k, name in enumerate(DEFAULT_LIMITS)}
+# Version 2 adds key 9 (section 12); DEFAULT_LIMITS stays the version 1 set that a version 1 WELCOME
+# announces.
+LIMIT_KEYS["max_outline_depth"] = 9
+OUTLINE_DEPTH_DEFAULT = 64
 
 EPOCH = 0x1F2E3D4C5B6A7988  # a 64-bit epoch, as servers draw them at random
 
@@ -696,7 +783,7 @@ def message_vectors():
 
     # --- the worked examples of PROTOCOL.md ----------------------------------------------------
     for name, (built, _) in doc_examples().items():
-        if name not in LIFECYCLE_EXAMPLES:
+        if name not in LIFECYCLE_EXAMPLES and name not in OUTLINE_EXAMPLES and name != "snapshot-outline":
             s.valid("PROTOCOL.md example " + name, ["Example"], built)
 
     # --- authentication (section 8.4): AUTH, LEFT and their codes. Last in the file, so that the
@@ -774,6 +861,9 @@ def message_vectors():
 
 # Examples added with DROP and SET_TTL: their vectors come after the older ones (see above).
 LIFECYCLE_EXAMPLES = ["DROP", "LEFT-room_deleted", "SET_TTL"]
+# Version 2 examples: vectors of outline.json, not messages.json (snapshot-outline is a bare field,
+# pinned by the SNAPSHOT-outline frame that carries it).
+OUTLINE_EXAMPLES = ["HELLO-v2", "WELCOME-v2", "SNAPSHOT-outline", "DIFF-outline", "REPLACE_SECTION"]
 
 
 # Small limits, so that boundaries can be shown in small frames.
@@ -905,6 +995,280 @@ def limit_vectors():
     for t in s.tests:
         assert len(bytes.fromhex(t["hex"])) - 4 <= fmax or "frame_too_large" == t.get("error"), t["comment"]
     return s.tests
+
+
+OUTLINE_LIMITS = dict(DEFAULT_LIMITS, max_outline_depth=4)
+
+
+def outline_vectors():
+    """Version 2 frames (section 8.2): the new ops, REPLACE_SECTION, snapshot fields with `levels`
+    (section 4) and their malformed and content cases; `Version1` tests are decoded as version 1."""
+    s = Suite()
+    deep = OUTLINE_LIMITS["max_outline_depth"]
+    forest = [(el("s1", "S1"), [at(0, el("a")), at(1, el("a1")), at(2, el("a11")), at(1, el("a2")), at(0, el("b"))]),
+              (el("s2"), [at(0, el("c")), at(0, el("d"))])]
+
+    def diff_body(*raw_ops):
+        return u8(0x22) + text("r") + varint(1) + varint(1) + varint(len(raw_ops)) + b"".join(raw_ops)
+
+    def snap_body(snap_bytes):
+        return snapshot(1, "r", 1, 1, "initial", [])[0][:-1] + snap_bytes
+
+    def items_raw(*ids):
+        return lst([el(i) for i in ids], enc_el)
+
+    # --- valid version 2 frames ---------------------------------------------------------------
+    s.valid("HELLO offering versions 2 and 1", [], hello([2, 1], "snapcat"))
+    s.valid("WELCOME version 2 with max_outline_depth (key 9)", [],
+            welcome(2, 1, "snapsyncd/1.0", [(1, 1 << 24), (9, OUTLINE_DEPTH_DEFAULT)]))
+    s.valid("DIFF: append_children", ["EveryOp"], diff("r", EPOCH, 1, [append_children("a", el("x", "X"), el("y"))]))
+    s.valid("DIFF: move_item_to_parent", ["EveryOp"], diff("r", EPOCH, 2, [move_item_to_parent("b", "a1")]))
+    s.valid("DIFF: append_children with no elements and empty identifiers", ["EveryOp", "EdgeCase"],
+            diff("r", EPOCH, 3, [append_children(""), move_item_to_parent("", "")]))
+    s.valid("MUTATE mixing version 1 and version 2 ops", ["EveryOp"],
+            mutate(4, "r", 3, b"w", [append_items("s1", el("n")), append_children("n", el("n1")),
+                                     move_item_to_parent("b", "n1"), delete_items("a")]))
+    s.valid("SNAPSHOT of an outline (levels part after the items)", [],
+            snapshot(1, "r", EPOCH, 9, "initial", forest))
+    s.valid("SNAPSHOT of a flat room: no levels part (the version 1 bytes)", ["EdgeCase"],
+            snapshot(1, "r", EPOCH, 9, "initial", [(el("s"), [el("a"), el("b")])]))
+    s.valid("SNAPSHOT whose deepest item is at max_outline_depth - 1", ["EdgeCase"],
+            snapshot(1, "r", EPOCH, 9, "initial", [(el("s"), [at(k, el("i%d" % k)) for k in range(deep)])]))
+    s.valid("SNAPSHOT whose first section is flat and second an outline", ["EdgeCase"],
+            snapshot(1, "r", EPOCH, 9, "initial", [(el("f"), [el("x")]), (el("o"), [at(0, el("p")), at(1, el("q"))])]))
+    s.valid("REPLACE with an outline", [], replace(5, "r", None, b"", forest))
+    s.valid("REPLACE_SECTION with an outline", [],
+            replace_section(6, "r", 7, b"ws", "s1", [at(0, el("a", "A")), at(1, el("b")), at(0, el("c"))]))
+    s.valid("REPLACE_SECTION with flat items (no levels part)", ["EdgeCase"],
+            replace_section(7, "r", None, b"", "s1", [el("a"), el("b")]))
+    s.valid("REPLACE_SECTION emptying a section", ["EdgeCase"], replace_section(8, "r", None, b"", "s1", []))
+    s.valid("REPLACE_SECTION with a binary section identifier and a 32-byte write_id", ["EdgeCase"],
+            replace_section(9, "r", 0, bytes(range(32)), b"\x00\xff", [at(0, el("a")), at(1, el("b")), at(2, el("c"))]))
+    for code, name, ident in ((51, "parent_not_found", "p"), (52, "move_into_own_subtree", "a"),
+                              (53, "outline_too_deep", "x")):
+        s.valid("REJECT " + name, [], reject(10, code, 0, ident, name.replace("_", " ") + " " + ident))
+    s.valid("REJECT outline_unsupported answering a version 1 JOIN", [],
+            reject(11, 54, None, None, "room r is an outline; version 1 cannot join it"))
+    s.valid("LEFT outline_unsupported", [], left("r", 54, "room r became an outline"))
+
+    # --- malformed levels (section 4) -----------------------------------------------------------
+    two = lst([el("s")], lambda e: enc_el(e) + items_raw("a", "b"))
+    s.invalid_body("SNAPSHOT levels: one varint for two items", ["Levels", "FieldOverrun"],
+                   snap_body(two + b"\x00"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: three varints for two items", ["Levels", "TrailingBytes"],
+                   snap_body(two + b"\x00\x01\x00"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: the first item of the section at level 1", ["Levels"],
+                   snap_body(two + b"\x01\x02"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: a jump of two levels", ["Levels"],
+                   snap_body(lst([el("s")], lambda e: enc_el(e) + items_raw("a", "b", "c")) + b"\x00\x02\x01"),
+                   "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: all 0 (a flat snapshot has no levels part)", ["Levels"],
+                   snap_body(two + b"\x00\x00"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: the first item of the second section at level 1", ["Levels"],
+                   snap_body(lst([(el("s"), ["a", "b"]), (el("t"), ["c"])],
+                                 lambda x: enc_el(x[0]) + items_raw(*x[1])) + b"\x00\x01\x01"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: a non-minimal varint", ["Levels", "BadVarint"],
+                   snap_body(two + b"\x00\x81\x00"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: a byte after a snapshot with no items", ["Levels", "TrailingBytes"],
+                   snap_body(lst([el("s")], lambda e: enc_el(e) + items_raw()) + b"\x00"), "malformed_frame")
+    s.invalid_body("SNAPSHOT levels: an overflowing varint", ["Levels", "BadVarint"],
+                   snap_body(two + b"\x00" + bytes.fromhex("80" * 9 + "02")), "malformed_frame")
+    s.invalid_body("REPLACE levels: the last item's varint missing", ["Levels", "FieldOverrun"],
+                   replace(1, "r", None, b"", [(el("s"), [at(0, el("a")), at(1, el("b")), at(1, el("c"))])])[0][:-1],
+                   "malformed_frame")
+    s.invalid_body("REPLACE_SECTION levels: the first item at level 1", ["Levels"],
+                   replace_section(1, "r", None, b"", "s", [])[0][:-1] + items_raw("a", "b") + b"\x01\x01",
+                   "malformed_frame")
+    s.invalid_body("REPLACE_SECTION levels: all 0", ["Levels"],
+                   replace_section(1, "r", None, b"", "s", [])[0][:-1] + items_raw("a") + b"\x00", "malformed_frame")
+    s.invalid_body("REPLACE_SECTION levels malformed and an item repeated: malformed_frame comes first",
+                   ["Levels", "MultiRule"],
+                   replace_section(1, "r", None, b"", "s", [])[0][:-1] + items_raw("a", "a") + b"\x00\x02",
+                   "malformed_frame")
+
+    # --- other malformed version 2 frames -------------------------------------------------------
+    s.invalid_body("DIFF append_children missing its elements", ["FieldOverrun"],
+                   diff_body(u8(0x17) + bstr(b"p")), "malformed_frame")
+    s.invalid_body("DIFF move_item_to_parent missing its parent", ["FieldOverrun"],
+                   diff_body(u8(0x18) + bstr(b"x")), "malformed_frame")
+    s.invalid_body("DIFF with unknown opcode 0x19", ["BadEnum"], diff_body(b"\x19"), "malformed_frame")
+    s.invalid_body("REPLACE_SECTION with a 33-byte write_id", ["LayoutRule"],
+                   u8(0x18) + varint(1) + text("r") + b"\x00" + bstr(b"w" * 33) + bstr(b"s") + b"\x00", "malformed_frame")
+    s.invalid_body("REPLACE_SECTION missing its items", ["FieldOverrun"],
+                   u8(0x18) + varint(1) + text("r") + b"\x00" + bstr(b"") + bstr(b"s"), "malformed_frame")
+    whole = frame(replace_section(1, "r", None, b"", "s", [at(0, el("a")), at(1, el("b"))])[0])
+    s.invalid("REPLACE_SECTION missing its last byte", ["Truncated"], whole[:-1], "malformed_frame")
+    s.invalid_body("unknown message type 0x19", ["UnknownType"], b"\x19\x00", "unknown_message_type")
+
+    # --- content rules ----------------------------------------------------------------------------
+    too_deep = [(el("s"), [at(k, el("i%d" % k)) for k in range(deep + 1)])]
+    s.invalid_body("SNAPSHOT with an item at level max_outline_depth", ["ContentRule"],
+                   snapshot(1, "r", 1, 1, "initial", too_deep)[0], "outline_too_deep", "i%d" % deep)
+    s.invalid_body("REPLACE with an item at level max_outline_depth", ["ContentRule"],
+                   replace(1, "r", None, b"", too_deep)[0], "outline_too_deep", "i%d" % deep)
+    s.invalid_body("REPLACE_SECTION with an item at level max_outline_depth", ["ContentRule"],
+                   replace_section(1, "r", None, b"", "s", too_deep[0][1])[0], "outline_too_deep", "i%d" % deep)
+    s.invalid_body("REPLACE too deep and with a repeated item: the item rules come before the depth",
+                   ["ContentRule", "MultiRule"],
+                   replace(1, "r", None, b"", [(el("s"), too_deep[0][1] + [at(0, el("i0"))])])[0], "duplicate_item", "i0")
+    s.invalid_body("REPLACE_SECTION with a repeated item", ["ContentRule"],
+                   replace_section(1, "r", None, b"", "s", [at(0, el("a")), at(1, el("a"))])[0], "duplicate_item", "a")
+    s.invalid_body("REPLACE_SECTION with a 257-byte identifier", ["ContentRule"],
+                   replace_section(1, "r", None, b"", "s", [el("i" * 257)])[0], "identifier_too_long", "i" * 257)
+    s.invalid_body("DIFF append_children whose parent is a 257-byte identifier", ["ContentRule"],
+                   diff("r", 1, 1, [append_children("p" * 257, el("x"))])[0], "identifier_too_long", "p" * 257)
+    s.invalid_body("DIFF move_item_to_parent whose parent is a 257-byte identifier", ["ContentRule"],
+                   diff("r", 1, 1, [move_item_to_parent("x", "p" * 257)])[0], "identifier_too_long", "p" * 257)
+
+    # --- the worked examples ----------------------------------------------------------------------
+    for name in OUTLINE_EXAMPLES:
+        s.valid("PROTOCOL.md example " + name, ["Example"], doc_examples()[name][0])
+
+    # --- what version 1 refuses (section 8.2) -----------------------------------------------------
+    s.invalid_body("version 1: DIFF with append_children", ["Version1", "BadEnum"],
+                   diff("r", 1, 1, [append_children("a", el("x"))])[0], "malformed_frame")
+    s.invalid_body("version 1: DIFF with move_item_to_parent", ["Version1", "BadEnum"],
+                   diff("r", 1, 1, [move_item_to_parent("b", "a")])[0], "malformed_frame")
+    s.invalid_body("version 1: REPLACE_SECTION", ["Version1", "UnknownType"],
+                   replace_section(1, "r", None, b"", "s", [el("a")])[0], "unknown_message_type")
+    s.invalid_body("version 1: SNAPSHOT of an outline (its levels are trailing bytes)", ["Version1", "TrailingBytes"],
+                   snapshot(1, "r", EPOCH, 9, "initial", forest)[0], "malformed_frame")
+    s.invalid_body("version 1: REPLACE with an outline", ["Version1", "TrailingBytes"],
+                   replace(5, "r", None, b"", forest)[0], "malformed_frame")
+    return s.tests
+
+
+OUTLINE_BATCH_LIMITS = dict(SMALL_LIMITS, max_items_per_room=10, max_snapshot_bytes=128, max_outline_depth=3)
+
+
+def outline_batch_vectors():
+    """Batches on outlines (section 5): the forest meaning of every op, and the REJECTs of outlines
+    with their order (section 6). Written from the document's rules, not computed."""
+    L = OUTLINE_BATCH_LIMITS
+    # s: a{a1{a11}, a2}, b   t: c{c1}
+    room = [(el("s"), [at(0, el("a")), at(1, el("a1")), at(2, el("a11")), at(1, el("a2")), at(0, el("b"))]),
+            (el("t"), [at(0, el("c")), at(1, el("c1"))])]
+    tests = []
+
+    def case(comment, flags, start, ops, error=None, op_index=None, identifier=None, expect=None):
+        t = {"tcId": len(tests) + 1, "comment": comment, "flags": flags, "start": snapshot_json(start),
+             "hex": frame(mutate(1, "r", None, b"", ops)[0]).hex()}
+        if error is None:
+            model = Model(start)
+            for op in ops:
+                model.apply(op)
+            end = model.snap()
+            if expect is not None:
+                # The rule as the document states it, written out: the model must agree.
+                got = [[(i["id"].decode(), i["level"]) for i in items] for _, items in end]
+                assert got == expect, (comment, got)
+            # An accepted batch stays within the limits at its end (each op's growth is not re-checked).
+            assert sum(len(items) for _, items in end) <= L["max_items_per_room"], comment
+            assert len(enc_snapshot(end)) <= L["max_snapshot_bytes"], comment
+            assert all(level_of(i) < L["max_outline_depth"] for _, items in end for i in items), comment
+            t.update({"result": "accepted", "end": snapshot_json(end), "endDigest": digest(end).hex()})
+        else:
+            t.update({"result": "rejected", "error": error, "opIndex": op_index,
+                      "identifier": None if identifier is None else jb(B(identifier))})
+        tests.append(t)
+
+    base_t = [("c", 0), ("c1", 1)]
+    case("append_items adds roots after the section's last subtree", ["Forest"], room, [append_items("s", el("n"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("b", 0), ("n", 0)], base_t])
+    case("append_children adds the last children of the parent, after its whole subtree", ["Forest"], room,
+         [append_children("a", el("n"), el("m"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("n", 1), ("m", 1), ("b", 0)], base_t])
+    case("insert_items before a child: a sibling at the child's level", ["Forest"], room,
+         [insert_items(pl("before", "a2"), el("n"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("n", 1), ("a2", 1), ("b", 0)], base_t])
+    case("insert_items after an item: after its whole subtree", ["Forest"], room,
+         [insert_items(pl("after", "a1"), el("n"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("n", 1), ("a2", 1), ("b", 0)], base_t])
+    case("insert_items after a root with children: a root after the subtree", ["Forest"], room,
+         [insert_items(pl("after", "a"), el("n"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("n", 0), ("b", 0)], base_t])
+    case("delete_items removes the subtree", ["Forest"], room, [delete_items("a1")],
+         expect=[[("a", 0), ("a2", 1), ("b", 0)], base_t])
+    case("delete_items of a descendant, then of its ancestor: both exist in turn", ["Forest"], room,
+         [delete_items("a11", "a")], expect=[[("b", 0)], base_t])
+    case("delete_items of an ancestor, then of its descendant: the descendant went with it", ["Forest"], room,
+         [delete_items("a", "a11")], "item_not_found", 0, "a11")
+    case("move_item before an anchor: the subtree becomes the anchor's sibling", ["Forest"], room,
+         [move_item("a1", pl("before", "b"))],
+         expect=[[("a", 0), ("a2", 1), ("a1", 0), ("a11", 1), ("b", 0)], base_t])
+    case("move_item after an anchor with children, into another section", ["Forest"], room,
+         [move_item("b", pl("after", "c"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1)], [("c", 0), ("c1", 1), ("b", 0)]])
+    case("move_item of a root with its subtree down to a child's level", ["Forest"], room,
+         [move_item("c", pl("after", "a2"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("c", 1), ("c1", 2), ("b", 0)], []])
+    case("move_item_to_section makes the item, with its subtree, the last root", ["Forest"], room,
+         [move_item_to_section("a1", "t")],
+         expect=[[("a", 0), ("a2", 1), ("b", 0)], [("c", 0), ("c1", 1), ("a1", 0), ("a11", 1)]])
+    case("move_item_to_parent into another section", ["Forest"], room, [move_item_to_parent("a1", "c")],
+         expect=[[("a", 0), ("a2", 1), ("b", 0)], [("c", 0), ("c1", 1), ("a1", 1), ("a11", 2)]])
+    case("move_item_to_parent to a sibling: the last child of it", ["Forest"], room, [move_item_to_parent("b", "a2")],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("b", 2)], base_t])
+    case("move_item_to_parent to its own parent: it becomes the last child", ["Forest"], room,
+         [move_item_to_parent("a1", "a")],
+         expect=[[("a", 0), ("a2", 1), ("a1", 1), ("a11", 2), ("b", 0)], base_t])
+    case("update_items keeps the hierarchy", ["Forest"], room, [update_items("reload", el("a1", "new"))],
+         expect=[[("a", 0), ("a1", 1), ("a11", 2), ("a2", 1), ("b", 0)], base_t])
+    case("move_section and delete_sections carry whole forests", ["Forest"], room,
+         [move_section("t", pl("before", "s")), delete_sections("s")], expect=[base_t])
+    case("moving every child out makes the room flat again (no levels part)", ["Forest"],
+         [(el("s"), [at(0, el("a")), at(1, el("b"))])], [move_item("b", pl("after", "a"))],
+         expect=[[("a", 0), ("b", 0)]])
+    # The REJECTs of outlines, and their order (section 6).
+    case("append_children to a missing parent", [], room, [append_children("nope", el("n"))],
+         "parent_not_found", 0, "nope")
+    case("move_item_to_parent of a missing item to a missing parent: the item first", ["MultiRule"], room,
+         [move_item_to_parent("nope", "gone")], "item_not_found", 0, "nope")
+    case("move_item_to_parent to a missing parent", [], room, [move_item_to_parent("b", "gone")],
+         "parent_not_found", 0, "gone")
+    case("move_item_to_parent under itself", [], room, [move_item_to_parent("a", "a")],
+         "move_into_own_subtree", 0, "a")
+    case("move_item_to_parent under its own descendant", [], room, [move_item_to_parent("a", "a11")],
+         "move_into_own_subtree", 0, "a")
+    case("move_item next to its own descendant", [], room, [move_item("a", pl("after", "a1"))],
+         "move_into_own_subtree", 0, "a")
+    case("move_item relative to itself: anchor_is_self before move_into_own_subtree", ["MultiRule"], room,
+         [move_item("a", pl("before", "a"))], "anchor_is_self", 0, "a")
+    case("append_children under an item at the deepest level", [], room, [append_children("a11", el("n"))],
+         "outline_too_deep", 0, "n")
+    case("append_children: a duplicate element before the depth", ["MultiRule"], room,
+         [append_children("a11", el("b"))], "duplicate_item", 0, "b")
+    case("move_item_to_parent whose subtree would go too deep", [], room, [move_item_to_parent("a1", "a2")],
+         "outline_too_deep", 0, "a1")
+    case("move_item whose subtree would go too deep", [], room, [move_item("c", pl("before", "a11"))],
+         "outline_too_deep", 0, "c")
+    case("move_item into its own subtree and too deep: move_into_own_subtree first", ["MultiRule"], room,
+         [move_item("a", pl("before", "a11"))], "move_into_own_subtree", 0, "a")
+    case("append_children on a room at max_items_per_room", [],
+         [(el("s"), [at(0, el(str(k))) for k in range(9)] + [at(1, el("9"))])], [append_children("9", el("n"))],
+         "too_many_items", 0, None)
+    case("a later op fails: the whole batch is refused with the earlier ones", [], room,
+         [append_children("b", el("n")), move_item_to_parent("b", "n")], "move_into_own_subtree", 1, "b")
+    for t in tests:
+        assert len(bytes.fromhex(t["hex"])) - 4 <= L["max_frame_bytes"], t["comment"]
+    return {
+        "algorithm": "SnapSync batch application",
+        "protocolVersion": 2,
+        "generatorVersion": GENERATOR_VERSION,
+        "numberOfTests": len(tests),
+        "header": [
+            "As batches.json, on outlines (protocol version 2): each test applies the ops of the MUTATE frame",
+            "`hex` to the snapshot `start` (JSON form, section 14, with `children`) as one batch under `limits`.",
+            "result \"accepted\": the result is `end`, whose digest is `endDigest`. result \"rejected\": the",
+            "batch is refused with `error`, `opIndex` and `identifier`, and the snapshot is unchanged.",
+        ],
+        "limits": L,
+        "notes": {
+            "Forest": "The meaning of an op on an outline (section 5): subtrees placed, moved and deleted whole.",
+            "MultiRule": "The batch breaks two or more rules; `error` is the first in the order of section 6.",
+        },
+        "tests": tests,
+    }
 
 
 def batch_vectors():
@@ -1079,6 +1443,8 @@ LAYOUTS = {
     "LEFT": (0x26, [("room", "string"), ("code", "code"), ("message", "string")]),
     "DROP": (0x16, [("request_id", "varint"), ("room", "string")]),
     "SET_TTL": (0x17, [("request_id", "varint"), ("room", "string"), ("seconds", "varint")]),
+    "REPLACE_SECTION": (0x18, [("request_id", "varint"), ("room", "string"), ("expected_version", "opt_varint"),
+                               ("write_id", "bytes"), ("section", "bytes"), ("items", "section_items")]),
 }
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
@@ -1090,7 +1456,8 @@ ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_t
                31: "too_many_sections", 32: "snapshot_too_large", 40: "version_mismatch", 41: "too_many_rooms",
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
                45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden",
-               49: "room_deleted", 50: "room_expired"}
+               49: "room_deleted", 50: "room_expired", 51: "parent_not_found", 52: "move_into_own_subtree",
+               53: "outline_too_deep", 54: "outline_unsupported"}
 
 
 def unjb(v):
@@ -1159,12 +1526,34 @@ class Annotator:
         elif name == "update_items":
             self.add(u8(KINDS[op["kind"]]), "kind: %s" % op["kind"], d)
             self.elements(op["elements"], d)
+        elif name == "append_children":
+            self.bytes_("parent", unjb(op["parent"]), d)
+            self.elements(op["elements"], d)
+        elif name == "move_item_to_parent":
+            self.bytes_("id", unjb(op["id"]), d)
+            self.bytes_("parent", unjb(op["parent"]), d)
+
+    def levels(self, flat, depth):
+        """The `levels` part, when some item is below the roots: one row per item."""
+        if any(level for _, level in flat):
+            for k, (item, level) in enumerate(flat):
+                self.add(varint(level), "%s item %d (%s): level %d" % ("levels:" if k == 0 else "       ", k,
+                                                                      show(unjb(item["id"])), level), depth)
 
     def snapshot(self, snap, depth):
         self.varint("snapshot: sections", len(snap), depth, " (count)")
+        flat = []
         for k, s in enumerate(snap):
             self.element("section %d" % k, s, depth + 1)
-            self.elements(s["items"], depth + 2, "item")
+            items = flatten_json(s["items"])
+            self.elements([i for i, _ in items], depth + 2, "item")
+            flat += items
+        self.levels(flat, depth)
+
+    def section_items(self, items, depth):
+        flat = flatten_json(items)
+        self.elements([i for i, _ in flat], depth, "item")
+        self.levels(flat, depth)
 
     def field(self, name, kind, v):
         if kind == "magic":
@@ -1221,20 +1610,37 @@ class Annotator:
                 self.op(k, op, 1)
         elif kind == "snapshot":
             self.snapshot(v, 0)
+        elif kind == "section_items":
+            self.section_items(v, 0)
         else:
             raise AssertionError(kind)
 
 
+def flatten_json(items, level=0):
+    """Nested JSON items -> [(item, level)] in depth-first order (section 4's order)."""
+    out = []
+    for item in items:
+        out.append((item, level))
+        out += flatten_json(item.get("children", []), level + 1)
+    return out
+
+
 def annotated(built, direction=None):
-    """Annotated hex of a frame; asserts it equals the encoder's bytes."""
+    """Annotated hex of a frame (or, with direction "field", of a bare snapshot field); asserts it
+    equals the encoder's bytes."""
     body, js = built
-    code, fields = LAYOUTS[js["type"]]
     a = Annotator()
-    a.add(u8(code), "type: %s" % js["type"])
-    for name, kind in fields:
-        a.field(name, kind, js[name])
-    assert b"".join(r[0] for r in a.rows) == body, js["type"]
-    rows = [(len(body).to_bytes(4, "big"), "length: %d" % len(body))] + a.rows
+    if direction == "field":
+        a.snapshot(js, 0)
+        assert b"".join(r[0] for r in a.rows) == body, "snapshot field"
+        rows, direction = a.rows, None
+    else:
+        code, fields = LAYOUTS[js["type"]]
+        a.add(u8(code), "type: %s" % js["type"])
+        for name, kind in fields:
+            a.field(name, kind, js[name])
+        assert b"".join(r[0] for r in a.rows) == body, js["type"]
+        rows = [(len(body).to_bytes(4, "big"), "length: %d" % len(body))] + a.rows
     lines = []
     if direction:
         lines.append(direction)
@@ -1248,6 +1654,8 @@ def annotated(built, direction=None):
 # The messages shown in PROTOCOL.md: one example per message, and a whole session.
 WALK_EPOCH = 0x1F2E3D4C5B6A7988
 TODO_V3 = [(el("today", "Today"), [el("milk", "Buy milk")])]
+GROCERIES = [(el("groceries", "Groceries"), [at(0, el("fruit", "Fruit")), at(1, el("apple")), at(1, el("pear")),
+                                            at(0, el("bread"))])]
 
 
 def doc_examples():
@@ -1286,6 +1694,17 @@ def doc_examples():
         "DROP": (drop(11, "todo"), "client -> server"),
         "LEFT-room_deleted": (left("todo", 49, "room todo was deleted"), "server -> client"),
         "SET_TTL": (set_ttl(12, "todo", 86400), "client -> server"),
+        # Version 2 (outline.json):
+        "HELLO-v2": (hello([2, 1], "demo"), "client -> server"),
+        "WELCOME-v2": (welcome(2, 7, "snapsyncd/1.0", limits + [(9, OUTLINE_DEPTH_DEFAULT)]), "server -> client"),
+        "snapshot-outline": ((enc_snapshot(GROCERIES), snapshot_json(GROCERIES)), "field"),
+        "SNAPSHOT-outline": (snapshot(1, "groceries", WALK_EPOCH, 7, "initial", GROCERIES), "server -> client"),
+        "DIFF-outline": (diff("groceries", WALK_EPOCH, 8, [append_children("fruit", el("cherry")),
+                                                           move_item_to_parent("bread", "fruit")]),
+                         "server -> client"),
+        "REPLACE_SECTION": (replace_section(13, "groceries", 7, b"", "groceries",
+                                            [at(0, el("fruit", "Fruit")), at(1, el("apple")), at(0, el("bread"))]),
+                            "client -> server"),
     }
 
 
@@ -1336,11 +1755,11 @@ def render_auth(text_in):
     return head + sep + block + end + tail
 
 
-def vector_file(name, tests, limits, header):
+def vector_file(name, tests, limits, header, version=1):
     used = sorted({f for t in tests for f in t["flags"]})
     return {
         "algorithm": "SnapSync wire protocol",
-        "protocolVersion": 1,
+        "protocolVersion": version,
         "generatorVersion": GENERATOR_VERSION,
         "numberOfTests": len(tests),
         "header": header,
@@ -1370,6 +1789,11 @@ def outputs():
         ]),
         "replay.json": replay_set(),
         "batches.json": batch_vectors(),
+        "outline.json": vector_file("outline", outline_vectors(), OUTLINE_LIMITS, common + [
+            "Protocol version 2: decode as a version 2 connection does, except the tests flagged Version1,",
+            "which a version 1 connection decodes (section 8.2). Default limits, but max_outline_depth 4.",
+        ], version=2),
+        "outline_batches.json": outline_batch_vectors(),
     }
 
 

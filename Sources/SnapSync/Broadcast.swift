@@ -59,6 +59,15 @@ final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
         }
     }
 
+    /// Updates the state and delivers the element the update returns (if any), atomically with
+    /// respect to `subscribe`: for elements that depend on the state they replace.
+    func publish(computing update: (inout State) -> Element?) {
+        shared.withLock { shared in
+            guard let element = update(&shared.state) else { return }
+            for continuation in shared.subscribers.values { continuation.yield(element) }
+        }
+    }
+
     /// Delivers `element` to every subscriber.
     func yield(_ element: Element) {
         publish(element)

@@ -13,6 +13,9 @@ public struct RoomChange: Sendable {
         /// replica could not be trusted any more (see `ResyncReason`). The updates are the
         /// difference between the two snapshots.
         case resync(ResyncReason)
+        /// This viewer expanded or collapsed items of an outline (`RoomReplica.expand(_:)`): the
+        /// snapshot and the position did not change, the visible rows did.
+        case expansion
     }
 
     public var kind: Kind
@@ -26,8 +29,11 @@ public struct RoomChange: Sendable {
     public var operations: [SnapshotOperation]
     /// The replica's snapshot after the change.
     public var snapshot: Snapshot
-    /// The change resolved to index paths against the previous and this snapshot.
+    /// The change resolved to index paths against the previous and this snapshot's visible rows.
     public var updates: BatchUpdates
+    /// The rows `updates` counts: `snapshot` without the items under collapsed items of an
+    /// outline (`OutlineExpansion.visibleSnapshot`); `snapshot` itself for a flat room.
+    public var visibleSnapshot: Snapshot
 
     public init(
         kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,
@@ -40,6 +46,7 @@ public struct RoomChange: Sendable {
         self.operations = operations
         self.snapshot = snapshot
         self.updates = updates
+        visibleSnapshot = snapshot
     }
 
     /// The room's version after the change.

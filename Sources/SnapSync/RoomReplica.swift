@@ -19,8 +19,12 @@ public final class RoomReplica: Sendable {
         var snapshot = Snapshot()
         var position = RoomPosition(epoch: 0, version: 0)
         var positions = SnapshotPositions()
+        /// This viewer's expanded items, and `snapshot` without what they hide: the rows the
+        /// lookups and the changes' index paths count (`RoomReplica+Outline.swift`).
+        var expansion = OutlineExpansion()
+        var visible = Snapshot()
     }
-    private let broadcast = Broadcast<State, RoomChange>(State())
+    let broadcast = Broadcast<State, RoomChange>(State())
 
     init(room: String) {
         self.room = room
@@ -30,9 +34,11 @@ public final class RoomReplica: Sendable {
     public var changes: AsyncStream<RoomChange> {
         let room = room
         return broadcast.subscribe { state in
-            RoomChange(
+            var change = RoomChange(
                 kind: .initial, room: room, previousPosition: nil, position: state.position, operations: [],
-                snapshot: state.snapshot, updates: BatchUpdates(from: Snapshot(), to: state.snapshot))
+                snapshot: state.snapshot, updates: BatchUpdates(from: Snapshot(), to: state.visible))
+            change.visibleSnapshot = state.visible
+            return change
         }
     }
 
@@ -57,11 +63,7 @@ public final class RoomReplica: Sendable {
     /// Makes `change` current, then delivers it. Only the client calls this, from its actor, so
     /// changes are delivered in the order they were made current.
     func publish(_ change: RoomChange) {
-        broadcast.publish(change) { state in
-            state.snapshot = change.snapshot
-            state.position = change.position
-            state.positions.apply(change)
-        }
+        broadcast.publish { state in state.follow(change) }
     }
 
     func finish() {

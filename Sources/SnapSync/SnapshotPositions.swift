@@ -27,6 +27,8 @@ public struct SnapshotPositions: Sendable {
     private var owner: [RankedForest.Node] = []
     private var sectionNodes: [Identifier: RankedForest.Node] = [:]
     private var itemNodes: [Identifier: RankedForest.Node] = [:]
+    /// The last change followed was of an outline: the next one is followed whole.
+    private var followsOutline = false
 
     /// Positions of an empty snapshot.
     public init() {}
@@ -70,15 +72,18 @@ public struct SnapshotPositions: Sendable {
         sectionNodes[section].map { forest.rank($0) }
     }
 
-    /// Follows `change`: its operations for a `.diff` or `.catchUp`, its snapshot otherwise.
-    /// Changes must be applied in order, each to the positions of its `previousPosition`.
+    /// Follows `change`, counting its visible rows (`RoomChange.visibleSnapshot`): its operations
+    /// for a `.diff` or `.catchUp` of a flat room, its visible snapshot otherwise (O(n): an
+    /// outline's operations move subtrees whose rows may be hidden). Changes must be applied in
+    /// order, each to the positions of its `previousPosition`.
     public mutating func apply(_ change: RoomChange) {
         switch change.kind {
-        case .diff, .catchUp:
+        case .diff where !followsOutline && !change.snapshot.isOutline, .catchUp where !followsOutline && !change.snapshot.isOutline:
             for operation in change.operations { apply(operation) }
-        case .initial, .resync:
-            reset(to: change.snapshot)
+        default:
+            reset(to: change.visibleSnapshot)
         }
+        followsOutline = change.snapshot.isOutline
     }
 
     /// Follows one operation that applied to the snapshot these positions are of. O(k log n)
@@ -132,6 +137,10 @@ public struct SnapshotPositions: Sendable {
             owner[Int(node)] = target
             forest.insert(node, at: forest.count(owner[Int(target)]), into: &owner[Int(target)])
         case .updateSections, .updateItems:
+            break
+        case .appendChildren, .moveItemToParent:
+            // Outlines are followed whole, by `apply(_ change:)`: an operation alone does not
+            // say which rows of a subtree are visible.
             break
         }
     }

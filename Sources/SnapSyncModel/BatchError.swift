@@ -44,13 +44,22 @@ public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
     /// The batch would make the snapshot's canonical encoding larger than
     /// `Limits.maxSnapshotBytes` (wire code 32, `snapshot_too_large`).
     case snapshotTooLarge(limit: Int)
+    /// `appendChildren` or `moveItemToParent` names a parent item that does not exist.
+    case parentNotFound(Identifier)
+    /// An item would be moved under or next to one of its own descendants, or under itself
+    /// (UIKit's section snapshot crashes on the cycle). Names the moved item.
+    case moveIntoOwnSubtree(Identifier)
+    /// An item would sit at level `limit` or deeper (`Limits.maxOutlineDepth`). Names the item
+    /// the operation places: the first child appended, or the moved item.
+    case outlineTooDeep(Identifier, limit: Int)
 
     /// The identifier the violation is about, if any.
     public var identifier: Identifier? {
         switch self {
         case .duplicateSection(let id), .duplicateItem(let id), .sectionNotFound(let id),
             .itemNotFound(let id), .anchorSectionNotFound(let id), .anchorItemNotFound(let id),
-            .anchorIsSelf(let id), .identifierTooLong(let id, _), .payloadTooLarge(let id, _, _):
+            .anchorIsSelf(let id), .identifierTooLong(let id, _), .payloadTooLarge(let id, _, _),
+            .parentNotFound(let id), .moveIntoOwnSubtree(let id), .outlineTooDeep(let id, _):
             return id
         case .noSections, .tooManyItems, .tooManySections, .snapshotTooLarge:
             return nil
@@ -72,6 +81,9 @@ public enum Violation: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooManyItems(let limit): return "the snapshot would hold more than \(limit) items"
         case .tooManySections(let limit): return "the snapshot would hold more than \(limit) sections"
         case .snapshotTooLarge(let limit): return "the snapshot's encoding would exceed \(limit) bytes"
+        case .parentNotFound(let id): return "parent item \(id) does not exist"
+        case .moveIntoOwnSubtree(let id): return "\(id) cannot be moved under or next to its own descendants"
+        case .outlineTooDeep(let id, let limit): return "\(id) would sit deeper than the outline limit of \(limit) levels"
         }
     }
 }

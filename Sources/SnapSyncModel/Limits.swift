@@ -16,24 +16,29 @@ public struct Limits: Hashable, Sendable {
     /// always fits in one SNAPSHOT frame together with its header fields (request id, room name,
     /// epoch, version, digest).
     public var maxSnapshotBytes: Int
+    /// Levels an outline may have: roots are level 0, so the deepest item sits at level
+    /// `maxOutlineDepth - 1`. Bounds the walks up an item's ancestors (cycle checks) and the
+    /// recursion a client's tree view does.
+    public var maxOutlineDepth: Int
 
     public static let defaultMaxSnapshotBytes = 16 * 1024 * 1024 - 64 * 1024
 
     public init(
         maxIdentifierBytes: Int = 256, maxPayloadBytes: Int = 64 * 1024,
         maxItems: Int = 1_000_000, maxSections: Int = 100_000,
-        maxSnapshotBytes: Int = Limits.defaultMaxSnapshotBytes
+        maxSnapshotBytes: Int = Limits.defaultMaxSnapshotBytes, maxOutlineDepth: Int = 64
     ) {
         self.maxIdentifierBytes = maxIdentifierBytes
         self.maxPayloadBytes = maxPayloadBytes
         self.maxItems = maxItems
         self.maxSections = maxSections
         self.maxSnapshotBytes = maxSnapshotBytes
+        self.maxOutlineDepth = maxOutlineDepth
     }
 
     public static let `default` = Limits()
     /// No practical limit: for tests and tools that only model snapshots.
     public static let unlimited = Limits(
         maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max,
-        maxSnapshotBytes: .max)
+        maxSnapshotBytes: .max, maxOutlineDepth: .max)
 }

@@ -6,7 +6,11 @@
 // far), never an O(n) copy of the snapshot, and a successful one costs only its own work.
 //
 // Undo entries name neighbours by identifier, not slot, because slots can be reused. Replaying in
-// reverse order guarantees each named neighbour exists again when its entry is undone.
+// reverse order guarantees each named neighbour exists again when its entry is undone. In an
+// outline, an entry also names the item's parent, which (recorded in that order) is back before
+// its children: a removed subtree is recorded from its last item to its root, each after its list
+// predecessor, so it comes back root first; a moved subtree keeps its inner shape, so restoring
+// its root's place and shifting the levels below restores it.
 
 extension Snapshot {
     /// Applies a batch atomically: every operation in order, or none.
@@ -21,19 +25,21 @@ extension Snapshot {
         var undo: [Undo] = []
         for index in batch.indices {
             do throws(Violation) {
-                let before = encodedBodyBytes
+                let before = encodedBodyBytes, beforeLevels = levelsPartBytes
                 try applyOne(batch[index], limits: limits, undo: &undo)
                 // Checked per operation (O(1), from the running count), so the error names the
                 // operation that crossed the limit. Only growth is refused: a batch that shrinks
                 // a snapshot already over a lowered limit must still go through.
-                if encodedBodyBytes > before, canonicalByteCount > limits.maxSnapshotBytes {
+                if encodedBodyBytes > before || levelsPartBytes > beforeLevels, canonicalByteCount > limits.maxSnapshotBytes {
                     throw .snapshotTooLarge(limit: limits.maxSnapshotBytes)
                 }
             } catch {
                 rollBack(undo)
+                dropOutlineIfFlat()
                 throw BatchError(operationIndex: index, violation: error)
             }
         }
+        dropOutlineIfFlat()
     }
 
     /// Applies one operation atomically. See `apply(_:limits:)`.
@@ -61,8 +67,9 @@ extension Snapshot {
         case moveSectionBack(Identifier, after: Identifier?)
         case restoreSectionPayload(Identifier, Payload)
         case removeItem(Identifier)
-        case restoreItem(SnapshotElement, section: Identifier, after: Identifier?)
-        case moveItemBack(Identifier, section: Identifier, after: Identifier?)
+        case restoreItem(SnapshotElement, section: Identifier, after: Identifier?, parent: Identifier?)
+        /// Puts the item back with its subtree, under `parent` (`nil`: a root).
+        case moveItemBack(Identifier, section: Identifier, after: Identifier?, parent: Identifier?)
         case restoreItemPayload(Identifier, Payload)
         /// `deleteAllItems` moves the old storage here instead of walking it: O(1).
         case restoreAll(Snapshot)
@@ -96,15 +103,29 @@ extension Snapshot {
         case .deleteSections(let ids):
             for id in ids {
                 guard let slot = sectionIndex[id] else { throw .sectionNotFound(id) }
-                // Items first, head to tail, each recorded as "at the head": undone in reverse
-                // order they come back tail first, each at the head, which rebuilds the order.
-                var item = sectionNodes[Int(slot)].firstItem
-                while item != Self.none {
-                    let next = itemNodes[Int(item)].next
-                    undo.append(.restoreItem(SnapshotElement(itemIdentifier(at: item), payload: itemPayload(at: item)), section: id, after: nil))
-                    unlinkItem(item)
-                    freeItem(item)
-                    item = next
+                if outline.isEmpty {
+                    // Items first, head to tail, each recorded as "at the head": undone in reverse
+                    // order they come back tail first, each at the head, which rebuilds the order.
+                    var item = sectionNodes[Int(slot)].firstItem
+                    while item != Self.none {
+                        let next = itemNodes[Int(item)].next
+                        undo.append(
+                            .restoreItem(SnapshotElement(itemIdentifier(at: item), payload: itemPayload(at: item)), section: id, after: nil, parent: nil))
+                        unlinkItem(item)
+                        freeItem(item)
+                        item = next
+                    }
+                } else {
+                    // Tail to head, each after its predecessor: undone head first, parents
+                    // before their children.
+                    var item = sectionNodes[Int(slot)].lastItem
+                    while item != Self.none {
+                        let prev = itemNodes[Int(item)].prev
+                        recordRemoval(item, section: id, undo: &undo)
+                        unlinkItem(item)
+                        freeItem(item)
+                        item = prev
+                    }
                 }
                 let node = sectionNodes[Int(slot)]
                 undo.append(.restoreSection(SnapshotElement(id, payload: node.payload), after: sectionID(node.prev)))
@@ -153,26 +174,64 @@ extension Snapshot {
             var after: Slot
             switch placement {
             case .before: after = itemNodes[Int(anchor)].prev
-            case .after: after = anchor
+            case .after: after = subtreeEnd(anchor)
             }
+            // Siblings of the anchor: its parent and level (a root's in a flat section).
+            let parent = parentSlot(anchor), level = levelOfSlot(anchor)
             for item in items {
                 try checkNewItem(item, limits: limits)
                 let slot = allocateItem(item)
                 linkItem(slot, section: section, after: after)
+                setPlace(slot, parent: parent, level: level)
+                undo.append(.removeItem(item.id))
+                after = slot
+            }
+
+        case .appendChildren(let items, let parentID):
+            guard let parent = itemSlot(parentID) else { throw .parentNotFound(parentID) }
+            let level = levelOfSlot(parent) + 1
+            let section = itemNodes[Int(parent)].section
+            var after = subtreeEnd(parent)
+            for item in items {
+                try checkNewItem(item, limits: limits)
+                // After the element's own checks (PROTOCOL.md §6): all elements share the level.
+                if level >= limits.maxOutlineDepth { throw .outlineTooDeep(item.id, limit: limits.maxOutlineDepth) }
+                let slot = allocateItem(item)
+                linkItem(slot, section: section, after: after)
+                setPlace(slot, parent: parent, level: level)
                 undo.append(.removeItem(item.id))
                 after = slot
             }
 
         case .deleteItems(let ids):
+            guard !outline.isEmpty else {
+                for id in ids {
+                    guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
+                    let node = itemNodes[Int(slot)]
+                    undo.append(
+                        .restoreItem(
+                            SnapshotElement(id, payload: itemPayload(at: slot)),
+                            section: sectionNodes[Int(node.section)].id, after: itemID(node.prev), parent: nil))
+                    unlinkItem(slot)
+                    freeItem(slot)
+                }
+                return
+            }
+            // Each id goes with its subtree, one id after the other (PROTOCOL.md §5): an id that
+            // is no longer there, because it was named twice or went with an earlier id's
+            // subtree, is `itemNotFound`, as an unknown one.
             for id in ids {
                 guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
-                let node = itemNodes[Int(slot)]
-                undo.append(
-                    .restoreItem(
-                        SnapshotElement(id, payload: itemPayload(at: slot)),
-                        section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
-                unlinkItem(slot)
-                freeItem(slot)
+                let sectionID = sectionNodes[Int(itemNodes[Int(slot)].section)].id
+                var item = subtreeEnd(slot)
+                while true {
+                    let prev = itemNodes[Int(item)].prev
+                    recordRemoval(item, section: sectionID, undo: &undo)
+                    unlinkItem(item)
+                    freeItem(item)
+                    if item == slot { break }
+                    item = prev
+                }
             }
 
         case .deleteAllItems:
@@ -184,20 +243,50 @@ extension Snapshot {
             guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
             guard placement.anchor != id else { throw .anchorIsSelf(id) }
             guard let anchor = itemSlot(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
-            recordItemPosition(id, slot, undo: &undo)
-            unlinkItem(slot)
-            let section = itemNodes[Int(anchor)].section
-            switch placement {
-            case .before: linkItem(slot, section: section, after: itemNodes[Int(anchor)].prev)
-            case .after: linkItem(slot, section: section, after: anchor)
+            guard !outline.isEmpty else {
+                recordItemPosition(id, slot, undo: &undo)
+                unlinkItem(slot)
+                let section = itemNodes[Int(anchor)].section
+                switch placement {
+                case .before: linkItem(slot, section: section, after: itemNodes[Int(anchor)].prev)
+                case .after: linkItem(slot, section: section, after: anchor)
+                }
+                return
             }
+            if isInSubtree(anchor, of: slot) { throw .moveIntoOwnSubtree(id) }
+            let level = levelOfSlot(anchor)
+            if level + subtreeHeight(slot) >= limits.maxOutlineDepth { throw .outlineTooDeep(id, limit: limits.maxOutlineDepth) }
+            recordItemPosition(id, slot, undo: &undo)
+            let subtree = detachSubtree(slot)
+            // After the detach: the anchor's subtree may have held the moved one.
+            let after: Slot
+            switch placement {
+            case .before: after = itemNodes[Int(anchor)].prev
+            case .after: after = subtreeEnd(anchor)
+            }
+            attachSubtree(subtree, section: itemNodes[Int(anchor)].section, after: after, parent: parentSlot(anchor), level: level)
 
         case .moveItemToSection(let id, let sectionID):
             guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
             guard let section = sectionIndex[sectionID] else { throw .sectionNotFound(sectionID) }
             recordItemPosition(id, slot, undo: &undo)
-            unlinkItem(slot)
-            linkItem(slot, section: section, after: sectionNodes[Int(section)].lastItem)
+            guard !outline.isEmpty else {
+                unlinkItem(slot)
+                linkItem(slot, section: section, after: sectionNodes[Int(section)].lastItem)
+                return
+            }
+            let subtree = detachSubtree(slot)
+            attachSubtree(subtree, section: section, after: sectionNodes[Int(section)].lastItem, parent: Self.none, level: 0)
+
+        case .moveItemToParent(let id, let parentID):
+            guard let slot = itemSlot(id) else { throw .itemNotFound(id) }
+            guard let parent = itemSlot(parentID) else { throw .parentNotFound(parentID) }
+            if isInSubtree(parent, of: slot) { throw .moveIntoOwnSubtree(id) }
+            let level = levelOfSlot(parent) + 1
+            if level + subtreeHeight(slot) >= limits.maxOutlineDepth { throw .outlineTooDeep(id, limit: limits.maxOutlineDepth) }
+            recordItemPosition(id, slot, undo: &undo)
+            let subtree = detachSubtree(slot)
+            attachSubtree(subtree, section: itemNodes[Int(parent)].section, after: subtreeEnd(parent), parent: parent, level: level)
 
         case .updateItems(let items, _):
             for item in items {
@@ -213,7 +302,16 @@ extension Snapshot {
     /// allocation per move.
     private func recordItemPosition(_ id: Identifier, _ slot: Slot, undo: inout [Undo]) {
         let node = itemNodes[Int(slot)]
-        undo.append(.moveItemBack(id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev)))
+        undo.append(.moveItemBack(id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev), parent: itemID(parentSlot(slot))))
+    }
+
+    /// The entry that brings a removed item back after its current list predecessor, under its
+    /// current parent. Removing a subtree from its last item up keeps both present when recorded.
+    private func recordRemoval(_ slot: Slot, section: Identifier, undo: inout [Undo]) {
+        undo.append(
+            .restoreItem(
+                SnapshotElement(itemIdentifier(at: slot), payload: itemPayload(at: slot)), section: section,
+                after: itemID(itemNodes[Int(slot)].prev), parent: itemID(parentSlot(slot))))
     }
 
     private func checkNewSection(_ section: SnapshotElement, limits: Limits) throws(Violation) {
@@ -265,13 +363,25 @@ extension Snapshot {
                 let slot = itemSlot(id)!
                 unlinkItem(slot)
                 freeItem(slot)
-            case .restoreItem(let item, let section, let after):
+            case .restoreItem(let item, let section, let after, let parent):
                 let slot = allocateItem(item)
                 linkItem(slot, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none)
-            case .moveItemBack(let id, let section, let after):
+                if let parent {
+                    let parentSlot = itemSlot(parent)!
+                    setPlace(slot, parent: parentSlot, level: levelOfSlot(parentSlot) + 1)
+                }
+            case .moveItemBack(let id, let section, let after, let parent):
                 let slot = itemSlot(id)!
-                unlinkItem(slot)
-                linkItem(slot, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none)
+                if outline.isEmpty {
+                    unlinkItem(slot)
+                    linkItem(slot, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none)
+                } else {
+                    let subtree = detachSubtree(slot)
+                    let parentSlot = parent.map { itemSlot($0)! } ?? Self.none
+                    attachSubtree(
+                        subtree, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none,
+                        parent: parentSlot, level: parentSlot == Self.none ? 0 : levelOfSlot(parentSlot) + 1)
+                }
             case .restoreItemPayload(let id, let payload):
                 setItemPayload(itemSlot(id)!, payload)
             case .restoreAll(let old):
@@ -376,6 +486,8 @@ extension Snapshot {
         }
         itemIndex.insert(tag: SlotIndex.tag(of: item.id), slot: slot)
         encodedBodyBytes += Self.encodedSize(id: item.id, payload: item.payload)
+        // A new item is a root; a reused slot's entry was reset by `freeItem`.
+        if !outline.isEmpty, Int(slot) == outline.count { outline.append(.root) }
         return slot
     }
 
@@ -386,6 +498,7 @@ extension Snapshot {
         let node = itemNodes[Int(slot)]
         encodedBodyBytes -= Self.encodedSize(idCount: Int(node.idCount), payloadCount: Int(node.payloadCount))
         releaseItemBytes(slot)
+        if !outline.isEmpty { setPlace(slot, parent: Self.none, level: 0) }
         freeItems.append(slot)
     }
 

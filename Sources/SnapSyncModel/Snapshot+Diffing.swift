@@ -77,14 +77,17 @@ extension Snapshot {
     public func difference(to other: Snapshot, limits: Limits) -> [SnapshotOperation] {
         if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
         // The pointers live only as long as these closures, and so does the Differ.
-        let (ops, sizeBound) = withItems { aItems in
+        // Outlines take their own item pass (`Snapshot+ForestDiffing.swift`); flat rooms, the
+        // common case, keep this one, which needs no parent lookups.
+        let forest = isOutline || other.isOutline
+        let (ops, sizeBound, deepest) = withItems { aItems in
             other.withItems { bItems in
                 var differ = Differ(a: self, b: other, aItems: aItems, bItems: bItems)
-                let ops = differ.run()
-                return (ops, other.canonicalByteCount + differ.varintExcess)
+                let ops = forest ? differ.runForest() : differ.run()
+                return (ops, other.canonicalByteCount + differ.varintExcess + differ.levelsExcess, differ.deepestLevelBound)
             }
         }
-        if sizeBound <= limits.maxSnapshotBytes { return ops }
+        if sizeBound <= limits.maxSnapshotBytes, deepest < limits.maxOutlineDepth { return ops }
         var check = self
         if (try? check.apply(ops, limits: limits)) != nil { return ops }
         return other.rebuild()
@@ -93,6 +96,7 @@ extension Snapshot {
     /// `deleteAllItems`, then every section appended with its items, in order: each prefix's
     /// result is a prefix of `self`, so no count or size ever exceeds `self`'s. O(|self|).
     func rebuild() -> [SnapshotOperation] {
+        if isOutline { return rebuildOutline() }
         var ops: [SnapshotOperation] = [.deleteAllItems]
         for section in sections {
             ops.append(.appendSections([section]))
@@ -106,7 +110,7 @@ extension Snapshot {
 
 /// The working state of one `difference(to:)` call. Arrays named `a…` are indexed by slots of
 /// `a`; arrays named `b…` by position in a walk of `b` (sections or items in order).
-private struct Differ {
+struct Differ {
     typealias Slot = Snapshot.Slot
     static var none: Slot { Snapshot.none }
 
@@ -185,6 +189,10 @@ private struct Differ {
     /// each surviving section, the varint of its largest possible item count (its kept items of
     /// `a` plus its items of `b`) over the varint of its count in `b`. Set by `emitDeletes`.
     var varintExcess = 0
+    /// Outlines only: bytes by which an intermediate state's `levels` part can exceed `b`'s, and
+    /// the deepest level an intermediate state can hold (`Snapshot+ForestDiffing.swift`).
+    var levelsExcess = 0
+    var deepestLevelBound = 0
 
     /// Positions in `a`: one walk of its lists. O(|a|).
     mutating func indexA() {
@@ -430,7 +438,7 @@ private struct Differ {
 /// Longest strictly increasing subsequence by patience sorting: O(k log k), O(k) when the input
 /// is already mostly increasing (the common case: most elements stay), thanks to the check
 /// against the last pile before the binary search. Buffers are kept across calls.
-private struct LIS {
+struct LIS {
     /// `tails[l]`: index of the smallest value ending an increasing run of length l + 1, and
     /// `tailValues[l]` that value: the binary search reads one contiguous array instead of
     /// chasing indexes.

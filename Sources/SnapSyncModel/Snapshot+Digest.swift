@@ -1,7 +1,9 @@
 // The canonical encoding (Protocol/PROTOCOL.md §4) and the digest over it.
 //
 // Replicas compare digests to prove they hold the same room, so the encoding must be a pure
-// function of the content: sections and items in snapshot order, minimal LEB128 varints.
+// function of the content: sections and items in snapshot order, minimal LEB128 varints, then,
+// only when some item has a parent, the `levels` part: one varint per item, in the same order.
+// A flat snapshot's bytes are therefore exactly protocol version 1's.
 // Decoding is the Wire module's job; the model only produces bytes.
 
 import Crypto
@@ -42,9 +44,9 @@ public struct SnapshotDigest: Hashable, Sendable, CustomStringConvertible {
 extension Snapshot {
     /// Length of `encodeCanonical(into:)`'s output.
     /// - Complexity: O(1): kept as a running count by every mutation.
-    public var canonicalByteCount: Int { Self.varintSize(numberOfSections) + encodedBodyBytes }
+    public var canonicalByteCount: Int { Self.varintSize(numberOfSections) + encodedBodyBytes + levelsPartBytes }
 
-    /// Appends the canonical encoding (`list<section>`, Protocol/PROTOCOL.md §4) to `buffer`:
+    /// Appends the canonical encoding (`list<section> [levels]`, Protocol/PROTOCOL.md §4) to `buffer`:
     /// exactly `canonicalByteCount` bytes.
     /// - Complexity: O(n + total bytes of identifiers and payloads); one reallocation at most,
     ///   since the size is known up front.
@@ -99,6 +101,16 @@ extension Snapshot {
                     i = items[Int(i)].next
                 }
                 s = section.next
+            }
+            guard nestedItemCount > 0 else { return }
+            s = firstSection
+            while s != Self.none {
+                var i = sectionNodes[Int(s)].firstItem
+                while i != Self.none {
+                    sink.varint(Int(outline[Int(i)].level))
+                    i = items[Int(i)].next
+                }
+                s = sectionNodes[Int(s)].next
             }
         }
     }

@@ -7,7 +7,10 @@ extension Snapshot {
     /// Proves the storage is consistent: identifiers are unique, both hash indexes agree with the
     /// linked lists, every link has its back link, per-section counts are right, free slots
     /// are neither linked nor indexed, the running encoded size matches the content, and every
-    /// byte of the item arena is either one item's or counted as garbage.
+    /// byte of the item arena is either one item's or counted as garbage. In an outline: every
+    /// item's parent is an earlier item of the same section, one level up, and the nearest such
+    /// (so the list is the forest's depth-first order and there is no cycle); roots are at level
+    /// 0; the nested-item and level-byte counts match.
     /// Tests call it after every mutation.
     /// - Complexity: O(n log n) (the arena check sorts the items' places)
     public func checkInvariants() throws(InvariantViolation) {
@@ -20,7 +23,13 @@ extension Snapshot {
         var bodyBytes = 0
         var liveItemBytes = 0
         var places: [(start: Int, end: Int)] = []
+        let outlined = !outline.isEmpty
+        if outlined, outline.count != itemNodes.count { throw fail("outline holds \(outline.count) entries for \(itemNodes.count) item slots") }
+        var nested = 0, levelExtra = 0
+        /// path[l]: the current item's ancestor at level l (then the item itself).
+        var path: [Slot] = []
         while s != Self.none {
+            path.removeAll(keepingCapacity: true)
             let node = sectionNodes[Int(s)]
             bodyBytes += Self.encodedSize(id: node.id, payload: node.payload) + Self.varintSize(node.itemCount)
             guard seenSections.insert(node.id).inserted else { throw fail("section \(node.id) is linked twice") }
@@ -40,6 +49,20 @@ extension Snapshot {
                 guard itemSlot(id) == i else { throw fail("item index of \(id) does not point at its slot") }
                 guard item.prev == prevItem else { throw fail("item \(id) has a wrong back link") }
                 guard item.section == s else { throw fail("item \(id) names the wrong section") }
+                if outlined {
+                    let place = outline[Int(i)]
+                    let level = Int(place.level)
+                    guard level >= 0, level <= path.count else {
+                        throw fail("item \(id) is at level \(level) right after an item at level \(path.count - 1) in section \(node.id)")
+                    }
+                    path.removeSubrange(level...)
+                    guard place.parent == (path.last ?? Self.none) else {
+                        throw fail("item \(id) at level \(level) does not name the nearest earlier item one level up as its parent")
+                    }
+                    path.append(i)
+                    if level > 0 { nested += 1 }
+                    levelExtra += Self.varintSize(level) - 1
+                }
                 bodyBytes += Self.encodedSize(idCount: Int(item.idCount), payloadCount: Int(item.payloadCount))
                 liveItemBytes += Int(item.idCount) + Int(item.payloadCount)
                 // An empty identifier with an empty payload owns no bytes: its place may start
@@ -56,6 +79,14 @@ extension Snapshot {
             sectionCount += 1
         }
         guard lastSection == prevSection else { throw fail("wrong last section") }
+        guard nestedItemCount == nested, levelExtraBytes == levelExtra else {
+            throw fail("outline counts \(nestedItemCount) nested items and \(levelExtraBytes) extra level bytes, content has \(nested) and \(levelExtra)")
+        }
+        if outlined {
+            guard freeItems.allSatisfy({ outline[Int($0)].level == 0 && outline[Int($0)].parent == Self.none }) else {
+                throw fail("a free item slot keeps an outline place")
+            }
+        }
         guard sectionIndex.count == sectionCount else { throw fail("section index holds \(sectionIndex.count) entries, lists hold \(sectionCount)") }
         var indexed = 0
         var indexProblem: String?

@@ -5,7 +5,8 @@ extension Snapshot {
     /// The first content limit (PROTOCOL.md §12) this snapshot breaks, or `nil`, in the order a
     /// receiver checks a `snapshot` field (§4): the encoding's size first, then the sections in
     /// order, each followed by its items; for each element its identifier, its payload, then the
-    /// section or item count it would take over the limit.
+    /// section or item count it would take over the limit; then the first item, in that order,
+    /// whose level is `maxOutlineDepth` or more.
     /// - Complexity: O(sections + items), without copying any identifier or payload except the
     ///   one named in the violation.
     public func firstLimitViolation(_ limits: Limits) -> Violation? {
@@ -34,6 +35,17 @@ extension Snapshot {
                 i = item.next
             }
             s = node.next
+        }
+        if nestedItemCount > 0 {
+            s = firstSection
+            while s != Self.none {
+                var i = sectionNodes[Int(s)].firstItem
+                while i != Self.none {
+                    if levelOfSlot(i) >= limits.maxOutlineDepth { return .outlineTooDeep(itemIdentifier(at: i), limit: limits.maxOutlineDepth) }
+                    i = itemNodes[Int(i)].next
+                }
+                s = sectionNodes[Int(s)].next
+            }
         }
         return nil
     }

@@ -7,7 +7,10 @@
 /// - sections and items live in slot arrays, linked into doubly linked lists (items per section);
 /// - item identifiers and payloads live in one byte arena, not in an array each
 ///   (`Snapshot+ItemBytes.swift`), which keeps a room under twice its raw bytes;
-/// - two hash indexes map identifiers to slots (items: `SlotIndex`, built for large rooms).
+/// - two hash indexes map identifiers to slots (items: `SlotIndex`, built for large rooms);
+/// - outlines (items with parents) keep each section's list in depth-first order, with each
+///   item's parent and level in a side array that exists only while some item has a parent
+///   (`Snapshot+Outline.swift`): a flat room pays nothing for them.
 ///
 /// So lookup by identifier, insert, delete and move are O(1) (expected, hashing), and
 /// position queries (`indexOfItem`, `itemIdentifiers`) walk the lists: O(n).
@@ -62,6 +65,21 @@ public struct Snapshot: Sendable {
     /// payload. The slot primitives keep it current, so `canonicalByteCount` and the
     /// `maxSnapshotBytes` check are O(1) instead of a walk over a million items.
     @usableFromInline var encodedBodyBytes: Int = 0
+
+    /// An item's parent (`none`: a root) and level (0: a root). 8 bytes.
+    @usableFromInline struct OutlineNode: Sendable {
+        @usableFromInline var parent: Slot
+        @usableFromInline var level: Int32
+        @usableFromInline static let root = OutlineNode(parent: Snapshot.none, level: 0)
+    }
+    /// Indexed by item slot, as `itemNodes`; empty while every item is a root. Free slots hold
+    /// `.root`. See `Snapshot+Outline.swift`.
+    @usableFromInline var outline: [OutlineNode] = []
+    /// Live items with a parent: the snapshot is an outline when this is not zero.
+    @usableFromInline var nestedItemCount = 0
+    /// Σ over live items of (varint size of its level − 1): what the canonical `levels` part
+    /// takes beyond one byte per item (0 unless some level is 128 or more).
+    @usableFromInline var levelExtraBytes = 0
 
     /// An empty snapshot.
     public init() {}
@@ -267,10 +285,14 @@ extension Snapshot {
 
 extension Snapshot: Equatable {
     /// Two snapshots are equal when they hold the same sections and items, in the same order,
-    /// with the same payloads. Storage layout (slots) is not compared.
+    /// with the same payloads and the same parents. Storage layout (slots) is not compared.
     /// - Complexity: O(n)
     public static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
-        guard lhs.numberOfSections == rhs.numberOfSections, lhs.numberOfItems == rhs.numberOfItems else { return false }
+        guard lhs.numberOfSections == rhs.numberOfSections, lhs.numberOfItems == rhs.numberOfItems,
+            lhs.nestedItemCount == rhs.nestedItemCount
+        else { return false }
+        // Same identifiers in the same depth-first order with the same levels is the same forest.
+        let outlined = lhs.nestedItemCount > 0
         var a = lhs.firstSection, b = rhs.firstSection
         while a != none, b != none {
             let sa = lhs.sectionNodes[Int(a)], sb = rhs.sectionNodes[Int(b)]
@@ -280,7 +302,8 @@ extension Snapshot: Equatable {
                     var i = sa.firstItem, j = sb.firstItem
                     while i != none, j != none {
                         guard bytesEqual(left.idBytes(i), right.idBytes(j)),
-                            bytesEqual(left.payloadBytes(i), right.payloadBytes(j))
+                            bytesEqual(left.payloadBytes(i), right.payloadBytes(j)),
+                            !outlined || lhs.outline[Int(i)].level == rhs.outline[Int(j)].level
                         else { return false }
                         i = left[Int(i)].next
                         j = right[Int(j)].next

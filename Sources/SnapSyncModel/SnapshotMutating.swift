@@ -1,4 +1,5 @@
-/// UIKit's snapshot mutators, written once for everything that applies `SnapshotOperation`s:
+/// UIKit's snapshot mutators (and its section snapshots' outline ones), written once for
+/// everything that applies `SnapshotOperation`s:
 /// `Snapshot` itself, and the client's `BatchBuilder`, which also records what it applied.
 ///
 /// Each mutator is one operation, applied atomically: it either happens completely or throws a
@@ -89,6 +90,18 @@ extension SnapshotMutating {
     /// - Complexity: O(1).
     public mutating func moveItem(_ item: Identifier, toSection section: Identifier) throws(BatchError) {
         try apply(.moveItemToSection(item, section: section), limits: defaultLimits)
+    }
+    /// Section snapshots' `append(_:to: parent)`: the items become `parent`'s last children,
+    /// after its whole subtree (`append_children`, protocol version 2).
+    /// - Complexity: O(k + the parent's subtree).
+    public mutating func appendChildren(_ items: [SnapshotElement], toParent parent: Identifier, limits: Limits? = nil) throws(BatchError) {
+        try apply(.appendChildren(items, toParent: parent), limits: limits ?? defaultLimits)
+    }
+    /// Moves an item with its subtree to the end of `parent`'s children, possibly in another
+    /// section (`move_item_to_parent`, protocol version 2).
+    /// - Complexity: O(the item's subtree + the parent's subtree).
+    public mutating func moveItem(_ item: Identifier, toParent parent: Identifier, limits: Limits? = nil) throws(BatchError) {
+        try apply(.moveItemToParent(item, parent: parent), limits: limits ?? defaultLimits)
     }
     /// `reloadItems(_:)`: replaces item payloads; clients replace the cells.
     /// - Complexity: O(k + payload bytes).

@@ -23,6 +23,14 @@ public enum UpdateKind: UInt8, Hashable, Sendable {
 ///
 /// Every operation names what it touches by identifier, never by index, as UIKit's snapshot
 /// mutators do: that is what keeps a batch meaningful when writers act concurrently.
+///
+/// In an outline (items with parents, `NSDiffableDataSourceSectionSnapshot`) a section is an
+/// ordered forest kept in depth-first order, and the flat operations act on whole subtrees:
+/// `appendItems` appends roots; `insertItems(.before(a))` inserts siblings of `a` (same parent)
+/// just before it, `.after(a)` just after `a`'s whole subtree; `deleteItems` removes each item
+/// with its descendants; `moveItem` makes the item, with its subtree, a sibling of the anchor,
+/// placed as `insertItems` places; `moveItemToSection` makes it the section's last root. On a
+/// flat section each of these is exactly its flat meaning.
 public enum SnapshotOperation: Hashable, Sendable {
     // MARK: Sections
     /// `appendSections(_:)`: append new sections, in order, after the last one.
@@ -52,4 +60,10 @@ public enum SnapshotOperation: Hashable, Sendable {
     case moveItemToSection(Identifier, section: Identifier)
     /// Replace item payloads; `kind` says whether the client should reload or reconfigure.
     case updateItems([SnapshotElement], UpdateKind)
+
+    // MARK: Outlines (protocol version 2)
+    /// `append(_:to: parent)` of a section snapshot: the items become the parent's last children.
+    case appendChildren([SnapshotElement], toParent: Identifier)
+    /// Move an item with its subtree to the end of `parent`'s children (parent may be in another section).
+    case moveItemToParent(Identifier, parent: Identifier)
 }

@@ -39,6 +39,10 @@ extension Hub {
             write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
                 room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
+        case .replaceSection(let requestID, let room, let expectedVersion, let writeId, let section, let items):
+            write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
+                room.replaceSection(section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            }
         case .stats(let requestID):
             guard authorizeStats(requestID: requestID, for: session) else { return }
             let entries = stats.entries(
@@ -59,21 +63,24 @@ extension Hub {
     }
 
     private func hello(versions: [UInt64], clientName: String, credentials: [UInt8], from session: Session) {
-        guard versions.contains(ProtocolVersion.current) else {
+        // The highest version offered that this server speaks (PROTOCOL.md §8.2).
+        guard let version = ProtocolVersion.chosen(from: versions) else {
             stats.protocolErrors += 1
             close(
                 session, error: .unsupportedVersion,
-                "this server speaks version \(ProtocolVersion.current); HELLO offered \(versions.map(String.init).joined(separator: ", "))")
+                "this server speaks versions \(ProtocolVersion.supported.map(String.init).joined(separator: ", ")); HELLO offered \(versions.map(String.init).joined(separator: ", "))"
+            )
             return
         }
         guard authenticate(session, credentials: credentials) else { return }
         session.state = .ready
         session.clientName = clientName
+        session.protocolVersion = version
         session.didBecomeReady()
         send(
             .welcome(
-                version: ProtocolVersion.current, sessionId: session.id, serverName: configuration.serverName,
-                limits: configuration.wire.welcomeEntries), to: session)
+                version: version, sessionId: session.id, serverName: configuration.serverName,
+                limits: configuration.wire.welcomeEntries(version: version)), to: session)
         logger.debug(
             "handshake done",
             metadata: session.logMetadata(["client": "\(LogEscaping.line(clientName))"]))
@@ -125,7 +132,11 @@ extension Hub {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
-        switch room.answerJoin(resume: resume) {
+        if let rejection = refuseOutline(room, to: session) {
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        switch answerJoin(room, resume: resume, for: session) {
         case .snapshot(let reason):
             sendSnapshot(requestID: requestID, room: room, reason: reason, to: session)
         case .catchup(let from, let to, let frames):

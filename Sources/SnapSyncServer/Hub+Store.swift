@@ -112,6 +112,12 @@ extension Hub {
                 "holds a payload of \(size) bytes (of \(id)), over --max-payload-bytes \(limit)",
                 "--max-payload-bytes", size
             )
+        case .outlineTooDeep(let id, let limit):
+            let level = snapshot.level(of: id) ?? limit
+            (what, flag, needed) = (
+                "holds the item \(id) at outline level \(level), over --max-outline-depth \(limit)",
+                "--max-outline-depth", level + 1
+            )
         default:
             (what, flag, needed) = ("breaks a content limit: \(violation)", "the limit flags", 0)
         }

@@ -7,7 +7,7 @@ import SnapSyncStore
 // every member before the writer's ACK.
 
 extension Hub {
-    /// A MUTATE or REPLACE: find or create the room, let the store refuse, let the room decide,
+    /// A MUTATE, REPLACE or REPLACE_SECTION: find or create the room, let the store refuse, let the room decide,
     /// then fan the DIFF out to every member (the writer too, if it has joined) before the
     /// writer's ACK (PROTOCOL.md §7).
     func write(
@@ -55,7 +55,16 @@ extension Hub {
             // Members are copied first: a member cut off as a slow consumer leaves the room,
             // which would otherwise reorder the array under the loop.
             let members = room.members.sessions
-            for member in members { send(shared: diff, to: member) }
+            // A DIFF that makes or keeps the room an outline, or carries a version 2 op, is no
+            // frame for a version 1 member: it is sent LEFT in its place (PROTOCOL.md §8.2).
+            let needsOutlines = room.snapshot.isOutline || room.lastDiffHasOutlineOps
+            for member in members {
+                if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
+                    leaveForOutline(member, room: room)
+                } else {
+                    send(shared: diff, to: member)
+                }
+            }
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
             if received != 0 { writeAckTimer?.acknowledged(received) }
         case .unchanged(let version), .duplicate(let version):

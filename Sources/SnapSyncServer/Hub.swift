@@ -152,10 +152,10 @@ package final class Hub {
         traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
         let message: Message
         do {
-            message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client)
+            message = try FrameDecoder.decode(frame: frame, limits: configuration.wire, accepting: .client, version: session.protocolVersion)
         } catch {
             if let requestID = error.requestID, error.code.kind == .reject {
-                // A whole, well-formed REPLACE whose snapshot breaks a content rule: the request
+                // A whole, well-formed REPLACE (or REPLACE_SECTION) whose content breaks a rule: the request
                 // fails, the session goes on. It decoded, so before HELLO the state answers
                 // (PROTOCOL.md §8.1).
                 guard session.state == .ready else {

@@ -18,11 +18,12 @@ struct Rejection: Error, Hashable, Sendable, CustomStringConvertible {
         self.identifier = identifier
     }
 
-    /// The rejection of a batch the model refused: its code, op index and identifier.
-    init(_ error: BatchError) {
+    /// The rejection of a batch the model refused: its code, op index and identifier. Without
+    /// the op index for ops the server computed (REPLACE_SECTION), which the client never sent.
+    init(_ error: BatchError, withOpIndex: Bool = true) {
         self.init(
             ErrorCode(error.violation), error.violation.description,
-            opIndex: error.operationIndex, identifier: error.violation.identifier)
+            opIndex: withOpIndex ? error.operationIndex : nil, identifier: error.violation.identifier)
     }
 
     /// The REJECT frame answering request `requestID`.

@@ -47,6 +47,10 @@ final class Room {
     private(set) var history: RoomHistory
     private var writeIds: WriteIdWindow
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
+    /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
+    /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
+    /// (PROTOCOL.md §8.2, Hub+Writes.swift).
+    private(set) var lastDiffHasOutlineOps = false
 
     /// Sessions that have joined (`Membership.swift`).
     /// Read once per DIFF; unchecked for the reason given on `Session.output`.
@@ -188,14 +192,14 @@ final class Room {
                 snapshot = before
                 return .rejected(rejection)
             }
-            return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
+            return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
         }
         do {
             try snapshot.apply(ops, limits: limits.model)
         } catch {
             return .rejected(Rejection(error))
         }
-        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
+        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
     }
 
     /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
@@ -238,9 +242,53 @@ final class Room {
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
         snapshot = target
-        let outcome = commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch)
+        let outcome = commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
         if let targetDigest { cachedDigest = (next, targetDigest) }
         return outcome
+    }
+
+    /// Applies a REPLACE_SECTION (PROTOCOL.md §11.21): the same checks as `mutate`, then the
+    /// ops the model computes for that section alone (`operations(replacingSection:with:limits:)`),
+    /// applied as one DIFF. Its refusals carry no op index: the ops are the server's.
+    /// `items` has been checked against the content limits by the decoder.
+    /// - Complexity: that of the model's section diff plus O(n) for the copy kept while the
+    ///   memory bound is asked (the room is restored from it if the write is refused).
+    func replaceSection(
+        _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8],
+        scratch: inout [UInt8]
+    ) -> WriteOutcome {
+        let fingerprint =
+            writeId.isEmpty
+            ? 0
+            : Self.fingerprint(kind: 2, expectedVersion: expectedVersion) { hasher in
+                hasher.combine(section)
+                hasher.combine(items.elements)
+                hasher.combine(items.levels)
+            }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        let ops: [SnapshotOperation]
+        do {
+            ops = try snapshot.operations(replacingSection: section, with: items, limits: limits.model)
+        } catch {
+            return .rejected(Rejection(error, withOpIndex: false))
+        }
+        if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        let before = snapshot
+        do {
+            try snapshot.apply(ops, limits: limits.model)
+        } catch {
+            snapshot = before
+            return .rejected(Rejection(error, withOpIndex: false))
+        }
+        if let refusal = budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) {
+            snapshot = before
+            return .rejected(refusal)
+        }
+        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
     }
 
     /// What a write asks for (kind, compare-and-set, content), hashed: equal for a retry of the
@@ -307,7 +355,13 @@ final class Room {
     static let minArenaBytes = 1024
     static let maxArenaBytes = 64 * 1024
 
-    private func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int, frame: [UInt8]) -> WriteOutcome {
+    private func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
+        lastDiffHasOutlineOps = ops.contains { op in
+            switch op {
+            case .appendChildren, .moveItemToParent: true
+            default: false
+            }
+        }
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
         history.append(chunk, version: next)
         writeIds.remember(writeId, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)

@@ -69,12 +69,13 @@ final class RoomMemoryBudget {
 extension SnapshotOperation {
     /// Whether the op can make a snapshot smaller (a delete, or a payload replaced by a shorter
     /// one): only a batch holding one is worth applying to learn its growth when the room budget
-    /// refuses it by its bound.
+    /// refuses it by its bound. (A move that flattens an outline drops its `levels` part, a few
+    /// bytes; PROTOCOL.md §7.1 counts only deletes and updates, and so does this.)
     var canShrink: Bool {
         switch self {
         case .deleteSections, .deleteItems, .deleteAllItems, .updateSections, .updateItems: return true
         case .appendSections, .insertSections, .moveSection, .appendItems, .insertItems, .moveItem,
-            .moveItemToSection:
+            .moveItemToSection, .appendChildren, .moveItemToParent:
             return false
         }
     }

@@ -21,7 +21,7 @@ package struct ServerConfiguration: Sendable {
     /// (`--max-frame-bytes`), `maxRoomsPerConnection`, `historyCount`, and in `model` the
     /// content limits (`--max-items-per-room` is `model.maxItems`, `--max-sections-per-room`
     /// `model.maxSections`, `--max-payload-bytes`, `--max-identifier-bytes`,
-    /// `--max-snapshot-bytes` `model.maxSnapshotBytes`).
+    /// `--max-snapshot-bytes` `model.maxSnapshotBytes`, `--max-outline-depth` `model.maxOutlineDepth`).
     package var wire = WireLimits()
     /// Connections served at once; one more is answered ERROR too_many_connections and closed.
     package var maxConnections = 10_000
@@ -110,6 +110,7 @@ package struct ServerConfiguration: Sendable {
         guard wire.model.maxPayloadBytes >= 0 else { throw fail("--max-payload-bytes must not be negative") }
         guard wire.model.maxItems >= 0 else { throw fail("--max-items-per-room must not be negative") }
         guard wire.model.maxSections >= 0 else { throw fail("--max-sections-per-room must not be negative") }
+        guard wire.model.maxOutlineDepth >= 1 else { throw fail("--max-outline-depth must be at least 1 (roots are level 0)") }
         guard wire.maxRoomsPerConnection >= 1 else { throw fail("--max-rooms-per-connection must be at least 1") }
         guard wire.historyCount >= 0 else { throw fail("--history-count must not be negative") }
         guard historyBytes >= 0 else { throw fail("--history-bytes must not be negative") }

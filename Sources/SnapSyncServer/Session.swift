@@ -6,6 +6,7 @@
 #endif
 import Logging
 import SnapSyncAuth
+import SnapSyncWire
 
 /// One client as the hub sees it: its id, where it is in its life, what it still has to be
 /// sent and the rooms it has joined. No socket: the hub's request path is tested on plain
@@ -36,6 +37,9 @@ class Session {
     /// Set once the hub ended the session (`Hub.end`): it is forgotten, and its queue is empty.
     final var isEnded = false
     final var clientName = ""
+    /// The protocol version WELCOME chose (PROTOCOL.md §8.2); its frames are decoded with it. A
+    /// version 1 session is never a member of an outline room (`Hub+Outlines.swift`).
+    final var protocolVersion: UInt64 = ProtocolVersion.current
     /// Who the session's token speaks for and what it grants (`Hub+Auth.swift`); nil when the
     /// daemon does not authenticate. Read once per request that needs a right.
     final var principal: Principal?

@@ -139,11 +139,36 @@ enum SnapshotDecoding {
             }
             sections.append((SnapshotElement(Identifier(id), payload: Payload(payload)), items))
         }
-        guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes follow the last section") }
+        // The `levels` part (PROTOCOL.md §4, version 2): the rest of the record, one level per
+        // item, present only when the snapshot is an outline. A checkpoint of a previous release
+        // has none, and its bytes read as before.
+        var levels: [Int] = []
+        if !r.isAtEnd {
+            let itemCount = sections.reduce(0) { $0 + $1.items.count }
+            guard r.remaining >= itemCount else {
+                throw FieldReader.Failure(what: "\(r.remaining) bytes follow the last section, too few for the levels of \(itemCount) items")
+            }
+            levels.reserveCapacity(itemCount)
+            for _ in 0..<itemCount {
+                let level = try r.varint("item level")
+                guard level <= UInt64(itemCount) else { throw FieldReader.Failure(what: "an item level of \(level) for \(itemCount) items") }
+                levels.append(Int(level))
+            }
+            guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes follow the levels of the items") }
+        }
+        var snapshot: Snapshot
         do {
-            return try Snapshot(sections, limits: .unlimited)
+            snapshot = try Snapshot(sections, limits: .unlimited)
         } catch {
             throw FieldReader.Failure(what: "it breaks a snapshot rule: \(error)")
         }
+        if !levels.isEmpty {
+            do {
+                try snapshot.setOutlineLevels(levels, maxOutlineDepth: .max)
+            } catch {
+                throw FieldReader.Failure(what: "its levels do not describe an outline: \(error)")
+            }
+        }
+        return snapshot
     }
 }

@@ -11,10 +11,14 @@ struct ByteReader {
     private var cursor: ByteCursor
     /// The message being read, for error details ("DIFF.version").
     let message: MessageType
+    /// The connection's protocol version (§8.2): version 1 reads no `levels` part and no
+    /// version 2 opcode.
+    let version: UInt64
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>, message: MessageType) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>, message: MessageType, version: UInt64 = ProtocolVersion.current) {
         self.cursor = ByteCursor(bytes)
         self.message = message
+        self.version = version
     }
 
     var bytes: UnsafeBufferPointer<UInt8> { cursor.bytes }

@@ -147,6 +147,14 @@ extension Array where Element == UInt8 {
             append(Opcode.updateItems.rawValue)
             append(kind.rawValue)
             appendElements(elements)
+        case .appendChildren(let elements, let parent):
+            append(Opcode.appendChildren.rawValue)
+            appendBytes(parent.bytes)
+            appendElements(elements)
+        case .moveItemToParent(let id, let parent):
+            append(Opcode.moveItemToParent.rawValue)
+            appendBytes(id.bytes)
+            appendBytes(parent.bytes)
         }
     }
 
@@ -160,6 +168,14 @@ extension Array where Element == UInt8 {
     mutating func appendSnapshot(_ snapshot: Snapshot) {
         // The model owns the canonical walk, so the bytes on the wire and the digest agree.
         snapshot.encodeCanonical(into: &self)
+    }
+
+    /// `section_items = list<item> [levels]` (§4, REPLACE_SECTION): the items in depth-first
+    /// order, then one level per item when some level is above 0. O(n).
+    mutating func appendSectionItems(_ items: SectionSnapshot) {
+        appendElements(items.elements)
+        guard items.isOutline else { return }
+        for level in items.levels { appendVarint(level) }
     }
 }
 
@@ -177,4 +193,16 @@ enum Opcode: UInt8 {
     case moveItem = 0x14
     case moveItemToSection = 0x15
     case updateItems = 0x16
+    /// Version 2 only (§8.2).
+    case appendChildren = 0x17
+    /// Version 2 only (§8.2).
+    case moveItemToParent = 0x18
+
+    /// Whether a connection of protocol `version` has this opcode.
+    func exists(inVersion version: UInt64) -> Bool {
+        switch self {
+        case .appendChildren, .moveItemToParent: ProtocolVersion.hasOutlines(version)
+        default: true
+        }
+    }
 }

@@ -46,6 +46,15 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case roomDeleted = 49
     /// LEFT only: the room expired, its time-to-live passed with no member and no write (§11.20).
     case roomExpired = 50
+    /// The parent of `append_children` / `move_item_to_parent` does not exist.
+    case parentNotFound = 51
+    /// An item would be moved under itself or under or next to one of its descendants.
+    case moveIntoOwnSubtree = 52
+    /// An item would be at a level of `max_outline_depth` or more.
+    case outlineTooDeep = 53
+    /// A version 1 connection's JOIN of an outline room (REJECT), or a room that became an
+    /// outline while a version 1 connection was a member (LEFT) (§8.2).
+    case outlineUnsupported = 54
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -97,6 +106,10 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .forbidden: "forbidden"
         case .roomDeleted: "room_deleted"
         case .roomExpired: "room_expired"
+        case .parentNotFound: "parent_not_found"
+        case .moveIntoOwnSubtree: "move_into_own_subtree"
+        case .outlineTooDeep: "outline_too_deep"
+        case .outlineUnsupported: "outline_unsupported"
         }
     }
 
@@ -108,7 +121,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
 }
 
 extension ErrorCode {
-    /// The wire code of a model violation (codes 20–32).
+    /// The wire code of a model violation (codes 20–32 and 51–53).
     public init(_ violation: Violation) {
         switch violation {
         case .duplicateSection: self = .duplicateSection
@@ -124,10 +137,13 @@ extension ErrorCode {
         case .tooManyItems: self = .tooManyItems
         case .tooManySections: self = .tooManySections
         case .snapshotTooLarge: self = .snapshotTooLarge
+        case .parentNotFound: self = .parentNotFound
+        case .moveIntoOwnSubtree: self = .moveIntoOwnSubtree
+        case .outlineTooDeep: self = .outlineTooDeep
         }
     }
 
-    /// The model violation a REJECT describes, for codes 20–32; `nil` for other codes, and when
+    /// The model violation a REJECT describes, for codes 20–32 and 51–53; `nil` for other codes, and when
     /// a rule about one identifier arrives without one. Limits and sizes are not on the wire:
     /// they are taken from `limits` (the server's, from WELCOME) and the size is reported as 0.
     public func violation(identifier: Identifier?, limits: Limits) -> Violation? {
@@ -145,6 +161,9 @@ extension ErrorCode {
         case .tooManyItems: .tooManyItems(limit: limits.maxItems)
         case .tooManySections: .tooManySections(limit: limits.maxSections)
         case .snapshotTooLarge: .snapshotTooLarge(limit: limits.maxSnapshotBytes)
+        case .parentNotFound: identifier.map { .parentNotFound($0) }
+        case .moveIntoOwnSubtree: identifier.map { .moveIntoOwnSubtree($0) }
+        case .outlineTooDeep: identifier.map { .outlineTooDeep($0, limit: limits.maxOutlineDepth) }
         default: nil
         }
     }

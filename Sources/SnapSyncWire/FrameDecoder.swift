@@ -21,6 +21,11 @@ public struct FrameDecoder: Sendable {
     /// `.server` ones; any other type byte is `unknown_message_type`. `.either` accepts all
     /// (tools, tests).
     public var accepting: Sender
+    /// The connection's protocol version (§8.2): a server sets it from the WELCOME it sends, a
+    /// client from the WELCOME it receives. Version 1 knows no REPLACE_SECTION, no opcodes
+    /// 0x17/0x18 and no `levels` part. Until then, the current version (HELLO and WELCOME read
+    /// the same in every version).
+    public var version: UInt64 = ProtocolVersion.current
 
     private var buffer: [UInt8] = []
     private var readIndex = 0
@@ -50,25 +55,29 @@ public struct FrameDecoder: Sendable {
         // Consume first: an error inside a whole frame consumes it (see the type's contract).
         readIndex = start + frameLength
         defer { compact() }
-        let limits = limits, accepting = accepting
+        let limits = limits, accepting = accepting, version = version
         return try buffer.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
-            try Self.decodeBody(UnsafeBufferPointer(rebasing: all[start + 4..<start + frameLength]), limits: limits, accepting: accepting)
+            try Self.decodeBody(UnsafeBufferPointer(rebasing: all[start + 4..<start + frameLength]), limits: limits, accepting: accepting, version: version)
         }
     }
 
     /// Decodes exactly one whole frame (length prefix included). Anything but one complete frame
     /// is `malformed_frame`: fewer bytes than the length says ("truncated frame"), or more
     /// ("trailing bytes").
-    public static func decode(frame: [UInt8], limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
+    public static func decode(
+        frame: [UInt8], limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.current
+    ) throws(WireError) -> Message {
         try frame.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
-            try decode(frame: UnsafeRawBufferPointer(all), limits: limits, accepting: accepting)
+            try decode(frame: UnsafeRawBufferPointer(all), limits: limits, accepting: accepting, version: version)
         }
     }
 
     /// Decodes exactly one whole frame in place, e.g. one `FrameCutter` cut out of a read buffer;
     /// the same rules as `decode(frame:)` with an array.
     /// - Complexity: O(frame bytes); nothing is copied but the decoded fields.
-    public static func decode(frame all: UnsafeRawBufferPointer, limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
+    public static func decode(
+        frame all: UnsafeRawBufferPointer, limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.current
+    ) throws(WireError) -> Message {
         guard all.count >= 4 else {
             throw WireError.malformed("truncated frame: \(all.count) bytes, the length prefix alone is 4")
         }
@@ -81,27 +90,32 @@ public struct FrameDecoder: Sendable {
         guard all.count - 4 == length else {
             throw WireError.malformed("\(all.count - 4 - length) trailing bytes after a frame of body length \(length)")
         }
-        return try decodeBody(UnsafeRawBufferPointer(rebasing: all[4...]).assumingMemoryBound(to: UInt8.self), limits: limits, accepting: accepting)
+        return try decodeBody(
+            UnsafeRawBufferPointer(rebasing: all[4...]).assumingMemoryBound(to: UInt8.self), limits: limits, accepting: accepting, version: version)
     }
 
     /// Decodes one body (type byte + fields), without the length prefix.
-    public static func decode(body: [UInt8], limits: WireLimits = .default, accepting: Sender = .either) throws(WireError) -> Message {
+    public static func decode(
+        body: [UInt8], limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.current
+    ) throws(WireError) -> Message {
         try body.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
-            try decodeBody(all, limits: limits, accepting: accepting)
+            try decodeBody(all, limits: limits, accepting: accepting, version: version)
         }
     }
 
     // MARK: Internals
 
-    static func decodeBody(_ body: UnsafeBufferPointer<UInt8>, limits: WireLimits, accepting: Sender) throws(WireError) -> Message {
+    static func decodeBody(_ body: UnsafeBufferPointer<UInt8>, limits: WireLimits, accepting: Sender, version: UInt64) throws(WireError) -> Message {
         let typeByte = body[0]
-        guard let type = MessageType(rawValue: typeByte) else {
-            throw WireError(.unknownMessageType, "unknown message type 0x\(hex(typeByte))")
+        guard let type = MessageType(rawValue: typeByte), type.exists(inVersion: version) else {
+            throw WireError(
+                .unknownMessageType, "unknown message type 0x\(hex(typeByte))\(MessageType(rawValue: typeByte) == nil ? "" : " in protocol version \(version)")"
+            )
         }
         guard accepting == .either || type.sentBy == .either || type.sentBy == accepting else {
             throw WireError(.unknownMessageType, "\(type.name) (0x\(hex(typeByte))) is sent by the \(type.sentBy == .client ? "client" : "server") only")
         }
-        var reader = ByteReader(UnsafeBufferPointer(rebasing: body[1...]), message: type)
+        var reader = ByteReader(UnsafeBufferPointer(rebasing: body[1...]), message: type, version: version)
         return try reader.readBody(limits: limits)
     }
 

@@ -107,6 +107,13 @@ public struct FrameEncoder: Sendable {
             b.appendOptionalVarint(expectedVersion)
             b.appendBytes(writeId)
             b.appendSnapshot(snapshot)
+        case .replaceSection(let requestID, let room, let expectedVersion, let writeId, let section, let items):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendOptionalVarint(expectedVersion)
+            b.appendBytes(writeId)
+            b.appendBytes(section.bytes)
+            b.appendSectionItems(items)
         case .stats(let requestID):
             b.appendVarint(requestID)
         case .auth(let requestID, let credentials):

@@ -31,6 +31,9 @@ public enum Message: Sendable {
     case mutate(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [SnapshotOperation])
     /// Replace the room's whole content.
     case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
+    /// Replace one section's items, hierarchy included (version 2, §11.21): UIKit's
+    /// `apply(_ sectionSnapshot:, to: section)`. The section's payload is kept.
+    case replaceSection(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], section: Identifier, items: SectionSnapshot)
     case stats(requestID: UInt64)
     /// A fresh token for a live session (§8.4): its grants replace the connection's. Answered
     /// by ACK (epoch 0, version 0) or, when refused, ERROR `unauthorized`.
@@ -99,7 +102,7 @@ extension Message {
             message: message ?? error.violation.description)
     }
 
-    /// Builds a REJECT with a known code that is not about one operation (40–45).
+    /// Builds a REJECT with a known code that is not about one operation (40 and up).
     public static func reject(requestID: UInt64, _ code: ErrorCode, _ message: String) -> Message {
         .reject(requestID: requestID, code: code.rawValue, opIndex: nil, identifier: nil, message: message)
     }
@@ -116,6 +119,7 @@ extension Message {
         case .leave: .leave
         case .mutate: .mutate
         case .replace: .replace
+        case .replaceSection: .replaceSection
         case .stats: .stats
         case .snapshot: .snapshot
         case .catchup: .catchup
@@ -144,6 +148,7 @@ extension Message {
     public var requestID: UInt64? {
         switch self {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
+            .replaceSection(let id, _, _, _, _, _),
             .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
             id
@@ -181,6 +186,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case auth = 0x15
     case drop = 0x16
     case setTTL = 0x17
+    /// Version 2 only (§8.2).
+    case replaceSection = 0x18
     case snapshot = 0x20
     case catchup = 0x21
     case diff = 0x22
@@ -191,7 +198,7 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
 
     public var sentBy: Sender {
         switch self {
-        case .hello, .join, .leave, .mutate, .replace, .stats, .auth, .drop, .setTTL: .client
+        case .hello, .join, .leave, .mutate, .replace, .replaceSection, .stats, .auth, .drop, .setTTL: .client
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left: .server
         case .ping, .pong: .either
         }
@@ -220,6 +227,12 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         case .left: "LEFT"
         case .drop: "DROP"
         case .setTTL: "SET_TTL"
+        case .replaceSection: "REPLACE_SECTION"
         }
+    }
+
+    /// Whether a connection of protocol `version` has this message type (§8.2).
+    public func exists(inVersion version: UInt64) -> Bool {
+        self != .replaceSection || ProtocolVersion.hasOutlines(version)
     }
 }

@@ -71,6 +71,15 @@ extension ByteReader {
             result = .replace(
                 requestID: requestID, room: room, expectedVersion: expected, writeId: writeId,
                 snapshot: try snapshot(requestID: requestID, limits: limits))
+        case .replaceSection:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let expected = try optionalVarint("expected_version")
+            let writeId = try writeId()
+            let section = Identifier(try bytesField("section"))
+            result = .replaceSection(
+                requestID: requestID, room: room, expectedVersion: expected, writeId: writeId, section: section,
+                items: try sectionItems(requestID: requestID, limits: limits))
         case .stats:
             result = .stats(requestID: try varint("request_id"))
         case .auth:
@@ -209,8 +218,8 @@ extension ByteReader {
 
     mutating func operation(limits: Limits?) throws(WireError) -> SnapshotOperation {
         let code = try u8("ops.opcode")
-        guard let opcode = Opcode(rawValue: code) else {
-            throw fail("ops.opcode", "unknown opcode 0x\(hex(code))")
+        guard let opcode = Opcode(rawValue: code), opcode.exists(inVersion: version) else {
+            throw fail("ops.opcode", "unknown opcode 0x\(hex(code))\(Opcode(rawValue: code) == nil ? "" : " in protocol version \(version)")")
         }
         switch opcode {
         case .appendSections:
@@ -248,6 +257,12 @@ extension ByteReader {
                 throw fail("ops.kind", "unknown update kind 0x\(hex(kindByte)) (must be 0x00 reload or 0x01 reconfigure)")
             }
             return .updateItems(try elements("ops.elements", limits: limits), kind)
+        case .appendChildren:
+            let parent = try identifier("ops.parent", limits: limits)
+            return .appendChildren(try elements("ops.elements", limits: limits), toParent: parent)
+        case .moveItemToParent:
+            let id = try identifier("ops.id", limits: limits)
+            return .moveItemToParent(id, parent: try identifier("ops.parent", limits: limits))
         }
     }
 
@@ -263,12 +278,18 @@ extension ByteReader {
         // the one just appended, which is the last), so the model checks in document order.
         var ops: [SnapshotOperation] = []
         ops.reserveCapacity(2 * sectionCount)
+        var sectionSizes: [Int] = []
+        sectionSizes.reserveCapacity(sectionCount)
+        var itemIDs: [Identifier] = []
         for _ in 0..<sectionCount {
             let section = try element("snapshot.section", limits: nil)
             ops.append(.appendSections([section]))
             let items = try elements("snapshot.items", limits: nil)
             if !items.isEmpty { ops.append(.appendItems(items, toSection: nil)) }
+            sectionSizes.append(items.count)
+            for item in items { itemIDs.append(item.id) }
         }
+        let levels = try levelsPart(sectionSizes: sectionSizes, itemCount: itemIDs.count, field: "snapshot.levels")
         let size = offset - start
         guard size <= limits.model.maxSnapshotBytes else {
             throw WireError(
@@ -282,6 +303,86 @@ extension ByteReader {
                 ErrorCode(error.violation), "\(message.name).snapshot: \(error.violation)",
                 requestID: requestID, identifier: error.violation.identifier)
         }
+        if let levels {
+            try checkDepth(levels, itemIDs: itemIDs, requestID: requestID, limits: limits.model)
+            do {
+                try snapshot.setOutlineLevels(levels, maxOutlineDepth: limits.model.maxOutlineDepth)
+            } catch {
+                preconditionFailure("levels checked by levelsPart and checkDepth: \(error)")
+            }
+        }
         return snapshot
+    }
+
+    /// REPLACE_SECTION's `items` (§4 `section_items`, §11.21): the structure, then the field's
+    /// size, then each item's rules in order, then the depth.
+    mutating func sectionItems(requestID: UInt64, limits: WireLimits) throws(WireError) -> SectionSnapshot {
+        let start = offset
+        let items = try elements("items", limits: nil)
+        let levels = try levelsPart(sectionSizes: [items.count], itemCount: items.count, field: "items.levels")
+        let size = offset - start
+        guard size <= limits.model.maxSnapshotBytes else {
+            throw WireError(
+                .snapshotTooLarge, "\(message.name).items is \(size) bytes, over the limit of \(limits.model.maxSnapshotBytes)", requestID: requestID)
+        }
+        // The room-wide size is checked when the section is applied (§10, step 6).
+        var itemLimits = limits.model
+        itemLimits.maxSnapshotBytes = .max
+        var result: SectionSnapshot
+        do {
+            result = try SectionSnapshot(items, limits: itemLimits)
+        } catch {
+            throw WireError(
+                ErrorCode(error.violation), "\(message.name).items: \(error.violation)",
+                requestID: requestID, identifier: error.violation.identifier)
+        }
+        if let levels {
+            try checkDepth(levels, itemIDs: items.map(\.id), requestID: requestID, limits: limits.model)
+            do {
+                try result.setOutlineLevels(levels, maxOutlineDepth: limits.model.maxOutlineDepth)
+            } catch {
+                preconditionFailure("levels checked by levelsPart and checkDepth: \(error)")
+            }
+        }
+        return result
+    }
+
+    /// The `levels` part after the items of a snapshot field (§4): every byte left in the body,
+    /// `nil` when none is (or on a version 1 connection, which has no levels part: what is left
+    /// is then trailing bytes). Structural rules only, each `malformed_frame`: one varint per
+    /// item, each section starting at level 0, no step up of more than one, not all 0.
+    /// Nothing is reserved before the bytes left are known to hold one varint per item.
+    /// - Complexity: O(items)
+    mutating func levelsPart(sectionSizes: [Int], itemCount: Int, field: StaticString) throws(WireError) -> [Int]? {
+        guard ProtocolVersion.hasOutlines(version), !isAtEnd else { return nil }
+        guard remaining >= itemCount else {
+            throw fail(field, "\(remaining) bytes left for the levels of \(itemCount) items")
+        }
+        var levels: [Int] = []
+        levels.reserveCapacity(itemCount)
+        var deepest: UInt64 = 0
+        for size in sectionSizes {
+            var previous: UInt64? = nil
+            for _ in 0..<size {
+                let level = try varint(field)
+                guard level <= (previous.map { $0 + 1 } ?? 0) else {
+                    throw fail(field, "level \(level) after \(previous.map { "level \($0)" } ?? "the start of a section") (at most one deeper)")
+                }
+                previous = level
+                deepest = max(deepest, level)
+                levels.append(Int(level))
+            }
+        }
+        guard isAtEnd else { throw fail(field, "\(remaining) bytes after one level per item") }
+        guard deepest > 0 else { throw fail(field, "every level is 0 (a flat snapshot has no levels part)") }
+        return levels
+    }
+
+    /// `outline_too_deep` for the first item whose level is `maxOutlineDepth` or more (§4 rule 3).
+    func checkDepth(_ levels: [Int], itemIDs: [Identifier], requestID: UInt64, limits: Limits) throws(WireError) {
+        guard let k = levels.firstIndex(where: { $0 >= limits.maxOutlineDepth }) else { return }
+        throw WireError(
+            .outlineTooDeep, "\(message.name): item \(itemIDs[k]) is at level \(levels[k]), over the outline limit of \(limits.maxOutlineDepth) levels",
+            requestID: requestID, identifier: itemIDs[k])
     }
 }

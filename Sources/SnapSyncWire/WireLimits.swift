@@ -10,6 +10,13 @@ public enum LimitKey: UInt64, Hashable, Sendable, CaseIterable {
     case maxRoomsPerConnection = 6
     case maxSnapshotBytes = 7
     case historyCount = 8
+    /// Version 2 only (§12): a version 1 WELCOME does not carry it.
+    case maxOutlineDepth = 9
+
+    /// Whether a WELCOME of protocol `version` announces this key.
+    public func exists(inVersion version: UInt64) -> Bool {
+        self != .maxOutlineDepth || ProtocolVersion.hasOutlines(version)
+    }
 }
 
 /// Every limit the protocol announces in WELCOME, with the defaults of PROTOCOL.md's limits table.
@@ -47,9 +54,12 @@ public struct WireLimits: Hashable, Sendable {
         }
     }
 
-    /// The entries a server puts in WELCOME: every known key, in key order.
-    public var welcomeEntries: [Message.LimitEntry] {
-        LimitKey.allCases.map { Message.LimitEntry($0, UInt64(clamping: self[$0])) }
+    /// The entries a server puts in a WELCOME of the current version: every known key, in key order.
+    public var welcomeEntries: [Message.LimitEntry] { welcomeEntries(version: ProtocolVersion.current) }
+
+    /// The entries of a WELCOME of protocol `version`: every key that version has, in key order.
+    public func welcomeEntries(version: UInt64) -> [Message.LimitEntry] {
+        LimitKey.allCases.filter { $0.exists(inVersion: version) }.map { Message.LimitEntry($0, UInt64(clamping: self[$0])) }
     }
 
     public subscript(key: LimitKey) -> Int {
@@ -63,6 +73,7 @@ public struct WireLimits: Hashable, Sendable {
             case .maxRoomsPerConnection: maxRoomsPerConnection
             case .maxSnapshotBytes: model.maxSnapshotBytes
             case .historyCount: historyCount
+            case .maxOutlineDepth: model.maxOutlineDepth
             }
         }
         set {
@@ -75,6 +86,7 @@ public struct WireLimits: Hashable, Sendable {
             case .maxRoomsPerConnection: maxRoomsPerConnection = newValue
             case .maxSnapshotBytes: model.maxSnapshotBytes = newValue
             case .historyCount: historyCount = newValue
+            case .maxOutlineDepth: model.maxOutlineDepth = newValue
             }
         }
     }

@@ -140,6 +140,9 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "Longest section or item identifier, in bytes. (default: \(defaults.wire.model.maxIdentifierBytes))", transform: ConfigurationValue.byteCount)
     var maxIdentifierBytes: Int = defaults.wire.model.maxIdentifierBytes
 
+    @Option(help: "Levels of an outline (items with children; protocol version 2): roots are level 0, so the deepest item is at level N - 1.")
+    var maxOutlineDepth: Int = defaults.wire.model.maxOutlineDepth
+
     @Option(
         help: ArgumentHelp("Largest encoded room snapshot. (default: --max-frame-bytes minus 64KiB)", valueName: "max-snapshot-bytes"),
         transform: ConfigurationValue.byteCount)
@@ -254,6 +257,7 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.wire.maxRoomsPerConnection = maxRoomsPerConnection
         configuration.wire.model.maxItems = maxItemsPerRoom
         configuration.wire.model.maxSections = maxSectionsPerRoom
+        configuration.wire.model.maxOutlineDepth = maxOutlineDepth
         configuration.wire.model.maxPayloadBytes = maxPayloadBytes
         configuration.wire.model.maxIdentifierBytes = maxIdentifierBytes
         configuration.wire.model.maxSnapshotBytes = maxSnapshotBytes ?? ServerConfiguration.snapshotBytes(forFrameBytes: maxFrameBytes)

@@ -21,7 +21,7 @@ VECTORS = os.path.join(HERE, "..", "..", "Protocol", "vectors")
 SEEDS = os.path.join(HERE, "seeds")
 
 CLIENT, SERVER, EITHER, TIGHT = 0, 1, 2, 4
-CLIENT_TYPES = {0x01, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17}
+CLIENT_TYPES = {0x01, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18}
 SERVER_TYPES = {0x02, 0x03, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26}
 
 
@@ -46,6 +46,15 @@ def seeds():
         out.append(("wire", control(side, chunk=1 + (i * 7) % 32) + frame))
     for test in load("limits.json")["tests"]:
         out.append(("wire", control(EITHER, tight=True, chunk=4) + bytes.fromhex(test["hex"])))
+    # Protocol version 2 (the wire target decodes as the current version): outlines, the new
+    # ops, REPLACE_SECTION, and the malformed levels parts. Version1 tests read the same bytes.
+    for i, test in enumerate(load("outline.json")["tests"]):
+        if "Version1" in test["flags"]:
+            continue
+        frame = bytes.fromhex(test["hex"])
+        kind = frame[4] if len(frame) > 4 else None
+        side = CLIENT if kind in CLIENT_TYPES else SERVER if kind in SERVER_TYPES else EITHER
+        out.append(("wire", control(side, chunk=1 + (i * 5) % 32) + frame))
     replay = load("replay.json")
     # A client's view of a room: its SNAPSHOT-worthy start, then every DIFF in one stream.
     out.append(("wire", control(SERVER, chunk=32) + b"".join(bytes.fromhex(d["hex"]) for d in replay["diffs"])))

@@ -60,14 +60,14 @@ extension ServerIntegration {
             #expect(try client.closingError().code == .badMagic)
         }
 
-        @Test func helloWithoutVersionOneIsRefused() throws {
+        @Test func helloWithoutASpokenVersionIsRefused() throws {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let client = try RawClient(host: daemon.host, port: daemon.port)
-            try client.send(.hello(versions: [2, 3], clientName: "future", credentials: []))
+            try client.send(.hello(versions: [3, 4], clientName: "future", credentials: []))
             let (code, message, _) = try client.closingError()
             #expect(code == .unsupportedVersion)
-            #expect(message.contains("2, 3"))
+            #expect(message.contains("3, 4"))
         }
 
         @Test func noHelloInTimeGetsTimeout() throws {

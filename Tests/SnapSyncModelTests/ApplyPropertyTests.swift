@@ -76,6 +76,9 @@ import SnapSyncModel
         case .tooManyItems: "tooManyItems"
         case .tooManySections: "tooManySections"
         case .snapshotTooLarge: "snapshotTooLarge"
+        case .parentNotFound: "parentNotFound"
+        case .moveIntoOwnSubtree: "moveIntoOwnSubtree"
+        case .outlineTooDeep: "outlineTooDeep"
         }
     }
 }

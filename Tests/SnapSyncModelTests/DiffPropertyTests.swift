@@ -57,7 +57,8 @@ func minimalMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
             case .updateItems(let e, let kind): #expect(kind == .reload); updatedItems += e.map(\.id)
             case .updateSections(let e): updatedSections += e.map(\.id)
             case .deleteAllItems: #expect(b.isEmpty)
-            case .moveItem, .moveItemToSection, .moveSection: break
+            case .appendChildren: Issue.record("\(context): a flat diff appended children")
+            case .moveItem, .moveItemToSection, .moveSection, .moveItemToParent: break
             }
         }
         let aItems = Set(a.itemIdentifiers), bItems = Set(b.itemIdentifiers)

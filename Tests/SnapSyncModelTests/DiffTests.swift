@@ -17,7 +17,12 @@ func checkedDiff(_ a: Snapshot, _ b: Snapshot, sourceLocation: SourceLocation = 
 }
 
 func itemMoves(_ ops: [SnapshotOperation]) -> Int {
-    ops.filter { if case .moveItem = $0 { true } else if case .moveItemToSection = $0 { true } else { false } }.count
+    ops.filter {
+        switch $0 {
+        case .moveItem, .moveItemToSection, .moveItemToParent: true
+        default: false
+        }
+    }.count
 }
 
 func sectionMoves(_ ops: [SnapshotOperation]) -> Int {

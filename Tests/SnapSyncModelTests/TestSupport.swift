@@ -48,19 +48,37 @@ func applied(
 }
 
 /// A deliberately naive snapshot: arrays of arrays, linear searches, copied on every batch. It
-/// shares no code with `Snapshot`, so agreeing with it means something.
+/// shares no code with `Snapshot`, so agreeing with it means something. Outlines are a level per
+/// item, in depth-first order (PROTOCOL.md §4): a subtree is the item and the following items of
+/// greater level.
 struct ReferenceModel: Equatable {
     struct Section: Equatable {
         var id: Identifier
         var payload: Payload
         var items: [SnapshotElement]
+        var levels: [Int] = []
+
+        init(id: Identifier, payload: Payload, items: [SnapshotElement], levels: [Int]? = nil) {
+            self.id = id
+            self.payload = payload
+            self.items = items
+            self.levels = levels ?? items.map { _ in 0 }
+        }
+
+        /// End (exclusive) of the subtree starting at `i`.
+        func subtreeEnd(_ i: Int) -> Int {
+            var end = i + 1
+            while end < items.count, levels[end] > levels[i] { end += 1 }
+            return end
+        }
     }
     var sections: [Section] = []
 
     init() {}
     init(_ snapshot: Snapshot) {
         for section in snapshot.sections {
-            sections.append(Section(id: section.id, payload: section.payload, items: Array(snapshot.items(inSection: section.id))))
+            let items = Array(snapshot.items(inSection: section.id))
+            sections.append(Section(id: section.id, payload: section.payload, items: items, levels: items.map { snapshot.level(of: $0.id)! }))
         }
     }
 
@@ -83,6 +101,8 @@ struct ReferenceModel: Equatable {
             total += bytes(section.id.count) + bytes(section.payload.count) + varint(section.items.count)
             for item in section.items { total += bytes(item.id.count) + bytes(item.payload.count) }
         }
+        let levels = sections.flatMap(\.levels)
+        if levels.contains(where: { $0 > 0 }) { total += levels.reduce(0) { $0 + varint($1) } }
         return total
     }
 
@@ -167,37 +187,71 @@ struct ReferenceModel: Equatable {
             for e in new {
                 try checkNewItem(e, limits)
                 sections[s].items.append(e)
+                sections[s].levels.append(0)
             }
         case .insertItems(let new, let placement):
             guard let (s, anchor) = itemPath(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
             var at = anchor
-            if case .after = placement { at += 1 }
+            if case .after = placement { at = sections[s].subtreeEnd(anchor) }
+            let level = sections[s].levels[anchor]
             for e in new {
                 try checkNewItem(e, limits)
                 sections[s].items.insert(e, at: at)
+                sections[s].levels.insert(level, at: at)
                 at += 1
             }
         case .deleteItems(let ids):
             for id in ids {
                 guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
-                sections[s].items.remove(at: i)
+                let end = sections[s].subtreeEnd(i)
+                sections[s].items.removeSubrange(i..<end)
+                sections[s].levels.removeSubrange(i..<end)
             }
         case .deleteAllItems:
             sections = []
         case .moveItem(let id, let placement):
             guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
             guard placement.anchor != id else { throw .anchorIsSelf(id) }
-            guard itemPath(placement.anchor) != nil else { throw .anchorItemNotFound(placement.anchor) }
-            let moving = sections[s].items.remove(at: i)
-            let (t, anchor) = itemPath(placement.anchor)!
+            guard let (t, a) = itemPath(placement.anchor) else { throw .anchorItemNotFound(placement.anchor) }
+            if s == t, a > i, a < sections[s].subtreeEnd(i) { throw .moveIntoOwnSubtree(id) }
+            let level = sections[t].levels[a]
+            let (moving, relative) = removeSubtree(s, i)
+            if level + relative.max()! >= limits.maxOutlineDepth {
+                throw .outlineTooDeep(id, limit: limits.maxOutlineDepth)  // `self` is a copy: discarded
+            }
+            let (t2, anchor) = itemPath(placement.anchor)!
             var at = anchor
-            if case .after = placement { at += 1 }
-            sections[t].items.insert(moving, at: at)
+            if case .after = placement { at = sections[t2].subtreeEnd(anchor) }
+            sections[t2].items.insert(contentsOf: moving, at: at)
+            sections[t2].levels.insert(contentsOf: relative.map { $0 + level }, at: at)
         case .moveItemToSection(let id, let sectionID):
             guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
             guard let t = sectionIndex(sectionID) else { throw .sectionNotFound(sectionID) }
-            let moving = sections[s].items.remove(at: i)
-            sections[t].items.append(moving)
+            let (moving, relative) = removeSubtree(s, i)
+            sections[t].items.append(contentsOf: moving)
+            sections[t].levels.append(contentsOf: relative)
+        case .appendChildren(let new, let parentID):
+            guard let (s, p) = itemPath(parentID) else { throw .parentNotFound(parentID) }
+            let level = sections[s].levels[p] + 1
+            for e in new {
+                try checkNewItem(e, limits)
+                if level >= limits.maxOutlineDepth { throw .outlineTooDeep(e.id, limit: limits.maxOutlineDepth) }
+                let (_, parent) = itemPath(parentID)!
+                let at = sections[s].subtreeEnd(parent)
+                sections[s].items.insert(e, at: at)
+                sections[s].levels.insert(level, at: at)
+            }
+        case .moveItemToParent(let id, let parentID):
+            guard let (s, i) = itemPath(id) else { throw .itemNotFound(id) }
+            guard let (t, p) = itemPath(parentID) else { throw .parentNotFound(parentID) }
+            if s == t, p >= i, p < sections[s].subtreeEnd(i) { throw .moveIntoOwnSubtree(id) }
+            let level = sections[t].levels[p] + 1
+            let (moving, relative) = removeSubtree(s, i)
+            if level + relative.max()! >= limits.maxOutlineDepth { throw .outlineTooDeep(id, limit: limits.maxOutlineDepth) }
+            let (t2, parent) = itemPath(parentID)!
+            let at = sections[t2].subtreeEnd(parent)
+            sections[t2].items.insert(contentsOf: moving, at: at)
+            sections[t2].levels.insert(contentsOf: relative.map { $0 + level }, at: at)
         case .updateItems(let elements, _):
             for e in elements {
                 guard let (s, i) = itemPath(e.id) else { throw .itemNotFound(e.id) }
@@ -205,6 +259,19 @@ struct ReferenceModel: Equatable {
                 sections[s].items[i].payload = e.payload
             }
         }
+    }
+}
+
+extension ReferenceModel {
+    /// Takes out the subtree at item `i` of section `s`: its elements, and levels relative to
+    /// its root (so the root's is 0).
+    mutating func removeSubtree(_ s: Int, _ i: Int) -> ([SnapshotElement], [Int]) {
+        let end = sections[s].subtreeEnd(i)
+        let moving = Array(sections[s].items[i..<end])
+        let relative = sections[s].levels[i..<end].map { $0 - sections[s].levels[i] }
+        sections[s].items.removeSubrange(i..<end)
+        sections[s].levels.removeSubrange(i..<end)
+        return (moving, relative)
     }
 }
 

@@ -20,10 +20,10 @@ struct HubHarness {
         hub = Hub(configuration: configuration, logger: logger, store: store)
     }
 
-    /// A session that has done its handshake, its WELCOME already read.
-    func connect(sourceLocation: SourceLocation = #_sourceLocation) -> Session {
+    /// A session that has done its handshake (offering `versions`), its WELCOME already read.
+    func connect(versions: [UInt64] = [ProtocolVersion.current], sourceLocation: SourceLocation = #_sourceLocation) -> Session {
         let session = hub.openSession()
-        send(.hello(versions: [ProtocolVersion.current], clientName: "test", credentials: []), from: session)
+        send(.hello(versions: versions, clientName: "test", credentials: []), from: session)
         let welcome = drain(session)
         #expect(welcome.count == 1, sourceLocation: sourceLocation)
         if case .welcome(_, let id, _, _) = welcome.first {
@@ -37,6 +37,11 @@ struct HubHarness {
     /// Hands `message` to the hub as one whole frame from `session`.
     func send(_ message: Message, from session: Session) {
         let frame = FrameEncoder().encode(message)
+        frame.withUnsafeBytes { hub.receive(frame: $0, from: session) }
+    }
+
+    /// Hands raw frame bytes to the hub.
+    func send(frame: [UInt8], from session: Session) {
         frame.withUnsafeBytes { hub.receive(frame: $0, from: session) }
     }
 
@@ -70,7 +75,9 @@ struct HubHarness {
             }
             session.output.consume(gathered)
         }
+        // Decoded as the session's version: a version 2 frame sent to a version 1 session fails here.
         var decoder = FrameDecoder(limits: hub.configuration.wire, accepting: .server)
+        decoder.version = session.protocolVersion
         decoder.append(bytes)
         var messages: [Message] = []
         do {

@@ -1,5 +1,6 @@
 // The byte formats of the write-ahead log and checkpoints (docs/persistence.md).
 
+import Foundation
 import Testing
 import SnapSyncModel
 import SnapSyncWire
@@ -172,6 +173,44 @@ import SnapSyncWire
         // A cut file too.
         #expect(throws: StoreError.self) { try CheckpointFile.decode(Array(bytes.dropLast()), path: "ckpt") }
         #expect(throws: StoreError.self) { try CheckpointFile.decode(bytes + [0], path: "ckpt") }
+    }
+
+    /// An outline's checkpoint carries its levels (PROTOCOL.md §4) and reads back as the same
+    /// forest; levels that describe no forest are corruption.
+    @Test func checkpointOfAnOutlineRoundTrips() throws {
+        var snapshot = Snapshot()
+        try snapshot.apply([
+            .appendSections(["s", "t"]), .appendItems(["a", "b"], toSection: "s"), .appendItems(["c"], toSection: "t"),
+            .appendChildren(["a1"], toParent: "a"), .appendChildren(["a11"], toParent: "a1"), .moveItemToParent("b", parent: "c"),
+        ])
+        let bytes = CheckpointFile.encode(room: "r", epoch: 3, version: 6, snapshot: snapshot, history: [])
+        let file = try CheckpointFile.decode(bytes, path: "ckpt")
+        #expect(file.snapshot == snapshot)
+        #expect(file.snapshot.parent(of: "a11") == "a1" && file.snapshot.parent(of: "b") == "c")
+        #expect(file.snapshot.digest == snapshot.digest)
+        // The snapshot record alone, with its levels made impossible (a section starting at 1).
+        var encoding = snapshot.canonicalEncoding
+        let levelsStart = encoding.count - snapshot.numberOfItems
+        encoding[levelsStart] = 1
+        #expect(throws: FieldReader.Failure.self) { try SnapshotDecoding.decode(encoding, range: 0..<encoding.count) }
+        // Too few levels.
+        let short = Array(snapshot.canonicalEncoding.dropLast(2))
+        #expect(throws: FieldReader.Failure.self) { try SnapshotDecoding.decode(short, range: 0..<short.count) }
+    }
+
+    /// The checkpoints a previous release wrote (Tests/Fixtures/previous-release-data, protocol
+    /// version 1, no levels part) still decode, to the snapshots their digests name.
+    @Test func previousReleaseCheckpointsDecode() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/previous-release-data")
+        var rooms: [String: UInt64] = [:]
+        for name in ["ckpt-0000000000000001.snap", "ckpt-0000000000000002.snap"] {
+            let bytes = Array(try Data(contentsOf: fixture.appendingPathComponent(name)))
+            let file = try CheckpointFile.decode(bytes, path: name)
+            #expect(!file.snapshot.isOutline)
+            rooms[file.room] = file.version
+        }
+        #expect(rooms == ["board": 5, "notes": 2])
     }
 
     /// A checkpoint whose records all check but whose snapshot is not the one its digest names.

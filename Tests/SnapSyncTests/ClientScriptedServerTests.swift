@@ -97,14 +97,14 @@ final class ScriptedPeer {
         guard credentials == expected else {
             throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
         }
-        send(.welcome(version: 1, sessionId: sessionId, serverName: "scripted", limits: []))
+        send(.welcome(version: ProtocolVersion.current, sessionId: sessionId, serverName: "scripted", limits: []))
     }
 
-    /// Receives HELLO [1]; returns its credentials.
+    /// Receives a HELLO offering the current version; returns its credentials.
     func hello() throws -> String {
         let message = try request()
-        guard case .hello(let versions, _, let credentials) = message, versions == [1] else {
-            throw Failure(description: "expected HELLO [1], got \(message)")
+        guard case .hello(let versions, _, let credentials) = message, versions.contains(ProtocolVersion.current) else {
+            throw Failure(description: "expected HELLO offering version \(ProtocolVersion.current), got \(message)")
         }
         return String(decoding: credentials, as: UTF8.self)
     }

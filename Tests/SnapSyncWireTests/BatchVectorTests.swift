@@ -3,16 +3,21 @@ import Testing
 import SnapSyncModel
 @testable import SnapSyncWire
 
-/// Protocol/vectors/batches.json: batches applied under small limits, with the rule, op index
-/// and identifier that answer a batch breaking several rules (PROTOCOL.md §6), against the model.
+/// Protocol/vectors/batches.json and outline_batches.json: batches applied under small limits,
+/// with the rule, op index and identifier that answer a batch breaking several rules
+/// (PROTOCOL.md §6) and the forest meaning of every op (§5), against the model.
 @Suite struct BatchVectorTests {
-    static let doc = try! JSON.parse(file: Vectors.directory.appendingPathComponent("batches.json").path)
-    static let cases: [JSON] = doc["tests"]!.array!
+    static let files = ["batches.json", "outline_batches.json"]
+    static let docs = files.map { try! JSON.parse(file: Vectors.directory.appendingPathComponent($0).path) }
+    static let cases: [(file: String, limits: JSON, test: JSON)] = zip(files, docs).flatMap { file, doc in
+        doc["tests"]!.array!.map { (file, doc["limits"]!, $0) }
+    }
 
-    @Test(arguments: cases)
-    func batchAppliesOrFailsAsTheVectorSays(_ t: JSON) throws {
-        let limits = Vectors.limits(from: Self.doc["limits"]!).model
-        let context = "batches.json #\(t["tcId"]!.uint!): \(t["comment"]!.string!)"
+    @Test(arguments: cases.indices)
+    func batchAppliesOrFailsAsTheVectorSays(_ index: Int) throws {
+        let (file, limitsJSON, t) = Self.cases[index]
+        let limits = Vectors.limits(from: limitsJSON).model
+        let context = "\(file) #\(t["tcId"]!.uint!): \(t["comment"]!.string!)"
         let start = try JSONForm.snapshot(from: t["start"]!)
         let message = try FrameDecoder.decode(frame: JSONForm.bytes(fromHex: t["hex"]!.string!))
         guard case .mutate(_, _, _, _, let ops) = message else {

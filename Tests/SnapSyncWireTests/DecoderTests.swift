@@ -53,7 +53,7 @@ import SnapSyncModel
             ([0x04] + [UInt8](repeating: 0xFF, count: 10) + [0x01], "bad varint (longer than 10 bytes) in PING.nonce"),
             ([0x04] + [UInt8](repeating: 0x80, count: 9) + [0x02], "bad varint (overflows 64 bits) in PING.nonce"),
             ([0x10, 0x01, 0x01, 0x72, 0x02], "bad presence flag 0x02 (must be 0x00 or 0x01) in JOIN.resume"),
-            ([0x22, 0x01, 0x72, 0x01, 0x01, 0x01, 0x17], "unknown opcode 0x17 in DIFF.ops.opcode"),
+            ([0x22, 0x01, 0x72, 0x01, 0x01, 0x01, 0x19], "unknown opcode 0x19 in DIFF.ops.opcode"),
             ([0x04, 0x01, 0x00], "1 trailing bytes after the last field of PING"),
             ([0x11, 0x01, 0x05, 0x72], "length 5 runs past the end of the body (truncated field) in LEAVE.room"),
             ([0x10, 0x01, 0x02, 0xC3, 0x28, 0x00], "invalid UTF-8 in JOIN.room"),
@@ -62,6 +62,13 @@ import SnapSyncModel
             #expect(throws: WireError(.malformedFrame, detail)) { try FrameDecoder.decode(body: body) }
         }
         #expect(throws: WireError(.unknownMessageType, "unknown message type 0x30")) { try FrameDecoder.decode(body: [0x30]) }
+        // Version 1 (PROTOCOL.md §8.2) has neither opcode 0x17 nor REPLACE_SECTION.
+        #expect(throws: WireError(.malformedFrame, "unknown opcode 0x17 in protocol version 1 in DIFF.ops.opcode")) {
+            try FrameDecoder.decode(body: [0x22, 0x01, 0x72, 0x01, 0x01, 0x01, 0x17], version: 1)
+        }
+        #expect(throws: WireError(.unknownMessageType, "unknown message type 0x18 in protocol version 1")) {
+            try FrameDecoder.decode(body: [0x18, 0x01], version: 1)
+        }
         #expect { try FrameDecoder.decode(body: [0x01] + Array("SNAQ".utf8) + [1, 1, 0, 0]) } throws: { ($0 as? WireError)?.code == .badMagic }
     }
 

@@ -31,9 +31,10 @@ import SnapSyncModel
             .identifierTooLong("long", limit: limits.maxIdentifierBytes), .payloadTooLarge("p", size: 0, limit: limits.maxPayloadBytes),
             .tooManyItems(limit: limits.maxItems), .tooManySections(limit: limits.maxSections),
             .snapshotTooLarge(limit: limits.maxSnapshotBytes),
+            .parentNotFound("p"), .moveIntoOwnSubtree("m"), .outlineTooDeep("d", limit: limits.maxOutlineDepth),
         ]
         let codes = violations.map(ErrorCode.init)
-        #expect(codes.map(\.rawValue) == Array(20...32))
+        #expect(codes.map(\.rawValue) == Array(20...32) + Array(51...53))
         for (violation, code) in zip(violations, codes) {
             #expect(code.violation(identifier: violation.identifier, limits: limits) == violation)
         }
@@ -54,9 +55,13 @@ import SnapSyncModel
         limits.maxFrameBytes = 1 << 20
         limits.model.maxItems = 5
         limits.historyCount = 9
+        limits.model.maxOutlineDepth = 7
         let entries = limits.welcomeEntries
-        #expect(entries.map(\.key) == Array(1...8))
+        #expect(entries.map(\.key) == Array(1...9))
         #expect(WireLimits(welcome: entries) == limits)
+        // A version 1 WELCOME has no max_outline_depth (PROTOCOL.md §12).
+        #expect(limits.welcomeEntries(version: 1).map(\.key) == Array(1...8))
+        #expect(WireLimits.default.model.maxOutlineDepth == 64)
         // Unknown keys are ignored; missing keys keep the defaults; huge values saturate.
         let adopted = WireLimits(welcome: [
             Message.LimitEntry(key: 99, value: 1), Message.LimitEntry(.maxPayloadBytes, 10),

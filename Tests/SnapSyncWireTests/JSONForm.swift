@@ -122,6 +122,8 @@ enum JSONForm {
         case .moveItem(let id, let p): o = ["op": .string("move_item"), "id": bytes(id.bytes), "placement": placement(p)]
         case .moveItemToSection(let id, let s): o = ["op": .string("move_item_to_section"), "id": bytes(id.bytes), "section": bytes(s.bytes)]
         case .updateItems(let e, let k): o = ["op": .string("update_items"), "kind": .string(k == .reload ? "reload" : "reconfigure"), "elements": elements(e)]
+        case .appendChildren(let e, let parent): o = ["op": .string("append_children"), "parent": bytes(parent.bytes), "elements": elements(e)]
+        case .moveItemToParent(let id, let parent): o = ["op": .string("move_item_to_parent"), "id": bytes(id.bytes), "parent": bytes(parent.bytes)]
         }
         return .object(o)
     }
@@ -129,11 +131,42 @@ enum JSONForm {
     static func snapshot(_ s: Snapshot) -> JSON {
         .array(
             s.sections.map { section in
-                .object([
+                let items = Array(s.items(inSection: section.id))
+                return .object([
                     "id": bytes(section.id.bytes), "payload": bytes(section.payload.bytes),
-                    "items": elements(Array(s.items(inSection: section.id))),
+                    "items": nested(items, levels: items.map { s.level(of: $0.id)! }),
                 ])
             })
+    }
+
+    /// Depth-first items with their levels as the JSON form nests them (§14): the roots, each
+    /// with "children" when it has any.
+    static func nested(_ items: [SnapshotElement], levels: [Int]) -> JSON {
+        // Built bottom-up: each item's children are the run after it one level deeper.
+        func build(_ start: Int, _ level: Int) -> (JSON, Int) {
+            var result: [JSON] = []
+            var k = start
+            while k < items.count, levels[k] == level {
+                var node: [String: JSON] = ["id": bytes(items[k].id.bytes), "payload": bytes(items[k].payload.bytes)]
+                let (children, next) = build(k + 1, level + 1)
+                if case .array(let list) = children, !list.isEmpty { node["children"] = children }
+                result.append(.object(node))
+                k = next
+            }
+            return (.array(result), k)
+        }
+        return build(0, 0).0
+    }
+
+    /// The nested JSON items -> depth-first elements and levels.
+    static func flattened(_ json: JSON, level: Int = 0) -> [(SnapshotElement, Int)] {
+        (json.array ?? []).flatMap { item in
+            [(element(from: item), level)] + flattened(item["children"] ?? .array([]), level: level + 1)
+        }
+    }
+
+    static func sectionItems(_ items: SectionSnapshot) -> JSON {
+        nested(items.elements, levels: items.levels)
     }
 
     static func opt(_ v: UInt64?) -> JSON { v.map { .uint($0) } ?? .null }
@@ -175,6 +208,13 @@ enum JSONForm {
             o["expected_version"] = opt(expected)
             o["write_id"] = bytes(writeId)
             o["snapshot"] = snapshot(snap)
+        case .replaceSection(let requestID, let room, let expected, let writeId, let section, let items):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["expected_version"] = opt(expected)
+            o["write_id"] = bytes(writeId)
+            o["section"] = bytes(section.bytes)
+            o["items"] = sectionItems(items)
         case .stats(let requestID):
             o["request_id"] = .uint(requestID)
         case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snap):
@@ -230,11 +270,15 @@ enum JSONForm {
     /// Builds a Snapshot from its JSON form (used by the replay set).
     static func snapshot(from json: JSON) throws -> Snapshot {
         var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
+        var levels: [Int] = []
         for s in json.array ?? [] {
-            let items = (s["items"]?.array ?? []).map { element(from: $0) }
-            sections.append((element(from: s), items))
+            let items = flattened(s["items"] ?? .array([]))
+            sections.append((element(from: s), items.map(\.0)))
+            levels += items.map(\.1)
         }
-        return try Snapshot(sections)
+        var snapshot = try Snapshot(sections)
+        if levels.contains(where: { $0 > 0 }) { try snapshot.setOutlineLevels(levels, maxOutlineDepth: .max) }
+        return snapshot
     }
 
     static func byteString(from json: JSON) -> [UInt8] {

@@ -41,7 +41,7 @@ struct MessageFactory {
     }
 
     mutating func operation() -> SnapshotOperation {
-        switch Int.random(in: 0..<12, using: &rng) {
+        switch Int.random(in: 0..<14, using: &rng) {
         case 0: return .appendSections(elements())
         case 1: return .insertSections(elements(), placement())
         case 2: return .deleteSections(ids())
@@ -53,6 +53,8 @@ struct MessageFactory {
         case 8: return .deleteAllItems
         case 9: return .moveItem(id(), placement())
         case 10: return .moveItemToSection(id(), section: id())
+        case 11: return .appendChildren(elements(), toParent: id())
+        case 12: return .moveItemToParent(id(), parent: id())
         default: return .updateItems(elements(), Bool.random(using: &rng) ? .reload : .reconfigure)
         }
     }
@@ -78,11 +80,40 @@ struct MessageFactory {
             }
             try! snapshot.apply([.appendSections([section]), .appendItems(items, toSection: section.id)])
         }
+        // An outline now and then (§4): each section's levels start at 0 and go at most one deeper.
+        if Bool.random(using: &rng) {
+            var levels: [Int] = []
+            for section in snapshot.sectionIdentifiers {
+                var previous = -1
+                for _ in 0..<snapshot.numberOfItems(inSection: section)! {
+                    previous = Int.random(in: 0...previous + 1, using: &rng)
+                    levels.append(previous)
+                }
+            }
+            try! snapshot.setOutlineLevels(levels, maxOutlineDepth: .max)
+        }
         return snapshot
     }
 
+    /// REPLACE_SECTION's items: unique identifiers, levels as a section's.
+    mutating func sectionItems() -> SectionSnapshot {
+        var counter: UInt8 = 0
+        let items = (0..<Int.random(in: 0...4, using: &rng)).map { _ -> SnapshotElement in
+            counter += 1
+            return SnapshotElement(Identifier([counter] + bytes(max: 4)), payload: Payload(bytes()))
+        }
+        var result = try! SectionSnapshot(items)
+        var previous = -1
+        let levels = items.map { _ -> Int in
+            previous = Int.random(in: 0...previous + 1, using: &rng)
+            return previous
+        }
+        try! result.setOutlineLevels(levels, maxOutlineDepth: .max)
+        return result
+    }
+
     mutating func message() -> Message {
-        switch Int.random(in: 0..<20, using: &rng) {
+        switch Int.random(in: 0..<21, using: &rng) {
         case 0: return .hello(versions: (0..<Int.random(in: 1...3, using: &rng)).map { _ in uint() }, clientName: text(), credentials: bytes())
         case 1:
             return .welcome(
@@ -109,6 +140,10 @@ struct MessageFactory {
         case 16: return .left(room: text(), code: uint(), message: text())
         case 17: return .drop(requestID: uint(), room: text())
         case 18: return .setTTL(requestID: uint(), room: text(), seconds: uint())
+        case 19:
+            return .replaceSection(
+                requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), section: id(),
+                items: sectionItems())
         default: return .statsReply(requestID: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
         }
     }

@@ -12,13 +12,13 @@ import SnapSyncModel
         let types = Set(Vectors.valid.compactMap { $0.message?["type"]?.string })
         #expect(types == Set(MessageType.allCases.map(\.name)))
         let ops = Set(Vectors.valid.flatMap { ($0.message?["ops"]?.array ?? []).compactMap { $0["op"]?.string } })
-        #expect(ops.count == 12)
+        #expect(ops.count == 14)
     }
 
     @Test(arguments: Vectors.all)
     func decodeWholeFrame(_ v: Vectors.Case) throws {
         if v.valid {
-            let message = try FrameDecoder.decode(frame: v.bytes, limits: v.limits)
+            let message = try FrameDecoder.decode(frame: v.bytes, limits: v.limits, version: v.version)
             #expect(JSONForm.message(message) == v.message, "\(v)")
             // Exactly one encoding per message.
             #expect(FrameEncoder().encode(message) == v.bytes, "\(v)")
@@ -27,9 +27,9 @@ import SnapSyncModel
                 #expect(snapshot.digest == digest, "\(v)")
             }
         } else {
-            #expect(throws: WireError.self, "\(v)") { try FrameDecoder.decode(frame: v.bytes, limits: v.limits) }
+            #expect(throws: WireError.self, "\(v)") { try FrameDecoder.decode(frame: v.bytes, limits: v.limits, version: v.version) }
             do {
-                _ = try FrameDecoder.decode(frame: v.bytes, limits: v.limits)
+                _ = try FrameDecoder.decode(frame: v.bytes, limits: v.limits, version: v.version)
             } catch {
                 #expect(error.code.name == v.error, "\(v): \(error)")
                 if let expected = v.identifier {
@@ -37,6 +37,26 @@ import SnapSyncModel
                 }
             }
         }
+    }
+
+    /// PROTOCOL.md §16: version 2 reads every version 1 vector as version 1 does, but for the
+    /// one whose bytes it gives a meaning (type 0x18, a REPLACE_SECTION cut short).
+    @Test func versionOneVectorsReadTheSameInVersionTwo() {
+        var changed: [String] = []
+        for v in Vectors.all where v.version == 1 && !v.flags.contains("Version1") {
+            func outcome(_ version: UInt64) -> String {
+                do {
+                    return "\(JSONForm.message(try FrameDecoder.decode(frame: v.bytes, limits: v.limits, version: version)))"
+                } catch {
+                    return error.code.name
+                }
+            }
+            if outcome(1) != outcome(2) {
+                changed.append(v.comment)
+                #expect(outcome(2) == "malformed_frame", "\(v)")
+            }
+        }
+        #expect(changed == ["unknown message type 0x18"])
     }
 
     /// The committed vectors and PROTOCOL.md's examples are what generate.py produces now.
@@ -54,6 +74,7 @@ import SnapSyncModel
     @Test(arguments: Vectors.all)
     func decodeIncrementally(_ v: Vectors.Case) throws {
         var decoder = FrameDecoder(limits: v.limits)
+        decoder.version = v.version
         decoder.append(v.bytes)
         if v.valid {
             let message = try decoder.nextMessage()
@@ -75,6 +96,7 @@ import SnapSyncModel
                 #expect(decoder.bufferedByteCount == v.bytes.count)
                 #expect(throws: WireError.self) { try decoder.nextMessage() }
                 var prefixOnly = FrameDecoder(limits: v.limits)
+                prefixOnly.version = v.version
                 prefixOnly.append(v.bytes.prefix(4))
                 #expect(throws: WireError.self) { try prefixOnly.nextMessage() }
             } else {
@@ -88,6 +110,7 @@ import SnapSyncModel
     @Test func byteByByte() throws {
         for v in Vectors.valid {
             var decoder = FrameDecoder(limits: v.limits)
+            decoder.version = v.version
             for (index, byte) in v.bytes.enumerated() {
                 decoder.append(CollectionOfOne(byte))
                 if index < v.bytes.count - 1 {
@@ -105,10 +128,11 @@ import SnapSyncModel
         for v in Vectors.valid {
             for length in 0..<v.bytes.count {
                 var decoder = FrameDecoder(limits: v.limits)
+                decoder.version = v.version
                 decoder.append(v.bytes[..<length])
                 #expect(try decoder.nextMessage() == nil, "\(v) cut at \(length)")
                 #expect(decoder.bufferedByteCount == length)
-                #expect(throws: WireError.self) { try FrameDecoder.decode(frame: Array(v.bytes[..<length]), limits: v.limits) }
+                #expect(throws: WireError.self) { try FrameDecoder.decode(frame: Array(v.bytes[..<length]), limits: v.limits, version: v.version) }
             }
         }
     }
@@ -119,6 +143,7 @@ import SnapSyncModel
         let cases = Vectors.load(file).filter(\.valid)
         let stream = cases.flatMap(\.bytes)
         var decoder = FrameDecoder(limits: cases[0].limits)
+        decoder.version = cases[0].version
         var decoded: [Message] = []
         var offset = 0
         while offset < stream.count {

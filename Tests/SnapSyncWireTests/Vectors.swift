@@ -20,6 +20,8 @@ enum Vectors {
         /// For ContentRule vectors: the identifier the error carries (`.null`: none).
         let identifier: JSON?
         let limits: WireLimits
+        /// The protocol version to decode with: the file's, or 1 for a test flagged Version1.
+        let version: UInt64
 
         var description: String { "\(file) #\(tcId): \(comment)" }
     }
@@ -42,23 +44,27 @@ enum Vectors {
         case .maxRoomsPerConnection: "max_rooms_per_connection"
         case .maxSnapshotBytes: "max_snapshot_bytes"
         case .historyCount: "history_count"
+        case .maxOutlineDepth: "max_outline_depth"
         }
     }
 
     static func load(_ file: String) -> [Case] {
         let doc = try! JSON.parse(file: directory.appendingPathComponent(file).path)
         let limits = limits(from: doc["limits"]!)
+        let version = doc["protocolVersion"]!.uint!
         return doc["tests"]!.array!.map { t in
-            Case(
+            let flags = t["flags"]!.array!.map { $0.string! }
+            return Case(
                 file: file, tcId: t["tcId"]!.uint!, comment: t["comment"]!.string!,
-                flags: t["flags"]!.array!.map { $0.string! },
+                flags: flags,
                 bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
                 valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
-                identifier: t["identifier"], limits: limits)
+                identifier: t["identifier"], limits: limits, version: flags.contains("Version1") ? 1 : version)
         }
     }
 
-    static let files = ["messages.json", "limits.json"]
+    /// Version 1 vectors (messages, limits) and version 2 ones (outline), PROTOCOL.md §16.
+    static let files = ["messages.json", "limits.json", "outline.json"]
     static let all: [Case] = files.flatMap(load)
     static var valid: [Case] { all.filter(\.valid) }
 }

@@ -268,6 +268,56 @@ class RenderingTests(unittest.TestCase):
         self.assertEqual(tree[1:], ['├─ section main', '│  ├─ item a="hi"', '│  └─ item b',
                                     '└─ section side="t"'])
 
+    def test_tree_of_an_outline_shows_children_under_their_parents_with_levels(self):
+        # main: a{a1{a11}, a2}, b   side: c{c1}
+        lv = lambda i, n: dict(el(i), level=n) if n else el(i)
+        rep = snapcat.Replica(5, 2, wire.Snapshot([
+            {"id": b"main", "payload": b"", "items": [lv(b"a", 0), lv(b"a1", 1), lv(b"a11", 2), lv(b"a2", 1),
+                                                      lv(b"b", 0)]},
+            {"id": b"side", "payload": b"", "items": [lv(b"c", 0), lv(b"c1", 1)]}]))
+        self.assertEqual(snapcat.show_tree(b"lobby", rep).splitlines()[1:], [
+            '├─ section main',
+            '│  ├─ item a',
+            '│  │  ├─ item a1 (level 1)',
+            '│  │  │  └─ item a11 (level 2)',
+            '│  │  └─ item a2 (level 1)',
+            '│  └─ item b',
+            '└─ section side',
+            '   └─ item c',
+            '      └─ item c1 (level 1)'])
+        self.assertEqual(snapcat.show_items_nested(rep.snapshot.sections[0]["items"]), "[a{a1{a11}, a2}, b]")
+
+
+class OutlineCommandTests(unittest.TestCase):
+    """The commands of protocol version 2 (outlines, REPLACE_SECTION)."""
+
+    def setUp(self):
+        self.p = snapcat.CommandParser()
+
+    one_op = CommandTests.one_op
+
+    def test_outline_commands(self):
+        self.assertEqual(self.one_op("append-items lobby to-parent a x=X y"),
+                         {"op": "append_children", "parent": b"a", "elements": [el(b"x", b"X"), el(b"y")]})
+        self.assertEqual(self.one_op("move-item lobby b to-parent 0x00"),
+                         {"op": "move_item_to_parent", "id": b"b", "parent": b"\x00"})
+        for bad in ("append-items lobby to-parent a", "move-item lobby b to-parent"):
+            with self.assertRaises(snapcat.UsageError):
+                self.p.parse(bad)
+
+    def test_replace_section_takes_nested_json_items(self):
+        [msg] = sent(self.p, 'replace-section lobby main [{"id": "a", "payload": "A", "children": '
+                             '[{"id": "a1", "children": [{"id": "a11"}]}]}, {"id": "b"}]')
+        self.assertEqual(msg["type"], "REPLACE_SECTION")
+        self.assertEqual((msg["room"], msg["section"], msg["expected_version"]), (b"lobby", b"main", None))
+        self.assertEqual(msg["items"], [el(b"a", b"A"), dict(el(b"a1"), level=1), dict(el(b"a11"), level=2), el(b"b")])
+        # Quoted JSON, and the JSON form of the message nests the items again.
+        [msg] = sent(self.p, "replace-section lobby 'main' '[{\"id\": \"x\", \"children\": [{\"id\": \"y\"}]}]'")
+        self.assertEqual(wire.message_to_json(msg)["items"], [{"id": "x", "payload": "", "children": [{"id": "y", "payload": ""}]}])
+        for bad in ("replace-section lobby main", "replace-section lobby [1]", "replace-section lobby main {}"):
+            with self.assertRaises(snapcat.UsageError):
+                self.p.parse(bad)
+
 
 
 class CapturedOutput:

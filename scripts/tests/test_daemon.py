@@ -41,7 +41,7 @@ class SessionTests(DaemonTestCase):
                             "append-items lobby to main a=hello b\nshow lobby\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
         lines = done.stdout.splitlines()
-        self.assertRegex(lines[0], r"^WELCOME v=1 session=\d+ server=")
+        self.assertRegex(lines[0], r"^WELCOME v=2 session=\d+ server=")
         m = re.match(r"^SNAPSHOT #1 lobby e=(\d+) v=0 initial digest=([0-9a-f]{16}) 0 sections, 0 items$",
                      lines[1])
         self.assertTrue(m, self.explain(done))
@@ -174,7 +174,7 @@ class SessionTests(DaemonTestCase):
                          self.explain(done))
         welcome, snapshot, diff, ack, reject, stats, pong = frames
         self.assertEqual(set(welcome), {"type", "version", "session_id", "server_name", "limits"})
-        self.assertEqual(welcome["version"], 1)
+        self.assertEqual(welcome["version"], 2)
         self.assertEqual(set(snapshot), {"type", "request_id", "room", "epoch", "version", "reason",
                                          "digest", "snapshot"})
         self.assertEqual((snapshot["request_id"], snapshot["room"], snapshot["version"]), (1, "lobby", 0))
@@ -319,3 +319,65 @@ class ConnectionTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OutlineTests(DaemonTestCase):
+    """Protocol version 2 end to end: snapcat builds an outline, a second snapcat sees it."""
+
+    def test_an_outline_built_with_snapcat_is_seen_whole_by_another_session(self):
+        done = self.snapcat("append-sections o s t\n"
+                            "append-items o to s a b\n"
+                            "append-items o to-parent a a1=one a2\n"
+                            "append-items o to-parent a1 a11\n"
+                            "move-item o b to-parent a2\n"
+                            "append-items o to t c\n"
+                            "move-item o a1 to-parent c\n"
+                            "join o\nshow o\n")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertTrue(done.stdout.startswith("WELCOME v=2 "), self.explain(done))
+        self.assertIn("max_outline_depth=64", done.stdout.splitlines()[0])
+        self.assertEqual(len(re.findall(r"^ACK #\d+ o ", done.stdout, re.M)), 7, self.explain(done))
+        tree = done.stdout.split("\n<o ")[1].splitlines()[1:]
+        self.assertEqual(tree, ["├─ section s",
+                                "│  └─ item a",
+                                "│     └─ item a2 (level 1)",
+                                "│        └─ item b (level 2)",
+                                "└─ section t",
+                                "   └─ item c",
+                                "      └─ item a1=\"one\" (level 1)",
+                                "         └─ item a11 (level 2)"], self.explain(done))
+        # A second session's SNAPSHOT, in JSON form, nests the same tree; its digest covers the levels.
+        done = self.snapcat("join o\n", "--json")
+        snap = [json.loads(l) for l in done.stdout.splitlines() if '"SNAPSHOT"' in l][0]
+        self.assertEqual(snap["snapshot"][1]["items"],
+                         [{"id": "c", "payload": "", "children": [
+                             {"id": "a1", "payload": "one", "children": [{"id": "a11", "payload": ""}]}]}])
+        native = wire.snapshot_from_json(snap["snapshot"])
+        self.assertEqual(wire.message_from_json(snap)["digest"], hashlib.sha256(wire.encode_snapshot(native)).digest())
+
+    def test_replace_section_and_the_rejections_of_outlines(self):
+        done = self.snapcat("append-sections o s t\nappend-items o to t keep\n"
+                            'replace-section o s [{"id": "a", "children": [{"id": "b", "payload": "B"}]}, {"id": "c"}]\n'
+                            "move-item o a to-parent b\n"
+                            "append-items o to-parent nope x\n"
+                            'replace-section o nope [{"id": "z"}]\n'
+                            'replace-section o s [{"id": "keep"}]\n'
+                            "join o\nshow o\n")
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        out = done.stdout
+        self.assertRegex(out, re.compile(r"^ACK #3 o e=\d+ v=3$", re.M), self.explain(done))
+        self.assertRegex(out, re.compile(r"^REJECT #4 o move_into_own_subtree \(52\) op=0 id=a: ", re.M))
+        self.assertRegex(out, re.compile(r"^REJECT #5 o parent_not_found \(51\) op=0 id=nope: ", re.M))
+        self.assertRegex(out, re.compile(r"^REJECT #6 o section_not_found \(22\) id=nope: ", re.M))
+        self.assertRegex(out, re.compile(r"^REJECT #7 o duplicate_item \(21\) id=keep: ", re.M))
+        self.assertIn("│  ├─ item a\n│  │  └─ item b=\"B\" (level 1)\n│  └─ item c\n", out)
+
+    def test_a_version_1_session_is_refused_an_outline_room(self):
+        self.snapcat("append-sections o s\nappend-items o to s a\nappend-items o to-parent a b\n")
+        hello = wire.encode_frame({"type": "HELLO", "magic": wire.MAGIC, "versions": [1],
+                                   "client_name": b"old", "credentials": b""}).hex()
+        join = wire.encode_frame({"type": "JOIN", "request_id": 1, "room": b"o", "resume": None}).hex()
+        done = self.snapcat("raw %s\nraw %s\nwait\n" % (hello, join), "--no-hello", "-q", "1")
+        self.assertIn("WELCOME v=1 ", done.stdout, self.explain(done))
+        self.assertNotIn("max_outline_depth", done.stdout)
+        self.assertRegex(done.stdout, re.compile(r"^REJECT #1 (o )?outline_unsupported \(54\): ", re.M), self.explain(done))

@@ -13,7 +13,10 @@ struct DiffBenchmark: ParsableCommand {
             Cases: flat-10k and flat-100k (one section; 10% of items deleted, 10% inserted, 10% \
             moved, 10% payload-updated, at random positions); flat-100k-small (100k items, 13 \
             changes); sectioned-100x1000 (100 sections × 1000 items, 10% item churn, part of it \
-            across sections, and 5 section changes). Each diff is applied once to check it reaches \
+            across sections, and 5 section changes); forest-10k (an outline of 10k items, at most 4 \
+            levels, 10% churn: 2.5% each of leaves deleted, items inserted under random parents, \
+            subtrees moved (half among their siblings, half to another parent) and payloads \
+            updated). Each diff is applied once to check it reaches \
             the target before it is timed. median_ms is wall time to compute the batch; \
             cpu_median_ms the thread's CPU time for the same (steadier on a busy machine); \
             free_median_ms the time to free the batch afterwards, timed apart.
@@ -34,6 +37,7 @@ struct DiffBenchmark: ParsableCommand {
             ("flat-100k", { DiffCases.flat(items: 100_000, churnPercent: 10, seed: seed) }),
             ("flat-100k-small", { DiffCases.flat(items: 100_000, deletes: 3, inserts: 3, moves: 4, updates: 3, seed: seed) }),
             ("sectioned-100x1000", { DiffCases.sectioned(sections: 100, itemsPerSection: 1000, seed: seed) }),
+            ("forest-10k", { DiffCases.forest(nodes: 10_000, levels: 4, churnPercent: 10, seed: seed) }),
         ]
         for name in cases where !all.contains(where: { $0.0 == name }) {
             throw ValidationError("unknown case \(name); cases: \(all.map(\.0).joined(separator: ", "))")
@@ -73,11 +77,11 @@ struct BatchStats {
         for op in ops {
             switch op {
             case .appendSections(let e), .insertSections(let e, _), .updateSections(let e),
-                .appendItems(let e, _), .insertItems(let e, _), .updateItems(let e, _):
+                .appendItems(let e, _), .insertItems(let e, _), .updateItems(let e, _), .appendChildren(let e, _):
                 elements += e.count
             case .deleteSections(let ids), .deleteItems(let ids):
                 elements += ids.count
-            case .moveSection, .moveItem, .moveItemToSection:
+            case .moveSection, .moveItem, .moveItemToSection, .moveItemToParent:
                 moves += 1
                 elements += 1
             case .deleteAllItems:
@@ -205,5 +209,104 @@ enum DiffCases {
         }
         let decoded: [(section: SnapshotElement, items: [SnapshotElement])] = bContents.map { (Self.fresh($0.section), $0.items.map(Self.fresh)) }
         return (try! Snapshot(aContents, limits: .unlimited), try! Snapshot(decoded, limits: .unlimited))
+    }
+
+    /// One section holding an outline of `n` items, at most `levels` deep: item i hangs under a
+    /// random earlier item (or is a root), its place among its siblings a random key. `b` deletes
+    /// `churnPercent / 4` % of the items (leaves), inserts as many under random parents, moves as
+    /// many subtrees (half to a new place among their siblings, half under another parent or to
+    /// the roots, never into their own subtree nor deeper than `levels`) and updates as many
+    /// payloads.
+    static func forest(nodes n: Int, levels: Int, churnPercent: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+        var rng = SplitMix64(seed: seed)
+        let k = n * churnPercent / 400
+        let total = n + k
+        var parent = [Int](repeating: -1, count: total)
+        var key = (0..<total).map { _ in Double.random(in: 0..<1, using: &rng) }
+        var children = [[Int]](repeating: [], count: total)
+        var alive = [Bool](repeating: false, count: total)
+        var version = [UInt64](repeating: 0, count: total)
+        func level(_ x: Int) -> Int {
+            var depth = 0, p = parent[x]
+            while p >= 0 { depth += 1; p = parent[p] }
+            return depth
+        }
+        func height(_ x: Int) -> Int { children[x].map { height($0) + 1 }.max() ?? 0 }
+        func attach(_ x: Int, to p: Int) {
+            parent[x] = p
+            if p >= 0 { children[p].append(x) }
+        }
+        func detach(_ x: Int) {
+            if parent[x] >= 0 { children[parent[x]].removeAll { $0 == x } }
+            parent[x] = -1
+        }
+        for i in 0..<n {
+            alive[i] = true
+            let p = i > 0 && Int.random(in: 0..<100, using: &rng) < 85 ? Int.random(in: 0..<i, using: &rng) : -1
+            attach(i, to: p >= 0 && level(p) < levels - 1 ? p : -1)
+        }
+        func build(fresh: Bool) -> Snapshot {
+            var elements: [SnapshotElement] = []
+            var depths: [Int] = []
+            var stack = (0..<total).filter { alive[$0] && parent[$0] < 0 }.sorted { key[$0] > key[$1] }.map { ($0, 0) }
+            while let (x, depth) = stack.popLast() {
+                let element = item(x, version: version[x])
+                elements.append(fresh ? Self.fresh(element) : element)
+                depths.append(depth)
+                stack += children[x].sorted { key[$0] > key[$1] }.map { ($0, depth + 1) }
+            }
+            var s = try! Snapshot([(SnapshotElement(Identifier("forest")), elements)], limits: .unlimited)
+            try! s.setOutlineLevels(depths, maxOutlineDepth: levels)
+            return s
+        }
+        let a = build(fresh: false)
+
+        var order = Array(0..<n)
+        order.shuffle(using: &rng)
+        var changed = Set<Int>()
+        // Deletes: leaves.
+        var deleted = 0
+        for x in order where deleted < k && children[x].isEmpty {
+            detach(x)
+            alive[x] = false
+            changed.insert(x)
+            deleted += 1
+        }
+        // Subtree moves: half among the siblings, half elsewhere.
+        var moved = 0
+        for x in order where moved < k && !changed.contains(x) {
+            if moved % 2 == 0 {
+                key[x] = Double.random(in: 0..<1, using: &rng)
+            } else {
+                let h = height(x)
+                var target = -1
+                for _ in 0..<20 {
+                    let q = Int.random(in: 0..<n, using: &rng)
+                    guard alive[q], level(q) + 1 + h < levels else { continue }
+                    var up = q
+                    while up >= 0, up != x { up = parent[up] }
+                    if up != x { target = q; break }
+                }
+                detach(x)
+                attach(x, to: target)
+                key[x] = Double.random(in: 0..<1, using: &rng)
+            }
+            changed.insert(x)
+            moved += 1
+        }
+        // Updates.
+        var updated = 0
+        for x in order where updated < k && !changed.contains(x) && alive[x] {
+            version[x] = 1
+            updated += 1
+        }
+        // Inserts under random parents with room below them.
+        for j in 0..<k {
+            let x = n + j
+            alive[x] = true
+            let q = Int.random(in: 0..<n, using: &rng)
+            attach(x, to: alive[q] && level(q) < levels - 1 && Int.random(in: 0..<100, using: &rng) < 85 ? q : -1)
+        }
+        return (a, build(fresh: true))
     }
 }

@@ -68,10 +68,10 @@ final class RawClient {
         close(fd)
     }
 
-    /// Connects and completes the handshake.
-    static func ready(_ daemon: DaemonProcess, receiveBuffer: Int? = nil) throws -> RawClient {
+    /// Connects and completes the handshake (offering `versions`).
+    static func ready(_ daemon: DaemonProcess, receiveBuffer: Int? = nil, versions: [UInt64] = [1]) throws -> RawClient {
         let client = try RawClient(host: daemon.host, port: daemon.port, receiveBuffer: receiveBuffer)
-        try client.handshake()
+        try client.handshake(versions: versions)
         return client
     }
 
@@ -101,12 +101,14 @@ final class RawClient {
         try send(raw: FrameEncoder().encode(message))
     }
 
-    /// Sends HELLO (version 1) and expects WELCOME.
+    /// Sends HELLO (version 1 unless told) and expects WELCOME; later frames are decoded as the
+    /// version it chose.
     @discardableResult
-    func handshake(name: String = "raw-client") throws -> Message {
-        try send(.hello(versions: [1], clientName: name, credentials: []))
+    func handshake(name: String = "raw-client", versions: [UInt64] = [1]) throws -> Message {
+        try send(.hello(versions: versions, clientName: name, credentials: []))
         let welcome = try receive()
-        guard case .welcome = welcome else { throw RawClientError.unexpected("expected WELCOME", welcome) }
+        guard case .welcome(let version, _, _, _) = welcome else { throw RawClientError.unexpected("expected WELCOME", welcome) }
+        decoder.version = version
         return welcome
     }
 
