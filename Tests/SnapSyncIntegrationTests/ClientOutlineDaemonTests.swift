@@ -68,4 +68,42 @@ struct ClientOutlineDaemonTests {
         await viewer.close()
         await late.close()
     }
+
+    @Test("client.apply(_:to:in:) sets one section, hierarchy included, and leaves the others", .timeLimit(.minutes(2)))
+    func applySectionSnapshot() async throws {
+        let daemon = try DaemonProcess.start()
+        defer { daemon.stop() }
+        let writer = try await connectedClient(daemon, "writer")
+        let viewer = try await connectedClient(daemon, "viewer")
+        let room = "sections"
+        _ = try await writer.join(room)
+        let replica = try await viewer.join(room)
+        let log = ChangeLog.start(replica)
+        try await writer.perform(room) { batch in
+            try batch.appendSections([SnapshotElement("outline", payload: "Outline"), "list"])
+            try batch.appendItems(["old", "keep"], toSection: "outline")
+            try batch.appendItems(["x"], toSection: "list")
+        }
+        var outline = SectionSnapshot()
+        try outline.append(["fruit", "keep"])
+        try outline.append(["apple", "pear"], to: "fruit")
+        let position = try await writer.apply(outline, to: "outline", in: room)
+        let changes = try await log.wait(for: "the section") { $0.last?.position == position }
+        let change = changes.last!
+        #expect(change.snapshot.sectionSnapshot(of: "outline") == outline)
+        #expect(change.snapshot.itemIdentifiers(inSection: "list") == ["x"])
+        #expect(change.snapshot.payload(ofSection: "outline") == "Outline")
+        // Only that section's items: "old" deleted, "keep" kept (no insert of it).
+        for op in change.operations {
+            if case .appendItems(let e, _) = op { #expect(!e.map(\.id).contains("keep")) }
+            if case .insertItems(let e, _) = op { #expect(!e.map(\.id).contains("keep")) }
+        }
+        #expect(change.operations.contains(.deleteItems(["old"])))
+        // An item of another section is refused, as UIKit refuses it.
+        var foreign = SectionSnapshot()
+        try foreign.append(["x"])
+        await #expect(throws: SnapSyncError.self) { try await writer.apply(foreign, to: "outline", in: room) }
+        await writer.close()
+        await viewer.close()
+    }
 }
