@@ -293,6 +293,10 @@ extension SnapSyncClient {
             message = .replace(
                 requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
                 writeId: write.writeID, snapshot: snapshot)
+        case .section(let section, let items):
+            message = .replaceSection(
+                requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
+                writeId: write.writeID, section: section, items: items)
         }
         let frame = FrameEncoder().encode(message)
         // The server would answer an oversized frame by closing the connection, and the resend
@@ -313,7 +317,7 @@ extension SnapSyncClient {
             writes[call] = nil
             throw error
         }
-        let what = "\(write.body.isSnapshot ? "REPLACE" : "MUTATE") on \(write.room)"
+        let what = "\(write.body.messageName) on \(write.room)"
         guard case .position(let position) = try await wait(call, what: what).get() else {
             preconditionFailure("a write completes with a position")
         }
@@ -322,8 +326,11 @@ extension SnapSyncClient {
 }
 
 extension SnapSyncClient.PendingWrite.Body {
-    var isSnapshot: Bool {
-        if case .snapshot = self { return true }
-        return false
+    var messageName: String {
+        switch self {
+        case .operations: "MUTATE"
+        case .snapshot: "REPLACE"
+        case .section: "REPLACE_SECTION"
+        }
     }
 }

@@ -163,6 +163,8 @@ public actor SnapSyncClient {
         enum Body {
             case operations([SnapshotOperation])
             case snapshot(Snapshot)
+            /// REPLACE_SECTION: one section's items, hierarchy included.
+            case section(Identifier, SectionSnapshot)
         }
         var room: String
         var expectedVersion: UInt64?
