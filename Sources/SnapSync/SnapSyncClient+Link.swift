@@ -75,7 +75,7 @@ extension SnapSyncClient {
         switch event {
         case .connected:
             link.connection?.send(
-                .hello(versions: [ProtocolVersion.current], clientName: configuration.clientName, credentials: token?.bytes ?? []))
+                .hello(versions: ProtocolVersion.supported, clientName: configuration.clientName, credentials: token?.bytes ?? []))
         case .message(let message):
             lastHeard = .now
             handle(message)
@@ -88,7 +88,8 @@ extension SnapSyncClient {
         switch message {
         case .welcome(let version, let sessionID, let serverName, let limits):
             guard case .handshaking(let connection) = link else { return violation("WELCOME after the handshake") }
-            guard version == ProtocolVersion.current else { return violation("WELCOME chose version \(version), not offered") }
+            guard ProtocolVersion.supported.contains(version) else { return violation("WELCOME chose version \(version), not offered") }
+            protocolVersion = version
             serverLimits = WireLimits(welcome: limits)
             session = (sessionID, serverName)
             ready(connection, sessionID: sessionID, serverName: serverName)
@@ -298,6 +299,12 @@ extension SnapSyncClient {
                 requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
                 writeId: write.writeID, section: section, items: items)
         }
+        // A version 1 server has no outlines (PROTOCOL.md §8.2): it would close the connection on
+        // the unknown opcode or type, and the resend after the reconnect would do it again.
+        if !ProtocolVersion.hasOutlines(protocolVersion), write.body.needsOutlines {
+            return .unsupportedByServer(
+                "\(write.body.messageName) on \(write.room) holds an outline, and the server speaks protocol version \(protocolVersion), which has none")
+        }
         let frame = FrameEncoder().encode(message)
         // The server would answer an oversized frame by closing the connection, and the resend
         // after the reconnect would do it again: refuse it here instead.
@@ -326,6 +333,22 @@ extension SnapSyncClient {
 }
 
 extension SnapSyncClient.PendingWrite.Body {
+    /// Whether the write needs protocol version 2: REPLACE_SECTION, an outline op, or a
+    /// snapshot with a `levels` part.
+    var needsOutlines: Bool {
+        switch self {
+        case .operations(let operations):
+            operations.contains {
+                switch $0 {
+                case .appendChildren, .moveItemToParent: true
+                default: false
+                }
+            }
+        case .snapshot(let snapshot): snapshot.isOutline
+        case .section: true
+        }
+    }
+
     var messageName: String {
         switch self {
         case .operations: "MUTATE"

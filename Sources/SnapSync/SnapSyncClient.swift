@@ -38,6 +38,9 @@ public actor SnapSyncClient {
     public nonisolated var state: ConnectionState { stateBox.value }
     /// The server's limits, from the last WELCOME (the protocol's defaults before).
     public internal(set) var serverLimits = WireLimits.default
+    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 2, or 1 from a server
+    /// without outlines.
+    public internal(set) var protocolVersion = ProtocolVersion.current
     /// The session id and server name of the last WELCOME.
     public internal(set) var session: (id: UInt64, serverName: String)?
 

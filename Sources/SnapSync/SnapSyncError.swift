@@ -59,6 +59,9 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The request's frame would exceed the server's `max_frame_bytes`; it was not sent (the
     /// server would have closed the connection).
     case requestTooLarge(size: Int, limit: Int)
+    /// The request needs a protocol version the server did not choose (an outline write to a
+    /// version 1 server, PROTOCOL.md §8.2); it was not sent.
+    case unsupportedByServer(String)
     /// The room is not joined: `perform` needs the replica to validate against.
     case notJoined(room: String)
     /// The calling task was cancelled. A write may or may not have been applied.
@@ -143,6 +146,7 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         case .timedOut(let what): "timed out: \(what)"
         case .protocolViolation(let what): "protocol violation: \(what)"
         case .requestTooLarge(let size, let limit): "the request is \(size) bytes, over the server's frame limit of \(limit)"
+        case .unsupportedByServer(let what): "not supported by the server: \(what)"
         case .notJoined(let room): "room \(room) is not joined"
         case .cancelled: "cancelled"
         case .closed: "the client is closed"

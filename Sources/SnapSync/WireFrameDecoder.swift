@@ -14,17 +14,21 @@ struct WireFrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = Message
 
     private var limits = WireLimits.default
+    /// The connection's protocol version: the current one until WELCOME (which reads the same in
+    /// every version, PROTOCOL.md §8.2) names the one the server chose.
+    private var version = ProtocolVersion.current
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        let limits = limits
+        let limits = limits, version = version
         let decoded = try buffer.withUnsafeReadableBytes { bytes throws(WireError) -> (length: Int, message: Message)? in
             guard let frame = try FrameCutter(limits: limits).nextFrame(in: bytes) else { return nil }
-            return (frame.count, try FrameDecoder.decode(frame: frame, limits: limits, accepting: .server))
+            return (frame.count, try FrameDecoder.decode(frame: frame, limits: limits, accepting: .server, version: version))
         }
         guard let decoded else { return .needMoreData }
         buffer.moveReaderIndex(forwardBy: decoded.length)
-        if case .welcome(_, _, _, let announced) = decoded.message {
+        if case .welcome(let chosen, _, _, let announced) = decoded.message {
             self.limits = WireLimits(welcome: announced)
+            self.version = chosen
         }
         context.fireChannelRead(wrapInboundOut(decoded.message))
         return .continue

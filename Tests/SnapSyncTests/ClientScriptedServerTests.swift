@@ -92,12 +92,12 @@ final class ScriptedPeer {
     }
 
     /// HELLO → WELCOME.
-    func handshake(credentials expected: String = "", sessionId: UInt64 = 1) throws {
+    func handshake(credentials expected: String = "", sessionId: UInt64 = 1, version: UInt64 = ProtocolVersion.current) throws {
         let credentials = try hello()
         guard credentials == expected else {
             throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
         }
-        send(.welcome(version: ProtocolVersion.current, sessionId: sessionId, serverName: "scripted", limits: []))
+        send(.welcome(version: version, sessionId: sessionId, serverName: "scripted", limits: []))
     }
 
     /// Receives a HELLO offering the current version; returns its credentials.
@@ -234,6 +234,48 @@ struct ClientScriptedServerTests {
         #expect(resyncs.count == 4, "\(resyncs)")
         #expect(resyncs.first == .digestMismatch)
         #expect(resyncs.dropFirst().first == .outOfSequence(expected: RoomPosition(epoch: 7, version: 4), received: RoomPosition(epoch: 7, version: 5)))
+        await client.close()
+    }
+
+    @Test("a version 1 server: HELLO offers [2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(1)))
+    func versionOneServer() async throws {
+        let peer = try ScriptedPeer()
+        let room = "r"
+        let flat = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let script = play(peer) { peer in
+            try peer.accept()
+            guard case .hello(let versions, _, _) = try peer.request(), versions == [2, 1] else {
+                throw ScriptedPeer.Failure(description: "expected HELLO offering [2, 1]")
+            }
+            peer.send(.welcome(version: 1, sessionId: 1, serverName: "v1", limits: []))
+            let join = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestID: join, room: room, epoch: 3, version: 1, reason: .initial, digest: flat.digest, snapshot: flat))
+            // The outline write never arrives: the next frame is the flat one.
+            guard case .mutate(let write, room, nil, _, [.appendItems(["b"], toSection: "s")]) = try peer.request() else {
+                throw ScriptedPeer.Failure(description: "expected the flat MUTATE and nothing before it")
+            }
+            peer.send(.diff(room: room, epoch: 3, version: 2, ops: [.appendItems(["b"], toSection: "s")]))
+            peer.send(.ack(requestID: write, epoch: 3, version: 2))
+        }
+        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20), reconnect: .disabled))
+        try await client.connect()
+        #expect(await client.protocolVersion == 1)
+        _ = try await client.join(room)
+        var refusal: SnapSyncError?
+        do {
+            _ = try await client.mutate(room, [.appendChildren(["child"], toParent: "a")])
+        } catch {
+            refusal = error
+        }
+        if case .unsupportedByServer(let what)? = refusal {
+            #expect(what.contains("protocol version 1"), "\(what)")
+        } else {
+            Issue.record("expected .unsupportedByServer, got \(String(describing: refusal))")
+        }
+        let position = try await client.mutate(room, [.appendItems(["b"], toSection: "s")])
+        #expect(position == RoomPosition(epoch: 3, version: 2))
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
         await client.close()
     }
 }
