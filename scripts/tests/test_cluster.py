@@ -1,0 +1,152 @@
+"""scripts/cluster: the 3-server JetStream cluster comes up, keeps acking writes with one server
+killed, refuses them with two stopped, de-duplicates a retried write, and goes down (#20)."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from tests.nats_client import Client, NATSError, Timeout
+from tests.support import SCRIPTS
+
+CLUSTER = os.path.join(SCRIPTS, "cluster")
+STREAM = "snapsync-rooms"
+SUBJECT = "snapsync.room.lobby"
+# The wrong-last-sequence error of a publish with Nats-Expected-Last-Subject-Sequence.
+WRONG_LAST_SEQUENCE = 10071
+
+
+def publish(client, seq, msg_id, timeout=2.0):
+    """One write as snapsyncd will make it: the next entry of a room's subject, expected to follow
+    `seq`, de-duplicated by `msg_id`. Returns the JetStream ack's JSON (with "error" if refused);
+    raises Timeout when no server answers."""
+    reply = client.request(SUBJECT, b"diff %s" % msg_id.encode(), timeout=timeout, headers={
+        "Nats-Expected-Last-Subject-Sequence": seq, "Nats-Msg-Id": msg_id})
+    if reply.status is not None:
+        raise NATSError("publish %s: status %d" % (msg_id, reply.status))
+    return reply.json()
+
+
+def publish_until_acked(client, seq, msg_id, attempts=20):
+    """Retries a publish with the same Msg-Id while the stream elects a leader (a retry is what a
+    node does after a timeout: the id makes it apply once)."""
+    last = None
+    for _ in range(attempts):
+        try:
+            ack = publish(client, seq, msg_id)
+            if "error" not in ack:
+                return ack
+            last = ack["error"]
+        except (Timeout, NATSError) as e:
+            last = e
+        time.sleep(0.25)
+    raise AssertionError("publish %s never acked; last answer: %s" % (msg_id, last))
+
+
+def running(pid):
+    """Whether pid is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class ClusterTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="snapsync-cluster-test-")
+        self.dir = os.path.join(self.tmp.name, "cluster")
+        self.clients = []
+        self.addCleanup(self.cleanup)
+
+    def cleanup(self):
+        for c in self.clients:
+            c.close()
+        self.cluster("down")
+        self.tmp.cleanup()
+
+    def cluster(self, command):
+        return subprocess.run([CLUSTER, command, "--dir", self.dir], capture_output=True, text=True,
+                              timeout=60)
+
+    def state(self):
+        with open(os.path.join(self.dir, "cluster.json")) as f:
+            return json.load(f)
+
+    def connect(self, server):
+        c = Client("127.0.0.1", server["client_port"])
+        self.clients.append(c)
+        return c
+
+    def test_writes_survive_one_server_and_are_refused_without_quorum(self):
+        up = self.cluster("up")
+        self.assertEqual(up.returncode, 0, up.stderr)
+        state = self.state()
+        urls = ",".join("nats://127.0.0.1:%d" % s["client_port"] for s in state["servers"])
+        self.assertIn("NATS_URLS=" + urls, up.stdout)
+        status = self.cluster("status")
+        self.assertEqual(status.returncode, 0, status.stdout)
+        self.assertEqual(status.stdout.count(" running "), 3, status.stdout)
+
+        # up is idempotent: the same processes, nothing restarted.
+        again = self.cluster("up")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("already up", again.stderr)
+        self.assertEqual([s["pid"] for s in self.state()["servers"]], [s["pid"] for s in state["servers"]])
+
+        n1, n2, n3 = state["servers"]
+        client = self.connect(n1)
+        created = client.js_api("STREAM.CREATE." + STREAM, {
+            "name": STREAM, "subjects": ["snapsync.room.>"], "storage": "file", "num_replicas": 3,
+            "duplicate_window": 120 * 10**9})
+        self.assertEqual(created["config"]["num_replicas"], 3)
+
+        first = publish_until_acked(client, 0, "w1")
+        self.assertEqual(first["seq"], 1)
+        # A second node that has not seen w1 expects the subject to be empty: refused.
+        stale = publish(client, 0, "w2")
+        self.assertEqual(stale["error"]["err_code"], WRONG_LAST_SEQUENCE, stale)
+        # A retry of w1 (through any node) is recognised, not appended again.
+        retry = publish(client, 0, "w1")
+        self.assertEqual((retry["seq"], retry.get("duplicate")), (1, True), retry)
+
+        # One server killed: a quorum (2 of 3) remains and writes are still acked.
+        os.kill(n3["pid"], signal.SIGKILL)
+        second = publish_until_acked(client, 1, "w2")
+        self.assertEqual(second["seq"], 2)
+        after_kill = self.cluster("status")
+        self.assertNotEqual(after_kill.returncode, 0)
+        self.assertIn("stopped", after_kill.stdout)
+
+        # Two stopped: no quorum, so no ack (a timeout or an error, never an ack).
+        os.kill(n2["pid"], signal.SIGKILL)
+        for attempt in range(3):
+            try:
+                refused = publish(client, 2, "w3")
+            except (Timeout, NATSError):
+                continue
+            self.assertIn("error", refused, "acked without a quorum: %s" % refused)
+
+        # Both back (up restarts only what is down, on the same ports and stores): the stream
+        # catches up, and w3, retried with its id, is in the log exactly once at seq 3; it may
+        # already be there, since an unacked proposal can still commit once the quorum is back.
+        back = self.cluster("up")
+        self.assertEqual(back.returncode, 0, back.stderr)
+        self.assertIn("started n2, n3", back.stderr)
+        third = publish_until_acked(client, 2, "w3")
+        self.assertEqual(third["seq"], 3, third)
+        info = client.js_api("STREAM.INFO." + STREAM)
+        self.assertEqual((info["state"]["messages"], info["state"]["last_seq"]), (3, 3), info["state"])
+
+        pids = [s["pid"] for s in self.state()["servers"]]
+        down = self.cluster("down")
+        self.assertEqual(down.returncode, 0, down.stderr)
+        self.assertFalse(os.path.exists(self.dir))
+        self.assertEqual([p for p in pids if running(p)], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
