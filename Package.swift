@@ -70,6 +70,20 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libnats (Debian: libnats-dev), the NATS/JetStream C client of cluster mode (#20), through
+        // pkg-config. Imported by Sources/SnapSyncCluster/NATSConnection.swift only.
+        .systemLibrary(
+            name: "CNats",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        // libnats's libevent adapter, a header of non-static definitions compiled in exactly one
+        // C file (shim.c), and libevent's pthread locking it turns on (libevent_pthreads).
+        .target(
+            name: "CNatsLibevent",
+            dependencies: ["CNats", "CLibevent"],
+            linkerSettings: [.linkedLibrary("event_pthreads")]
+        ),
         // glibc's <malloc.h>, for mallopt() in snapsyncd's main (no library, no package).
         .systemLibrary(name: "CMalloc"),
         .target(
@@ -121,6 +135,13 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // Cluster mode (#20): rooms in a NATS JetStream stream, a second implementation of the
+        // store/fan-out seam (CLUSTER_PROGRESS.md). Its NATS I/O runs on the daemon's libevent loop.
+        .target(
+            name: "SnapSyncCluster",
+            dependencies: ["CNats", "CNatsLibevent", "CLibevent"],
+            swiftSettings: upcoming
+        ),
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
@@ -155,6 +176,8 @@ let package = Package(
         .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
+        // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "CLibevent"], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz

@@ -1,0 +1,294 @@
+internal import CNats
+internal import CNatsLibevent
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// A JetStream stream as cluster mode wants it (`NATSConnection.ensureStream`).
+public struct StreamSpec: Sendable, Equatable {
+    public var name: String
+    public var subjects: [String]
+    public var replicas: Int
+    /// JetStream de-duplicates publishes with the same `Nats-Msg-Id` within this window: it must
+    /// cover the longest time a client may retry one write (through any node).
+    public var duplicateWindow: Duration
+
+    public init(name: String, subjects: [String], replicas: Int, duplicateWindow: Duration) {
+        self.name = name
+        self.subjects = subjects
+        self.replicas = replicas
+        self.duplicateWindow = duplicateWindow
+    }
+
+    /// The rooms' stream: one subject per room under `snapsync.room.`, on 3 servers.
+    public static let rooms = StreamSpec(
+        name: "snapsync-rooms", subjects: ["snapsync.room.>"], replicas: 3, duplicateWindow: .seconds(120))
+}
+
+/// JetStream's acknowledgement of a publish: stored (by a quorum of the stream's replicas) at
+/// `sequence` of `stream`; `duplicate` when a message with the same id was stored already (the
+/// sequence is then that message's).
+public struct PublishAck: Sendable, Equatable {
+    public let stream: String
+    public let sequence: UInt64
+    public let duplicate: Bool
+
+    public init(stream: String, sequence: UInt64, duplicate: Bool) {
+        self.stream = stream
+        self.sequence = sequence
+        self.duplicate = duplicate
+    }
+}
+
+/// A libnats connection whose socket I/O runs on the daemon's libevent loop, publishing to
+/// JetStream asynchronously. The only Swift file that imports CNats.
+///
+/// Threads: libnats reads and writes the socket from the loop's callbacks, but runs publish
+/// acknowledgements (and its timers, reconnects) on threads of its own. Those hand every outcome
+/// to the loop through a `LoopMailbox`, so `publish`'s completion runs on the loop thread, like
+/// everything else in the daemon. Every method is for the loop thread.
+///
+/// Never call a blocking libnats request (`js_AddStream`, `natsConnection_Request`, a
+/// synchronous `js_Publish`) on this connection from the loop thread: its reply would be read by
+/// the loop that the call is blocking, so it could only time out. Stream management therefore
+/// goes through `ensureStream`, on a connection of its own, before the loop runs.
+public final class NATSConnection {
+    private var connection: OpaquePointer?
+    private var jetStream: OpaquePointer?
+    private var mailbox: LoopMailbox?
+    /// The publishes awaiting JetStream's answer, by message id: O(1) per publish and per ack.
+    private var pending: [String: (Result<PublishAck, NATSError>) -> Void] = [:]
+
+    /// Once per process, before making the `event_base` the connection will run on: turns on
+    /// libevent's pthread locking (`evthread_use_pthreads`), since libnats's threads call
+    /// `event_add`/`event_active` on that base. The daemon's single-node base is made without
+    /// locking (`EVENT_BASE_FLAG_NOLOCK`); cluster mode must make its base without that flag.
+    public static func prepareLibevent() throws(NATSError) {
+        if snapsync_nats_libevent_init() != 0 {
+            throw NATSError(
+                operation: "evthread_use_pthreads", identifier: "libevent", code: .status(NATS_ERR.rawValue),
+                text: "libevent could not turn its locking on")
+        }
+    }
+
+    /// Creates the stream, or updates it when it exists with another configuration, over a
+    /// short-lived connection with libnats's own threads (blocking: call it before the loop runs,
+    /// never from a loop callback). Idempotent.
+    public static func ensureStream(_ spec: StreamSpec, servers: [String], timeout: Duration = .seconds(10)) throws(NATSError) {
+        let identifier = "stream \(spec.name)"
+        let options = try makeOptions(servers: servers, name: "snapsyncd-admin", identifier: identifier)
+        defer { natsOptions_Destroy(options) }
+        try natsCheck(natsOptions_SetTimeout(options, timeout.milliseconds), "natsOptions_SetTimeout", identifier)
+        var connection: OpaquePointer?
+        try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
+        defer { natsConnection_Destroy(connection) }
+        var jsOptions = jsOptions()
+        try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
+        jsOptions.Wait = timeout.milliseconds
+        var js: OpaquePointer?
+        try natsCheck(natsConnection_JetStream(&js, connection, &jsOptions), "natsConnection_JetStream", identifier)
+        defer { jsCtx_Destroy(js) }
+
+        let name = strdup(spec.name)
+        let copies = spec.subjects.map { strdup($0) }
+        defer {
+            free(name)
+            for s in copies { free(s) }
+        }
+        let subjects = copies.map { UnsafePointer($0) }
+        var config = jsStreamConfig()
+        try natsCheck(jsStreamConfig_Init(&config), "jsStreamConfig_Init", identifier)
+        config.Name = UnsafePointer(name)
+        config.Storage = js_FileStorage
+        config.Replicas = Int64(spec.replicas)
+        config.Duplicates = spec.duplicateWindow.nanoseconds
+        try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) in
+            config.Subjects = UnsafeMutablePointer(mutating: buffer.baseAddress)
+            config.SubjectsLen = Int32(buffer.count)
+            var info: UnsafeMutablePointer<jsStreamInfo>?
+            var errorCode = jsErrCode(0)
+            let added = js_AddStream(&info, js, &config, nil, &errorCode)
+            jsStreamInfo_Destroy(info)
+            if errorCode.rawValue == NATSError.streamNameExists {
+                info = nil
+                errorCode = jsErrCode(0)
+                let updated = js_UpdateStream(&info, js, &config, nil, &errorCode)
+                jsStreamInfo_Destroy(info)
+                try natsCheck(updated, "js_UpdateStream", identifier, errorCode)
+            } else {
+                try natsCheck(added, "js_AddStream", identifier, errorCode)
+            }
+        }
+    }
+
+    /// Connects to any of `servers` (`nats://host:port` URLs; libnats reconnects to the others,
+    /// forever, when one goes away) with the socket on the loop of `eventBase`, a
+    /// `struct event_base *` made after `prepareLibevent()`. Blocks for the handshake only.
+    public init(servers: [String], eventBase: OpaquePointer, name: String = "snapsyncd") throws(NATSError) {
+        let identifier = servers.joined(separator: ",")
+        mailbox = nil
+        let options = try Self.makeOptions(servers: servers, name: name, identifier: identifier)
+        defer { natsOptions_Destroy(options) }
+        try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
+        try natsCheck(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect", identifier)
+
+        // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
+        let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }
+        self.mailbox = mailbox
+        try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
+
+        var jsOptions = jsOptions()
+        try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
+        jsOptions.PublishAsync.AckHandler = publishAckHandler
+        // Retained here, released in deinit after the connection (and its threads) are gone.
+        jsOptions.PublishAsync.AckHandlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
+        try natsCheck(natsConnection_JetStream(&jetStream, connection, &jsOptions), "natsConnection_JetStream", identifier)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the connection; publishes still pending complete with a `NATS_CONNECTION_CLOSED`
+    /// error. Loop thread.
+    public func close() {
+        guard let connection else { return }
+        jsCtx_Destroy(jetStream)
+        jetStream = nil
+        natsConnection_Destroy(connection)
+        self.connection = nil
+        if let mailbox {
+            mailbox.close()
+            Unmanaged.passUnretained(mailbox).release()
+            self.mailbox = nil
+        }
+        let failed = pending
+        pending.removeAll()
+        for (id, completion) in failed {
+            completion(.failure(natsError(NATS_CONNECTION_CLOSED, "js_PublishMsgAsync", id, jsErrCode(0), text: nil)))
+        }
+    }
+
+    /// Publishes `payload` to `subject` without waiting: JetStream stores it only if the
+    /// subject's last message is `expectedLastSubjectSequence` (0: the subject has none) and no
+    /// message with `messageId` was stored within the stream's duplicate window.
+    ///
+    /// `completion` runs later on the loop thread, exactly once: the ack, or the refusal (e.g.
+    /// `isWrongLastSequence`), or `NATS_TIMEOUT` after `timeout` without an answer (then the
+    /// message may still be stored: retry with the same `messageId`). Throws, without calling
+    /// `completion`, when libnats would not queue it or `messageId` is still pending.
+    public func publish(
+        subject: String, payload: [UInt8], expectedLastSubjectSequence: UInt64, messageId: String,
+        timeout: Duration = .seconds(5), completion: @escaping (Result<PublishAck, NATSError>) -> Void
+    ) throws(NATSError) {
+        let identifier = "\(subject) \(messageId)"
+        guard let jetStream else { throw natsError(NATS_CONNECTION_CLOSED, "js_PublishMsgAsync", identifier, jsErrCode(0), text: nil) }
+        guard pending[messageId] == nil else {
+            throw NATSError(
+                operation: "js_PublishMsgAsync", identifier: identifier, code: .status(NATS_ILLEGAL_STATE.rawValue),
+                text: "a publish with this message id is pending")
+        }
+        var message: OpaquePointer?
+        let created = payload.withUnsafeBufferPointer { buffer in
+            natsMsg_Create(&message, subject, nil, UnsafeRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
+        }
+        try natsCheck(created, "natsMsg_Create", identifier)
+        // js_PublishMsgAsync takes the message on success and sets `message` to nil.
+        defer { natsMsg_Destroy(message) }
+        // jsPubOptions.ExpectLastSubjectSeq = 0 means "no expectation" to libnats, which then
+        // sends no header; JetStream reads a header of 0 as "the subject has no message", which
+        // is what a room's first write needs. So the header itself, always.
+        try natsCheck(
+            natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", String(expectedLastSubjectSequence)),
+            "natsMsgHeader_Set", identifier)
+        let id = strdup(messageId)
+        defer { free(id) }
+        var options = jsPubOptions()
+        try natsCheck(jsPubOptions_Init(&options), "jsPubOptions_Init", identifier)
+        options.MsgId = UnsafePointer(id)
+        options.MaxWait = timeout.milliseconds
+        try natsCheck(js_PublishMsgAsync(jetStream, &message, &options), "js_PublishMsgAsync", identifier)
+        pending[messageId] = completion
+    }
+
+    private func deliver(_ delivery: LoopDelivery) {
+        switch delivery {
+        case let .published(messageId, result):
+            pending.removeValue(forKey: messageId)?(result)
+        }
+    }
+
+    private static func makeOptions(servers: [String], name: String, identifier: String) throws(NATSError) -> OpaquePointer? {
+        var options: OpaquePointer?
+        try natsCheck(natsOptions_Create(&options), "natsOptions_Create", identifier)
+        do throws(NATSError) {
+            let urls = servers.map { strdup($0) }
+            defer { for u in urls { free(u) } }
+            var pointers = urls.map { UnsafePointer($0) }
+            try natsCheck(natsOptions_SetServers(options, &pointers, Int32(pointers.count)), "natsOptions_SetServers", identifier)
+            try natsCheck(natsOptions_SetName(options, name), "natsOptions_SetName", identifier)
+        } catch {
+            natsOptions_Destroy(options)
+            throw error
+        }
+        return options
+    }
+}
+
+/// libnats's publish-ack callback (jsOptions.PublishAsync.AckHandler), on a libnats thread: the
+/// outcome goes to the loop through the mailbox in `closure`. O(1) besides the copies.
+private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, closure in
+    guard let closure else { return }
+    let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
+    var idPointer: UnsafePointer<CChar>?
+    let messageId = natsMsgHeader_Get(message, "Nats-Msg-Id", &idPointer) == NATS_OK ? idPointer.map { String(cString: $0) } ?? "" : ""
+    let result: Result<PublishAck, NATSError>
+    if let ack {
+        result = .success(
+            PublishAck(stream: ack.pointee.Stream.map { String(cString: $0) } ?? "", sequence: ack.pointee.Sequence, duplicate: ack.pointee.Duplicate))
+    } else if let failure {
+        let subject = natsMsg_GetSubject(message).map { String(cString: $0) } ?? "?"
+        result = .failure(
+            natsError(
+                failure.pointee.Err, "js_PublishMsgAsync", "\(subject) \(messageId)", failure.pointee.ErrCode,
+                text: failure.pointee.ErrText.map { String(cString: $0) } ?? String(cString: natsStatus_GetText(failure.pointee.Err))))
+    } else {
+        result = .failure(natsError(NATS_ERR, "js_PublishMsgAsync", messageId, jsErrCode(0), text: "neither an ack nor an error"))
+    }
+    natsMsg_Destroy(message)
+    mailbox.post(.published(messageId: messageId, result))
+}
+
+/// Every libnats status is checked here: `NATS_OK` passes, anything else throws a `NATSError`
+/// naming the call and the identifier (a JetStream error code when the server gave one).
+private func natsCheck(_ status: natsStatus, _ operation: String, _ identifier: String, _ errorCode: jsErrCode = jsErrCode(0)) throws(NATSError) {
+    if status == NATS_OK { return }
+    throw natsError(status, operation, identifier, errorCode, text: nil)
+}
+
+/// The `NATSError` for a failed status: JetStream's code when set, libnats's last error text
+/// (more precise than the status's) when `text` is nil, which only a synchronous call on this
+/// thread may leave (the text is per thread).
+private func natsError(_ status: natsStatus, _ operation: String, _ identifier: String, _ errorCode: jsErrCode, text: String?) -> NATSError {
+    let detail = text ?? nats_GetLastError(nil).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+    let code: NATSError.Code = errorCode.rawValue != 0 ? .jetStream(errorCode.rawValue) : .status(status.rawValue)
+    return NATSError(operation: operation, identifier: identifier, code: code, text: detail)
+}
+
+extension NATSError {
+    /// libnats gave up waiting for the answer (`NATS_TIMEOUT`): the message may still be stored.
+    public var isTimeout: Bool { code == .status(NATS_TIMEOUT.rawValue) }
+}
+
+extension Duration {
+    fileprivate var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    fileprivate var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

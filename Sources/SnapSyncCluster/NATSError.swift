@@ -1,0 +1,39 @@
+/// A libnats call that failed, or a publish JetStream refused: the operation (the libnats
+/// function), the identifier it concerned (stream, subject, message id), libnats's status or
+/// JetStream's error code, and the text either gave.
+///
+/// Made in one place, `NATSConnection.swift`'s `natsCheck` and its publish-ack handler, from the
+/// codes of `nats/status.h`.
+public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Code: Equatable, Sendable {
+        /// A `natsStatus` other than `NATS_OK` (its raw value; `text` has `natsStatus_GetText`).
+        case status(UInt32)
+        /// A JetStream API error (`jsErrCode`, the server's `err_code`), e.g. 10071.
+        case jetStream(UInt32)
+    }
+
+    public let operation: String
+    public let identifier: String
+    public let code: Code
+    public let text: String
+
+    public init(operation: String, identifier: String, code: Code, text: String) {
+        self.operation = operation
+        self.identifier = identifier
+        self.code = code
+        self.text = text
+    }
+
+    public var description: String { "\(operation) \(identifier): \(text) (\(code))" }
+
+    /// JetStream's "wrong last sequence" (`JSStreamWrongLastSequenceErr`): a publish whose
+    /// expected last subject sequence was not the subject's last. Another node wrote first: catch
+    /// up and validate again.
+    public static let wrongLastSequence: UInt32 = 10071
+
+    /// JetStream's "stream name already in use" (`JSStreamNameExistErr`): the stream exists with
+    /// another configuration.
+    public static let streamNameExists: UInt32 = 10058
+
+    public var isWrongLastSequence: Bool { code == .jetStream(Self.wrongLastSequence) }
+}

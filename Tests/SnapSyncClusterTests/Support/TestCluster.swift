@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+/// The real 3-server NATS JetStream cluster of `scripts/cluster`, on loopback ports it picks free,
+/// in a throwaway directory; `down()` stops it and removes the directory.
+final class TestCluster {
+    let directory: String
+    /// `nats://127.0.0.1:PORT` of each server, from `scripts/cluster up`'s `NATS_URLS=` line.
+    let urls: [String]
+
+    static var script: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/cluster").path
+    }
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "snapsync-cluster-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+        let output = try Self.run("up", directory)
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("NATS_URLS=") }) else {
+            throw TestClusterError(message: "scripts/cluster up printed no NATS_URLS line: \(output)")
+        }
+        urls = line.dropFirst("NATS_URLS=".count).split(separator: ",").map(String.init)
+    }
+
+    func down() throws {
+        _ = try Self.run("down", directory)
+    }
+
+    @discardableResult
+    private static func run(_ command: String, _ directory: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: script)
+        process.arguments = [command, "--dir", directory]
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestClusterError(message: "scripts/cluster \(command) exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+struct TestClusterError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
