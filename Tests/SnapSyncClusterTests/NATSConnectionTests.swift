@@ -12,11 +12,12 @@ import Testing
 @Suite struct NATSConnectionTests {
     /// One publish, waited for by running the loop: its outcome and whether it came on this thread.
     static func publish(
-        _ connection: NATSConnection, _ base: OpaquePointer, subject: String, after sequence: UInt64, id: String
+        _ connection: NATSConnection, _ base: OpaquePointer, subject: String, after sequence: UInt64, id: String,
+        timeout: Duration = .seconds(5)
     ) throws -> (result: Result<PublishAck, NATSError>, onLoopThread: Bool) {
         let loopThread = pthread_self()
         var outcome: (Result<PublishAck, NATSError>, Bool)?
-        try connection.publish(subject: subject, payload: Array("diff \(id)".utf8), expectedLastSubjectSequence: sequence, messageId: id) {
+        try connection.publish(subject: subject, payload: Array("diff \(id)".utf8), expectedLastSubjectSequence: sequence, messageId: id, timeout: timeout) {
             outcome = ($0, pthread_equal(pthread_self(), loopThread) != 0)
         }
         // libnats's MaxWait bounds this: the completion comes, an ack or NATS_TIMEOUT.
@@ -63,5 +64,27 @@ import Testing
         #expect(throws: NATSError.self) {
             try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: 2, messageId: "w3") { _ in }
         }
+    }
+
+    /// With two of three servers gone the stream has no quorum: the publish fails (JetStream has
+    /// no leader to answer, so libnats reports no responders, or a timeout) and is never acked.
+    @Test func withoutAQuorumAPublishFailsOnTheLoopThreadAndIsNeverAcked() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        try NATSConnection.ensureStream(.rooms, servers: cluster.urls)
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        // Connected to the first server only, so that the connection stays up when the others go.
+        let connection = try NATSConnection(servers: [cluster.urls[0]], eventBase: base)
+        defer { connection.close() }
+        let room = "snapsync.room.quorum"
+        #expect(try Self.publish(connection, base, subject: room, after: 0, id: "q1").result.get().sequence == 1)
+
+        try cluster.kill(server: 1)
+        try cluster.kill(server: 2)
+        let refused = try Self.publish(connection, base, subject: room, after: 1, id: "q2", timeout: .seconds(2))
+        #expect(refused.onLoopThread)
+        #expect(throws: NATSError.self) { try refused.result.get() }
     }
 }

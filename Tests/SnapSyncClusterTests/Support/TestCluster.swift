@@ -22,6 +22,15 @@ final class TestCluster {
         urls = line.dropFirst("NATS_URLS=".count).split(separator: ",").map(String.init)
     }
 
+    /// SIGKILL to server `index` (0, 1, 2), by its pid in `cluster.json`.
+    func kill(server index: Int) throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/cluster.json"))
+        guard let state = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let servers = state["servers"] as? [[String: Any]], let pid = servers[index]["pid"] as? Int
+        else { throw TestClusterError(message: "no pid of server \(index) in \(directory)/cluster.json") }
+        Foundation.kill(pid_t(pid), SIGKILL)
+    }
+
     func down() throws {
         _ = try Self.run("down", directory)
     }
