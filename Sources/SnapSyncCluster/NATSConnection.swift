@@ -141,7 +141,10 @@ public final class NATSConnection {
         var jsOptions = jsOptions()
         try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
         jsOptions.PublishAsync.AckHandler = publishAckHandler
-        // Retained here, released in deinit after the connection (and its threads) are gone.
+        // Retained here and never released: libnats may still be inside the handler, on one of
+        // its threads, after natsConnection_Destroy returns (only the process-wide
+        // nats_CloseAndWait waits for those), so freeing the mailbox could be a use after free.
+        // One small object per connection; the daemon has one connection.
         jsOptions.PublishAsync.AckHandlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
         try natsCheck(natsConnection_JetStream(&jetStream, connection, &jsOptions), "natsConnection_JetStream", identifier)
     }
@@ -158,11 +161,9 @@ public final class NATSConnection {
         jetStream = nil
         natsConnection_Destroy(connection)
         self.connection = nil
-        if let mailbox {
-            mailbox.close()
-            Unmanaged.passUnretained(mailbox).release()
-            self.mailbox = nil
-        }
+        // Later posts (a handler still running) are queued and never delivered.
+        mailbox?.close()
+        mailbox = nil
         let failed = pending
         pending.removeAll()
         for (id, completion) in failed {
