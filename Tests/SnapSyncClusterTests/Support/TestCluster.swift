@@ -15,7 +15,14 @@ final class TestCluster {
 
     init() throws {
         directory = NSTemporaryDirectory() + "snapsync-cluster-\(getpid())-\(UInt32.random(in: 0 ... .max))"
-        let output = try Self.run("up", directory)
+        let output: String
+        do {
+            output = try Self.run("up", directory)
+        } catch {
+            // What did start must not outlive the test.
+            _ = try? Self.run("down", directory)
+            throw error
+        }
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("NATS_URLS=") }) else {
             throw TestClusterError(message: "scripts/cluster up printed no NATS_URLS line: \(output)")
         }
