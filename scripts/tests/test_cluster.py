@@ -151,8 +151,8 @@ class ClusterTests(unittest.TestCase):
         # Both back (up restarts only what is down, on the same ports and stores): the stream has
         # a quorum again and w3, retried with its id, is in the log exactly once at seq 3. A
         # proposal that got no ack may still have been stored once the quorum came back; the
-        # retry then gets "wrong last sequence", not a duplicate ack: the expected-sequence check
-        # wins over de-duplication, so a node must catch up and find its write id in the log.
+        # retry then got "wrong last sequence" here, not a duplicate ack (the new leader did not
+        # know the id), so a node must catch up and find its write id in the log.
         back = self.cluster("up")
         self.assertEqual(back.returncode, 0, back.stderr)
         self.assertIn("started n2, n3", back.stderr)
