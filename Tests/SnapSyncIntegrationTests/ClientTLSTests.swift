@@ -150,6 +150,16 @@ struct ClientTLSTests {
         #expect(error!.description.contains("127.0.0.1"))
     }
 
+    @Test("the system's trust roots (the distribution's CA bundle) do not include the suite's CA: .tlsUntrustedCertificate")
+    func systemRoots() async throws {
+        let error = try await connectError(SnapSyncClient.TLSConfiguration())
+        guard case .tlsUntrustedCertificate(let host, _)? = error else {
+            Issue.record("expected tlsUntrustedCertificate, got \(String(describing: error))")
+            return
+        }
+        #expect(host == "127.0.0.1")
+    }
+
     @Test("a pinned key that matches connects; another is refused as .tlsPinMismatch naming the key presented")
     func pinning() async throws {
         #expect(try await connectError(try tls(pin: certificates.serverPin)) == nil)
