@@ -98,9 +98,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 // BSD sockets and BoringSSL off Apple platforms only: there Network.framework
-                // carries the connection and its TLS (ClientTransport.swift says why).
-                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
-                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux])),
+                // carries the connection and its TLS (ClientTransport.swift says why). The same
+                // platforms as the sources' `#if !canImport(Network)`, for those NIO supports.
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux, .android, .openbsd])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux, .android, .openbsd])),
                 .product(
                     name: "NIOTransportServices", package: "swift-nio-transport-services",
                     condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),

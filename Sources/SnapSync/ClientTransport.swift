@@ -39,11 +39,3 @@ struct TransportTarget: Sendable {
     /// The name the server's certificate must carry: the configured `serverName`, else the host.
     var verifiedName: String { tls?.verifiedName ?? host }
 }
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        self = .nanoseconds(overflow ? .max : nanoseconds &+ attoseconds / 1_000_000_000)
-    }
-}

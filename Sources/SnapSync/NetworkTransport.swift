@@ -72,7 +72,10 @@
             let options = NWProtocolTLS.Options()
             let security = options.securityProtocolOptions
             sec_protocol_options_set_min_tls_protocol_version(security, .TLSv12)
-            sec_protocol_options_set_tls_server_name(security, tls.verifiedName)
+            // RFC 6066 forbids an IP literal as SNI; SecPolicyCreateSSL still checks IP entries.
+            if !ServerIdentityPolicy.isIPAddress(tls.verifiedName) {
+                sec_protocol_options_set_tls_server_name(security, tls.verifiedName)
+            }
             sec_protocol_options_set_verify_block(
                 security,
                 { metadata, trust, complete in
