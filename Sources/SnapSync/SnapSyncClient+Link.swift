@@ -338,7 +338,7 @@ extension SnapSyncClient.PendingWrite.Body {
     var needsOutlines: Bool {
         switch self {
         case .operations(let operations):
-operations.contains(where: \.isOutlineOperation)
+            operations.contains(where: \.isOutlineOperation)
         case .snapshot(let snapshot): snapshot.isOutline
         case .section: true
         }
