@@ -42,6 +42,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-transport-services", from: "1.28.0"),
+        // The client's verification of the server's certificate and its PEM (#16):
+        // ServerCertificateVerifier.swift. Already in the graph through jwt-kit.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // libevent, linked through pkg-config (Debian: libevent-dev).
@@ -102,12 +106,16 @@ let package = Package(
                 "SnapSyncModel", "SnapSyncWire",
                 // SHA-256 of a pinned key (CertificatePin.swift).
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The server's chain, name and pin verified in the handshake, PEM and DER.
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 // BSD sockets and BoringSSL off Apple platforms only: there Network.framework
-                // carries the connection and its TLS (ClientTransport.swift says why).
-                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
-                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux])),
+                // carries the connection and its TLS (ClientTransport.swift says why). The same
+                // platforms as the sources' `#if !canImport(Network)`, for those NIO supports.
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux, .android, .openbsd])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux, .android, .openbsd])),
                 .product(
                     name: "NIOTransportServices", package: "swift-nio-transport-services",
                     condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),

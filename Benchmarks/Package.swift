@@ -33,6 +33,8 @@ let package = Package(
                 .product(name: "SnapSyncModel", package: "SnapSync"),
                 .product(name: "SnapSyncWire", package: "SnapSync"),
                 .product(name: "SnapSyncTestSupport", package: "SnapSync"),
+                // The client library, for `client` (ClientBenchmark.swift).
+                .product(name: "SnapSync", package: "SnapSync"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: upcoming

@@ -344,14 +344,20 @@ def check_snapshot_content(snapshot, limits=None):
             raise WireError("too_many_sections", "more than max_sections_per_room %d sections"
                             % limits["max_sections_per_room"])
         for item in sec["items"]:
-            _check_element(item, limits, "item")
-            if item["id"] in items:
-                raise WireError("duplicate_item", "item %s appears twice" % _show(item["id"]), item["id"])
-            items.add(item["id"])
-            if len(items) > limits["max_items_per_room"]:
-                raise WireError("too_many_items", "more than max_items_per_room %d items"
-                                % limits["max_items_per_room"])
+            _check_item(item, items, limits)
     _check_depth([i for s in snapshot for i in s["items"]], limits)
+
+
+def _check_item(item, seen, limits):
+    """One item of a snapshot field or of REPLACE_SECTION's items, in the order of section 4:
+    identifier and payload, then uniqueness among `seen` (which it joins), then the count."""
+    _check_element(item, limits, "item")
+    if item["id"] in seen:
+        raise WireError("duplicate_item", "item %s appears twice" % _show(item["id"]), item["id"])
+    seen.add(item["id"])
+    if len(seen) > limits["max_items_per_room"]:
+        raise WireError("too_many_items", "more than max_items_per_room %d items"
+                        % limits["max_items_per_room"])
 
 
 def _check_depth(items, limits):
@@ -371,13 +377,7 @@ def check_section_items_content(items, limits=None):
                         % (size, limits["max_snapshot_bytes"]))
     seen = set()
     for item in items:
-        _check_element(item, limits, "item")
-        if item["id"] in seen:
-            raise WireError("duplicate_item", "item %s appears twice" % _show(item["id"]), item["id"])
-        seen.add(item["id"])
-        if len(seen) > limits["max_items_per_room"]:
-            raise WireError("too_many_items", "more than max_items_per_room %d items"
-                            % limits["max_items_per_room"])
+        _check_item(item, seen, limits)
     _check_depth(items, limits)
 
 

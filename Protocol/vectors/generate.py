@@ -1141,6 +1141,25 @@ def outline_vectors():
 OUTLINE_BATCH_LIMITS = dict(SMALL_LIMITS, max_items_per_room=10, max_snapshot_bytes=128, max_outline_depth=3)
 
 
+
+def batch_case(tests, comment, flags, start, ops, error=None, op_index=None, identifier=None, check_end=None):
+    """Appends one MUTATE batch vector to `tests`: accepted with the model's end snapshot and
+    digest (after `check_end(end)`), or rejected with the named error."""
+    t = {"tcId": len(tests) + 1, "comment": comment, "flags": flags, "start": snapshot_json(start),
+         "hex": frame(mutate(1, "r", None, b"", ops)[0]).hex()}
+    if error is None:
+        model = Model(start)
+        for op in ops:
+            model.apply(op)
+        end = model.snap()
+        if check_end is not None:
+            check_end(end)
+        t.update({"result": "accepted", "end": snapshot_json(end), "endDigest": digest(end).hex()})
+    else:
+        t.update({"result": "rejected", "error": error, "opIndex": op_index,
+                  "identifier": None if identifier is None else jb(B(identifier))})
+    tests.append(t)
+
 def outline_batch_vectors():
     """Batches on outlines (section 5): the forest meaning of every op, and the REJECTs of outlines
     with their order (section 6). Written from the document's rules, not computed."""
@@ -1151,13 +1170,7 @@ def outline_batch_vectors():
     tests = []
 
     def case(comment, flags, start, ops, error=None, op_index=None, identifier=None, expect=None):
-        t = {"tcId": len(tests) + 1, "comment": comment, "flags": flags, "start": snapshot_json(start),
-             "hex": frame(mutate(1, "r", None, b"", ops)[0]).hex()}
-        if error is None:
-            model = Model(start)
-            for op in ops:
-                model.apply(op)
-            end = model.snap()
+        def check(end):
             if expect is not None:
                 # The rule as the document states it, written out: the model must agree.
                 got = [[(i["id"].decode(), i["level"]) for i in items] for _, items in end]
@@ -1166,11 +1179,7 @@ def outline_batch_vectors():
             assert sum(len(items) for _, items in end) <= L["max_items_per_room"], comment
             assert len(enc_snapshot(end)) <= L["max_snapshot_bytes"], comment
             assert all(level_of(i) < L["max_outline_depth"] for _, items in end for i in items), comment
-            t.update({"result": "accepted", "end": snapshot_json(end), "endDigest": digest(end).hex()})
-        else:
-            t.update({"result": "rejected", "error": error, "opIndex": op_index,
-                      "identifier": None if identifier is None else jb(B(identifier))})
-        tests.append(t)
+        batch_case(tests, comment, flags, start, ops, error, op_index, identifier, check)
 
     base_t = [("c", 0), ("c1", 1)]
     case("append_items adds roots after the section's last subtree", ["Forest"], room, [append_items("s", el("n"))],
@@ -1285,18 +1294,7 @@ def batch_vectors():
     tests = []
 
     def case(comment, flags, start, ops, error=None, op_index=None, identifier=None):
-        t = {"tcId": len(tests) + 1, "comment": comment, "flags": flags, "start": snapshot_json(start),
-             "hex": frame(mutate(1, "r", None, b"", ops)[0]).hex()}
-        if error is None:
-            model = Model(start)
-            for op in ops:
-                model.apply(op)
-            end = model.snap()
-            t.update({"result": "accepted", "end": snapshot_json(end), "endDigest": digest(end).hex()})
-        else:
-            t.update({"result": "rejected", "error": error, "opIndex": op_index,
-                      "identifier": None if identifier is None else jb(B(identifier))})
-        tests.append(t)
+        batch_case(tests, comment, flags, start, ops, error, op_index, identifier)
 
     case("[append_sections d, append_items d {x, x}, append_sections d]: the earlier op's rule wins",
          ["MultiRule"], [], [append_sections(el("d")), append_items("d", el("x"), el("x")), append_sections(el("d"))],

@@ -6,8 +6,10 @@
 // radio nor trigger VPN On Demand (Apple's TN3151, "Choosing the right networking API");
 // Network.framework does both. Elsewhere (Linux) it is NIOPosix's sockets with NIOSSL
 // (PosixTransport.swift). Both build the same pipeline after their TLS handler (the wire codec
-// and `ConnectionHandler`) and share the platform-neutral checks (PEM, pinning), so the Linux
-// tests cover all but the few lines that talk to each platform's API.
+// and `ConnectionHandler`) and verify the server's certificate inside the handshake with the
+// same `ServerCertificateVerifier` (swift-certificates; on Apple platforms for configured trust
+// roots, see NetworkTransport), so the Linux tests cover all but the few lines that talk to
+// each platform's API.
 //
 // Each transport provides:
 // - `PreparedTLS`: a `TLSConfiguration` checked and loaded once per client (Sendable);
@@ -36,12 +38,4 @@ struct TransportTarget: Sendable {
 
     /// The name the server's certificate must carry: the configured `serverName`, else the host.
     var verifiedName: String { tls?.verifiedName ?? host }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        self = .nanoseconds(overflow ? .max : nanoseconds &+ attoseconds / 1_000_000_000)
-    }
 }

@@ -5,8 +5,8 @@ extension SnapSyncClient {
         public var port: Int
         /// Sent in HELLO; the daemon logs it.
         public var clientName: String
-        /// Name resolution, TCP connect, the TLS handshake and the HELLO/WELCOME handshake, each
-        /// attempt.
+        /// One budget per attempt for all of: the credentials provider, name resolution, TCP
+        /// connect, the TLS handshake and HELLO/WELCOME.
         public var connectTimeout: Duration
         /// How long a call (join, leave, mutate, replace) waits for its answer, counted from the
         /// call and across reconnects: a write interrupted by a disconnect is resent and waited for

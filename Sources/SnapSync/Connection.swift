@@ -171,11 +171,7 @@ final class Connection: Sendable {
             return report(outcome.attached ? .connectionLost("the server closed the connection") : .connectFailed("\(endpoint): no connection"))
         }
         let fallback: SnapSyncError = outcome.attached ? .connectionLost("\(failure)") : .connectFailed("\(endpoint): \(failure)")
-        // A TLS failure may take a look at the server's certificate to say why (PosixTransport).
-        let target = target
-        Task { [self] in
-            report(await ClientTransport.describe(failure, target: target) ?? fallback)
-        }
+        report(ClientTransport.describe(failure, target: target) ?? fallback)
     }
 
     private func report(_ reason: SnapSyncError) {

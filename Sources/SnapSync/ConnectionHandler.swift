@@ -3,24 +3,20 @@ import NIOTLS
 import SnapSyncWire
 
 /// The last handler of a connection's pipeline: tells its `Connection` when the transport is
-/// ready (channel active, or the TLS handshake completed and the peer passed `verifyPeer`),
+/// ready (channel active, or the TLS handshake completed: the transport verified the server in it),
 /// hands it each decoded message, records errors and closes the channel on the first one.
 final class ConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = Message
 
     private let connection: Connection
-    /// With TLS, frames may flow only after the handshake (and `verifyPeer`).
+    /// With TLS, frames may flow only after the handshake.
     private let waitsForTLSHandshake: Bool
-    /// A last check of the verified peer (the pinned key), where the transport leaves it to
-    /// the pipeline; returns why the peer is refused.
-    private let verifyPeer: ((ChannelHandlerContext) -> SnapSyncError?)?
     /// This channel is the connection's (see `Connection.Attachment`).
     private var isCurrent = false
 
-    init(connection: Connection, waitsForTLSHandshake: Bool, verifyPeer: ((ChannelHandlerContext) -> SnapSyncError?)? = nil) {
+    init(connection: Connection, waitsForTLSHandshake: Bool) {
         self.connection = connection
         self.waitsForTLSHandshake = waitsForTLSHandshake
-        self.verifyPeer = verifyPeer
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -39,12 +35,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if isCurrent, waitsForTLSHandshake, let event = event as? TLSUserEvent, case .handshakeCompleted = event {
-            if let refusal = verifyPeer?(context) {
-                connection.fail(refusal)
-                context.close(promise: nil)
-            } else {
-                connection.ready()
-            }
+            connection.ready()
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -72,12 +63,9 @@ extension ConnectionHandler: Sendable {}
 extension Connection {
     /// The codec and the handler, after the transport's own handlers (TLS). Runs on the
     /// channel's event loop, in its initializer.
-    func installHandlers(
-        on pipeline: ChannelPipeline.SynchronousOperations, waitsForTLSHandshake: Bool,
-        verifyPeer: ((ChannelHandlerContext) -> SnapSyncError?)? = nil
-    ) throws {
+    func installHandlers(on pipeline: ChannelPipeline.SynchronousOperations, waitsForTLSHandshake: Bool) throws {
         try pipeline.addHandler(ByteToMessageHandler(WireFrameDecoder()))
         try pipeline.addHandler(MessageToByteHandler(WireFrameEncoder()))
-        try pipeline.addHandler(ConnectionHandler(connection: self, waitsForTLSHandshake: waitsForTLSHandshake, verifyPeer: verifyPeer))
+        try pipeline.addHandler(ConnectionHandler(connection: self, waitsForTLSHandshake: waitsForTLSHandshake))
     }
 }

@@ -10,8 +10,7 @@
 /// supports macOS 13 / iOS 16.
 ///
 /// The closure runs with the lock held: keep it short and never `await` or call back out of it.
-final class Locked<State>: @unchecked Sendable {
-    // @unchecked: every access to `state` goes through `withLock`, which holds `mutex`.
+final class Locked<State> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var state: State
 
@@ -39,3 +38,7 @@ final class Locked<State>: @unchecked Sendable {
 extension Locked where State: Sendable {
     var value: State { withLock { $0 } }
 }
+
+// @unchecked: every access to `state` goes through `withLock`, which holds `mutex`; only a
+// Sendable state may cross threads this way.
+extension Locked: @unchecked Sendable where State: Sendable {}

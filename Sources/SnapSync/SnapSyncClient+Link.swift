@@ -338,12 +338,7 @@ extension SnapSyncClient.PendingWrite.Body {
     var needsOutlines: Bool {
         switch self {
         case .operations(let operations):
-            operations.contains {
-                switch $0 {
-                case .appendChildren, .moveItemToParent: true
-                default: false
-                }
-            }
+            operations.contains(where: \.isOutlineOperation)
         case .snapshot(let snapshot): snapshot.isOutline
         case .section: true
         }

@@ -73,12 +73,15 @@ public struct SnapshotPositions: Sendable {
     }
 
     /// Follows `change`, counting its visible rows (`RoomChange.visibleSnapshot`): its operations
-    /// for a `.diff` or `.catchUp` of a flat room, its visible snapshot otherwise (O(n): an
-    /// outline's operations move subtrees whose rows may be hidden). Changes must be applied in
+    /// for a `.diff` or `.catchUp` that stays flat throughout, its visible snapshot otherwise
+    /// (O(n): an outline's operations move subtrees whose rows may be hidden). A change that
+    /// starts and ends flat may still hold outline operations (a child appended, then moved out
+    /// or deleted with its parent), so those are followed whole too. Changes must be applied in
     /// order, each to the positions of its `previousPosition`.
     public mutating func apply(_ change: RoomChange) {
+        let staysFlat = !followsOutline && !change.snapshot.isOutline && !change.operations.contains(where: \.isOutlineOperation)
         switch change.kind {
-        case .diff where !followsOutline && !change.snapshot.isOutline, .catchUp where !followsOutline && !change.snapshot.isOutline:
+        case .diff where staysFlat, .catchUp where staysFlat:
             for operation in change.operations { apply(operation) }
         default:
             reset(to: change.visibleSnapshot)

@@ -167,10 +167,7 @@ struct Differ {
         // retain or release: O(ops) memmove.
         var prefix: [SnapshotOperation] = []
         emitDeletes(into: &prefix)
-        if !sectionUpdates.shrinking.isEmpty { prefix.append(.updateSections(sectionUpdates.shrinking)) }
-        if !itemUpdates.shrinking.isEmpty { prefix.append(.updateItems(itemUpdates.shrinking, .reload)) }
-        if !sectionUpdates.growing.isEmpty { prefix.append(.updateSections(sectionUpdates.growing)) }
-        if !itemUpdates.growing.isEmpty { prefix.append(.updateItems(itemUpdates.growing, .reload)) }
+        Updates.append(sections: sectionUpdates, items: itemUpdates, to: &prefix)
         ops.insert(contentsOf: prefix, at: 0)
         return ops
     }
@@ -182,6 +179,15 @@ struct Differ {
         /// Payload sizes only: an element's encoded size grows exactly when its payload does.
         mutating func append(_ element: SnapshotElement, from oldCount: Int) {
             if element.payload.count > oldCount { growing.append(element) } else { shrinking.append(element) }
+        }
+
+        /// The payload updates of a diff in the order that keeps every prefix within the limits:
+        /// those that shrink (or keep) the encoding, sections then items, then those that grow it.
+        static func append(sections: Updates, items: Updates, to ops: inout [SnapshotOperation]) {
+            if !sections.shrinking.isEmpty { ops.append(.updateSections(sections.shrinking)) }
+            if !items.shrinking.isEmpty { ops.append(.updateItems(items.shrinking, .reload)) }
+            if !sections.growing.isEmpty { ops.append(.updateSections(sections.growing)) }
+            if !items.growing.isEmpty { ops.append(.updateItems(items.growing, .reload)) }
         }
     }
 

@@ -193,10 +193,7 @@ extension Differ {
         var prefix: [SnapshotOperation] = []
         if !goneSections.isEmpty { prefix.append(.deleteSections(goneSections)) }
         if !goneItems.isEmpty { prefix.append(.deleteItems(goneItems)) }
-        if !sectionUpdates.shrinking.isEmpty { prefix.append(.updateSections(sectionUpdates.shrinking)) }
-        if !itemUpdates.shrinking.isEmpty { prefix.append(.updateItems(itemUpdates.shrinking, .reload)) }
-        if !sectionUpdates.growing.isEmpty { prefix.append(.updateSections(sectionUpdates.growing)) }
-        if !itemUpdates.growing.isEmpty { prefix.append(.updateItems(itemUpdates.growing, .reload)) }
+        Updates.append(sections: sectionUpdates, items: itemUpdates, to: &prefix)
         ops.insert(contentsOf: prefix, at: 0)
         return ops
     }

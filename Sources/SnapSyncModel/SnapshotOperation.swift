@@ -67,3 +67,14 @@ public enum SnapshotOperation: Hashable, Sendable {
     /// Move an item with its subtree to the end of `parent`'s children (parent may be in another section).
     case moveItemToParent(Identifier, parent: Identifier)
 }
+
+extension SnapshotOperation {
+    /// Whether the operation exists only with outlines (protocol version 2, PROTOCOL.md §5):
+    /// the one place that says so for the client, the daemon and their version 1 rules.
+    @inlinable public var isOutlineOperation: Bool {
+        switch self {
+        case .appendChildren, .moveItemToParent: true
+        default: false
+        }
+    }
+}

@@ -17,17 +17,29 @@ extension Hub {
 
     /// How to answer `session`'s JOIN of `room` (`Room.answerJoin`), with rule 2: a version 1
     /// session gets SNAPSHOT `resync` instead of a CATCHUP whose DIFFs it could not read.
-    /// - Complexity: O(1) for version 2; for version 1, O(bytes of the DIFFs it would be sent),
-    ///   each decoded once as version 1 decodes it.
+    /// - Complexity: O(1), but for the first version 1 resume of a room (resident), which scans
+    ///   its history once (`outlineOpVersion(of:)`).
     func answerJoin(_ room: Room, resume: RoomPosition?, for session: Session) -> Room.JoinAnswer {
         let answer = room.answerJoin(resume: resume)
-        guard !ProtocolVersion.hasOutlines(session.protocolVersion), case .catchup(_, _, let frames) = answer else { return answer }
-        let permissive = Self.replayLimits
-        for frame in frames {
-            let readable = (try? FrameDecoder.decode(frame: frame.bytes, limits: permissive, accepting: .server, version: session.protocolVersion)) != nil
-            if !readable { return .snapshot(reason: .resync) }
+        guard !ProtocolVersion.hasOutlines(session.protocolVersion), case .catchup(let from, _, _) = answer else { return answer }
+        return outlineOpVersion(of: room) > from ? .snapshot(reason: .resync) : answer
+    }
+
+    /// The newest version of `room`'s history whose DIFF holds a version 2 op (0: none), decoded
+    /// once and then kept up to date by `Room.commit`.
+    /// - Complexity: O(bytes of the history) the first time, O(1) after.
+    private func outlineOpVersion(of room: Room) -> UInt64 {
+        if let known = room.lastOutlineOpVersion { return known }
+        var newest: UInt64 = 0
+        let base = room.history.baseVersion
+        for (offset, frame) in (room.history.frames(after: base) ?? []).enumerated() {
+            let message = try? FrameDecoder.decode(frame: frame.bytes, limits: Self.replayLimits, accepting: .server)
+            if case .diff(_, _, _, let ops)? = message, ops.contains(where: \.isOutlineOperation) {
+                newest = base + UInt64(offset) + 1
+            }
         }
-        return answer
+        room.lastOutlineOpVersion = newest
+        return newest
     }
 
     /// Rule 3: `member` (version 1) is sent LEFT `outline_unsupported` in place of `room`'s DIFF,
@@ -42,7 +54,7 @@ extension Hub {
     }
 
     /// History frames were checked against the room's limits when written; reading them back
-    /// only asks whether version 1 has their ops.
+    /// only asks whether they hold version 2 ops.
     private static let replayLimits: WireLimits = {
         var limits = WireLimits()
         limits.maxFrameBytes = Int(UInt32.max)

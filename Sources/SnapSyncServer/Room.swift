@@ -51,6 +51,10 @@ final class Room {
     /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
     /// (PROTOCOL.md §8.2, Hub+Writes.swift).
     private(set) var lastDiffHasOutlineOps = false
+    /// The newest version whose DIFF holds a version 2 op (0: none in the history), or nil until
+    /// a version 1 resume first asks (`Hub.answerJoin`, which scans the history once): so a
+    /// version 1 JOIN with resume is O(1) after that, however often it is repeated.
+    var lastOutlineOpVersion: UInt64?
 
     /// Sessions that have joined (`Membership.swift`).
     /// Read once per DIFF; unchecked for the reason given on `Session.output`.
@@ -356,12 +360,8 @@ final class Room {
     static let maxArenaBytes = 64 * 1024
 
     private func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
-        lastDiffHasOutlineOps = ops.contains { op in
-            switch op {
-            case .appendChildren, .moveItemToParent: true
-            default: false
-            }
-        }
+        lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
+        if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
         history.append(chunk, version: next)
         writeIds.remember(writeId, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)

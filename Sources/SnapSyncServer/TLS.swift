@@ -206,12 +206,13 @@ final class TLSSession {
     /// The client certificate OpenSSL verified in the handshake (mutual TLS): its subject in
     /// RFC 2253 form (`ClientCertificate`) and its `notAfter` in seconds since the epoch. nil
     /// when the client sent none, or the chain did not verify (the handshake then failed anyway
-    /// under `--tls-client-ca`), or a field cannot be read.
+    /// under `--tls-client-ca`), or a field cannot be read, or the subject is empty (RFC 5280
+    /// allows it beside a SAN: every such certificate would share one `sub`).
     var verifiedPeerCertificate: (subject: String, notAfter: Int)? {
         guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(certificate) }
         guard SSL_get_verify_result(ssl) == X509_V_OK,
-            let name = X509_get_subject_name(certificate), let subject = Self.rfc2253(name),
+            let name = X509_get_subject_name(certificate), let subject = Self.rfc2253(name), !subject.isEmpty,
             let notAfter = X509_get0_notAfter(certificate)
         else { return nil }
         // From now (nil) to notAfter, in days and seconds: no calendar arithmetic here.

@@ -58,6 +58,27 @@ struct ClientLookupsTests {
         expectDiffableUpdate(resync, from: snapshot, "resync")
     }
 
+    @Test("a flat room's batch that holds outline ops (a child appended, then moved out or deleted with its parent) is followed")
+    func flatBatchesWithOutlineOperations() throws {
+        let batches: [[SnapshotOperation]] = [
+            [.appendChildren(["c"], toParent: "a"), .moveItemToSection("c", section: "s")],
+            [.appendChildren(["c"], toParent: "a"), .moveItem("c", .after("a"))],
+            [.moveItemToParent("b", parent: "a"), .deleteItems(["a"])],
+        ]
+        for operations in batches {
+            let old = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")]), (SnapshotElement("t"), [])])
+            var new = old
+            try new.apply(operations)
+            #expect(!new.isOutline, "the batch ends flat: \(operations)")
+            var positions = SnapshotPositions(old)
+            positions.apply(
+                RoomChange(
+                    kind: .diff, room: "r", previousPosition: nil, position: RoomPosition(epoch: 1, version: 1), operations: operations,
+                    snapshot: new, updates: BatchUpdates(from: old, to: new, operations: operations)))
+            expectPositions(positions, match: new, "\(operations)")
+        }
+    }
+
     @Test("a large room: positions stay right through inserts at the front, moves and deletes")
     func largeRoom() throws {
         var snapshot = try Snapshot([(SnapshotElement("s"), (0..<3000).map { SnapshotElement("i\($0)") })])

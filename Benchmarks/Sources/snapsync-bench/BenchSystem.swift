@@ -5,6 +5,12 @@
 #if canImport(Glibc)
     import CEpoll
     import Glibc
+    #if canImport(CoreFoundation)
+        // With the SnapSync client in the graph, Foundation's CoreFoundation declares Glibc's
+        // `stat` and `dirent` too and MemberImportVisibility asks for its import; `S_IF*` are
+        // then ambiguous, hence `Glibc.S_IF*`.
+        import CoreFoundation
+    #endif
 
     enum BenchSystem {
         /// Writes to standard error (fd 2) unbuffered; Glibc's `stderr` is not concurrency-safe in Swift 6.
@@ -104,7 +110,7 @@
         static func newestModification(under path: String) -> (time: Int, path: String) {
             var newest = (time: modificationTime(path) ?? 0, path: path)
             var info = stat()
-            guard stat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else { return newest }
+            guard stat(path, &info) == 0, info.st_mode & mode_t(Glibc.S_IFMT) == mode_t(Glibc.S_IFDIR) else { return newest }
             newest.time = 0
             for name in directoryEntries(path) {
                 let found = newestModification(under: path + "/" + name)

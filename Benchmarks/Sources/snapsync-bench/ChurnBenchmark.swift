@@ -9,6 +9,12 @@
 // directory has shrunk back.
 #if canImport(Glibc)
     import Glibc
+    #if canImport(CoreFoundation)
+        // With the SnapSync client in the graph, Foundation's CoreFoundation declares Glibc's
+        // `stat` and `dirent` too and MemberImportVisibility asks for its import; `S_IF*` are
+        // then ambiguous, hence `Glibc.S_IF*`.
+        import CoreFoundation
+    #endif
     import ArgumentParser
     import Synchronization
     import SnapSyncModel
@@ -450,7 +456,7 @@
                 let ok = withUnsafePointer(to: entry.pointee.d_name) {
                     $0.withMemoryRebound(to: CChar.self, capacity: 256) { fstatat(dirFD, $0, &info, AT_SYMLINK_NOFOLLOW) == 0 }
                 }
-                if ok && (info.st_mode & S_IFMT) == S_IFREG { total += Int(info.st_blocks) * 512 }
+                if ok && (info.st_mode & Glibc.S_IFMT) == Glibc.S_IFREG { total += Int(info.st_blocks) * 512 }
             }
             return total
         }

@@ -20,7 +20,10 @@ struct SnapSyncBench: ParsableCommand {
         ]
         // The fan-out benchmark drives sockets through Glibc (epoll); it exists on Linux only.
         #if canImport(Glibc)
-            list += [FanoutCommand.self, FanoutMemoryCommand.self, DurabilityBenchmark.self, RecoveryBenchmark.self, ChurnBenchmark.self]
+            list += [
+                FanoutCommand.self, FanoutMemoryCommand.self, DurabilityBenchmark.self, RecoveryBenchmark.self, ChurnBenchmark.self,
+                ClientBenchmark.self,
+            ]
         #endif
         return list
     }
