@@ -74,6 +74,9 @@ struct SnapsyncdCommand: ParsableCommand {
             valueName: "list"))
     var tlsCiphers: String?
 
+    @OptionGroup(title: "Cluster mode (docs/cluster.md)")
+    var clusterOptions: ClusterOptions
+
     @Option(help: ArgumentHelp("Directory for durable state, created if missing. (default: $STATE_DIRECTORY if set, else ./data)", valueName: "path"))
     var dataDir: String?
 
@@ -357,6 +360,7 @@ struct SnapsyncdCommand: ParsableCommand {
         }
         do {
             _ = try serverConfiguration()
+            try clusterOptions.check(dataDir: dataDir, roomTTL: roomTtl != nil, roomIdle: roomIdle)
         } catch {
             throw ValidationError(error.message)
         }
@@ -430,6 +434,10 @@ struct SnapsyncdCommand: ParsableCommand {
         let logger = Logger(label: "snapsyncd")
         var configuration = try serverConfiguration()
         configuration.authKeys = try loadAuthKeys(logger: logger)
+        if clusterOptions.cluster != nil {
+            try runCluster(configuration, logger: logger)
+            return
+        }
         do {
             try DataDirectory.prepare(configuration.dataDirectory)
             try DataDirectory.checkFreeSpace(

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Logging
+import SnapSyncCluster
+import SnapSyncServer
+import SnapSyncStore
+
+extension SnapsyncdCommand {
+    /// Cluster mode (`--cluster`, docs/cluster.md): the rooms' log is a NATS JetStream stream
+    /// shared by every node, reached on this daemon's own libevent loop; there is no data
+    /// directory and no recovery (a room loads from its checkpoint and its stream when a client
+    /// first names it).
+    func runCluster(_ flags: ServerConfiguration, logger: Logger) throws {
+        var configuration = flags
+        configuration.clusterCheckpointInterval = UInt64(clusterOptions.clusterCheckpointEvery)
+        do {
+            let servers = try clusterOptions.servers()
+            Server.ignoreReloadUntilStarted()
+            // libnats's own threads touch the loop's event_base: its locking goes on before the
+            // base exists, and this base is made with locks (single-node's is not).
+            try NATSConnection.prepareLibevent()
+            let loop = try EventLoop(locking: true)
+            // Blocking, before the loop runs: connect, and create the stream and the checkpoint
+            // bucket if they are missing (CLUSTER_PROGRESS.md: never block on the loop thread).
+            let log = try JetStreamRoomLog.connect(
+                servers: servers, eventBase: loop.base, retain: clusterOptions.clusterRetain, logger: logger)
+            // A record is the DIFF frame plus a few dozen bytes of header: a frame the servers
+            // would refuse to store must be refused by the daemon first, with a typed REJECT.
+            let frameLimit = log.maxPayload - Self.recordOverhead
+            if configuration.wire.maxFrameBytes > frameLimit {
+                logger.notice(
+                    "max_frame_bytes lowered to fit a NATS message",
+                    metadata: ["max_frame_bytes": "\(frameLimit)", "nats_max_payload": "\(log.maxPayload)"])
+                configuration.wire.maxFrameBytes = frameLimit
+                configuration.wire.model.maxSnapshotBytes = min(
+                    configuration.wire.model.maxSnapshotBytes, ServerConfiguration.snapshotBytes(forFrameBytes: frameLimit))
+            }
+            logger.info("cluster mode", metadata: ["nats": "\(servers.joined(separator: ","))", "retain": "\(clusterOptions.clusterRetain)"])
+            let metrics = try metricsListen.map { listen throws(ServerError) in
+                try MetricsEndpoint(
+                    listen: listen, loop: loop, logger: logger,
+                    build: [("mode", "cluster"), ("auth", configuration.authKeys == nil ? "off" : "required")])
+            }
+            let server = try Server(configuration: configuration, logger: logger, store: MemoryStore(), loop: loop, log: log)
+            metrics?.attach(server, store: nil)
+            try server.start()
+            try server.run()
+            metrics?.close()
+            Server.ignoreSignalsAfterRun()
+            log.close()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    /// The most a log record adds to its DIFF frame (kind, room name up to 128 bytes, epoch,
+    /// version, write id, length varints: `WriteRecord.payloadSizeUpperBound`), rounded up.
+    static let recordOverhead = 256
+}
