@@ -5,7 +5,8 @@ import Testing
 // The client with several endpoints (Configuration.endpoints) against real daemons and dead
 // ports (Support/ClosedPort.swift): connect() goes past a dead endpoint, a client whose daemon
 // is killed fails over to the next and resumes there, and a client whose every endpoint is down
-// gives up with the error that names them. Every wait has a deadline.
+// gives up with the error that names them; over TLS, each endpoint's certificate is checked
+// against its own host. Every wait has a deadline.
 
 extension DaemonProcess {
     var endpoint: SnapSyncClient.Endpoint { .init(host: host, port: port) }
@@ -135,5 +136,42 @@ struct ClientFailoverTests {
         }
         #expect(triedAgain == [dead1.endpoint, daemon.endpoint, dead2.endpoint])
         await client.close()
+    }
+}
+
+@Suite("Client failover between TLS endpoints", .clientTLSCertificates)
+struct ClientTLSFailoverTests {
+    var certificates: ClientTLSCertificates { ClientTLSCertificates.current! }
+
+    @Test(
+        "each endpoint's certificate is checked against its own host; a refused one moves on to the next endpoint",
+        .timeLimit(.minutes(1)))
+    func perEndpointNames() async throws {
+        // Both serve `named`, for DNS:localhost only: reached as 127.0.0.1, a daemon is refused.
+        let a = try DaemonProcess.start(arguments: certificates.daemonArguments(certificate: "named"))
+        let b = try DaemonProcess.start(arguments: certificates.daemonArguments(certificate: "named"))
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let asAddress = SnapSyncClient.Endpoint(host: "127.0.0.1", port: try a.tlsPort())
+        let asName = SnapSyncClient.Endpoint(host: "localhost", port: try b.tlsPort())
+        let tls = SnapSyncClient.TLSConfiguration(trustRoots: .certificates(pem: try certificates.pem("ca.pem")))
+        let client = SnapSyncClient(configuration: .init(endpoints: [asAddress, asName], clientName: "tls", tls: tls))
+        try await client.connect()
+        #expect(client.endpoint == asName)
+        try await client.mutate("r", [.appendSections(["s"])])
+        await client.close()
+
+        let refused = SnapSyncClient(
+            configuration: .init(endpoints: [asAddress, .init(host: "127.0.0.1", port: asName.port)], clientName: "tls", tls: tls))
+        let error = await #expect(throws: SnapSyncError.self) { try await refused.connect() }
+        guard case .allEndpointsFailed(let tried, .tlsHostnameMismatch(let host, _))? = error else {
+            Issue.record("expected .allEndpointsFailed after a host name mismatch, got \(String(describing: error))")
+            return
+        }
+        #expect(tried == [asAddress, .init(host: "127.0.0.1", port: asName.port)])
+        #expect(host == "127.0.0.1")
+        await refused.close()
     }
 }
