@@ -36,9 +36,8 @@ extension SnapSyncClient {
         }
         /// Sent in HELLO; the daemon logs it.
         public var clientName: String
-        /// One budget per attempt for all of: the credentials provider, name resolution, TCP
-        /// connect, the TLS handshake and HELLO/WELCOME.
-        /// With several endpoints, `connect()` waits up to this long for each.
+        /// One budget per attempt (with several endpoints, per endpoint tried) for all of: the
+        /// credentials provider, name resolution, TCP connect, the TLS handshake and HELLO/WELCOME.
         public var connectTimeout: Duration
         /// How long a call (join, leave, mutate, replace) waits for its answer, counted from the
         /// call and across reconnects: a write interrupted by a disconnect is resent and waited for
