@@ -17,6 +17,10 @@ extension SnapSyncClient {
         ///
         /// A refused token (`.unauthorized`) or a failure before any socket was opened (the
         /// credentials provider) ends the round: it is not about the endpoint.
+        ///
+        /// Clients with the same list in the same order all fail over to the same next node: to
+        /// spread a failed node's clients over the others, give each client its own order (for
+        /// example `endpoints.shuffled()`).
         public var endpoints: [Endpoint]
         /// The first endpoint's host, for the common case of one daemon: setting it changes the
         /// first endpoint (and makes one, with port 7400, when `endpoints` is empty); the other
