@@ -6,7 +6,8 @@ public enum ConnectionState: Hashable, Sendable, CustomStringConvertible {
     case connecting
     /// Handshake done: requests flow.
     case connected
-    /// The connection dropped; attempt `attempt` (from 1) is waited for or under way. Calls wait.
+    /// The connection dropped; attempt `attempt` (from 1) is waited for or under way (with several
+    /// endpoints, a round over them: `SnapSyncClient.endpoint` is the one being tried). Calls wait.
     case reconnecting(attempt: Int)
     /// `close()` was called.
     case closed
@@ -25,10 +26,12 @@ public enum ConnectionState: Hashable, Sendable, CustomStringConvertible {
 /// What happened to the connection and the rooms, as delivered by `SnapSyncClient.events`.
 public enum ClientEvent: Sendable, CustomStringConvertible {
     /// The handshake completed; `resumed` is true after a reconnect (rooms are being rejoined).
+    /// `SnapSyncClient.endpoint` is the endpoint connected to.
     case connected(sessionID: UInt64, serverName: String, resumed: Bool)
     /// The connection dropped, and why.
     case disconnected(SnapSyncError)
-    /// The next reconnection attempt starts after `delay`.
+    /// The next reconnection attempt (with several endpoints, a round over them) starts after
+    /// `delay`.
     case reconnecting(attempt: Int, delay: Duration)
     /// A replica is being reloaded from a fresh snapshot; its `.resync` change follows.
     case resyncing(room: String, reason: ResyncReason)
@@ -47,7 +50,8 @@ public enum ClientEvent: Sendable, CustomStringConvertible {
     /// different token; otherwise `.stopped` follows.
     case credentialsRefused(reason: String)
     /// The client stopped reconnecting (reconnection is off, or `ReconnectPolicy.maximumAttempts`
-    /// failed in a row): waiting calls failed, the rooms are kept, `connect()` starts again.
+    /// failed in a row: with several endpoints the error is `.allEndpointsFailed`): waiting calls
+    /// failed, the rooms are kept, `connect()` starts again.
     case stopped(SnapSyncError)
     /// `close()` was called.
     case closed

@@ -1,12 +1,47 @@
 extension SnapSyncClient {
     /// Where to connect and how patient to be.
     public struct Configuration: Sendable {
-        public var host: String
-        public var port: Int
+        /// The daemons to connect to, in the order they are tried: several nodes serving the
+        /// same rooms (a cluster), or one. Not empty (`connect()` throws `.connectFailed` when
+        /// it is).
+        ///
+        /// `connect()` tries them from the first, each at once after the previous one failed,
+        /// and throws only when every one failed (`SnapSyncError.allEndpointsFailed`, naming
+        /// them, with the last one's error; with a single endpoint, that error itself). When a
+        /// connection drops, the client reconnects in rounds (`ReconnectPolicy`): each round
+        /// tries every endpoint once, starting after the one that failed, and the policy's
+        /// delay comes before each round, not between the endpoints of a round. Rooms resume
+        /// from their replicas' positions on whichever endpoint answers (PROTOCOL.md §9): a node
+        /// that serves the same rooms answers with CATCHUP, another daemon with a resync.
+        /// `SnapSyncClient.endpoint` says which endpoint the connection uses.
+        ///
+        /// A refused token (`.unauthorized`) or a failure before any socket was opened (the
+        /// credentials provider) ends the round: it is not about the endpoint.
+        ///
+        /// Clients with the same list in the same order all fail over to the same next node: to
+        /// spread a failed node's clients over the others, give each client its own order (for
+        /// example `endpoints.shuffled()`).
+        public var endpoints: [Endpoint]
+        /// The first endpoint's host, for the common case of one daemon: setting it changes the
+        /// first endpoint (and makes one, with port 7400, when `endpoints` is empty); the other
+        /// endpoints stay.
+        public var host: String {
+            get { endpoints.first?.host ?? "" }
+            set {
+                if endpoints.isEmpty { endpoints = [Endpoint(host: newValue, port: 7400)] } else { endpoints[0].host = newValue }
+            }
+        }
+        /// The first endpoint's port (see `host`).
+        public var port: Int {
+            get { endpoints.first?.port ?? 7400 }
+            set {
+                if endpoints.isEmpty { endpoints = [Endpoint(host: "127.0.0.1", port: newValue)] } else { endpoints[0].port = newValue }
+            }
+        }
         /// Sent in HELLO; the daemon logs it.
         public var clientName: String
-        /// One budget per attempt for all of: the credentials provider, name resolution, TCP
-        /// connect, the TLS handshake and HELLO/WELCOME.
+        /// One budget per attempt (with several endpoints, per endpoint tried) for all of: the
+        /// credentials provider, name resolution, TCP connect, the TLS handshake and HELLO/WELCOME.
         public var connectTimeout: Duration
         /// How long a call (join, leave, mutate, replace) waits for its answer, counted from the
         /// call and across reconnects: a write interrupted by a disconnect is resent and waited for
@@ -33,9 +68,12 @@ extension SnapSyncClient {
         /// only if the provider then returns a different one. Time spent in the provider counts
         /// against `connectTimeout`.
         public var credentials: CredentialsProvider?
-        /// TLS to the daemon's `--tls-listen` port (`TLSConfiguration`); `nil`: clear text.
+        /// TLS to the daemons' `--tls-listen` ports (`TLSConfiguration`); `nil`: clear text.
+        /// The same for every endpoint; each endpoint's certificate is checked against
+        /// `TLSConfiguration.serverName` when set, else against that endpoint's own host.
         public var tls: TLSConfiguration?
 
+        /// One daemon, at `host` and `port`.
         public init(
             host: String = "127.0.0.1", port: Int = 7400, clientName: String = "SnapSync client",
             connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
@@ -43,8 +81,21 @@ extension SnapSyncClient {
             reconnect: ReconnectPolicy = .default, credentials: CredentialsProvider? = nil,
             tls: TLSConfiguration? = nil
         ) {
-            self.host = host
-            self.port = port
+            self.init(
+                endpoints: [Endpoint(host: host, port: port)], clientName: clientName, connectTimeout: connectTimeout,
+                requestTimeout: requestTimeout, pingInterval: pingInterval, pingTimeout: pingTimeout,
+                reconnect: reconnect, credentials: credentials, tls: tls)
+        }
+
+        /// Several daemons serving the same rooms, tried in this order (see `endpoints`).
+        public init(
+            endpoints: [Endpoint], clientName: String = "SnapSync client",
+            connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
+            pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10),
+            reconnect: ReconnectPolicy = .default, credentials: CredentialsProvider? = nil,
+            tls: TLSConfiguration? = nil
+        ) {
+            self.endpoints = endpoints
             self.clientName = clientName
             self.connectTimeout = connectTimeout
             self.requestTimeout = requestTimeout
@@ -65,6 +116,12 @@ extension SnapSyncClient {
     ///
     /// The n-th attempt (n from 0) waits `min(maximumDelay, initialDelay × multiplier^n)`, minus a
     /// random part of up to `jitter` of it (0: none, 1: "full jitter", anywhere from 0).
+    ///
+    /// With several `Configuration.endpoints`, an attempt is a round over all of them: the delay
+    /// comes before each round, and within a round each endpoint is tried as soon as the
+    /// previous one failed. So a dead endpoint does not delay the failover to a live one, each
+    /// daemon still sees at most one attempt per delay from a client (as with one endpoint),
+    /// and `maximumAttempts` gives up only after every endpoint failed that many times.
     public struct ReconnectPolicy: Hashable, Sendable {
         public var enabled: Bool
         public var initialDelay: Duration
@@ -72,8 +129,9 @@ extension SnapSyncClient {
         public var maximumDelay: Duration
         /// Fraction of each delay that is random, 0...1.
         public var jitter: Double
-        /// Give up after this many failed attempts in a row (`nil`: never). Giving up fails every
-        /// waiting call with `connectionLost` and ends the client as `close()` would.
+        /// Give up after this many failed attempts (rounds) in a row (`nil`: never). Giving up
+        /// fails every waiting call with `connectionLost` (with several endpoints,
+        /// `allEndpointsFailed`) and stops the client (`ClientEvent.stopped`) until `connect()`.
         public var maximumAttempts: Int?
 
         public init(

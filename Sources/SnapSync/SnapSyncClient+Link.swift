@@ -1,13 +1,16 @@
 // The connection's life: connect and handshake, keep alive with PING, notice the drop,
-// reconnect with backoff, and on each new connection rejoin the rooms and resend the writes.
+// reconnect with backoff (in rounds over the endpoints, EndpointRotation.swift), and on each new
+// connection rejoin the rooms and resend the writes.
 
 extension SnapSyncClient {
-    /// Starts a connection attempt: the token first (SnapSyncClient+Credentials.swift), then the
-    /// socket, whose events are handled in order by one task.
+    /// Starts a connection attempt to the rotation's current endpoint: the token first
+    /// (SnapSyncClient+Credentials.swift), then the socket, whose events are handled in order by
+    /// one task.
     func startConnection() {
         generation += 1
         let generation = generation
         reconnectTask = nil
+        endpointBox.withLock { $0 = currentEndpoint }
         setState(hasConnected ? .reconnecting(attempt: max(reconnectAttempt, 1)) : .connecting)
         let timeout = configuration.connectTimeout
         handshakeTimer = Task { [weak self] in
@@ -18,18 +21,24 @@ extension SnapSyncClient {
         prepareConnection(generation)
     }
 
+    /// The endpoint of the attempt under way (or of the connection).
+    var currentEndpoint: Endpoint {
+        configuration.endpoints[rotation.current]
+    }
+
     /// Opens the socket of attempt `generation`, whose HELLO will carry `token`.
     func openConnection(_ generation: Int) {
+        let endpoint = currentEndpoint
         let tls: PreparedTLS?
         do {
-            tls = try preparedTLS()
+            tls = try preparedTLS(for: endpoint)
         } catch {
             connectionClosed(error)
             return
         }
         let connection = Connection(
             target: TransportTarget(
-                host: configuration.host, port: configuration.port, connectTimeout: configuration.connectTimeout, tls: tls))
+                host: endpoint.host, port: endpoint.port, connectTimeout: configuration.connectTimeout, tls: tls))
         link = .handshaking(connection)
         Task { [weak self] in
             for await event in connection.events {
@@ -42,18 +51,20 @@ extension SnapSyncClient {
         }
     }
 
-    /// `Configuration.tls`, loaded at the first connection and kept (trust roots, client
-    /// certificate, pin), or why it cannot be used; nil for clear text.
-    func preparedTLS() throws(SnapSyncError) -> PreparedTLS? {
+    /// `Configuration.tls` for `endpoint`, loaded at the first connection and kept (trust roots,
+    /// client certificate, pin), or why it cannot be used; nil for clear text. One per name
+    /// verified: the configured `serverName` for every endpoint, else each endpoint's host.
+    func preparedTLS(for endpoint: Endpoint) throws(SnapSyncError) -> PreparedTLS? {
         guard let tls = configuration.tls else { return nil }
-        if tlsPreparation == nil {
+        let name = tls.serverName ?? endpoint.host
+        if tlsPreparations[name] == nil {
             do throws(SnapSyncError) {
-                tlsPreparation = .success(try ClientTransport.prepare(tls, host: configuration.host))
+                tlsPreparations[name] = .success(try ClientTransport.prepare(tls, host: endpoint.host))
             } catch {
-                tlsPreparation = .failure(error)
+                tlsPreparations[name] = .failure(error)
             }
         }
-        return try tlsPreparation!.get()
+        return try tlsPreparations[name]!.get()
     }
 
     func handshakeTimedOut(_ generation: Int) {
@@ -64,7 +75,7 @@ extension SnapSyncClient {
             credentialsTask = nil
             connectionClosed(.timedOut("the credentials provider did not answer within \(configuration.connectTimeout)"))
         case .handshaking(let connection):
-            connection.close(.timedOut("no WELCOME from \(configuration.host):\(configuration.port) within \(configuration.connectTimeout)"))
+            connection.close(.timedOut("no WELCOME from \(currentEndpoint) within \(configuration.connectTimeout)"))
         case .none, .ready:
             break
         }
@@ -150,6 +161,7 @@ extension SnapSyncClient {
         let resumed = hasConnected
         hasConnected = true
         reconnectAttempt = 0
+        rotation.beginRound()
         serverClosingReason = nil
         setState(.connected)
         eventSink.yield(.connected(sessionID: sessionID, serverName: serverName, resumed: resumed))
@@ -164,10 +176,16 @@ extension SnapSyncClient {
         }
     }
 
-    /// The connection ended (or never came up).
+    /// The connection ended (or never came up): the next endpoint of the round at once, or after
+    /// the policy's delay a new round (the first after a drop starts after the endpoint that
+    /// dropped), or an end.
     func connectionClosed(_ reason: SnapSyncError) {
-        let wasReady: Bool
-        if case .ready = link { wasReady = true } else { wasReady = false }
+        let wasReady: Bool, reachedEndpoint: Bool
+        switch link {
+        case .ready: (wasReady, reachedEndpoint) = (true, true)
+        case .handshaking: (wasReady, reachedEndpoint) = (false, true)
+        case .none, .preparing: (wasReady, reachedEndpoint) = (false, false)
+        }
         link = .none
         serverClosingReason = nil
         handshakeTimer?.cancel()
@@ -184,6 +202,16 @@ extension SnapSyncClient {
         for room in rooms.keys { rooms[room]!.phase = .detached }
         guard state != .closed else { return }
         if wasReady { eventSink.yield(.disconnected(reason)) }
+        // A refused token, or a failure before the socket (the credentials), is not about the
+        // endpoint: it ends the round, and the next round starts with the same endpoint.
+        var aboutEndpoint = reachedEndpoint
+        if case .unauthorized = reason { aboutEndpoint = false }
+        if aboutEndpoint { rotation.attemptFailed() }
+        // A connection that was up starts a round of its own, after the backoff.
+        if wasReady { rotation.beginRound() }
+        if !wasReady && aboutEndpoint && !rotation.roundIsOver { return startConnection() }
+        let reason = aboutEndpoint ? roundFailure(reason) : reason
+        rotation.beginRound()
         guard hasConnected else {
             // The first connection: the caller of connect() hears why; no retry.
             setState(.disconnected)
@@ -207,6 +235,13 @@ extension SnapSyncClient {
         }
     }
 
+    /// What a round that ended with `reason` failed with: with several endpoints, when every
+    /// one failed, the error that names them.
+    func roundFailure(_ reason: SnapSyncError) -> SnapSyncError {
+        guard rotation.count > 1, rotation.roundIsOver else { return reason }
+        return .allEndpointsFailed(tried: rotation.failedInRound.map { configuration.endpoints[$0] }, last: reason)
+    }
+
     func reconnectNow(after generation: Int) {
         guard generation == self.generation, case .reconnecting = state, case .none = link else { return }
         startConnection()
@@ -218,7 +253,10 @@ extension SnapSyncClient {
         setState(.disconnected)
         reconnectAttempt = 0
         let lost: SnapSyncError
-        if case .unauthorized = reason { lost = reason } else { lost = .connectionLost("\(reason)") }
+        switch reason {
+        case .unauthorized, .allEndpointsFailed: lost = reason
+        default: lost = .connectionLost("\(reason)")
+        }
         for call in Array(calls.keys) { complete(call, .failure(lost)) }
         eventSink.yield(.stopped(reason))
     }

@@ -16,6 +16,8 @@
 ///   resumes every room from its replica's position (a `.catchUp` change, or a `.resync` when the
 ///   server's history no longer reaches back), and resends the writes that were in flight with
 ///   their original write id: the server applies each write at most once.
+/// - With several `Configuration.endpoints` (the nodes of a cluster), it connects to the first
+///   that answers and fails over to the next when the connection drops; `endpoint` says which.
 /// - With `Configuration.credentials`, each connection is authenticated with the provider's
 ///   token, refreshed in the live session before it expires; a refused token stops reconnecting
 ///   unless the provider returns another (`SnapSyncError.unauthorized`).
@@ -36,6 +38,12 @@ public actor SnapSyncClient {
 
     /// The connection's state, readable from any thread.
     public nonisolated var state: ConnectionState { stateBox.value }
+    nonisolated let endpointBox = Locked(Endpoint?.none)
+    /// The endpoint (of `Configuration.endpoints`) of the connection, or of the attempt under
+    /// way while connecting or reconnecting; after a disconnection, the last one tried; `nil`
+    /// before the first attempt. Readable from any thread: it is set before the `.connected`
+    /// event is emitted, so an app can log it with that event.
+    public nonisolated var endpoint: Endpoint? { endpointBox.value }
     /// The server's limits, from the last WELCOME (the protocol's defaults before).
     public internal(set) var serverLimits = WireLimits.default
     /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 2, or 1 from a server
@@ -63,8 +71,12 @@ public actor SnapSyncClient {
         }
     }
     var link = Link.none
-    /// `Configuration.tls` as the transport uses it, made once (SnapSyncClient+Link.swift).
-    var tlsPreparation: Result<PreparedTLS, SnapSyncError>?
+    /// `Configuration.tls` as the transport uses it, made once per name verified (an
+    /// endpoint's host, or the configured `serverName`) (SnapSyncClient+Link.swift).
+    var tlsPreparations: [String: Result<PreparedTLS, SnapSyncError>] = [:]
+    /// The endpoint of each attempt (EndpointRotation.swift); `connect()` starts it afresh. (It
+    /// is never used with no endpoint: `connect()` refuses that first.)
+    var rotation: EndpointRotation
     /// Bumped for each connection, so that events of an older one are ignored.
     var generation = 0
     /// A handshake has succeeded once: from then on a drop means reconnect, not fail.
@@ -182,6 +194,7 @@ public actor SnapSyncClient {
 
     public init(configuration: Configuration) {
         self.configuration = configuration
+        rotation = EndpointRotation(count: max(1, configuration.endpoints.count))
     }
 
     public init(host: String, port: Int, clientName: String = "SnapSync client") {
@@ -201,7 +214,9 @@ public actor SnapSyncClient {
     /// Connects and handshakes, with the token of `Configuration.credentials` if set. Throws
     /// when that fails (no automatic retry for the first connection: a wrong address or a
     /// refused token, `.unauthorized`, should say so); once connected, drops are retried by
-    /// themselves. Calling it while connected does nothing. After the client gave up
+    /// themselves. With several endpoints it tries each once, from the first, and throws
+    /// `.allEndpointsFailed` when none could be connected to (see `Configuration.endpoints`).
+    /// Calling it while connected does nothing. After the client gave up
     /// reconnecting (or stopped on a refused token), it connects again and rejoins the rooms.
     /// A `Configuration.tls` that cannot be used throws `.tlsConfigurationInvalid` before any
     /// attempt; a server certificate that is refused throws its `.tls…` case.
@@ -210,18 +225,22 @@ public actor SnapSyncClient {
         case .closed: throw .closed
         case .connected: return
         case .disconnected:
+            let endpoints = configuration.endpoints
+            guard !endpoints.isEmpty else { throw .connectFailed("Configuration.endpoints is empty: no daemon to connect to") }
             // A TLS configuration that cannot be used fails here, before any attempt.
-            _ = try preparedTLS()
+            for endpoint in endpoints { _ = try preparedTLS(for: endpoint) }
             // The app asks again: a token refused before is worth one more try.
             refused = nil
+            rotation = EndpointRotation(count: endpoints.count)
             startConnection()
         case .connecting, .reconnecting: break
         }
         let call = newCallID()
         connectCalls.append(call)
+        let endpoints = configuration.endpoints
         _ = try await wait(
-            call, what: "connecting to \(configuration.host):\(configuration.port)",
-            timeout: configuration.connectTimeout + .seconds(1)
+            call, what: "connecting to \(endpoints.map(\.description).joined(separator: ", "))",
+            timeout: configuration.connectTimeout * endpoints.count + .seconds(1)
         ).get()
     }
 

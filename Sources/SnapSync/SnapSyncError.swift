@@ -50,6 +50,10 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The connection dropped and automatic reconnection is off (or gave up), or it dropped
     /// before the handshake completed.
     case connectionLost(String)
+    /// With several `Configuration.endpoints`: every one of them failed in a round, `tried` in
+    /// the order they were tried; `last` is why the last one failed. Thrown by `connect()`, and
+    /// by the calls waiting when `ReconnectPolicy.maximumAttempts` rounds failed in a row.
+    indirect case allEndpointsFailed(tried: [SnapSyncClient.Endpoint], last: SnapSyncError)
     /// No answer within `Configuration.requestTimeout`. A write that timed out may or may not
     /// have been applied; the replica's next change tells.
     case timedOut(String)
@@ -143,6 +147,8 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tlsHandshakeFailed(let host, let reason): "TLS to \(host): the handshake failed: \(reason)"
         case .tlsConfigurationInvalid(let host, let reason): "TLS to \(host): the TLS configuration is invalid: \(reason)"
         case .connectionLost(let why): "connection lost: \(why)"
+        case .allEndpointsFailed(let tried, let last):
+            "no endpoint could be connected to (tried \(tried.map(\.description).joined(separator: ", "))); the last: \(last)"
         case .timedOut(let what): "timed out: \(what)"
         case .protocolViolation(let what): "protocol violation: \(what)"
         case .requestTooLarge(let size, let limit): "the request is \(size) bytes, over the server's frame limit of \(limit)"
