@@ -8,6 +8,8 @@ internal import CLibevent
 enum LoopDelivery: Sendable {
     /// The outcome of one asynchronous publish, by its message id.
     case published(messageId: String, Result<PublishAck, NATSError>)
+    /// A message of the connection's inbox subscription.
+    case inbox(InboxMessage)
 }
 
 /// Hands `LoopDelivery`s from libnats's delivery threads to the thread that runs the daemon's

@@ -1,0 +1,286 @@
+import CLibevent
+import SnapSyncModel
+import SnapSyncStore
+import Testing
+
+@testable import SnapSyncCluster
+
+/// `JetStreamRoomLog` against the real 3-server cluster: two nodes (two logs, two connections
+/// to different servers, on one libevent loop) share rooms through it.
+@Suite struct JetStreamRoomLogTests {
+    /// Two nodes follow one room and propose with the same expectation: one is stored, the other
+    /// superseded; both get the records in one order; a repeated write id is stored at the
+    /// original's sequence; `.current` comes for an empty subject and after a non-empty one's
+    /// records; unfollow stops the events.
+    @Test func twoNodesShareOneOrderOfARoom() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: [cluster.urls[0]], eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let b = try JetStreamRoomLog.connect(servers: [cluster.urls[1]], eventBase: base, logger: testLogger)
+        defer { b.close() }
+        let room = "lobby"
+
+        let onA = FollowRecorder()
+        let onB = FollowRecorder()
+        onA.follow(a, room: room)
+        onB.follow(b, room: room)
+        try runLoop(base, until: { onA.isCurrent && onB.isCurrent }, "current on both nodes")
+        #expect(onA.events == [.base(nil), .current])
+        #expect(onB.events == [.base(nil), .current])
+
+        // Both nodes write the room's first record at once.
+        let fromA = write(room, version: 1, id: "a1")
+        let fromB = write(room, version: 1, id: "b1")
+        var outcomeA: ProposalOutcome?
+        var outcomeB: ProposalOutcome?
+        a.propose(room: room, expectedSequence: 0, messageId: fromA.writeId, entry: .write(fromA)) { outcomeA = $0 }
+        b.propose(room: room, expectedSequence: 0, messageId: fromB.writeId, entry: .write(fromB)) { outcomeB = $0 }
+        try runLoop(base, until: { outcomeA != nil && outcomeB != nil }, "answers to both proposals")
+        let stored = [outcomeA, outcomeB].compactMap { if case .stored(let s)? = $0 { s } else { nil } }
+        #expect(stored.count == 1, "\(String(describing: outcomeA)) \(String(describing: outcomeB))")
+        #expect([outcomeA, outcomeB].filter { $0 == .superseded }.count == 1)
+        let first = try #require(stored.first)
+        let (winner, loser, loserRecord) =
+            outcomeA == .stored(sequence: first) ? (fromA, b, write(room, version: 2, id: "b1")) : (fromB, a, write(room, version: 2, id: "a1"))
+
+        // The loser sees the winner's record, then proposes again after it.
+        try runLoop(base, until: { onA.records.count == 1 && onB.records.count == 1 }, "the first record on both")
+        #expect(onA.records == [.record(first, .write(winner))])
+        #expect(onB.records == onA.records)
+        let second = try propose(loser, base, room: room, after: first, loserRecord)
+        guard case .stored(let secondSequence) = second else {
+            Issue.record("the loser's second proposal: \(second)")
+            return
+        }
+        #expect(secondSequence > first)
+
+        // The winner's write again, with a stale expectation: the log has it, at its sequence.
+        #expect(try propose(a, base, room: room, after: 0, winner) == .stored(sequence: first))
+
+        try runLoop(base, until: { onA.records.count == 2 && onB.records.count == 2 }, "the second record on both")
+        #expect(onA.records == [.record(first, .write(winner)), .record(secondSequence, .write(loserRecord))])
+        #expect(onB.records == onA.records)
+
+        // Unfollowed on A: A hears nothing of B's next write, which B gets.
+        a.unfollow(room: room)
+        let before = onA.events
+        let third = write(room, version: 3, id: "b3")
+        let thirdOutcome = try propose(b, base, room: room, after: secondSequence, third)
+        guard case .stored(let thirdSequence) = thirdOutcome else {
+            Issue.record("the third proposal: \(thirdOutcome)")
+            return
+        }
+        try runLoop(base, until: { onB.records.count == 3 }, "the third record on B")
+        #expect(onA.events == before)
+
+        // Following again on A, a non-empty subject: its records, then current.
+        let again = FollowRecorder()
+        again.follow(a, room: room)
+        try runLoop(base, until: { again.isCurrent }, "current after a non-empty subject")
+        #expect(
+            again.events == [
+                .base(nil), .record(first, .write(winner)), .record(secondSequence, .write(loserRecord)),
+                .record(thirdSequence, .write(third)), .current,
+            ])
+
+        // Epochs: the same on both nodes, never 0, one per incarnation.
+        #expect(a.epoch(room: room, after: 0) == b.epoch(room: room, after: 0))
+        #expect(a.epoch(room: room, after: 0) != 0)
+        #expect(a.epoch(room: room, after: thirdSequence) != a.epoch(room: room, after: 0))
+        #expect(a.epoch(room: "other", after: 0) != a.epoch(room: room, after: 0))
+        #expect(a.streamCreated == b.streamCreated)
+    }
+
+    /// A tombstone is a record like a write: delivered in order, decoded back.
+    @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let room = "dropped room ☕"
+        let epoch = a.epoch(room: room, after: 0)
+        let one = write(room, version: 1, id: "w1", epoch: epoch)
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
+            Issue.record("the write was not stored")
+            return
+        }
+        var dropped: ProposalOutcome?
+        a.propose(room: room, expectedSequence: s1, messageId: [], entry: .tombstone(epoch: epoch, version: 1)) { dropped = $0 }
+        try runLoop(base, until: { dropped != nil }, "answer to the tombstone")
+        guard case .stored(let s2)? = dropped else {
+            Issue.record("the tombstone was not stored: \(String(describing: dropped))")
+            return
+        }
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        #expect(seen.events == [.base(nil), .record(s1, .write(one)), .record(s2, .tombstone(epoch: epoch, version: 1)), .current])
+    }
+
+    /// A checkpoint saved at a record's sequence is where a later follow starts: `.base` has it,
+    /// and only the records after it follow.
+    @Test func aFollowStartsFromTheLatestCheckpointAndGetsOnlyTheTail() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: [cluster.urls[0]], eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let b = try JetStreamRoomLog.connect(servers: [cluster.urls[2]], eventBase: base, logger: testLogger)
+        defer { b.close() }
+        let room = "checkpointed"
+        let epoch = a.epoch(room: room, after: 0)
+        var sequences: [UInt64] = []
+        var records: [WriteRecord] = []
+        for version in UInt64(1)...3 {
+            let record = write(room, version: version, id: "w\(version)", epoch: epoch)
+            guard case .stored(let s) = try propose(a, base, room: room, after: sequences.last ?? 0, record) else {
+                Issue.record("write \(version) was not stored")
+                return
+            }
+            sequences.append(s)
+            records.append(record)
+        }
+
+        let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [SnapshotElement("i", payload: "q")])])
+        let image = RoomImage(room: room, epoch: epoch, version: 2, snapshot: snapshot, diffFrames: records[0..<2].map(\.diffFrame))
+        var stored: Bool?
+        a.saveCheckpoint(image, history: Array(records[0..<2]), sequence: sequences[1]) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the checkpoint's answer")
+        #expect(stored == true)
+        #expect(a.checkpointFailures == 0)
+
+        let seen = FollowRecorder()
+        seen.follow(b, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        #expect(seen.events == [.base(sequences[1]), .record(sequences[2], .write(records[2])), .current])
+        let checkpoint = try #require(seen.checkpoint)
+        #expect(checkpoint.image.room == room)
+        #expect(checkpoint.image.epoch == epoch)
+        #expect(checkpoint.image.version == 2)
+        #expect(checkpoint.image.snapshot.digest == snapshot.digest)
+        #expect(checkpoint.history == Array(records[0..<2]))
+        #expect(checkpoint.image.diffFrames == records[0..<2].map(\.diffFrame))
+    }
+
+    /// A delivery lost on the way (here: a consumer sequence that skips one, as after a
+    /// slow-consumer drop) makes the follow recreate its consumer from the last record it
+    /// delivered: the records go on once each, in order.
+    @Test func aLostDeliveryIsRecoveredWithoutAGapOrARepeat() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let room = "gappy"
+        let one = write(room, version: 1, id: "w1")
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
+            Issue.record("write 1 was not stored")
+            return
+        }
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        let follow = try #require(a.followsByRoom[room])
+        let generation = follow.generation
+        let consumer = try #require(follow.consumer)
+
+        // Delivery 3 of this consumer arrives, 2 never did.
+        a.deliver(
+            InboxMessage(
+                subscription: try #require(follow.subscription), subject: "snapsync.room.\(RoomSubjects.key(room: room))",
+                reply: "$JS.ACK.snapsync-rooms.\(consumer).1.\(s1 + 5).3.1700000000000000000.0", data: [], status: nil,
+                statusDescription: nil, lastConsumerSequence: nil),
+            follow: follow.id, generation: generation)
+        #expect(follow.generation == generation + 1)
+
+        let two = write(room, version: 2, id: "w2")
+        guard case .stored(let s2) = try propose(a, base, room: room, after: s1, two) else {
+            Issue.record("write 2 was not stored")
+            return
+        }
+        try runLoop(base, until: { seen.records.count >= 2 }, "the second record")
+        #expect(seen.events == [.base(nil), .record(s1, .write(one)), .current, .record(s2, .write(two))])
+
+        // A heartbeat saying the consumer sent more than arrived: recovered the same way.
+        let now = try #require(a.followsByRoom[room])
+        a.deliver(
+            InboxMessage(
+                subscription: try #require(now.subscription), subject: "\(a.deliveryPrefix).\(now.id).\(now.generation)", reply: "", data: [], status: "100",
+                statusDescription: "Idle Heartbeat", lastConsumerSequence: now.lastConsumerSequence + 1),
+            follow: now.id, generation: now.generation)
+        #expect(now.generation == generation + 2)
+        let three = write(room, version: 3, id: "w3")
+        guard case .stored(let s3) = try propose(a, base, room: room, after: s2, three) else {
+            Issue.record("write 3 was not stored")
+            return
+        }
+        try runLoop(base, until: { seen.records.count >= 3 }, "the third record")
+        #expect(seen.sequences == [s1, s2, s3])
+    }
+
+    /// Without a quorum (two of three servers killed) a proposal fails and a new follow fails
+    /// (it does not wait): both on the loop thread, neither stored nor delivered.
+    @Test func withoutAQuorumProposalsAndNewFollowsFail() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(
+            servers: [cluster.urls[0]], eventBase: base, logger: testLogger, requestTimeout: .seconds(2))
+        defer { a.close() }
+        let room = "quorum"
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "q1")) else {
+            Issue.record("the first write was not stored")
+            return
+        }
+        try cluster.kill(server: 1)
+        try cluster.kill(server: 2)
+
+        let refused = try propose(a, base, room: room, after: s1, write(room, version: 2, id: "q2"))
+        guard case .failed(let error) = refused else {
+            Issue.record("a proposal without a quorum: \(refused)")
+            return
+        }
+        #expect(!error.isFatal)
+        #expect("\(error)".contains(room))
+
+        let seen = FollowRecorder()
+        seen.follow(a, room: "never written")
+        try runLoop(base, until: { seen.failure != nil }, "the follow's failure")
+        #expect(seen.events.last == .failed)
+        #expect(!seen.isCurrent)
+    }
+
+    /// Every node derives the same epoch from the stream's creation time, the room and the
+    /// sequence; these are Protocol/CLUSTER.md's worked example (computed independently with
+    /// Python's hashlib).
+    @Test func epochDerivationMatchesTheSpecsExample() {
+        #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 0) == 10_674_755_445_973_433_643)
+        #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 42) == 15_054_927_482_701_265_886)
+        #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "café ☕", after: 0) == 3_002_849_137_662_567_340)
+    }
+
+    /// JetStream's delivery metadata in both reply-subject forms.
+    @Test func deliveryMetadataIsReadFromBothReplySubjectForms() {
+        #expect(
+            DeliveryMetadata(replySubject: "$JS.ACK.snapsync-rooms.c1.1.42.7.1700000000000000000.3")
+                == DeliveryMetadata(consumer: "c1", streamSequence: 42, consumerSequence: 7, pending: 3))
+        #expect(
+            DeliveryMetadata(replySubject: "$JS.ACK.hub.ACCHASH.snapsync-rooms.c1.1.42.7.1700000000000000000.3.tok")
+                == DeliveryMetadata(consumer: "c1", streamSequence: 42, consumerSequence: 7, pending: 3))
+        #expect(DeliveryMetadata(replySubject: "$JS.ACK.snapsync-rooms.c1.1.x.7.1.3") == nil)
+        #expect(DeliveryMetadata(replySubject: "_INBOX.abc") == nil)
+    }
+}
