@@ -171,6 +171,44 @@ import Testing
         #expect(checkpoint.image.diffFrames == records[0..<2].map(\.diffFrame))
     }
 
+    /// A checkpoint over the servers' max_payload is saved without its history; one still over
+    /// it is not saved (and counted); a follow starts from the one saved.
+    @Test func anOversizedCheckpointLosesItsHistoryOrIsNotSaved() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let room = "large"
+        let epoch = a.epoch(room: room, after: 0)
+        let half = a.maxPayload / 2
+        #expect(half > 1_000_000, "scripts/cluster sets max_payload to 8 MiB")
+        let large = WriteRecord(room: room, epoch: epoch, version: 1, writeId: [1], diffFrame: [UInt8](repeating: 2, count: half + 10))
+        func image(_ payloadSize: Int) throws -> RoomImage {
+            let snapshot = try Snapshot([(section: SnapshotElement("s", payload: Payload([UInt8](repeating: 7, count: payloadSize))), items: [])])
+            return RoomImage(room: room, epoch: epoch, version: 1, snapshot: snapshot, diffFrames: [large.diffFrame])
+        }
+
+        var stored: Bool?
+        a.saveCheckpoint(try image(half), history: [large], sequence: 1) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the first checkpoint's answer")
+        #expect(stored == true)
+        stored = nil
+        a.saveCheckpoint(try image(2 * half + 10), history: [], sequence: 2) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
+        #expect(stored == false)
+        #expect(a.checkpointFailures == 1)
+
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        #expect(seen.events == [.base(1), .current])
+        #expect(seen.checkpoint?.history == [])
+        #expect(seen.checkpoint?.image.snapshot.digest == (try image(half)).snapshot.digest)
+    }
+
     /// A delivery lost on the way (here: a consumer sequence that skips one, as after a
     /// slow-consumer drop) makes the follow recreate its consumer from the last record it
     /// delivered: the records go on once each, in order.
@@ -270,6 +308,26 @@ import Testing
         #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 0) == 10_674_755_445_973_433_643)
         #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 42) == 15_054_927_482_701_265_886)
         #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "café ☕", after: 0) == 3_002_849_137_662_567_340)
+    }
+
+    /// Protocol/CLUSTER.md's example records, byte for byte, and back; its subject and key.
+    @Test func recordBytesMatchTheSpecsExamples() throws {
+        let write = RoomLogEntry.write(WriteRecord(room: "lobby", epoch: 1, version: 1, writeId: [0xab, 0xcd], diffFrame: [0xde, 0xad, 0xbe]))
+        let writeBytes: [UInt8] = [0x01, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0x01, 0x01, 0x02, 0xab, 0xcd, 0x03, 0xde, 0xad, 0xbe]
+        #expect(write.encode(room: "lobby") == writeBytes)
+        #expect(try RoomLogEntry(payload: writeBytes) == write)
+        let tombstone = RoomLogEntry.tombstone(epoch: 10_674_755_445_973_433_643, version: 3)
+        let tombstoneBytes: [UInt8] = [
+            0x04, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0xab, 0xfa, 0xa6, 0xab, 0xd5, 0xb0, 0x96, 0x92, 0x94, 0x01, 0x03,
+        ]
+        #expect(tombstone.encode(room: "lobby") == tombstoneBytes)
+        #expect(try RoomLogEntry(payload: tombstoneBytes) == tombstone)
+        #expect(throws: StoreError.self) { try RoomLogEntry(payload: [0x05] + tombstoneBytes.dropFirst()) }
+        #expect(throws: StoreError.self) { try RoomLogEntry(payload: writeBytes + [0]) }
+        #expect(RoomSubjects.subject(room: "lobby") == "snapsync.room.6c6f626279")
+        #expect(RoomSubjects.subject(room: "café ☕") == "snapsync.room.636166c3a920e29895")
+        #expect(RoomSubjects.checkpointSubject(room: "lobby") == "$KV.snapsync-checkpoints.6c6f626279")
+        #expect(RoomSubjects.messageId(room: "lobby", writeId: [0xab, 0xcd]) == "6c6f626279.abcd")
     }
 
     /// JetStream's delivery metadata in both reply-subject forms.
