@@ -43,8 +43,14 @@ struct JetStreamAPIResponse: Decodable {
         var stream_seq: UInt64
     }
 
+    struct Cluster: Decodable {
+        var leader: String?
+    }
+
     var error: APIError?
     var name: String?
+    /// Where the consumer runs: its server's name.
+    var cluster: Cluster?
     var num_pending: UInt64?
     var delivered: Delivered?
 

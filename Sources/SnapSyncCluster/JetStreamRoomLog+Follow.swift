@@ -15,7 +15,12 @@ final class RoomFollow {
     var subscription: UInt64?
     /// The consumer's name, once its creation answered or its first delivery named it.
     var consumer: String?
+    /// The server the consumer runs on, as its creation said (for the logs).
+    var consumerServer: String?
     var awaitingCreation = false
+    /// Failed creations in a row while recovering; a new attempt is due at the next tick.
+    var failedCreations = 0
+    var creationDue = false
     /// The stream sequence of the last record delivered (or of the base).
     var lastStreamSequence: UInt64 = 0
     /// The consumer sequence of the last delivery of this generation: each delivery must be the
@@ -145,9 +150,20 @@ extension JetStreamRoomLog {
                         reply.status.map { "create the consumer of room \(room): status \($0) \(reply.statusDescription ?? "")" }
                         ?? "create the consumer of room \(room): \(response?.errorText ?? "an answer that is not JSON")"
                 }
-                return self.fail(follow, .logUnavailable(why))
+                // A recovery follows a server's death, after which JetStream's API may not answer
+                // until its leaders are elected again (seen: over 20 s): it tries again, at each
+                // tick, for as many attempts; a first follow says at once that it cannot start.
+                follow.failedCreations += 1
+                guard generation > 1, follow.failedCreations < Self.recoveryAttempts else {
+                    return self.fail(follow, .logUnavailable(why))
+                }
+                self.logger.warning("follow of room \(room): \(why); trying again (attempt \(follow.failedCreations + 1) of \(Self.recoveryAttempts))")
+                follow.creationDue = true
+                return
             }
+            follow.failedCreations = 0
             follow.consumer = name
+            follow.consumerServer = response.cluster?.leader
             follow.lastHeard = .now
             if response.num_pending == 0 {
                 follow.currentAtConsumerSequence = response.delivered?.consumer_seq ?? 0
@@ -215,18 +231,30 @@ extension JetStreamRoomLog {
     /// A follow whose consumer lost a delivery or went silent gets a new consumer from the
     /// record after the last one delivered: the events go on as if nothing happened.
     private func recover(_ follow: RoomFollow, _ why: String) {
-        logger.warning("follow of room \(follow.room): \(why); recreating its consumer from sequence \(follow.lastStreamSequence + 1)")
+        logger.warning(
+            "follow of room \(follow.room): \(why) (consumer \(follow.consumer ?? "?") on \(follow.consumerServer ?? "?")); recreating it from sequence \(follow.lastStreamSequence + 1)"
+        )
         if let consumer = follow.consumer { deleteConsumer(consumer) }
         createConsumer(follow)
     }
 
     /// The tick's check: a consumer heard from neither by a delivery nor by a heartbeat for three
-    /// heartbeats is gone (its server died, or it was removed): recover. O(follows).
+    /// heartbeats is gone (its server died, or it was removed): recover; and a recovery whose
+    /// creation failed tries again. O(follows).
     func checkHeartbeats(now: ContinuousClock.Instant) {
-        for follow in follows.values where !follow.awaitingCreation && now - follow.lastHeard > heartbeat * 3 {
-            recover(follow, "its consumer has been silent for \(now - follow.lastHeard)")
+        for follow in follows.values where !follow.awaitingCreation {
+            if follow.creationDue {
+                follow.creationDue = false
+                createConsumer(follow)
+            } else if now - follow.lastHeard > heartbeat * 3 {
+                recover(follow, "its consumer has been silent for \(now - follow.lastHeard)")
+            }
         }
     }
+
+    /// Consumer creations a recovering follow tries (each waits up to `requestTimeout`) before
+    /// it fails.
+    static var recoveryAttempts: Int { 6 }
 
     private func fail(_ follow: RoomFollow, _ error: StoreError) {
         logger.warning("follow of room \(follow.room) failed: \(error)")

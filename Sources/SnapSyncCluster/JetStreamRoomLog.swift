@@ -93,6 +93,14 @@ package final class JetStreamRoomLog: RoomLog {
             self?.onTick()
         }
         connection.onMessage = { [weak self] message in self?.route(message) }
+        connection.onConnectionChange = { [weak self] url in
+            guard let self else { return }
+            if let url {
+                self.logger.info("reconnected to NATS at \(url)")
+            } else {
+                self.logger.warning("lost the connection to NATS; reconnecting (followed rooms recover their consumers)")
+            }
+        }
     }
 
     deinit { close() }

@@ -52,6 +52,8 @@ public struct StreamInfo: Sendable, Equatable {
     /// The stream's creation time, nanoseconds since 1970 (UTC), as the servers report it: the
     /// same for every client until the stream is deleted and made again.
     public var created: Int64
+    /// The server that leads the stream's replicas (its `server_name`), when it has one.
+    public var leader: String?
 }
 
 /// A message of one of the connection's subscriptions (`NATSConnection.onMessage`): a reply to
@@ -110,6 +112,10 @@ public final class NATSConnection {
     let inboxPrefix: String
     /// Loop thread: every message of the inbox and of the `subscribe`d subjects, in arrival order.
     var onMessage: ((InboxMessage) -> Void)?
+    /// Loop thread: the connection was lost (`nil`; libnats reconnects, forever) or made again
+    /// (the server's URL). Messages sent to the node meanwhile are lost; publishes are retried
+    /// by libnats from its buffer.
+    public var onConnectionChange: ((_ reconnectedTo: String?) -> Void)?
     private var inboxSubscription: OpaquePointer?
     /// By libnats's subscription id.
     private var subscriptions: [UInt64: OpaquePointer] = [:]
@@ -167,7 +173,23 @@ public final class NATSConnection {
             config.DenyDelete = true
             config.Discard = js_DiscardNew
         }
-        return try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) -> StreamInfo in
+        // A cluster just started may not answer JetStream's API for a while (its meta leader is
+        // being elected): no responders at once, or no answer within `timeout`. A few attempts.
+        var attempt = 1
+        while true {
+            do throws(NATSError) {
+                return try addOrUpdate(js, &config, subjects, identifier)
+            } catch  where attempt < 3 && (error.isTimeout || error.code == .status(NATS_NO_RESPONDERS.rawValue)) {
+                attempt += 1
+                sleep(1)
+            }
+        }
+    }
+
+    private static func addOrUpdate(
+        _ js: OpaquePointer?, _ config: inout jsStreamConfig, _ subjects: [UnsafePointer<CChar>?], _ identifier: String
+    ) throws(NATSError) -> StreamInfo {
+        try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) -> StreamInfo in
             config.Subjects = UnsafeMutablePointer(mutating: buffer.baseAddress)
             config.SubjectsLen = Int32(buffer.count)
             var info: UnsafeMutablePointer<jsStreamInfo>?
@@ -186,7 +208,7 @@ public final class NATSConnection {
             guard let info else {
                 throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
             }
-            return StreamInfo(created: info.pointee.Created)
+            return StreamInfo(created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) })
         }
     }
 
@@ -208,16 +230,18 @@ public final class NATSConnection {
         // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
         let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }
         self.mailbox = mailbox
+        // Retained here and never released: libnats may still be inside a handler, on one of
+        // its threads, after natsConnection_Destroy returns (only the process-wide
+        // nats_CloseAndWait waits for those), so freeing the mailbox could be a use after free.
+        // One small object per connection; the daemon has one connection.
+        handlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
+        try natsCheck(natsOptions_SetDisconnectedCB(options, disconnectedHandler, handlerClosure), "natsOptions_SetDisconnectedCB", identifier)
+        try natsCheck(natsOptions_SetReconnectedCB(options, reconnectedHandler, handlerClosure), "natsOptions_SetReconnectedCB", identifier)
         try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
 
         var jsOptions = jsOptions()
         try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
         jsOptions.PublishAsync.AckHandler = publishAckHandler
-        // Retained here and never released: libnats may still be inside the handler, on one of
-        // its threads, after natsConnection_Destroy returns (only the process-wide
-        // nats_CloseAndWait waits for those), so freeing the mailbox could be a use after free.
-        // One small object per connection; the daemon has one connection.
-        handlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
         jsOptions.PublishAsync.AckHandlerClosure = handlerClosure
         try natsCheck(natsConnection_JetStream(&jetStream, connection, &jsOptions), "natsConnection_JetStream", identifier)
 
@@ -288,6 +312,7 @@ public final class NATSConnection {
         natsSubscription_Destroy(inboxSubscription)
         inboxSubscription = nil
         onMessage = nil
+        onConnectionChange = nil
         jsCtx_Destroy(jetStream)
         jetStream = nil
         natsConnection_Destroy(connection)
@@ -366,6 +391,8 @@ public final class NATSConnection {
             pending.removeValue(forKey: messageId)?(result)
         case let .inbox(message):
             onMessage?(message)
+        case let .connection(url):
+            onConnectionChange?(url)
         }
     }
 
@@ -408,6 +435,22 @@ private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, clo
     }
     natsMsg_Destroy(message)
     mailbox.post(.published(messageId: messageId, result))
+}
+
+/// libnats's disconnected callback, on its thread.
+private let disconnectedHandler: natsConnectionHandler = { _, closure in
+    guard let closure else { return }
+    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: nil))
+}
+
+/// libnats's reconnected callback, on its thread: with the URL of the server it reached.
+private let reconnectedHandler: natsConnectionHandler = { connection, closure in
+    guard let closure else { return }
+    var buffer = [CChar](repeating: 0, count: 256)
+    let url =
+        natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK
+        ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: url))
 }
 
 /// The subscriptions' handler (natsMsgHandler), on a libnats thread: the message is copied
@@ -456,7 +499,8 @@ private func natsCheck(_ status: natsStatus, _ operation: String, _ identifier: 
 /// (more precise than the status's) when `text` is nil, which only a synchronous call on this
 /// thread may leave (the text is per thread).
 private func natsError(_ status: natsStatus, _ operation: String, _ identifier: String, _ errorCode: jsErrCode, text: String?) -> NATSError {
-    let detail = text ?? nats_GetLastError(nil).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+    let last = nats_GetLastError(nil).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    let detail = text ?? last ?? String(cString: natsStatus_GetText(status))
     let code: NATSError.Code = errorCode.rawValue != 0 ? .jetStream(errorCode.rawValue) : .status(status.rawValue)
     return NATSError(operation: operation, identifier: identifier, code: code, text: detail)
 }

@@ -1,4 +1,5 @@
 import CLibevent
+import Logging
 import SnapSyncModel
 import SnapSyncStore
 import Testing
@@ -265,6 +266,84 @@ import Testing
         }
         try runLoop(base, until: { seen.records.count >= 3 }, "the third record")
         #expect(seen.sequences == [s1, s2, s3])
+    }
+
+    /// The stream's creation time, the salt of every epoch, is the same whichever server leads
+    /// the stream: every node derives the same epochs, before and after a leader change.
+    @Test func theStreamsCreationTimeOutlivesALeaderChange() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        let before = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+        let leader = try #require(before.leader)
+        let index = try #require(["n1", "n2", "n3"].firstIndex(of: leader))
+        try cluster.kill(server: index)
+        let others = cluster.urls.enumerated().filter { $0.offset != index }.map(\.element)
+        // A new leader takes a few seconds to be elected; until then the request fails.
+        var after: StreamInfo?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while after?.leader == nil || after?.leader == leader, ContinuousClock.now < deadline {
+            after = try? NATSConnection.ensureStream(.rooms(), servers: others, timeout: .seconds(2))
+        }
+        let info = try #require(after, "no answer from the stream without \(leader)")
+        #expect(info.leader != leader)
+        #expect(info.created == before.created)
+    }
+
+    /// The server that runs a node's consumer dies: the node notices the silence, makes a new
+    /// consumer (and reconnects, when it was connected to that server), and its follow goes on
+    /// with every record once, in the order another node sees them.
+    @Test func aFollowSurvivesTheDeathOfItsServer() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        // Each node knows every server, as `--cluster` is given them all.
+        // One-second heartbeats: a silent consumer is noticed after 3 s instead of 15.
+        let a = try JetStreamRoomLog.connect(
+            servers: cluster.urls, eventBase: base, logger: Logger(label: "node-a"), heartbeat: .seconds(1))
+        defer { a.close() }
+        let b = try JetStreamRoomLog.connect(
+            servers: cluster.urls, eventBase: base, logger: Logger(label: "node-b"), heartbeat: .seconds(1))
+        defer { b.close() }
+        let room = "survivor"
+        let onA = FollowRecorder()
+        let onB = FollowRecorder()
+        onA.follow(a, room: room)
+        onB.follow(b, room: room)
+        try runLoop(base, until: { onA.isCurrent && onB.isCurrent }, "current on both")
+
+        /// B writes `id` after the last record it has seen, as a node does: after a failure (no
+        /// answer during the election) or a refusal, it looks again at what it has applied.
+        func writeThroughB(_ id: String) throws {
+            let record = write(room, version: UInt64(onB.records.count + 1), id: id)
+            for _ in 0..<60 {
+                if onB.records.contains(where: { if case .record(_, .write(let w)) = $0 { w.writeId == record.writeId } else { false } }) {
+                    return
+                }
+                let seen = onB.records.count
+                switch try propose(b, base, room: room, after: onB.sequences.last ?? 0, record) {
+                case .stored(let s):
+                    try runLoop(base, until: { onB.sequences.contains(s) }, "record \(s) on B")
+                    return
+                case .superseded, .failed:
+                    // Whatever was stored reaches B's follow; wait a little for it, then retry.
+                    try? runLoop(base, until: { onB.records.count > seen }, bound: .seconds(2), "a record on B")
+                }
+            }
+            throw TestClusterError(message: "write \(id) never stored")
+        }
+
+        try writeThroughB("before")
+        // The server that runs A's consumer: its deliveries and heartbeats stop with it.
+        let server = try #require(a.followsByRoom[room]?.consumerServer)
+        let index = try #require(["n1", "n2", "n3"].firstIndex(of: server))
+        try cluster.kill(server: index)
+        for k in 1...3 { try writeThroughB("after\(k)") }
+        try runLoop(base, until: { onA.records.count >= onB.records.count }, bound: .seconds(90), "A catching up")
+        #expect(onA.records == onB.records)
+        #expect(onB.records.count == 4)
+        #expect(onA.failure == nil && onB.failure == nil)
     }
 
     /// Without a quorum (two of three servers killed) a proposal fails and a new follow fails

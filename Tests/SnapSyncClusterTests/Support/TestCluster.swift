@@ -52,6 +52,11 @@ final class TestCluster {
         Foundation.kill(pid_t(pid), SIGKILL)
     }
 
+    /// Starts again the servers that are down, on their ports and stores.
+    func up() throws {
+        _ = try Self.run("up", directory)
+    }
+
     func down() throws {
         _ = try Self.run("down", directory)
     }
