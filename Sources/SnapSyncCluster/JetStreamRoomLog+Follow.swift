@@ -174,14 +174,8 @@ extension JetStreamRoomLog {
 
     /// A message to a consumer's deliver subject: a record, or a status (a heartbeat).
     func deliver(_ message: InboxMessage, follow id: UInt64, generation: UInt64) {
-        guard let follow = follows[id], follow.generation == generation else {
-            // A consumer of an ended follow or a replaced generation: delete it once.
-            if let stale = DeliveryMetadata(replySubject: message.reply), deletedStaleConsumers.insert(stale.consumer).inserted {
-                if deletedStaleConsumers.count > 4096 { deletedStaleConsumers = [stale.consumer] }
-                deleteConsumer(stale.consumer)
-            }
-            return
-        }
+        // `route` sends only the messages of a current generation's subscription: defensive.
+        guard let follow = follows[id], follow.generation == generation else { return }
         follow.lastHeard = .now
         if let status = message.status {
             // 100: an idle heartbeat, which says what the consumer sent last.

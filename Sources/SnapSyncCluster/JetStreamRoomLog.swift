@@ -47,8 +47,6 @@ package final class JetStreamRoomLog: RoomLog {
     private var deferred: [() -> Void] = []
     private var deferredEvent: LoopEvent?
     private var tick: LoopEvent?
-    /// Consumers of follows that ended, deleted once when one of their deliveries still arrives.
-    var deletedStaleConsumers: Set<String> = []
 
     struct PendingRequest {
         var deadline: ContinuousClock.Instant
@@ -219,11 +217,10 @@ package final class JetStreamRoomLog: RoomLog {
             later { handler(.failure(.logUnavailable("\(operation): \(error)"))) }
             return
         }
+        let timeout = requestTimeout
         requests[token] = PendingRequest(
-            deadline: .now + requestTimeout,
-            handler: { result in
-                handler(result.mapError { _ in .logUnavailable("\(operation): no answer within \(self.requestTimeout)") })
-            })
+            deadline: .now + timeout,
+            handler: { result in handler(result.mapError { _ in .logUnavailable("\(operation): no answer within \(timeout)") }) })
     }
 
     /// Asks JetStream to delete a consumer, without waiting for its answer (its reply goes to
