@@ -210,6 +210,37 @@ import Testing
         #expect(seen.checkpoint?.image.snapshot.digest == (try image(half)).snapshot.digest)
     }
 
+    /// A follow ended before its checkpoint read or its consumer answered gets no event; a
+    /// proposal pending at `close` gets its completion then, once, as a failure.
+    @Test func unfollowAndCloseLeaveNothingHalfDone() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        let room = "brief"
+        let early = FollowRecorder()
+        early.follow(a, room: room)
+        a.unfollow(room: room)
+        let late = FollowRecorder()
+        late.follow(a, room: "other")
+        try runLoop(base, until: { late.hasBase }, "the other room's base")
+        a.unfollow(room: "other")
+        let stored = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "w1"))
+        #expect(stored == .stored(sequence: 1))
+        #expect(early.events.isEmpty)
+        #expect(late.events == [.base(nil)])
+
+        var outcomes: [ProposalOutcome] = []
+        a.propose(room: room, expectedSequence: 1, messageId: Array("w2".utf8), entry: .write(write(room, version: 2, id: "w2"))) {
+            outcomes.append($0)
+        }
+        a.close()
+        #expect(outcomes.count == 1)
+        if case .failed(let error)? = outcomes.first { #expect("\(error)".contains(room)) } else { Issue.record("\(outcomes)") }
+    }
+
     /// A delivery lost on the way (here: a consumer sequence that skips one, as after a
     /// slow-consumer drop) makes the follow recreate its consumer from the last record it
     /// delivered: the records go on once each, in order.
