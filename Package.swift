@@ -147,7 +147,12 @@ let package = Package(
         // store/fan-out seam (CLUSTER_PROGRESS.md). Its NATS I/O runs on the daemon's libevent loop.
         .target(
             name: "SnapSyncCluster",
-            dependencies: ["CNats", "CNatsLibevent", "CLibevent"],
+            dependencies: [
+                "CNats", "CNatsLibevent", "CLibevent", "SnapSyncStore", "SnapSyncModel",
+                // SHA-256 of the epoch derivation (RoomEpoch.swift), as SnapSyncModel's digests.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: upcoming
         ),
         .executableTarget(
@@ -185,7 +190,9 @@ let package = Package(
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
-        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "CLibevent"], swiftSettings: upcoming),
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "CLibevent",
+                                                         .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: upcoming),
         .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz

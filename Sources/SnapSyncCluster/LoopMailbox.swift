@@ -8,6 +8,10 @@ internal import CLibevent
 enum LoopDelivery: Sendable {
     /// The outcome of one asynchronous publish, by its message id.
     case published(messageId: String, Result<PublishAck, NATSError>)
+    /// A message of one of the connection's subscriptions.
+    case inbox(InboxMessage)
+    /// The connection was lost (nil) or made again to the server at this URL.
+    case connection(reconnectedTo: String?)
 }
 
 /// Hands `LoopDelivery`s from libnats's delivery threads to the thread that runs the daemon's

@@ -13,17 +13,65 @@ public struct StreamSpec: Sendable, Equatable {
     /// JetStream de-duplicates publishes with the same `Nats-Msg-Id` within this window: it must
     /// cover the longest time a client may retry one write (through any node).
     public var duplicateWindow: Duration
+    /// Messages kept per subject (older ones go); nil: no limit.
+    public var maxMessagesPerSubject: Int?
+    /// The key-value bucket settings (a bucket is a stream): reads by `$JS.API.DIRECT.GET` from
+    /// any replica, a put may replace the subject's history (`Nats-Rollup`), no deletes, and a
+    /// full stream refuses new messages instead of dropping old ones.
+    public var keyValue: Bool
 
-    public init(name: String, subjects: [String], replicas: Int, duplicateWindow: Duration) {
+    public init(
+        name: String, subjects: [String], replicas: Int, duplicateWindow: Duration, maxMessagesPerSubject: Int? = nil,
+        keyValue: Bool = false
+    ) {
         self.name = name
         self.subjects = subjects
         self.replicas = replicas
         self.duplicateWindow = duplicateWindow
+        self.maxMessagesPerSubject = maxMessagesPerSubject
+        self.keyValue = keyValue
     }
 
-    /// The rooms' stream: one subject per room under `snapsync.room.`, on 3 servers.
-    public static let rooms = StreamSpec(
-        name: "snapsync-rooms", subjects: ["snapsync.room.>"], replicas: 3, duplicateWindow: .seconds(120))
+    /// The rooms' stream: one subject per room under `snapsync.room.`, on 3 servers, the last
+    /// `retain` records of each room kept.
+    public static func rooms(retain: Int = 10_000) -> StreamSpec {
+        StreamSpec(
+            name: "snapsync-rooms", subjects: ["snapsync.room.>"], replicas: 3, duplicateWindow: .seconds(120),
+            maxMessagesPerSubject: retain)
+    }
+
+    /// The checkpoints' key-value bucket `snapsync-checkpoints` (its stream, as NATS key-value
+    /// clients name and configure one): history 1, on 3 servers.
+    public static let checkpoints = StreamSpec(
+        name: "KV_snapsync-checkpoints", subjects: ["$KV.snapsync-checkpoints.>"], replicas: 3, duplicateWindow: .seconds(120),
+        maxMessagesPerSubject: 1, keyValue: true)
+}
+
+/// What `NATSConnection.ensureStream` found or made.
+public struct StreamInfo: Sendable, Equatable {
+    /// The stream's creation time, nanoseconds since 1970 (UTC), as the servers report it: the
+    /// same for every client until the stream is deleted and made again.
+    public var created: Int64
+    /// The server that leads the stream's replicas (its `server_name`), when it has one.
+    public var leader: String?
+}
+
+/// A message of one of the connection's subscriptions (`NATSConnection.onMessage`): a reply to
+/// a request, or a delivery of a push consumer. Copied off libnats's message on its thread.
+struct InboxMessage: Sendable {
+    /// Which subscription got it (`NATSConnection.subscribe`'s id): a JetStream delivery keeps
+    /// its stored subject, so only the subscription says which consumer sent it.
+    var subscription: UInt64
+    var subject: String
+    /// The message's reply subject (a JetStream delivery's `$JS.ACK...`, with its metadata).
+    var reply: String
+    var data: [UInt8]
+    /// The status of a status message (`NATS/1.0 503`, `100` for a heartbeat), else nil.
+    var status: String?
+    /// A status message's `Description`.
+    var statusDescription: String?
+    /// A heartbeat's `Nats-Last-Consumer`: the consumer sequence of the last delivery sent.
+    var lastConsumerSequence: UInt64?
 }
 
 /// JetStream's acknowledgement of a publish: stored (by a quorum of the stream's replicas) at
@@ -59,6 +107,20 @@ public final class NATSConnection {
     private var mailbox: LoopMailbox?
     /// The publishes awaiting JetStream's answer, by message id: O(1) per publish and per ack.
     private var pending: [String: (Result<PublishAck, NATSError>) -> Void] = [:]
+    /// The subject prefix of this connection's reply inbox: every subject under
+    /// `inboxPrefix + "."` reaches `onMessage` (one wildcard subscription, made at connect).
+    let inboxPrefix: String
+    /// Loop thread: every message of the inbox and of the `subscribe`d subjects, in arrival order.
+    var onMessage: ((InboxMessage) -> Void)?
+    /// Loop thread: the connection was lost (`nil`; libnats reconnects, forever) or made again
+    /// (the server's URL). Messages sent to the node meanwhile are lost; publishes are retried
+    /// by libnats from its buffer.
+    public var onConnectionChange: ((_ reconnectedTo: String?) -> Void)?
+    private var inboxSubscription: OpaquePointer?
+    /// By libnats's subscription id.
+    private var subscriptions: [UInt64: OpaquePointer] = [:]
+    /// The mailbox, retained for ever, as the subscriptions' and the ack handler's closure.
+    private var handlerClosure: UnsafeMutableRawPointer?
 
     /// Once per process, before making the `event_base` the connection will run on: turns on
     /// libevent's pthread locking (`evthread_use_pthreads`), since libnats's threads call
@@ -75,7 +137,8 @@ public final class NATSConnection {
     /// Creates the stream, or updates it when it exists with another configuration, over a
     /// short-lived connection with libnats's own threads (blocking: call it before the loop runs,
     /// never from a loop callback). Idempotent.
-    public static func ensureStream(_ spec: StreamSpec, servers: [String], timeout: Duration = .seconds(10)) throws(NATSError) {
+    @discardableResult
+    public static func ensureStream(_ spec: StreamSpec, servers: [String], timeout: Duration = .seconds(10)) throws(NATSError) -> StreamInfo {
         let identifier = "stream \(spec.name)"
         let options = try makeOptions(servers: servers, name: "snapsyncd-admin", identifier: identifier)
         defer { natsOptions_Destroy(options) }
@@ -103,22 +166,49 @@ public final class NATSConnection {
         config.Storage = js_FileStorage
         config.Replicas = Int64(spec.replicas)
         config.Duplicates = spec.duplicateWindow.nanoseconds
-        try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) in
+        config.MaxMsgsPerSubject = spec.maxMessagesPerSubject.map(Int64.init) ?? -1
+        if spec.keyValue {
+            config.AllowDirect = true
+            config.AllowRollup = true
+            config.DenyDelete = true
+            config.Discard = js_DiscardNew
+        }
+        // A cluster just started may not answer JetStream's API for a while (its meta leader is
+        // being elected): no responders at once, or no answer within `timeout`. A few attempts.
+        var attempt = 1
+        while true {
+            do throws(NATSError) {
+                return try addOrUpdate(js, &config, subjects, identifier)
+            } catch  where attempt < 3 && (error.isTimeout || error.code == .status(NATS_NO_RESPONDERS.rawValue)) {
+                attempt += 1
+                sleep(1)
+            }
+        }
+    }
+
+    private static func addOrUpdate(
+        _ js: OpaquePointer?, _ config: inout jsStreamConfig, _ subjects: [UnsafePointer<CChar>?], _ identifier: String
+    ) throws(NATSError) -> StreamInfo {
+        try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) -> StreamInfo in
             config.Subjects = UnsafeMutablePointer(mutating: buffer.baseAddress)
             config.SubjectsLen = Int32(buffer.count)
             var info: UnsafeMutablePointer<jsStreamInfo>?
+            defer { jsStreamInfo_Destroy(info) }
             var errorCode = jsErrCode(0)
             let added = js_AddStream(&info, js, &config, nil, &errorCode)
-            jsStreamInfo_Destroy(info)
             if errorCode.rawValue == NATSError.streamNameExists {
+                jsStreamInfo_Destroy(info)
                 info = nil
                 errorCode = jsErrCode(0)
                 let updated = js_UpdateStream(&info, js, &config, nil, &errorCode)
-                jsStreamInfo_Destroy(info)
                 try natsCheck(updated, "js_UpdateStream", identifier, errorCode)
             } else {
                 try natsCheck(added, "js_AddStream", identifier, errorCode)
             }
+            guard let info else {
+                throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
+            }
+            return StreamInfo(created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) })
         }
     }
 
@@ -128,6 +218,10 @@ public final class NATSConnection {
     public init(servers: [String], eventBase: OpaquePointer, name: String = "snapsyncd") throws(NATSError) {
         let identifier = servers.joined(separator: ",")
         mailbox = nil
+        var inbox: UnsafeMutablePointer<natsInbox>?
+        try natsCheck(natsInbox_Create(&inbox), "natsInbox_Create", identifier)
+        inboxPrefix = inbox.map { String(cString: $0) } ?? ""
+        natsInbox_Destroy(inbox)
         let options = try Self.makeOptions(servers: servers, name: name, identifier: identifier)
         defer { natsOptions_Destroy(options) }
         try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
@@ -136,17 +230,73 @@ public final class NATSConnection {
         // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
         let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }
         self.mailbox = mailbox
+        // Retained here and never released: libnats may still be inside a handler, on one of
+        // its threads, after natsConnection_Destroy returns (only the process-wide
+        // nats_CloseAndWait waits for those), so freeing the mailbox could be a use after free.
+        // One small object per connection; the daemon has one connection.
+        handlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
+        try natsCheck(natsOptions_SetDisconnectedCB(options, disconnectedHandler, handlerClosure), "natsOptions_SetDisconnectedCB", identifier)
+        try natsCheck(natsOptions_SetReconnectedCB(options, reconnectedHandler, handlerClosure), "natsOptions_SetReconnectedCB", identifier)
         try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
 
         var jsOptions = jsOptions()
         try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
         jsOptions.PublishAsync.AckHandler = publishAckHandler
-        // Retained here and never released: libnats may still be inside the handler, on one of
-        // its threads, after natsConnection_Destroy returns (only the process-wide
-        // nats_CloseAndWait waits for those), so freeing the mailbox could be a use after free.
-        // One small object per connection; the daemon has one connection.
-        jsOptions.PublishAsync.AckHandlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
+        jsOptions.PublishAsync.AckHandlerClosure = handlerClosure
         try natsCheck(natsConnection_JetStream(&jetStream, connection, &jsOptions), "natsConnection_JetStream", identifier)
+
+        // One subscription for every reply of this connection.
+        inboxSubscription = try makeSubscription(inboxPrefix + ".>")
+    }
+
+    /// A new subject prefix (`_INBOX.<unique>`), outside `inboxPrefix`.
+    func makeInbox() throws(NATSError) -> String {
+        var inbox: UnsafeMutablePointer<natsInbox>?
+        try natsCheck(natsInbox_Create(&inbox), "natsInbox_Create", inboxPrefix)
+        defer { natsInbox_Destroy(inbox) }
+        return inbox.map { String(cString: $0) } ?? ""
+    }
+
+    /// Subscribes to the literal `subject`: its messages reach `onMessage` until `unsubscribe`.
+    /// A push consumer needs one for its deliver subject: nats-server 2.9 counts only a literal
+    /// subscription as interest in it (under a wildcard one such as the inbox's, the consumer
+    /// is created and never delivers; checked).
+    /// Returns the subscription's id, which its messages carry (`InboxMessage.subscription`).
+    func subscribe(_ subject: String) throws(NATSError) -> UInt64 {
+        let subscription = try makeSubscription(subject)
+        let id = UInt64(natsSubscription_GetID(subscription))
+        subscriptions[id] = subscription
+        return id
+    }
+
+    /// Ends a `subscribe`; messages already received may still reach `onMessage`.
+    func unsubscribe(_ id: UInt64) {
+        guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        natsSubscription_Unsubscribe(subscription)
+        natsSubscription_Destroy(subscription)
+    }
+
+    private func makeSubscription(_ subject: String) throws(NATSError) -> OpaquePointer? {
+        guard let connection else { throw natsError(NATS_CONNECTION_CLOSED, "natsConnection_Subscribe", subject, jsErrCode(0), text: nil) }
+        var subscription: OpaquePointer?
+        // The handler's closure is the mailbox, never released: a message being handled on a
+        // libnats thread after the subscription's end still finds it.
+        try natsCheck(natsConnection_Subscribe(&subscription, connection, subject, messageHandler, handlerClosure), "natsConnection_Subscribe", subject)
+        // No pending limit: a follow's catch-up is bounded by the subject's retained records,
+        // and a message dropped here would cost the consumer's recreation.
+        do throws(NATSError) {
+            try natsCheck(natsSubscription_SetPendingLimits(subscription, -1, -1), "natsSubscription_SetPendingLimits", subject)
+        } catch {
+            natsSubscription_Destroy(subscription)
+            throw error
+        }
+        return subscription
+    }
+
+    /// The largest message the servers accept (`max_payload`, headers included), in bytes.
+    public var maxPayload: Int {
+        guard let connection else { return 0 }
+        return Int(natsConnection_GetMaxPayload(connection))
     }
 
     deinit {
@@ -157,6 +307,12 @@ public final class NATSConnection {
     /// error. Loop thread.
     public func close() {
         guard let connection else { return }
+        for subscription in subscriptions.values { natsSubscription_Destroy(subscription) }
+        subscriptions.removeAll()
+        natsSubscription_Destroy(inboxSubscription)
+        inboxSubscription = nil
+        onMessage = nil
+        onConnectionChange = nil
         jsCtx_Destroy(jetStream)
         jetStream = nil
         natsConnection_Destroy(connection)
@@ -180,7 +336,7 @@ public final class NATSConnection {
     /// message may still be stored: retry with the same `messageId`). Throws, without calling
     /// `completion`, when libnats would not queue it or `messageId` is still pending.
     public func publish(
-        subject: String, payload: [UInt8], expectedLastSubjectSequence: UInt64, messageId: String,
+        subject: String, payload: [UInt8], expectedLastSubjectSequence: UInt64?, messageId: String,
         timeout: Duration = .seconds(5), completion: @escaping (Result<PublishAck, NATSError>) -> Void
     ) throws(NATSError) {
         let identifier = "\(subject) \(messageId)"
@@ -200,9 +356,11 @@ public final class NATSConnection {
         // jsPubOptions.ExpectLastSubjectSeq = 0 means "no expectation" to libnats, which then
         // sends no header; JetStream reads a header of 0 as "the subject has no message", which
         // is what a room's first write needs. So the header itself, always.
-        try natsCheck(
-            natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", String(expectedLastSubjectSequence)),
-            "natsMsgHeader_Set", identifier)
+        if let expectedLastSubjectSequence {
+            try natsCheck(
+                natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", String(expectedLastSubjectSequence)),
+                "natsMsgHeader_Set", identifier)
+        }
         let id = strdup(messageId)
         defer { free(id) }
         var options = jsPubOptions()
@@ -213,10 +371,28 @@ public final class NATSConnection {
         pending[messageId] = completion
     }
 
+    /// Publishes `payload` to `subject` (core NATS, not acknowledged), with `reply` as its reply
+    /// subject when not empty: a request whose answer comes to the inbox (`onMessage`)
+    /// when `reply` is under `inboxPrefix`. Never waits for an answer; the bytes leave with the
+    /// loop's next write. Throws when libnats refuses it (closed, too large).
+    func send(subject: String, reply: String, payload: [UInt8]) throws(NATSError) {
+        guard let connection else { throw natsError(NATS_CONNECTION_CLOSED, "natsConnection_PublishRequest", subject, jsErrCode(0), text: nil) }
+        let status = payload.withUnsafeBufferPointer { buffer in
+            reply.isEmpty
+                ? natsConnection_Publish(connection, subject, buffer.baseAddress, Int32(buffer.count))
+                : natsConnection_PublishRequest(connection, subject, reply, buffer.baseAddress, Int32(buffer.count))
+        }
+        try natsCheck(status, "natsConnection_PublishRequest", subject)
+    }
+
     private func deliver(_ delivery: LoopDelivery) {
         switch delivery {
         case let .published(messageId, result):
             pending.removeValue(forKey: messageId)?(result)
+        case let .inbox(message):
+            onMessage?(message)
+        case let .connection(url):
+            onConnectionChange?(url)
         }
     }
 
@@ -261,6 +437,57 @@ private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, clo
     mailbox.post(.published(messageId: messageId, result))
 }
 
+/// libnats's disconnected callback, on its thread.
+private let disconnectedHandler: natsConnectionHandler = { _, closure in
+    guard let closure else { return }
+    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: nil))
+}
+
+/// libnats's reconnected callback, on its thread: with the URL of the server it reached.
+private let reconnectedHandler: natsConnectionHandler = { connection, closure in
+    guard let closure else { return }
+    var buffer = [CChar](repeating: 0, count: 256)
+    let url =
+        natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK
+        ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: url))
+}
+
+/// The subscriptions' handler (natsMsgHandler), on a libnats thread: the message is copied
+/// and handed to the loop through the mailbox in `closure`. O(size of the message).
+private let messageHandler: natsMsgHandler = { _, subscription, message, closure in
+    guard let closure, let message else { return }
+    defer { natsMsg_Destroy(message) }
+    let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
+    let count = Int(natsMsg_GetDataLength(message))
+    var data = [UInt8](repeating: 0, count: count)
+    if count > 0, let bytes = natsMsg_GetData(message) {
+        data.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: count)) }
+    }
+    var status: String?
+    var description: String?
+    var lastConsumer: UInt64?
+    func header(_ key: String) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard natsMsgHeader_Get(message, key, &value) == NATS_OK, let value else { return nil }
+        return String(cString: value)
+    }
+    // Only status messages (no responders, not found, heartbeats) have a Status header; records
+    // keep their publisher's headers, which nothing here reads.
+    if let value = header("Status") {
+        status = value
+        description = header("Description")
+        lastConsumer = header("Nats-Last-Consumer").flatMap { UInt64($0) }
+    }
+    mailbox.post(
+        .inbox(
+            InboxMessage(
+                subscription: UInt64(natsSubscription_GetID(subscription)),
+                subject: natsMsg_GetSubject(message).map { String(cString: $0) } ?? "",
+                reply: natsMsg_GetReply(message).map { String(cString: $0) } ?? "",
+                data: data, status: status, statusDescription: description, lastConsumerSequence: lastConsumer)))
+}
+
 /// Every libnats status is checked here: `NATS_OK` passes, anything else throws a `NATSError`
 /// naming the call and the identifier (a JetStream error code when the server gave one).
 private func natsCheck(_ status: natsStatus, _ operation: String, _ identifier: String, _ errorCode: jsErrCode = jsErrCode(0)) throws(NATSError) {
@@ -272,7 +499,8 @@ private func natsCheck(_ status: natsStatus, _ operation: String, _ identifier: 
 /// (more precise than the status's) when `text` is nil, which only a synchronous call on this
 /// thread may leave (the text is per thread).
 private func natsError(_ status: natsStatus, _ operation: String, _ identifier: String, _ errorCode: jsErrCode, text: String?) -> NATSError {
-    let detail = text ?? nats_GetLastError(nil).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+    let last = nats_GetLastError(nil).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    let detail = text ?? last ?? String(cString: natsStatus_GetText(status))
     let code: NATSError.Code = errorCode.rawValue != 0 ? .jetStream(errorCode.rawValue) : .status(status.rawValue)
     return NATSError(operation: operation, identifier: identifier, code: code, text: detail)
 }
@@ -280,16 +508,4 @@ private func natsError(_ status: natsStatus, _ operation: String, _ identifier: 
 extension NATSError {
     /// libnats gave up waiting for the answer (`NATS_TIMEOUT`): the message may still be stored.
     public var isTimeout: Bool { code == .status(NATS_TIMEOUT.rawValue) }
-}
-
-extension Duration {
-    fileprivate var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
-    fileprivate var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
 }

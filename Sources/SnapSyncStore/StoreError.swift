@@ -8,7 +8,7 @@
 ///   (PostgreSQL's "fsyncgate", 2018).
 /// - `corrupt`, `inconsistent`, `locked`, `badDirectory`: found while opening; the daemon
 ///   refuses to start.
-package enum StoreError: Error, Sendable, CustomStringConvertible {
+package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// ENOSPC, EDQUOT or EFBIG while reserving space for a record.
     case noSpace(path: String, errno: Int32)
     /// fsync or fdatasync failed: fatal.
@@ -24,6 +24,10 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
     case locked(path: String)
     /// The data directory cannot be used (not a directory, not writable, ...).
     case badDirectory(path: String, reason: String)
+    /// Cluster mode: the replicated room log (`RoomLog`) did not answer, has no quorum, or the
+    /// connection to it is gone; the message names the operation and the room. Not fatal: the
+    /// write is answered with REJECT `storage_failure` and may still be applied later.
+    case logUnavailable(String)
 
     package var description: String {
         switch self {
@@ -41,13 +45,15 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
             return "data directory \(path) is in use by another snapsyncd (its lock file is held)"
         case .badDirectory(let path, let reason):
             return "data directory \(path) cannot be used: \(reason)"
+        case .logUnavailable(let message):
+            return message
         }
     }
 
     /// True for the errors after which the daemon must exit rather than go on serving.
     package var isFatal: Bool {
         switch self {
-        case .noSpace: return false
+        case .noSpace, .logUnavailable: return false
         default: return true
         }
     }

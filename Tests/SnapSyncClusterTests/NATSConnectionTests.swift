@@ -29,8 +29,8 @@ import Testing
         let cluster = try TestCluster()
         defer { try? cluster.down() }
         try NATSConnection.prepareLibevent()
-        try NATSConnection.ensureStream(.rooms, servers: cluster.urls)
-        try NATSConnection.ensureStream(.rooms, servers: cluster.urls)  // idempotent
+        try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+        try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
 
         let base = try #require(event_base_new())
         defer { event_base_free(base) }
@@ -72,7 +72,7 @@ import Testing
         let cluster = try TestCluster()
         defer { try? cluster.down() }
         try NATSConnection.prepareLibevent()
-        try NATSConnection.ensureStream(.rooms, servers: cluster.urls)
+        try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
         let base = try #require(event_base_new())
         defer { event_base_free(base) }
         // Connected to the first server only, so that the connection stays up when the others go.

@@ -14,19 +14,33 @@ final class TestCluster {
     }
 
     init() throws {
-        directory = NSTemporaryDirectory() + "snapsync-cluster-\(getpid())-\(UInt32.random(in: 0 ... .max))"
-        let output: String
-        do {
-            output = try Self.run("up", directory)
-        } catch {
-            // What did start must not outlive the test.
-            _ = try? Self.run("down", directory)
-            throw error
+        // A port `scripts/cluster` found free may be taken before its server binds it (clusters
+        // of tests running in parallel open route connections from ephemeral ports): then that
+        // server exits at start, and a new directory gets new ports.
+        var attempt = 1
+        while true {
+            let directory = NSTemporaryDirectory() + "snapsync-cluster-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+            do {
+                let output = try Self.run("up", directory)
+                guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("NATS_URLS=") }) else {
+                    throw TestClusterError(message: "scripts/cluster up printed no NATS_URLS line: \(output)")
+                }
+                self.directory = directory
+                urls = line.dropFirst("NATS_URLS=".count).split(separator: ",").map(String.init)
+                return
+            } catch {
+                // The servers' last words, before `down` removes their logs.
+                let logs = (1...3).compactMap { n in
+                    (try? String(contentsOfFile: "\(directory)/n\(n)/nats-server.log", encoding: .utf8)).map { "n\(n): \($0.suffix(400))" }
+                }
+                // What did start must not outlive the test.
+                _ = try? Self.run("down", directory)
+                guard attempt < 3, "\(error)".contains("exited;") else {
+                    throw TestClusterError(message: "\(error)\n" + logs.joined(separator: "\n"))
+                }
+                attempt += 1
+            }
         }
-        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("NATS_URLS=") }) else {
-            throw TestClusterError(message: "scripts/cluster up printed no NATS_URLS line: \(output)")
-        }
-        urls = line.dropFirst("NATS_URLS=".count).split(separator: ",").map(String.init)
     }
 
     /// SIGKILL to server `index` (0, 1, 2), by its pid in `cluster.json`.
@@ -36,6 +50,11 @@ final class TestCluster {
             let servers = state["servers"] as? [[String: Any]], let pid = servers[index]["pid"] as? Int
         else { throw TestClusterError(message: "no pid of server \(index) in \(directory)/cluster.json") }
         Foundation.kill(pid_t(pid), SIGKILL)
+    }
+
+    /// Starts again the servers that are down, on their ports and stores.
+    func up() throws {
+        _ = try Self.run("up", directory)
     }
 
     func down() throws {

@@ -1,0 +1,101 @@
+internal import Foundation
+
+// The few JetStream API messages a room's follow sends and reads (Protocol/CLUSTER.md,
+// "Following a room"), as NATS's JetStream API defines them (JSON over core NATS requests to
+// `$JS.API.*`), and the metadata JetStream puts in a delivery's reply subject.
+
+/// `$JS.API.CONSUMER.CREATE.<stream>`'s request: an ephemeral push consumer of one room subject.
+struct ConsumerCreateRequest: Encodable {
+    struct Config: Encodable {
+        var deliver_subject: String
+        var deliver_policy = "by_start_sequence"
+        var opt_start_seq: UInt64
+        var ack_policy = "none"
+        var filter_subject: String
+        var replay_policy = "instant"
+        /// Nanoseconds.
+        var idle_heartbeat: Int64
+        /// Nanoseconds.
+        var inactive_threshold: Int64
+        var mem_storage = true
+    }
+
+    var stream_name: String
+    var config: Config
+
+    func encoded() -> [UInt8] {
+        // Encoding a struct of strings and integers cannot fail.
+        (try? Array(JSONEncoder().encode(self))) ?? []
+    }
+}
+
+/// The answer to a JetStream API request: `error`, or the created consumer's `name`, its
+/// `num_pending` (records stored and not yet delivered when it answered) and `delivered`.
+struct JetStreamAPIResponse: Decodable {
+    struct APIError: Decodable {
+        var code: Int
+        var err_code: Int?
+        var description: String?
+    }
+
+    struct Delivered: Decodable {
+        var consumer_seq: UInt64
+        var stream_seq: UInt64
+    }
+
+    struct Cluster: Decodable {
+        var leader: String?
+    }
+
+    var error: APIError?
+    var name: String?
+    /// Where the consumer runs: its server's name.
+    var cluster: Cluster?
+    var num_pending: UInt64?
+    var delivered: Delivered?
+
+    /// Nil when `bytes` is not such a JSON object.
+    static func decode(_ bytes: [UInt8]) -> JetStreamAPIResponse? {
+        try? JSONDecoder().decode(JetStreamAPIResponse.self, from: Data(bytes))
+    }
+
+    var errorText: String? {
+        error.map { "\($0.description ?? "error") (code \($0.code), err_code \($0.err_code ?? 0))" }
+    }
+}
+
+/// What JetStream says about one delivered message in its reply subject:
+/// `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<timestamp>.<pending>`,
+/// or the longer form with a domain and an account hash after `$JS.ACK` (and a token at the end).
+struct DeliveryMetadata: Equatable {
+    var consumer: String
+    var streamSequence: UInt64
+    var consumerSequence: UInt64
+    /// Messages of the consumer's subject stored after this one, as of its delivery.
+    var pending: UInt64
+
+    init?(replySubject: String) {
+        let tokens = replySubject.split(separator: ".", omittingEmptySubsequences: false)
+        guard tokens.count >= 9, tokens[0] == "$JS", tokens[1] == "ACK" else { return nil }
+        let base: Int
+        switch tokens.count {
+        case 9: base = 2
+        case 11, 12: base = 4
+        default: return nil
+        }
+        guard let streamSequence = UInt64(tokens[base + 3]), let consumerSequence = UInt64(tokens[base + 4]),
+            let pending = UInt64(tokens[base + 6])
+        else { return nil }
+        self.consumer = String(tokens[base + 1])
+        self.streamSequence = streamSequence
+        self.consumerSequence = consumerSequence
+        self.pending = pending
+    }
+
+    init(consumer: String, streamSequence: UInt64, consumerSequence: UInt64, pending: UInt64) {
+        self.consumer = consumer
+        self.streamSequence = streamSequence
+        self.consumerSequence = consumerSequence
+        self.pending = pending
+    }
+}

@@ -1,0 +1,274 @@
+internal import Logging
+package import SnapSyncStore
+
+/// One followed room: where its follow stands (Protocol/CLUSTER.md, "Following a room").
+final class RoomFollow {
+    let id: UInt64
+    let room: String
+    let events: (RoomLogEvent) -> Void
+    /// False once unfollowed, failed or closed: nothing more reaches `events`.
+    var active = true
+    /// The consumer in use is this follow's `generation`-th; its deliveries come to
+    /// `<deliveryPrefix>.<id>.<generation>`, so those of a replaced consumer are told apart and dropped.
+    var generation: UInt64 = 0
+    /// The connection's subscription to that deliver subject.
+    var subscription: UInt64?
+    /// The consumer's name, once its creation answered or its first delivery named it.
+    var consumer: String?
+    /// The server the consumer runs on, as its creation said (for the logs).
+    var consumerServer: String?
+    var awaitingCreation = false
+    /// Failed creations in a row while recovering; a new attempt is due at the next tick.
+    var failedCreations = 0
+    var creationDue = false
+    /// The stream sequence of the last record delivered (or of the base).
+    var lastStreamSequence: UInt64 = 0
+    /// The consumer sequence of the last delivery of this generation: each delivery must be the
+    /// next one, else something was lost (a slow-consumer drop, a reconnect).
+    var lastConsumerSequence: UInt64 = 0
+    var isCurrent = false
+    /// When the consumer's creation said nothing was pending: caught up once the deliveries it
+    /// had already sent (its `delivered.consumer_seq`) have arrived.
+    var currentAtConsumerSequence: UInt64?
+    /// The last time the consumer was heard from (a delivery, a heartbeat, its creation).
+    var lastHeard: ContinuousClock.Instant = .now
+
+    init(id: UInt64, room: String, events: @escaping (RoomLogEvent) -> Void) {
+        self.id = id
+        self.room = room
+        self.events = events
+    }
+}
+
+extension JetStreamRoomLog {
+    package func follow(room: String, events: @escaping (RoomLogEvent) -> Void) {
+        precondition(followsByRoom[room] == nil, "room \(room) is followed already")
+        let follow = RoomFollow(id: nextFollowId, room: room, events: events)
+        nextFollowId += 1
+        follows[follow.id] = follow
+        followsByRoom[room] = follow
+        readCheckpoint(follow)
+    }
+
+    package func unfollow(room: String) {
+        guard let follow = followsByRoom[room] else { return }
+        end(follow)
+    }
+
+    /// Step 1: the room's checkpoint, by a direct get of its key's last value (any replica of the
+    /// bucket answers; 404: none).
+    private func readCheckpoint(_ follow: RoomFollow) {
+        let room = follow.room
+        let body = #"{"last_by_subj":"\#(RoomSubjects.checkpointSubject(room: room))"}"#
+        request(
+            subject: "$JS.API.DIRECT.GET.\(RoomSubjects.checkpointsStream)", payload: Array(body.utf8),
+            operation: "read the checkpoint of room \(room)"
+        ) { [weak self] result in
+            guard let self, follow.active else { return }
+            let checkpoint: RoomLogCheckpoint?
+            switch result {
+            case .failure(let error):
+                return self.fail(follow, error)
+            case .success(let reply) where reply.status == "404":
+                checkpoint = nil
+            case .success(let reply) where reply.status != nil:
+                return self.fail(
+                    follow,
+                    .logUnavailable("read the checkpoint of room \(room): status \(reply.status ?? "") \(reply.statusDescription ?? "")"))
+            case .success(let reply):
+                let key = RoomSubjects.key(room: room)
+                do throws(StoreError) {
+                    let read = try RoomLogCheckpoint(value: reply.data, key: key)
+                    guard read.image.room == room else {
+                        return self.fail(follow, .corrupt(path: "checkpoint \(key)", offset: 0, reason: "it is room \(read.image.room)'s, not \(room)'s"))
+                    }
+                    checkpoint = read
+                } catch {
+                    return self.fail(follow, error)
+                }
+            }
+            follow.lastStreamSequence = checkpoint?.sequence ?? 0
+            follow.events(.base(checkpoint))
+            guard follow.active else { return }
+            self.createConsumer(follow)
+        }
+    }
+
+    /// Step 2: a consumer delivering the room's subject from the record after
+    /// `lastStreamSequence`. Also how a follow recovers from a lost delivery or a silent consumer.
+    private func createConsumer(_ follow: RoomFollow) {
+        unsubscribe(follow)
+        follow.generation += 1
+        follow.consumer = nil
+        follow.awaitingCreation = true
+        follow.lastConsumerSequence = 0
+        follow.currentAtConsumerSequence = nil
+        follow.lastHeard = .now
+        let generation = follow.generation
+        let room = follow.room
+        let deliverSubject = "\(deliveryPrefix).\(follow.id).\(generation)"
+        // Subscribed before the consumer exists (SUB goes out before the request, on one
+        // connection), so that its first deliveries find the interest.
+        do {
+            let subscription = try connection.subscribe(deliverSubject)
+            follow.subscription = subscription
+            followsBySubscription[subscription] = (follow.id, generation)
+        } catch {
+            return later { [weak self] in
+                guard follow.active, follow.generation == generation else { return }
+                self?.fail(follow, .logUnavailable("follow room \(room): \(error)"))
+            }
+        }
+        let request = ConsumerCreateRequest(
+            stream_name: RoomSubjects.roomsStream,
+            config: .init(
+                deliver_subject: deliverSubject,
+                opt_start_seq: follow.lastStreamSequence + 1, filter_subject: RoomSubjects.subject(room: room),
+                idle_heartbeat: heartbeat.nanoseconds, inactive_threshold: (heartbeat * 6).nanoseconds))
+        self.request(
+            subject: "$JS.API.CONSUMER.CREATE.\(RoomSubjects.roomsStream)", payload: request.encoded(),
+            operation: "create the consumer of room \(room)"
+        ) { [weak self] result in
+            guard let self else { return }
+            let response: JetStreamAPIResponse?
+            switch result {
+            case .success(let reply) where reply.status == nil: response = JetStreamAPIResponse.decode(reply.data)
+            default: response = nil
+            }
+            guard follow.active, follow.generation == generation else {
+                // Unfollowed (or replaced) while being created: it must not deliver for ever.
+                if let name = response?.name { self.deleteConsumer(name) }
+                return
+            }
+            follow.awaitingCreation = false
+            guard let response, let name = response.name else {
+                let why: String
+                switch result {
+                case .failure(let error): why = "\(error)"
+                case .success(let reply):
+                    why =
+                        reply.status.map { "create the consumer of room \(room): status \($0) \(reply.statusDescription ?? "")" }
+                        ?? "create the consumer of room \(room): \(response?.errorText ?? "an answer that is not JSON")"
+                }
+                // A recovery follows a server's death, after which JetStream's API may not answer
+                // until its leaders are elected again (seen: over 20 s): it tries again, at each
+                // tick, for as many attempts; a first follow says at once that it cannot start.
+                follow.failedCreations += 1
+                guard generation > 1, follow.failedCreations < Self.recoveryAttempts else {
+                    return self.fail(follow, .logUnavailable(why))
+                }
+                self.logger.warning("follow of room \(room): \(why); trying again (attempt \(follow.failedCreations + 1) of \(Self.recoveryAttempts))")
+                follow.creationDue = true
+                return
+            }
+            follow.failedCreations = 0
+            follow.consumer = name
+            follow.consumerServer = response.cluster?.leader
+            follow.lastHeard = .now
+            if response.num_pending == 0 {
+                follow.currentAtConsumerSequence = response.delivered?.consumer_seq ?? 0
+                self.reachCurrentIfCaughtUp(follow)
+            }
+        }
+    }
+
+    /// A message to a consumer's deliver subject: a record, or a status (a heartbeat).
+    func deliver(_ message: InboxMessage, follow id: UInt64, generation: UInt64) {
+        // `route` sends only the messages of a current generation's subscription: defensive.
+        guard let follow = follows[id], follow.generation == generation else { return }
+        follow.lastHeard = .now
+        if let status = message.status {
+            // 100: an idle heartbeat, which says what the consumer sent last.
+            if status == "100", let last = message.lastConsumerSequence, last > follow.lastConsumerSequence {
+                recover(follow, "its consumer sent delivery \(last), the last one received is \(follow.lastConsumerSequence)")
+            } else if status != "100" {
+                recover(follow, "its consumer answered status \(status) \(message.statusDescription ?? "")")
+            }
+            return
+        }
+        guard let metadata = DeliveryMetadata(replySubject: message.reply) else {
+            return fail(follow, .logUnavailable("follow room \(follow.room): a delivery without JetStream metadata (\(message.reply))"))
+        }
+        if follow.consumer == nil { follow.consumer = metadata.consumer }
+        guard metadata.consumerSequence == follow.lastConsumerSequence + 1 else {
+            if metadata.consumerSequence > follow.lastConsumerSequence {
+                recover(follow, "delivery \(metadata.consumerSequence) came after \(follow.lastConsumerSequence)")
+            }
+            return
+        }
+        follow.lastConsumerSequence = metadata.consumerSequence
+        let entry: RoomLogEntry
+        do {
+            entry = try RoomLogEntry(payload: message.data)
+        } catch {
+            return fail(
+                follow,
+                .corrupt(path: "room \(follow.room) record at sequence \(metadata.streamSequence)", offset: 0, reason: "\(error)"))
+        }
+        follow.lastStreamSequence = metadata.streamSequence
+        follow.events(.record(sequence: metadata.streamSequence, entry))
+        guard follow.active else { return }
+        if metadata.pending == 0, !follow.isCurrent {
+            follow.isCurrent = true
+            follow.events(.current)
+        } else {
+            reachCurrentIfCaughtUp(follow)
+        }
+    }
+
+    private func reachCurrentIfCaughtUp(_ follow: RoomFollow) {
+        guard !follow.isCurrent, let at = follow.currentAtConsumerSequence, follow.lastConsumerSequence >= at else { return }
+        follow.isCurrent = true
+        follow.events(.current)
+    }
+
+    /// A follow whose consumer lost a delivery or went silent gets a new consumer from the
+    /// record after the last one delivered: the events go on as if nothing happened.
+    private func recover(_ follow: RoomFollow, _ why: String) {
+        logger.warning(
+            "follow of room \(follow.room): \(why) (consumer \(follow.consumer ?? "?") on \(follow.consumerServer ?? "?")); recreating it from sequence \(follow.lastStreamSequence + 1)"
+        )
+        if let consumer = follow.consumer { deleteConsumer(consumer) }
+        createConsumer(follow)
+    }
+
+    /// The tick's check: a consumer heard from neither by a delivery nor by a heartbeat for three
+    /// heartbeats is gone (its server died, or it was removed): recover; and a recovery whose
+    /// creation failed tries again. O(follows).
+    func checkHeartbeats(now: ContinuousClock.Instant) {
+        for follow in follows.values where !follow.awaitingCreation {
+            if follow.creationDue {
+                follow.creationDue = false
+                createConsumer(follow)
+            } else if now - follow.lastHeard > heartbeat * 3 {
+                recover(follow, "its consumer has been silent for \(now - follow.lastHeard)")
+            }
+        }
+    }
+
+    /// Consumer creations a recovering follow tries (each waits up to `requestTimeout`) before
+    /// it fails.
+    static var recoveryAttempts: Int { 6 }
+
+    private func fail(_ follow: RoomFollow, _ error: StoreError) {
+        logger.warning("follow of room \(follow.room) failed: \(error)")
+        end(follow)
+        follow.events(.failed(error))
+    }
+
+    private func end(_ follow: RoomFollow) {
+        follow.active = false
+        follows.removeValue(forKey: follow.id)
+        if followsByRoom[follow.room] === follow { followsByRoom.removeValue(forKey: follow.room) }
+        if let consumer = follow.consumer { deleteConsumer(consumer) }
+        follow.consumer = nil
+        unsubscribe(follow)
+    }
+
+    private func unsubscribe(_ follow: RoomFollow) {
+        guard let subscription = follow.subscription else { return }
+        connection.unsubscribe(subscription)
+        followsBySubscription.removeValue(forKey: subscription)
+        follow.subscription = nil
+    }
+}

@@ -1,0 +1,270 @@
+package import Logging
+package import SnapSyncStore
+
+/// `RoomLog` on NATS JetStream (Protocol/CLUSTER.md): a room's records are the messages of its
+/// subject in the stream `snapsync-rooms`, its checkpoint the value of its key in the bucket
+/// `snapsync-checkpoints`. Every call is asynchronous on the daemon's libevent loop: nothing here
+/// blocks the loop thread (the only blocking calls, stream and bucket creation, are in
+/// `connect`, before the loop runs).
+///
+/// A request's reply comes to `<inbox>.r.<token>` (one wildcard subscription); a followed room's
+/// consumer delivers to `<deliveryPrefix>.<follow>.<generation>` (a subscription each; its
+/// deliveries keep their records' subjects and are told apart by subscription).
+/// A one-second tick expires requests without an answer and notices a consumer gone silent.
+///
+/// Loop thread only, like the rest of the daemon.
+package final class JetStreamRoomLog: RoomLog {
+    let connection: NATSConnection
+    let logger: Logger
+    /// The rooms stream's creation time (ns since 1970), the salt of every epoch.
+    package let streamCreated: Int64
+    /// How long a proposal, a checkpoint read or a consumer creation may wait for its answer.
+    let requestTimeout: Duration
+    /// The consumers' idle heartbeat; a follow that hears nothing for three of them recreates
+    /// its consumer.
+    let heartbeat: Duration
+
+    /// Consumers deliver to `<deliveryPrefix>.<follow>.<generation>`.
+    let deliveryPrefix: String
+
+    /// Checkpoints not saved (too large, refused, no answer) since the start: logged each time.
+    package private(set) var checkpointFailures = 0
+
+    var follows: [UInt64: RoomFollow] = [:]
+    var followsByRoom: [String: RoomFollow] = [:]
+    var nextFollowId: UInt64 = 1
+    /// The follow and generation of each consumer's deliver-subject subscription: a delivery
+    /// keeps its record's subject, so its subscription is what says whose it is.
+    var followsBySubscription: [UInt64: (follow: UInt64, generation: UInt64)] = [:]
+    /// Requests awaiting their reply, by the token of their reply subject (0 is never used: it
+    /// is the reply subject of requests whose answer nobody waits for).
+    private var requests: [UInt64: PendingRequest] = [:]
+    private var nextRequestToken: UInt64 = 1
+    /// Message ids of writes without a write id: unique to this connection, so never de-duplicated.
+    private var nextAnonymousId: UInt64 = 1
+    /// Completions to run on the loop's next pass (those of calls refused on the spot), so that
+    /// no completion runs inside the call that it answers.
+    private var deferred: [() -> Void] = []
+    private var deferredEvent: LoopEvent?
+    private var tick: LoopEvent?
+
+    struct PendingRequest {
+        var deadline: ContinuousClock.Instant
+        var handler: (Result<InboxMessage, StoreError>) -> Void
+    }
+
+    /// Connects to `servers` for the loop of `eventBase` (made after
+    /// `NATSConnection.prepareLibevent()`, without `EVENT_BASE_FLAG_NOLOCK`) after making sure,
+    /// on connections of their own, that the rooms stream (`retain` records per room) and the
+    /// checkpoints bucket exist. Blocking: call it before the loop runs.
+    package static func connect(
+        servers: [String], eventBase: OpaquePointer, retain: Int = 10_000, logger: Logger,
+        requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5)
+    ) throws(NATSError) -> JetStreamRoomLog {
+        let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers)
+        try NATSConnection.ensureStream(.checkpoints, servers: servers)
+        let connection = try NATSConnection(servers: servers, eventBase: eventBase)
+        do {
+            return try JetStreamRoomLog(
+                connection: connection, eventBase: eventBase, streamCreated: rooms.created, logger: logger,
+                requestTimeout: requestTimeout, heartbeat: heartbeat)
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    init(
+        connection: NATSConnection, eventBase: OpaquePointer, streamCreated: Int64, logger: Logger,
+        requestTimeout: Duration, heartbeat: Duration
+    ) throws(NATSError) {
+        self.connection = connection
+        self.streamCreated = streamCreated
+        self.logger = logger
+        self.requestTimeout = requestTimeout
+        self.heartbeat = heartbeat
+        deliveryPrefix = try connection.makeInbox()
+        deferredEvent = try LoopEvent(base: eventBase, every: nil, name: "room log completions") { [weak self] in
+            self?.runDeferred()
+        }
+        tick = try LoopEvent(base: eventBase, every: .seconds(1), name: "room log tick") { [weak self] in
+            self?.onTick()
+        }
+        connection.onMessage = { [weak self] message in self?.route(message) }
+        connection.onConnectionChange = { [weak self] url in
+            guard let self else { return }
+            if let url {
+                self.logger.info("reconnected to NATS at \(url)")
+            } else {
+                self.logger.warning("lost the connection to NATS; reconnecting (followed rooms recover their consumers)")
+            }
+        }
+    }
+
+    deinit { close() }
+
+    /// The largest record or checkpoint the servers accept, in bytes (their `max_payload`).
+    package var maxPayload: Int { connection.maxPayload }
+
+    /// Stops every follow (no more events), deletes their consumers (without waiting), fails
+    /// the proposals still pending (their completions run now) and closes the connection.
+    package func close() {
+        guard let tick else { return }
+        tick.close()
+        self.tick = nil
+        for follow in follows.values {
+            follow.active = false
+            if let consumer = follow.consumer { deleteConsumer(consumer) }
+        }
+        follows.removeAll()
+        followsByRoom.removeAll()
+        requests.removeAll()
+        connection.close()
+        runDeferred()
+        deferredEvent?.close()
+        deferredEvent = nil
+    }
+
+    // MARK: - RoomLog
+
+    package func propose(
+        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
+        completion: @escaping (ProposalOutcome) -> Void
+    ) {
+        let id: String
+        if messageId.isEmpty {
+            id = "\(connection.inboxPrefix).\(nextAnonymousId)"
+            nextAnonymousId += 1
+        } else {
+            id = RoomSubjects.messageId(room: room, writeId: messageId)
+        }
+        do {
+            try connection.publish(
+                subject: RoomSubjects.subject(room: room), payload: entry.encode(room: room),
+                expectedLastSubjectSequence: expectedSequence, messageId: id, timeout: requestTimeout
+            ) { result in
+                switch result {
+                case .success(let ack):
+                    completion(.stored(sequence: ack.sequence))
+                case .failure(let error) where error.isWrongLastSequence:
+                    completion(.superseded)
+                case .failure(let error):
+                    completion(.failed(.logUnavailable("propose to room \(room) after sequence \(expectedSequence): \(error)")))
+                }
+            }
+        } catch {
+            later { completion(.failed(.logUnavailable("propose to room \(room) after sequence \(expectedSequence): \(error)"))) }
+        }
+    }
+
+    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
+        saveCheckpoint(image, history: history, sequence: sequence, completion: nil)
+    }
+
+    /// `saveCheckpoint`, telling `completion` (once, on the loop thread, never inside this call)
+    /// whether JetStream stored it.
+    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64, completion: ((_ stored: Bool) -> Void)?) {
+        let room = image.room
+        let notSaved = { [weak self] (why: String) in
+            guard let self else { return }
+            self.checkpointFailures += 1
+            self.logger.warning("checkpoint of room \(room) at sequence \(sequence) not saved: \(why)")
+            if let completion { self.later { completion(false) } }
+        }
+        // The subject, the message id and JetStream's headers share max_payload with the value.
+        let limit = connection.maxPayload - 1024
+        var value = RoomLogCheckpoint(image: image, history: history, sequence: sequence).encode()
+        if value.count > limit, !history.isEmpty {
+            logger.info(
+                "checkpoint of room \(room) at sequence \(sequence) is \(value.count) bytes with its history, over \(limit): saved without it")
+            value = RoomLogCheckpoint(image: image, history: [], sequence: sequence).encode()
+        }
+        guard value.count <= limit else {
+            return notSaved("\(value.count) bytes, over the servers' max_payload less 1 KiB (\(limit))")
+        }
+        let key = RoomSubjects.key(room: room)
+        do {
+            try connection.publish(
+                subject: RoomSubjects.checkpointSubject(room: room), payload: value, expectedLastSubjectSequence: nil,
+                messageId: "ckpt.\(key).\(sequence)", timeout: requestTimeout
+            ) { result in
+                switch result {
+                case .success: completion?(true)
+                case .failure(let error): notSaved("\(error)")
+                }
+            }
+        } catch {
+            notSaved("\(error)")
+        }
+    }
+
+    package func epoch(room: String, after sequence: UInt64) -> UInt64 {
+        RoomEpoch.derive(streamCreated: streamCreated, room: room, after: sequence)
+    }
+
+    // MARK: - Requests
+
+    /// Sends `payload` to `subject` with a reply subject of this connection's inbox; `handler`
+    /// gets the reply (a status reply too: 503 when nothing answers the subject) or, after
+    /// `requestTimeout` without one, `.logUnavailable` naming `operation`. Exactly once, on the
+    /// loop thread, never inside this call.
+    func request(subject: String, payload: [UInt8], operation: String, handler: @escaping (Result<InboxMessage, StoreError>) -> Void) {
+        let token = nextRequestToken
+        nextRequestToken += 1
+        do {
+            try connection.send(subject: subject, reply: "\(connection.inboxPrefix).r.\(token)", payload: payload)
+        } catch {
+            later { handler(.failure(.logUnavailable("\(operation): \(error)"))) }
+            return
+        }
+        let timeout = requestTimeout
+        requests[token] = PendingRequest(
+            deadline: .now + timeout,
+            handler: { result in handler(result.mapError { _ in .logUnavailable("\(operation): no answer within \(timeout)") }) })
+    }
+
+    /// Asks JetStream to delete a consumer, without waiting for its answer (its reply goes to
+    /// token 0, which nothing waits on).
+    func deleteConsumer(_ name: String) {
+        try? connection.send(
+            subject: "$JS.API.CONSUMER.DELETE.\(RoomSubjects.roomsStream).\(name)", reply: "\(connection.inboxPrefix).r.0", payload: [])
+    }
+
+    /// Dispatches an inbox message: a request's reply, or a consumer's delivery. O(1) besides
+    /// the handler.
+    private func route(_ message: InboxMessage) {
+        if let (follow, generation) = followsBySubscription[message.subscription] {
+            return deliver(message, follow: follow, generation: generation)
+        }
+        let prefix = connection.inboxPrefix
+        guard message.subject.count > prefix.count + 3, message.subject.hasPrefix(prefix) else { return }
+        let rest = message.subject.dropFirst(prefix.count + 1).split(separator: ".")
+        if rest.count == 2, rest[0] == "r", let token = UInt64(rest[1]) {
+            requests.removeValue(forKey: token)?.handler(.success(message))
+        }
+    }
+
+    private func onTick() {
+        let now = ContinuousClock.now
+        let expired = requests.filter { $0.value.deadline <= now }
+        for token in expired.keys.sorted() {
+            requests.removeValue(forKey: token)?.handler(.failure(.logUnavailable("timeout")))
+        }
+        checkHeartbeats(now: now)
+    }
+
+    /// Runs `work` on the loop's next pass (at once after `close`, which has no loop pass left).
+    func later(_ work: @escaping () -> Void) {
+        guard let deferredEvent else { return work() }
+        deferred.append(work)
+        deferredEvent.activate()
+    }
+
+    private func runDeferred() {
+        while !deferred.isEmpty {
+            let batch = deferred
+            deferred.removeAll()
+            for work in batch { work() }
+        }
+    }
+}

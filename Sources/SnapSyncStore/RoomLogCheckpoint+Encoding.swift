@@ -1,0 +1,45 @@
+internal import SnapSyncWire
+
+// A room's checkpoint as cluster mode stores it, as one value of a key-value bucket
+// (Protocol/CLUSTER.md, "Checkpoints"):
+//
+//   varint sequence          the room subject's sequence the checkpoint covers
+//   checkpoint file bytes    exactly a checkpoint file of docs/persistence.md ("SNAPCKP1", the
+//                            header record, the snapshot, the history records; no TTL record)
+//
+// The file format is reused as is, so its checksums and digest check a value read back.
+
+extension RoomLogCheckpoint {
+    /// The value's bytes.
+    /// - Complexity: O(size of the snapshot + history), as `CheckpointFile.encode`.
+    package func encode() -> [UInt8] {
+        var out: [UInt8] = []
+        out.appendVarint(sequence)
+        out.append(
+            contentsOf: CheckpointFile.encode(
+                room: image.room, epoch: image.epoch, version: image.version, snapshot: image.snapshot, history: history))
+        return out
+    }
+
+    /// Decodes a value read from the bucket under `key` (named in errors). The image's
+    /// `diffFrames` are the history's DIFF frames. Any damage is `.corrupt`.
+    package init(value: [UInt8], key: String) throws(StoreError) {
+        let path = "checkpoint \(key)"
+        let (sequence, fileStart): (UInt64, Int)
+        do {
+            (sequence, fileStart) = try value.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> (UInt64, Int) in
+                var r = FieldReader(p, from: 0, to: p.count)
+                let sequence = try r.varint("sequence")
+                return (sequence, p.count - r.remaining)
+            }
+        } catch {
+            throw StoreError.corrupt(path: path, offset: 0, reason: error.what)
+        }
+        let file = try CheckpointFile.decode(Array(value[fileStart...]), path: path)
+        self.init(
+            image: RoomImage(
+                room: file.room, epoch: file.epoch, version: file.version, snapshot: file.snapshot,
+                diffFrames: file.history.map(\.diffFrame)),
+            history: file.history, sequence: sequence)
+    }
+}

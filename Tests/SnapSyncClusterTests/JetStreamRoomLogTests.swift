@@ -1,0 +1,454 @@
+import CLibevent
+import Logging
+import SnapSyncModel
+import SnapSyncStore
+import Testing
+
+@testable import SnapSyncCluster
+
+/// `JetStreamRoomLog` against the real 3-server cluster: two nodes (two logs, two connections
+/// to different servers, on one libevent loop) share rooms through it.
+@Suite struct JetStreamRoomLogTests {
+    /// Two nodes follow one room and propose with the same expectation: one is stored, the other
+    /// superseded; both get the records in one order; a repeated write id is stored at the
+    /// original's sequence; `.current` comes for an empty subject and after a non-empty one's
+    /// records; unfollow stops the events.
+    @Test func twoNodesShareOneOrderOfARoom() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: [cluster.urls[0]], eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let b = try JetStreamRoomLog.connect(servers: [cluster.urls[1]], eventBase: base, logger: testLogger)
+        defer { b.close() }
+        let room = "lobby"
+
+        let onA = FollowRecorder()
+        let onB = FollowRecorder()
+        onA.follow(a, room: room)
+        onB.follow(b, room: room)
+        try runLoop(base, until: { onA.isCurrent && onB.isCurrent }, "current on both nodes")
+        #expect(onA.events == [.base(nil), .current])
+        #expect(onB.events == [.base(nil), .current])
+
+        // Both nodes write the room's first record at once.
+        let fromA = write(room, version: 1, id: "a1")
+        let fromB = write(room, version: 1, id: "b1")
+        var outcomeA: ProposalOutcome?
+        var outcomeB: ProposalOutcome?
+        a.propose(room: room, expectedSequence: 0, messageId: fromA.writeId, entry: .write(fromA)) { outcomeA = $0 }
+        b.propose(room: room, expectedSequence: 0, messageId: fromB.writeId, entry: .write(fromB)) { outcomeB = $0 }
+        try runLoop(base, until: { outcomeA != nil && outcomeB != nil }, "answers to both proposals")
+        let stored = [outcomeA, outcomeB].compactMap { if case .stored(let s)? = $0 { s } else { nil } }
+        #expect(stored.count == 1, "\(String(describing: outcomeA)) \(String(describing: outcomeB))")
+        #expect([outcomeA, outcomeB].filter { $0 == .superseded }.count == 1)
+        let first = try #require(stored.first)
+        let (winner, loser, loserRecord) =
+            outcomeA == .stored(sequence: first) ? (fromA, b, write(room, version: 2, id: "b1")) : (fromB, a, write(room, version: 2, id: "a1"))
+
+        // The loser sees the winner's record, then proposes again after it.
+        try runLoop(base, until: { onA.records.count == 1 && onB.records.count == 1 }, "the first record on both")
+        #expect(onA.records == [.record(first, .write(winner))])
+        #expect(onB.records == onA.records)
+        let second = try propose(loser, base, room: room, after: first, loserRecord)
+        guard case .stored(let secondSequence) = second else {
+            Issue.record("the loser's second proposal: \(second)")
+            return
+        }
+        #expect(secondSequence > first)
+
+        // The winner's write again, with a stale expectation: the log has it, at its sequence.
+        #expect(try propose(a, base, room: room, after: 0, winner) == .stored(sequence: first))
+
+        try runLoop(base, until: { onA.records.count == 2 && onB.records.count == 2 }, "the second record on both")
+        #expect(onA.records == [.record(first, .write(winner)), .record(secondSequence, .write(loserRecord))])
+        #expect(onB.records == onA.records)
+
+        // Unfollowed on A: A hears nothing of B's next write, which B gets.
+        a.unfollow(room: room)
+        let before = onA.events
+        let third = write(room, version: 3, id: "b3")
+        let thirdOutcome = try propose(b, base, room: room, after: secondSequence, third)
+        guard case .stored(let thirdSequence) = thirdOutcome else {
+            Issue.record("the third proposal: \(thirdOutcome)")
+            return
+        }
+        try runLoop(base, until: { onB.records.count == 3 }, "the third record on B")
+        #expect(onA.events == before)
+
+        // Following again on A, a non-empty subject: its records, then current.
+        let again = FollowRecorder()
+        again.follow(a, room: room)
+        try runLoop(base, until: { again.isCurrent }, "current after a non-empty subject")
+        #expect(
+            again.events == [
+                .base(nil), .record(first, .write(winner)), .record(secondSequence, .write(loserRecord)),
+                .record(thirdSequence, .write(third)), .current,
+            ])
+
+        // Epochs: the same on both nodes, never 0, one per incarnation.
+        #expect(a.epoch(room: room, after: 0) == b.epoch(room: room, after: 0))
+        #expect(a.epoch(room: room, after: 0) != 0)
+        #expect(a.epoch(room: room, after: thirdSequence) != a.epoch(room: room, after: 0))
+        #expect(a.epoch(room: "other", after: 0) != a.epoch(room: room, after: 0))
+        #expect(a.streamCreated == b.streamCreated)
+    }
+
+    /// A tombstone is a record like a write: delivered in order, decoded back.
+    @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let room = "dropped room ☕"
+        let epoch = a.epoch(room: room, after: 0)
+        let one = write(room, version: 1, id: "w1", epoch: epoch)
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
+            Issue.record("the write was not stored")
+            return
+        }
+        var dropped: ProposalOutcome?
+        a.propose(room: room, expectedSequence: s1, messageId: [], entry: .tombstone(epoch: epoch, version: 1)) { dropped = $0 }
+        try runLoop(base, until: { dropped != nil }, "answer to the tombstone")
+        guard case .stored(let s2)? = dropped else {
+            Issue.record("the tombstone was not stored: \(String(describing: dropped))")
+            return
+        }
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        #expect(seen.events == [.base(nil), .record(s1, .write(one)), .record(s2, .tombstone(epoch: epoch, version: 1)), .current])
+    }
+
+    /// A checkpoint saved at a record's sequence is where a later follow starts: `.base` has it,
+    /// and only the records after it follow.
+    @Test func aFollowStartsFromTheLatestCheckpointAndGetsOnlyTheTail() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: [cluster.urls[0]], eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let b = try JetStreamRoomLog.connect(servers: [cluster.urls[2]], eventBase: base, logger: testLogger)
+        defer { b.close() }
+        let room = "checkpointed"
+        let epoch = a.epoch(room: room, after: 0)
+        var sequences: [UInt64] = []
+        var records: [WriteRecord] = []
+        for version in UInt64(1)...3 {
+            let record = write(room, version: version, id: "w\(version)", epoch: epoch)
+            guard case .stored(let s) = try propose(a, base, room: room, after: sequences.last ?? 0, record) else {
+                Issue.record("write \(version) was not stored")
+                return
+            }
+            sequences.append(s)
+            records.append(record)
+        }
+
+        let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [SnapshotElement("i", payload: "q")])])
+        let image = RoomImage(room: room, epoch: epoch, version: 2, snapshot: snapshot, diffFrames: records[0..<2].map(\.diffFrame))
+        var stored: Bool?
+        a.saveCheckpoint(image, history: Array(records[0..<2]), sequence: sequences[1]) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the checkpoint's answer")
+        #expect(stored == true)
+        #expect(a.checkpointFailures == 0)
+
+        let seen = FollowRecorder()
+        seen.follow(b, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        #expect(seen.events == [.base(sequences[1]), .record(sequences[2], .write(records[2])), .current])
+        let checkpoint = try #require(seen.checkpoint)
+        #expect(checkpoint.image.room == room)
+        #expect(checkpoint.image.epoch == epoch)
+        #expect(checkpoint.image.version == 2)
+        #expect(checkpoint.image.snapshot.digest == snapshot.digest)
+        #expect(checkpoint.history == Array(records[0..<2]))
+        #expect(checkpoint.image.diffFrames == records[0..<2].map(\.diffFrame))
+    }
+
+    /// A checkpoint over the servers' max_payload is saved without its history; one still over
+    /// it is not saved (and counted); a follow starts from the one saved.
+    @Test func anOversizedCheckpointLosesItsHistoryOrIsNotSaved() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let room = "large"
+        let epoch = a.epoch(room: room, after: 0)
+        let half = a.maxPayload / 2
+        #expect(half > 1_000_000, "scripts/cluster sets max_payload to 8 MiB")
+        let large = WriteRecord(room: room, epoch: epoch, version: 1, writeId: [1], diffFrame: [UInt8](repeating: 2, count: half + 10))
+        func image(_ payloadSize: Int) throws -> RoomImage {
+            let snapshot = try Snapshot([(section: SnapshotElement("s", payload: Payload([UInt8](repeating: 7, count: payloadSize))), items: [])])
+            return RoomImage(room: room, epoch: epoch, version: 1, snapshot: snapshot, diffFrames: [large.diffFrame])
+        }
+
+        var stored: Bool?
+        a.saveCheckpoint(try image(half), history: [large], sequence: 1) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the first checkpoint's answer")
+        #expect(stored == true)
+        stored = nil
+        a.saveCheckpoint(try image(2 * half + 10), history: [], sequence: 2) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
+        #expect(stored == false)
+        #expect(a.checkpointFailures == 1)
+
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        #expect(seen.events == [.base(1), .current])
+        #expect(seen.checkpoint?.history == [])
+        #expect(seen.checkpoint?.image.snapshot.digest == (try image(half)).snapshot.digest)
+    }
+
+    /// A follow ended before its checkpoint read or its consumer answered gets no event; a
+    /// proposal pending at `close` gets its completion then, once, as a failure.
+    @Test func unfollowAndCloseLeaveNothingHalfDone() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        let room = "brief"
+        let early = FollowRecorder()
+        early.follow(a, room: room)
+        a.unfollow(room: room)
+        let late = FollowRecorder()
+        late.follow(a, room: "other")
+        try runLoop(base, until: { late.hasBase }, "the other room's base")
+        a.unfollow(room: "other")
+        let stored = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "w1"))
+        #expect(stored == .stored(sequence: 1))
+        #expect(early.events.isEmpty)
+        #expect(late.events == [.base(nil)])
+
+        var outcomes: [ProposalOutcome] = []
+        a.propose(room: room, expectedSequence: 1, messageId: Array("w2".utf8), entry: .write(write(room, version: 2, id: "w2"))) {
+            outcomes.append($0)
+        }
+        a.close()
+        #expect(outcomes.count == 1)
+        if case .failed(let error)? = outcomes.first { #expect("\(error)".contains(room)) } else { Issue.record("\(outcomes)") }
+    }
+
+    /// A delivery lost on the way (here: a consumer sequence that skips one, as after a
+    /// slow-consumer drop) makes the follow recreate its consumer from the last record it
+    /// delivered: the records go on once each, in order.
+    @Test func aLostDeliveryIsRecoveredWithoutAGapOrARepeat() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        let room = "gappy"
+        let one = write(room, version: 1, id: "w1")
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
+            Issue.record("write 1 was not stored")
+            return
+        }
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        try runLoop(base, until: { seen.isCurrent }, "current")
+        let follow = try #require(a.followsByRoom[room])
+        let generation = follow.generation
+        let consumer = try #require(follow.consumer)
+
+        // Delivery 3 of this consumer arrives, 2 never did.
+        a.deliver(
+            InboxMessage(
+                subscription: try #require(follow.subscription), subject: "snapsync.room.\(RoomSubjects.key(room: room))",
+                reply: "$JS.ACK.snapsync-rooms.\(consumer).1.\(s1 + 5).3.1700000000000000000.0", data: [], status: nil,
+                statusDescription: nil, lastConsumerSequence: nil),
+            follow: follow.id, generation: generation)
+        #expect(follow.generation == generation + 1)
+
+        let two = write(room, version: 2, id: "w2")
+        guard case .stored(let s2) = try propose(a, base, room: room, after: s1, two) else {
+            Issue.record("write 2 was not stored")
+            return
+        }
+        try runLoop(base, until: { seen.records.count >= 2 }, "the second record")
+        #expect(seen.events == [.base(nil), .record(s1, .write(one)), .current, .record(s2, .write(two))])
+
+        // A heartbeat saying the consumer sent more than arrived: recovered the same way.
+        let now = try #require(a.followsByRoom[room])
+        a.deliver(
+            InboxMessage(
+                subscription: try #require(now.subscription), subject: "\(a.deliveryPrefix).\(now.id).\(now.generation)", reply: "", data: [], status: "100",
+                statusDescription: "Idle Heartbeat", lastConsumerSequence: now.lastConsumerSequence + 1),
+            follow: now.id, generation: now.generation)
+        #expect(now.generation == generation + 2)
+        let three = write(room, version: 3, id: "w3")
+        guard case .stored(let s3) = try propose(a, base, room: room, after: s2, three) else {
+            Issue.record("write 3 was not stored")
+            return
+        }
+        try runLoop(base, until: { seen.records.count >= 3 }, "the third record")
+        #expect(seen.sequences == [s1, s2, s3])
+    }
+
+    /// The stream's creation time, the salt of every epoch, is the same whichever server leads
+    /// the stream: every node derives the same epochs, before and after a leader change.
+    @Test func theStreamsCreationTimeOutlivesALeaderChange() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        let before = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+        let leader = try #require(before.leader)
+        let index = try #require(["n1", "n2", "n3"].firstIndex(of: leader))
+        try cluster.kill(server: index)
+        let others = cluster.urls.enumerated().filter { $0.offset != index }.map(\.element)
+        // A new leader takes a few seconds to be elected; until then the request fails.
+        var after: StreamInfo?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while after?.leader == nil || after?.leader == leader, ContinuousClock.now < deadline {
+            after = try? NATSConnection.ensureStream(.rooms(), servers: others, timeout: .seconds(2))
+        }
+        let info = try #require(after, "no answer from the stream without \(leader)")
+        #expect(info.leader != leader)
+        #expect(info.created == before.created)
+    }
+
+    /// The server that runs a node's consumer dies: the node notices the silence, makes a new
+    /// consumer (and reconnects, when it was connected to that server), and its follow goes on
+    /// with every record once, in the order another node sees them.
+    @Test func aFollowSurvivesTheDeathOfItsServer() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        // Each node knows every server, as `--cluster` is given them all.
+        // One-second heartbeats: a silent consumer is noticed after 3 s instead of 15.
+        let a = try JetStreamRoomLog.connect(
+            servers: cluster.urls, eventBase: base, logger: Logger(label: "node-a"), heartbeat: .seconds(1))
+        defer { a.close() }
+        let b = try JetStreamRoomLog.connect(
+            servers: cluster.urls, eventBase: base, logger: Logger(label: "node-b"), heartbeat: .seconds(1))
+        defer { b.close() }
+        let room = "survivor"
+        let onA = FollowRecorder()
+        let onB = FollowRecorder()
+        onA.follow(a, room: room)
+        onB.follow(b, room: room)
+        try runLoop(base, until: { onA.isCurrent && onB.isCurrent }, "current on both")
+
+        /// B writes `id` after the last record it has seen, as a node does: after a failure (no
+        /// answer during the election) or a refusal, it looks again at what it has applied.
+        func writeThroughB(_ id: String) throws {
+            let record = write(room, version: UInt64(onB.records.count + 1), id: id)
+            for _ in 0..<60 {
+                if onB.records.contains(where: { if case .record(_, .write(let w)) = $0 { w.writeId == record.writeId } else { false } }) {
+                    return
+                }
+                let seen = onB.records.count
+                switch try propose(b, base, room: room, after: onB.sequences.last ?? 0, record) {
+                case .stored(let s):
+                    try runLoop(base, until: { onB.sequences.contains(s) }, "record \(s) on B")
+                    return
+                case .superseded, .failed:
+                    // Whatever was stored reaches B's follow; wait a little for it, then retry.
+                    try? runLoop(base, until: { onB.records.count > seen }, bound: .seconds(2), "a record on B")
+                }
+            }
+            throw TestClusterError(message: "write \(id) never stored")
+        }
+
+        try writeThroughB("before")
+        // The server that runs A's consumer: its deliveries and heartbeats stop with it.
+        let server = try #require(a.followsByRoom[room]?.consumerServer)
+        let index = try #require(["n1", "n2", "n3"].firstIndex(of: server))
+        try cluster.kill(server: index)
+        for k in 1...3 { try writeThroughB("after\(k)") }
+        try runLoop(base, until: { onA.records.count >= onB.records.count }, bound: .seconds(90), "A catching up")
+        #expect(onA.records == onB.records)
+        #expect(onB.records.count == 4)
+        #expect(onA.failure == nil && onB.failure == nil)
+    }
+
+    /// Without a quorum (two of three servers killed) a proposal fails and a new follow fails
+    /// (it does not wait): both on the loop thread, neither stored nor delivered.
+    @Test func withoutAQuorumProposalsAndNewFollowsFail() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(
+            servers: [cluster.urls[0]], eventBase: base, logger: testLogger, requestTimeout: .seconds(2))
+        defer { a.close() }
+        let room = "quorum"
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "q1")) else {
+            Issue.record("the first write was not stored")
+            return
+        }
+        try cluster.kill(server: 1)
+        try cluster.kill(server: 2)
+
+        let refused = try propose(a, base, room: room, after: s1, write(room, version: 2, id: "q2"))
+        guard case .failed(let error) = refused else {
+            Issue.record("a proposal without a quorum: \(refused)")
+            return
+        }
+        #expect(!error.isFatal)
+        #expect("\(error)".contains(room))
+
+        let seen = FollowRecorder()
+        seen.follow(a, room: "never written")
+        try runLoop(base, until: { seen.failure != nil }, "the follow's failure")
+        #expect(seen.events.last == .failed)
+        #expect(!seen.isCurrent)
+    }
+
+    /// Every node derives the same epoch from the stream's creation time, the room and the
+    /// sequence; these are Protocol/CLUSTER.md's worked example (computed independently with
+    /// Python's hashlib).
+    @Test func epochDerivationMatchesTheSpecsExample() {
+        #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 0) == 10_674_755_445_973_433_643)
+        #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 42) == 15_054_927_482_701_265_886)
+        #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "café ☕", after: 0) == 3_002_849_137_662_567_340)
+    }
+
+    /// Protocol/CLUSTER.md's example records, byte for byte, and back; its subject and key.
+    @Test func recordBytesMatchTheSpecsExamples() throws {
+        let write = RoomLogEntry.write(WriteRecord(room: "lobby", epoch: 1, version: 1, writeId: [0xab, 0xcd], diffFrame: [0xde, 0xad, 0xbe]))
+        let writeBytes: [UInt8] = [0x01, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0x01, 0x01, 0x02, 0xab, 0xcd, 0x03, 0xde, 0xad, 0xbe]
+        #expect(write.encode(room: "lobby") == writeBytes)
+        #expect(try RoomLogEntry(payload: writeBytes) == write)
+        let tombstone = RoomLogEntry.tombstone(epoch: 10_674_755_445_973_433_643, version: 3)
+        let tombstoneBytes: [UInt8] = [
+            0x04, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0xab, 0xfa, 0xa6, 0xab, 0xd5, 0xb0, 0x96, 0x92, 0x94, 0x01, 0x03,
+        ]
+        #expect(tombstone.encode(room: "lobby") == tombstoneBytes)
+        #expect(try RoomLogEntry(payload: tombstoneBytes) == tombstone)
+        #expect(throws: StoreError.self) { try RoomLogEntry(payload: [0x05] + tombstoneBytes.dropFirst()) }
+        #expect(throws: StoreError.self) { try RoomLogEntry(payload: writeBytes + [0]) }
+        #expect(RoomSubjects.subject(room: "lobby") == "snapsync.room.6c6f626279")
+        #expect(RoomSubjects.subject(room: "café ☕") == "snapsync.room.636166c3a920e29895")
+        #expect(RoomSubjects.checkpointSubject(room: "lobby") == "$KV.snapsync-checkpoints.6c6f626279")
+        #expect(RoomSubjects.messageId(room: "lobby", writeId: [0xab, 0xcd]) == "6c6f626279.abcd")
+    }
+
+    /// JetStream's delivery metadata in both reply-subject forms.
+    @Test func deliveryMetadataIsReadFromBothReplySubjectForms() {
+        #expect(
+            DeliveryMetadata(replySubject: "$JS.ACK.snapsync-rooms.c1.1.42.7.1700000000000000000.3")
+                == DeliveryMetadata(consumer: "c1", streamSequence: 42, consumerSequence: 7, pending: 3))
+        #expect(
+            DeliveryMetadata(replySubject: "$JS.ACK.hub.ACCHASH.snapsync-rooms.c1.1.42.7.1700000000000000000.3.tok")
+                == DeliveryMetadata(consumer: "c1", streamSequence: 42, consumerSequence: 7, pending: 3))
+        #expect(DeliveryMetadata(replySubject: "$JS.ACK.snapsync-rooms.c1.1.x.7.1.3") == nil)
+        #expect(DeliveryMetadata(replySubject: "_INBOX.abc") == nil)
+    }
+}

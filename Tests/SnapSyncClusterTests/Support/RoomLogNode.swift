@@ -1,0 +1,77 @@
+import CLibevent
+import Logging
+import SnapSyncCluster
+import SnapSyncStore
+
+/// What a follow received, comparable: `.base` by its checkpoint's sequence (nil: none).
+enum SeenEvent: Equatable, CustomStringConvertible {
+    case base(UInt64?)
+    case record(UInt64, RoomLogEntry)
+    case current
+    case failed
+
+    init(_ event: RoomLogEvent) {
+        switch event {
+        case .base(let checkpoint): self = .base(checkpoint?.sequence)
+        case .record(let sequence, let entry): self = .record(sequence, entry)
+        case .current: self = .current
+        case .failed: self = .failed
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .base(let s): "base(\(s.map(String.init) ?? "nil"))"
+        case .record(let s, .write(let w)): "record(\(s), v\(w.version) \(w.writeId))"
+        case .record(let s, .tombstone(let e, let v)): "record(\(s), tombstone \(e)/\(v))"
+        case .current: "current"
+        case .failed: "failed"
+        }
+    }
+}
+
+/// A follow's events as they came, with the checkpoint of its `.base` and its failure.
+final class FollowRecorder {
+    var events: [SeenEvent] = []
+    var checkpoint: RoomLogCheckpoint?
+    var failure: StoreError?
+
+    var isCurrent: Bool { events.contains(.current) }
+    var hasBase: Bool { events.first.map { if case .base = $0 { true } else { false } } ?? false }
+    var records: [SeenEvent] { events.filter { if case .record = $0 { true } else { false } } }
+    var sequences: [UInt64] { events.compactMap { if case .record(let s, _) = $0 { s } else { nil } } }
+
+    func follow(_ log: JetStreamRoomLog, room: String) {
+        log.follow(room: room) { [self] event in
+            if case .base(let checkpoint) = event { self.checkpoint = checkpoint }
+            if case .failed(let error) = event { failure = error }
+            events.append(SeenEvent(event))
+        }
+    }
+}
+
+/// Runs the loop of `base` until `condition` holds; the bound only protects against a hang
+/// (the room log's one-second tick wakes the loop at least that often).
+func runLoop(_ base: OpaquePointer, until condition: () -> Bool, bound: Duration = .seconds(60), _ what: String) throws {
+    let deadline = ContinuousClock.now + bound
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw TestClusterError(message: "no \(what) within \(bound)") }
+        event_base_loop(base, EVLOOP_ONCE)
+    }
+}
+
+/// One proposal, waited for.
+func propose(
+    _ log: JetStreamRoomLog, _ base: OpaquePointer, room: String, after sequence: UInt64, _ record: WriteRecord
+) throws -> ProposalOutcome {
+    var outcome: ProposalOutcome?
+    log.propose(room: room, expectedSequence: sequence, messageId: record.writeId, entry: .write(record)) { outcome = $0 }
+    try runLoop(base, until: { outcome != nil }, "answer to the proposal of \(record.writeId)")
+    return outcome!
+}
+
+func write(_ room: String, version: UInt64, id: String, epoch: UInt64 = 7) -> WriteRecord {
+    WriteRecord(room: room, epoch: epoch, version: version, writeId: Array(id.utf8), diffFrame: Array("diff \(id) v\(version)".utf8))
+}
+
+let testLogger = Logger(label: "snapsync.cluster.test")
