@@ -26,6 +26,14 @@ package final class Hub {
     package let configuration: ServerConfiguration
     let logger: Logger
     let store: any RoomStore
+    /// Cluster mode (#20): the replicated log every room's writes go through (Hub+Cluster.swift);
+    /// nil on a single node, where nothing of it runs.
+    let log: (any RoomLog)?
+    /// Cluster mode: the rooms this node follows in `log`, loaded or loading; a room is in
+    /// `rooms` too once it has loaded.
+    var replicas: [RoomName: RoomReplica] = [:]
+    /// Cluster mode: the token of the next proposal (`RoomReplica.InFlight.token`).
+    var nextProposalToken: UInt64 = 1
 
     /// Open sessions by id.
     private(set) var sessions: [UInt64: Session] = [:]
@@ -84,10 +92,11 @@ package final class Hub {
     /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
     var snapshotEncodings = SnapshotEncodings()
 
-    init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore) {
+    init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore, log: (any RoomLog)? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.store = store
+        self.log = log
         self.sleepStore = configuration.roomIdle == nil ? nil : store as? any SleepingRoomStore
         self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
     }

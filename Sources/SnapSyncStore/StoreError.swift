@@ -8,7 +8,9 @@
 ///   (PostgreSQL's "fsyncgate", 2018).
 /// - `corrupt`, `inconsistent`, `locked`, `badDirectory`: found while opening; the daemon
 ///   refuses to start.
-package enum StoreError: Error, Sendable, CustomStringConvertible {
+/// - `logUnavailable`: cluster mode's replicated log (`RoomLog`) did not take or serve a
+///   record; the request gets REJECT `storage_failure` and the daemon goes on.
+package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// ENOSPC, EDQUOT or EFBIG while reserving space for a record.
     case noSpace(path: String, errno: Int32)
     /// fsync or fdatasync failed: fatal.
@@ -24,6 +26,10 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
     case locked(path: String)
     /// The data directory cannot be used (not a directory, not writable, ...).
     case badDirectory(path: String, reason: String)
+    /// Cluster mode (`RoomLog`): the replicated log did not answer, has no quorum, or cannot be
+    /// read; `reason` names the operation and the room. The request is refused
+    /// (`storage_failure`); the daemon goes on.
+    case logUnavailable(String)
 
     package var description: String {
         switch self {
@@ -41,13 +47,15 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
             return "data directory \(path) is in use by another snapsyncd (its lock file is held)"
         case .badDirectory(let path, let reason):
             return "data directory \(path) cannot be used: \(reason)"
+        case .logUnavailable(let reason):
+            return "the cluster's log is unavailable: \(reason)"
         }
     }
 
     /// True for the errors after which the daemon must exit rather than go on serving.
     package var isFatal: Bool {
         switch self {
-        case .noSpace: return false
+        case .noSpace, .logUnavailable: return false
         default: return true
         }
     }
