@@ -70,6 +70,12 @@ extension Hub {
             var prepared: (ops: [SnapshotOperation], result: Snapshot)?
             switch write.kind {
             case .drop:
+                // A room never written in this incarnation is no room (PROTOCOL.md §11.19): no
+                // node can know who joined it, and a retried DROP must change nothing.
+                guard room.version > 0 else {
+                    send(.ack(requestID: write.requestID, epoch: 0, version: 0), to: write.session)
+                    continue
+                }
                 entry = .tombstone(epoch: room.epoch, version: room.version)
             case .write(let request):
                 switch room.propose(request, writeId: write.writeId, scratch: &diffBuffer) {

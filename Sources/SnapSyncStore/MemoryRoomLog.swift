@@ -26,6 +26,7 @@ package final class MemoryRoomLog: RoomLog {
         var failProposals: (count: Int, error: StoreError) = (0, .logUnavailable("test"))
         var storeFailedProposals = false
         var failFollows: Set<String> = []
+        var beforeProposing: ((String) -> Void)?
         let epochSalt: UInt64
 
         init(epochSalt: UInt64) {
@@ -84,6 +85,14 @@ package final class MemoryRoomLog: RoomLog {
     package var failFollows: Set<String> {
         get { shared.failFollows }
         set { shared.failFollows = newValue }
+    }
+
+    /// Called with the room at the start of each proposal of any node, before the log decides
+    /// it: a test may store a competing record there (a proposal made from inside is not
+    /// passed to it again).
+    package var beforeProposing: ((String) -> Void)? {
+        get { shared.beforeProposing }
+        set { shared.beforeProposing = newValue }
     }
 
     // MARK: Pumping
@@ -172,6 +181,11 @@ package final class MemoryRoomLog: RoomLog {
         room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
         completion: @escaping (ProposalOutcome) -> Void
     ) {
+        if let hook = shared.beforeProposing {
+            shared.beforeProposing = nil
+            hook(room)
+            shared.beforeProposing = hook
+        }
         if shared.failProposals.count > 0 {
             shared.failProposals.count -= 1
             let error = shared.failProposals.error

@@ -80,6 +80,39 @@ import SnapSyncWire
         cluster.checkInvariants("room")
     }
 
+    /// Another writer wins before each of the node's proposals: the write is validated again
+    /// after each record, and refused after `RoomReplica.maxAttempts` losses, never applied.
+    @Test func aWriteThatLosesEveryRaceIsRefusedAfterEightTries() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let node = cluster.nodes[0]
+        let writer = node.connect()
+        node.join(writer, "room")
+        cluster.settle()
+        _ = node.drain(writer)
+        let rival = MemoryRoomLog(sharing: cluster.log)
+        let epoch = rival.epoch(room: "room", after: 0)
+        var won = 0
+        cluster.log.beforeProposing = { room in
+            let last = rival.records(of: room).last?.sequence ?? 0
+            won += 1
+            let frame = FrameEncoder().encode(
+                .diff(room: room, epoch: epoch, version: UInt64(won), ops: [.appendSections([hubElement("rival-\(won)")])]))
+            rival.propose(
+                room: room, expectedSequence: last, messageId: [],
+                entry: .write(WriteRecord(room: room, epoch: epoch, version: UInt64(won), writeId: [], diffFrame: frame))
+            ) { _ in }
+        }
+        node.mutate(writer, "room", addItem("mine", first: true), requestID: 5, writeId: [5])
+        cluster.settle()
+        let answers = node.drain(writer)
+        #expect(answers.compactMap(\.diffVersion) == Array(1...UInt64(RoomReplica.maxAttempts)))
+        #expect(answers.compactMap(\.errorCode) == [.storageFailure] && answers.last?.requestID == 5)
+        #expect(won == RoomReplica.maxAttempts)
+        let room = try #require(node.hub.rooms["room"])
+        #expect(room.version == UInt64(RoomReplica.maxAttempts) && room.snapshot.numberOfItems == 0)
+        node.checkInvariants("room")
+    }
+
     @Test func theCompareAndSetLoserGetsVersionMismatch() {
         let cluster = ClusterHarness()
         let a = cluster.nodes[0].connect(), b = cluster.nodes[1].connect()
@@ -220,6 +253,11 @@ import SnapSyncWire
             #expect(epoch == next)
         }
         #expect(cluster.nodes.allSatisfy { $0.hub.stats.roomsDeleted == 1 && $0.hub.totalItems == 0 })
+        // The DROP retried: the room is at version 0, no room; nothing is logged or ended.
+        cluster.nodes[2].send(.drop(requestID: 10, room: "todo"), from: members[2])
+        cluster.settle()
+        #expect(cluster.nodes[2].drain(members[2]) == [.ack(requestID: 10, epoch: 0, version: 0)])
+        #expect(cluster.log.records(of: "todo").count == 2 && cluster.nodes[0].drain(members[0]).isEmpty)
         cluster.checkInvariants("todo")
     }
 
