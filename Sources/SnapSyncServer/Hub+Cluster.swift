@@ -64,22 +64,20 @@ extension Hub {
     // MARK: Loading
 
     /// `.base`: the room as the checkpoint has it, or empty at the first epoch. Following again
-    /// after a failure keeps the replica unless the checkpoint is past it (the records between
-    /// are gone from the log): then the replica is replaced and its members are sent LEFT.
+    /// after a failure keeps the replica unless the checkpoint is past it (the log delivers only
+    /// the records after the checkpoint): then the replica is replaced by the checkpoint's room,
+    /// and each member is sent the DIFFs it missed from the checkpoint's history, or LEFT
+    /// `storage_failure` when the history does not reach back to it (PROTOCOL.md §8.4).
     private func loadBase(_ checkpoint: RoomLogCheckpoint?, into replica: RoomReplica) {
         guard let log else { return }
-        if let old = replica.room {
+        var members: [Session] = []
+        var old: Room?
+        if let current = replica.room {
             guard let checkpoint, checkpoint.sequence > replica.logSequence else { return }
-            for member in old.members.sessions {
-                removeMember(member, from: old)
-                send(
-                    .left(
-                        room: old.name, code: ErrorCode.storageFailure.rawValue,
-                        message: "room \(LogEscaping.line(old.name)): this node missed records the cluster's log no longer holds; join again"),
-                    to: member)
-            }
-            forget(old)
-            replica.room = nil
+            members = current.members.sessions
+            for member in members { removeMember(member, from: current) }
+            forget(current)
+            old = current
         }
         let room: Room
         if let checkpoint {
@@ -95,6 +93,21 @@ extension Hub {
             replica.logSequence = 0
         }
         install(room, in: replica)
+        guard let old else { return }
+        for member in members {
+            if refuseOutline(room, to: member) == nil,
+                case .catchup(_, _, let frames) = answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
+            {
+                addMember(member, to: room)
+                for frame in frames { send(shared: frame, to: member) }
+            } else {
+                send(
+                    .left(
+                        room: room.name, code: ErrorCode.storageFailure.rawValue,
+                        message: "room \(LogEscaping.line(room.name)): this node missed versions the cluster's log no longer holds; join again"),
+                    to: member)
+            }
+        }
     }
 
     /// Makes `room` the replica's incarnation and a resident room of the hub.
@@ -122,6 +135,14 @@ extension Hub {
         replica.joins = []
         if let room = replica.room {
             for join in joins where !join.session.isEnded && join.session.state != .closing {
+                // Checked again: other JOINs of this connection may have completed meanwhile.
+                let limit = configuration.wire.maxRoomsPerConnection
+                if join.session.memberships[room.name] == nil && join.session.memberships.count >= limit {
+                    send(
+                        Rejection(.tooManyRoomsForConnection, "this connection has joined \(limit) rooms, the limit")
+                            .message(requestID: join.requestID), to: join.session)
+                    continue
+                }
                 completeJoin(requestID: join.requestID, room: room, resume: join.resume, from: join.session)
             }
         }

@@ -95,6 +95,14 @@ package final class MemoryRoomLog: RoomLog {
         set { shared.beforeProposing = newValue }
     }
 
+    /// Ends this node's follow of `room` as a lost connection would: it gets `.failed`
+    /// (queued) and no more events.
+    package func interruptFollow(of room: String) {
+        guard let follower = follows[room] else { return }
+        end(follower, of: room)
+        enqueue { follower.events(.failed(.logUnavailable("follow of room \(room): connection lost (test)"))) }
+    }
+
     // MARK: Pumping
 
     /// Events and completions queued and not yet run.
@@ -139,13 +147,13 @@ package final class MemoryRoomLog: RoomLog {
 
     /// Whether this node follows `room`.
     package func isFollowing(_ room: String) -> Bool {
-        follows[room] != nil
+        follows[room]?.isActive ?? false
     }
 
     // MARK: RoomLog
 
     package func follow(room: String, events: @escaping (RoomLogEvent) -> Void) {
-        precondition(follows[room] == nil, "room \(room) is followed already")
+        precondition(follows[room].map { !$0.isActive } ?? true, "room \(room) is followed already")
         let follower = Follower(events: events)
         follows[room] = follower
         shared.followers[room, default: []].append(follower)

@@ -46,6 +46,12 @@ struct ClusterHarness {
 }
 
 extension Message {
+    /// The version of a SNAPSHOT, nil for anything else.
+    var snapshotVersion: UInt64? {
+        if case .snapshot(_, _, _, let version, _, _, _) = self { return version }
+        return nil
+    }
+
     /// (epoch, version) of an ACK, nil for anything else.
     var ackPosition: (epoch: UInt64, version: UInt64)? {
         if case .ack(_, let epoch, let version) = self { return (epoch, version) }

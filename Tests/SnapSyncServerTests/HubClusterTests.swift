@@ -341,6 +341,73 @@ import SnapSyncWire
         #expect(node.drain(session).first?.requestID == 3 && session.memberships.count == 1)
     }
 
+    /// A follow lost after loading: reads go on from the replica, writes are refused until the
+    /// timer follows the room again; then it catches up on what others wrote, once.
+    @Test func aLostFollowKeepsServingReadsAndCatchesUpWhenFollowedAgain() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let (node, other) = (cluster.nodes[0], cluster.nodes[1])
+        let member = node.connect(), writer = other.connect()
+        node.join(member, "room")
+        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        #expect(node.drain(member).compactMap(\.diffVersion) == [1])
+        cluster.log.interruptFollow(of: "room")  // node 0's
+        cluster.settle()
+        other.mutate(writer, "room", addItem("b"), requestID: 2)
+        cluster.settle()
+        node.mutate(member, "room", addItem("c"), requestID: 3)
+        let refused = node.drain(member)
+        #expect(refused.map(\.errorCode) == [.storageFailure] && refused.first?.requestID == 3)
+        let reader = node.connect()
+        #expect(node.join(reader, "room").first?.snapshotVersion == 1)
+        node.hub.maintainReplicas(now: .now)
+        cluster.settle()
+        #expect(node.drain(member).compactMap(\.diffVersion) == [2] && node.drain(reader).compactMap(\.diffVersion) == [2])
+        node.mutate(member, "room", addItem("c"), requestID: 4)
+        cluster.settle()
+        #expect(node.drain(member).map(\.diffVersion) == [3, nil])
+        #expect(Set(cluster.positions("room").map(\.version)) == [3] && Set(cluster.positions("room").map(\.digest)).count == 1)
+        cluster.checkInvariants("room")
+    }
+
+    /// Followed again after others checkpointed past this replica: the log delivers only what
+    /// follows the checkpoint, so the replica is replaced by it; a member gets the DIFFs it
+    /// missed from the checkpoint's history, or LEFT storage_failure when it is not there.
+    @Test(arguments: [false, true])
+    func aReplicaBehindACheckpointIsReplacedAndItsMembersCaughtUp(shortHistory: Bool) throws {
+        let cluster = ClusterHarness(nodes: 2) { configuration in
+            configuration.clusterCheckpointInterval = 3
+            if shortHistory { configuration.wire.historyCount = 1 }
+        }
+        let (node, other) = (cluster.nodes[0], cluster.nodes[1])
+        let member = node.connect(), writer = other.connect()
+        node.join(member, "room")
+        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        #expect(node.drain(member).compactMap(\.diffVersion) == [1])
+        cluster.log.interruptFollow(of: "room")
+        cluster.settle()
+        other.mutate(writer, "room", addItem("b"), requestID: 2)
+        other.mutate(writer, "room", addItem("c"), requestID: 3)
+        cluster.settle()
+        #expect(cluster.log.checkpoint(of: "room")?.image.version == 3)
+        node.hub.maintainReplicas(now: .now)
+        cluster.settle()
+        let answer = node.drain(member)
+        if shortHistory {
+            #expect(answer.count == 1 && member.memberships.isEmpty)
+            guard case .left("room", ErrorCode.storageFailure.rawValue, _) = answer.first else {
+                Issue.record("not LEFT storage_failure: \(answer)")
+                return
+            }
+        } else {
+            #expect(answer.compactMap(\.diffVersion) == [2, 3] && member.memberships.count == 1)
+        }
+        #expect(node.hub.rooms["room"]?.digest == other.hub.rooms["room"]?.digest && node.hub.rooms["room"]?.version == 3)
+        #expect(node.hub.totalItems == 3)
+        cluster.checkInvariants("room")
+    }
+
     @Test func anUnusedRoomIsUnfollowedAfterItsIdleTimeAndAJoinedOneIsKept() throws {
         let cluster = ClusterHarness { $0.clusterIdleSeconds = 30 }
         let node = cluster.nodes[0]
