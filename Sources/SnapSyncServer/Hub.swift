@@ -21,6 +21,11 @@ import SnapSyncStore
 /// everything it has pending in one gathering write (`Server`'s doc). `outputPending` is called
 /// when the first session of a pass becomes dirty, so that the flush is scheduled once per pass.
 ///
+/// Cluster mode (`log` set, #20): every room is a replica of its subject in the cluster's log,
+/// resident while followed; writes are proposed to the log and rooms change only by the records
+/// it delivers (Hub+Cluster.swift, Hub+ClusterWrites.swift, Hub+ClusterRecords.swift). Without
+/// a log none of that runs and the write path is the single node's.
+///
 /// Threads: everything runs on the loop's thread, and nothing is locked.
 package final class Hub {
     package let configuration: ServerConfiguration

@@ -16,7 +16,9 @@ internal import Glibc
 /// one syscall per subscriber per pass however many DIFFs the pass produced — the measured cost
 /// of fan-out is write calls, not bytes.
 ///
-/// Threads: everything here runs on the loop's thread, and nothing is locked. Rooms and
+/// Threads: everything here runs on the loop's thread, and nothing is locked (in cluster mode
+/// the loop's base is made with locking, `EventLoop(locking:)`, because libnats's threads add
+/// and activate events on it; every callback still runs on the loop's thread). Rooms and
 /// connections are kept so that they can later be sharded over one loop per core, following
 /// memcached: each shard gets its own `EventLoop` (EVENT_BASE_FLAG_NOLOCK) with its own rooms,
 /// connections, dirty list and scratch buffers; a room's DIFF for a member on another shard
