@@ -103,9 +103,10 @@ struct Event {
 package final class EventLoop {
     private let base: OpaquePointer
 
-    /// The `event_base`, for libevent's HTTP server (`MetricsHTTPServer`), which runs on this
+    /// The `event_base`, for libevent's HTTP server (`MetricsHTTPServer`) and, in cluster mode,
+    /// libnats's libevent adapter (snapsyncd hands it to the cluster's log), which run on this
     /// loop too.
-    var rawBase: OpaquePointer { base }
+    package var rawBase: OpaquePointer { base }
 
     /// `event_config_new`, `event_config_set_flag(EVENT_BASE_FLAG_NOLOCK)` unless `locking`,
     /// `event_base_new_with_config`, `event_config_free`, then `event_base_priority_init(base, 2)`.

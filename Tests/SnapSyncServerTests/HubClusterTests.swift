@@ -1,3 +1,4 @@
+import Logging
 import Testing
 import SnapSyncModel
 import SnapSyncStore
@@ -313,6 +314,14 @@ import SnapSyncWire
         cluster.settle()
         #expect(late.drain(session).compactMap(\.ackVersion) == [3])
         late.checkInvariants("room")
+    }
+
+    @Test func aServerGivenALogRunsItsHubInClusterMode() throws {
+        let logger = Logger(label: "cluster-tests", factory: { _ in SwiftLogNoOpLogHandler() })
+        let log = MemoryRoomLog()
+        let server = try Server(configuration: ServerConfiguration(), logger: logger, log: log)
+        #expect(server.hub.log === log)
+        #expect(try Server(configuration: ServerConfiguration(), logger: logger).hub.log == nil)
     }
 
     @Test func setTTLIsRefusedInClusterMode() {
