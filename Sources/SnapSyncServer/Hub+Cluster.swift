@@ -32,6 +32,7 @@ extension Hub {
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
             self.handle(event, for: replica)
+            self.resumeSessions()
         }
     }
 
@@ -56,6 +57,7 @@ extension Hub {
         }
         guard replica.phase != .loading, let room = replica.room else {
             replica.joins.append(.init(requestID: requestID, resume: resume, session: session))
+            awaitLog(session)
             return
         }
         completeJoin(requestID: requestID, room: room, resume: resume, from: session)
@@ -134,7 +136,9 @@ extension Hub {
         let joins = replica.joins
         replica.joins = []
         if let room = replica.room {
-            for join in joins where !join.session.isEnded && join.session.state != .closing {
+            for join in joins {
+                defer { logAnswered(join.session) }
+                guard !join.session.isEnded && join.session.state != .closing else { continue }
                 // Checked again: other JOINs of this connection may have completed meanwhile.
                 let limit = configuration.wire.maxRoomsPerConnection
                 if join.session.memberships[room.name] == nil && join.session.memberships.count >= limit {
@@ -156,7 +160,10 @@ extension Hub {
         if replica.phase == .loading {
             logger.warning("cannot load room \(name) from the cluster's log: \(error)")
             let rejection = Rejection(.storageFailure, "room \(name) cannot be loaded from the cluster's log: \(error)")
-            for join in replica.joins { send(rejection.message(requestID: join.requestID), to: join.session) }
+            for join in replica.joins {
+                send(rejection.message(requestID: join.requestID), to: join.session)
+                logAnswered(join.session)
+            }
             replica.joins = []
             refuseWrites(of: replica, rejection)
             if let room = replica.room {
@@ -206,5 +213,6 @@ extension Hub {
             if let room = replica.room { forget(room) }
             logger.debug("room unfollowed", metadata: ["room": "\(LogEscaping.line(replica.name))"])
         }
+        resumeSessions()
     }
 }

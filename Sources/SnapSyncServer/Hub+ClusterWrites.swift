@@ -55,6 +55,7 @@ extension Hub {
                 ))
             return
         }
+        awaitLog(write.session)
         proposeNext(replica)
     }
 
@@ -74,6 +75,7 @@ extension Hub {
                 // node can know who joined it, and a retried DROP must change nothing.
                 guard room.version > 0 else {
                     send(.ack(requestID: write.requestID, epoch: 0, version: 0), to: write.session)
+                    logAnswered(write.session)
                     continue
                 }
                 entry = .tombstone(epoch: room.epoch, version: room.version)
@@ -95,6 +97,7 @@ extension Hub {
                 [weak self, weak replica] outcome in
                 guard let self, let replica else { return }
                 self.proposalAnswered(replica, token: token, outcome)
+                self.resumeSessions()
             }
             return
         }
@@ -145,12 +148,14 @@ extension Hub {
         let write = flight.write
         if let (epoch, version) = flight.applied[stored] {
             send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
+            logAnswered(write.session)
             if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
             if case .write = flight.entry, version % UInt64(configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
         } else if let room = replica.room, let original = room.writeIds.entry(of: write.writeId) {
             // The log had this write id stored before the proposal (a retry the replica had
             // applied before this node validated it: only when its id had left the window).
             send(.ack(requestID: write.requestID, epoch: room.epoch, version: original.version), to: write.session)
+            logAnswered(write.session)
         } else {
             refuse(
                 write,
@@ -194,6 +199,7 @@ extension Hub {
     private func refuse(_ write: RoomReplica.PendingWrite, _ rejection: Rejection) {
         if case .write = write.kind { countRejectedWrite(rejection.code) }
         send(rejection.message(requestID: write.requestID), to: write.session)
+        logAnswered(write.session)
     }
 
     /// A write answered without the log (`Room.propose`'s `.settled`).
@@ -201,6 +207,7 @@ extension Hub {
         switch outcome {
         case .unchanged(let version), .duplicate(let version):
             send(.ack(requestID: write.requestID, epoch: room.epoch, version: version), to: write.session)
+            logAnswered(write.session)
             if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
         case .rejected(let rejection):
             refuse(write, rejection)

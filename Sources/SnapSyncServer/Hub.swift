@@ -39,6 +39,10 @@ package final class Hub {
     var replicas: [RoomName: RoomReplica] = [:]
     /// Cluster mode: the token of the next proposal (`RoomReplica.InFlight.token`).
     var nextProposalToken: UInt64 = 1
+    /// Cluster mode: sessions whose request the log answered, whose deferred frames are handled
+    /// next (Hub+ClusterInput.swift), and whether that is under way.
+    var sessionsToResume: [Session] = []
+    var isResumingSessions = false
 
     /// Open sessions by id.
     private(set) var sessions: [UInt64: Session] = [:]
@@ -162,6 +166,10 @@ package final class Hub {
     /// Decodes one whole frame (length prefix included, cut by the IO layer), in place, and
     /// handles it.
     func receive(frame: UnsafeRawBufferPointer, from session: Session) {
+        if session.isAwaitingLog {
+            deferInput(frame, from: session)
+            return
+        }
         stats.framesIn += 1
         traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
         let message: Message

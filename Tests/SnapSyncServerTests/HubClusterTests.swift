@@ -324,6 +324,46 @@ import SnapSyncWire
         #expect(try Server(configuration: ServerConfiguration(), logger: logger).hub.log == nil)
     }
 
+    /// A request waiting for the log holds the session's later requests back: answers come in
+    /// the order of the requests (PROTOCOL.md §10), whichever room they name.
+    @Test func answersKeepTheOrderOfTheRequestsWhileOneWaitsForTheLog() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let node = cluster.nodes[0]
+        let session = node.connect()
+        node.join(session, "loaded")
+        cluster.settle()
+        _ = node.drain(session)
+        node.send(.join(requestID: 1, room: "loading", resume: nil), from: session)
+        node.send(.ping(nonce: 2), from: session)
+        node.mutate(session, "loaded", addItem("a", first: true), requestID: 3)
+        node.send(.stats(requestID: 4), from: session)
+        node.mutate(session, "loaded", [], requestID: 5)
+        #expect(node.drain(session).isEmpty)
+        cluster.settle()
+        let answers = node.drain(session)
+        guard answers.count == 6 else {
+            Issue.record("\(answers)")
+            return
+        }
+        #expect(answers[0].snapshotVersion == 0 && answers[0].requestID == 1)
+        #expect(answers[1] == .pong(nonce: 2))
+        #expect(answers[2].diffVersion == 1 && answers[3].ackVersion == 1 && answers[3].requestID == 3)
+        #expect(answers[4].requestID == 4 && answers[5].ackVersion == 1 && answers[5].requestID == 5)
+        #expect(!session.isAwaitingLog && session.deferredInput.isEmpty && session.deferredBytes == 0)
+    }
+
+    @Test func requestsPiledUpBehindAWaitingOneAreBounded() {
+        let cluster = ClusterHarness(nodes: 1) { $0.wire.maxFrameBytes = 1024 * 1024 }
+        let node = cluster.nodes[0]
+        let session = node.connect()
+        node.join(session, "loading")
+        // 8 KB a frame: the 129th passes 1 MiB.
+        let big: [SnapshotOperation] = [.appendSections([hubElement("s", String(repeating: "x", count: 8192))])]
+        for index in 0..<129 { node.mutate(session, "other", big, requestID: UInt64(index)) }
+        let answer = node.drain(session)
+        #expect(answer.map(\.errorCode) == [.inputBudgetExceeded] && session.state == .closing)
+    }
+
     @Test func setTTLIsRefusedInClusterMode() {
         let cluster = ClusterHarness()
         let session = cluster.nodes[0].connect()
@@ -336,12 +376,12 @@ import SnapSyncWire
     @Test func aRoomThatCannotBeLoadedRefusesWhatWaitedAndIsForgotten() {
         let cluster = ClusterHarness()
         let node = cluster.nodes[0]
-        let session = node.connect()
+        let session = node.connect(), writer = node.connect()
         cluster.log.failFollows = ["room"]
         node.join(session, "room", requestID: 1)
-        node.mutate(session, "room", addItem("a", first: true), requestID: 2)
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 2)
         cluster.settle()
-        let answers = node.drain(session)
+        let answers = node.drain(session) + node.drain(writer)
         #expect(answers.map(\.errorCode) == [.storageFailure, .storageFailure] && answers.map(\.requestID) == [1, 2])
         #expect(node.hub.replicas.isEmpty && node.hub.rooms.isEmpty && session.memberships.isEmpty)
         // The next request follows it again.
@@ -439,13 +479,13 @@ import SnapSyncWire
     @Test func writesBeyondTheQueueBoundAreRefused() {
         let cluster = ClusterHarness(nodes: 1)
         let node = cluster.nodes[0]
-        let writer = node.connect()
-        for index in 0...RoomReplica.maxWaiting {
+        let writers = (0...RoomReplica.maxWaiting).map { _ in node.connect() }
+        for (index, writer) in writers.enumerated() {
             node.mutate(writer, "room", [], requestID: UInt64(index))
         }
-        let refused = node.drain(writer)
+        let refused = node.drain(writers.last!)
         #expect(refused.map(\.errorCode) == [.storageFailure] && refused.first?.requestID == UInt64(RoomReplica.maxWaiting))
         cluster.settle()
-        #expect(node.drain(writer).count == RoomReplica.maxWaiting)
+        #expect(writers.dropLast().allSatisfy { node.drain($0).map(\.ackVersion) == [0] })
     }
 }
