@@ -29,6 +29,7 @@ extension Hub {
     /// replica (a later one of the same name follows again).
     func follow(_ replica: RoomReplica) {
         guard let log else { return }
+        replica.waitingSince = .now
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
             self.handle(event, for: replica)
@@ -185,14 +186,22 @@ extension Hub {
 
     // MARK: The one-second timer
 
-    /// Follows again the rooms whose follow failed, and stops following the rooms nobody here
-    /// uses (no member, nothing in flight or waiting) idle for `clusterIdleSeconds`.
+    /// Follows again the rooms whose follow failed, ends the follows stalled for
+    /// `RoomReplica.stallSeconds`, and stops following the rooms nobody here uses (no member,
+    /// nothing in flight or waiting) idle for `clusterIdleSeconds`.
     /// - Complexity: O(followed rooms) per call, once a second.
     package func maintainReplicas(now: ContinuousClock.Instant) {
         guard let log else { return }
         let idleFor = Duration.seconds(configuration.clusterIdleSeconds)
+        let stall = Duration.seconds(RoomReplica.stallSeconds)
         var unused: [RoomReplica] = []
+        var stalled: [RoomReplica] = []
         for replica in replicas.values {
+            let waits = replica.phase == .loading || replica.phase == .refollowing || replica.inFlight?.superseded == true
+            if waits && now - replica.waitingSince >= stall {
+                stalled.append(replica)
+                continue
+            }
             switch replica.phase {
             case .broken:
                 if replica.isUnused {
@@ -206,6 +215,11 @@ extension Hub {
             case .loading, .refollowing:
                 break
             }
+        }
+        for replica in stalled {
+            log.unfollow(room: replica.name)
+            followFailed(
+                replica, error: StoreError.logUnavailable("room \(replica.name): the log delivered nothing for \(RoomReplica.stallSeconds) s"))
         }
         for replica in unused {
             log.unfollow(room: replica.name)

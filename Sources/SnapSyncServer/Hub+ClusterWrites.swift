@@ -113,6 +113,7 @@ extension Hub {
         case .superseded:
             flight.superseded = true
             replica.inFlight = flight
+            replica.waitingSince = .now
             // Validated again once the record that won has been applied here.
             if replica.logSequence > flight.expected { retryProposal(of: replica) }
         case .failed(let error):

@@ -68,6 +68,9 @@ final class RoomReplica {
 
     let name: String
     var phase = Phase.loading
+    /// When the current follow began (loading or following again), or the in-flight proposal
+    /// was superseded: what `stallSeconds` is counted from.
+    var waitingSince = ContinuousClock.now
     /// The room's current incarnation; nil until the log's `.base`.
     var room: Room?
     /// The sequence of the last record applied (or the base's).
@@ -82,6 +85,10 @@ final class RoomReplica {
     static let maxAttempts = 8
     /// Writes that may wait for one room beyond the one in flight.
     static let maxWaiting = 1024
+    /// A follow that has not caught up, or a superseded proposal whose winning record has not
+    /// arrived, after this long is taken as a lost follow (the log's own failure detection
+    /// should have said so first; this bounds what a silent stall holds up).
+    static let stallSeconds: Int64 = 10
 
     init(name: String) {
         self.name = name

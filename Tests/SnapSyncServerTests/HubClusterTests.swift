@@ -457,6 +457,24 @@ import SnapSyncWire
         cluster.checkInvariants("room")
     }
 
+    /// The log says nothing: after `RoomReplica.stallSeconds` the JOIN that waits is refused and
+    /// the room forgotten, and what the log delivers late is ignored.
+    @Test func aRoomThatDoesNotLoadInTimeIsRefusedAndForgotten() {
+        let cluster = ClusterHarness(nodes: 1)
+        let node = cluster.nodes[0]
+        let session = node.connect()
+        node.join(session, "room", requestID: 1)
+        node.send(.ping(nonce: 2), from: session)
+        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        #expect(node.drain(session).isEmpty && node.hub.replicas.count == 1)
+        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds))
+        let answers = node.drain(session)
+        #expect(answers.map(\.errorCode) == [.storageFailure, nil] && answers.last == .pong(nonce: 2))
+        #expect(node.hub.replicas.isEmpty && session.memberships.isEmpty)
+        cluster.settle()
+        #expect(node.drain(session).isEmpty && node.hub.rooms.isEmpty)
+    }
+
     @Test func anUnusedRoomIsUnfollowedAfterItsIdleTimeAndAJoinedOneIsKept() throws {
         let cluster = ClusterHarness { $0.clusterIdleSeconds = 30 }
         let node = cluster.nodes[0]
