@@ -85,6 +85,13 @@ extension Hub {
         let room: Room
         if let checkpoint {
             let image = checkpoint.image
+            // As at a restart (`restore`): a room over this node's content limits could not be
+            // served (a conforming client refuses its SNAPSHOT).
+            if let violation = image.snapshot.firstLimitViolation(configuration.wire.model) {
+                log.unfollow(room: replica.name)
+                followFailed(replica, error: Self.overLimit(room: replica.name, snapshot: image.snapshot, violation))
+                return
+            }
             room = Room(
                 name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: configuration.wire,
                 maxHistoryBytes: configuration.historyBytes, history: checkpoint.history)

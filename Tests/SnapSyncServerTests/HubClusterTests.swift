@@ -364,6 +364,25 @@ import SnapSyncWire
         #expect(answer.map(\.errorCode) == [.inputBudgetExceeded] && session.state == .closing)
     }
 
+    @Test func aCheckpointOverThisNodesLimitsIsNotServed() throws {
+        let cluster = ClusterHarness(nodes: 1) { $0.clusterCheckpointInterval = 1 }
+        let writer = cluster.nodes[0].connect()
+        cluster.nodes[0].mutate(writer, "room", addItem("a", first: true) + addItem("b"))
+        cluster.settle()
+        #expect(cluster.log.checkpoint(of: "room")?.image.snapshot.numberOfItems == 2)
+        let strict = cluster.addNode { $0.wire.model.maxItems = 1 }
+        let session = strict.connect()
+        strict.join(session, "room")
+        cluster.settle()
+        let answer = strict.drain(session)
+        guard answer.count == 1, case .reject(_, ErrorCode.storageFailure.rawValue, _, _, let message) = answer[0] else {
+            Issue.record("not REJECT storage_failure: \(answer)")
+            return
+        }
+        #expect(message.contains("--max-items-per-room"))
+        #expect(strict.hub.replicas.isEmpty && strict.hub.rooms.isEmpty)
+    }
+
     @Test func setTTLIsRefusedInClusterMode() {
         let cluster = ClusterHarness()
         let session = cluster.nodes[0].connect()
