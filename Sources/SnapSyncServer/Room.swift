@@ -47,7 +47,7 @@ final class Room {
     let maxHistoryBytes: Int
     private(set) var history: RoomHistory
     private(set) var writeIds: WriteIdWindow
-    var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
+    private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
     /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
     /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
     /// (PROTOCOL.md §8.2, Hub+Writes.swift).
