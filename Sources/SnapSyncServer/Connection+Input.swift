@@ -62,6 +62,12 @@ extension Connection {
     func endOfInput() {
         stopReading()
         dropInput()
+        // Cluster mode: requests still wait for the log (Hub+ClusterInput.swift); the end is
+        // handled once they are answered (`didDrainDeferredInput`).
+        if isAwaitingLog && state != .closing {
+            endOfInputIsDeferred = true
+            return
+        }
         if !hasUnsentOutput {
             // Nothing owed (or, when closing, everything already handed to the kernel, which
             // delivers it before the FIN: the peer's receive side is unaffected by its EOF).

@@ -35,6 +35,9 @@ final class Connection: Session {
     var budgetedInputBytes = 0
     /// The peer sent EOF: nothing more will be read.
     private(set) var hasReachedEndOfInput = false
+    /// Cluster mode: the peer's EOF came while a request waited for the log, with frames deferred
+    /// behind it (Hub+ClusterInput.swift); `endOfInput` runs again once they are handled.
+    var endOfInputIsDeferred = false
 
     /// When the last whole frame arrived (a byte of an unfinished frame does not count, so a
     /// peer dribbling bytes cannot keep the connection alive; PROTOCOL.md §8.3).
@@ -107,6 +110,12 @@ final class Connection: Session {
         closeDeadline = .now + deadline
         try? timer?.add(timeout: deadline)
         dropInput()
+    }
+
+    override func didDrainDeferredInput() {
+        guard endOfInputIsDeferred else { return }
+        endOfInputIsDeferred = false
+        endOfInput()
     }
 
     /// Frees the events and closes the socket.

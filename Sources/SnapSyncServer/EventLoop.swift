@@ -95,23 +95,31 @@ struct Event {
 
 /// One `event_base`: the loop a single thread runs.
 ///
-/// Created with `EVENT_BASE_FLAG_NOLOCK`: only the owning thread ever touches it. Sharding
+/// Created with `EVENT_BASE_FLAG_NOLOCK` (but in cluster mode, `init(locking:)`): only the
+/// owning thread ever touches it. Sharding
 /// rooms over one loop per core (as memcached does with its worker threads) means one
 /// `EventLoop` per thread; other threads reach a loop only through a queue plus a notify fd
 /// (an `EventKinds.read` event on an eventfd/pipe), never by calling into it directly.
 package final class EventLoop {
     private let base: OpaquePointer
 
-    /// The `event_base`, for libevent's HTTP server (`MetricsHTTPServer`), which runs on this
+    /// The `event_base`, for libevent's HTTP server (`MetricsHTTPServer`) and, in cluster mode,
+    /// libnats's libevent adapter (snapsyncd hands it to the cluster's log), which run on this
     /// loop too.
-    var rawBase: OpaquePointer { base }
+    package var rawBase: OpaquePointer { base }
 
-    /// `event_config_new`, `event_config_set_flag(EVENT_BASE_FLAG_NOLOCK)`,
+    /// `event_config_new`, `event_config_set_flag(EVENT_BASE_FLAG_NOLOCK)` unless `locking`,
     /// `event_base_new_with_config`, `event_config_free`, then `event_base_priority_init(base, 2)`.
-    package init() throws(EventLoopError) {
+    /// - Parameter locking: a base other threads may touch (cluster mode: libnats's threads add
+    ///   events to it and make them active). libevent then takes a mutex per event operation;
+    ///   its threading must have been set up first (`evthread_use_pthreads`, done by
+    ///   `NATSConnection.prepareLibevent()`), or the base has no lock to take.
+    package init(locking: Bool = false) throws(EventLoopError) {
         guard let config = event_config_new() else { throw EventLoopError(function: "event_config_new") }
         defer { event_config_free(config) }
-        try libeventCheck(event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue)), "event_config_set_flag", misuse: true)
+        if !locking {
+            try libeventCheck(event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue)), "event_config_set_flag", misuse: true)
+        }
         guard let base = event_base_new_with_config(config) else {
             throw EventLoopError(function: "event_base_new_with_config")
         }

@@ -34,6 +34,10 @@ extension Hub {
             return
         }
         guard authorize(.admin, room: roomName, requestID: requestID, for: session) else { return }
+        if log != nil {
+            clusterDrop(requestID: requestID, roomName: roomName, from: session)
+            return
+        }
         guard let room = rooms[RoomName(roomName)] else {
             dropStoredOnly(requestID: requestID, roomName: roomName, from: session)
             return
@@ -83,6 +87,14 @@ extension Hub {
             return
         }
         guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
+        if log != nil {
+            // The log keeps no TTL (PROTOCOL.md §11.20): refused before any room is created.
+            send(
+                Rejection(
+                    .storageFailure, "SET_TTL of room \(LogEscaping.line(roomName)): this server keeps rooms in a cluster's log, which holds no time-to-live"
+                ).message(requestID: requestID), to: session)
+            return
+        }
         let room: Room
         switch self.room(named: roomName) {
         case .success(let found): room = found

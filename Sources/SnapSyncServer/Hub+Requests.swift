@@ -32,14 +32,31 @@ extension Hub {
         case .leave(let requestID, let room):
             leave(requestID: requestID, roomName: room, from: session)
         case .mutate(let requestID, let room, let expectedVersion, let writeId, let ops):
+            if log != nil {
+                clusterWrite(
+                    requestID: requestID, roomName: room, writeId: writeId, .mutate(ops: ops, expectedVersion: expectedVersion), from: session)
+                return
+            }
             write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
                 room.mutate(ops, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
         case .replace(let requestID, let room, let expectedVersion, let writeId, let snapshot):
+            if log != nil {
+                clusterWrite(
+                    requestID: requestID, roomName: room, writeId: writeId, .replace(target: snapshot, expectedVersion: expectedVersion),
+                    from: session)
+                return
+            }
             write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
                 room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
         case .replaceSection(let requestID, let room, let expectedVersion, let writeId, let section, let items):
+            if log != nil {
+                clusterWrite(
+                    requestID: requestID, roomName: room, writeId: writeId,
+                    .replaceSection(section: section, items: items, expectedVersion: expectedVersion), from: session)
+                return
+            }
             write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
                 room.replaceSection(section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
             }
@@ -125,6 +142,10 @@ extension Hub {
                 ).message(requestID: requestID), to: session)
             return
         }
+        if log != nil {
+            clusterJoin(requestID: requestID, roomName: roomName, resume: resume, from: session)
+            return
+        }
         let room: Room
         switch self.room(named: roomName) {
         case .success(let found): room = found
@@ -132,6 +153,14 @@ extension Hub {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
+        completeJoin(requestID: requestID, room: room, resume: resume, from: session)
+    }
+
+    /// Answers a JOIN of `room` (SNAPSHOT, or CATCHUP and the DIFFs) and makes the session a
+    /// member, once the room is there (at once on a single node; in cluster mode once it has
+    /// loaded, Hub+Cluster.swift).
+    func completeJoin(requestID: UInt64, room: Room, resume: RoomPosition?, from session: Session) {
+        let alreadyJoined = session.memberships[room.name] != nil
         if let rejection = refuseOutline(room, to: session) {
             send(rejection.message(requestID: requestID), to: session)
             return

@@ -52,19 +52,7 @@ extension Hub {
             touch(room)
             totalItems += room.snapshot.numberOfItems - itemsBefore
             store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, diffFrame: diff.bytes)
-            // Members are copied first: a member cut off as a slow consumer leaves the room,
-            // which would otherwise reorder the array under the loop.
-            let members = room.members.sessions
-            // A DIFF that makes or keeps the room an outline, or carries a version 2 op, is no
-            // frame for a version 1 member: it is sent LEFT in its place (PROTOCOL.md §8.2).
-            let needsOutlines = room.snapshot.isOutline || room.lastDiffHasOutlineOps
-            for member in members {
-                if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
-                    leaveForOutline(member, room: room)
-                } else {
-                    send(shared: diff, to: member)
-                }
-            }
+            fanOut(diff, in: room)
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
             if received != 0 { writeAckTimer?.acknowledged(received) }
         case .unchanged(let version), .duplicate(let version):
@@ -73,6 +61,26 @@ extension Hub {
         case .rejected(let rejection):
             countRejectedWrite(rejection.code)
             send(rejection.message(requestID: requestID), to: session)
+        }
+    }
+
+    /// Sends `room`'s DIFF just applied to every member (single node: `write`; cluster mode:
+    /// each record the log delivers, Hub+ClusterRecords.swift).
+    /// - Complexity: O(members).
+    @inline(__always)
+    func fanOut(_ diff: OutputChunk, in room: Room) {
+        // Members are copied first: a member cut off as a slow consumer leaves the room,
+        // which would otherwise reorder the array under the loop.
+        let members = room.members.sessions
+        // A DIFF that makes or keeps the room an outline, or carries a version 2 op, is no
+        // frame for a version 1 member: it is sent LEFT in its place (PROTOCOL.md §8.2).
+        let needsOutlines = room.snapshot.isOutline || room.lastDiffHasOutlineOps
+        for member in members {
+            if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
+                leaveForOutline(member, room: room)
+            } else {
+                send(shared: diff, to: member)
+            }
         }
     }
 }

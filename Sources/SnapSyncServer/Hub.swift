@@ -21,11 +21,28 @@ import SnapSyncStore
 /// everything it has pending in one gathering write (`Server`'s doc). `outputPending` is called
 /// when the first session of a pass becomes dirty, so that the flush is scheduled once per pass.
 ///
+/// Cluster mode (`log` set, #20): every room is a replica of its subject in the cluster's log,
+/// resident while followed; writes are proposed to the log and rooms change only by the records
+/// it delivers (Hub+Cluster.swift, Hub+ClusterWrites.swift, Hub+ClusterRecords.swift). Without
+/// a log none of that runs and the write path is the single node's.
+///
 /// Threads: everything runs on the loop's thread, and nothing is locked.
 package final class Hub {
     package let configuration: ServerConfiguration
     let logger: Logger
     let store: any RoomStore
+    /// Cluster mode (#20): the replicated log every room's writes go through (Hub+Cluster.swift);
+    /// nil on a single node, where nothing of it runs.
+    let log: (any RoomLog)?
+    /// Cluster mode: the rooms this node follows in `log`, loaded or loading; a room is in
+    /// `rooms` too once it has loaded.
+    var replicas: [RoomName: RoomReplica] = [:]
+    /// Cluster mode: the token of the next proposal (`RoomReplica.InFlight.token`).
+    var nextProposalToken: UInt64 = 1
+    /// Cluster mode: sessions whose request the log answered, whose deferred frames are handled
+    /// next (Hub+ClusterInput.swift), and whether that is under way.
+    var sessionsToResume: [Session] = []
+    var isResumingSessions = false
 
     /// Open sessions by id.
     private(set) var sessions: [UInt64: Session] = [:]
@@ -84,10 +101,11 @@ package final class Hub {
     /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
     var snapshotEncodings = SnapshotEncodings()
 
-    init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore) {
+    init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore, log: (any RoomLog)? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.store = store
+        self.log = log
         self.sleepStore = configuration.roomIdle == nil ? nil : store as? any SleepingRoomStore
         self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
     }
@@ -148,6 +166,10 @@ package final class Hub {
     /// Decodes one whole frame (length prefix included, cut by the IO layer), in place, and
     /// handles it.
     func receive(frame: UnsafeRawBufferPointer, from session: Session) {
+        if session.isAwaitingLog {
+            deferInput(frame, from: session)
+            return
+        }
         stats.framesIn += 1
         traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
         let message: Message

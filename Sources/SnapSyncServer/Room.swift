@@ -38,14 +38,15 @@ final class Room {
     let name: String
     let epoch: UInt64
     var version: UInt64 { history.lastVersion }
-    private(set) var snapshot: Snapshot
+    /// Set only by the write methods here and, in cluster mode, by `applyLogged` (Room+Replica.swift).
+    var snapshot: Snapshot
     /// The limits announced in WELCOME: content limits for `Snapshot.apply`, the frame size a
     /// DIFF must fit (the clients' `max_frame_bytes`), the frames kept for resume.
     let limits: WireLimits
     /// Bytes of DIFF frames kept for resume (`--history-bytes`), besides `limits.historyCount`.
     let maxHistoryBytes: Int
     private(set) var history: RoomHistory
-    private var writeIds: WriteIdWindow
+    private(set) var writeIds: WriteIdWindow
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
     /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
     /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
@@ -299,7 +300,7 @@ final class Room {
     /// same request, different (but for a 2⁻⁶⁴ chance) for another write reusing its write id.
     /// Kept in memory only, so the per-process seed of `Hasher` does no harm.
     /// - Complexity: O(size of the ops); for REPLACE, O(1) given the target's digest.
-    private static func fingerprint(kind: UInt8, expectedVersion: UInt64?, _ content: (inout Hasher) -> Void) -> Int {
+    static func fingerprint(kind: UInt8, expectedVersion: UInt64?, _ content: (inout Hasher) -> Void) -> Int {
         var hasher = Hasher()
         hasher.combine(kind)
         hasher.combine(expectedVersion)
@@ -311,7 +312,7 @@ final class Room {
         bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xf, radix: 16) }.joined()
     }
 
-    private func precheck(expectedVersion: UInt64?, writeId: [UInt8], fingerprint: Int) -> WriteOutcome? {
+    func precheck(expectedVersion: UInt64?, writeId: [UInt8], fingerprint: Int) -> WriteOutcome? {
         // A retry must get its original answer even though the room has moved on since, so the
         // write id is looked up before the compare-and-set.
         if !writeId.isEmpty, let original = writeIds.entry(of: writeId) {
@@ -332,14 +333,14 @@ final class Room {
         return nil
     }
 
-    private func checkFrameSize(_ size: Int) -> Rejection? {
+    func checkFrameSize(_ size: Int) -> Rejection? {
         guard size - 4 > limits.maxFrameBytes else { return nil }
         return Rejection(
             .snapshotTooLarge,
             "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
     }
 
-    private func unchanged(writeId: [UInt8], fingerprint: Int) -> WriteOutcome {
+    func unchanged(writeId: [UInt8], fingerprint: Int) -> WriteOutcome {
         writeIds.remember(writeId, version: version, fingerprint: fingerprint, changed: false, oldestVersion: history.baseVersion)
         return .unchanged(version: version)
     }
@@ -359,7 +360,7 @@ final class Room {
     static let minArenaBytes = 1024
     static let maxArenaBytes = 64 * 1024
 
-    private func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
+    func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
         lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
         if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }

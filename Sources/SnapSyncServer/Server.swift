@@ -16,7 +16,9 @@ internal import Glibc
 /// one syscall per subscriber per pass however many DIFFs the pass produced — the measured cost
 /// of fan-out is write calls, not bytes.
 ///
-/// Threads: everything here runs on the loop's thread, and nothing is locked. Rooms and
+/// Threads: everything here runs on the loop's thread, and nothing is locked (in cluster mode
+/// the loop's base is made with locking, `EventLoop(locking:)`, because libnats's threads add
+/// and activate events on it; every callback still runs on the loop's thread). Rooms and
 /// connections are kept so that they can later be sharded over one loop per core, following
 /// memcached: each shard gets its own `EventLoop` (EVENT_BASE_FLAG_NOLOCK) with its own rooms,
 /// connections, dirty list and scratch buffers; a room's DIFF for a member on another shard
@@ -52,8 +54,11 @@ package final class Server {
 
     /// Creates the loop, or takes `loop` (one the metrics endpoint already serves on). Nothing is
     /// bound until `start()`.
+    /// - Parameter log: cluster mode (#20): the cluster's log every room goes through (Hub+Cluster.swift);
+    ///   a loop made here is then made with `locking` (a `loop` given must be too).
     package init(
-        configuration: ServerConfiguration, logger: Logger, store: any RoomStore = MemoryStore(), loop: EventLoop? = nil
+        configuration: ServerConfiguration, logger: Logger, store: any RoomStore = MemoryStore(), loop: EventLoop? = nil,
+        log: (any RoomLog)? = nil
     ) throws(ServerError) {
         do {
             try configuration.validate()
@@ -63,11 +68,11 @@ package final class Server {
         self.configuration = configuration
         self.logger = logger
         do {
-            self.loop = try loop ?? EventLoop()
+            self.loop = try loop ?? EventLoop(locking: log != nil)
         } catch {
             throw ServerError("cannot create the event loop: \(error)")
         }
-        let hub = Hub(configuration: configuration, logger: logger, store: store)
+        let hub = Hub(configuration: configuration, logger: logger, store: store, log: log)
         self.hub = hub
         self.flush = OutputFlush(hub: hub)
         self.connectionContext = ConnectionContext(loop: self.loop, hub: hub, flush: flush)
@@ -301,6 +306,7 @@ package final class Server {
         if server.configuration.authKeys != nil { server.hub.expireSessions(now: server.hub.wallClock()) }
         server.hub.expireRooms(now: started)
         server.hub.maintainStore()
+        server.hub.maintainReplicas(now: started)
         server.hub.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }

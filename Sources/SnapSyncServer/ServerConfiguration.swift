@@ -70,6 +70,12 @@ package struct ServerConfiguration: Sendable {
     /// `--auth-leeway`): every HELLO must then carry a valid token and every request is checked
     /// against its grants (docs/auth.md). Nil: `--auth off`, no token is looked at.
     package var authKeys: AuthKeyStore?
+    /// Cluster mode (`--cluster-checkpoint-every`): a node that applies a record it proposed
+    /// whose version is a multiple of this saves the room's checkpoint to the log.
+    package var clusterCheckpointInterval = 1000
+    /// Cluster mode: a followed room nobody here uses (no member, no write waiting) is
+    /// unfollowed and forgotten after this many seconds idle.
+    package var clusterIdleSeconds: Int64 = 30
 
     package init() {}
 
@@ -116,6 +122,8 @@ package struct ServerConfiguration: Sendable {
         guard historyBytes >= 0 else { throw fail("--history-bytes must not be negative") }
         guard maxConnections >= 1 else { throw fail("--max-connections must be at least 1") }
         guard maxRooms >= 1 else { throw fail("--max-rooms must be at least 1") }
+        guard clusterCheckpointInterval >= 1 else { throw fail("--cluster-checkpoint-every must be at least 1") }
+        guard clusterIdleSeconds >= 1 else { throw fail("the cluster's idle time must be at least 1 second") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }
         guard maxInputBytes >= wire.maxFrameBytes + Self.inputBudgetMargin else {
             throw fail(

@@ -63,6 +63,15 @@ class Session {
     /// The transport cannot take more bytes now (the socket's send buffer is full): the session
     /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
     final var isOutputBlocked = false
+    /// Cluster mode (#20): a request of this session waits for the cluster's log, and the
+    /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
+    /// (Hub+ClusterInput.swift). Read once per frame; always false on a single node.
+    final var isAwaitingLog = false
+    /// Cluster mode: whole frames received while `isAwaitingLog`, oldest first from
+    /// `deferredHead`, and their bytes.
+    final var deferredInput: [[UInt8]] = []
+    final var deferredHead = 0
+    final var deferredBytes = 0
 
     init(id: UInt64, outputCap: Int, meter: OutputMeter) {
         self.id = id
@@ -90,4 +99,7 @@ class Session {
     func didStartClosing() {}
     /// The hub ended the session: it has left its rooms and been forgotten.
     func didEnd(reason: String) {}
+    /// Cluster mode: the session no longer waits for the log and every deferred frame has been
+    /// handled (the IO layer finishes an end of input it put off).
+    func didDrainDeferredInput() {}
 }

@@ -62,6 +62,12 @@ struct WriteIdWindow {
         while let version = unchanged.firstVersion, version < oldestVersion { versions[unchanged.removeFirst()] = nil }
     }
 
+    /// Calls `body` with each remembered id of a write that made a version, and that version,
+    /// oldest first. O(ids).
+    func forEachApplied(_ body: ([UInt8], UInt64) -> Void) {
+        applied.forEach(body)
+    }
+
     /// A FIFO of (id, version) with amortized O(1) pops.
     private struct IdQueue {
         private var entries: [(id: [UInt8], version: UInt64)] = []
@@ -69,6 +75,10 @@ struct WriteIdWindow {
 
         var count: Int { entries.count - head }
         var firstVersion: UInt64? { head < entries.count ? entries[head].version : nil }
+
+        func forEach(_ body: ([UInt8], UInt64) -> Void) {
+            for entry in entries[head...] { body(entry.id, entry.version) }
+        }
 
         mutating func append(_ id: [UInt8], _ version: UInt64) {
             entries.append((id, version))

@@ -3,7 +3,7 @@ package import SnapSyncModel
 /// A room's current state, as the daemon pushes it to the store for a checkpoint of a room the
 /// store said is due (`RoomStore.maintain()`, `DurableStore.roomsDueAtClose()`). It must include
 /// every write appended for the room so far.
-package struct RoomImage {
+package struct RoomImage: Sendable {
     package var room: String
     package var epoch: UInt64
     package var version: UInt64

@@ -8,6 +8,8 @@
 ///   (PostgreSQL's "fsyncgate", 2018).
 /// - `corrupt`, `inconsistent`, `locked`, `badDirectory`: found while opening; the daemon
 ///   refuses to start.
+/// - `logUnavailable`: cluster mode's replicated log (`RoomLog`) did not take or serve a
+///   record; the request gets REJECT `storage_failure` and the daemon goes on.
 package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// ENOSPC, EDQUOT or EFBIG while reserving space for a record.
     case noSpace(path: String, errno: Int32)

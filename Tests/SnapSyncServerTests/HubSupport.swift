@@ -13,11 +13,14 @@ internal import Glibc
 struct HubHarness {
     let hub: Hub
 
-    init(store: any RoomStore = MemoryStore(), _ configure: (inout ServerConfiguration) -> Void = { _ in }) {
+    /// - Parameter log: cluster mode's log (ClusterSupport.swift); nil: a single node.
+    init(
+        store: any RoomStore = MemoryStore(), log: (any RoomLog)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) {
         var configuration = ServerConfiguration()
         configure(&configuration)
         let logger = Logger(label: "hub-tests", factory: { _ in SwiftLogNoOpLogHandler() })
-        hub = Hub(configuration: configuration, logger: logger, store: store)
+        hub = Hub(configuration: configuration, logger: logger, store: store, log: log)
     }
 
     /// A session that has done its handshake (offering `versions`), its WELCOME already read.

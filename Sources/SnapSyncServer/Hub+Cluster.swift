@@ -1,0 +1,239 @@
+import Logging
+import SnapSyncModel
+import SnapSyncStore
+import SnapSyncWire
+
+// Cluster mode (#20): a room is resident while this node follows it in the cluster's log
+// (`RoomLog`). The first JOIN, write or DROP of a room creates its `RoomReplica` in the loading
+// state and follows it; the log delivers the base (the latest checkpoint, or nothing: an empty
+// room at the epoch every node derives alike), the records after it, then `.current`, and the
+// requests that waited are answered in order. Writes: Hub+ClusterWrites.swift; records:
+// Hub+ClusterRecords.swift.
+
+extension Hub {
+    /// The replica of the room `name`, created and followed if this node does not follow it.
+    /// The caller has validated the name and the right.
+    func replica(named name: String) -> Result<RoomReplica, Rejection> {
+        let key = RoomName(name)
+        if let replica = replicas[key] { return .success(replica) }
+        guard replicas.count < configuration.maxRooms else {
+            return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
+        }
+        let replica = RoomReplica(name: name)
+        replicas[key] = replica
+        follow(replica)
+        return .success(replica)
+    }
+
+    /// Asks the log for the room's events; they are ignored once the hub has forgotten this
+    /// replica (a later one of the same name follows again).
+    func follow(_ replica: RoomReplica) {
+        guard let log else { return }
+        replica.waitingSince = .now
+        log.follow(room: replica.name) { [weak self, weak replica] event in
+            guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
+            self.handle(event, for: replica)
+            self.resumeSessions()
+        }
+    }
+
+    private func handle(_ event: RoomLogEvent, for replica: RoomReplica) {
+        switch event {
+        case .base(let checkpoint): loadBase(checkpoint, into: replica)
+        case .record(let sequence, let entry): apply(entry, at: sequence, to: replica)
+        case .current: becameCurrent(replica)
+        case .failed(let error): followFailed(replica, error: error)
+        }
+    }
+
+    /// JOIN in cluster mode: answered at once from a loaded room (even one whose follow broke:
+    /// reads go on), or when the room has loaded.
+    func clusterJoin(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
+        let replica: RoomReplica
+        switch self.replica(named: roomName) {
+        case .success(let found): replica = found
+        case .failure(let rejection):
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        guard replica.phase != .loading, let room = replica.room else {
+            replica.joins.append(.init(requestID: requestID, resume: resume, session: session))
+            awaitLog(session)
+            return
+        }
+        completeJoin(requestID: requestID, room: room, resume: resume, from: session)
+    }
+
+    // MARK: Loading
+
+    /// `.base`: the room as the checkpoint has it, or empty at the first epoch. Following again
+    /// after a failure keeps the replica unless the checkpoint is past it (the log delivers only
+    /// the records after the checkpoint): then the replica is replaced by the checkpoint's room,
+    /// and each member is sent the DIFFs it missed from the checkpoint's history, or LEFT
+    /// `storage_failure` when the history does not reach back to it (PROTOCOL.md §8.4).
+    private func loadBase(_ checkpoint: RoomLogCheckpoint?, into replica: RoomReplica) {
+        guard let log else { return }
+        var members: [Session] = []
+        var old: Room?
+        if let current = replica.room {
+            guard let checkpoint, checkpoint.sequence > replica.logSequence else { return }
+            members = current.members.sessions
+            for member in members { removeMember(member, from: current) }
+            forget(current)
+            old = current
+        }
+        let room: Room
+        if let checkpoint {
+            let image = checkpoint.image
+            // As at a restart (`restore`): a room over this node's content limits could not be
+            // served (a conforming client refuses its SNAPSHOT).
+            if let violation = image.snapshot.firstLimitViolation(configuration.wire.model) {
+                log.unfollow(room: replica.name)
+                followFailed(replica, error: Self.overLimit(room: replica.name, snapshot: image.snapshot, violation))
+                return
+            }
+            room = Room(
+                name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: configuration.wire,
+                maxHistoryBytes: configuration.historyBytes, history: checkpoint.history)
+            replica.logSequence = checkpoint.sequence
+        } else {
+            room = Room(
+                name: replica.name, epoch: log.epoch(room: replica.name, after: 0), version: 0, snapshot: Snapshot(),
+                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
+            replica.logSequence = 0
+        }
+        install(room, in: replica)
+        guard let old else { return }
+        for member in members {
+            if refuseOutline(room, to: member) == nil,
+                case .catchup(_, _, let frames) = answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
+            {
+                addMember(member, to: room)
+                for frame in frames { send(shared: frame, to: member) }
+            } else {
+                send(
+                    .left(
+                        room: room.name, code: ErrorCode.storageFailure.rawValue,
+                        message: "room \(LogEscaping.line(room.name)): this node missed versions the cluster's log no longer holds; join again"),
+                    to: member)
+            }
+        }
+    }
+
+    /// Makes `room` the replica's incarnation and a resident room of the hub.
+    func install(_ room: Room, in replica: RoomReplica) {
+        room.budget = roomBudget
+        replica.room = room
+        rooms[RoomName(room.name)] = room
+        roomBudget.update(room)
+        totalItems += room.snapshot.numberOfItems
+    }
+
+    /// Takes `room` out of the hub (its members must have left): the counterpart of `install`.
+    func forget(_ room: Room) {
+        idleRooms.remove(room)
+        if rooms[RoomName(room.name)] === room { rooms[RoomName(room.name)] = nil }
+        totalItems -= room.snapshot.numberOfItems
+        roomBudget.release(room)
+        snapshotEncodings.forget(room)
+    }
+
+    /// `.current`: the JOINs that waited are answered, in order, then the writes go.
+    private func becameCurrent(_ replica: RoomReplica) {
+        replica.phase = .current
+        let joins = replica.joins
+        replica.joins = []
+        if let room = replica.room {
+            for join in joins {
+                defer { logAnswered(join.session) }
+                guard !join.session.isEnded && join.session.state != .closing else { continue }
+                // Checked again: other JOINs of this connection may have completed meanwhile.
+                let limit = configuration.wire.maxRoomsPerConnection
+                if join.session.memberships[room.name] == nil && join.session.memberships.count >= limit {
+                    send(
+                        Rejection(.tooManyRoomsForConnection, "this connection has joined \(limit) rooms, the limit")
+                            .message(requestID: join.requestID), to: join.session)
+                    continue
+                }
+                completeJoin(requestID: join.requestID, room: room, resume: join.resume, from: join.session)
+            }
+        }
+        proposeNext(replica)
+    }
+
+    /// `.failed`: while loading, every request that waited is refused and the room forgotten;
+    /// after, the room goes on serving reads and refuses writes until it is followed again.
+    func followFailed(_ replica: RoomReplica, error: any Error) {
+        let name = LogEscaping.line(replica.name)
+        if replica.phase == .loading {
+            logger.warning("cannot load room \(name) from the cluster's log: \(error)")
+            let rejection = Rejection(.storageFailure, "room \(name) cannot be loaded from the cluster's log: \(error)")
+            for join in replica.joins {
+                send(rejection.message(requestID: join.requestID), to: join.session)
+                logAnswered(join.session)
+            }
+            replica.joins = []
+            refuseWrites(of: replica, rejection)
+            if let room = replica.room {
+                for member in room.members.sessions { removeMember(member, from: room) }
+                forget(room)
+            }
+            replicas[RoomName(replica.name)] = nil
+            return
+        }
+        logger.warning("lost the follow of room \(name) in the cluster's log, following it again in a second: \(error)")
+        replica.phase = .broken
+        refuseWrites(
+            of: replica,
+            Rejection(
+                .storageFailure,
+                "room \(name): this node lost its place in the cluster's log (\(error)); a write in flight may still be applied: a retry with the same write id is safe"
+            ))
+    }
+
+    // MARK: The one-second timer
+
+    /// Follows again the rooms whose follow failed, ends the follows stalled for
+    /// `RoomReplica.stallSeconds`, and stops following the rooms nobody here uses (no member,
+    /// nothing in flight or waiting) idle for `clusterIdleSeconds`.
+    /// - Complexity: O(followed rooms) per call, once a second.
+    package func maintainReplicas(now: ContinuousClock.Instant) {
+        guard let log else { return }
+        let idleFor = Duration.seconds(configuration.clusterIdleSeconds)
+        let stall = Duration.seconds(RoomReplica.stallSeconds)
+        var unused: [RoomReplica] = []
+        var stalled: [RoomReplica] = []
+        for replica in replicas.values {
+            let waits = replica.phase == .loading || replica.phase == .refollowing || replica.inFlight?.superseded == true
+            if waits && now - replica.waitingSince >= stall {
+                stalled.append(replica)
+                continue
+            }
+            switch replica.phase {
+            case .broken:
+                if replica.isUnused {
+                    unused.append(replica)
+                } else {
+                    replica.phase = .refollowing
+                    follow(replica)
+                }
+            case .current:
+                if replica.isUnused, let room = replica.room, now - room.idleSince >= idleFor { unused.append(replica) }
+            case .loading, .refollowing:
+                break
+            }
+        }
+        for replica in stalled {
+            log.unfollow(room: replica.name)
+            followFailed(
+                replica, error: StoreError.logUnavailable("room \(replica.name): the log delivered nothing for \(RoomReplica.stallSeconds) s"))
+        }
+        for replica in unused {
+            log.unfollow(room: replica.name)
+            replicas[RoomName(replica.name)] = nil
+            if let room = replica.room { forget(room) }
+            logger.debug("room unfollowed", metadata: ["room": "\(LogEscaping.line(replica.name))"])
+        }
+        resumeSessions()
+    }
+}

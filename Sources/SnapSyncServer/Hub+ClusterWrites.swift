@@ -1,0 +1,219 @@
+import SnapSyncAuth
+import SnapSyncModel
+import SnapSyncStore
+import SnapSyncWire
+
+// Cluster mode's write path (#20): a write is validated against the replica without changing it
+// (`Room.propose`), its record proposed to the room's log expecting the room's last sequence,
+// and the room changes only when the log delivers the record (Hub+ClusterRecords.swift), on
+// every node alike. The writer's ACK needs both the log's `.stored(sequence)` and the record at
+// that sequence applied here, in either order. One proposal per room is in flight; the other
+// writes wait in a bounded FIFO, which keeps each client's order.
+
+extension Hub {
+    /// MUTATE, REPLACE or REPLACE_SECTION in cluster mode: the name and the right, then the
+    /// room's queue.
+    func clusterWrite(requestID: UInt64, roomName: String, writeId: [UInt8], _ request: Room.WriteRequest, from session: Session) {
+        let received = writeAckTimer?.start() ?? 0
+        if let rejection = Room.validate(name: roomName) {
+            countRejectedWrite(rejection.code)
+            send(rejection.message(requestID: requestID), to: session)
+            return
+        }
+        guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
+        submit(
+            RoomReplica.PendingWrite(requestID: requestID, session: session, writeId: writeId, kind: .write(request), received: received),
+            to: roomName)
+    }
+
+    /// DROP in cluster mode (the name and the `admin` right checked): a tombstone record, through
+    /// the room's queue like a write, answered with the dropped incarnation's last position.
+    func clusterDrop(requestID: UInt64, roomName: String, from session: Session) {
+        submit(RoomReplica.PendingWrite(requestID: requestID, session: session, writeId: [], kind: .drop), to: roomName)
+    }
+
+    private func submit(_ write: RoomReplica.PendingWrite, to roomName: String) {
+        let replica: RoomReplica
+        switch self.replica(named: roomName) {
+        case .success(let found): replica = found
+        case .failure(let rejection):
+            refuse(write, rejection)
+            return
+        }
+        if replica.phase == .broken {
+            refuse(
+                write,
+                Rejection(.storageFailure, "room \(LogEscaping.line(roomName)): this node is following the cluster's log again; retry"))
+            return
+        }
+        guard replica.enqueue(write) else {
+            refuse(
+                write,
+                Rejection(
+                    .storageFailure,
+                    "room \(LogEscaping.line(roomName)): \(RoomReplica.maxWaiting) writes already wait for the cluster's log; nothing was applied"
+                ))
+            return
+        }
+        awaitLog(write.session)
+        proposeNext(replica)
+    }
+
+    /// Proposes the first waiting write that needs the log, answering the ones before it that
+    /// do not (refused, duplicates, writes that change nothing). Nothing while the room loads,
+    /// while a proposal is in flight, or while its follow is broken.
+    func proposeNext(_ replica: RoomReplica) {
+        guard let log, replica.phase == .current, replica.inFlight == nil else { return }
+        while let room = replica.room, let write = replica.dequeue() {
+            // A write whose client has gone is dropped unanswered and unapplied.
+            guard !write.session.isEnded else { continue }
+            let entry: RoomLogEntry
+            var prepared: (ops: [SnapshotOperation], result: Snapshot)?
+            switch write.kind {
+            case .drop:
+                // A room never written in this incarnation is no room (PROTOCOL.md §11.19): no
+                // node can know who joined it, and a retried DROP must change nothing.
+                guard room.version > 0 else {
+                    send(.ack(requestID: write.requestID, epoch: 0, version: 0), to: write.session)
+                    logAnswered(write.session)
+                    continue
+                }
+                entry = .tombstone(epoch: room.epoch, version: room.version)
+            case .write(let request):
+                switch room.propose(request, writeId: write.writeId, scratch: &diffBuffer) {
+                case .settled(let outcome):
+                    settle(write, outcome, in: room)
+                    continue
+                case .write(let version, let frame, let ops, let result):
+                    entry = .write(WriteRecord(room: room.name, epoch: room.epoch, version: version, writeId: write.writeId, diffFrame: frame))
+                    prepared = (ops, result)
+                }
+            }
+            let token = nextProposalToken
+            nextProposalToken += 1
+            replica.inFlight = RoomReplica.InFlight(
+                write: write, token: token, expected: replica.logSequence, prepared: prepared, entry: entry)
+            log.propose(room: replica.name, expectedSequence: replica.logSequence, messageId: write.writeId, entry: entry) {
+                [weak self, weak replica] outcome in
+                guard let self, let replica else { return }
+                self.proposalAnswered(replica, token: token, outcome)
+                self.resumeSessions()
+            }
+            return
+        }
+    }
+
+    private func proposalAnswered(_ replica: RoomReplica, token: UInt64, _ outcome: ProposalOutcome) {
+        guard var flight = replica.inFlight, flight.token == token else { return }
+        switch outcome {
+        case .stored(let sequence):
+            flight.storedAt = sequence
+            replica.inFlight = flight
+            if sequence <= replica.logSequence { finishProposal(of: replica) }
+        case .superseded:
+            flight.superseded = true
+            replica.inFlight = flight
+            replica.waitingSince = .now
+            // Validated again once the record that won has been applied here.
+            if replica.logSequence > flight.expected { retryProposal(of: replica) }
+        case .failed(let error):
+            replica.inFlight = nil
+            refuse(
+                flight.write,
+                Rejection(
+                    .storageFailure,
+                    "room \(LogEscaping.line(replica.name)): the cluster's log did not confirm the write (\(error)); it may still be applied: a retry with the same write id is safe"
+                ))
+            proposeNext(replica)
+        }
+    }
+
+    /// A record at `sequence` was applied: the ACK if it is the proposal's, or the proposal
+    /// validated again if the log superseded it.
+    func recordApplied(to replica: RoomReplica, at sequence: UInt64, epoch: UInt64, version: UInt64) {
+        guard var flight = replica.inFlight else { return }
+        flight.applied[sequence] = (epoch, version)
+        replica.inFlight = flight
+        if let stored = flight.storedAt, stored <= sequence {
+            finishProposal(of: replica)
+        } else if flight.superseded {
+            retryProposal(of: replica)
+        }
+    }
+
+    /// Stored and applied: the writer's ACK (at the version the record made, or, for a repeat of
+    /// a write id the log had stored, the original's), then the next write.
+    private func finishProposal(of replica: RoomReplica) {
+        guard let flight = replica.inFlight, let stored = flight.storedAt else { return }
+        replica.inFlight = nil
+        let write = flight.write
+        if let (epoch, version) = flight.applied[stored] {
+            send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
+            logAnswered(write.session)
+            if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
+            if case .write = flight.entry, version % UInt64(configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
+        } else if let room = replica.room, let original = room.writeIds.entry(of: write.writeId) {
+            // The log had this write id stored before the proposal (a retry the replica had
+            // applied before this node validated it: only when its id had left the window).
+            send(.ack(requestID: write.requestID, epoch: room.epoch, version: original.version), to: write.session)
+            logAnswered(write.session)
+        } else {
+            refuse(
+                write,
+                Rejection(
+                    .storageFailure,
+                    "room \(LogEscaping.line(replica.name)): the cluster's log holds this write id at sequence \(stored), older than this node's history of the room"
+                ))
+        }
+        proposeNext(replica)
+    }
+
+    /// The log superseded the proposal and the room has moved past what it expected: the write
+    /// goes first again and is validated from scratch (a compare-and-set now fails, a write id
+    /// now in the window gets its original's ACK), at most `RoomReplica.maxAttempts` times.
+    private func retryProposal(of replica: RoomReplica) {
+        guard var write = replica.inFlight?.write else { return }
+        replica.inFlight = nil
+        write.attempts += 1
+        if write.attempts >= RoomReplica.maxAttempts {
+            refuse(
+                write,
+                Rejection(
+                    .storageFailure,
+                    "room \(LogEscaping.line(replica.name)): concurrent writes won \(write.attempts) times; nothing was applied"))
+        } else {
+            replica.requeueFirst(write)
+        }
+        proposeNext(replica)
+    }
+
+    /// Refuses every write of `replica`, the one in flight included (its completion is then
+    /// ignored).
+    func refuseWrites(of replica: RoomReplica, _ rejection: Rejection) {
+        if let flight = replica.inFlight {
+            replica.inFlight = nil
+            refuse(flight.write, rejection)
+        }
+        while let write = replica.dequeue() { refuse(write, rejection) }
+    }
+
+    private func refuse(_ write: RoomReplica.PendingWrite, _ rejection: Rejection) {
+        if case .write = write.kind { countRejectedWrite(rejection.code) }
+        send(rejection.message(requestID: write.requestID), to: write.session)
+        logAnswered(write.session)
+    }
+
+    /// A write answered without the log (`Room.propose`'s `.settled`).
+    private func settle(_ write: RoomReplica.PendingWrite, _ outcome: Room.WriteOutcome, in room: Room) {
+        switch outcome {
+        case .unchanged(let version), .duplicate(let version):
+            send(.ack(requestID: write.requestID, epoch: room.epoch, version: version), to: write.session)
+            logAnswered(write.session)
+            if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
+        case .rejected(let rejection):
+            refuse(write, rejection)
+        case .applied:
+            preconditionFailure("Room.propose applies nothing")
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import SnapSyncModel
+import SnapSyncWire
+
+// Cluster mode (#20): a write is validated against the room's replica without changing it, and
+// proposed to the room's log; the replica changes only when the log delivers the record
+// (Room+Replica.swift). The checks are `mutate`'s, `replace`'s and `replaceSection`'s, in the
+// same order, but the batch is applied to a copy of the snapshot: the copy is O(n) for a room of
+// n items and sections (its arrays and indexes are copied on the first change), where the
+// single-node path applies in place in O(ops). The copy is kept: when the log delivers this very
+// record next, it becomes the room's snapshot in O(1) (`applyLogged(_:prepared:)`).
+
+extension Room {
+    /// What a cluster write asks for: a MUTATE, REPLACE or REPLACE_SECTION's content.
+    enum WriteRequest {
+        case mutate(ops: [SnapshotOperation], expectedVersion: UInt64?)
+        case replace(target: Snapshot, expectedVersion: UInt64?)
+        case replaceSection(section: Identifier, items: SectionSnapshot, expectedVersion: UInt64?)
+    }
+
+    /// A write validated against the replica.
+    enum Proposal {
+        /// To be proposed: the DIFF frame to `version` (this room's version + 1), its ops, and
+        /// the snapshot it leads to.
+        case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: Snapshot)
+        /// Answered without the log: `.unchanged`, `.duplicate` or `.rejected`.
+        case settled(WriteOutcome)
+    }
+
+    /// Validates `request` as `mutate`, `replace` or `replaceSection` would, without changing the
+    /// room (but for the write id of a write that changes nothing, remembered at once as those
+    /// methods do: it makes no record).
+    /// - Parameter scratch: a reusable buffer the DIFF is encoded into (emptied first).
+    /// - Complexity: O(n) for the snapshot's copy, plus what the single-node method costs.
+    func propose(_ request: WriteRequest, writeId: [UInt8], scratch: inout [UInt8]) -> Proposal {
+        switch request {
+        case .mutate(let ops, let expectedVersion):
+            return proposeMutate(ops, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+        case .replace(let target, let expectedVersion):
+            return proposeReplace(target, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+        case .replaceSection(let section, let items, let expectedVersion):
+            return proposeReplaceSection(section, items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+        }
+    }
+
+    private func proposeMutate(
+        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+    ) -> Proposal {
+        let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
+        let full = budget?.admit(growth: 0, to: self)
+        if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
+        if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size) { return .settled(.rejected(rejection)) }
+        var result = snapshot
+        do {
+            try result.apply(ops, limits: limits.model)
+        } catch {
+            return .settled(.rejected(Rejection(error)))
+        }
+        if let refusal = budget?.admit(growth: result.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
+            return .settled(.rejected(full ?? refusal))
+        }
+        return .write(version: next, frame: scratch, ops: ops, result: result)
+    }
+
+    private func proposeReplace(
+        _ target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+    ) -> Proposal {
+        let fingerprint =
+            writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
+        if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
+            return .settled(.rejected(full))
+        }
+        if target.canonicalByteCount > limits.model.maxSnapshotBytes {
+            return .settled(
+                .rejected(
+                    Rejection(
+                        .snapshotTooLarge,
+                        "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)")))
+        }
+        let ops = snapshot.difference(to: target, limits: limits.model)
+        if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size)
+            ?? budget?.admit(growth: target.canonicalByteCount - snapshot.canonicalByteCount + size, to: self)
+        {
+            return .settled(.rejected(rejection))
+        }
+        // The target is the result (`apply(diff(a, b), a) == b`): no copy here.
+        return .write(version: next, frame: scratch, ops: ops, result: target)
+    }
+
+    private func proposeReplaceSection(
+        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+    ) -> Proposal {
+        let fingerprint =
+            writeId.isEmpty
+            ? 0
+            : Self.fingerprint(kind: 2, expectedVersion: expectedVersion) { hasher in
+                hasher.combine(section)
+                hasher.combine(items.elements)
+                hasher.combine(items.levels)
+            }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
+        let ops: [SnapshotOperation]
+        do {
+            ops = try snapshot.operations(replacingSection: section, with: items, limits: limits.model)
+        } catch {
+            return .settled(.rejected(Rejection(error, withOpIndex: false)))
+        }
+        if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size) { return .settled(.rejected(rejection)) }
+        var result = snapshot
+        do {
+            try result.apply(ops, limits: limits.model)
+        } catch {
+            return .settled(.rejected(Rejection(error, withOpIndex: false)))
+        }
+        if let refusal = budget?.admit(growth: result.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
+            return .settled(.rejected(refusal))
+        }
+        return .write(version: next, frame: scratch, ops: ops, result: result)
+    }
+}

@@ -1,0 +1,75 @@
+import SnapSyncModel
+import SnapSyncStore
+import SnapSyncWire
+
+// Cluster mode (#20): the replica changes only here, by the records the room's log delivers,
+// whichever node proposed them, so every node's room goes through the same versions.
+
+/// A record the replica cannot apply: the log and the replica disagree (a record of another
+/// epoch or out of order, a DIFF that does not decode or apply). The room stops taking writes.
+struct ReplicaError: Error, CustomStringConvertible {
+    var room: String
+    var sequence: UInt64
+    var reason: String
+    var description: String { "room \(room): the log's record at sequence \(sequence) cannot be applied: \(reason)" }
+}
+
+extension Room {
+    /// Applies the write `record` (the room's next version in its epoch), as a write applied
+    /// here would be: the snapshot, the history (the record's frame as is), the write id (with
+    /// no fingerprint: the record carries none, so any write reusing the id is taken as its
+    /// retry, as for ids restored from a store).
+    /// - Parameters:
+    ///   - prepared: the snapshot this record leads to and its ops, when this node validated it
+    ///     against the room as it is now (`propose`): then nothing is decoded or applied.
+    /// - Returns: the DIFF frame, shared, for the members.
+    /// - Complexity: O(1) with `prepared`; else O(frame) to decode plus `Snapshot.apply`'s cost.
+    func applyLogged(
+        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: Snapshot)?
+    ) throws(ReplicaError) -> OutputChunk {
+        guard record.epoch == epoch, record.version == version + 1 else {
+            throw ReplicaError(
+                room: name, sequence: sequence,
+                reason: "it is version \(record.version) of epoch \(record.epoch), the replica is at version \(version) of epoch \(epoch)")
+        }
+        let ops: [SnapshotOperation]
+        if let prepared {
+            ops = prepared.ops
+            snapshot = prepared.result
+        } else {
+            let message: Message
+            do {
+                message = try FrameDecoder.decode(frame: record.diffFrame, limits: limits, accepting: .server)
+            } catch {
+                throw ReplicaError(room: name, sequence: sequence, reason: "its DIFF frame does not decode: \(error)")
+            }
+            guard case .diff(let room, let epoch, let version, let decoded) = message, room == name, epoch == record.epoch,
+                version == record.version
+            else {
+                throw ReplicaError(room: name, sequence: sequence, reason: "its frame is not this version's DIFF of the room")
+            }
+            do {
+                try snapshot.apply(decoded, limits: limits.model)
+            } catch {
+                throw ReplicaError(room: name, sequence: sequence, reason: "its DIFF does not apply: \(error)")
+            }
+            ops = decoded
+        }
+        guard case .applied(_, let chunk) = commit(version: record.version, writeId: record.writeId, fingerprint: nil, frame: record.diffFrame, ops: ops)
+        else { preconditionFailure("commit applies") }
+        return chunk
+    }
+
+    /// The writes of the versions in history, oldest first, for a checkpoint: each frame with
+    /// the write id that made it (empty when none, or forgotten).
+    /// - Complexity: O(history).
+    func historyRecords() -> [WriteRecord] {
+        let frames = history.frames(after: historyBaseVersion) ?? []
+        var ids: [UInt64: [UInt8]] = [:]
+        writeIds.forEachApplied { id, version in ids[version] = id }
+        return frames.enumerated().map { index, frame in
+            let version = historyBaseVersion + 1 + UInt64(index)
+            return WriteRecord(room: name, epoch: epoch, version: version, writeId: ids[version] ?? [], diffFrame: frame.array)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import SnapSyncModel
+import SnapSyncStore
+import SnapSyncWire
+
+/// Cluster mode (#20): one room this node follows in the cluster's log (`RoomLog`), kept across
+/// the room's incarnations (a DROP's tombstone replaces `room` with the next one and the follow
+/// goes on). Where the room stands in the log (`logSequence`), what waits for it to load, and its
+/// writes: one proposal in flight, the others in a bounded FIFO.
+final class RoomReplica {
+    enum Phase {
+        /// Followed, the log has not yet delivered everything it held: requests wait.
+        case loading
+        /// Caught up: reads are answered from `room`, writes proposed.
+        case current
+        /// The follow failed after the room was current: reads are still answered from `room`,
+        /// writes are refused until the one-second timer has followed it again.
+        case broken
+        /// Following again after `broken`; records at or before `logSequence` are skipped.
+        case refollowing
+    }
+
+    /// A JOIN that waits for the room to load.
+    struct PendingJoin {
+        var requestID: UInt64
+        var resume: RoomPosition?
+        var session: Session
+    }
+
+    /// A write that waits for its turn (or is being proposed): MUTATE, REPLACE,
+    /// REPLACE_SECTION, or DROP.
+    struct PendingWrite {
+        enum Kind {
+            case write(Room.WriteRequest)
+            case drop
+        }
+        var requestID: UInt64
+        var session: Session
+        var writeId: [UInt8]
+        var kind: Kind
+        /// Proposals superseded so far (at most `RoomReplica.maxAttempts`).
+        var attempts = 0
+        /// `WriteAckTimer.start()`'s stamp, 0 when not timed.
+        var received: UInt64 = 0
+    }
+
+    /// The write proposed and not yet answered.
+    struct InFlight {
+        var write: PendingWrite
+        /// Matches the log's completion to this proposal (a completion for an older one is
+        /// ignored).
+        var token: UInt64
+        /// The room's `logSequence` the proposal expected.
+        var expected: UInt64
+        /// What this node validated, to install without decoding when the record comes back
+        /// right after `expected` (`Room.applyLogged`); nil for a DROP.
+        var prepared: (ops: [SnapshotOperation], result: Snapshot)?
+        /// The record proposed, to recognise it.
+        var entry: RoomLogEntry
+        /// The log's `.stored(sequence)`, once it came.
+        var storedAt: UInt64?
+        /// The log refused it (`.superseded`): propose again once the room has moved past
+        /// `expected`.
+        var superseded = false
+        /// (epoch, version) of each record applied since the proposal, by sequence: the ACK's
+        /// position once `.stored` names one of them.
+        var applied: [UInt64: (epoch: UInt64, version: UInt64)] = [:]
+    }
+
+    let name: String
+    var phase = Phase.loading
+    /// When the current follow began (loading or following again), or the in-flight proposal
+    /// was superseded: what `stallSeconds` is counted from.
+    var waitingSince = ContinuousClock.now
+    /// The room's current incarnation; nil until the log's `.base`.
+    var room: Room?
+    /// The sequence of the last record applied (or the base's).
+    var logSequence: UInt64 = 0
+    var joins: [PendingJoin] = []
+    var inFlight: InFlight?
+    /// Writes waiting, oldest first, from `waitingHead` on (amortised O(1) pops).
+    private var waiting: [PendingWrite] = []
+    private var waitingHead = 0
+
+    /// Proposals of one write the log may supersede before it is refused.
+    static let maxAttempts = 8
+    /// Writes that may wait for one room beyond the one in flight.
+    static let maxWaiting = 1024
+    /// A follow that has not caught up, or a superseded proposal whose winning record has not
+    /// arrived, after this long is taken as a lost follow (the log's own failure detection
+    /// should have said so first; this bounds what a silent stall holds up).
+    static let stallSeconds: Int64 = 10
+
+    init(name: String) {
+        self.name = name
+    }
+
+    var waitingCount: Int { waiting.count - waitingHead }
+
+    /// Queues `write` last; false when `maxWaiting` wait already.
+    func enqueue(_ write: PendingWrite) -> Bool {
+        guard waitingCount < Self.maxWaiting else { return false }
+        waiting.append(write)
+        return true
+    }
+
+    /// Puts `write` back first (a superseded proposal, validated again before the others).
+    func requeueFirst(_ write: PendingWrite) {
+        if waitingHead > 0 {
+            waitingHead -= 1
+            waiting[waitingHead] = write
+        } else {
+            waiting.insert(write, at: 0)
+        }
+    }
+
+    func dequeue() -> PendingWrite? {
+        guard waitingHead < waiting.count else { return nil }
+        let write = waiting[waitingHead]
+        waitingHead += 1
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead >= 64 && waitingHead * 2 >= waiting.count {
+            waiting.removeSubrange(0..<waitingHead)
+            waitingHead = 0
+        }
+        return write
+    }
+
+    /// Whether the room can be forgotten: nobody joined here, nothing waits or is in flight.
+    var isUnused: Bool {
+        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty
+    }
+}

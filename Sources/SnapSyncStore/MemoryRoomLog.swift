@@ -1,0 +1,271 @@
+/// A `RoomLog` held in this process: one ordered list of records per room, numbered by one
+/// sequence shared by all rooms (like a JetStream stream's, so a room's sequences have gaps),
+/// compare-and-set on the room's last sequence, message-id de-duplication, checkpoints in a
+/// dictionary. Each instance is one node's connection to the log; `init(sharing:)` makes
+/// another node's, on the same records (as cluster nodes share the stream).
+///
+/// Nothing is delivered during a call: completions and events are queued, in the order the
+/// log decided them, in one queue for all the nodes, and run by `runNext()` / `runAll()`, so a
+/// test chooses when each node hears what (and, with `acknowledgeBeforeDelivering`, whether a
+/// writer's acknowledgement or its record reaches it first). Not thread-safe: one thread, like
+/// the daemon's loop.
+package final class MemoryRoomLog: RoomLog {
+    /// What the nodes share: the records, the message ids, the checkpoints, the queue.
+    private final class Shared {
+        var subjects: [String: [(sequence: UInt64, entry: RoomLogEntry)]] = [:]
+        /// Stored message ids (non-empty), by room: the sequence they were stored at.
+        var messageIds: [String: [[UInt8]: UInt64]] = [:]
+        var checkpoints: [String: RoomLogCheckpoint] = [:]
+        var savedCheckpoints: [(room: String, sequence: UInt64)] = []
+        /// Every node's followers, by room.
+        var followers: [String: [Follower]] = [:]
+        var lastSequence: UInt64 = 0
+        var queue: [() -> Void] = []
+        var head = 0
+        var acknowledgeBeforeDelivering = true
+        var failProposals: (count: Int, error: StoreError) = (0, .logUnavailable("test"))
+        var storeFailedProposals = false
+        var failFollows: Set<String> = []
+        var beforeProposing: ((String) -> Void)?
+        let epochSalt: UInt64
+
+        init(epochSalt: UInt64) {
+            self.epochSalt = epochSalt
+        }
+    }
+
+    /// One follow of one room by one node: its events, and how far its catch-up delivered.
+    private final class Follower {
+        let events: (RoomLogEvent) -> Void
+        /// Records up to this sequence reached `events` (or were covered by its base).
+        var delivered: UInt64 = 0
+        var started = false
+        var isActive = true
+
+        init(events: @escaping (RoomLogEvent) -> Void) {
+            self.events = events
+        }
+    }
+
+    private let shared: Shared
+    /// This node's follows.
+    private var follows: [String: Follower] = [:]
+
+    /// A log of its own. `epochSalt` stands for the stream's creation time in the epochs'
+    /// derivation.
+    package init(epochSalt: UInt64 = 0x5eed) {
+        shared = Shared(epochSalt: epochSalt)
+    }
+
+    /// Another node's connection to `other`'s log.
+    package init(sharing other: MemoryRoomLog) {
+        shared = other.shared
+    }
+
+    // MARK: Controls (shared by every node)
+
+    /// When true (the default) a stored proposal's `.stored` is queued before its record's
+    /// delivery to the followers; when false, after.
+    package var acknowledgeBeforeDelivering: Bool {
+        get { shared.acknowledgeBeforeDelivering }
+        set { shared.acknowledgeBeforeDelivering = newValue }
+    }
+    /// While `count` is positive, each proposal fails with `error` (and `count` goes down); the
+    /// proposal is not stored unless `storeFailedProposals`.
+    package var failProposals: (count: Int, error: StoreError) {
+        get { shared.failProposals }
+        set { shared.failProposals = newValue }
+    }
+    /// Whether a proposal that fails is stored all the same (a timeout after the quorum had it).
+    package var storeFailedProposals: Bool {
+        get { shared.storeFailedProposals }
+        set { shared.storeFailedProposals = newValue }
+    }
+    /// Rooms whose next follow (by any node) fails: `.failed` in place of `.base`; used once.
+    package var failFollows: Set<String> {
+        get { shared.failFollows }
+        set { shared.failFollows = newValue }
+    }
+
+    /// Called with the room at the start of each proposal of any node, before the log decides
+    /// it: a test may store a competing record there (a proposal made from inside is not
+    /// passed to it again).
+    package var beforeProposing: ((String) -> Void)? {
+        get { shared.beforeProposing }
+        set { shared.beforeProposing = newValue }
+    }
+
+    /// Ends this node's follow of `room` as a lost connection would: it gets `.failed`
+    /// (queued) and no more events.
+    package func interruptFollow(of room: String) {
+        guard let follower = follows[room] else { return }
+        end(follower, of: room)
+        enqueue { follower.events(.failed(.logUnavailable("follow of room \(room): connection lost (test)"))) }
+    }
+
+    // MARK: Pumping
+
+    /// Events and completions queued and not yet run.
+    package var pendingCount: Int { shared.queue.count - shared.head }
+
+    /// Runs the oldest queued event or completion; false when none is queued.
+    @discardableResult
+    package func runNext() -> Bool {
+        guard shared.head < shared.queue.count else { return false }
+        let job = shared.queue[shared.head]
+        shared.head += 1
+        if shared.head == shared.queue.count {
+            shared.queue.removeAll(keepingCapacity: true)
+            shared.head = 0
+        }
+        job()
+        return true
+    }
+
+    /// Runs queued events and completions, and those they queue, until none is left.
+    package func runAll() {
+        while runNext() {}
+    }
+
+    private func enqueue(_ job: @escaping () -> Void) {
+        shared.queue.append(job)
+    }
+
+    // MARK: Reading, for tests
+
+    /// The room's records, oldest first.
+    package func records(of room: String) -> [(sequence: UInt64, entry: RoomLogEntry)] {
+        shared.subjects[room] ?? []
+    }
+
+    package func checkpoint(of room: String) -> RoomLogCheckpoint? {
+        shared.checkpoints[room]
+    }
+
+    /// Checkpoints saved by any node, in order.
+    package var savedCheckpoints: [(room: String, sequence: UInt64)] { shared.savedCheckpoints }
+
+    /// Whether this node follows `room`.
+    package func isFollowing(_ room: String) -> Bool {
+        follows[room]?.isActive ?? false
+    }
+
+    // MARK: RoomLog
+
+    package func follow(room: String, events: @escaping (RoomLogEvent) -> Void) {
+        precondition(follows[room].map { !$0.isActive } ?? true, "room \(room) is followed already")
+        let follower = Follower(events: events)
+        follows[room] = follower
+        shared.followers[room, default: []].append(follower)
+        let fails = shared.failFollows.remove(room) != nil
+        enqueue { [self] in
+            guard follower.isActive else { return }
+            if fails {
+                end(follower, of: room)
+                follower.events(.failed(.logUnavailable("follow of room \(room): no quorum (test)")))
+                return
+            }
+            // The catch-up, from this one job: the base, every record after it, then current;
+            // records stored later are queued one by one (`store`).
+            let base = shared.checkpoints[room]
+            follower.started = true
+            follower.delivered = base?.sequence ?? 0
+            follower.events(.base(base))
+            for (sequence, entry) in shared.subjects[room] ?? [] where sequence > follower.delivered {
+                guard follower.isActive else { return }
+                follower.delivered = sequence
+                follower.events(.record(sequence: sequence, entry))
+            }
+            guard follower.isActive else { return }
+            follower.events(.current)
+        }
+    }
+
+    package func unfollow(room: String) {
+        if let follower = follows[room] { end(follower, of: room) }
+    }
+
+    package func propose(
+        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
+        completion: @escaping (ProposalOutcome) -> Void
+    ) {
+        if let hook = shared.beforeProposing {
+            shared.beforeProposing = nil
+            hook(room)
+            shared.beforeProposing = hook
+        }
+        if shared.failProposals.count > 0 {
+            shared.failProposals.count -= 1
+            let error = shared.failProposals.error
+            if shared.storeFailedProposals { _ = store(room: room, messageId: messageId, entry: entry) }
+            enqueue { completion(.failed(error)) }
+            return
+        }
+        // De-duplication first, as JetStream does: a repeat is answered with the original's
+        // sequence whatever it expected.
+        if !messageId.isEmpty, let original = shared.messageIds[room]?[messageId] {
+            enqueue { completion(.stored(sequence: original)) }
+            return
+        }
+        guard expectedSequence == (shared.subjects[room]?.last?.sequence ?? 0) else {
+            enqueue { completion(.superseded) }
+            return
+        }
+        if shared.acknowledgeBeforeDelivering {
+            let sequence = shared.lastSequence + 1
+            enqueue { completion(.stored(sequence: sequence)) }
+            _ = store(room: room, messageId: messageId, entry: entry)
+        } else {
+            let sequence = store(room: room, messageId: messageId, entry: entry)
+            enqueue { completion(.stored(sequence: sequence)) }
+        }
+    }
+
+    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
+        shared.savedCheckpoints.append((image.room, sequence))
+        if let saved = shared.checkpoints[image.room], saved.sequence >= sequence { return }
+        shared.checkpoints[image.room] = RoomLogCheckpoint(image: image, history: history, sequence: sequence)
+    }
+
+    package func epoch(room: String, after sequence: UInt64) -> UInt64 {
+        // FNV-1a over the salt, the room and the sequence: deterministic, so every node sharing
+        // this log agrees; 0 is mapped to 1.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        for shift in stride(from: 0, to: 64, by: 8) { mix(UInt8(truncatingIfNeeded: shared.epochSalt >> shift)) }
+        for byte in room.utf8 { mix(byte) }
+        mix(0)
+        for shift in stride(from: 0, to: 64, by: 8) { mix(UInt8(truncatingIfNeeded: sequence >> shift)) }
+        return hash == 0 ? 1 : hash
+    }
+
+    // MARK: Storing
+
+    /// Appends `entry` to the room's subject at the next sequence and queues its delivery to
+    /// every follower that has started (one that has not gets it from its catch-up).
+    private func store(room: String, messageId: [UInt8], entry: RoomLogEntry) -> UInt64 {
+        shared.lastSequence += 1
+        let sequence = shared.lastSequence
+        shared.subjects[room, default: []].append((sequence, entry))
+        if !messageId.isEmpty { shared.messageIds[room, default: [:]][messageId] = sequence }
+        for follower in shared.followers[room] ?? [] {
+            enqueue {
+                guard follower.isActive, follower.started, sequence > follower.delivered else { return }
+                follower.delivered = sequence
+                follower.events(.record(sequence: sequence, entry))
+            }
+        }
+        return sequence
+    }
+
+    /// Ends `follower`'s follow: no more events.
+    private func end(_ follower: Follower, of room: String) {
+        follower.isActive = false
+        if follows[room] === follower { follows[room] = nil }
+        shared.followers[room]?.removeAll { $0 === follower }
+        if shared.followers[room]?.isEmpty == true { shared.followers[room] = nil }
+    }
+}
