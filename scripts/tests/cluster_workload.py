@@ -81,12 +81,21 @@ class Writer(threading.Thread):
                     raise
                 self.node += 1
                 continue
+            if answer["type"] == "REJECT":
+                why = "JOIN %s on node %d: REJECT %s: %s" % (self.room, self.node, wire.error_name(answer["code"]),
+                                                             answer["message"].decode())
+                conn.close()
+                # A node that cannot reach the log (an election going on) cannot load a room it
+                # does not hold: another node, or this one later, can.
+                if answer["code"] != STORAGE_FAILURE or time.monotonic() > deadline:
+                    raise AssertionError(why)
+                self.joins.append((self.node, "REJECT storage_failure"))
+                self.node += 1
+                time.sleep(RETRY_PAUSE)
+                continue
             self.conn = conn
             kind = answer["type"] if answer["type"] != "SNAPSHOT" else "SNAPSHOT " + answer["reason"]
             self.joins.append((self.node, kind))
-            if answer["type"] == "REJECT":
-                raise AssertionError("JOIN %s on node %d: REJECT %s: %s" % (
-                    self.room, self.node, wire.error_name(answer["code"]), answer["message"].decode()))
             return
 
     def write(self, write_id, cas=False):
