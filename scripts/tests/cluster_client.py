@@ -54,6 +54,7 @@ class Connection:
         self.answers = {}
         self.current = {}           # room -> its segment, while a member
         self.left = []              # LEFT messages
+        self.ended = {}             # room -> the segment a LEFT ended (its position stays known)
         self.welcome = None
         self.closed = None          # why the connection ended, once it has
         self.next_id = 1
@@ -119,7 +120,9 @@ class Connection:
                 if segment is not None:
                     segment["diffs"].append((msg["version"], write_id_of(msg["ops"]), frame))
             elif kind == "LEFT":
-                self.current.pop(msg["room"], None)
+                segment = self.current.pop(msg["room"], None)
+                if segment is not None:
+                    self.ended[msg["room"]] = segment
                 self.left.append(msg)
             elif "request_id" in msg:
                 self.answers[msg["request_id"]] = msg
@@ -157,10 +160,15 @@ class Connection:
         return self.request({"type": "MUTATE", "room": room, "expected_version": expected_version,
                              "write_id": write_id, "ops": ops}, timeout)
 
-    def position(self, room):
-        """(epoch, version) of this connection's view of the room (the last DIFF, else the answer)."""
+    def joined(self, room):
         with self.cond:
-            segment = self.current.get(room)
+            return room in self.current
+
+    def position(self, room):
+        """(epoch, version) of this connection's view of the room (the last DIFF, else the answer),
+        also after a LEFT ended the membership."""
+        with self.cond:
+            segment = self.current.get(room) or self.ended.get(room)
             if segment is None:
                 return None, -1
             return segment["epoch"], segment["diffs"][-1][0] if segment["diffs"] else segment["base"]

@@ -98,7 +98,26 @@ class Writer(threading.Thread):
             self.joins.append((self.node, kind))
             return
 
+    def rejoin(self):
+        """JOIN again on the same connection from the position held."""
+        epoch, version = self.conn.position(self.room)
+        try:
+            answer = self.conn.join(self.room, {"epoch": epoch, "version": version}, ANSWER_WITHIN)
+        except ConnectionLost:
+            self.node += 1
+            self.reconnect()
+            return
+        kind = answer["type"] if answer["type"] != "SNAPSHOT" else "SNAPSHOT " + answer["reason"]
+        self.joins.append((self.node, "after LEFT: " + kind))
+        if answer["type"] == "REJECT":
+            self.node += 1
+            self.reconnect()
+
     def write(self, write_id, cas=False):
+        if not self.conn.joined(self.room):
+            # LEFT storage_failure: the node could not bring this member up to date; the room
+            # goes on, and a JOIN from the position held resumes it (PROTOCOL.md §8.4).
+            self.rejoin()
         expected = self.conn.position(self.room)[1] if cas else None
         ops = write_ops(write_id)
         indeterminate = False
