@@ -1,0 +1,200 @@
+"""A SnapSync connection for the cluster tests (#20): requests answered by request id, and what
+the connection saw of each room recorded as segments for the history checker
+(tests/cluster_history.py). Speaks the protocol through snapcat_wire (the independent Python
+codec), one reader thread per connection.
+
+The tests' writes set section ``main``'s payload to their write id (``write_ops``), so the
+write id of a DIFF can be read back from its ops (``write_id_of``): the DIFF frame itself has no
+write id field.
+"""
+
+import socket
+import threading
+import time
+
+from tests.support import wire
+
+SECTION = b"main"
+
+
+class ConnectionLost(Exception):
+    """The connection ended (the node died, or closed it) before the answer came."""
+
+
+class NoAnswer(Exception):
+    """A live connection gave no answer within the wait's bound."""
+
+
+def write_ops(write_id, create=False):
+    """A test write: section `main`'s payload becomes the write id (`create`: the section is added)."""
+    op = "append_sections" if create else "update_sections"
+    return [{"op": op, "elements": [{"id": SECTION, "payload": write_id}]}]
+
+
+def write_id_of(ops):
+    """The write id a test write left in a DIFF's ops, or None for a DIFF no test write made."""
+    for op in ops:
+        if op["op"] in ("append_sections", "update_sections"):
+            for element in op["elements"]:
+                if element["id"] == SECTION:
+                    return element["payload"]
+    return None
+
+
+class Connection:
+    """One client connection to one node. `segments` (shared by the test) gets a segment per JOIN
+    answer: {"client", "epoch", "base", "diffs": [(version, write_id, frame)], ...}."""
+
+    def __init__(self, port, client, segments, host="127.0.0.1", timeout=5.0):
+        self.client = client
+        self.segments = segments
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.settimeout(None)
+        self.cond = threading.Condition()
+        self.answers = {}
+        self.current = {}           # room -> its segment, while a member
+        self.left = []              # LEFT messages
+        self.ended = {}             # room -> the segment a LEFT ended (its position stays known)
+        self.welcome = None
+        self.closed = None          # why the connection ended, once it has
+        self.next_id = 1
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self._send({"type": "HELLO", "magic": wire.MAGIC, "versions": wire.SUPPORTED_VERSIONS,
+                    "client_name": b"cluster-test " + client.encode(), "credentials": b""})
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.welcome or self.closed, timeout):
+                self.close()
+                raise NoAnswer("%s: no WELCOME within %g s" % (client, timeout))
+            if self.closed:
+                raise ConnectionLost("%s: handshake: %s" % (client, self.closed))
+
+    def _send(self, msg):
+        try:
+            self.sock.sendall(wire.encode_frame(msg))
+        except OSError as e:
+            self._end("send: %s" % e)
+            raise ConnectionLost("%s: %s" % (self.client, e))
+
+    def _end(self, why):
+        with self.cond:
+            if not self.closed:
+                self.closed = why
+            self.cond.notify_all()
+
+    def _read(self):
+        splitter = wire.FrameSplitter()
+        try:
+            while True:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    self._end("closed by the node")
+                    return
+                splitter.feed(data)
+                for frame in splitter.frames():
+                    self._handle(frame, wire.decode_frame(frame, wire.SERVER_TO_CLIENT))
+        except (OSError, wire.WireError) as e:
+            self._end(str(e))
+
+    def _handle(self, frame, msg):
+        kind = msg["type"]
+        if kind == "PING":
+            self._send({"type": "PONG", "nonce": msg["nonce"]})
+            return
+        with self.cond:
+            if kind == "WELCOME":
+                self.welcome = msg
+            elif kind == "ERROR":
+                self.closed = "ERROR %s: %s" % (wire.error_name(msg["code"]), msg["message"].decode())
+            elif kind in ("SNAPSHOT", "CATCHUP"):
+                base = msg["version"] if kind == "SNAPSHOT" else msg["from_version"]
+                segment = {"client": self.client, "epoch": msg["epoch"], "base": base, "diffs": [],
+                           "answer": kind}
+                if kind == "SNAPSHOT":
+                    segment.update(reason=msg["reason"], digest=msg["digest"], snapshot=msg["snapshot"])
+                self.segments.append(segment)
+                self.current[msg["room"]] = segment
+                self.answers[msg["request_id"]] = msg
+            elif kind == "DIFF":
+                segment = self.current.get(msg["room"])
+                if segment is not None:
+                    segment["diffs"].append((msg["version"], write_id_of(msg["ops"]), frame))
+            elif kind == "LEFT":
+                segment = self.current.pop(msg["room"], None)
+                if segment is not None:
+                    self.ended[msg["room"]] = segment
+                self.left.append(msg)
+            elif "request_id" in msg:
+                self.answers[msg["request_id"]] = msg
+            self.cond.notify_all()
+
+    def request(self, msg, timeout=30.0):
+        """Sends msg with a fresh request id and returns its answer (ACK, REJECT, SNAPSHOT, CATCHUP)."""
+        with self.cond:
+            rid = self.next_id
+            self.next_id += 1
+        self._send(dict(msg, request_id=rid))
+        with self.cond:
+            if not self.cond.wait_for(lambda: rid in self.answers or self.closed, timeout):
+                raise NoAnswer("%s: no answer to %s %s within %g s" % (self.client, msg["type"],
+                                                                       msg.get("room"), timeout))
+            if rid not in self.answers:
+                raise ConnectionLost("%s: %s" % (self.client, self.closed))
+            return self.answers.pop(rid)
+
+    def join(self, room, resume=None, timeout=30.0):
+        """JOIN, and for a CATCHUP also its DIFFs: returns the answer once they are all here."""
+        answer = self.request({"type": "JOIN", "room": room, "resume": resume}, timeout)
+        if answer["type"] == "CATCHUP":
+            with self.cond:
+                done = self.cond.wait_for(lambda: self.position(room)[1] >= answer["to_version"]
+                                          or self.closed, timeout)
+                if self.position(room)[1] < answer["to_version"]:
+                    if not done:
+                        raise NoAnswer("%s: CATCHUP of %s to v=%d stopped at v=%d" % (
+                            self.client, room, answer["to_version"], self.position(room)[1]))
+                    raise ConnectionLost("%s: %s" % (self.client, self.closed))
+        return answer
+
+    def mutate(self, room, ops, write_id, expected_version=None, timeout=30.0):
+        return self.request({"type": "MUTATE", "room": room, "expected_version": expected_version,
+                             "write_id": write_id, "ops": ops}, timeout)
+
+    def joined(self, room):
+        with self.cond:
+            return room in self.current
+
+    def position(self, room):
+        """(epoch, version) of this connection's view of the room (the last DIFF, else the answer),
+        also after a LEFT ended the membership."""
+        with self.cond:
+            segment = self.current.get(room) or self.ended.get(room)
+            if segment is None:
+                return None, -1
+            return segment["epoch"], segment["diffs"][-1][0] if segment["diffs"] else segment["base"]
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        self.reader.join(timeout=5)
+
+
+def connect_any(ports, first, client, segments, within=30.0):
+    """A connection to the first node of `ports` (from index `first`, round the list) that
+    accepts one; retries for up to `within` seconds (a bound on a hang, no figure)."""
+    deadline = time.monotonic() + within
+    errors = []
+    while True:
+        for k in range(len(ports)):
+            index = (first + k) % len(ports)
+            try:
+                return index, Connection(ports[index], client, segments)
+            except (OSError, ConnectionLost, NoAnswer) as e:
+                errors.append("%d: %s" % (ports[index], e))
+        if time.monotonic() > deadline:
+            raise ConnectionLost("%s: no node accepted a connection within %g s: %s"
+                                 % (client, within, errors[-len(ports):]))
+        time.sleep(0.2)
