@@ -62,6 +62,48 @@ enum BenchFrames {
         return Array(full[(empty.count - 1)..<(full.count - payloadBytes)])
     }
 
+    /// `cluster`'s write: `overwriteTemplate` with a request id and a write id of fixed width,
+    /// so that every copy is patched in place. The request id is a 9-byte varint (a value in
+    /// [2^56, 2^63): LEB128's minimal encoding of every such value is 9 bytes), the write id 16
+    /// bytes. Returns the frame and the offsets of the request id and the write id in it.
+    static func identifiedOverwriteTemplate(room: String, payloadBytes: Int) -> (frame: [UInt8], requestIDOffset: Int, writeIDOffset: Int) {
+        let payload = [UInt8](repeating: UInt8(ascii: "x"), count: payloadBytes)
+        let marker = [UInt8](repeating: 0xA5, count: writeIDBytes)
+        let frame = encoder.encode(
+            .mutate(requestID: identifiedRequestBase, room: room, expectedVersion: nil, writeId: marker, ops: overwrite(payload)))
+        precondition(frame.suffix(payloadBytes).elementsEqual(payload), "the MUTATE's payload is not its last field")
+        // length prefix (4), type (1), then the request id.
+        precondition(frame[5..<14].elementsEqual(varint(identifiedRequestBase)), "the MUTATE's request id is not its first field")
+        let header = frame.prefix(frame.count - payloadBytes)
+        guard let writeIDOffset = (0...(header.count - writeIDBytes)).first(where: { header[$0..<($0 + writeIDBytes)].elementsEqual(marker) })
+        else { preconditionFailure("the MUTATE's write id is not in its frame") }
+        return (frame, 5, writeIDOffset)
+    }
+
+    static let writeIDBytes = 16
+    /// The smallest request id of `identifiedOverwriteTemplate`: sequence numbers are added to it.
+    static let identifiedRequestBase: UInt64 = 1 << 56
+
+    /// Writes `identifiedRequestBase + sequence` as the 9-byte varint at `p` (sequence < 2^56).
+    @inline(__always)
+    static func patchRequestID(_ p: UnsafeMutablePointer<UInt8>, sequence: UInt64) {
+        let value = identifiedRequestBase | sequence
+        for i in 0..<8 { p[i] = UInt8(truncatingIfNeeded: value >> UInt64(7 * i)) & 0x7F | 0x80 }
+        p[8] = UInt8(truncatingIfNeeded: value >> 56)
+    }
+
+    /// LEB128, as Wire writes it (for the template checks).
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+        return bytes
+    }
+
     /// "ERROR code: message" / "REJECT code: message" for a failure, else nil.
     static func describeFailure(_ message: Message) -> String? {
         switch message {

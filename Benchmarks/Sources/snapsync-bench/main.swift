@@ -22,7 +22,7 @@ struct SnapSyncBench: ParsableCommand {
         #if canImport(Glibc)
             list += [
                 FanoutCommand.self, FanoutMemoryCommand.self, DurabilityBenchmark.self, RecoveryBenchmark.self, ChurnBenchmark.self,
-                ClientBenchmark.self,
+                ClientBenchmark.self, ClusterCommand.self,
             ]
         #endif
         return list
