@@ -158,7 +158,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel",
+                "SnapSyncServer", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -136,7 +136,7 @@ package final class JetStreamRoomLog: RoomLog {
             id = "\(connection.inboxPrefix).\(nextAnonymousId)"
             nextAnonymousId += 1
         } else {
-            id = RoomSubjects.messageId(room: room, writeId: messageId)
+            id = RoomSubjects.messageId(room: room, writeId: messageId, expected: expectedSequence)
         }
         do {
             try connection.publish(

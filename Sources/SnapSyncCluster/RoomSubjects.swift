@@ -16,11 +16,16 @@ enum RoomSubjects {
     /// `$KV.snapsync-checkpoints.<key>`: the subject a checkpoint is put to.
     static func checkpointSubject(room: String) -> String { "$KV.\(checkpointsBucket).\(key(room: room))" }
 
-    /// A write's `Nats-Msg-Id`: `<hex room>.<hex write id>`. JetStream de-duplicates message ids
-    /// across the whole stream, but write ids are the room's (PROTOCOL.md: a write id is
-    /// remembered per room), so the room is part of the id: the same write id in two rooms is
-    /// two writes.
-    static func messageId(room: String, writeId: [UInt8]) -> String { key(room: room) + "." + hex(writeId) }
+    /// A write's `Nats-Msg-Id`: `<hex room>.<hex write id>.<expected sequence>`. JetStream
+    /// de-duplicates message ids across the whole stream, but write ids are the room's
+    /// (PROTOCOL.md: a write id is remembered per room), so the room is part of the id. The
+    /// expectation is too: a repeat of one proposal (a retry after a timeout, or through another
+    /// node at the same position) is de-duplicated, but a proposal made again after the room
+    /// moved must not be answered with an earlier record that replicas voided
+    /// (Protocol/CLUSTER.md, "Void records").
+    static func messageId(room: String, writeId: [UInt8], expected: UInt64) -> String {
+        key(room: room) + "." + hex(writeId) + "." + String(expected)
+    }
 
     /// - Complexity: O(n).
     static func hex(_ bytes: [UInt8]) -> String {

@@ -14,6 +14,10 @@ extension Hub {
         guard let log, let room = replica.room, sequence > replica.logSequence else { return }
         switch entry {
         case .write(let record):
+            guard record.epoch == room.epoch, record.version == room.version + 1 else {
+                void(at: sequence, in: replica, "version \(record.version) of epoch \(record.epoch)", room: room)
+                return
+            }
             var prepared: (ops: [SnapshotOperation], result: Snapshot)?
             if let flight = replica.inFlight, flight.expected == replica.logSequence, flight.entry == entry {
                 prepared = flight.prepared
@@ -36,12 +40,8 @@ extension Hub {
             fanOut(diff, in: room)
             recordApplied(to: replica, at: sequence, epoch: record.epoch, version: record.version)
         case .tombstone(let epoch, let version):
-            guard epoch == room.epoch else {
-                let error = ReplicaError(
-                    room: room.name, sequence: sequence, reason: "it ends epoch \(epoch), the replica is in epoch \(room.epoch)")
-                logger.error("\(error); the room takes no more writes here until it is followed again")
-                log.unfollow(room: replica.name)
-                followFailed(replica, error: error)
+            guard epoch == room.epoch, version == room.version else {
+                void(at: sequence, in: replica, "a tombstone of version \(version) of epoch \(epoch)", room: room)
                 return
             }
             endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
@@ -53,6 +53,26 @@ extension Hub {
             replica.logSequence = sequence
             recordApplied(to: replica, at: sequence, epoch: epoch, version: version)
         }
+    }
+
+    /// A record that does not follow the room (a write not at version + 1 of the room's epoch, a
+    /// tombstone not at its version) is void: every replica skips it, the same way, so they stay
+    /// equal (Protocol/CLUSTER.md, "Void records"). The log should never hold one, since every
+    /// proposal expects the subject's last sequence; but nats-server 2.9 does not serialise that
+    /// expectation for concurrent publishes to a clustered stream (nats-server issue #4320, fixed
+    /// in 2.10), so two proposals made against one state can both be stored. The first applies;
+    /// the second was validated against a state that is gone, so applying it could break the
+    /// room's rules: it is voided, and its proposer proposes it again (`recordVoided`).
+    /// - Complexity: O(1).
+    private func void(at sequence: UInt64, in replica: RoomReplica, _ what: String, room: Room) {
+        logger.debug(
+            "void record skipped",
+            metadata: [
+                "room": "\(LogEscaping.line(room.name))", "sequence": "\(sequence)", "record": "\(what)",
+                "replica": "version \(room.version) of epoch \(room.epoch)",
+            ])
+        replica.logSequence = sequence
+        recordVoided(in: replica, at: sequence)
     }
 
     /// Saves the room as it is here as the log's checkpoint, covering every record applied.

@@ -141,10 +141,28 @@ extension Hub {
         }
     }
 
+    /// A record at `sequence` was voided (`Hub.void`): if it is the proposal's, the log took it
+    /// but no replica applies it, so the write is validated and proposed again; any other moves
+    /// the room's last sequence, which a superseded proposal waits for.
+    func recordVoided(in replica: RoomReplica, at sequence: UInt64) {
+        guard var flight = replica.inFlight else { return }
+        flight.voided.insert(sequence)
+        replica.inFlight = flight
+        if flight.storedAt == sequence {
+            retryProposal(of: replica)
+        } else if flight.superseded {
+            retryProposal(of: replica)
+        }
+    }
+
     /// Stored and applied: the writer's ACK (at the version the record made, or, for a repeat of
     /// a write id the log had stored, the original's), then the next write.
     private func finishProposal(of replica: RoomReplica) {
         guard let flight = replica.inFlight, let stored = flight.storedAt else { return }
+        if flight.voided.contains(stored) {
+            retryProposal(of: replica)
+            return
+        }
         replica.inFlight = nil
         let write = flight.write
         if let (epoch, version) = flight.applied[stored] {

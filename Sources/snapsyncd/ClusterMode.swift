@@ -2,7 +2,9 @@ import ArgumentParser
 import Logging
 import SnapSyncCluster
 import SnapSyncServer
+import SnapSyncModel
 import SnapSyncStore
+import SnapSyncWire
 
 extension SnapsyncdCommand {
     /// Cluster mode (`--cluster`, docs/cluster.md): the rooms' log is a NATS JetStream stream
@@ -11,7 +13,7 @@ extension SnapsyncdCommand {
     /// first names it).
     func runCluster(_ flags: ServerConfiguration, logger: Logger) throws {
         var configuration = flags
-        configuration.clusterCheckpointInterval = UInt64(clusterOptions.clusterCheckpointEvery)
+        configuration.clusterCheckpointInterval = clusterOptions.clusterCheckpointEvery
         do {
             let servers = try clusterOptions.servers()
             Server.ignoreReloadUntilStarted()
@@ -22,7 +24,7 @@ extension SnapsyncdCommand {
             // Blocking, before the loop runs: connect, and create the stream and the checkpoint
             // bucket if they are missing (CLUSTER_PROGRESS.md: never block on the loop thread).
             let log = try JetStreamRoomLog.connect(
-                servers: servers, eventBase: loop.base, retain: clusterOptions.clusterRetain, logger: logger)
+                servers: servers, eventBase: loop.rawBase, retain: clusterOptions.clusterRetain, logger: logger)
             // A record is the DIFF frame plus a few dozen bytes of header: a frame the servers
             // would refuse to store must be refused by the daemon first, with a typed REJECT.
             let frameLimit = log.maxPayload - Self.recordOverhead

@@ -437,7 +437,7 @@ import Testing
         #expect(RoomSubjects.subject(room: "lobby") == "snapsync.room.6c6f626279")
         #expect(RoomSubjects.subject(room: "café ☕") == "snapsync.room.636166c3a920e29895")
         #expect(RoomSubjects.checkpointSubject(room: "lobby") == "$KV.snapsync-checkpoints.6c6f626279")
-        #expect(RoomSubjects.messageId(room: "lobby", writeId: [0xab, 0xcd]) == "6c6f626279.abcd")
+        #expect(RoomSubjects.messageId(room: "lobby", writeId: [0xab, 0xcd], expected: 7) == "6c6f626279.abcd.7")
     }
 
     /// JetStream's delivery metadata in both reply-subject forms.
