@@ -200,12 +200,19 @@ class ClusterNodesTests(unittest.TestCase):
     def test_a_killed_node_s_clients_resume_on_another_and_nothing_acked_is_lost(self):
         room, segments = b"failover", []
         outcomes = first_write(self.ports, room, segments)
-        writers = [self.writer("s%d%s" % (node + 1, k), node, room, segments, 25)
+        # Writers go on until stopped: on loopback they may otherwise be done before the kill.
+        writers = [self.writer("s%d%s" % (node + 1, k), node, room, segments, 100000)
                    for node in range(3) for k in "ab"]
         for w in writers:
             w.start()
         wait_for(lambda: sum(w.done for w in writers) >= 12, PROGRESS_WITHIN, "12 writes done")
         self.cluster_ok("kill", "s2")
+        # Every writer of s2 has written again, so it has found its node gone and moved.
+        done = [w.done for w in writers]
+        wait_for(lambda: all(w.done >= d + 3 or not w.is_alive() for w, d in zip(writers, done)),
+                 PROGRESS_WITHIN, "3 writes by each writer after the kill")
+        for w in writers:
+            w.stop.set()
         self.finish(writers)
         for w in writers:
             outcomes.update(w.outcomes)
