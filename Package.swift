@@ -144,7 +144,7 @@ let package = Package(
             swiftSettings: upcoming
         ),
         // Cluster mode (#20): rooms in a NATS JetStream stream, a second implementation of the
-        // store/fan-out seam (CLUSTER_PROGRESS.md). Its NATS I/O runs on the daemon's libevent loop.
+        // store/fan-out seam (docs/cluster.md). Its NATS I/O runs on the daemon's libevent loop.
         .target(
             name: "SnapSyncCluster",
             dependencies: [

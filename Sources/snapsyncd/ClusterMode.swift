@@ -22,7 +22,7 @@ extension SnapsyncdCommand {
             try NATSConnection.prepareLibevent()
             let loop = try EventLoop(locking: true)
             // Blocking, before the loop runs: connect, and create the stream and the checkpoint
-            // bucket if they are missing (CLUSTER_PROGRESS.md: never block on the loop thread).
+            // bucket if they are missing (docs/cluster.md, "traps": never block on the loop thread).
             let log = try JetStreamRoomLog.connect(
                 servers: servers, eventBase: loop.rawBase, retain: clusterOptions.clusterRetain, logger: logger)
             // A record is the DIFF frame plus a few dozen bytes of header: a frame the servers

@@ -13,7 +13,10 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "Cluster mode: the node that writes a room's version N × this saves the room's checkpoint to the JetStream key-value bucket.")
     var clusterCheckpointEvery: Int = 1000
 
-    @Option(help: "Cluster mode: records the stream keeps per room (max_msgs_per_subject); a resume from before them gets a resync, and a room loads from its checkpoint plus them.")
+    @Option(
+        help:
+            "Cluster mode: records the stream keeps per room (max_msgs_per_subject); a resume from before them gets a resync, and a room loads from its checkpoint plus them."
+    )
     var clusterRetain: Int = 10_000
 
     /// The NATS server URLs of `--cluster`, checked; empty without it.
@@ -46,7 +49,9 @@ struct ClusterOptions: ParsableArguments {
         // least the records between two checkpoints, with margin for a checkpoint that failed.
         guard clusterRetain >= 2 * clusterCheckpointEvery else {
             throw ConfigurationError(
-                message: "--cluster-retain (\(clusterRetain)) must be at least twice --cluster-checkpoint-every (\(clusterCheckpointEvery)): a room loads from its checkpoint plus the records after it")
+                message:
+                    "--cluster-retain (\(clusterRetain)) must be at least twice --cluster-checkpoint-every (\(clusterCheckpointEvery)): a room loads from its checkpoint plus the records after it"
+            )
         }
     }
 }
