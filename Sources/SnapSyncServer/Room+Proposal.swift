@@ -99,14 +99,7 @@ extension Room {
     private func proposeReplaceSection(
         _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint =
-            writeId.isEmpty
-            ? 0
-            : Self.fingerprint(kind: 2, expectedVersion: expectedVersion) { hasher in
-                hasher.combine(section)
-                hasher.combine(items.elements)
-                hasher.combine(items.levels)
-            }
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         let ops: [SnapshotOperation]
         do {

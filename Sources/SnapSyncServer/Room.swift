@@ -262,14 +262,7 @@ final class Room {
         _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint =
-            writeId.isEmpty
-            ? 0
-            : Self.fingerprint(kind: 2, expectedVersion: expectedVersion) { hasher in
-                hasher.combine(section)
-                hasher.combine(items.elements)
-                hasher.combine(items.levels)
-            }
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         let ops: [SnapshotOperation]
         do {
@@ -294,6 +287,17 @@ final class Room {
             return .rejected(refusal)
         }
         return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
+    }
+
+    /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
+    /// cluster write paths alike.
+    static func fingerprint(replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8]) -> Int {
+        guard !writeId.isEmpty else { return 0 }
+        return fingerprint(kind: 2, expectedVersion: expectedVersion) { hasher in
+            hasher.combine(section)
+            hasher.combine(items.elements)
+            hasher.combine(items.levels)
+        }
     }
 
     /// What a write asks for (kind, compare-and-set, content), hashed: equal for a retry of the
