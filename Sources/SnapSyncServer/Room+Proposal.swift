@@ -50,20 +50,7 @@ extension Room {
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
         if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
-        let next = version + 1
-        scratch.removeAll(keepingCapacity: true)
-        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
-        if let rejection = checkFrameSize(size) { return .settled(.rejected(rejection)) }
-        var result = snapshot
-        do {
-            try result.apply(ops, limits: limits.model)
-        } catch {
-            return .settled(.rejected(Rejection(error)))
-        }
-        if let refusal = budget?.admit(growth: result.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
-            return .settled(.rejected(full ?? refusal))
-        }
-        return .write(version: next, frame: scratch, ops: ops, result: result)
+        return proposeApplying(ops, refusingWith: full, withOpIndex: true, scratch: &scratch)
     }
 
     private func proposeReplace(
@@ -108,6 +95,18 @@ extension Room {
             return .settled(.rejected(Rejection(error, withOpIndex: false)))
         }
         if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        // The ops are the server's, so a refusal names no op.
+        return proposeApplying(ops, refusingWith: nil, withOpIndex: false, scratch: &scratch)
+    }
+
+    /// The DIFF of `ops` at version + 1, checked against the frame limit, applied to a copy of
+    /// the snapshot (the room itself is untouched until the log delivers the record) and
+    /// admitted by the memory bound; `full`, when the bound was already reached, is the refusal
+    /// given instead of the bound's own.
+    /// - Complexity: O(n) for the copy, plus that of `Snapshot.apply` and of encoding the DIFF.
+    private func proposeApplying(
+        _ ops: [SnapshotOperation], refusingWith full: Rejection?, withOpIndex: Bool, scratch: inout [UInt8]
+    ) -> Proposal {
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
@@ -116,10 +115,10 @@ extension Room {
         do {
             try result.apply(ops, limits: limits.model)
         } catch {
-            return .settled(.rejected(Rejection(error, withOpIndex: false)))
+            return .settled(.rejected(Rejection(error, withOpIndex: withOpIndex)))
         }
         if let refusal = budget?.admit(growth: result.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
-            return .settled(.rejected(refusal))
+            return .settled(.rejected(full ?? refusal))
         }
         return .write(version: next, frame: scratch, ops: ops, result: result)
     }
