@@ -205,8 +205,15 @@ extension JetStreamRoomLog {
                 follow,
                 .corrupt(path: "room \(follow.room) record at sequence \(metadata.streamSequence)", offset: 0, reason: "\(error)"))
         }
+        guard let expected = message.expectedLastSubjectSequence else {
+            return fail(
+                follow,
+                .corrupt(
+                    path: "room \(follow.room) record at sequence \(metadata.streamSequence)", offset: 0,
+                    reason: "no Nats-Expected-Last-Subject-Sequence header"))
+        }
         follow.lastStreamSequence = metadata.streamSequence
-        follow.events(.record(sequence: metadata.streamSequence, entry))
+        follow.events(.record(sequence: metadata.streamSequence, expected: expected, entry))
         guard follow.active else { return }
         if metadata.pending == 0, !follow.isCurrent {
             follow.isCurrent = true

@@ -72,6 +72,9 @@ struct InboxMessage: Sendable {
     var statusDescription: String?
     /// A heartbeat's `Nats-Last-Consumer`: the consumer sequence of the last delivery sent.
     var lastConsumerSequence: UInt64?
+    /// A stored record's `Nats-Expected-Last-Subject-Sequence`: the subject's last sequence its
+    /// publisher expected (JetStream keeps the publisher's headers with the message).
+    var expectedLastSubjectSequence: UInt64?
 }
 
 /// JetStream's acknowledgement of a publish: stored (by a quorum of the stream's replicas) at
@@ -467,17 +470,20 @@ private let messageHandler: natsMsgHandler = { _, subscription, message, closure
     var status: String?
     var description: String?
     var lastConsumer: UInt64?
+    var expected: UInt64?
     func header(_ key: String) -> String? {
         var value: UnsafePointer<CChar>?
         guard natsMsgHeader_Get(message, key, &value) == NATS_OK, let value else { return nil }
         return String(cString: value)
     }
     // Only status messages (no responders, not found, heartbeats) have a Status header; records
-    // keep their publisher's headers, which nothing here reads.
+    // keep their publisher's headers, of which the follow reads the expectation.
     if let value = header("Status") {
         status = value
         description = header("Description")
         lastConsumer = header("Nats-Last-Consumer").flatMap { UInt64($0) }
+    } else {
+        expected = header("Nats-Expected-Last-Subject-Sequence").flatMap { UInt64($0) }
     }
     mailbox.post(
         .inbox(
@@ -485,7 +491,8 @@ private let messageHandler: natsMsgHandler = { _, subscription, message, closure
                 subscription: UInt64(natsSubscription_GetID(subscription)),
                 subject: natsMsg_GetSubject(message).map { String(cString: $0) } ?? "",
                 reply: natsMsg_GetReply(message).map { String(cString: $0) } ?? "",
-                data: data, status: status, statusDescription: description, lastConsumerSequence: lastConsumer)))
+                data: data, status: status, statusDescription: description, lastConsumerSequence: lastConsumer,
+                expectedLastSubjectSequence: expected)))
 }
 
 /// Every libnats status is checked here: `NATS_OK` passes, anything else throws a `NATSError`

@@ -40,7 +40,7 @@ extension Hub {
     private func handle(_ event: RoomLogEvent, for replica: RoomReplica) {
         switch event {
         case .base(let checkpoint): loadBase(checkpoint, into: replica)
-        case .record(let sequence, let entry): apply(entry, at: sequence, to: replica)
+        case .record(let sequence, let expected, let entry): apply(entry, at: sequence, expected: expected, to: replica)
         case .current: becameCurrent(replica)
         case .failed(let error): followFailed(replica, error: error)
         }

@@ -9,7 +9,7 @@ import SnapSyncWire
 // starts empty at version 0. And the checkpoints this node saves for the log.
 
 extension Hub {
-    func apply(_ entry: RoomLogEntry, at sequence: UInt64, to replica: RoomReplica) {
+    func apply(_ entry: RoomLogEntry, at sequence: UInt64, expected: UInt64, to replica: RoomReplica) {
         // Following again after a failure delivers records this replica has applied.
         guard let log, let room = replica.room, sequence > replica.logSequence else { return }
         switch entry {

@@ -12,7 +12,7 @@
 package final class MemoryRoomLog: RoomLog {
     /// What the nodes share: the records, the message ids, the checkpoints, the queue.
     private final class Shared {
-        var subjects: [String: [(sequence: UInt64, entry: RoomLogEntry)]] = [:]
+        var subjects: [String: [(sequence: UInt64, expected: UInt64, entry: RoomLogEntry)]] = [:]
         /// Stored message ids (non-empty), by room: the sequence they were stored at.
         var messageIds: [String: [[UInt8]: UInt64]] = [:]
         var checkpoints: [String: RoomLogCheckpoint] = [:]
@@ -134,7 +134,7 @@ package final class MemoryRoomLog: RoomLog {
     // MARK: Reading, for tests
 
     /// The room's records, oldest first.
-    package func records(of room: String) -> [(sequence: UInt64, entry: RoomLogEntry)] {
+    package func records(of room: String) -> [(sequence: UInt64, expected: UInt64, entry: RoomLogEntry)] {
         shared.subjects[room] ?? []
     }
 
@@ -171,10 +171,10 @@ package final class MemoryRoomLog: RoomLog {
             follower.started = true
             follower.delivered = base?.sequence ?? 0
             follower.events(.base(base))
-            for (sequence, entry) in shared.subjects[room] ?? [] where sequence > follower.delivered {
+            for (sequence, expected, entry) in shared.subjects[room] ?? [] where sequence > follower.delivered {
                 guard follower.isActive else { return }
                 follower.delivered = sequence
-                follower.events(.record(sequence: sequence, entry))
+                follower.events(.record(sequence: sequence, expected: expected, entry))
             }
             guard follower.isActive else { return }
             follower.events(.current)
@@ -197,7 +197,7 @@ package final class MemoryRoomLog: RoomLog {
         if shared.failProposals.count > 0 {
             shared.failProposals.count -= 1
             let error = shared.failProposals.error
-            if shared.storeFailedProposals { _ = store(room: room, messageId: messageId, entry: entry) }
+            if shared.storeFailedProposals { _ = store(room: room, expected: expectedSequence, messageId: messageId, entry: entry) }
             enqueue { completion(.failed(error)) }
             return
         }
@@ -214,9 +214,9 @@ package final class MemoryRoomLog: RoomLog {
         if shared.acknowledgeBeforeDelivering {
             let sequence = shared.lastSequence + 1
             enqueue { completion(.stored(sequence: sequence)) }
-            _ = store(room: room, messageId: messageId, entry: entry)
+            _ = store(room: room, expected: expectedSequence, messageId: messageId, entry: entry)
         } else {
-            let sequence = store(room: room, messageId: messageId, entry: entry)
+            let sequence = store(room: room, expected: expectedSequence, messageId: messageId, entry: entry)
             enqueue { completion(.stored(sequence: sequence)) }
         }
     }
@@ -246,16 +246,16 @@ package final class MemoryRoomLog: RoomLog {
 
     /// Appends `entry` to the room's subject at the next sequence and queues its delivery to
     /// every follower that has started (one that has not gets it from its catch-up).
-    private func store(room: String, messageId: [UInt8], entry: RoomLogEntry) -> UInt64 {
+    private func store(room: String, expected: UInt64, messageId: [UInt8], entry: RoomLogEntry) -> UInt64 {
         shared.lastSequence += 1
         let sequence = shared.lastSequence
-        shared.subjects[room, default: []].append((sequence, entry))
+        shared.subjects[room, default: []].append((sequence, expected, entry))
         if !messageId.isEmpty { shared.messageIds[room, default: [:]][messageId] = sequence }
         for follower in shared.followers[room] ?? [] {
             enqueue {
                 guard follower.isActive, follower.started, sequence > follower.delivered else { return }
                 follower.delivered = sequence
-                follower.events(.record(sequence: sequence, entry))
+                follower.events(.record(sequence: sequence, expected: expected, entry))
             }
         }
         return sequence

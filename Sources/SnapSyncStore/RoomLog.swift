@@ -42,8 +42,10 @@ package enum RoomLogEvent {
     /// the subject up to `sequence`), or nil: an empty room at version 0, epoch
     /// `epoch(room:after: 0)`, sequence 0.
     case base(RoomLogCheckpoint?)
-    /// The record stored at subject/stream sequence `sequence`.
-    case record(sequence: UInt64, RoomLogEntry)
+    /// The record stored at subject/stream sequence `sequence`, proposed with the expectation that
+    /// the subject's last sequence was `expected` (Protocol/CLUSTER.md, "Void records": a record
+    /// expecting less than the sequence before it is void; expecting more, records were missed).
+    case record(sequence: UInt64, expected: UInt64, RoomLogEntry)
     /// Caught up (see `follow`).
     case current
     case failed(StoreError)

@@ -12,7 +12,7 @@ import SnapSyncStore
         func record(_ event: RoomLogEvent) {
             switch event {
             case .base(let checkpoint): seen.append("base \(checkpoint?.sequence ?? 0)")
-            case .record(let sequence, let entry):
+            case .record(let sequence, _, let entry):
                 if case .write(let record) = entry { seen.append("record \(sequence) v\(record.version)") } else { seen.append("tombstone \(sequence)") }
             case .current: seen.append("current")
             case .failed: seen.append("failed")

@@ -13,7 +13,7 @@ enum SeenEvent: Equatable, CustomStringConvertible {
     init(_ event: RoomLogEvent) {
         switch event {
         case .base(let checkpoint): self = .base(checkpoint?.sequence)
-        case .record(let sequence, let entry): self = .record(sequence, entry)
+        case .record(let sequence, _, let entry): self = .record(sequence, entry)
         case .current: self = .current
         case .failed: self = .failed
         }
