@@ -47,7 +47,13 @@ struct JetStreamAPIResponse: Decodable {
         var leader: String?
     }
 
+    /// `$JS.API.STREAM.MSG.GET`'s answer: the stored message (only its sequence is read).
+    struct StoredMessage: Decodable {
+        var seq: UInt64
+    }
+
     var error: APIError?
+    var message: StoredMessage?
     var name: String?
     /// Where the consumer runs: its server's name.
     var cluster: Cluster?

@@ -157,6 +157,31 @@ package final class JetStreamRoomLog: RoomLog {
         }
     }
 
+    /// A `$JS.API.STREAM.MSG.GET` of the room subject's last message: answered by the stream's
+    /// leader (not a direct get, which any replica may answer from behind), so it covers every
+    /// acknowledged record. 404 (`err_code` 10037, no message): the subject is empty. It carries
+    /// the whole message, at most `maxPayload`; only its sequence is read.
+    package func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void) {
+        let operation = "read the last sequence of room \(room)"
+        let body = #"{"last_by_subj":"\#(RoomSubjects.subject(room: room))"}"#
+        request(subject: "$JS.API.STREAM.MSG.GET.\(RoomSubjects.roomsStream)", payload: Array(body.utf8), operation: operation) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let reply):
+                let response = reply.status == nil ? JetStreamAPIResponse.decode(reply.data) : nil
+                if let sequence = response?.message?.seq {
+                    completion(.success(sequence))
+                } else if let error = response?.error, error.code == 404 {
+                    completion(.success(0))
+                } else {
+                    let why = reply.status.map { "status \($0) \(reply.statusDescription ?? "")" } ?? response?.errorText ?? "an answer that is not JSON"
+                    completion(.failure(.logUnavailable("\(operation): \(why)")))
+                }
+            }
+        }
+    }
+
     package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
         saveCheckpoint(image, history: history, sequence: sequence, completion: nil)
     }

@@ -181,6 +181,11 @@ package final class MemoryRoomLog: RoomLog {
         }
     }
 
+    package func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void) {
+        let last = shared.subjects[room]?.last?.sequence ?? 0
+        enqueue { completion(.success(last)) }
+    }
+
     package func unfollow(room: String) {
         if let follower = follows[room] { end(follower, of: room) }
     }

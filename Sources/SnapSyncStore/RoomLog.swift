@@ -18,6 +18,11 @@ package protocol RoomLog: AnyObject {
     func propose(
         room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
         completion: @escaping (ProposalOutcome) -> Void)
+    /// The sequence of the last record stored in the room's subject (0: none), as the log's
+    /// leader knows it: every record acknowledged before this call is at or below it. A replica
+    /// that has applied up to it has seen every acknowledged write (a read barrier).
+    /// `completion` runs exactly once, on the loop thread, never inside this call.
+    func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void)
     /// Saves `image` as the room's checkpoint covering the subject up to `sequence` (fire and
     /// forget: a failure is logged by the log and counted, never fatal; the next one replaces it).
     func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64)
