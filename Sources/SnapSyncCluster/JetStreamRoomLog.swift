@@ -20,8 +20,8 @@ package final class JetStreamRoomLog: RoomLog {
     package let streamCreated: Int64
     /// How long a proposal, a checkpoint read or a consumer creation may wait for its answer.
     let requestTimeout: Duration
-    /// The consumers' idle heartbeat; a follow that hears nothing for three of them recreates
-    /// its consumer.
+    /// The consumers' idle heartbeat; a follow that hears nothing for three of them (for one,
+    /// before it is current) recreates its consumer.
     let heartbeat: Duration
 
     /// Consumers deliver to `<deliveryPrefix>.<follow>.<generation>`.

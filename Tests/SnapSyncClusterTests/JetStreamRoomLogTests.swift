@@ -96,6 +96,94 @@ import Testing
         #expect(a.streamCreated == b.streamCreated)
     }
 
+    /// The last sequence is the room subject's own, as the stream's leader knows it: 0 for a room
+    /// nobody wrote, the room's last record's after others' records were stored.
+    @Test func lastSequenceIsTheLastRecordOfTheRoomsSubject() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: [cluster.urls[1]], eventBase: base, logger: testLogger)
+        defer { a.close() }
+        #expect(try lastSequence(a, base, room: "lobby").get() == 0)
+
+        guard case .stored(let s1) = try propose(a, base, room: "lobby", after: 0, write("lobby", version: 1, id: "l1")),
+            case .stored(let s2) = try propose(a, base, room: "lobby", after: s1, write("lobby", version: 2, id: "l2")),
+            case .stored(let s3) = try propose(a, base, room: "café ☕", after: 0, write("café ☕", version: 1, id: "c1"))
+        else {
+            Issue.record("a write was not stored")
+            return
+        }
+        #expect(s3 > s2)
+        #expect(try lastSequence(a, base, room: "lobby").get() == s2)
+        #expect(try lastSequence(a, base, room: "café ☕").get() == s3)
+        #expect(try lastSequence(a, base, room: "never written").get() == 0)
+    }
+
+    /// A consumer that delivers nothing (here: its deliver subject lost its interest before the
+    /// consumer started, as when the interest has not reached the consumer's server) while the
+    /// follow is not current is recreated after one heartbeat of silence, not three; and the
+    /// follow is current only once it has applied the subject's last record as the stream's
+    /// leader knows it, whatever the consumer says is pending (a lagging replica says 0).
+    @Test func aFollowIsCurrentOnlyAtTheLeadersLastRecordAndASilentConsumerIsRecoveredAtOnce() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        // A heartbeat so long that the tick never finds a consumer silent: the test says when.
+        let heartbeat = Duration.seconds(120)
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger, heartbeat: heartbeat)
+        defer { a.close() }
+        let room = "late interest"
+        let one = write(room, version: 1, id: "w1")
+        let two = write(room, version: 2, id: "w2")
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one),
+            case .stored(let s2) = try propose(a, base, room: room, after: s1, two)
+        else {
+            Issue.record("a write was not stored")
+            return
+        }
+
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        // The deliver subject is subscribed and the creation sent in one loop pass: the UNSUB
+        // follows them on the wire, long before JetStream has made the consumer.
+        try runLoop(base, until: { a.followsByRoom[room]?.subscription != nil }, "the consumer's subscription")
+        let follow = try #require(a.followsByRoom[room])
+        let subscription = try #require(follow.subscription)
+        a.connection.unsubscribe(subscription)
+        try runLoop(base, until: { follow.consumer != nil && follow.target != nil }, "the consumer and the target")
+        #expect(follow.target == s2)
+        #expect(follow.generation == 1)
+
+        // The first record, delivered with "nothing pending" (as a replica that has not stored
+        // the second one yet would say): not current.
+        let consumer = try #require(follow.consumer)
+        a.deliver(
+            InboxMessage(
+                subscription: subscription, subject: RoomSubjects.subject(room: room),
+                reply: "$JS.ACK.snapsync-rooms.\(consumer).1.\(s1).1.1700000000000000000.0", data: RoomLogEntry.write(one).encode(room: room),
+                status: nil, statusDescription: nil, lastConsumerSequence: nil, expectedLastSubjectSequence: 0),
+            follow: follow.id, generation: 1)
+        #expect(seen.events == [.base(nil), .record(s1, .write(one))])
+
+        // One heartbeat of silence before current: a new consumer, from the record after s1.
+        a.checkHeartbeats(now: follow.lastHeard + heartbeat + .seconds(1))
+        #expect(follow.generation == 2)
+        // (Its deliveries may come before its creation's answer, which the check waits for.)
+        try runLoop(base, until: { seen.isCurrent && !follow.awaitingCreation }, "current")
+        #expect(seen.events == [.base(nil), .record(s1, .write(one)), .record(s2, .write(two)), .current])
+
+        // Once current, one heartbeat of silence is not enough; three are.
+        a.checkHeartbeats(now: follow.lastHeard + heartbeat + .seconds(1))
+        #expect(follow.generation == 2)
+        a.checkHeartbeats(now: follow.lastHeard + heartbeat * 3 + .seconds(1))
+        #expect(follow.generation == 3)
+        #expect(seen.failure == nil)
+    }
+
     /// A tombstone is a record like a write: delivered in order, decoded back.
     @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
         let cluster = try TestCluster()
