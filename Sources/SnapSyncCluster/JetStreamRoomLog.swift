@@ -200,9 +200,18 @@ package final class JetStreamRoomLog: RoomLog {
         let limit = connection.maxPayload - 1024
         var value = RoomLogCheckpoint(image: image, history: history, sequence: sequence).encode()
         if value.count > limit, !history.isEmpty {
-            logger.info(
-                "checkpoint of room \(room) at sequence \(sequence) is \(value.count) bytes with its history, over \(limit): saved without it")
-            value = RoomLogCheckpoint(image: image, history: [], sequence: sequence).encode()
+            // The newest records that fit, found in one pass over the records' sizes, then one
+            // more encoding: O(history + value), not an encoding per record dropped.
+            if let dropped = CheckpointHistoryCut.oldestToDrop(valueSize: value.count, history: history, limit: limit) {
+                let full = value.count
+                value = RoomLogCheckpoint(image: image, history: Array(history[dropped...]), sequence: sequence).encode()
+                logger.warning(
+                    "checkpoint of room \(room) at sequence \(sequence) is \(full) bytes with its \(history.count) history records, over \(limit): saved without the \(dropped) oldest (\(value.count) bytes)"
+                )
+            } else {
+                return notSaved(
+                    "over the servers' max_payload less 1 KiB (\(limit)) even without its history (\(value.count) bytes with its \(history.count) records)")
+            }
         }
         guard value.count <= limit else {
             return notSaved("\(value.count) bytes, over the servers' max_payload less 1 KiB (\(limit))")

@@ -260,9 +260,10 @@ import Testing
         #expect(checkpoint.image.diffFrames == records[0..<2].map(\.diffFrame))
     }
 
-    /// A checkpoint over the servers' max_payload is saved without its history; one still over
-    /// it is not saved (and counted); a follow starts from the one saved.
-    @Test func anOversizedCheckpointLosesItsHistoryOrIsNotSaved() throws {
+    /// A checkpoint over the servers' max_payload is saved without its oldest history records
+    /// (the newest are the room's write-id window); one whose snapshot alone is over it is not
+    /// saved (and counted); a follow starts from the one saved, with the newest records.
+    @Test func anOversizedCheckpointLosesItsOldestHistoryOrIsNotSaved() throws {
         let cluster = try TestCluster()
         defer { try? cluster.down() }
         try NATSConnection.prepareLibevent()
@@ -275,27 +276,74 @@ import Testing
         let half = a.maxPayload / 2
         #expect(half > 1_000_000, "scripts/cluster sets max_payload to 8 MiB")
         let large = WriteRecord(room: room, epoch: epoch, version: 1, writeId: [1], diffFrame: [UInt8](repeating: 2, count: half + 10))
-        func image(_ payloadSize: Int) throws -> RoomImage {
+        let newer = (UInt64(2)...3).map {
+            WriteRecord(room: room, epoch: epoch, version: $0, writeId: [UInt8($0)], diffFrame: [UInt8](repeating: 3, count: 100))
+        }
+        func image(_ payloadSize: Int, version: UInt64) throws -> RoomImage {
             let snapshot = try Snapshot([(section: SnapshotElement("s", payload: Payload([UInt8](repeating: 7, count: payloadSize))), items: [])])
-            return RoomImage(room: room, epoch: epoch, version: 1, snapshot: snapshot, diffFrames: [large.diffFrame])
+            return RoomImage(room: room, epoch: epoch, version: version, snapshot: snapshot)
         }
 
         var stored: Bool?
-        a.saveCheckpoint(try image(half), history: [large], sequence: 1) { stored = $0 }
+        a.saveCheckpoint(try image(2 * half + 10, version: 1), history: [large], sequence: 2) { stored = $0 }
         try runLoop(base, until: { stored != nil }, "the first checkpoint's answer")
-        #expect(stored == true)
-        stored = nil
-        a.saveCheckpoint(try image(2 * half + 10), history: [], sequence: 2) { stored = $0 }
-        try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
         #expect(stored == false)
         #expect(a.checkpointFailures == 1)
+        stored = nil
+        a.saveCheckpoint(try image(half, version: 3), history: [large] + newer, sequence: 3) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
+        #expect(stored == true)
+        #expect(a.checkpointFailures == 1)
 
-        let seen = FollowRecorder()
-        seen.follow(a, room: room)
-        try runLoop(base, until: { seen.isCurrent }, "current")
-        #expect(seen.events == [.base(1), .current])
-        #expect(seen.checkpoint?.history == [])
-        #expect(seen.checkpoint?.image.snapshot.digest == (try image(half)).snapshot.digest)
+        // Any replica of the bucket answers the checkpoint's read, and one that has not stored
+        // the value yet (a quorum acknowledged it) answers that there is none: follow again.
+        var seen = FollowRecorder()
+        for _ in 0..<20 {
+            seen = FollowRecorder()
+            seen.follow(a, room: room)
+            try runLoop(base, until: { seen.isCurrent }, "current")
+            a.unfollow(room: room)
+            if seen.checkpoint != nil { break }
+        }
+        #expect(seen.events == [.base(3), .current])
+        #expect(seen.checkpoint?.history == newer)
+        #expect(seen.checkpoint?.image.snapshot.digest == (try image(half, version: 3)).snapshot.digest)
+    }
+
+    /// The cut keeps as many of the newest records as fit: the value without the records it drops
+    /// fits, with one more it does not (history_count's varint growing past 127 included), and
+    /// only a snapshot over the limit is refused. Sizes are the encoding's, byte for byte.
+    @Test func theCheckpointHistoryCutKeepsTheNewestRecordsThatFit() throws {
+        let room = "cut ☕"
+        let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [])])
+        let history = (UInt64(1)...140).map {
+            WriteRecord(
+                room: room, epoch: 1 << 40, version: $0, writeId: $0 % 3 == 0 ? [] : [UInt8]($0.description.utf8),
+                diffFrame: [UInt8](repeating: 1, count: Int($0 % 7) * 40 + 3))
+        }
+        for record in history.prefix(8) {
+            #expect(CheckpointHistoryCut.framedSize(record) == RoomLogEntry.write(record).encode(room: room).count + 12)
+        }
+        let image = RoomImage(room: room, epoch: 1 << 40, version: 140, snapshot: snapshot)
+        func size(_ kept: ArraySlice<WriteRecord>) -> Int {
+            RoomLogCheckpoint(image: image, history: Array(kept), sequence: 99).encode().count
+        }
+        let full = size(history[...])
+        let bare = size([])
+        for limit in stride(from: bare - 3, through: full + 1, by: 97) {
+            let dropped = CheckpointHistoryCut.oldestToDrop(valueSize: full, history: history, limit: limit)
+            guard let dropped else {
+                #expect(bare > limit, "limit \(limit)")
+                continue
+            }
+            #expect(size(history[dropped...]) <= limit, "limit \(limit)")
+            if dropped > 0 { #expect(size(history[(dropped - 1)...]) > limit, "limit \(limit)") }
+        }
+        // Around history_count 128, where its varint takes a second byte.
+        for kept in 126...129 {
+            let limit = size(history[(history.count - kept)...])
+            #expect(CheckpointHistoryCut.oldestToDrop(valueSize: full, history: history, limit: limit) == history.count - kept)
+        }
     }
 
     /// A follow ended before its checkpoint read or its consumer answered gets no event; a
