@@ -95,8 +95,9 @@ public struct PublishAck: Sendable, Equatable {
 /// A libnats connection whose socket I/O runs on the daemon's libevent loop, publishing to
 /// JetStream asynchronously. The only Swift file that imports CNats.
 ///
-/// Threads: libnats reads and writes the socket from the loop's callbacks, but runs publish
-/// acknowledgements (and its timers, reconnects) on threads of its own. Those hand every outcome
+/// Threads: libnats reads and writes the socket from the loop's callbacks, but runs message
+/// handlers and publish acknowledgements on its shared delivery thread (and its timers,
+/// reconnects on threads of its own). Those hand every outcome
 /// to the loop through a `LoopMailbox`, so `publish`'s completion runs on the loop thread, like
 /// everything else in the daemon. Every method is for the loop thread.
 ///
@@ -229,6 +230,13 @@ public final class NATSConnection {
         defer { natsOptions_Destroy(options) }
         try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
         try natsCheck(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect", identifier)
+        // Every subscription (the inbox, JetStream's acks, one per followed room) is delivered by
+        // libnats's shared delivery pool (one thread by default) instead of a thread of its own:
+        // a node following thousands of rooms would otherwise run thousands of threads. libnats
+        // keeps each subscription's order (a subscription is bound to one worker), and every
+        // handler only copies the message into the mailbox, in arrival order, so the loop sees
+        // each subscription's messages in order as before.
+        try natsCheck(natsOptions_UseGlobalMessageDelivery(options, true), "natsOptions_UseGlobalMessageDelivery", identifier)
 
         // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
         let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }

@@ -1,4 +1,5 @@
 import CLibevent
+import Foundation
 import Logging
 import SnapSyncModel
 import SnapSyncStore
@@ -182,6 +183,37 @@ import Testing
         a.checkHeartbeats(now: follow.lastHeard + heartbeat * 3 + .seconds(1))
         #expect(follow.generation == 3)
         #expect(seen.failure == nil)
+    }
+
+    /// A followed room's subscription gets no delivery thread of its own (libnats's shared pool
+    /// delivers them all): following 64 rooms adds far fewer than 64 threads. The bound leaves
+    /// room for threads that tests running meanwhile start.
+    @Test func followingManyRoomsDoesNotAddAThreadPerRoom() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        // The connection's own subscriptions (its inbox, JetStream's acks) are made already.
+        let before = try threadCount()
+        let rooms = (1...64).map { "room \($0)" }
+        let recorders = rooms.map { room in
+            let recorder = FollowRecorder()
+            recorder.follow(a, room: room)
+            return recorder
+        }
+        try runLoop(
+            base, until: { recorders.allSatisfy(\.isCurrent) && rooms.allSatisfy { a.followsByRoom[$0]?.subscription != nil } },
+            "64 follows current and subscribed")
+        let after = try threadCount()
+        #expect(after - before < 16, "\(before) threads before following 64 rooms, \(after) after")
+    }
+
+    /// The process's threads, as /proc lists them.
+    private func threadCount() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
     }
 
     /// A tombstone is a record like a write: delivered in order, decoded back.
