@@ -62,6 +62,14 @@ package final class JetStreamRoomLog: RoomLog {
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5)
     ) throws(NATSError) -> JetStreamRoomLog {
         let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers)
+        if let replaced = rooms.replacedMaxMessagesPerSubject {
+            // The update is kept (an operator changes the retention so), but the stream is
+            // shared: the node started last sets it for all.
+            let before = replaced < 0 ? "no limit" : "\(replaced)"
+            logger.warning(
+                "stream \(RoomSubjects.roomsStream) kept \(before) records per room (max_msgs_per_subject); this node's --cluster-retain \(retain) replaced that for every node: every node should be given the same --cluster-retain"
+            )
+        }
         try NATSConnection.ensureStream(.checkpoints, servers: servers)
         let connection = try NATSConnection(servers: servers, eventBase: eventBase)
         do {

@@ -54,6 +54,10 @@ public struct StreamInfo: Sendable, Equatable {
     public var created: Int64
     /// The server that leads the stream's replicas (its `server_name`), when it has one.
     public var leader: String?
+    /// The stream's `max_msgs_per_subject` before this call changed it (-1: no limit), nil when
+    /// the call made the stream or left that limit as it was: a node started with another
+    /// retention than the cluster's replaces it for every node.
+    public var replacedMaxMessagesPerSubject: Int64? = nil
 }
 
 /// A message of one of the connection's subscriptions (`NATSConnection.onMessage`): a reply to
@@ -138,9 +142,10 @@ public final class NATSConnection {
         }
     }
 
-    /// Creates the stream, or updates it when it exists with another configuration, over a
-    /// short-lived connection with libnats's own threads (blocking: call it before the loop runs,
-    /// never from a loop callback). Idempotent.
+    /// Creates the stream, or updates it when it exists with another configuration (saying in
+    /// `replacedMaxMessagesPerSubject` when that changed its retention), over a short-lived
+    /// connection with libnats's own threads (blocking: call it before the loop runs, never from
+    /// a loop callback). Idempotent.
     @discardableResult
     public static func ensureStream(_ spec: StreamSpec, servers: [String], timeout: Duration = .seconds(10)) throws(NATSError) -> StreamInfo {
         let identifier = "stream \(spec.name)"
@@ -200,7 +205,15 @@ public final class NATSConnection {
             defer { jsStreamInfo_Destroy(info) }
             var errorCode = jsErrCode(0)
             let added = js_AddStream(&info, js, &config, nil, &errorCode)
+            var replaced: Int64?
             if errorCode.rawValue == NATSError.streamNameExists {
+                jsStreamInfo_Destroy(info)
+                info = nil
+                // The configuration it has, to tell what the update changes.
+                errorCode = jsErrCode(0)
+                try natsCheck(js_GetStreamInfo(&info, js, config.Name, nil, &errorCode), "js_GetStreamInfo", identifier, errorCode)
+                let before = info?.pointee.Config?.pointee.MaxMsgsPerSubject
+                if let before, before != config.MaxMsgsPerSubject { replaced = before }
                 jsStreamInfo_Destroy(info)
                 info = nil
                 errorCode = jsErrCode(0)
@@ -212,7 +225,9 @@ public final class NATSConnection {
             guard let info else {
                 throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
             }
-            return StreamInfo(created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) })
+            return StreamInfo(
+                created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) },
+                replacedMaxMessagesPerSubject: replaced)
         }
     }
 

@@ -216,6 +216,31 @@ import Testing
         try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
     }
 
+    /// The rooms stream is shared: a node started with another retention than the stream's
+    /// replaces it for every node, which it keeps doing (an operator changes it so) and says.
+    @Test func aNodeThatChangesTheStreamsRetentionSaysSo() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let log = LogLines()
+        for retain in [100, 100] {
+            let node = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, retain: retain, logger: log.logger)
+            node.close()
+        }
+        #expect(!log.contains("--cluster-retain"), "\(log.all)")
+        let node = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, retain: 200, logger: log.logger)
+        node.close()
+        let warnings = log.all.filter { $0.contains("--cluster-retain") }
+        #expect(warnings.count == 1, "\(log.all)")
+        #expect(warnings.first?.hasPrefix("warning:") == true)
+        #expect(warnings.first?.contains("kept 100 records per room") == true)
+        #expect(warnings.first?.contains("--cluster-retain 200 replaced") == true)
+        #expect(try NATSConnection.ensureStream(.rooms(retain: 200), servers: cluster.urls).replacedMaxMessagesPerSubject == nil)
+        #expect(try NATSConnection.ensureStream(.rooms(retain: 300), servers: cluster.urls).replacedMaxMessagesPerSubject == 200)
+    }
+
     /// A tombstone is a record like a write: delivered in order, decoded back.
     @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
         let cluster = try TestCluster()
