@@ -197,6 +197,7 @@ extension JetStreamRoomLog {
             follow.consumer = name
             follow.consumerServer = response.cluster?.leader
             follow.lastHeard = .now
+            self.reachCurrentIfCaughtUp(follow)
         }
     }
 
@@ -246,12 +247,15 @@ extension JetStreamRoomLog {
         reachCurrentIfCaughtUp(follow)
     }
 
-    /// Caught up once the record at the target (or a later one, or a base past it) is applied.
-    /// The delivery's `pending` and the creation's `num_pending` are the consumer's view, which
-    /// runs on any replica of the stream: one that has not applied the latest records yet, or
-    /// whose deliver subject's interest has not reached its server, says 0 and delivers nothing.
+    /// Caught up once the record at the target (or a later one, or a base past it) is applied
+    /// and the consumer exists (its creation answered, or it delivered): a follow whose consumer
+    /// cannot be made (no meta leader) fails without having been current. The delivery's
+    /// `pending` and the creation's `num_pending` are not used: they are the consumer's view,
+    /// which runs on any replica of the stream, and one that has not applied the latest records
+    /// yet, or whose deliver subject's interest has not reached its server, says 0 and delivers
+    /// nothing.
     private func reachCurrentIfCaughtUp(_ follow: RoomFollow) {
-        guard !follow.isCurrent, let target = follow.target, follow.lastStreamSequence >= target else { return }
+        guard !follow.isCurrent, follow.consumer != nil, let target = follow.target, follow.lastStreamSequence >= target else { return }
         follow.isCurrent = true
         follow.events(.current)
     }
