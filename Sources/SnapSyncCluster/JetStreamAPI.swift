@@ -29,18 +29,14 @@ struct ConsumerCreateRequest: Encodable {
     }
 }
 
-/// The answer to a JetStream API request: `error`, or the created consumer's `name`, its
-/// `num_pending` (records stored and not yet delivered when it answered) and `delivered`.
+/// The answer to a JetStream API request: `error`, or the created consumer's `name` and server,
+/// or a stored message. (A creation's `num_pending` is not read: it is the consumer's view, which
+/// may lag the stream's leader; the follow waits for `lastSequence` instead.)
 struct JetStreamAPIResponse: Decodable {
     struct APIError: Decodable {
         var code: Int
         var err_code: Int?
         var description: String?
-    }
-
-    struct Delivered: Decodable {
-        var consumer_seq: UInt64
-        var stream_seq: UInt64
     }
 
     struct Cluster: Decodable {
@@ -57,8 +53,6 @@ struct JetStreamAPIResponse: Decodable {
     var name: String?
     /// Where the consumer runs: its server's name.
     var cluster: Cluster?
-    var num_pending: UInt64?
-    var delivered: Delivered?
 
     /// Nil when `bytes` is not such a JSON object.
     static func decode(_ bytes: [UInt8]) -> JetStreamAPIResponse? {

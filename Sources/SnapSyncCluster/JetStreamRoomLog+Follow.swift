@@ -27,9 +27,14 @@ final class RoomFollow {
     /// next one, else something was lost (a slow-consumer drop, a reconnect).
     var lastConsumerSequence: UInt64 = 0
     var isCurrent = false
-    /// When the consumer's creation said nothing was pending: caught up once the deliveries it
-    /// had already sent (its `delivered.consumer_seq`) have arrived.
-    var currentAtConsumerSequence: UInt64?
+    /// The subject's last sequence as the stream's leader answered after the checkpoint read
+    /// (`lastSequence`): caught up once `lastStreamSequence` reaches it. Not the consumer's own
+    /// count of what is pending, which can say 0 while a record it never delivers is stored.
+    var target: UInt64?
+    var awaitingTarget = false
+    /// Failed target reads in a row while recovering; a new one is due at the next tick.
+    var failedTargetReads = 0
+    var targetDue = false
     /// The last time the consumer was heard from (a delivery, a heartbeat, its creation).
     var lastHeard: ContinuousClock.Instant = .now
 
@@ -90,7 +95,35 @@ extension JetStreamRoomLog {
             follow.lastStreamSequence = checkpoint?.sequence ?? 0
             follow.events(.base(checkpoint))
             guard follow.active else { return }
+            // Both at once: a record stored after the target's read is delivered anyway, and
+            // is simply not waited for.
+            self.readTarget(follow)
             self.createConsumer(follow)
+        }
+    }
+
+    /// Step 3, the catch-up's barrier: the subject's last sequence from the stream's leader. A
+    /// failure ends a starting follow (as a failed checkpoint read does); a recovering one tries
+    /// again at the next tick, as many times as a consumer creation.
+    private func readTarget(_ follow: RoomFollow) {
+        follow.awaitingTarget = true
+        lastSequence(room: follow.room) { [weak self] result in
+            guard let self, follow.active else { return }
+            follow.awaitingTarget = false
+            switch result {
+            case .success(let target):
+                follow.failedTargetReads = 0
+                follow.target = target
+                self.reachCurrentIfCaughtUp(follow)
+            case .failure(let error):
+                follow.failedTargetReads += 1
+                guard follow.generation > 1, follow.failedTargetReads < Self.recoveryAttempts else {
+                    return self.fail(follow, error)
+                }
+                self.logger.warning(
+                    "follow of room \(follow.room): \(error); trying again (attempt \(follow.failedTargetReads + 1) of \(Self.recoveryAttempts))")
+                follow.targetDue = true
+            }
         }
     }
 
@@ -102,7 +135,6 @@ extension JetStreamRoomLog {
         follow.consumer = nil
         follow.awaitingCreation = true
         follow.lastConsumerSequence = 0
-        follow.currentAtConsumerSequence = nil
         follow.lastHeard = .now
         let generation = follow.generation
         let room = follow.room
@@ -165,10 +197,7 @@ extension JetStreamRoomLog {
             follow.consumer = name
             follow.consumerServer = response.cluster?.leader
             follow.lastHeard = .now
-            if response.num_pending == 0 {
-                follow.currentAtConsumerSequence = response.delivered?.consumer_seq ?? 0
-                self.reachCurrentIfCaughtUp(follow)
-            }
+            self.reachCurrentIfCaughtUp(follow)
         }
     }
 
@@ -215,16 +244,18 @@ extension JetStreamRoomLog {
         follow.lastStreamSequence = metadata.streamSequence
         follow.events(.record(sequence: metadata.streamSequence, expected: expected, entry))
         guard follow.active else { return }
-        if metadata.pending == 0, !follow.isCurrent {
-            follow.isCurrent = true
-            follow.events(.current)
-        } else {
-            reachCurrentIfCaughtUp(follow)
-        }
+        reachCurrentIfCaughtUp(follow)
     }
 
+    /// Caught up once the record at the target (or a later one, or a base past it) is applied
+    /// and the consumer exists (its creation answered, or it delivered): a follow whose consumer
+    /// cannot be made (no meta leader) fails without having been current. The delivery's
+    /// `pending` and the creation's `num_pending` are not used: they are the consumer's view,
+    /// which runs on any replica of the stream, and one that has not applied the latest records
+    /// yet, or whose deliver subject's interest has not reached its server, says 0 and delivers
+    /// nothing.
     private func reachCurrentIfCaughtUp(_ follow: RoomFollow) {
-        guard !follow.isCurrent, let at = follow.currentAtConsumerSequence, follow.lastConsumerSequence >= at else { return }
+        guard !follow.isCurrent, follow.consumer != nil, let target = follow.target, follow.lastStreamSequence >= target else { return }
         follow.isCurrent = true
         follow.events(.current)
     }
@@ -240,15 +271,24 @@ extension JetStreamRoomLog {
     }
 
     /// The tick's check: a consumer heard from neither by a delivery nor by a heartbeat for three
-    /// heartbeats is gone (its server died, or it was removed): recover; and a recovery whose
-    /// creation failed tries again. O(follows).
+    /// heartbeats is gone (its server died, or it was removed): recover. Before the follow is
+    /// current, one heartbeat of silence is enough: a consumer with records to deliver is never
+    /// idle, so its silence means it delivers nothing (no interest reached its server), and a
+    /// JOIN waiting for the room must not wait three heartbeats. A recovery whose creation or
+    /// target read failed tries again. O(follows).
     func checkHeartbeats(now: ContinuousClock.Instant) {
-        for follow in follows.values where !follow.awaitingCreation {
+        for follow in follows.values {
+            if follow.targetDue, !follow.awaitingTarget {
+                follow.targetDue = false
+                readTarget(follow)
+            }
+            guard !follow.awaitingCreation else { continue }
             if follow.creationDue {
                 follow.creationDue = false
                 createConsumer(follow)
-            } else if now - follow.lastHeard > heartbeat * 3 {
-                recover(follow, "its consumer has been silent for \(now - follow.lastHeard)")
+            } else if now - follow.lastHeard > heartbeat * (follow.isCurrent ? 3 : 1) {
+                let state = follow.isCurrent ? "" : ", before the follow was current"
+                recover(follow, "its consumer has been silent for \(now - follow.lastHeard)\(state)")
             }
         }
     }

@@ -20,8 +20,8 @@ package final class JetStreamRoomLog: RoomLog {
     package let streamCreated: Int64
     /// How long a proposal, a checkpoint read or a consumer creation may wait for its answer.
     let requestTimeout: Duration
-    /// The consumers' idle heartbeat; a follow that hears nothing for three of them recreates
-    /// its consumer.
+    /// The consumers' idle heartbeat; a follow that hears nothing for three of them (for one,
+    /// before it is current) recreates its consumer.
     let heartbeat: Duration
 
     /// Consumers deliver to `<deliveryPrefix>.<follow>.<generation>`.
@@ -62,6 +62,14 @@ package final class JetStreamRoomLog: RoomLog {
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5)
     ) throws(NATSError) -> JetStreamRoomLog {
         let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers)
+        if let replaced = rooms.replacedMaxMessagesPerSubject {
+            // The update is kept (an operator changes the retention so), but the stream is
+            // shared: the node started last sets it for all.
+            let before = replaced < 0 ? "no limit" : "\(replaced)"
+            logger.warning(
+                "stream \(RoomSubjects.roomsStream) kept \(before) records per room (max_msgs_per_subject); this node's --cluster-retain \(retain) replaced that for every node: every node should be given the same --cluster-retain"
+            )
+        }
         try NATSConnection.ensureStream(.checkpoints, servers: servers)
         let connection = try NATSConnection(servers: servers, eventBase: eventBase)
         do {
@@ -200,9 +208,18 @@ package final class JetStreamRoomLog: RoomLog {
         let limit = connection.maxPayload - 1024
         var value = RoomLogCheckpoint(image: image, history: history, sequence: sequence).encode()
         if value.count > limit, !history.isEmpty {
-            logger.info(
-                "checkpoint of room \(room) at sequence \(sequence) is \(value.count) bytes with its history, over \(limit): saved without it")
-            value = RoomLogCheckpoint(image: image, history: [], sequence: sequence).encode()
+            // The newest records that fit, found in one pass over the records' sizes, then one
+            // more encoding: O(history + value), not an encoding per record dropped.
+            if let dropped = CheckpointHistoryCut.oldestToDrop(valueSize: value.count, history: history, limit: limit) {
+                let full = value.count
+                value = RoomLogCheckpoint(image: image, history: Array(history[dropped...]), sequence: sequence).encode()
+                logger.warning(
+                    "checkpoint of room \(room) at sequence \(sequence) is \(full) bytes with its \(history.count) history records, over \(limit): saved without the \(dropped) oldest (\(value.count) bytes)"
+                )
+            } else {
+                return notSaved(
+                    "over the servers' max_payload less 1 KiB (\(limit)) even without its history (\(value.count) bytes with its \(history.count) records)")
+            }
         }
         guard value.count <= limit else {
             return notSaved("\(value.count) bytes, over the servers' max_payload less 1 KiB (\(limit))")

@@ -54,6 +54,10 @@ public struct StreamInfo: Sendable, Equatable {
     public var created: Int64
     /// The server that leads the stream's replicas (its `server_name`), when it has one.
     public var leader: String?
+    /// The stream's `max_msgs_per_subject` before this call changed it (-1: no limit), nil when
+    /// the call made the stream or left that limit as it was: a node started with another
+    /// retention than the cluster's replaces it for every node.
+    public var replacedMaxMessagesPerSubject: Int64? = nil
 }
 
 /// A message of one of the connection's subscriptions (`NATSConnection.onMessage`): a reply to
@@ -95,8 +99,9 @@ public struct PublishAck: Sendable, Equatable {
 /// A libnats connection whose socket I/O runs on the daemon's libevent loop, publishing to
 /// JetStream asynchronously. The only Swift file that imports CNats.
 ///
-/// Threads: libnats reads and writes the socket from the loop's callbacks, but runs publish
-/// acknowledgements (and its timers, reconnects) on threads of its own. Those hand every outcome
+/// Threads: libnats reads and writes the socket from the loop's callbacks, but runs message
+/// handlers and publish acknowledgements on its shared delivery thread (and its timers,
+/// reconnects on threads of its own). Those hand every outcome
 /// to the loop through a `LoopMailbox`, so `publish`'s completion runs on the loop thread, like
 /// everything else in the daemon. Every method is for the loop thread.
 ///
@@ -137,9 +142,10 @@ public final class NATSConnection {
         }
     }
 
-    /// Creates the stream, or updates it when it exists with another configuration, over a
-    /// short-lived connection with libnats's own threads (blocking: call it before the loop runs,
-    /// never from a loop callback). Idempotent.
+    /// Creates the stream, or updates it when it exists with another configuration (saying in
+    /// `replacedMaxMessagesPerSubject` when that changed its retention), over a short-lived
+    /// connection with libnats's own threads (blocking: call it before the loop runs, never from
+    /// a loop callback). Idempotent.
     @discardableResult
     public static func ensureStream(_ spec: StreamSpec, servers: [String], timeout: Duration = .seconds(10)) throws(NATSError) -> StreamInfo {
         let identifier = "stream \(spec.name)"
@@ -199,7 +205,15 @@ public final class NATSConnection {
             defer { jsStreamInfo_Destroy(info) }
             var errorCode = jsErrCode(0)
             let added = js_AddStream(&info, js, &config, nil, &errorCode)
+            var replaced: Int64?
             if errorCode.rawValue == NATSError.streamNameExists {
+                jsStreamInfo_Destroy(info)
+                info = nil
+                // The configuration it has, to tell what the update changes.
+                errorCode = jsErrCode(0)
+                try natsCheck(js_GetStreamInfo(&info, js, config.Name, nil, &errorCode), "js_GetStreamInfo", identifier, errorCode)
+                let before = info?.pointee.Config?.pointee.MaxMsgsPerSubject
+                if let before, before != config.MaxMsgsPerSubject { replaced = before }
                 jsStreamInfo_Destroy(info)
                 info = nil
                 errorCode = jsErrCode(0)
@@ -211,7 +225,9 @@ public final class NATSConnection {
             guard let info else {
                 throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
             }
-            return StreamInfo(created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) })
+            return StreamInfo(
+                created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) },
+                replacedMaxMessagesPerSubject: replaced)
         }
     }
 
@@ -229,6 +245,13 @@ public final class NATSConnection {
         defer { natsOptions_Destroy(options) }
         try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
         try natsCheck(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect", identifier)
+        // Every subscription (the inbox, JetStream's acks, one per followed room) is delivered by
+        // libnats's shared delivery pool (one thread by default) instead of a thread of its own:
+        // a node following thousands of rooms would otherwise run thousands of threads. libnats
+        // keeps each subscription's order (a subscription is bound to one worker), and every
+        // handler only copies the message into the mailbox, in arrival order, so the loop sees
+        // each subscription's messages in order as before.
+        try natsCheck(natsOptions_UseGlobalMessageDelivery(options, true), "natsOptions_UseGlobalMessageDelivery", identifier)
 
         // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
         let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }

@@ -1,4 +1,5 @@
 import CLibevent
+import Foundation
 import Logging
 import SnapSyncModel
 import SnapSyncStore
@@ -96,6 +97,150 @@ import Testing
         #expect(a.streamCreated == b.streamCreated)
     }
 
+    /// The last sequence is the room subject's own, as the stream's leader knows it: 0 for a room
+    /// nobody wrote, the room's last record's after others' records were stored.
+    @Test func lastSequenceIsTheLastRecordOfTheRoomsSubject() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: [cluster.urls[1]], eventBase: base, logger: testLogger)
+        defer { a.close() }
+        #expect(try lastSequence(a, base, room: "lobby").get() == 0)
+
+        guard case .stored(let s1) = try propose(a, base, room: "lobby", after: 0, write("lobby", version: 1, id: "l1")),
+            case .stored(let s2) = try propose(a, base, room: "lobby", after: s1, write("lobby", version: 2, id: "l2")),
+            case .stored(let s3) = try propose(a, base, room: "café ☕", after: 0, write("café ☕", version: 1, id: "c1"))
+        else {
+            Issue.record("a write was not stored")
+            return
+        }
+        #expect(s3 > s2)
+        #expect(try lastSequence(a, base, room: "lobby").get() == s2)
+        #expect(try lastSequence(a, base, room: "café ☕").get() == s3)
+        #expect(try lastSequence(a, base, room: "never written").get() == 0)
+    }
+
+    /// A consumer that delivers nothing (here: its deliver subject lost its interest before the
+    /// consumer started, as when the interest has not reached the consumer's server) while the
+    /// follow is not current is recreated after one heartbeat of silence, not three; and the
+    /// follow is current only once it has applied the subject's last record as the stream's
+    /// leader knows it, whatever the consumer says is pending (a lagging replica says 0).
+    @Test func aFollowIsCurrentOnlyAtTheLeadersLastRecordAndASilentConsumerIsRecoveredAtOnce() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        // A heartbeat so long that the tick never finds a consumer silent: the test says when.
+        let heartbeat = Duration.seconds(120)
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger, heartbeat: heartbeat)
+        defer { a.close() }
+        let room = "late interest"
+        let one = write(room, version: 1, id: "w1")
+        let two = write(room, version: 2, id: "w2")
+        guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one),
+            case .stored(let s2) = try propose(a, base, room: room, after: s1, two)
+        else {
+            Issue.record("a write was not stored")
+            return
+        }
+
+        let seen = FollowRecorder()
+        seen.follow(a, room: room)
+        // The deliver subject is subscribed and the creation sent in one loop pass: the UNSUB
+        // follows them on the wire, long before JetStream has made the consumer.
+        try runLoop(base, until: { a.followsByRoom[room]?.subscription != nil }, "the consumer's subscription")
+        let follow = try #require(a.followsByRoom[room])
+        let subscription = try #require(follow.subscription)
+        a.connection.unsubscribe(subscription)
+        try runLoop(base, until: { follow.consumer != nil && follow.target != nil }, "the consumer and the target")
+        #expect(follow.target == s2)
+        #expect(follow.generation == 1)
+
+        // The first record, delivered with "nothing pending" (as a replica that has not stored
+        // the second one yet would say): not current.
+        let consumer = try #require(follow.consumer)
+        a.deliver(
+            InboxMessage(
+                subscription: subscription, subject: RoomSubjects.subject(room: room),
+                reply: "$JS.ACK.snapsync-rooms.\(consumer).1.\(s1).1.1700000000000000000.0", data: RoomLogEntry.write(one).encode(room: room),
+                status: nil, statusDescription: nil, lastConsumerSequence: nil, expectedLastSubjectSequence: 0),
+            follow: follow.id, generation: 1)
+        #expect(seen.events == [.base(nil), .record(s1, .write(one))])
+
+        // One heartbeat of silence before current: a new consumer, from the record after s1.
+        a.checkHeartbeats(now: follow.lastHeard + heartbeat + .seconds(1))
+        #expect(follow.generation == 2)
+        // (Its deliveries may come before its creation's answer, which the check waits for.)
+        try runLoop(base, until: { seen.isCurrent && !follow.awaitingCreation }, "current")
+        #expect(seen.events == [.base(nil), .record(s1, .write(one)), .record(s2, .write(two)), .current])
+
+        // Once current, one heartbeat of silence is not enough; three are.
+        a.checkHeartbeats(now: follow.lastHeard + heartbeat + .seconds(1))
+        #expect(follow.generation == 2)
+        a.checkHeartbeats(now: follow.lastHeard + heartbeat * 3 + .seconds(1))
+        #expect(follow.generation == 3)
+        #expect(seen.failure == nil)
+    }
+
+    /// A followed room's subscription gets no delivery thread of its own (libnats's shared pool
+    /// delivers them all): following 64 rooms adds far fewer than 64 threads. The bound leaves
+    /// room for threads that tests running meanwhile start.
+    @Test func followingManyRoomsDoesNotAddAThreadPerRoom() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+        defer { a.close() }
+        // The connection's own subscriptions (its inbox, JetStream's acks) are made already.
+        let before = try threadCount()
+        let rooms = (1...64).map { "room \($0)" }
+        let recorders = rooms.map { room in
+            let recorder = FollowRecorder()
+            recorder.follow(a, room: room)
+            return recorder
+        }
+        try runLoop(
+            base, until: { recorders.allSatisfy(\.isCurrent) && rooms.allSatisfy { a.followsByRoom[$0]?.subscription != nil } },
+            "64 follows current and subscribed")
+        let after = try threadCount()
+        #expect(after - before < 16, "\(before) threads before following 64 rooms, \(after) after")
+    }
+
+    /// The process's threads, as /proc lists them.
+    private func threadCount() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
+    }
+
+    /// The rooms stream is shared: a node started with another retention than the stream's
+    /// replaces it for every node, which it keeps doing (an operator changes it so) and says.
+    @Test func aNodeThatChangesTheStreamsRetentionSaysSo() throws {
+        let cluster = try TestCluster()
+        defer { try? cluster.down() }
+        try NATSConnection.prepareLibevent()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let log = LogLines()
+        for retain in [100, 100] {
+            let node = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, retain: retain, logger: log.logger)
+            node.close()
+        }
+        #expect(!log.contains("--cluster-retain"), "\(log.all)")
+        let node = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, retain: 200, logger: log.logger)
+        node.close()
+        let warnings = log.all.filter { $0.contains("--cluster-retain") }
+        #expect(warnings.count == 1, "\(log.all)")
+        #expect(warnings.first?.hasPrefix("warning:") == true)
+        #expect(warnings.first?.contains("kept 100 records per room") == true)
+        #expect(warnings.first?.contains("--cluster-retain 200 replaced") == true)
+        #expect(try NATSConnection.ensureStream(.rooms(retain: 200), servers: cluster.urls).replacedMaxMessagesPerSubject == nil)
+        #expect(try NATSConnection.ensureStream(.rooms(retain: 300), servers: cluster.urls).replacedMaxMessagesPerSubject == 200)
+    }
+
     /// A tombstone is a record like a write: delivered in order, decoded back.
     @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
         let cluster = try TestCluster()
@@ -172,9 +317,10 @@ import Testing
         #expect(checkpoint.image.diffFrames == records[0..<2].map(\.diffFrame))
     }
 
-    /// A checkpoint over the servers' max_payload is saved without its history; one still over
-    /// it is not saved (and counted); a follow starts from the one saved.
-    @Test func anOversizedCheckpointLosesItsHistoryOrIsNotSaved() throws {
+    /// A checkpoint over the servers' max_payload is saved without its oldest history records
+    /// (the newest are the room's write-id window); one whose snapshot alone is over it is not
+    /// saved (and counted); a follow starts from the one saved, with the newest records.
+    @Test func anOversizedCheckpointLosesItsOldestHistoryOrIsNotSaved() throws {
         let cluster = try TestCluster()
         defer { try? cluster.down() }
         try NATSConnection.prepareLibevent()
@@ -187,27 +333,74 @@ import Testing
         let half = a.maxPayload / 2
         #expect(half > 1_000_000, "scripts/cluster sets max_payload to 8 MiB")
         let large = WriteRecord(room: room, epoch: epoch, version: 1, writeId: [1], diffFrame: [UInt8](repeating: 2, count: half + 10))
-        func image(_ payloadSize: Int) throws -> RoomImage {
+        let newer = (UInt64(2)...3).map {
+            WriteRecord(room: room, epoch: epoch, version: $0, writeId: [UInt8($0)], diffFrame: [UInt8](repeating: 3, count: 100))
+        }
+        func image(_ payloadSize: Int, version: UInt64) throws -> RoomImage {
             let snapshot = try Snapshot([(section: SnapshotElement("s", payload: Payload([UInt8](repeating: 7, count: payloadSize))), items: [])])
-            return RoomImage(room: room, epoch: epoch, version: 1, snapshot: snapshot, diffFrames: [large.diffFrame])
+            return RoomImage(room: room, epoch: epoch, version: version, snapshot: snapshot)
         }
 
         var stored: Bool?
-        a.saveCheckpoint(try image(half), history: [large], sequence: 1) { stored = $0 }
+        a.saveCheckpoint(try image(2 * half + 10, version: 1), history: [large], sequence: 2) { stored = $0 }
         try runLoop(base, until: { stored != nil }, "the first checkpoint's answer")
-        #expect(stored == true)
-        stored = nil
-        a.saveCheckpoint(try image(2 * half + 10), history: [], sequence: 2) { stored = $0 }
-        try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
         #expect(stored == false)
         #expect(a.checkpointFailures == 1)
+        stored = nil
+        a.saveCheckpoint(try image(half, version: 3), history: [large] + newer, sequence: 3) { stored = $0 }
+        try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
+        #expect(stored == true)
+        #expect(a.checkpointFailures == 1)
 
-        let seen = FollowRecorder()
-        seen.follow(a, room: room)
-        try runLoop(base, until: { seen.isCurrent }, "current")
-        #expect(seen.events == [.base(1), .current])
-        #expect(seen.checkpoint?.history == [])
-        #expect(seen.checkpoint?.image.snapshot.digest == (try image(half)).snapshot.digest)
+        // Any replica of the bucket answers the checkpoint's read, and one that has not stored
+        // the value yet (a quorum acknowledged it) answers that there is none: follow again.
+        var seen = FollowRecorder()
+        for _ in 0..<20 {
+            seen = FollowRecorder()
+            seen.follow(a, room: room)
+            try runLoop(base, until: { seen.isCurrent }, "current")
+            a.unfollow(room: room)
+            if seen.checkpoint != nil { break }
+        }
+        #expect(seen.events == [.base(3), .current])
+        #expect(seen.checkpoint?.history == newer)
+        #expect(seen.checkpoint?.image.snapshot.digest == (try image(half, version: 3)).snapshot.digest)
+    }
+
+    /// The cut keeps as many of the newest records as fit: the value without the records it drops
+    /// fits, with one more it does not (history_count's varint growing past 127 included), and
+    /// only a snapshot over the limit is refused. Sizes are the encoding's, byte for byte.
+    @Test func theCheckpointHistoryCutKeepsTheNewestRecordsThatFit() throws {
+        let room = "cut ☕"
+        let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [])])
+        let history = (UInt64(1)...140).map {
+            WriteRecord(
+                room: room, epoch: 1 << 40, version: $0, writeId: $0 % 3 == 0 ? [] : [UInt8]($0.description.utf8),
+                diffFrame: [UInt8](repeating: 1, count: Int($0 % 7) * 40 + 3))
+        }
+        for record in history.prefix(8) {
+            #expect(CheckpointHistoryCut.framedSize(record) == RoomLogEntry.write(record).encode(room: room).count + 12)
+        }
+        let image = RoomImage(room: room, epoch: 1 << 40, version: 140, snapshot: snapshot)
+        func size(_ kept: ArraySlice<WriteRecord>) -> Int {
+            RoomLogCheckpoint(image: image, history: Array(kept), sequence: 99).encode().count
+        }
+        let full = size(history[...])
+        let bare = size([])
+        for limit in stride(from: bare - 3, through: full + 1, by: 97) {
+            let dropped = CheckpointHistoryCut.oldestToDrop(valueSize: full, history: history, limit: limit)
+            guard let dropped else {
+                #expect(bare > limit, "limit \(limit)")
+                continue
+            }
+            #expect(size(history[dropped...]) <= limit, "limit \(limit)")
+            if dropped > 0 { #expect(size(history[(dropped - 1)...]) > limit, "limit \(limit)") }
+        }
+        // Around history_count 128, where its varint takes a second byte.
+        for kept in 126...129 {
+            let limit = size(history[(history.count - kept)...])
+            #expect(CheckpointHistoryCut.oldestToDrop(valueSize: full, history: history, limit: limit) == history.count - kept)
+        }
     }
 
     /// A follow ended before its checkpoint read or its consumer answered gets no event; a

@@ -70,6 +70,15 @@ func propose(
     return outcome!
 }
 
+/// One `lastSequence`, waited for; whether its completion ran inside the call is an issue.
+func lastSequence(_ log: JetStreamRoomLog, _ base: OpaquePointer, room: String) throws -> Result<UInt64, StoreError> {
+    var result: Result<UInt64, StoreError>?
+    log.lastSequence(room: room) { result = $0 }
+    if result != nil { throw TestClusterError(message: "lastSequence of \(room) completed inside the call") }
+    try runLoop(base, until: { result != nil }, "the last sequence of \(room)")
+    return result!
+}
+
 func write(_ room: String, version: UInt64, id: String, epoch: UInt64 = 7) -> WriteRecord {
     WriteRecord(room: room, epoch: epoch, version: version, writeId: Array(id.utf8), diffFrame: Array("diff \(id) v\(version)".utf8))
 }
