@@ -6,85 +6,88 @@ import Testing
     import Glibc
 #endif
 
-/// `NATSConnection` on a libevent loop, against the real 3-server cluster: a room's writes are
-/// ordered by the subject's expected last sequence, de-duplicated by message id, and every
-/// outcome comes back on the thread that runs the loop.
-@Suite struct NATSConnectionTests {
-    /// One publish, waited for by running the loop: its outcome and whether it came on this thread.
-    static func publish(
-        _ connection: NATSConnection, _ base: OpaquePointer, subject: String, after sequence: UInt64, id: String,
-        timeout: Duration = .seconds(5)
-    ) throws -> (result: Result<PublishAck, NATSError>, onLoopThread: Bool) {
-        let loopThread = pthread_self()
-        var outcome: (Result<PublishAck, NATSError>, Bool)?
-        try connection.publish(subject: subject, payload: Array("diff \(id)".utf8), expectedLastSubjectSequence: sequence, messageId: id, timeout: timeout) {
-            outcome = ($0, pthread_equal(pthread_self(), loopThread) != 0)
+extension RealNATSCluster {
+    /// `NATSConnection` on a libevent loop, against the real 3-server cluster: a room's writes are
+    /// ordered by the subject's expected last sequence, de-duplicated by message id, and every
+    /// outcome comes back on the thread that runs the loop.
+    @Suite struct NATSConnectionTests {
+        /// One publish, waited for by running the loop: its outcome and whether it came on this thread.
+        static func publish(
+            _ connection: NATSConnection, _ base: OpaquePointer, subject: String, after sequence: UInt64, id: String,
+            timeout: Duration = .seconds(5)
+        ) throws -> (result: Result<PublishAck, NATSError>, onLoopThread: Bool) {
+            let loopThread = pthread_self()
+            var outcome: (Result<PublishAck, NATSError>, Bool)?
+            try connection.publish(subject: subject, payload: Array("diff \(id)".utf8), expectedLastSubjectSequence: sequence, messageId: id, timeout: timeout)
+            {
+                outcome = ($0, pthread_equal(pthread_self(), loopThread) != 0)
+            }
+            // libnats's MaxWait bounds this: the completion comes, an ack or NATS_TIMEOUT.
+            while outcome == nil { event_base_loop(base, EVLOOP_ONCE) }
+            return outcome!
         }
-        // libnats's MaxWait bounds this: the completion comes, an ack or NATS_TIMEOUT.
-        while outcome == nil { event_base_loop(base, EVLOOP_ONCE) }
-        return outcome!
-    }
 
-    @Test func publishesAreOrderedPerSubjectDeduplicatedAndAckedOnTheLoopThread() throws {
-        let cluster = try TestCluster()
-        defer { try? cluster.down() }
-        try NATSConnection.prepareLibevent()
-        try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
-        try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
+        @Test func publishesAreOrderedPerSubjectDeduplicatedAndAckedOnTheLoopThread() throws {
+            let cluster = try TestCluster()
+            defer { try? cluster.down() }
+            try NATSConnection.prepareLibevent()
+            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
 
-        let base = try #require(event_base_new())
-        defer { event_base_free(base) }
-        let connection = try NATSConnection(servers: cluster.urls, eventBase: base)
-        defer { connection.close() }
+            let base = try #require(event_base_new())
+            defer { event_base_free(base) }
+            let connection = try NATSConnection(servers: cluster.urls, eventBase: base)
+            defer { connection.close() }
 
-        let lobby = "snapsync.room.lobby"
-        let first = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
-        #expect(first.onLoopThread)
-        #expect(try first.result.get() == PublishAck(stream: "snapsync-rooms", sequence: 1, duplicate: false))
+            let lobby = "snapsync.room.lobby"
+            let first = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
+            #expect(first.onLoopThread)
+            #expect(try first.result.get() == PublishAck(stream: "snapsync-rooms", sequence: 1, duplicate: false))
 
-        // A node that has not seen w1 expects the subject to be empty: refused.
-        let stale = try Self.publish(connection, base, subject: lobby, after: 0, id: "w2")
-        #expect(stale.onLoopThread)
-        #expect(throws: NATSError.self) { try stale.result.get() }
-        if case let .failure(error) = stale.result { #expect(error.isWrongLastSequence, "\(error)") }
+            // A node that has not seen w1 expects the subject to be empty: refused.
+            let stale = try Self.publish(connection, base, subject: lobby, after: 0, id: "w2")
+            #expect(stale.onLoopThread)
+            #expect(throws: NATSError.self) { try stale.result.get() }
+            if case let .failure(error) = stale.result { #expect(error.isWrongLastSequence, "\(error)") }
 
-        // w1 again (a client's retry through another node): the same entry, not a second one.
-        let retry = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
-        #expect(try retry.result.get() == PublishAck(stream: "snapsync-rooms", sequence: 1, duplicate: true))
+            // w1 again (a client's retry through another node): the same entry, not a second one.
+            let retry = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
+            #expect(try retry.result.get() == PublishAck(stream: "snapsync-rooms", sequence: 1, duplicate: true))
 
-        let second = try Self.publish(connection, base, subject: lobby, after: 1, id: "w2")
-        #expect(try second.result.get().sequence == 2)
+            let second = try Self.publish(connection, base, subject: lobby, after: 1, id: "w2")
+            #expect(try second.result.get().sequence == 2)
 
-        // Another room's subject has its own last sequence (none yet); the stream's is shared.
-        let other = try Self.publish(connection, base, subject: "snapsync.room.other", after: 0, id: "o1")
-        #expect(try other.result.get().sequence == 3)
+            // Another room's subject has its own last sequence (none yet); the stream's is shared.
+            let other = try Self.publish(connection, base, subject: "snapsync.room.other", after: 0, id: "o1")
+            #expect(try other.result.get().sequence == 3)
 
-        // A message id still pending is refused up front, without a completion.
-        try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: 2, messageId: "w3") { _ in }
-        #expect(throws: NATSError.self) {
+            // A message id still pending is refused up front, without a completion.
             try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: 2, messageId: "w3") { _ in }
+            #expect(throws: NATSError.self) {
+                try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: 2, messageId: "w3") { _ in }
+            }
         }
-    }
 
-    /// With two of three servers gone the stream has no quorum: the publish fails (JetStream has
-    /// no leader to answer, so libnats reports no responders, or a timeout) and is never acked.
-    @Test func withoutAQuorumAPublishFailsOnTheLoopThreadAndIsNeverAcked() throws {
-        let cluster = try TestCluster()
-        defer { try? cluster.down() }
-        try NATSConnection.prepareLibevent()
-        try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
-        let base = try #require(event_base_new())
-        defer { event_base_free(base) }
-        // Connected to the first server only, so that the connection stays up when the others go.
-        let connection = try NATSConnection(servers: [cluster.urls[0]], eventBase: base)
-        defer { connection.close() }
-        let room = "snapsync.room.quorum"
-        #expect(try Self.publish(connection, base, subject: room, after: 0, id: "q1").result.get().sequence == 1)
+        /// With two of three servers gone the stream has no quorum: the publish fails (JetStream has
+        /// no leader to answer, so libnats reports no responders, or a timeout) and is never acked.
+        @Test func withoutAQuorumAPublishFailsOnTheLoopThreadAndIsNeverAcked() throws {
+            let cluster = try TestCluster()
+            defer { try? cluster.down() }
+            try NATSConnection.prepareLibevent()
+            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            let base = try #require(event_base_new())
+            defer { event_base_free(base) }
+            // Connected to the first server only, so that the connection stays up when the others go.
+            let connection = try NATSConnection(servers: [cluster.urls[0]], eventBase: base)
+            defer { connection.close() }
+            let room = "snapsync.room.quorum"
+            #expect(try Self.publish(connection, base, subject: room, after: 0, id: "q1").result.get().sequence == 1)
 
-        try cluster.kill(server: 1)
-        try cluster.kill(server: 2)
-        let refused = try Self.publish(connection, base, subject: room, after: 1, id: "q2", timeout: .seconds(2))
-        #expect(refused.onLoopThread)
-        #expect(throws: NATSError.self) { try refused.result.get() }
+            try cluster.kill(server: 1)
+            try cluster.kill(server: 2)
+            let refused = try Self.publish(connection, base, subject: room, after: 1, id: "q2", timeout: .seconds(2))
+            #expect(refused.onLoopThread)
+            #expect(throws: NATSError.self) { try refused.result.get() }
+        }
     }
 }
