@@ -76,7 +76,8 @@ final class RoomReplica {
     var waitingSince = ContinuousClock.now
     /// The room's current incarnation; nil until the log's `.base`.
     var room: Room?
-    /// The sequence of the last record applied (or the base's).
+    /// L of Protocol/CLUSTER.md §3: the sequence of the last record applied or voided, else the
+    /// base's.
     var logSequence: UInt64 = 0
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
