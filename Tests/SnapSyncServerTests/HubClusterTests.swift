@@ -262,6 +262,31 @@ import SnapSyncWire
         cluster.checkInvariants("todo")
     }
 
+    /// The DROP's proposer checkpoints the next incarnation at the tombstone's sequence: a node
+    /// that loads the room later starts there, whatever the stream's retention dropped before.
+    @Test func aDropIsCheckpointedSoALaterFollowNeedsNothingBeforeIt() throws {
+        let cluster = ClusterHarness(nodes: 2) { $0.clusterCheckpointInterval = 100 }
+        let (node, other) = (cluster.nodes[0], cluster.nodes[1])
+        cluster.log.retain = 2
+        let writer = node.connect()
+        for (index, id) in ["a", "b", "c"].enumerated() { node.mutate(writer, "room", addItem(id, first: index == 0), requestID: UInt64(index)) }
+        node.send(.drop(requestID: 9, room: "room"), from: writer)
+        cluster.settle()
+        #expect(node.drain(writer).compactMap(\.ackVersion) == [1, 2, 3, 3])
+        #expect(cluster.log.records(of: "room").map(\.sequence) == [3, 4])
+        let checkpoint = try #require(cluster.log.checkpoint(of: "room"))
+        #expect(checkpoint.sequence == 4 && checkpoint.image.epoch == cluster.log.epoch(room: "room", after: 4))
+        #expect(checkpoint.image.version == 0 && checkpoint.image.snapshot.numberOfSections == 0 && checkpoint.history.isEmpty)
+        let session = other.connect()
+        other.join(session, "room")
+        other.mutate(session, "room", addItem("x", first: true), requestID: 2)
+        cluster.settle()
+        let answers = other.drain(session)
+        #expect(answers.first?.snapshotVersion == 0 && answers.compactMap(\.ackVersion) == [1])
+        #expect(node.hub.rooms["room"]?.version == 1 && node.hub.rooms["room"]?.digest == other.hub.rooms["room"]?.digest)
+        cluster.checkInvariants("room")
+    }
+
     @Test func aClientResumesOnAnotherNodeWithCatchup() throws {
         let cluster = ClusterHarness()
         let writer = cluster.nodes[0].connect()
