@@ -408,6 +408,51 @@ import SnapSyncWire
         #expect(strict.hub.replicas.isEmpty && strict.hub.rooms.isEmpty)
     }
 
+    /// Followed again after others checkpointed a room over this node's limits: the node cannot
+    /// serve it any more. Its members are told (LEFT storage_failure), what waited is refused,
+    /// and the room and its replica are gone, as for a room it could not load at all.
+    @Test func aRefollowThatLoadsACheckpointOverThisNodesLimitsTellsTheMembersAndForgetsTheRoom() throws {
+        let cluster = ClusterHarness(nodes: 1) { $0.clusterCheckpointInterval = 3 }
+        let other = cluster.nodes[0]
+        let strict = cluster.addNode {
+            $0.clusterCheckpointInterval = 3
+            $0.wire.model.maxItems = 2
+        }
+        let strictLog = try #require(strict.hub.log as? MemoryRoomLog)
+        let member = strict.connect(), watcher = strict.connect(), writer = other.connect()
+        strict.join(member, "room")
+        strict.join(watcher, "room")
+        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        #expect(strict.drain(member).compactMap(\.diffVersion) == [1] && strict.drain(watcher).compactMap(\.diffVersion) == [1])
+        strictLog.interruptFollow(of: "room")
+        cluster.settle()
+        other.mutate(writer, "room", addItem("b"), requestID: 2)
+        other.mutate(writer, "room", addItem("c"), requestID: 3)
+        cluster.settle()
+        #expect(cluster.log.checkpoint(of: "room")?.image.snapshot.numberOfItems == 3)
+        strict.hub.maintainReplicas(now: .now)
+        strict.mutate(member, "room", [], requestID: 4)
+        cluster.settle()
+        let answers = strict.drain(member)
+        guard answers.count == 2, case .left("room", ErrorCode.storageFailure.rawValue, let message) = answers[0] else {
+            Issue.record("not LEFT storage_failure then the write's answer: \(answers)")
+            return
+        }
+        #expect(message.contains("--max-items-per-room"))
+        #expect(answers[1].errorCode == .storageFailure && answers[1].requestID == 4)
+        #expect(strict.drain(watcher) == [answers[0]] && member.memberships.isEmpty && watcher.memberships.isEmpty)
+        #expect(strict.hub.replicas.isEmpty && strict.hub.rooms.isEmpty && strict.hub.totalItems == 0 && !strictLog.isFollowing("room"))
+        // Nothing is left to follow again; a JOIN loads the room anew and is refused.
+        strict.hub.maintainReplicas(now: .now)
+        cluster.settle()
+        #expect(strict.hub.replicas.isEmpty)
+        strict.join(member, "room", requestID: 5)
+        cluster.settle()
+        #expect(strict.drain(member).map(\.errorCode) == [.storageFailure] && strict.hub.replicas.isEmpty)
+        #expect(other.hub.rooms["room"]?.version == 3)
+    }
+
     @Test func setTTLIsRefusedInClusterMode() {
         let cluster = ClusterHarness()
         let session = cluster.nodes[0].connect()
