@@ -223,8 +223,7 @@ extension Hub {
         var unused: [RoomReplica] = []
         var stalled: [RoomReplica] = []
         for replica in replicas.values {
-            let waits = replica.phase == .loading || replica.phase == .refollowing || replica.inFlight?.superseded == true
-            if waits && now - replica.waitingSince >= stall {
+            if replica.waitsForRecords && now - replica.waitingSince >= stall {
                 stalled.append(replica)
                 continue
             }

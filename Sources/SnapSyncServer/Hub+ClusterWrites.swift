@@ -109,7 +109,12 @@ extension Hub {
         case .stored(let sequence):
             flight.storedAt = sequence
             replica.inFlight = flight
-            if sequence <= replica.logSequence { finishProposal(of: replica) }
+            if sequence <= replica.logSequence {
+                finishProposal(of: replica)
+            } else {
+                // Its record is owed: bounded as a stalled follow (`RoomReplica.stallSeconds`).
+                replica.waitingSince = .now
+            }
         case .superseded:
             flight.superseded = true
             replica.inFlight = flight

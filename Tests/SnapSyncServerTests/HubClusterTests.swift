@@ -564,6 +564,38 @@ import SnapSyncWire
         #expect(node.drain(session).isEmpty && node.hub.rooms.isEmpty)
     }
 
+    /// The log acknowledged a proposal but its record never comes (a delivery lost without a
+    /// sign): the room's writes wait behind it, so after `RoomReplica.stallSeconds` the follow
+    /// is taken as lost and the write refused (storage_failure: it may be applied); following
+    /// again brings the record, once, and the write's retry gets its ACK.
+    @Test func aStoredProposalWhoseRecordNeverComesIsBoundedByTheStallTime() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        cluster.log.acknowledgeBeforeDelivering = true
+        let node = cluster.nodes[0]
+        let writer = node.connect(), next = node.connect()
+        node.join(writer, "room")
+        cluster.settle()
+        _ = node.drain(writer)
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 3, writeId: [3])
+        node.mutate(next, "room", addItem("b", first: true), requestID: 4)
+        #expect(cluster.log.runNext())  // .stored; the record's delivery stays queued
+        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        #expect(node.drain(writer).isEmpty && node.drain(next).isEmpty)
+        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds))
+        let refused = node.drain(writer) + node.drain(next)
+        #expect(refused.map(\.errorCode) == [.storageFailure, .storageFailure] && refused.map(\.requestID) == [3, 4])
+        cluster.settle()  // the lost follow's delivery: ignored
+        #expect(node.hub.rooms["room"]?.version == 0 && node.hub.replicas["room"]?.phase == .broken)
+        node.hub.maintainReplicas(now: .now)
+        cluster.settle()
+        #expect(node.drain(writer).compactMap(\.diffVersion) == [1])
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 5, writeId: [3])
+        cluster.settle()
+        #expect(node.drain(writer).map(\.ackVersion) == [1])
+        #expect(cluster.log.records(of: "room").count == 1)
+        node.checkInvariants("room")
+    }
+
     @Test func anUnusedRoomIsUnfollowedAfterItsIdleTimeAndAJoinedOneIsKept() throws {
         let cluster = ClusterHarness { $0.clusterIdleSeconds = 30 }
         let node = cluster.nodes[0]
