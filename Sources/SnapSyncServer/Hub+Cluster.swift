@@ -71,12 +71,21 @@ extension Hub {
     /// the records after the checkpoint): then the replica is replaced by the checkpoint's room,
     /// and each member is sent the DIFFs it missed from the checkpoint's history, or LEFT
     /// `storage_failure` when the history does not reach back to it (PROTOCOL.md §8.4).
+    /// A checkpoint over this node's content limits is not loaded (`refuseOverLimit`).
     private func loadBase(_ checkpoint: RoomLogCheckpoint?, into replica: RoomReplica) {
         guard let log else { return }
+        if replica.room != nil {
+            guard let checkpoint, checkpoint.sequence > replica.logSequence else { return }
+        }
+        // As at a restart (`restore`): a room over this node's content limits could not be
+        // served (a conforming client refuses its SNAPSHOT).
+        if let checkpoint, let violation = checkpoint.image.snapshot.firstLimitViolation(configuration.wire.model) {
+            refuseOverLimit(replica, Self.overLimit(room: replica.name, snapshot: checkpoint.image.snapshot, violation))
+            return
+        }
         var members: [Session] = []
         var old: Room?
         if let current = replica.room {
-            guard let checkpoint, checkpoint.sequence > replica.logSequence else { return }
             members = current.members.sessions
             for member in members { removeMember(member, from: current) }
             forget(current)
@@ -85,13 +94,6 @@ extension Hub {
         let room: Room
         if let checkpoint {
             let image = checkpoint.image
-            // As at a restart (`restore`): a room over this node's content limits could not be
-            // served (a conforming client refuses its SNAPSHOT).
-            if let violation = image.snapshot.firstLimitViolation(configuration.wire.model) {
-                log.unfollow(room: replica.name)
-                followFailed(replica, error: Self.overLimit(room: replica.name, snapshot: image.snapshot, violation))
-                return
-            }
             room = Room(
                 name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: configuration.wire,
                 maxHistoryBytes: configuration.historyBytes, history: checkpoint.history)
@@ -118,6 +120,23 @@ extension Hub {
                     to: member)
             }
         }
+    }
+
+    /// The room as the log has it is over this node's content limits: this node cannot serve
+    /// it. The follow ends and the replica is forgotten as one that could not load: what waits
+    /// is refused, and the members of the room it had (followed again after a failure) are sent
+    /// LEFT `storage_failure` (the room has not ended: a node with larger limits serves it).
+    private func refuseOverLimit(_ replica: RoomReplica, _ error: ServerError) {
+        log?.unfollow(room: replica.name)
+        if let current = replica.room {
+            endRoom(
+                current, code: .storageFailure,
+                "room \(LogEscaping.line(replica.name)) cannot be served by this node as the cluster's log now has it: \(error)")
+            replica.room = nil
+            // No room: loading again, which `followFailed` ends by forgetting the replica.
+            replica.phase = .loading
+        }
+        followFailed(replica, error: error)
     }
 
     /// Makes `room` the replica's incarnation and a resident room of the hub.
@@ -204,8 +223,7 @@ extension Hub {
         var unused: [RoomReplica] = []
         var stalled: [RoomReplica] = []
         for replica in replicas.values {
-            let waits = replica.phase == .loading || replica.phase == .refollowing || replica.inFlight?.superseded == true
-            if waits && now - replica.waitingSince >= stall {
+            if replica.waitsForRecords && now - replica.waitingSince >= stall {
                 stalled.append(replica)
                 continue
             }

@@ -9,15 +9,24 @@ import SnapSyncWire
 // starts empty at version 0. And the checkpoints this node saves for the log.
 
 extension Hub {
+    /// The record at `sequence`, whose proposer expected the subject's last sequence to be
+    /// `expected`, by Protocol/CLUSTER.md §3's rule, with L the replica's `logSequence`:
+    /// `expected` = L, it is the room's next record and must follow it (else the follow fails:
+    /// the log and the replica disagree); below L, it is void (`void`); above L, records were
+    /// missed and the follow fails (`ReplicaGap`): skipping them would fork the room.
     func apply(_ entry: RoomLogEntry, at sequence: UInt64, expected: UInt64, to replica: RoomReplica) {
         // Following again after a failure delivers records this replica has applied.
         guard let log, let room = replica.room, sequence > replica.logSequence else { return }
+        guard expected <= replica.logSequence else {
+            stopFollowing(replica, ReplicaGap(room: replica.name, sequence: sequence, expected: expected, applied: replica.logSequence))
+            return
+        }
+        guard expected == replica.logSequence else {
+            void(at: sequence, expected: expected, in: replica, room: room)
+            return
+        }
         switch entry {
         case .write(let record):
-            guard record.epoch == room.epoch, record.version == room.version + 1 else {
-                void(at: sequence, in: replica, "version \(record.version) of epoch \(record.epoch)", room: room)
-                return
-            }
             var prepared: (ops: [SnapshotOperation], result: Snapshot)?
             if let flight = replica.inFlight, flight.expected == replica.logSequence, flight.entry == entry {
                 prepared = flight.prepared
@@ -27,9 +36,7 @@ extension Hub {
             do {
                 diff = try room.applyLogged(record, sequence: sequence, prepared: prepared)
             } catch {
-                logger.error("\(error); the room takes no more writes here until it is followed again")
-                log.unfollow(room: replica.name)
-                followFailed(replica, error: error)
+                stopFollowing(replica, error)
                 return
             }
             replica.logSequence = sequence
@@ -41,7 +48,13 @@ extension Hub {
             recordApplied(to: replica, at: sequence, epoch: record.epoch, version: record.version)
         case .tombstone(let epoch, let version):
             guard epoch == room.epoch, version == room.version else {
-                void(at: sequence, in: replica, "a tombstone of version \(version) of epoch \(epoch)", room: room)
+                stopFollowing(
+                    replica,
+                    ReplicaError(
+                        room: replica.name, sequence: sequence,
+                        reason:
+                            "it is a tombstone of version \(version) of epoch \(epoch), the replica is at version \(room.version) of epoch \(room.epoch)"
+                    ))
                 return
             }
             endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
@@ -55,21 +68,29 @@ extension Hub {
         }
     }
 
-    /// A record that does not follow the room (a write not at version + 1 of the room's epoch, a
-    /// tombstone not at its version) is void: every replica skips it, the same way, so they stay
-    /// equal (Protocol/CLUSTER.md, "Void records"). The log should never hold one, since every
-    /// proposal expects the subject's last sequence; but nats-server 2.9 does not serialise that
-    /// expectation for concurrent publishes to a clustered stream (nats-server issue #4320, fixed
-    /// in 2.10), so two proposals made against one state can both be stored. The first applies;
-    /// the second was validated against a state that is gone, so applying it could break the
-    /// room's rules: it is voided, and its proposer proposes it again (`recordVoided`).
+    /// A record the replica cannot take (`ReplicaError`, `ReplicaGap`): the follow ends, the
+    /// room goes on serving reads and refuses writes until the timer follows it again.
+    private func stopFollowing(_ replica: RoomReplica, _ error: any Error) {
+        logger.error("\(error); the room takes no more writes here until it is followed again")
+        log?.unfollow(room: replica.name)
+        followFailed(replica, error: error)
+    }
+
+    /// A record whose proposer expected a sequence before the replica's last is void: every
+    /// replica skips it, the same way, so they stay equal (Protocol/CLUSTER.md §3). The log
+    /// should never hold one, since JetStream stores a proposal only if its expectation is the
+    /// subject's last sequence; but nats-server 2.9 does not serialise that check for concurrent
+    /// publishes to a clustered stream (nats-server issue #4320, fixed in 2.10), so two
+    /// proposals made against one state can both be stored. The first applies; the second was
+    /// validated against a state that is gone, so applying it could break the room's rules: it
+    /// is voided, and its proposer proposes it again (`recordVoided`).
     /// - Complexity: O(1).
-    private func void(at sequence: UInt64, in replica: RoomReplica, _ what: String, room: Room) {
+    private func void(at sequence: UInt64, expected: UInt64, in replica: RoomReplica, room: Room) {
         logger.debug(
             "void record skipped",
             metadata: [
-                "room": "\(LogEscaping.line(room.name))", "sequence": "\(sequence)", "record": "\(what)",
-                "replica": "version \(room.version) of epoch \(room.epoch)",
+                "room": "\(LogEscaping.line(room.name))", "sequence": "\(sequence)", "expected": "\(expected)",
+                "last": "\(replica.logSequence)",
             ])
         replica.logSequence = sequence
         recordVoided(in: replica, at: sequence)

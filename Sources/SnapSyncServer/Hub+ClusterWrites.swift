@@ -109,7 +109,12 @@ extension Hub {
         case .stored(let sequence):
             flight.storedAt = sequence
             replica.inFlight = flight
-            if sequence <= replica.logSequence { finishProposal(of: replica) }
+            if sequence <= replica.logSequence {
+                finishProposal(of: replica)
+            } else {
+                // Its record is owed: bounded as a stalled follow (`RoomReplica.stallSeconds`).
+                replica.waitingSince = .now
+            }
         case .superseded:
             flight.superseded = true
             replica.inFlight = flight
@@ -169,7 +174,14 @@ extension Hub {
             send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
             logAnswered(write.session)
             if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
-            if case .write = flight.entry, version % UInt64(configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
+            switch flight.entry {
+            case .write: if version % UInt64(configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
+            // The next incarnation's first checkpoint (empty, at the tombstone's sequence at
+            // the earliest): its versions count from 0 again, so without it a room dropped
+            // more often than every checkpoint interval would never be checkpointed, and a
+            // follow would replay records the stream's retention no longer holds.
+            case .tombstone: saveCheckpoint(of: replica)
+            }
         } else if let room = replica.room, let original = room.writeIds.entry(of: write.writeId) {
             // The log had this write id stored before the proposal (a retry the replica had
             // applied before this node validated it: only when its id had left the window).

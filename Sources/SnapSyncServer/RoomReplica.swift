@@ -72,11 +72,12 @@ final class RoomReplica {
     let name: String
     var phase = Phase.loading
     /// When the current follow began (loading or following again), or the in-flight proposal
-    /// was superseded: what `stallSeconds` is counted from.
+    /// was stored or superseded: what `stallSeconds` is counted from (`waitsForRecords`).
     var waitingSince = ContinuousClock.now
     /// The room's current incarnation; nil until the log's `.base`.
     var room: Room?
-    /// The sequence of the last record applied (or the base's).
+    /// L of Protocol/CLUSTER.md §3: the sequence of the last record applied or voided, else the
+    /// base's.
     var logSequence: UInt64 = 0
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
@@ -88,9 +89,10 @@ final class RoomReplica {
     static let maxAttempts = 8
     /// Writes that may wait for one room beyond the one in flight.
     static let maxWaiting = 1024
-    /// A follow that has not caught up, or a superseded proposal whose winning record has not
-    /// arrived, after this long is taken as a lost follow (the log's own failure detection
-    /// should have said so first; this bounds what a silent stall holds up).
+    /// A follow that has not caught up, or a proposal whose record (stored) or the record that
+    /// won over it (superseded) has not arrived, after this long is taken as a lost follow (the
+    /// log's own failure detection should have said so first; this bounds what a silent stall
+    /// holds up: the room's writes wait behind the proposal).
     static let stallSeconds: Int64 = 10
 
     init(name: String) {
@@ -128,6 +130,14 @@ final class RoomReplica {
             waitingHead = 0
         }
         return write
+    }
+
+    /// Whether the replica waits for records the log owes it: it is loading or following
+    /// again, or its proposal's record, or the one that superseded it, has not arrived.
+    var waitsForRecords: Bool {
+        if phase == .loading || phase == .refollowing { return true }
+        guard let inFlight else { return false }
+        return inFlight.superseded || inFlight.storedAt != nil
     }
 
     /// Whether the room can be forgotten: nobody joined here, nothing waits or is in flight.

@@ -1,7 +1,8 @@
 /// A `RoomLog` held in this process: one ordered list of records per room, numbered by one
 /// sequence shared by all rooms (like a JetStream stream's, so a room's sequences have gaps),
 /// compare-and-set on the room's last sequence, message-id de-duplication, checkpoints in a
-/// dictionary. Each instance is one node's connection to the log; `init(sharing:)` makes
+/// dictionary; optionally bounded retention and nats-server 2.9's stale-expectation race, to
+/// test what a replica does with them. Each instance is one node's connection to the log; `init(sharing:)` makes
 /// another node's, on the same records (as cluster nodes share the stream).
 ///
 /// Nothing is delivered during a call: completions and events are queued, in the order the
@@ -13,8 +14,9 @@ package final class MemoryRoomLog: RoomLog {
     /// What the nodes share: the records, the message ids, the checkpoints, the queue.
     private final class Shared {
         var subjects: [String: [(sequence: UInt64, expected: UInt64, entry: RoomLogEntry)]] = [:]
-        /// Stored message ids (non-empty), by room: the sequence they were stored at.
-        var messageIds: [String: [[UInt8]: UInt64]] = [:]
+        /// Stored message ids (non-empty) with the sequence their proposal expected, by room: the
+        /// sequence they were stored at.
+        var messageIds: [String: [MessageKey: UInt64]] = [:]
         var checkpoints: [String: RoomLogCheckpoint] = [:]
         var savedCheckpoints: [(room: String, sequence: UInt64)] = []
         /// Every node's followers, by room.
@@ -25,6 +27,9 @@ package final class MemoryRoomLog: RoomLog {
         var acknowledgeBeforeDelivering = true
         var failProposals: (count: Int, error: StoreError) = (0, .logUnavailable("test"))
         var storeFailedProposals = false
+        var retain: Int?
+        var storesNextStaleProposal = false
+        var losesCheckpoints = false
         var failFollows: Set<String> = []
         var beforeProposing: ((String) -> Void)?
         let epochSalt: UInt64
@@ -32,6 +37,14 @@ package final class MemoryRoomLog: RoomLog {
         init(epochSalt: UInt64) {
             self.epochSalt = epochSalt
         }
+    }
+
+    /// What JetStream de-duplicates on: `Nats-Msg-Id` is `<room>.<write id>.<expected sequence>`
+    /// (Protocol/CLUSTER.md §4), so the same write id proposed at another position is another
+    /// message.
+    private struct MessageKey: Hashable {
+        var id: [UInt8]
+        var expected: UInt64
     }
 
     /// One follow of one room by one node: its events, and how far its catch-up delivered.
@@ -80,6 +93,24 @@ package final class MemoryRoomLog: RoomLog {
     package var storeFailedProposals: Bool {
         get { shared.storeFailedProposals }
         set { shared.storeFailedProposals = newValue }
+    }
+    /// When set (at least 1), each room's subject keeps only its last `retain` records (JetStream's
+    /// `max_msgs_per_subject`, `--cluster-retain`): older ones are gone, for a catch-up too.
+    package var retain: Int? {
+        get { shared.retain }
+        set { shared.retain = newValue }
+    }
+    /// When true, the next proposal whose expected sequence is below the room's last one is
+    /// stored all the same, after the last, and acknowledged (then the switch is off): what
+    /// nats-server 2.9 does for concurrent publishes to a clustered stream (its issue #4320).
+    package var storesNextStaleProposal: Bool {
+        get { shared.storesNextStaleProposal }
+        set { shared.storesNextStaleProposal = newValue }
+    }
+    /// While true, checkpoints saved are lost (as puts that failed); not in `savedCheckpoints`.
+    package var losesCheckpoints: Bool {
+        get { shared.losesCheckpoints }
+        set { shared.losesCheckpoints = newValue }
     }
     /// Rooms whose next follow (by any node) fails: `.failed` in place of `.base`; used once.
     package var failFollows: Set<String> {
@@ -206,13 +237,16 @@ package final class MemoryRoomLog: RoomLog {
             enqueue { completion(.failed(error)) }
             return
         }
-        // De-duplication first, as JetStream does: a repeat is answered with the original's
-        // sequence whatever it expected.
-        if !messageId.isEmpty, let original = shared.messageIds[room]?[messageId] {
+        // De-duplication first, as JetStream does: a repeat of a proposal (same write id, same
+        // expectation) is answered with the original's sequence, even once the room has moved.
+        if !messageId.isEmpty, let original = shared.messageIds[room]?[MessageKey(id: messageId, expected: expectedSequence)] {
             enqueue { completion(.stored(sequence: original)) }
             return
         }
-        guard expectedSequence == (shared.subjects[room]?.last?.sequence ?? 0) else {
+        let last = shared.subjects[room]?.last?.sequence ?? 0
+        if expectedSequence < last && shared.storesNextStaleProposal {
+            shared.storesNextStaleProposal = false
+        } else if expectedSequence != last {
             enqueue { completion(.superseded) }
             return
         }
@@ -227,6 +261,7 @@ package final class MemoryRoomLog: RoomLog {
     }
 
     package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
+        if shared.losesCheckpoints { return }
         shared.savedCheckpoints.append((image.room, sequence))
         if let saved = shared.checkpoints[image.room], saved.sequence >= sequence { return }
         shared.checkpoints[image.room] = RoomLogCheckpoint(image: image, history: history, sequence: sequence)
@@ -249,13 +284,17 @@ package final class MemoryRoomLog: RoomLog {
 
     // MARK: Storing
 
-    /// Appends `entry` to the room's subject at the next sequence and queues its delivery to
-    /// every follower that has started (one that has not gets it from its catch-up).
+    /// Appends `entry` to the room's subject at the next sequence, drops the subject's oldest
+    /// records beyond `retain`, and queues its delivery to every follower that has started (one
+    /// that has not gets it from its catch-up).
     private func store(room: String, expected: UInt64, messageId: [UInt8], entry: RoomLogEntry) -> UInt64 {
         shared.lastSequence += 1
         let sequence = shared.lastSequence
         shared.subjects[room, default: []].append((sequence, expected, entry))
-        if !messageId.isEmpty { shared.messageIds[room, default: [:]][messageId] = sequence }
+        if let retain = shared.retain, let count = shared.subjects[room]?.count, count > retain {
+            shared.subjects[room]?.removeFirst(count - max(retain, 1))
+        }
+        if !messageId.isEmpty { shared.messageIds[room, default: [:]][MessageKey(id: messageId, expected: expected)] = sequence }
         for follower in shared.followers[room] ?? [] {
             enqueue {
                 guard follower.isActive, follower.started, sequence > follower.delivered else { return }

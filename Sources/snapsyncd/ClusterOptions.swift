@@ -15,7 +15,7 @@ struct ClusterOptions: ParsableArguments {
 
     @Option(
         help:
-            "Cluster mode: records the stream keeps per room (max_msgs_per_subject); a resume from before them gets a resync, and a room loads from its checkpoint plus them."
+            "Cluster mode: records the stream keeps per room (max_msgs_per_subject), at least twice --cluster-checkpoint-every; a resume from before them gets a resync, and a room loads from its checkpoint plus them."
     )
     var clusterRetain: Int = 10_000
 

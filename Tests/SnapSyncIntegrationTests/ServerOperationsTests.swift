@@ -90,6 +90,10 @@ extension ServerIntegration {
             (["--idle-timeout", "soon"], "not a duration"),
             (["--max-frame-bytes", "1MiB", "--max-input-bytes", "1MiB"], "--max-input-bytes"),
             (["--log-level", "loud"], "--log-level"),
+            (
+                ["--cluster", "nats://127.0.0.1:1", "--cluster-checkpoint-every", "100", "--cluster-retain", "199"],
+                "--cluster-retain (199) must be at least twice --cluster-checkpoint-every (100)"
+            ),
         ])
         func badFlagsAreRefusedWithAReason(arguments: [String], reason: String) throws {
             // Refused while parsing, before anything is bound (a daemon that started would be

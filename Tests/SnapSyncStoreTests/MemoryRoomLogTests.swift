@@ -30,11 +30,16 @@ import SnapSyncStore
         log.propose(room: "r", expectedSequence: 0, messageId: [1], entry: write(1)) { outcomes.append($0) }
         log.propose(room: "other", expectedSequence: 0, messageId: [], entry: write(1)) { outcomes.append($0) }
         log.propose(room: "r", expectedSequence: 0, messageId: [2], entry: write(2)) { outcomes.append($0) }
+        // A repeat of a proposal (same id, same expectation) even after the room moved; the same
+        // id expecting another sequence is another message, as in JetStream, whose message id
+        // carries the expectation.
+        log.propose(room: "r", expectedSequence: 0, messageId: [1], entry: write(1)) { outcomes.append($0) }
         log.propose(room: "r", expectedSequence: 7, messageId: [1], entry: write(1)) { outcomes.append($0) }
         log.propose(room: "r", expectedSequence: 1, messageId: [], entry: write(2)) { outcomes.append($0) }
         #expect(outcomes.isEmpty)
         log.runAll()
-        #expect(outcomes == [.stored(sequence: 1), .stored(sequence: 2), .superseded, .stored(sequence: 1), .stored(sequence: 3)])
+        #expect(
+            outcomes == [.stored(sequence: 1), .stored(sequence: 2), .superseded, .stored(sequence: 1), .superseded, .stored(sequence: 3)])
         #expect(log.records(of: "r").map(\.sequence) == [1, 3])
     }
 
@@ -76,6 +81,53 @@ import SnapSyncStore
         log.interruptFollow(of: "r")
         log.runAll()
         #expect(events.seen.last == "failed" && !log.isFollowing("r"))
+    }
+
+    @Test func retentionKeepsTheLastRecordsOfEachRoomAndAFollowStartsAfterThem() {
+        let log = MemoryRoomLog()
+        let node2 = MemoryRoomLog(sharing: log)
+        log.retain = 2
+        for version in 1...3 {
+            log.propose(room: "r", expectedSequence: UInt64(version - 1), messageId: [], entry: write(UInt64(version))) { _ in }
+        }
+        log.propose(room: "other", expectedSequence: 0, messageId: [], entry: write(1)) { _ in }
+        log.runAll()
+        #expect(log.records(of: "r").map(\.sequence) == [2, 3] && log.records(of: "other").map(\.sequence) == [4])
+        let events = Events()
+        node2.follow(room: "r") { events.record($0) }
+        log.runAll()
+        #expect(events.seen == ["base 0", "record 2 v2", "record 3 v3", "current"])
+        // Still compare-and-set on the last sequence, which is kept.
+        var outcome: ProposalOutcome?
+        log.propose(room: "r", expectedSequence: 3, messageId: [], entry: write(4)) { outcome = $0 }
+        log.runAll()
+        #expect(outcome == .stored(sequence: 5) && log.records(of: "r").map(\.sequence) == [3, 5])
+    }
+
+    /// nats-server 2.9's #4320, once: a proposal expecting a sequence that is no longer the
+    /// last is stored all the same, with its expectation.
+    @Test func theRaceSwitchStoresOneStaleProposal() {
+        let log = MemoryRoomLog()
+        var outcomes: [ProposalOutcome] = []
+        log.storesNextStaleProposal = true
+        log.propose(room: "r", expectedSequence: 0, messageId: [], entry: write(1)) { outcomes.append($0) }
+        log.propose(room: "r", expectedSequence: 0, messageId: [], entry: write(1)) { outcomes.append($0) }
+        log.propose(room: "r", expectedSequence: 0, messageId: [], entry: write(1)) { outcomes.append($0) }
+        log.propose(room: "r", expectedSequence: 9, messageId: [], entry: write(2)) { outcomes.append($0) }
+        log.runAll()
+        #expect(outcomes == [.stored(sequence: 1), .stored(sequence: 2), .superseded, .superseded])
+        #expect(log.records(of: "r").map(\.expected) == [0, 0] && !log.storesNextStaleProposal)
+    }
+
+    @Test func aLostCheckpointIsNotKept() {
+        let log = MemoryRoomLog()
+        let image = RoomImage(room: "r", epoch: 1, version: 1, snapshot: Snapshot())
+        log.losesCheckpoints = true
+        log.saveCheckpoint(image, history: [], sequence: 1)
+        #expect(log.checkpoint(of: "r") == nil && log.savedCheckpoints.isEmpty)
+        log.losesCheckpoints = false
+        log.saveCheckpoint(image, history: [], sequence: 1)
+        #expect(log.checkpoint(of: "r")?.sequence == 1)
     }
 
     @Test func epochsAreTheSameOnEveryNodeAndNeverZero() {
