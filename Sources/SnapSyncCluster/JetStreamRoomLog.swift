@@ -56,12 +56,14 @@ package final class JetStreamRoomLog: RoomLog {
     /// Connects to `servers` for the loop of `eventBase` (made after
     /// `NATSConnection.prepareLibevent()`, without `EVENT_BASE_FLAG_NOLOCK`) after making sure,
     /// on connections of their own, that the rooms stream (`retain` records per room) and the
-    /// checkpoints bucket exist. Blocking: call it before the loop runs.
+    /// checkpoints bucket exist. All three connections reach the servers alike: over TLS when
+    /// the URLs are `tls://`, trusting and showing what `tls` names. Blocking: call it before
+    /// the loop runs.
     package static func connect(
-        servers: [String], eventBase: OpaquePointer, retain: Int = 10_000, logger: Logger,
+        servers: [String], tls: NATSTLS = NATSTLS(), eventBase: OpaquePointer, retain: Int = 10_000, logger: Logger,
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5)
     ) throws(NATSError) -> JetStreamRoomLog {
-        let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers)
+        let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
         if let replaced = rooms.replacedMaxMessagesPerSubject {
             // The update is kept (an operator changes the retention so), but the stream is
             // shared: the node started last sets it for all.
@@ -70,8 +72,8 @@ package final class JetStreamRoomLog: RoomLog {
                 "stream \(RoomSubjects.roomsStream) kept \(before) records per room (max_msgs_per_subject); this node's --cluster-retain \(retain) replaced that for every node: every node should be given the same --cluster-retain"
             )
         }
-        try NATSConnection.ensureStream(.checkpoints, servers: servers)
-        let connection = try NATSConnection(servers: servers, eventBase: eventBase)
+        try NATSConnection.ensureStream(.checkpoints, servers: servers, tls: tls)
+        let connection = try NATSConnection(servers: servers, tls: tls, eventBase: eventBase)
         do {
             return try JetStreamRoomLog(
                 connection: connection, eventBase: eventBase, streamCreated: rooms.created, logger: logger,

@@ -147,13 +147,15 @@ public final class NATSConnection {
     /// connection with libnats's own threads (blocking: call it before the loop runs, never from
     /// a loop callback). Idempotent.
     @discardableResult
-    public static func ensureStream(_ spec: StreamSpec, servers: [String], timeout: Duration = .seconds(10)) throws(NATSError) -> StreamInfo {
+    public static func ensureStream(
+        _ spec: StreamSpec, servers: [String], tls: NATSTLS = NATSTLS(), timeout: Duration = .seconds(10)
+    ) throws(NATSError) -> StreamInfo {
         let identifier = "stream \(spec.name)"
-        let options = try makeOptions(servers: servers, name: "snapsyncd-admin", identifier: identifier)
+        let options = try makeOptions(servers: servers, tls: tls, name: "snapsyncd-admin", identifier: identifier)
         defer { natsOptions_Destroy(options) }
         try natsCheck(natsOptions_SetTimeout(options, timeout.milliseconds), "natsOptions_SetTimeout", identifier)
         var connection: OpaquePointer?
-        try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
+        try connect(&connection, options, servers: servers, identifier: "\(servers.joined(separator: ",")) for \(identifier)")
         defer { natsConnection_Destroy(connection) }
         var jsOptions = jsOptions()
         try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
@@ -231,17 +233,18 @@ public final class NATSConnection {
         }
     }
 
-    /// Connects to any of `servers` (`nats://host:port` URLs; libnats reconnects to the others,
-    /// forever, when one goes away) with the socket on the loop of `eventBase`, a
-    /// `struct event_base *` made after `prepareLibevent()`. Blocks for the handshake only.
-    public init(servers: [String], eventBase: OpaquePointer, name: String = "snapsyncd") throws(NATSError) {
+    /// Connects to any of `servers` (`nats://host:port` URLs, or all `tls://host:port` with
+    /// `tls`; libnats reconnects to the others, forever, when one goes away) with the socket on
+    /// the loop of `eventBase`, a `struct event_base *` made after `prepareLibevent()`. Blocks for
+    /// the handshake only.
+    public init(servers: [String], tls: NATSTLS = NATSTLS(), eventBase: OpaquePointer, name: String = "snapsyncd") throws(NATSError) {
         let identifier = servers.joined(separator: ",")
         mailbox = nil
         var inbox: UnsafeMutablePointer<natsInbox>?
         try natsCheck(natsInbox_Create(&inbox), "natsInbox_Create", identifier)
         inboxPrefix = inbox.map { String(cString: $0) } ?? ""
         natsInbox_Destroy(inbox)
-        let options = try Self.makeOptions(servers: servers, name: name, identifier: identifier)
+        let options = try Self.makeOptions(servers: servers, tls: tls, name: name, identifier: identifier)
         defer { natsOptions_Destroy(options) }
         try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
         try natsCheck(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect", identifier)
@@ -263,7 +266,7 @@ public final class NATSConnection {
         handlerClosure = Unmanaged.passRetained(mailbox).toOpaque()
         try natsCheck(natsOptions_SetDisconnectedCB(options, disconnectedHandler, handlerClosure), "natsOptions_SetDisconnectedCB", identifier)
         try natsCheck(natsOptions_SetReconnectedCB(options, reconnectedHandler, handlerClosure), "natsOptions_SetReconnectedCB", identifier)
-        try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
+        try Self.connect(&connection, options, servers: servers, identifier: identifier)
 
         var jsOptions = jsOptions()
         try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
@@ -422,7 +425,19 @@ public final class NATSConnection {
         }
     }
 
-    private static func makeOptions(servers: [String], name: String, identifier: String) throws(NATSError) -> OpaquePointer? {
+    /// The options every connection of the node starts from (the loop's and `ensureStream`'s
+    /// alike): the servers, the name, and TLS as `servers`' scheme and `tls` say.
+    private static func makeOptions(servers: [String], tls: NATSTLS, name: String, identifier: String) throws(NATSError) -> OpaquePointer? {
+        guard let secure = NATSTLS.required(by: servers) else {
+            throw NATSError(
+                operation: "natsOptions_SetSecure", identifier: identifier, code: .status(NATS_INVALID_ARG.rawValue),
+                text: "nats:// and tls:// URLs mixed: TLS is required of every server or of none")
+        }
+        guard secure || tls.isEmpty else {
+            throw NATSError(
+                operation: "natsOptions_SetSecure", identifier: identifier, code: .status(NATS_INVALID_ARG.rawValue),
+                text: "TLS certificate files given for nats:// URLs: they need tls:// URLs")
+        }
         var options: OpaquePointer?
         try natsCheck(natsOptions_Create(&options), "natsOptions_Create", identifier)
         do throws(NATSError) {
@@ -431,11 +446,52 @@ public final class NATSConnection {
             var pointers = urls.map { UnsafePointer($0) }
             try natsCheck(natsOptions_SetServers(options, &pointers, Int32(pointers.count)), "natsOptions_SetServers", identifier)
             try natsCheck(natsOptions_SetName(options, name), "natsOptions_SetName", identifier)
+            if secure { try applyTLS(tls, to: options, identifier: identifier) }
         } catch {
             natsOptions_Destroy(options)
             throw error
         }
         return options
+    }
+
+    /// `natsConnection_Connect`, its failure explained when libnats's own text does not say it.
+    private static func connect(
+        _ connection: inout OpaquePointer?, _ options: OpaquePointer?, servers: [String], identifier: String
+    ) throws(NATSError) {
+        do throws(NATSError) {
+            try natsCheck(natsConnection_Connect(&connection, options), "natsConnection_Connect", identifier)
+        } catch  where NATSTLS.required(by: servers) == true && error.text.contains("Expected 'PONG', got ''") {
+            // A server that verifies clients accepts the TLS 1.3 handshake, then closes the
+            // connection of a client without a certificate it trusts: libnats only sees the
+            // connection end where the first PONG should be.
+            throw NATSError(
+                operation: error.operation, identifier: error.identifier, code: error.code,
+                text: "\(error.text): the server closed the TLS connection; it may require a client certificate it trusts")
+        }
+    }
+
+    /// libnats takes the URL's `tls://` for `nats://`: without `natsOptions_SetSecure` it
+    /// connects in plaintext to a server that does not ask for TLS. Set, the connection fails
+    /// (`NATS_SECURE_CONNECTION_WANTED`) unless the server offers TLS, and the handshake verifies
+    /// the server: OpenSSL's `SSL_VERIFY_PEER` checks the chain (signatures, validity dates) up to
+    /// a root of the system's store or of `trustedCertificatesFile`, and, libnats 3.4 being
+    /// built with `NATS_BUILD_TLS_FORCE_HOST_VERIFY` (its default; Debian's), `SSL_set1_host`
+    /// checks that the certificate names the URL's host (a DNS or IP subject alternative name,
+    /// no partial wildcards). Server verification is never skipped. The files are read here, so
+    /// a missing or malformed one fails before any connection, naming it.
+    private static func applyTLS(_ tls: NATSTLS, to options: OpaquePointer?, identifier: String) throws(NATSError) {
+        try natsCheck(natsOptions_SetSecure(options, true), "natsOptions_SetSecure", identifier)
+        if let file = tls.trustedCertificatesFile {
+            try natsCheck(natsOptions_LoadCATrustedCertificates(options, file), "natsOptions_LoadCATrustedCertificates", file)
+        }
+        if tls.certificateChainFile != nil || tls.privateKeyFile != nil {
+            guard let chain = tls.certificateChainFile, let key = tls.privateKeyFile else {
+                throw NATSError(
+                    operation: "natsOptions_LoadCertificatesChain", identifier: identifier, code: .status(NATS_INVALID_ARG.rawValue),
+                    text: "a client certificate needs both its chain and its key")
+            }
+            try natsCheck(natsOptions_LoadCertificatesChain(options, chain, key), "natsOptions_LoadCertificatesChain", "\(chain) \(key)")
+        }
     }
 }
 
@@ -530,7 +586,10 @@ private func natsCheck(_ status: natsStatus, _ operation: String, _ identifier: 
 /// thread may leave (the text is per thread).
 private func natsError(_ status: natsStatus, _ operation: String, _ identifier: String, _ errorCode: jsErrCode, text: String?) -> NATSError {
     let last = nats_GetLastError(nil).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-    let detail = text ?? last ?? String(cString: natsStatus_GetText(status))
+    var detail = text ?? last ?? String(cString: natsStatus_GetText(status))
+    if status == NATS_SECURE_CONNECTION_WANTED {
+        detail += ": the server does not offer TLS, which tls:// URLs require (never plaintext instead)"
+    }
     let code: NATSError.Code = errorCode.rawValue != 0 ? .jetStream(errorCode.rawValue) : .status(status.rawValue)
     return NATSError(operation: operation, identifier: identifier, code: code, text: detail)
 }
