@@ -16,6 +16,7 @@ extension SnapsyncdCommand {
         configuration.clusterCheckpointInterval = clusterOptions.clusterCheckpointEvery
         do {
             let servers = try clusterOptions.servers()
+            let tls = try clusterOptions.tls()
             Server.ignoreReloadUntilStarted()
             // libnats's own threads touch the loop's event_base: its locking goes on before the
             // base exists, and this base is made with locks (single-node's is not).
@@ -24,7 +25,7 @@ extension SnapsyncdCommand {
             // Blocking, before the loop runs: connect, and create the stream and the checkpoint
             // bucket if they are missing (docs/cluster.md, "traps": never block on the loop thread).
             let log = try JetStreamRoomLog.connect(
-                servers: servers, eventBase: loop.rawBase, retain: clusterOptions.clusterRetain, logger: logger)
+                servers: servers, tls: tls, eventBase: loop.rawBase, retain: clusterOptions.clusterRetain, logger: logger)
             // A record is the DIFF frame plus a few dozen bytes of header: a frame the servers
             // would refuse to store must be refused by the daemon first, with a typed REJECT.
             let frameLimit = log.maxPayload - Self.recordOverhead

@@ -1,12 +1,17 @@
 import ArgumentParser
+import SnapSyncCluster
 import SnapSyncServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The flags of cluster mode (#20, docs/cluster.md): several snapsyncd nodes sharing rooms
 /// through a NATS JetStream stream instead of the local write-ahead log.
 struct ClusterOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Cluster mode: keep rooms in NATS JetStream at these servers (comma-separated nats://host:port) instead of the local data directory, so that several snapsyncd nodes serve the same rooms (docs/cluster.md). Not with --data-dir, --room-ttl or --room-idle.",
+            "Cluster mode: keep rooms in NATS JetStream at these servers (comma-separated nats://host:port, or all tls://host:port to require TLS with verified server certificates) instead of the local data directory, so that several snapsyncd nodes serve the same rooms (docs/cluster.md). Not with --data-dir, --room-ttl or --room-idle.",
             valueName: "urls"))
     var cluster: String?
 
@@ -19,15 +24,56 @@ struct ClusterOptions: ParsableArguments {
     )
     var clusterRetain: Int = 10_000
 
+    @Option(
+        help: ArgumentHelp(
+            "Cluster mode over tls:// URLs: PEM certificates trusted as roots for the NATS servers' certificates, besides the system's.",
+            valueName: "file"))
+    var clusterCa: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Cluster mode over tls:// URLs: PEM client certificate chain shown to NATS servers that verify clients; needs --cluster-key.",
+            valueName: "file"))
+    var clusterCert: String?
+
+    @Option(help: ArgumentHelp("PEM private key of --cluster-cert.", valueName: "file"))
+    var clusterKey: String?
+
     /// The NATS server URLs of `--cluster`, checked; empty without it.
     func servers() throws(ConfigurationError) -> [String] {
         guard let cluster else { return [] }
         let urls = cluster.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
         guard !urls.isEmpty else { throw ConfigurationError(message: "--cluster needs at least one nats://host:port URL") }
         for url in urls where !(url.hasPrefix("nats://") || url.hasPrefix("tls://")) {
-            throw ConfigurationError(message: "--cluster: \(url) is not a nats://host:port URL")
+            throw ConfigurationError(message: "--cluster: \(url) is not a nats://host:port or tls://host:port URL")
+        }
+        guard NATSTLS.required(by: urls) != nil else {
+            throw ConfigurationError(
+                message: "--cluster mixes nats:// and tls:// URLs: give every server as tls:// (TLS required of all) or every one as nats://")
         }
         return urls
+    }
+
+    /// The TLS files of `--cluster-ca`, `--cluster-cert` and `--cluster-key`, checked: only with
+    /// `tls://` URLs, the certificate with its key, each file readable.
+    func tls() throws(ConfigurationError) -> NATSTLS {
+        let files = NATSTLS(trustedCertificatesFile: clusterCa, certificateChainFile: clusterCert, privateKeyFile: clusterKey)
+        if files.isEmpty { return files }
+        guard try NATSTLS.required(by: servers()) == true else {
+            throw ConfigurationError(message: "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs")
+        }
+        guard (clusterCert == nil) == (clusterKey == nil) else {
+            throw ConfigurationError(message: "--cluster-cert and --cluster-key go together: a client certificate needs its key")
+        }
+        for (flag, path) in [("--cluster-ca", clusterCa), ("--cluster-cert", clusterCert), ("--cluster-key", clusterKey)] {
+            guard let path else { continue }
+            let fd = open(path, O_RDONLY)
+            guard fd >= 0 else {
+                throw ConfigurationError(message: "\(flag) \(path): cannot be read (\(String(cString: strerror(errno))))")
+            }
+            close(fd)
+        }
+        return files
     }
 
     /// Cluster mode's own limits, and the single-node flags it cannot honour.
@@ -36,9 +82,13 @@ struct ClusterOptions: ParsableArguments {
             if clusterCheckpointEvery != 1000 || clusterRetain != 10_000 {
                 throw ConfigurationError(message: "--cluster-checkpoint-every and --cluster-retain need --cluster")
             }
+            if clusterCa != nil || clusterCert != nil || clusterKey != nil {
+                throw ConfigurationError(message: "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs")
+            }
             return
         }
         _ = try servers()
+        _ = try tls()
         // The room lives in JetStream: a local log would be a second, diverging copy; a TTL or
         // an idle eviction decided by one node alone would end a room the others still serve.
         if dataDir != nil { throw ConfigurationError(message: "--cluster keeps rooms in JetStream: --data-dir does not apply") }

@@ -77,6 +77,7 @@ extension ServerIntegration {
                 "--max-rooms", "--max-rooms-per-connection", "--max-items-per-room", "--max-sections-per-room",
                 "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes", "--max-input-bytes",
                 "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout",
+                "--cluster", "--cluster-ca", "--cluster-cert", "--cluster-key",
             ] {
                 #expect(output.contains(flag), "--help does not mention \(flag)")
             }
@@ -93,6 +94,18 @@ extension ServerIntegration {
             (
                 ["--cluster", "nats://127.0.0.1:1", "--cluster-checkpoint-every", "100", "--cluster-retain", "199"],
                 "--cluster-retain (199) must be at least twice --cluster-checkpoint-every (100)"
+            ),
+            (["--cluster", "nats://127.0.0.1:1,tls://127.0.0.1:2"], "--cluster mixes nats:// and tls:// URLs"),
+            (["--cluster-ca", "/nonexistent/ca.pem"], "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs"),
+            (
+                ["--cluster", "nats://127.0.0.1:1", "--cluster-ca", "/nonexistent/ca.pem"],
+                "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs"
+            ),
+            (["--cluster", "tls://127.0.0.1:1", "--cluster-cert", "/nonexistent/c.pem"], "--cluster-cert and --cluster-key go together"),
+            (["--cluster", "tls://127.0.0.1:1", "--cluster-ca", "/nonexistent/ca.pem"], "--cluster-ca /nonexistent/ca.pem: cannot be read"),
+            (
+                ["--cluster", "tls://127.0.0.1:1", "--cluster-cert", "/nonexistent/c.pem", "--cluster-key", "/nonexistent/c.key"],
+                "--cluster-cert /nonexistent/c.pem: cannot be read"
             ),
         ])
         func badFlagsAreRefusedWithAReason(arguments: [String], reason: String) throws {
