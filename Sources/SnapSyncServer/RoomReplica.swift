@@ -80,6 +80,9 @@ final class RoomReplica {
     var logSequence: UInt64 = 0
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
+    /// JOINs that wait for a read barrier (a resume ahead of the replica), in no order: each
+    /// session has one request waiting at most.
+    var joinBarriers: [ReadBarrier] = []
     /// Writes waiting, oldest first, from `waitingHead` on (amortised O(1) pops).
     private var waiting: [PendingWrite] = []
     private var waitingHead = 0
@@ -132,6 +135,6 @@ final class RoomReplica {
 
     /// Whether the room can be forgotten: nobody joined here, nothing waits or is in flight.
     var isUnused: Bool {
-        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty
+        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty && joinBarriers.isEmpty
     }
 }
