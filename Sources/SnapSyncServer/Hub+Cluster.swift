@@ -11,12 +11,13 @@ import SnapSyncWire
 // Hub+ClusterRecords.swift.
 
 extension Hub {
-    /// The replica of the room `name`, created and followed if this node does not follow it.
-    /// The caller has validated the name and the right.
-    func replica(named name: String) -> Result<RoomReplica, Rejection> {
+    /// The replica of the room `name`, created and followed if this node does not follow it
+    /// (refused at `--max-rooms` unless `beyondLimit`). The caller has validated the name and the
+    /// right.
+    func replica(named name: String, beyondLimit: Bool = false) -> Result<RoomReplica, Rejection> {
         let key = RoomName(name)
         if let replica = replicas[key] { return .success(replica) }
-        guard replicas.count < configuration.maxRooms else {
+        guard beyondLimit || replicas.count < configuration.maxRooms else {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
         let replica = RoomReplica(name: name)

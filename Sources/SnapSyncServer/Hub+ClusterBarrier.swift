@@ -6,7 +6,9 @@ import SnapSyncWire
 // Cluster mode (#20): read barriers. A node's replica may be behind the room's log (records in
 // flight, a follow that broke), and most answers from it are sound all the same (a prefix of the
 // room's one order). Some are not: a client that saw version 12 through another node and resumes
-// here, at version 10, would be sent a resync where CATCHUP was due. Such a request waits for a
+// here, at version 10, would be sent a resync where CATCHUP was due; a write that changes
+// nothing here may change something, or fail, against the log's state; a room at version 0 here
+// may have been written. Such a request waits for a
 // `ReadBarrier`: the subject's last sequence as the log's leader knows it, then the replica
 // applied up to it; it is given up after `RoomReplica.stallSeconds` (Protocol/CLUSTER.md §9).
 // The session's later requests wait meanwhile (`awaitLog`), so its answers keep their order.
@@ -53,6 +55,7 @@ extension Hub {
         let barrier = ReadBarrier(waiter, since: .now)
         switch waiter {
         case .join: replica.joinBarriers.append(barrier)
+        case .write: replica.writeBarrier = barrier
         }
         log.lastSequence(room: replica.name) { [weak self, weak replica, weak barrier] result in
             guard let self, let replica, let barrier else { return }
@@ -71,6 +74,9 @@ extension Hub {
     /// sequence and after each event of the room's follow.
     /// - Complexity: O(1) without barriers; else O(barriers of the room).
     func releaseBarriers(of replica: RoomReplica) {
+        if let barrier = replica.writeBarrier, let target = barrier.target, replica.logSequence >= target {
+            endBarrier(barrier, of: replica, failure: nil)
+        }
         guard !replica.joinBarriers.isEmpty else { return }
         let passed = replica.joinBarriers.filter { barrier in barrier.target.map { replica.logSequence >= $0 } ?? false }
         for barrier in passed { endBarrier(barrier, of: replica, failure: nil) }
@@ -81,16 +87,18 @@ extension Hub {
     /// - Complexity: O(followed rooms + their barriers).
     func expireBarriers(now: ContinuousClock.Instant) {
         let stall = Duration.seconds(RoomReplica.stallSeconds)
-        for replica in replicas.values where !replica.joinBarriers.isEmpty {
-            for barrier in replica.joinBarriers where now - barrier.since >= stall {
-                endBarrier(barrier, of: replica, failure: "the cluster's log did not bring the replica up to date within \(RoomReplica.stallSeconds) s")
-            }
+        let failure = "the cluster's log did not bring the replica up to date within \(RoomReplica.stallSeconds) s"
+        for replica in replicas.values where replica.writeBarrier != nil || !replica.joinBarriers.isEmpty {
+            if let barrier = replica.writeBarrier, now - barrier.since >= stall { endBarrier(barrier, of: replica, failure: failure) }
+            for barrier in replica.joinBarriers where now - barrier.since >= stall { endBarrier(barrier, of: replica, failure: failure) }
         }
     }
 
     /// Takes `barrier` out of `replica` and answers its waiter: a JOIN as usual, from the replica
     /// as it is (after a failure too: reads go on without the log, as for a room whose follow
-    /// broke). Nothing when the barrier has ended already.
+    /// broke); a write is validated again, first in the queue, or after a failure refused
+    /// `storage_failure` (nothing was applied: a retry is safe). Nothing when the barrier has
+    /// ended already.
     private func endBarrier(_ barrier: ReadBarrier, of replica: RoomReplica, failure: String?) {
         switch barrier.waiter {
         case .join(let join):
@@ -109,6 +117,34 @@ extension Hub {
                 return
             }
             completeWaitingJoin(join, room: room)
+        case .write(var write):
+            guard replica.writeBarrier === barrier else { return }
+            replica.writeBarrier = nil
+            if let failure {
+                refuse(
+                    write,
+                    Rejection(
+                        .storageFailure,
+                        "room \(LogEscaping.line(replica.name)): this node could not make sure its replica is up to date with the cluster's log (\(failure)); nothing was applied"
+                    ))
+            } else {
+                write.barrierPassed = true
+                replica.requeueFirst(write)
+            }
+            proposeNext(replica)
         }
+    }
+
+    /// Whether `outcome`, a refusal of `request` by the replica, is a compare-and-set expecting a
+    /// version ahead of it: the client saw that version through another node (or is wrong), so
+    /// it is decided after a barrier.
+    /// - Complexity: O(1).
+    static func expectsAheadOfReplica(_ request: Room.WriteRequest, _ outcome: Room.WriteOutcome, room: Room) -> Bool {
+        guard case .rejected(let rejection) = outcome, rejection.code == .versionMismatch else { return false }
+        let expected: UInt64?
+        switch request {
+        case .mutate(_, let version), .replace(_, let version), .replaceSection(_, _, let version): expected = version
+        }
+        return (expected ?? 0) > room.version
     }
 }

@@ -9,6 +9,9 @@ final class ReadBarrier {
     enum Waiter {
         /// A JOIN whose resume is ahead of the replica, or in an epoch it is not at.
         case join(RoomReplica.PendingJoin)
+        /// A write that changes nothing here, a compare-and-set expecting a version ahead of the
+        /// replica, or a DROP of a room at version 0: it holds the room's write queue.
+        case write(RoomReplica.PendingWrite)
     }
 
     let waiter: Waiter

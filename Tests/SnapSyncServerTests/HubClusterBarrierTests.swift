@@ -5,7 +5,8 @@ import SnapSyncWire
 @testable import SnapSyncServer
 
 // Cluster mode's read barriers (#20): an answer a replica behind the log must not give from
-// what it has (a resume ahead of it) waits until the replica has applied every record the log
+// what it has (a resume ahead of it, a write that changes nothing there, a DROP of a room at
+// version 0 there) waits until the replica has applied every record the log
 // had acknowledged when the request arrived (`RoomLog.lastSequence`), or gives up after
 // `RoomReplica.stallSeconds` and answers as it would have.
 
@@ -159,16 +160,172 @@ import SnapSyncWire
         }
         #expect(log.lastSequenceCalls == 0)
     }
+
+    // MARK: Answers to writes without the log
+
+    /// A REPLACE by the room as node 1 has it (version 10) changes nothing there, but takes out
+    /// the items of versions 11 and 12, stored in the log and on their way: validated again
+    /// after a barrier, it is applied at 13.
+    @Test func anUnchangedWriteOnALaggingReplicaIsValidatedAgainstTheLogsState() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let (member, epoch) = try tenVersions(cluster)
+        let node = cluster.nodes[1]
+        let stale = try #require(node.hub.rooms["room"]).snapshot
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
+        let client = node.connect()
+        node.send(.replace(requestID: 3, room: "room", expectedVersion: nil, writeId: [3], snapshot: stale), from: client)
+        #expect(node.drain(client).isEmpty)
+        cluster.settle()
+        #expect(node.drain(client).map(\.ackVersion) == [13])
+        #expect(node.drain(member).compactMap(\.diffVersion) == [11, 12, 13])
+        #expect(node.hub.rooms["room"]?.snapshot.numberOfItems == 10 && cluster.log.records(of: "room").count == 13)
+        cluster.checkInvariants("room")
+    }
+
+    /// Writes that change nothing on node 1 (at 10, with 11 and 12 on their way): one that
+    /// expects version 10 fails against the log's state, one without expectation is acknowledged
+    /// at 12, not 10. Neither makes a record.
+    @Test func unchangedWritesOnALaggingReplicaAreAnsweredAtTheLogsVersion() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let (_, epoch) = try tenVersions(cluster)
+        let node = cluster.nodes[1]
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
+        let first = node.connect(), second = node.connect()
+        node.mutate(first, "room", [], requestID: 1, expectedVersion: 10, writeId: [1])
+        node.mutate(second, "room", [], requestID: 2, writeId: [2])
+        #expect(node.drain(first).isEmpty && node.drain(second).isEmpty)
+        cluster.settle()
+        #expect(node.drain(first).map(\.errorCode) == [.versionMismatch])
+        #expect(node.drain(second).map(\.ackVersion) == [12])
+        #expect(cluster.log.records(of: "room").count == 12)
+        // Its retry is the original's: the write id was remembered when it was answered.
+        node.mutate(second, "room", [], requestID: 3, writeId: [2])
+        cluster.settle()
+        #expect(node.drain(second).map(\.ackVersion) == [12])
+    }
+
+    /// A compare-and-set expecting version 12 on node 1, at 10: the client saw 12 through
+    /// another node; it is applied once the replica has caught up, not refused.
+    @Test func aCompareAndSetAheadOfALaggingReplicaWaitsForIt() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let (_, epoch) = try tenVersions(cluster)
+        let node = cluster.nodes[1]
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
+        let client = node.connect()
+        node.mutate(client, "room", addItem("x"), requestID: 4, expectedVersion: 12)
+        #expect(node.drain(client).isEmpty)
+        cluster.settle()
+        #expect(node.drain(client).map(\.ackVersion) == [13])
+        // Ahead of the log too: refused after the barrier.
+        node.mutate(client, "room", addItem("y"), requestID: 5, expectedVersion: 20)
+        cluster.settle()
+        #expect(node.drain(client).map(\.errorCode) == [.versionMismatch])
+    }
+
+    /// The barrier cannot be had: a write that changes nothing is refused `storage_failure`
+    /// (nothing applied, a retry is safe), and the writes behind it go on.
+    @Test func anUnchangedWriteWhoseBarrierFailsIsRefused() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let log = BarrierFailingLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let client = node.connect(), other = node.connect()
+        node.mutate(client, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        #expect(node.drain(client).map(\.ackVersion) == [1])
+        log.failLastSequence = true
+        node.mutate(client, "room", [], requestID: 2)
+        node.mutate(other, "room", addItem("b"), requestID: 3)
+        cluster.settle()
+        #expect(node.drain(client).map(\.errorCode) == [.storageFailure] && node.drain(other).map(\.ackVersion) == [2])
+        log.failLastSequence = false
+        node.mutate(client, "room", [], requestID: 4)
+        cluster.settle()
+        #expect(node.drain(client).map(\.ackVersion) == [2] && log.lastSequenceCalls == 2)
+    }
+
+    // MARK: DROP
+
+    /// Node 1 has the room at version 0; version 1, through another node, is on its way. The
+    /// DROP waits for a barrier and drops version 1, through the log, rather than answering
+    /// that there was no room.
+    @Test func aDropOfARoomAtVersionZeroOnALaggingReplicaDropsWhatTheLogHas() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let node = cluster.nodes[1]
+        let member = node.connect()
+        node.join(member, "room")
+        cluster.settle()
+        _ = node.drain(member)
+        let epoch = cluster.log.epoch(room: "room", after: 0)
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 1...1)
+        node.send(.drop(requestID: 4, room: "room"), from: member)
+        #expect(node.drain(member).isEmpty)
+        cluster.settle()
+        let answer = node.drain(member)
+        #expect(answer.map(\.diffVersion) == [1, nil, nil])
+        #expect(
+            answer.dropFirst()
+                == [.left(room: "room", code: ErrorCode.roomDeleted.rawValue, message: "room room was deleted"), .ack(requestID: 4, epoch: epoch, version: 1)]
+        )
+        #expect(cluster.log.records(of: "room").last?.entry == .tombstone(epoch: epoch, version: 1))
+    }
+
+    /// A room nobody wrote: ACK (0, 0) after the barrier, nothing logged, as on a single node;
+    /// without the barrier, REJECT `storage_failure` (a retry is safe).
+    @Test func aDropOfARoomAtVersionZeroNeedsTheBarrier() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let log = BarrierFailingLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let member = node.connect()
+        node.join(member, "room")
+        cluster.settle()
+        _ = node.drain(member)
+        log.failLastSequence = true
+        node.send(.drop(requestID: 1, room: "room"), from: member)
+        cluster.settle()
+        #expect(node.drain(member).map(\.errorCode) == [.storageFailure])
+        log.failLastSequence = false
+        node.send(.drop(requestID: 2, room: "room"), from: member)
+        cluster.settle()
+        #expect(node.drain(member) == [.ack(requestID: 2, epoch: 0, version: 0)])
+        #expect(cluster.log.records(of: "room").isEmpty && member.memberships.count == 1)
+    }
+
+    /// At `--max-rooms`, a DROP of a room this node does not follow is not refused
+    /// `too_many_rooms` (a single node drops a room it does not hold): the room is loaded,
+    /// dropped, and let go.
+    @Test func aDropIsNotRefusedForTheRoomCount() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let limited = cluster.addNode { $0.maxRooms = 1 }
+        let admin = limited.connect(), writer = cluster.nodes[0].connect()
+        limited.join(admin, "kept")
+        cluster.nodes[0].mutate(writer, "written", addItem("a", first: true))
+        cluster.settle()
+        _ = limited.drain(admin)
+        let epoch = try #require(cluster.nodes[0].hub.rooms["written"]).epoch
+        limited.send(.drop(requestID: 1, room: "written"), from: admin)
+        limited.send(.drop(requestID: 2, room: "never"), from: admin)
+        cluster.settle()
+        #expect(limited.drain(admin) == [.ack(requestID: 1, epoch: epoch, version: 1), .ack(requestID: 2, epoch: 0, version: 0)])
+        #expect(cluster.log.records(of: "written").last?.entry == .tombstone(epoch: epoch, version: 1))
+        #expect(limited.hub.replicas.keys.map(\.string) == ["kept"] && limited.hub.rooms.keys.map(\.string) == ["kept"])
+        #expect(limited.join(admin, "other", requestID: 3).map(\.errorCode) == [.tooManyRooms])
+        // A single node at its limit answers the same.
+        let single = HubHarness { $0.maxRooms = 1 }
+        let session = single.connect()
+        single.join(session, "kept")
+        single.send(.drop(requestID: 2, room: "never"), from: session)
+        #expect(single.drain(session) == [.ack(requestID: 2, epoch: 0, version: 0)])
+    }
 }
 
 /// Stores write records of `room` at `versions` of `epoch` (each adding an item to section
-/// `s`) through a connection of no node, as another node would: their deliveries are queued,
+/// `s`, version 1 the section too) through a connection of no node, as another node would: their deliveries are queued,
 /// not run.
 func storeWrites(in log: MemoryRoomLog, room: String, epoch: UInt64, versions: ClosedRange<UInt64>) {
     let rival = MemoryRoomLog(sharing: log)
     for version in versions {
         let last = rival.records(of: room).last?.sequence ?? 0
-        let frame = FrameEncoder().encode(.diff(room: room, epoch: epoch, version: version, ops: addItem("r\(version)")))
+        let frame = FrameEncoder().encode(.diff(room: room, epoch: epoch, version: version, ops: addItem("r\(version)", first: version == 1)))
         rival.propose(
             room: room, expectedSequence: last, messageId: [],
             entry: .write(WriteRecord(room: room, epoch: epoch, version: version, writeId: [], diffFrame: frame))
