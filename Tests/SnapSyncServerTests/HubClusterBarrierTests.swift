@@ -142,6 +142,29 @@ import SnapSyncWire
         #expect(log.lastSequenceCalls == 1 && !client.isAwaitingLog)
     }
 
+    /// A JOIN that waited for the room to load, resuming ahead of it, goes through a barrier too
+    /// (it may name records stored after the follow began): here the log has nothing more, so it
+    /// gets a resync, then its session goes on.
+    @Test func aJoinThatWaitedForTheLoadAndResumesAheadGoesThroughABarrier() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let log = BarrierFailingLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let writer = cluster.nodes[0].connect()
+        cluster.nodes[0].mutate(writer, "room", addItem("a", first: true))
+        cluster.settle()
+        let epoch = try #require(cluster.nodes[0].hub.rooms["room"]).epoch
+        let client = node.connect()
+        #expect(node.join(client, "room", resume: RoomPosition(epoch: epoch, version: 5)).isEmpty)
+        node.send(.ping(nonce: 5), from: client)
+        cluster.settle()
+        let answer = node.drain(client)
+        guard answer.count == 2, case .snapshot(1, "room", epoch, 1, .resync, _, _) = answer[0] else {
+            Issue.record("not SNAPSHOT resync at 1: \(answer)")
+            return
+        }
+        #expect(answer[1] == .pong(nonce: 5) && log.lastSequenceCalls == 1)
+    }
+
     /// A resume the replica can answer (not ahead, same epoch) needs no barrier.
     @Test func aResumeTheReplicaHasIsAnsweredAtOnce() throws {
         let cluster = ClusterHarness(nodes: 1)
