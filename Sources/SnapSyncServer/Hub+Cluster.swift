@@ -11,12 +11,13 @@ import SnapSyncWire
 // Hub+ClusterRecords.swift.
 
 extension Hub {
-    /// The replica of the room `name`, created and followed if this node does not follow it.
-    /// The caller has validated the name and the right.
-    func replica(named name: String) -> Result<RoomReplica, Rejection> {
+    /// The replica of the room `name`, created and followed if this node does not follow it
+    /// (refused at `--max-rooms` unless `beyondLimit`). The caller has validated the name and the
+    /// right.
+    func replica(named name: String, beyondLimit: Bool = false) -> Result<RoomReplica, Rejection> {
         let key = RoomName(name)
         if let replica = replicas[key] { return .success(replica) }
-        guard replicas.count < configuration.maxRooms else {
+        guard beyondLimit || replicas.count < configuration.maxRooms else {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
         let replica = RoomReplica(name: name)
@@ -33,6 +34,7 @@ extension Hub {
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
             self.handle(event, for: replica)
+            self.releaseBarriers(of: replica)
             self.resumeSessions()
         }
     }
@@ -47,7 +49,8 @@ extension Hub {
     }
 
     /// JOIN in cluster mode: answered at once from a loaded room (even one whose follow broke:
-    /// reads go on), or when the room has loaded.
+    /// reads go on), or when the room has loaded; a resume ahead of the replica first waits for
+    /// a read barrier (Hub+ClusterBarrier.swift).
     func clusterJoin(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
         let replica: RoomReplica
         switch self.replica(named: roomName) {
@@ -59,6 +62,11 @@ extension Hub {
         guard replica.phase != .loading, let room = replica.room else {
             replica.joins.append(.init(requestID: requestID, resume: resume, session: session))
             awaitLog(session)
+            return
+        }
+        if Self.resumeNeedsBarrier(resume, room: room) {
+            awaitLog(session)
+            startBarrier(.join(.init(requestID: requestID, resume: resume, session: session)), for: replica)
             return
         }
         completeJoin(requestID: requestID, room: room, resume: resume, from: session)
@@ -157,25 +165,15 @@ extension Hub {
         snapshotEncodings.forget(room)
     }
 
-    /// `.current`: the JOINs that waited are answered, in order, then the writes go.
+    /// `.current`: the JOINs that waited are answered, in order (a resume ahead of the replica
+    /// after a read barrier: a JOIN that came after the follow began may name records stored
+    /// since), then the writes go.
     private func becameCurrent(_ replica: RoomReplica) {
         replica.phase = .current
         let joins = replica.joins
         replica.joins = []
         if let room = replica.room {
-            for join in joins {
-                defer { logAnswered(join.session) }
-                guard !join.session.isEnded && join.session.state != .closing else { continue }
-                // Checked again: other JOINs of this connection may have completed meanwhile.
-                let limit = configuration.wire.maxRoomsPerConnection
-                if join.session.memberships[room.name] == nil && join.session.memberships.count >= limit {
-                    send(
-                        Rejection(.tooManyRoomsForConnection, "this connection has joined \(limit) rooms, the limit")
-                            .message(requestID: join.requestID), to: join.session)
-                    continue
-                }
-                completeJoin(requestID: join.requestID, room: room, resume: join.resume, from: join.session)
-            }
+            for join in joins { answerLoadedJoin(join, of: replica, room: room) }
         }
         proposeNext(replica)
     }
@@ -212,12 +210,13 @@ extension Hub {
 
     // MARK: The one-second timer
 
-    /// Follows again the rooms whose follow failed, ends the follows stalled for
-    /// `RoomReplica.stallSeconds`, and stops following the rooms nobody here uses (no member,
+    /// Gives up the read barriers waiting for `RoomReplica.stallSeconds`, follows again the rooms
+    /// whose follow failed, ends the follows stalled for as long, and stops following the rooms nobody here uses (no member,
     /// nothing in flight or waiting) idle for `clusterIdleSeconds`.
     /// - Complexity: O(followed rooms) per call, once a second.
     package func maintainReplicas(now: ContinuousClock.Instant) {
         guard let log else { return }
+        expireBarriers(now: now)
         let idleFor = Duration.seconds(configuration.clusterIdleSeconds)
         let stall = Duration.seconds(RoomReplica.stallSeconds)
         var unused: [RoomReplica] = []

@@ -27,14 +27,17 @@ extension Hub {
     }
 
     /// DROP in cluster mode (the name and the `admin` right checked): a tombstone record, through
-    /// the room's queue like a write, answered with the dropped incarnation's last position.
+    /// the room's queue like a write, answered with the dropped incarnation's last position. The
+    /// room is loaded even at `--max-rooms`, as a single node drops a room it does not hold
+    /// without loading it; it is let go once answered (`releaseIfOverLimit`).
     func clusterDrop(requestID: UInt64, roomName: String, from session: Session) {
         submit(RoomReplica.PendingWrite(requestID: requestID, session: session, writeId: [], kind: .drop), to: roomName)
     }
 
     private func submit(_ write: RoomReplica.PendingWrite, to roomName: String) {
         let replica: RoomReplica
-        switch self.replica(named: roomName) {
+        let isDrop = if case .drop = write.kind { true } else { false }
+        switch self.replica(named: roomName, beyondLimit: isDrop) {
         case .success(let found): replica = found
         case .failure(let rejection):
             refuse(write, rejection)
@@ -60,10 +63,11 @@ extension Hub {
     }
 
     /// Proposes the first waiting write that needs the log, answering the ones before it that
-    /// do not (refused, duplicates, writes that change nothing). Nothing while the room loads,
-    /// while a proposal is in flight, or while its follow is broken.
+    /// do not (refused, duplicates, and, after a read barrier, writes that change nothing and
+    /// DROPs of a room at version 0). Nothing while the room loads, while a proposal or a
+    /// barrier is in flight, or while its follow is broken.
     func proposeNext(_ replica: RoomReplica) {
-        guard let log, replica.phase == .current, replica.inFlight == nil else { return }
+        guard let log, replica.phase == .current, replica.inFlight == nil, replica.writeBarrier == nil else { return }
         while let room = replica.room, let write = replica.dequeue() {
             // A write whose client has gone is dropped unanswered and unapplied.
             guard !write.session.isEnded else { continue }
@@ -72,8 +76,14 @@ extension Hub {
             switch write.kind {
             case .drop:
                 // A room never written in this incarnation is no room (PROTOCOL.md §11.19): no
-                // node can know who joined it, and a retried DROP must change nothing.
+                // node can know who joined it, and a retried DROP must change nothing. But a
+                // replica behind the log may not have the room's writes yet: version 0 is
+                // believed after a read barrier only.
                 guard room.version > 0 else {
+                    guard write.barrierPassed else {
+                        startBarrier(.write(write), for: replica)
+                        return
+                    }
                     send(.ack(requestID: write.requestID, epoch: 0, version: 0), to: write.session)
                     logAnswered(write.session)
                     continue
@@ -81,7 +91,21 @@ extension Hub {
                 entry = .tombstone(epoch: room.epoch, version: room.version)
             case .write(let request):
                 switch room.propose(request, writeId: write.writeId, scratch: &diffBuffer) {
+                case .unchanged(let fingerprint):
+                    // It changes nothing here; against records this replica has not applied yet
+                    // it may change something, or fail: answered after a read barrier, validated
+                    // again.
+                    guard write.barrierPassed else {
+                        startBarrier(.write(write), for: replica)
+                        return
+                    }
+                    settle(write, room.unchanged(writeId: write.writeId, fingerprint: fingerprint), in: room)
+                    continue
                 case .settled(let outcome):
+                    if !write.barrierPassed && Self.expectsAheadOfReplica(request, outcome, room: room) {
+                        startBarrier(.write(write), for: replica)
+                        return
+                    }
                     settle(write, outcome, in: room)
                     continue
                 case .write(let version, let frame, let ops, let result):
@@ -101,6 +125,16 @@ extension Hub {
             }
             return
         }
+        releaseIfOverLimit(replica)
+    }
+
+    /// A room loaded past `--max-rooms` (by a DROP) is unfollowed as soon as nothing here uses
+    /// it, which brings the count back down.
+    private func releaseIfOverLimit(_ replica: RoomReplica) {
+        guard let log, replicas.count > configuration.maxRooms, replica.isUnused, replicas[RoomName(replica.name)] === replica else { return }
+        log.unfollow(room: replica.name)
+        replicas[RoomName(replica.name)] = nil
+        if let room = replica.room { forget(room) }
     }
 
     private func proposalAnswered(_ replica: RoomReplica, token: UInt64, _ outcome: ProposalOutcome) {
@@ -224,16 +258,20 @@ extension Hub {
             replica.inFlight = nil
             refuse(flight.write, rejection)
         }
+        if let barrier = replica.writeBarrier, case .write(let write) = barrier.waiter {
+            replica.writeBarrier = nil
+            refuse(write, rejection)
+        }
         while let write = replica.dequeue() { refuse(write, rejection) }
     }
 
-    private func refuse(_ write: RoomReplica.PendingWrite, _ rejection: Rejection) {
+    func refuse(_ write: RoomReplica.PendingWrite, _ rejection: Rejection) {
         if case .write = write.kind { countRejectedWrite(rejection.code) }
         send(rejection.message(requestID: write.requestID), to: write.session)
         logAnswered(write.session)
     }
 
-    /// A write answered without the log (`Room.propose`'s `.settled`).
+    /// A write answered without the log (`Room.propose`'s `.settled`, or `Room.unchanged`).
     private func settle(_ write: RoomReplica.PendingWrite, _ outcome: Room.WriteOutcome, in room: Room) {
         switch outcome {
         case .unchanged(let version), .duplicate(let version):

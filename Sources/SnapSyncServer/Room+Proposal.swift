@@ -22,13 +22,15 @@ extension Room {
         /// To be proposed: the DIFF frame to `version` (this room's version + 1), its ops, and
         /// the snapshot it leads to.
         case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: Snapshot)
-        /// Answered without the log: `.unchanged`, `.duplicate` or `.rejected`.
+        /// Changes nothing: answered without the log, by `unchanged(writeId:fingerprint:)` (which
+        /// remembers the write id) once the Hub knows the replica is not behind the log.
+        case unchanged(fingerprint: Int)
+        /// Answered without the log: `.duplicate` or `.rejected`.
         case settled(WriteOutcome)
     }
 
     /// Validates `request` as `mutate`, `replace` or `replaceSection` would, without changing the
-    /// room (but for the write id of a write that changes nothing, remembered at once as those
-    /// methods do: it makes no record).
+    /// room.
     /// - Parameter scratch: a reusable buffer the DIFF is encoded into (emptied first).
     /// - Complexity: O(n) for the snapshot's copy, plus what the single-node method costs.
     func propose(_ request: WriteRequest, writeId: [UInt8], scratch: inout [UInt8]) -> Proposal {
@@ -49,7 +51,7 @@ extension Room {
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
-        if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         return proposeApplying(ops, refusingWith: full, withOpIndex: true, scratch: &scratch)
     }
 
@@ -70,7 +72,7 @@ extension Room {
                         "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)")))
         }
         let ops = snapshot.difference(to: target, limits: limits.model)
-        if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
@@ -94,7 +96,7 @@ extension Room {
         } catch {
             return .settled(.rejected(Rejection(error, withOpIndex: false)))
         }
-        if ops.isEmpty { return .settled(unchanged(writeId: writeId, fingerprint: fingerprint)) }
+        if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         // The ops are the server's, so a refusal names no op.
         return proposeApplying(ops, refusingWith: nil, withOpIndex: false, scratch: &scratch)
     }

@@ -41,6 +41,9 @@ final class RoomReplica {
         var attempts = 0
         /// `WriteAckTimer.start()`'s stamp, 0 when not timed.
         var received: UInt64 = 0
+        /// A read barrier has passed: the replica holds every record the log had acknowledged
+        /// when the write arrived, so an answer without the log may come from it.
+        var barrierPassed = false
     }
 
     /// The write proposed and not yet answered.
@@ -81,6 +84,12 @@ final class RoomReplica {
     var logSequence: UInt64 = 0
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
+    /// JOINs that wait for a read barrier (a resume ahead of the replica), in no order: each
+    /// session has one request waiting at most.
+    var joinBarriers: [ReadBarrier] = []
+    /// The write at the head of the queue, waiting for a read barrier before it is answered
+    /// without the log: the writes behind it wait.
+    var writeBarrier: ReadBarrier?
     /// Writes waiting, oldest first, from `waitingHead` on (amortised O(1) pops).
     private var waiting: [PendingWrite] = []
     private var waitingHead = 0
@@ -142,6 +151,7 @@ final class RoomReplica {
 
     /// Whether the room can be forgotten: nobody joined here, nothing waits or is in flight.
     var isUnused: Bool {
-        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty
+        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty && joinBarriers.isEmpty
+            && writeBarrier == nil
     }
 }
