@@ -170,6 +170,7 @@ extension Hub {
     /// since), then the writes go.
     private func becameCurrent(_ replica: RoomReplica) {
         replica.phase = .current
+        replica.failedFollows = 0
         let joins = replica.joins
         replica.joins = []
         if let room = replica.room {
@@ -198,7 +199,9 @@ extension Hub {
             replicas[RoomName(replica.name)] = nil
             return
         }
-        logger.warning("lost the follow of room \(name) in the cluster's log, following it again in a second: \(error)")
+        let delay = replica.scheduleRefollow(now: .now)
+        logger.warning(
+            "lost the follow of room \(name) in the cluster's log, following it again in \(delay) (failure \(replica.failedFollows) in a row): \(error)")
         replica.phase = .broken
         refuseWrites(
             of: replica,
@@ -230,7 +233,7 @@ extension Hub {
             case .broken:
                 if replica.isUnused {
                     unused.append(replica)
-                } else {
+                } else if now >= replica.followAgainAt {
                     replica.phase = .refollowing
                     follow(replica)
                 }

@@ -74,6 +74,21 @@ final class RoomReplica {
 
     let name: String
     var phase = Phase.loading
+    /// Follows that failed in a row since the room was last current: a room that cannot be
+    /// followed (a gap no checkpoint covers, a log down for long) is tried again after 1, 2, 4 …
+    /// up to `maxRefollowDelay` seconds, not every second with an error each time.
+    var failedFollows = 0
+    /// When a `broken` replica is followed again.
+    var followAgainAt = ContinuousClock.now
+    static let maxRefollowDelay = Duration.seconds(64)
+
+    /// Counts one more failed follow and schedules the next one after `now`. O(1).
+    func scheduleRefollow(now: ContinuousClock.Instant) -> Duration {
+        failedFollows += 1
+        let delay = min(Duration.seconds(1 << min(failedFollows - 1, 6)), Self.maxRefollowDelay)
+        followAgainAt = now + delay
+        return delay
+    }
     /// When the current follow began (loading or following again), or the in-flight proposal
     /// was stored or superseded: what `stallSeconds` is counted from (`waitsForRecords`).
     var waitingSince = ContinuousClock.now

@@ -84,7 +84,7 @@ import SnapSyncWire
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
         #expect(node.drain(client).isEmpty && client.isAwaitingLog)
-        node.hub.maintainReplicas(now: .now)
+        node.hub.maintainReplicas(now: .now + .seconds(1))
         cluster.settle()
         let answer = node.drain(client)
         guard answer.count == 2, case .catchup(1, "room", epoch, 12, 12) = answer[0] else {

@@ -74,13 +74,44 @@ import SnapSyncWire
         for (index, id) in ["b", "c", "d"].enumerated() { other.mutate(writer, "room", addItem(id), requestID: UInt64(2 + index)) }
         cluster.settle()
         #expect(other.drain(writer).compactMap(\.ackVersion) == [1, 2, 3, 4])
-        node.hub.maintainReplicas(now: .now)
+        node.hub.maintainReplicas(now: .now + .seconds(1))
         cluster.settle()
         #expect(node.hub.replicas["room"]?.phase == .broken && node.hub.rooms["room"]?.version == 1)
         node.mutate(member, "room", addItem("e"), requestID: 5)
         cluster.settle()
         #expect(node.drain(member).map(\.errorCode) == [.storageFailure])
         #expect(cluster.log.records(of: "room").count == 2 && other.hub.rooms["room"]?.version == 4)
+    }
+
+    /// A room whose follow keeps failing (here: a gap no checkpoint covers) is followed again
+    /// after 1, 2, 4 … seconds, at most 64, not every second with an error each time; the count
+    /// starts again once the room is current.
+    @Test func aRoomThatCannotBeFollowedIsTriedAgainLessAndLessOften() throws {
+        let cluster = ClusterHarness(nodes: 2) { $0.clusterCheckpointInterval = 100 }
+        let (node, other) = (cluster.nodes[0], cluster.nodes[1])
+        cluster.log.retain = 2
+        let member = node.connect(), writer = other.connect()
+        node.join(member, "room")
+        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        cluster.log.interruptFollow(of: "room")
+        cluster.settle()
+        for (index, id) in ["b", "c", "d"].enumerated() { other.mutate(writer, "room", addItem(id), requestID: UInt64(2 + index)) }
+        cluster.settle()
+        let replica = try #require(node.hub.replicas["room"])
+        #expect(replica.phase == .broken && replica.failedFollows == 1)
+        for (failures, delay) in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 16), (6, 32), (7, 64), (8, 64)] {
+            #expect(replica.failedFollows == failures)
+            node.hub.maintainReplicas(now: replica.followAgainAt - .milliseconds(1))
+            #expect(replica.phase == .broken, "followed again before its \(delay) s")
+            let due = replica.followAgainAt
+            node.hub.maintainReplicas(now: due)
+            #expect(replica.phase == .refollowing)
+            let (before, after) = (ContinuousClock.now, { cluster.settle(); return ContinuousClock.now }())
+            #expect(replica.phase == .broken && replica.failedFollows == failures + 1)
+            let next = Duration.seconds(min(2 * delay, 64))
+            #expect(replica.followAgainAt >= before + next && replica.followAgainAt <= after + next, "after \(failures + 1) failures")
+        }
     }
 
     /// nats-server 2.9's #4320: two proposals expecting one sequence are both stored. The later
