@@ -107,7 +107,9 @@ import SnapSyncWire
             let due = replica.followAgainAt
             node.hub.maintainReplicas(now: due)
             #expect(replica.phase == .refollowing)
-            let (before, after) = (ContinuousClock.now, { cluster.settle(); return ContinuousClock.now }())
+            let before = ContinuousClock.now
+            cluster.settle()
+            let after = ContinuousClock.now
             #expect(replica.phase == .broken && replica.failedFollows == failures + 1)
             let next = Duration.seconds(min(2 * delay, 64))
             #expect(replica.followAgainAt >= before + next && replica.followAgainAt <= after + next, "after \(failures + 1) failures")
