@@ -43,9 +43,10 @@ struct JetStreamAPIResponse: Decodable {
         var leader: String?
     }
 
-    /// `$JS.API.STREAM.MSG.GET`'s answer: the stored message (only its sequence is read).
+    /// `$JS.API.STREAM.MSG.GET`'s answer: the stored message (its payload in base64).
     struct StoredMessage: Decodable {
         var seq: UInt64
+        var data: String?
     }
 
     var error: APIError?
@@ -57,6 +58,28 @@ struct JetStreamAPIResponse: Decodable {
     /// Nil when `bytes` is not such a JSON object.
     static func decode(_ bytes: [UInt8]) -> JetStreamAPIResponse? {
         try? JSONDecoder().decode(JetStreamAPIResponse.self, from: Data(bytes))
+    }
+
+    /// What a `$JS.API.STREAM.MSG.GET` of the salt subject's first message answered.
+    enum SaltAnswer: Equatable {
+        case salt(String)
+        /// JetStream's 404: the subject has no message.
+        case none
+        case refused(String)
+    }
+
+    /// The salt in `answer`: a payload of 32 lowercase hex digits, as every node writes it.
+    static func firstSalt(answer: [UInt8]) -> SaltAnswer {
+        guard let response = decode(answer) else { return .refused("an answer that is not JSON") }
+        if let message = response.message {
+            let payload = message.data.flatMap { Data(base64Encoded: $0) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            guard payload.utf8.count == 32, payload.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+                return .refused("the first salt, at sequence \(message.seq), is not 32 lowercase hex digits: \(payload.debugDescription)")
+            }
+            return .salt(payload)
+        }
+        if let error = response.error, error.code == 404 { return .none }
+        return .refused(response.errorText ?? "an answer with neither a message nor an error")
     }
 
     var errorText: String? {

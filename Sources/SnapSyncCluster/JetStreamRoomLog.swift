@@ -16,8 +16,8 @@ package import SnapSyncStore
 package final class JetStreamRoomLog: RoomLog {
     let connection: NATSConnection
     let logger: Logger
-    /// The rooms stream's creation time (ns since 1970), the salt of every epoch.
-    package let streamCreated: Int64
+    /// The first message of the rooms stream's salt subject, the salt of every epoch.
+    package let salt: String
     /// How long a proposal, a checkpoint read or a consumer creation may wait for its answer.
     let requestTimeout: Duration
     /// The consumers' idle heartbeat; a follow that hears nothing for three of them (for one,
@@ -55,8 +55,8 @@ package final class JetStreamRoomLog: RoomLog {
 
     /// Connects to `servers` for the loop of `eventBase` (made after
     /// `NATSConnection.prepareLibevent()`, without `EVENT_BASE_FLAG_NOLOCK`) after making sure,
-    /// on connections of their own, that the rooms stream (`retain` records per room) and the
-    /// checkpoints bucket exist. All three connections reach the servers alike: over TLS when
+    /// on connections of their own, that the rooms stream (`retain` records per room) with its
+    /// salt and the checkpoints bucket exist. All three connections reach the servers alike: over TLS when
     /// the URLs are `tls://`, trusting and showing what `tls` names. Blocking: call it before
     /// the loop runs.
     package static func connect(
@@ -72,11 +72,12 @@ package final class JetStreamRoomLog: RoomLog {
                 "stream \(RoomSubjects.roomsStream) kept \(before) records per room (max_msgs_per_subject); this node's --cluster-retain \(retain) replaced that for every node: every node should be given the same --cluster-retain"
             )
         }
+        guard let salt = rooms.salt else { preconditionFailure("StreamSpec.rooms has a salt subject, so ensureStream reads a salt") }
         try NATSConnection.ensureStream(.checkpoints, servers: servers, tls: tls)
         let connection = try NATSConnection(servers: servers, tls: tls, eventBase: eventBase)
         do {
             return try JetStreamRoomLog(
-                connection: connection, eventBase: eventBase, streamCreated: rooms.created, logger: logger,
+                connection: connection, eventBase: eventBase, salt: salt, logger: logger,
                 requestTimeout: requestTimeout, heartbeat: heartbeat)
         } catch {
             connection.close()
@@ -85,11 +86,11 @@ package final class JetStreamRoomLog: RoomLog {
     }
 
     init(
-        connection: NATSConnection, eventBase: OpaquePointer, streamCreated: Int64, logger: Logger,
+        connection: NATSConnection, eventBase: OpaquePointer, salt: String, logger: Logger,
         requestTimeout: Duration, heartbeat: Duration
     ) throws(NATSError) {
         self.connection = connection
-        self.streamCreated = streamCreated
+        self.salt = salt
         self.logger = logger
         self.requestTimeout = requestTimeout
         self.heartbeat = heartbeat
@@ -243,7 +244,7 @@ package final class JetStreamRoomLog: RoomLog {
     }
 
     package func epoch(room: String, after sequence: UInt64) -> UInt64 {
-        RoomEpoch.derive(streamCreated: streamCreated, room: room, after: sequence)
+        RoomEpoch.derive(salt: salt, room: room, after: sequence)
     }
 
     // MARK: - Requests

@@ -19,10 +19,12 @@ public struct StreamSpec: Sendable, Equatable {
     /// any replica, a put may replace the subject's history (`Nats-Rollup`), no deletes, and a
     /// full stream refuses new messages instead of dropping old ones.
     public var keyValue: Bool
+    /// One of `subjects` whose first message is the stream's salt (`StreamInfo.salt`), nil: none.
+    public var saltSubject: String?
 
     public init(
         name: String, subjects: [String], replicas: Int, duplicateWindow: Duration, maxMessagesPerSubject: Int? = nil,
-        keyValue: Bool = false
+        keyValue: Bool = false, saltSubject: String? = nil
     ) {
         self.name = name
         self.subjects = subjects
@@ -30,14 +32,16 @@ public struct StreamSpec: Sendable, Equatable {
         self.duplicateWindow = duplicateWindow
         self.maxMessagesPerSubject = maxMessagesPerSubject
         self.keyValue = keyValue
+        self.saltSubject = saltSubject
     }
 
-    /// The rooms' stream: one subject per room under `snapsync.room.`, on 3 servers, the last
-    /// `retain` records of each room kept.
+    /// The rooms' stream: one subject per room under `snapsync.room.`, and the salt of every
+    /// epoch on `snapsync.salt`, on 3 servers, the last `retain` messages of each subject kept
+    /// (`retain` is at least 2, and only nodes starting at once store more than one salt).
     public static func rooms(retain: Int = 10_000) -> StreamSpec {
         StreamSpec(
-            name: "snapsync-rooms", subjects: ["snapsync.room.>"], replicas: 3, duplicateWindow: .seconds(120),
-            maxMessagesPerSubject: retain)
+            name: RoomSubjects.roomsStream, subjects: ["snapsync.room.>", RoomSubjects.saltSubject], replicas: 3,
+            duplicateWindow: .seconds(120), maxMessagesPerSubject: retain, saltSubject: RoomSubjects.saltSubject)
     }
 
     /// The checkpoints' key-value bucket `snapsync-checkpoints` (its stream, as NATS key-value
@@ -49,9 +53,9 @@ public struct StreamSpec: Sendable, Equatable {
 
 /// What `NATSConnection.ensureStream` found or made.
 public struct StreamInfo: Sendable, Equatable {
-    /// The stream's creation time, nanoseconds since 1970 (UTC), as the servers report it: the
-    /// same for every client until the stream is deleted and made again.
-    public var created: Int64
+    /// The payload of the first message of the spec's `saltSubject` (32 lowercase hex digits),
+    /// nil without one: the same for every client until the stream is deleted and made again.
+    public var salt: String?
     /// The server that leads the stream's replicas (its `server_name`), when it has one.
     public var leader: String?
     /// The stream's `max_msgs_per_subject` before this call changed it (-1: no limit), nil when
@@ -187,13 +191,100 @@ public final class NATSConnection {
         // A cluster just started may not answer JetStream's API for a while (its meta leader is
         // being elected): no responders at once, or no answer within `timeout`. A few attempts.
         var attempt = 1
+        var info: StreamInfo
         while true {
             do throws(NATSError) {
-                return try addOrUpdate(js, &config, subjects, identifier)
+                info = try addOrUpdate(js, &config, subjects, identifier)
+                break
             } catch  where attempt < 3 && (error.isTimeout || error.code == .status(NATS_NO_RESPONDERS.rawValue)) {
                 attempt += 1
                 sleep(1)
             }
+        }
+        if let saltSubject = spec.saltSubject {
+            info.salt = try ensureSalt(connection, js, stream: spec.name, subject: saltSubject, timeout: timeout)
+        }
+        return info
+    }
+
+    /// The first message of `subject` in `stream`, after proposing one: 16 random bytes in hex,
+    /// stored only if the subject has no message (`Nats-Expected-Last-Subject-Sequence: 0`; a
+    /// refusal, "wrong last sequence", means another client stored one). nats-server 2.9 may
+    /// store several proposals of clients starting at once (it does not serialise that
+    /// expectation for concurrent publishes, nats-server issue #4320), so the salt is the
+    /// first by sequence, which is the same for every client: `$JS.API.STREAM.MSG.GET` of the
+    /// next message of the subject from sequence 1, answered by the stream's leader (not a
+    /// direct get, which a replica behind it may answer). A new stream has no leader for a
+    /// moment: the publish or the read finds no responder or none in time, and is retried.
+    private static func ensureSalt(
+        _ connection: OpaquePointer?, _ js: OpaquePointer?, stream: String, subject: String, timeout: Duration
+    ) throws(NATSError) -> String {
+        let identifier = "\(subject) of stream \(stream)"
+        var attempt = 1
+        while true {
+            do throws(NATSError) {
+                try proposeSalt(js, subject: subject, identifier: identifier)
+                if let salt = try firstSalt(connection, stream: stream, subject: subject, identifier: identifier, timeout: timeout) {
+                    return salt
+                }
+                // The proposal timed out unstored and nobody else's is stored yet.
+                throw NATSError(
+                    operation: "$JS.API.STREAM.MSG.GET", identifier: identifier, code: .status(NATS_NOT_FOUND.rawValue),
+                    text: "no salt stored")
+            } catch
+                where attempt < 10
+                && (error.isTimeout || error.code == .status(NATS_NO_RESPONDERS.rawValue) || error.code == .status(NATS_NOT_FOUND.rawValue))
+            {
+                attempt += 1
+                sleep(1)
+            }
+        }
+    }
+
+    /// Publishes a new salt to `subject` if it has no message; a timeout is not an error (the
+    /// read that follows tells).
+    private static func proposeSalt(_ js: OpaquePointer?, subject: String, identifier: String) throws(NATSError) {
+        let proposal = Array(RoomSubjects.hex((0..<16).map { _ in UInt8.random(in: 0 ... .max) }).utf8)
+        var message: OpaquePointer?
+        let created = proposal.withUnsafeBufferPointer { buffer in
+            natsMsg_Create(&message, subject, nil, UnsafeRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
+        }
+        try natsCheck(created, "natsMsg_Create", identifier)
+        defer { natsMsg_Destroy(message) }
+        // The header itself: libnats sends none for jsPubOptions.ExpectLastSubjectSeq = 0.
+        try natsCheck(natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", "0"), "natsMsgHeader_Set", identifier)
+        var ack: UnsafeMutablePointer<jsPubAck>?
+        var errorCode = jsErrCode(0)
+        let status = js_PublishMsg(&ack, js, message, nil, &errorCode)
+        jsPubAck_Destroy(ack)
+        if status == NATS_TIMEOUT || errorCode.rawValue == NATSError.wrongLastSequence { return }
+        // No responders: libnats also sets the code of "JetStream not enabled", which is not
+        // what a stream without a leader yet means; the status is what `ensureSalt` retries on.
+        try natsCheck(status, "js_PublishMsg", identifier, status == NATS_NO_RESPONDERS ? jsErrCode(0) : errorCode)
+    }
+
+    /// The payload of the first message of `subject`, nil when it has none (JetStream's 404).
+    private static func firstSalt(
+        _ connection: OpaquePointer?, stream: String, subject: String, identifier: String, timeout: Duration
+    ) throws(NATSError) -> String? {
+        let operation = "$JS.API.STREAM.MSG.GET"
+        let body = Array(#"{"seq":1,"next_by_subj":"\#(subject)"}"#.utf8)
+        var reply: OpaquePointer?
+        let status = body.withUnsafeBufferPointer { buffer in
+            natsConnection_Request(&reply, connection, "\(operation).\(stream)", buffer.baseAddress, Int32(buffer.count), timeout.milliseconds)
+        }
+        try natsCheck(status, "natsConnection_Request", "\(operation).\(stream) for \(identifier)")
+        defer { natsMsg_Destroy(reply) }
+        let count = Int(natsMsg_GetDataLength(reply))
+        var data = [UInt8](repeating: 0, count: count)
+        if count > 0, let bytes = natsMsg_GetData(reply) {
+            data.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: count)) }
+        }
+        switch JetStreamAPIResponse.firstSalt(answer: data) {
+        case .salt(let salt): return salt
+        case .none: return nil
+        case .refused(let why):
+            throw NATSError(operation: operation, identifier: identifier, code: .status(NATS_ERR.rawValue), text: why)
         }
     }
 
@@ -228,7 +319,7 @@ public final class NATSConnection {
                 throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
             }
             return StreamInfo(
-                created: info.pointee.Created, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) },
+                salt: nil, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) },
                 replacedMaxMessagesPerSubject: replaced)
         }
     }

@@ -5,17 +5,18 @@ internal import Crypto
 /// wrote can be joined without a quorum.
 ///
 /// The first 8 bytes, big-endian, of SHA-256 over
-/// `"snapsync-epoch\0" + decimal(stream creation time, ns) + "\0" + room UTF-8 + "\0" + decimal(sequence)`,
-/// 0 mapped to 1. The stream's creation time makes a room's epochs differ when the stream is
-/// made again (a new cluster, or its stream deleted), so a client holding an old incarnation
-/// never mistakes a new one for it; `sequence` (0, or the sequence of the tombstone that ended
-/// the previous incarnation) makes each incarnation's differ.
+/// `"snapsync-epoch\0" + salt + "\0" + room UTF-8 + "\0" + decimal(sequence)`, 0 mapped to 1.
+/// The salt, the first message of the rooms stream's `snapsync.salt` (random, stored in the
+/// stream), makes a room's epochs differ when the stream is made again (a new cluster, or its
+/// stream deleted), so a client holding an old incarnation never mistakes a new one for it;
+/// `sequence` (0, or the sequence of the tombstone that ended the previous incarnation) makes
+/// each incarnation's differ.
 package enum RoomEpoch {
     /// - Complexity: O(length of the room name).
-    package static func derive(streamCreated: Int64, room: String, after sequence: UInt64) -> UInt64 {
+    package static func derive(salt: String, room: String, after sequence: UInt64) -> UInt64 {
         var input: [UInt8] = Array("snapsync-epoch".utf8)
         input.append(0)
-        input.append(contentsOf: String(streamCreated).utf8)
+        input.append(contentsOf: salt.utf8)
         input.append(0)
         input.append(contentsOf: room.utf8)
         input.append(0)

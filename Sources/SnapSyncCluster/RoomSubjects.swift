@@ -6,6 +6,8 @@ enum RoomSubjects {
     static let roomsStream = "snapsync-rooms"
     static let checkpointsStream = "KV_snapsync-checkpoints"
     static let checkpointsBucket = "snapsync-checkpoints"
+    /// The rooms stream's subject whose first message is the salt of every epoch.
+    static let saltSubject = "snapsync.salt"
 
     /// `snapsync.room.<hex>`: the room's records.
     static func subject(room: String) -> String { "snapsync.room." + key(room: room) }

@@ -95,7 +95,7 @@ extension RealNATSCluster {
             #expect(a.epoch(room: room, after: 0) != 0)
             #expect(a.epoch(room: room, after: thirdSequence) != a.epoch(room: room, after: 0))
             #expect(a.epoch(room: "other", after: 0) != a.epoch(room: room, after: 0))
-            #expect(a.streamCreated == b.streamCreated)
+            #expect(a.salt == b.salt)
         }
 
         /// The last sequence is the room subject's own, as the stream's leader knows it: 0 for a room
@@ -421,13 +421,16 @@ extension RealNATSCluster {
             late.follow(a, room: "other")
             try runLoop(base, until: { late.hasBase }, "the other room's base")
             a.unfollow(room: "other")
-            let stored = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "w1"))
-            #expect(stored == .stored(sequence: 1))
+            // The stream's first sequences are the salt's (one per node that proposed it).
+            guard case .stored(let s1) = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "w1")) else {
+                Issue.record("w1 was not stored")
+                return
+            }
             #expect(early.events.isEmpty)
             #expect(late.events == [.base(nil)])
 
             var outcomes: [ProposalOutcome] = []
-            a.propose(room: room, expectedSequence: 1, messageId: Array("w2".utf8), entry: .write(write(room, version: 2, id: "w2"))) {
+            a.propose(room: room, expectedSequence: s1, messageId: Array("w2".utf8), entry: .write(write(room, version: 2, id: "w2"))) {
                 outcomes.append($0)
             }
             a.close()
@@ -494,9 +497,10 @@ extension RealNATSCluster {
             #expect(seen.sequences == [s1, s2, s3])
         }
 
-        /// The stream's creation time, the salt of every epoch, is the same whichever server leads
-        /// the stream: every node derives the same epochs, before and after a leader change.
-        @Test func theStreamsCreationTimeOutlivesALeaderChange() throws {
+        /// The stream's salt, of every epoch, is the same whichever server leads the stream: every
+        /// node derives the same epochs, before and after a leader change, and through a server
+        /// restarted from its store.
+        @Test func theStreamsSaltOutlivesALeaderChangeAndARestart() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
             let before = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
@@ -512,7 +516,16 @@ extension RealNATSCluster {
             }
             let info = try #require(after, "no answer from the stream without \(leader)")
             #expect(info.leader != leader)
-            #expect(info.created == before.created)
+            #expect(info.salt != nil)
+            #expect(info.salt == before.salt)
+            // Back from its store, the killed server alone is asked.
+            try cluster.up()
+            var restarted: StreamInfo?
+            let again = ContinuousClock.now + .seconds(60)
+            while restarted == nil, ContinuousClock.now < again {
+                restarted = try? NATSConnection.ensureStream(.rooms(), servers: [cluster.urls[index]], timeout: .seconds(2))
+            }
+            #expect(try #require(restarted, "no answer through the restarted \(leader)").salt == before.salt)
         }
 
         /// The server that runs a node's consumer dies: the node notices the silence, makes a new
@@ -606,13 +619,14 @@ extension RealNATSCluster {
             #expect(!seen.isCurrent)
         }
 
-        /// Every node derives the same epoch from the stream's creation time, the room and the
-        /// sequence; these are Protocol/CLUSTER.md's worked example (computed independently with
-        /// Python's hashlib).
+        /// Every node derives the same epoch from the stream's salt, the room and the sequence;
+        /// these are Protocol/CLUSTER.md's worked example (computed independently with Python's
+        /// hashlib).
         @Test func epochDerivationMatchesTheSpecsExample() {
-            #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 0) == 10_674_755_445_973_433_643)
-            #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "lobby", after: 42) == 15_054_927_482_701_265_886)
-            #expect(RoomEpoch.derive(streamCreated: 1_763_900_000_123_456_789, room: "café ☕", after: 0) == 3_002_849_137_662_567_340)
+            let salt = "5f2b9c1e8a7d4036b1e9f0c2d4a6b8e0"
+            #expect(RoomEpoch.derive(salt: salt, room: "lobby", after: 0) == 13_841_137_794_743_490_180)
+            #expect(RoomEpoch.derive(salt: salt, room: "lobby", after: 42) == 9_682_620_625_761_801_357)
+            #expect(RoomEpoch.derive(salt: salt, room: "café ☕", after: 0) == 10_998_947_090_865_169_818)
         }
 
         /// Protocol/CLUSTER.md's example records, byte for byte, and back; its subject and key.
@@ -621,9 +635,9 @@ extension RealNATSCluster {
             let writeBytes: [UInt8] = [0x01, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0x01, 0x01, 0x02, 0xab, 0xcd, 0x03, 0xde, 0xad, 0xbe]
             #expect(write.encode(room: "lobby") == writeBytes)
             #expect(try RoomLogEntry(payload: writeBytes) == write)
-            let tombstone = RoomLogEntry.tombstone(epoch: 10_674_755_445_973_433_643, version: 3)
+            let tombstone = RoomLogEntry.tombstone(epoch: 13_841_137_794_743_490_180, version: 3)
             let tombstoneBytes: [UInt8] = [
-                0x04, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0xab, 0xfa, 0xa6, 0xab, 0xd5, 0xb0, 0x96, 0x92, 0x94, 0x01, 0x03,
+                0x04, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0x84, 0xad, 0xad, 0xb7, 0xda, 0xaf, 0xe6, 0x8a, 0xc0, 0x01, 0x03,
             ]
             #expect(tombstone.encode(room: "lobby") == tombstoneBytes)
             #expect(try RoomLogEntry(payload: tombstoneBytes) == tombstone)

@@ -42,7 +42,9 @@ extension RealNATSCluster {
             let lobby = "snapsync.room.lobby"
             let first = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
             #expect(first.onLoopThread)
-            #expect(try first.result.get() == PublishAck(stream: "snapsync-rooms", sequence: 1, duplicate: false))
+            // The stream's first sequences are the salt's (snapsync.salt), one per proposal stored.
+            let s1 = try first.result.get().sequence
+            #expect(try first.result.get() == PublishAck(stream: "snapsync-rooms", sequence: s1, duplicate: false))
 
             // A node that has not seen w1 expects the subject to be empty: refused.
             let stale = try Self.publish(connection, base, subject: lobby, after: 0, id: "w2")
@@ -52,19 +54,19 @@ extension RealNATSCluster {
 
             // w1 again (a client's retry through another node): the same entry, not a second one.
             let retry = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
-            #expect(try retry.result.get() == PublishAck(stream: "snapsync-rooms", sequence: 1, duplicate: true))
+            #expect(try retry.result.get() == PublishAck(stream: "snapsync-rooms", sequence: s1, duplicate: true))
 
-            let second = try Self.publish(connection, base, subject: lobby, after: 1, id: "w2")
-            #expect(try second.result.get().sequence == 2)
+            let second = try Self.publish(connection, base, subject: lobby, after: s1, id: "w2")
+            #expect(try second.result.get().sequence == s1 + 1)
 
             // Another room's subject has its own last sequence (none yet); the stream's is shared.
             let other = try Self.publish(connection, base, subject: "snapsync.room.other", after: 0, id: "o1")
-            #expect(try other.result.get().sequence == 3)
+            #expect(try other.result.get().sequence == s1 + 2)
 
             // A message id still pending is refused up front, without a completion.
-            try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: 2, messageId: "w3") { _ in }
+            try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: s1 + 1, messageId: "w3") { _ in }
             #expect(throws: NATSError.self) {
-                try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: 2, messageId: "w3") { _ in }
+                try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: s1 + 1, messageId: "w3") { _ in }
             }
         }
 
@@ -81,11 +83,12 @@ extension RealNATSCluster {
             let connection = try NATSConnection(servers: [cluster.urls[0]], eventBase: base)
             defer { connection.close() }
             let room = "snapsync.room.quorum"
-            #expect(try Self.publish(connection, base, subject: room, after: 0, id: "q1").result.get().sequence == 1)
+            let s1 = try Self.publish(connection, base, subject: room, after: 0, id: "q1").result.get().sequence
+            #expect(s1 > 0)
 
             try cluster.kill(server: 1)
             try cluster.kill(server: 2)
-            let refused = try Self.publish(connection, base, subject: room, after: 1, id: "q2", timeout: .seconds(2))
+            let refused = try Self.publish(connection, base, subject: room, after: s1, id: "q2", timeout: .seconds(2))
             #expect(refused.onLoopThread)
             #expect(throws: NATSError.self) { try refused.result.get() }
         }
