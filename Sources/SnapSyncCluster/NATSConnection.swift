@@ -253,6 +253,10 @@ public final class NATSConnection {
         defer { natsMsg_Destroy(message) }
         // The header itself: libnats sends none for jsPubOptions.ExpectLastSubjectSeq = 0.
         try natsCheck(natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", "0"), "natsMsgHeader_Set", identifier)
+        // One message id for every node's proposal: within the duplicate window the stream
+        // stores only the first that arrives, even when the expectation above is not serialised,
+        // so nodes starting at once cannot push the first salt out of a small retention.
+        try natsCheck(natsMsgHeader_Set(message, "Nats-Msg-Id", subject), "natsMsgHeader_Set", identifier)
         var ack: UnsafeMutablePointer<jsPubAck>?
         var errorCode = jsErrCode(0)
         let status = js_PublishMsg(&ack, js, message, nil, &errorCode)
