@@ -78,9 +78,13 @@ struct JetStreamAPIResponse: Decodable {
             }
             return .salt(payload)
         }
-        if let error = response.error, error.code == 404 { return .none }
+        if let error = response.error, error.code == 404, error.err_code == JetStreamAPIResponse.noMessageFound { return .none }
         return .refused(response.errorText ?? "an answer with neither a message nor an error")
     }
+
+    /// The `err_code` of "no message found" (a 404 of `STREAM.MSG.GET`); a missing stream is a
+    /// 404 too (10059), which must not read as an empty subject.
+    static let noMessageFound = 10037
 
     var errorText: String? {
         error.map { "\($0.description ?? "error") (code \($0.code), err_code \($0.err_code ?? 0))" }

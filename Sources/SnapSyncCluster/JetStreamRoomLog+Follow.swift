@@ -31,6 +31,9 @@ final class RoomFollow {
     /// (`lastSequence`): caught up once `lastStreamSequence` reaches it. Not the consumer's own
     /// count of what is pending, which can say 0 while a record it never delivers is stored.
     var target: UInt64?
+    /// Not current, with records known to be stored after the last one delivered: its consumer
+    /// is never idle, so a heartbeat's silence already means it delivers nothing. O(1).
+    var hasRecordsToDeliver: Bool { !isCurrent && (target.map { $0 > lastStreamSequence } ?? false) }
     var awaitingTarget = false
     /// Failed target reads in a row while recovering; a new one is due at the next tick.
     var failedTargetReads = 0
@@ -272,7 +275,9 @@ extension JetStreamRoomLog {
 
     /// The tick's check: a consumer heard from neither by a delivery nor by a heartbeat for three
     /// heartbeats is gone (its server died, or it was removed): recover. Before the follow is
-    /// current, one heartbeat of silence is enough: a consumer with records to deliver is never
+    /// current, with records to deliver (`hasRecordsToDeliver`), one heartbeat of silence is
+    /// enough (an idle consumer's first heartbeat comes one heartbeat after it was created, so a
+    /// follow without records to deliver keeps three): a consumer with records to deliver is never
     /// idle, so its silence means it delivers nothing (no interest reached its server), and a
     /// JOIN waiting for the room must not wait three heartbeats. A recovery whose creation or
     /// target read failed tries again. O(follows).
@@ -286,7 +291,7 @@ extension JetStreamRoomLog {
             if follow.creationDue {
                 follow.creationDue = false
                 createConsumer(follow)
-            } else if now - follow.lastHeard > heartbeat * (follow.isCurrent ? 3 : 1) {
+            } else if now - follow.lastHeard > heartbeat * (follow.hasRecordsToDeliver ? 1 : 3) {
                 let state = follow.isCurrent ? "" : ", before the follow was current"
                 recover(follow, "its consumer has been silent for \(now - follow.lastHeard)\(state)")
             }

@@ -183,7 +183,7 @@ package final class JetStreamRoomLog: RoomLog {
                 let response = reply.status == nil ? JetStreamAPIResponse.decode(reply.data) : nil
                 if let sequence = response?.message?.seq {
                     completion(.success(sequence))
-                } else if let error = response?.error, error.code == 404 {
+                } else if let error = response?.error, error.code == 404, error.err_code == JetStreamAPIResponse.noMessageFound {
                     completion(.success(0))
                 } else {
                     let why = reply.status.map { "status \($0) \(reply.statusDescription ?? "")" } ?? response?.errorText ?? "an answer that is not JSON"

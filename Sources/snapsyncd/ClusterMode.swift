@@ -26,8 +26,9 @@ extension SnapsyncdCommand {
             // bucket if they are missing (docs/cluster.md, "traps": never block on the loop thread).
             let log = try JetStreamRoomLog.connect(
                 servers: servers, tls: tls, eventBase: loop.rawBase, retain: clusterOptions.clusterRetain, logger: logger)
-            // A record is the DIFF frame plus a few dozen bytes of header: a frame the servers
-            // would refuse to store must be refused by the daemon first, with a typed REJECT.
+            // A record is the DIFF frame plus its other fields and the message's headers: a
+            // frame the servers would refuse to store must be refused by the daemon first, with
+            // a typed REJECT (libnats refuses headers + payload over max_payload).
             let frameLimit = log.maxPayload - Self.recordOverhead
             if configuration.wire.maxFrameBytes > frameLimit {
                 logger.notice(
@@ -56,7 +57,10 @@ extension SnapsyncdCommand {
         }
     }
 
-    /// The most a log record adds to its DIFF frame (kind, room name up to 128 bytes, epoch,
-    /// version, write id, length varints: `WriteRecord.payloadSizeUpperBound`), rounded up.
-    static let recordOverhead = 256
+    /// The most a published record adds to its DIFF frame: its other fields (kind, room name
+    /// up to 128 bytes, epoch, version, write id up to 32 bytes, length varints:
+    /// `WriteRecord.payloadSizeUpperBound`, under 200 bytes) and its headers (`NATS/1.0`, a
+    /// `Nats-Msg-Id` of hex room, hex write id and a sequence, up to 342 bytes, and
+    /// `Nats-Expected-Last-Subject-Sequence`, up to 58: under 450 bytes), rounded up.
+    static let recordOverhead = 1024
 }
