@@ -182,6 +182,7 @@ extension Hub {
     /// `.failed`: while loading, every request that waited is refused and the room forgotten;
     /// after, the room goes on serving reads and refuses writes until it is followed again.
     func followFailed(_ replica: RoomReplica, error: any Error) {
+        stats.clusterFollowFailures += 1
         let name = LogEscaping.line(replica.name)
         if replica.phase == .loading {
             logger.warning("cannot load room \(name) from the cluster's log: \(error)")

@@ -93,6 +93,7 @@ extension Hub {
                 "last": "\(replica.logSequence)",
             ])
         replica.logSequence = sequence
+        stats.clusterVoidRecords += 1
         recordVoided(in: replica, at: sequence)
     }
 

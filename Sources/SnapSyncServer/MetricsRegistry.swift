@@ -47,6 +47,9 @@ final class MetricsRegistry {
     private let uptime: Prometheus.Gauge
     private let loopPassP99: Prometheus.Gauge
     private let loopPassMax: Prometheus.Gauge
+    private let clusterRooms: [(phase: RoomReplica.Phase, gauge: Prometheus.Gauge)]
+    private let clusterVoidRecords: Prometheus.Counter
+    private let clusterFollowFailures: Prometheus.Counter
 
     /// Buckets in seconds: an fdatasync takes from tens of microseconds (nothing dirty, a fast
     /// SSD) to seconds (a slow or saturated disk; `everysec` waits for one past 2 s).
@@ -136,6 +139,14 @@ final class MetricsRegistry {
         uptime = gauge("snapsync_uptime_seconds", "Seconds since the daemon started serving (STATS uptime_seconds).")
         loopPassP99 = gauge(
             "snapsync_loop_pass_p99_seconds", "99th percentile of the loop's flush passes over the last 10-20 s (STATS loop_pass_p99_us).")
+        let followed = "Cluster mode: rooms this node follows in the cluster's log, by state (0 on a single node)."
+        let phases: [(RoomReplica.Phase, String)] = [(.current, "current"), (.loading, "loading"), (.broken, "broken"), (.refollowing, "refollowing")]
+        clusterRooms = phases.map { (phase, name) in (phase, gauge("snapsync_cluster_rooms", followed, [("state", name)])) }
+        clusterVoidRecords = counter(
+            "snapsync_cluster_void_records_total", "Cluster mode: log records skipped as void (stale expectations; Protocol/CLUSTER.md §3).")
+        clusterFollowFailures = counter(
+            "snapsync_cluster_follow_failures_total",
+            "Cluster mode: follows of a room that failed (a lost consumer, a gap, damage, no log); each is retried, backing off to 64 s.")
         loopPassMax = gauge("snapsync_loop_pass_max_seconds", "Longest loop flush pass over the last 10-20 s (STATS loop_pass_max_us).")
 
         fsyncTimer = timer(
@@ -199,6 +210,9 @@ final class MetricsRegistry {
         let passes = stats.passTimes.merged
         loopPassP99.set(Double(passes.quantile(0.99)) / 1e6)
         loopPassMax.set(Double(passes.max) / 1e6)
+        for (phase, gauge) in clusterRooms { gauge.set(Int64(hub.replicas.values.count { $0.phase == phase })) }
+        set(clusterVoidRecords, stats.clusterVoidRecords)
+        set(clusterFollowFailures, stats.clusterFollowFailures)
     }
 
     /// The text exposition format (version 0.0.4).

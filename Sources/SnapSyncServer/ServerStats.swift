@@ -32,6 +32,11 @@ struct ServerStats {
     /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back (#17).
     var roomsEvicted: UInt64 = 0
     var roomsWoken: UInt64 = 0
+    /// Cluster mode (#20): records every replica skipped as void (nats-server 2.9's stale
+    /// expectations, Protocol/CLUSTER.md §3), and follows of a room that failed (lost, a gap,
+    /// damage, a log that cannot be reached); both stay 0 on a single node.
+    var clusterVoidRecords: UInt64 = 0
+    var clusterFollowFailures: UInt64 = 0
     var passTimes = PassTimeWindow()
 
     private(set) var framesInPerSecond: UInt64 = 0

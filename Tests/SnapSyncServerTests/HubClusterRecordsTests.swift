@@ -100,6 +100,7 @@ import SnapSyncWire
         cluster.settle()
         let replica = try #require(node.hub.replicas["room"])
         #expect(replica.phase == .broken && replica.failedFollows == 1)
+        #expect(node.hub.stats.clusterFollowFailures == 1)
         for (failures, delay) in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 16), (6, 32), (7, 64), (8, 64)] {
             #expect(replica.failedFollows == failures)
             node.hub.maintainReplicas(now: replica.followAgainAt - .milliseconds(1))
@@ -111,6 +112,7 @@ import SnapSyncWire
             cluster.settle()
             let after = ContinuousClock.now
             #expect(replica.phase == .broken && replica.failedFollows == failures + 1)
+            #expect(node.hub.stats.clusterFollowFailures == UInt64(failures + 1))
             let next = Duration.seconds(min(2 * delay, 64))
             #expect(replica.followAgainAt >= before + next && replica.followAgainAt <= after + next, "after \(failures + 1) failures")
         }
@@ -140,6 +142,14 @@ import SnapSyncWire
         let room = try #require(cluster.nodes[2].hub.rooms["room"])
         #expect(room.snapshot.itemIdentifiers.map(\.description) == ["a", "b", "c"])
         #expect(cluster.nodes.allSatisfy { $0.hub.replicas["room"]?.logSequence == 4 && $0.hub.stats.writesApplied == 3 })
+        // Each node counts the void record once, and /metrics says so.
+        #expect(cluster.nodes.map(\.hub.stats.clusterVoidRecords) == [1, 1, 1])
+        let metrics = MetricsRegistry(build: [])
+        metrics.update(from: cluster.nodes[2].hub, connections: 0)
+        let text = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(text.contains("snapsync_cluster_void_records_total 1\n"))
+        #expect(text.contains(#"snapsync_cluster_rooms{state="current"} 1"#))
+        #expect(text.contains("snapsync_cluster_follow_failures_total 0\n"))
         cluster.checkInvariants("room")
     }
 
