@@ -135,6 +135,20 @@ extension Hub {
         }
     }
 
+    /// Refuses with `rejection` the JOINs of `replica` that wait for a read barrier (it is being
+    /// forgotten: `forgetReplica`); the write barrier is refused with its writes
+    /// (`refuseWrites`).
+    /// - Complexity: O(barriers of the room).
+    func refuseBarriers(of replica: RoomReplica, _ rejection: Rejection) {
+        let barriers = replica.joinBarriers
+        replica.joinBarriers = []
+        for barrier in barriers {
+            guard case .join(let join) = barrier.waiter else { continue }
+            send(rejection.message(requestID: join.requestID), to: join.session)
+            logAnswered(join.session)
+        }
+    }
+
     /// Whether `outcome`, a refusal of `request` by the replica, is a compare-and-set expecting a
     /// version ahead of it: the client saw that version through another node (or is wrong), so
     /// it is decided after a barrier.

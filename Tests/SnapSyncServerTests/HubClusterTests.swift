@@ -453,6 +453,39 @@ import SnapSyncWire
         #expect(other.hub.rooms["room"]?.version == 3)
     }
 
+    /// A JOIN resuming ahead of a broken replica waits for a read barrier; the refollow loads a
+    /// checkpoint over this node's limits and the replica is forgotten: the JOIN is refused
+    /// `storage_failure` with the rest, and the session's later requests are answered.
+    @Test func aJoinWaitingForABarrierIsRefusedWhenItsReplicaIsForgotten() throws {
+        let cluster = ClusterHarness(nodes: 1) { $0.clusterCheckpointInterval = 3 }
+        let other = cluster.nodes[0]
+        let strict = cluster.addNode {
+            $0.clusterCheckpointInterval = 3
+            $0.wire.model.maxItems = 2
+        }
+        let strictLog = try #require(strict.hub.log as? MemoryRoomLog)
+        let member = strict.connect(), writer = other.connect(), client = strict.connect()
+        strict.join(member, "room")
+        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        let epoch = try #require(strict.hub.rooms["room"]).epoch
+        strictLog.interruptFollow(of: "room")
+        cluster.settle()
+        other.mutate(writer, "room", addItem("b"), requestID: 2)
+        other.mutate(writer, "room", addItem("c"), requestID: 3)
+        cluster.settle()
+        strict.send(.join(requestID: 7, room: "room", resume: RoomPosition(epoch: epoch, version: 3)), from: client)
+        cluster.settle()
+        #expect(strict.drain(client).isEmpty && strict.hub.replicas["room"]?.joinBarriers.count == 1)
+        strict.hub.maintainReplicas(now: .now + .seconds(1))
+        cluster.settle()
+        #expect(strict.hub.replicas.isEmpty)
+        strict.send(.ping(nonce: 8), from: client)
+        let answers = strict.drain(client)
+        #expect(answers.map(\.errorCode) == [.storageFailure, nil] && answers.first?.requestID == 7 && answers.last == .pong(nonce: 8))
+        #expect(!client.isAwaitingLog)
+    }
+
     @Test func setTTLIsRefusedInClusterMode() {
         let cluster = ClusterHarness()
         let session = cluster.nodes[0].connect()
