@@ -33,7 +33,11 @@ extension Hub {
         replica.waitingSince = .now
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
+            let applied = replica.logSequence
             self.handle(event, for: replica)
+            // Progress: the stall bound counts from the last record (or base) that moved the
+            // replica, so a long backlog applied record by record is no stall.
+            if replica.logSequence > applied { replica.waitingSince = .now }
             self.releaseBarriers(of: replica)
             self.resumeSessions()
         }

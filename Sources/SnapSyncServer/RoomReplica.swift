@@ -89,8 +89,9 @@ final class RoomReplica {
         followAgainAt = now + delay
         return delay
     }
-    /// When the current follow began (loading or following again), or the in-flight proposal
-    /// was stored or superseded: what `stallSeconds` is counted from (`waitsForRecords`).
+    /// When the current follow began (loading or following again), the in-flight proposal was
+    /// stored or superseded, or the log last moved the replica (a base or a record applied or
+    /// voided), whichever is latest: what `stallSeconds` is counted from (`waitsForRecords`).
     var waitingSince = ContinuousClock.now
     /// The room's current incarnation; nil until the log's `.base`.
     var room: Room?
@@ -114,9 +115,9 @@ final class RoomReplica {
     /// Writes that may wait for one room beyond the one in flight.
     static let maxWaiting = 1024
     /// A follow that has not caught up, or a proposal whose record (stored) or the record that
-    /// won over it (superseded) has not arrived, after this long is taken as a lost follow (the
-    /// log's own failure detection should have said so first; this bounds what a silent stall
-    /// holds up: the room's writes wait behind the proposal).
+    /// won over it (superseded) has not arrived, with no record applied for this long, is taken
+    /// as a lost follow (the log's own failure detection should have said so first; this bounds
+    /// what a silent stall holds up: the room's writes wait behind the proposal).
     static let stallSeconds: Int64 = 10
 
     init(name: String) {
