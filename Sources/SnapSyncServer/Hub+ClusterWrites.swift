@@ -259,6 +259,7 @@ extension Hub {
         }
         if let barrier = replica.writeBarrier, case .write(let write) = barrier.waiter {
             replica.writeBarrier = nil
+            barrier.ended = true
             refuse(write, rejection)
         }
         while let write = replica.dequeue() { refuse(write, rejection) }

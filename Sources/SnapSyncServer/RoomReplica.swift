@@ -100,11 +100,11 @@ final class RoomReplica {
     var logSequence: UInt64 = 0
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
-    /// JOINs that wait for a read barrier (a resume ahead of the replica), in no order: each
-    /// session has one request waiting at most.
-    var joinBarriers: [ReadBarrier] = []
+    /// The read barriers of the room (JOINs whose resume is ahead of the replica, and the write
+    /// barrier), sharing the log's answers: each session has one request waiting at most.
+    var barriers = ReadBarrierQueue()
     /// The write at the head of the queue, waiting for a read barrier before it is answered
-    /// without the log: the writes behind it wait.
+    /// without the log: the writes behind it wait. Also in `barriers` until the log answers.
     var writeBarrier: ReadBarrier?
     /// Writes waiting, oldest first, from `waitingHead` on (amortised O(1) pops).
     private var waiting: [PendingWrite] = []
@@ -167,7 +167,7 @@ final class RoomReplica {
 
     /// Whether the room can be forgotten: nobody joined here, nothing waits or is in flight.
     var isUnused: Bool {
-        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty && joinBarriers.isEmpty
+        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty && barriers.joinCount == 0
             && writeBarrier == nil
     }
 }

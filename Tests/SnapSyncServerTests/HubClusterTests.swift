@@ -476,7 +476,7 @@ import SnapSyncWire
         cluster.settle()
         strict.send(.join(requestID: 7, room: "room", resume: RoomPosition(epoch: epoch, version: 3)), from: client)
         cluster.settle()
-        #expect(strict.drain(client).isEmpty && strict.hub.replicas["room"]?.joinBarriers.count == 1)
+        #expect(strict.drain(client).isEmpty && strict.hub.replicas["room"]?.barriers.joinCount == 1)
         strict.hub.maintainReplicas(now: .now + .seconds(1))
         cluster.settle()
         #expect(strict.hub.replicas.isEmpty)
