@@ -195,6 +195,41 @@ import SnapSyncWire
         }
     }
 
+    /// A write that needs a barrier shares the log's answers with the JOINs; when an ask fails,
+    /// every barrier sharing it is answered as a failed one, and those that came meanwhile are
+    /// asked again.
+    @Test func writesShareTheBarriersAndAFailedAskEndsThoseSharingIt() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let log = BarrierFailingLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let writer = node.connect()
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        #expect(node.drain(writer).map(\.ackVersion) == [1])
+        let epoch = try #require(node.hub.rooms["room"]).epoch
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 2...3)
+        let clients = (0..<3).map { _ in node.connect() }
+        node.join(clients[0], "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 1)
+        node.mutate(writer, "room", [], requestID: 2)
+        node.join(clients[1], "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 1)
+        node.join(clients[2], "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 1)
+        cluster.settle()
+        #expect(log.lastSequenceCalls == 2 && node.drain(writer).map(\.ackVersion) == [3])
+        for client in clients {
+            guard case .catchup(1, "room", epoch, 3, 3) = node.drain(client).first else {
+                Issue.record("not CATCHUP 3...3")
+                return
+            }
+        }
+        log.failLastSequence = true
+        let late = (0..<2).map { _ in node.connect() }
+        node.join(late[0], "room", resume: RoomPosition(epoch: epoch, version: 4), requestID: 1)
+        node.join(late[1], "room", resume: RoomPosition(epoch: epoch, version: 4), requestID: 1)
+        cluster.settle()
+        #expect(log.lastSequenceCalls == 4 && late.map { node.drain($0).first?.snapshotVersion } == [3, 3])
+        #expect(node.hub.replicas["room"]?.barriers.joinCount == 0 && node.hub.replicas["room"]?.barriers.isAsking == false)
+    }
+
     /// A JOIN that waited for the room to load, resuming ahead of it, goes through a barrier too
     /// (it may name records stored after the follow began): here the log has nothing more, so it
     /// gets a resync, then its session goes on.
