@@ -33,7 +33,11 @@ extension Hub {
         replica.waitingSince = .now
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
+            let applied = replica.logSequence
             self.handle(event, for: replica)
+            // Progress: the stall bound counts from the last record (or base) that moved the
+            // replica, so a long backlog applied record by record is no stall.
+            if replica.logSequence > applied { replica.waitingSince = .now }
             self.releaseBarriers(of: replica)
             self.resumeSessions()
         }
@@ -186,18 +190,7 @@ extension Hub {
         let name = LogEscaping.line(replica.name)
         if replica.phase == .loading {
             logger.warning("cannot load room \(name) from the cluster's log: \(error)")
-            let rejection = Rejection(.storageFailure, "room \(name) cannot be loaded from the cluster's log: \(error)")
-            for join in replica.joins {
-                send(rejection.message(requestID: join.requestID), to: join.session)
-                logAnswered(join.session)
-            }
-            replica.joins = []
-            refuseWrites(of: replica, rejection)
-            if let room = replica.room {
-                for member in room.members.sessions { removeMember(member, from: room) }
-                forget(room)
-            }
-            replicas[RoomName(replica.name)] = nil
+            forgetReplica(replica, Rejection(.storageFailure, "room \(name) cannot be loaded from the cluster's log: \(error)"))
             return
         }
         let delay = replica.scheduleRefollow(now: .now)
@@ -210,6 +203,27 @@ extension Hub {
                 .storageFailure,
                 "room \(name): this node lost its place in the cluster's log (\(error)); a write in flight may still be applied: a retry with the same write id is safe"
             ))
+    }
+
+    /// Takes `replica` out of the hub (its follow has ended or is no longer wanted). Whatever
+    /// waits on it is refused with `rejection` first: the JOINs waiting for it to load or for a
+    /// read barrier, and its writes, so that every session's wait for the log (`awaitLog`) ends;
+    /// then its room leaves the hub. A later request follows the room anew.
+    /// - Complexity: O(what waits + members).
+    func forgetReplica(_ replica: RoomReplica, _ rejection: Rejection) {
+        let joins = replica.joins
+        replica.joins = []
+        for join in joins {
+            send(rejection.message(requestID: join.requestID), to: join.session)
+            logAnswered(join.session)
+        }
+        refuseBarriers(of: replica, rejection)
+        refuseWrites(of: replica, rejection)
+        if let room = replica.room {
+            for member in room.members.sessions { removeMember(member, from: room) }
+            forget(room)
+        }
+        if replicas[RoomName(replica.name)] === replica { replicas[RoomName(replica.name)] = nil }
     }
 
     // MARK: The one-second timer
@@ -251,8 +265,7 @@ extension Hub {
         }
         for replica in unused {
             log.unfollow(room: replica.name)
-            replicas[RoomName(replica.name)] = nil
-            if let room = replica.room { forget(room) }
+            forgetReplica(replica, Rejection(.storageFailure, "room \(LogEscaping.line(replica.name)) is no longer followed by this node"))
             logger.debug("room unfollowed", metadata: ["room": "\(LogEscaping.line(replica.name))"])
         }
         resumeSessions()

@@ -48,49 +48,63 @@ extension Hub {
         completeJoin(requestID: join.requestID, room: room, resume: join.resume, from: join.session)
     }
 
-    /// Asks the log for the room subject's last sequence; `waiter` is answered once the replica
-    /// has applied up to it (`releaseBarriers`), or when the log fails or is too slow.
+    /// Begins a barrier for `waiter`: it shares the room's `lastSequence` request in flight if
+    /// it is not yet sent, else the next one (`ReadBarrierQueue`), and is answered once the
+    /// replica has applied up to the answer (`releaseBarriers`), or when the log fails or is
+    /// too slow.
+    /// - Complexity: O(1).
     func startBarrier(_ waiter: ReadBarrier.Waiter, for replica: RoomReplica) {
-        guard let log else { return }
+        guard log != nil else { return }
         let barrier = ReadBarrier(waiter, since: .now)
-        switch waiter {
-        case .join: replica.joinBarriers.append(barrier)
-        case .write: replica.writeBarrier = barrier
-        }
-        log.lastSequence(room: replica.name) { [weak self, weak replica, weak barrier] result in
-            guard let self, let replica, let barrier else { return }
+        if case .write = waiter { replica.writeBarrier = barrier }
+        if replica.barriers.add(barrier) { askLastSequence(of: replica) }
+    }
+
+    /// Sends the room's `lastSequence` request, for the barriers `replica.barriers` has asked;
+    /// when it answers, the barriers that arrived meanwhile get the next one.
+    private func askLastSequence(of replica: RoomReplica) {
+        guard let log else { return }
+        log.lastSequence(room: replica.name) { [weak self, weak replica] result in
+            guard let self, let replica else { return }
+            let askAgain: Bool
             switch result {
             case .success(let last):
-                barrier.target = last
+                askAgain = replica.barriers.answered(last)
                 self.releaseBarriers(of: replica)
             case .failure(let error):
-                self.endBarrier(barrier, of: replica, failure: "the cluster's log did not give the room's last sequence: \(error)")
+                let failed: [ReadBarrier]
+                (failed, askAgain) = replica.barriers.failed()
+                for barrier in failed {
+                    self.endBarrier(barrier, of: replica, failure: "the cluster's log did not give the room's last sequence: \(error)")
+                }
             }
+            if askAgain { self.askLastSequence(of: replica) }
             self.resumeSessions()
         }
     }
 
     /// Ends the barriers of `replica` it has passed: called when the log gives a barrier's
     /// sequence and after each event of the room's follow.
-    /// - Complexity: O(1) without barriers; else O(barriers of the room).
+    /// - Complexity: O(1 + barriers released).
     func releaseBarriers(of replica: RoomReplica) {
         if let barrier = replica.writeBarrier, let target = barrier.target, replica.logSequence >= target {
             endBarrier(barrier, of: replica, failure: nil)
         }
-        guard !replica.joinBarriers.isEmpty else { return }
-        let passed = replica.joinBarriers.filter { barrier in barrier.target.map { replica.logSequence >= $0 } ?? false }
-        for barrier in passed { endBarrier(barrier, of: replica, failure: nil) }
+        guard replica.barriers.joinCount > 0 else { return }
+        for barrier in replica.barriers.passedJoins(upTo: replica.logSequence) { endBarrier(barrier, of: replica, failure: nil) }
     }
 
     /// Gives up the barriers begun `RoomReplica.stallSeconds` or more before `now`: the log's
     /// answer, or its records up to it, did not come. Called by the one-second timer.
-    /// - Complexity: O(followed rooms + their barriers).
+    /// - Complexity: O(followed rooms + barriers given up), plus the barriers waiting for the
+    ///   log's answer once every answered one of their room has been given up.
     func expireBarriers(now: ContinuousClock.Instant) {
-        let stall = Duration.seconds(RoomReplica.stallSeconds)
+        let cutoff = now - .seconds(RoomReplica.stallSeconds)
         let failure = "the cluster's log did not bring the replica up to date within \(RoomReplica.stallSeconds) s"
-        for replica in replicas.values where replica.writeBarrier != nil || !replica.joinBarriers.isEmpty {
-            if let barrier = replica.writeBarrier, now - barrier.since >= stall { endBarrier(barrier, of: replica, failure: failure) }
-            for barrier in replica.joinBarriers where now - barrier.since >= stall { endBarrier(barrier, of: replica, failure: failure) }
+        for replica in replicas.values where replica.writeBarrier != nil || replica.barriers.joinCount > 0 {
+            if let barrier = replica.writeBarrier, barrier.since <= cutoff { endBarrier(barrier, of: replica, failure: failure) }
+            guard replica.barriers.joinCount > 0 else { continue }
+            for barrier in replica.barriers.expiredJoins(beganBy: cutoff) { endBarrier(barrier, of: replica, failure: failure) }
         }
     }
 
@@ -102,8 +116,9 @@ extension Hub {
     private func endBarrier(_ barrier: ReadBarrier, of replica: RoomReplica, failure: String?) {
         switch barrier.waiter {
         case .join(let join):
-            guard let index = replica.joinBarriers.firstIndex(where: { $0 === barrier }) else { return }
-            replica.joinBarriers.remove(at: index)
+            guard !barrier.ended else { return }
+            barrier.ended = true
+            replica.barriers.joinEnded()
             if let failure {
                 logger.debug(
                     "JOIN answered from a replica that may be behind",
@@ -120,6 +135,7 @@ extension Hub {
         case .write(var write):
             guard replica.writeBarrier === barrier else { return }
             replica.writeBarrier = nil
+            barrier.ended = true
             if let failure {
                 refuse(
                     write,
@@ -132,6 +148,19 @@ extension Hub {
                 replica.requeueFirst(write)
             }
             proposeNext(replica)
+        }
+    }
+
+    /// Refuses with `rejection` the JOINs of `replica` that wait for a read barrier (it is being
+    /// forgotten: `forgetReplica`); the write barrier is refused with its writes
+    /// (`refuseWrites`).
+    /// - Complexity: O(barriers of the room).
+    func refuseBarriers(of replica: RoomReplica, _ rejection: Rejection) {
+        for barrier in replica.barriers.removeAllJoins() {
+            barrier.ended = true
+            guard case .join(let join) = barrier.waiter else { continue }
+            send(rejection.message(requestID: join.requestID), to: join.session)
+            logAnswered(join.session)
         }
     }
 

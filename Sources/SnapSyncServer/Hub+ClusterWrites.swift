@@ -133,8 +133,7 @@ extension Hub {
     private func releaseIfOverLimit(_ replica: RoomReplica) {
         guard let log, replicas.count > configuration.maxRooms, replica.isUnused, replicas[RoomName(replica.name)] === replica else { return }
         log.unfollow(room: replica.name)
-        replicas[RoomName(replica.name)] = nil
-        if let room = replica.room { forget(room) }
+        forgetReplica(replica, Rejection(.storageFailure, "room \(LogEscaping.line(replica.name)) is no longer followed by this node"))
     }
 
     private func proposalAnswered(_ replica: RoomReplica, token: UInt64, _ outcome: ProposalOutcome) {
@@ -260,6 +259,7 @@ extension Hub {
         }
         if let barrier = replica.writeBarrier, case .write(let write) = barrier.waiter {
             replica.writeBarrier = nil
+            barrier.ended = true
             refuse(write, rejection)
         }
         while let write = replica.dequeue() { refuse(write, rejection) }

@@ -2,9 +2,8 @@
 /// log waits for a read barrier: the room subject's last sequence as the log's leader knows it
 /// (`RoomLog.lastSequence`), asked after the request arrived, then the replica's `logSequence`
 /// at or past it. The replica has then applied every record acknowledged before the request
-/// arrived, whichever node wrote it (Protocol/CLUSTER.md §9). Held by its `RoomReplica` only:
-/// a barrier given up on (`Hub.expireBarriers`) is released, and the log's late answer, which
-/// holds it weakly, finds nothing.
+/// arrived, whichever node wrote it (Protocol/CLUSTER.md §9). Held by its `RoomReplica`
+/// (`ReadBarrierQueue`, `writeBarrier`); the barriers of a room share the log's answers.
 final class ReadBarrier {
     enum Waiter {
         /// A JOIN whose resume is ahead of the replica, or in an epoch it is not at.
@@ -19,6 +18,9 @@ final class ReadBarrier {
     var target: UInt64?
     /// When the barrier began: it is given up after `RoomReplica.stallSeconds`.
     let since: ContinuousClock.Instant
+    /// Its waiter has been answered (released, given up, refused): a later answer of the log
+    /// passes it by.
+    var ended = false
 
     init(_ waiter: Waiter, since: ContinuousClock.Instant) {
         self.waiter = waiter

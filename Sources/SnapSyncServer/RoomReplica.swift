@@ -89,8 +89,9 @@ final class RoomReplica {
         followAgainAt = now + delay
         return delay
     }
-    /// When the current follow began (loading or following again), or the in-flight proposal
-    /// was stored or superseded: what `stallSeconds` is counted from (`waitsForRecords`).
+    /// When the current follow began (loading or following again), the in-flight proposal was
+    /// stored or superseded, or the log last moved the replica (a base or a record applied or
+    /// voided), whichever is latest: what `stallSeconds` is counted from (`waitsForRecords`).
     var waitingSince = ContinuousClock.now
     /// The room's current incarnation; nil until the log's `.base`.
     var room: Room?
@@ -99,11 +100,11 @@ final class RoomReplica {
     var logSequence: UInt64 = 0
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
-    /// JOINs that wait for a read barrier (a resume ahead of the replica), in no order: each
-    /// session has one request waiting at most.
-    var joinBarriers: [ReadBarrier] = []
+    /// The read barriers of the room (JOINs whose resume is ahead of the replica, and the write
+    /// barrier), sharing the log's answers: each session has one request waiting at most.
+    var barriers = ReadBarrierQueue()
     /// The write at the head of the queue, waiting for a read barrier before it is answered
-    /// without the log: the writes behind it wait.
+    /// without the log: the writes behind it wait. Also in `barriers` until the log answers.
     var writeBarrier: ReadBarrier?
     /// Writes waiting, oldest first, from `waitingHead` on (amortised O(1) pops).
     private var waiting: [PendingWrite] = []
@@ -114,9 +115,9 @@ final class RoomReplica {
     /// Writes that may wait for one room beyond the one in flight.
     static let maxWaiting = 1024
     /// A follow that has not caught up, or a proposal whose record (stored) or the record that
-    /// won over it (superseded) has not arrived, after this long is taken as a lost follow (the
-    /// log's own failure detection should have said so first; this bounds what a silent stall
-    /// holds up: the room's writes wait behind the proposal).
+    /// won over it (superseded) has not arrived, with no record applied for this long, is taken
+    /// as a lost follow (the log's own failure detection should have said so first; this bounds
+    /// what a silent stall holds up: the room's writes wait behind the proposal).
     static let stallSeconds: Int64 = 10
 
     init(name: String) {
@@ -166,7 +167,7 @@ final class RoomReplica {
 
     /// Whether the room can be forgotten: nobody joined here, nothing waits or is in flight.
     var isUnused: Bool {
-        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty && joinBarriers.isEmpty
+        (room?.members.count ?? 0) == 0 && inFlight == nil && waitingCount == 0 && joins.isEmpty && barriers.joinCount == 0
             && writeBarrier == nil
     }
 }

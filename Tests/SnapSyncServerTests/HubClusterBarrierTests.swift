@@ -117,7 +117,7 @@ import SnapSyncWire
             Issue.record("not SNAPSHOT resync at 10: \(answer)")
             return
         }
-        #expect(node.hub.replicas["room"]?.joinBarriers.isEmpty == true)
+        #expect(node.hub.replicas["room"]?.barriers.joinCount == 0)
     }
 
     /// The log cannot give the last sequence: the JOIN is answered from the replica as it is.
@@ -140,6 +140,94 @@ import SnapSyncWire
             return
         }
         #expect(log.lastSequenceCalls == 1 && !client.isAwaitingLog)
+    }
+
+    /// At failover many clients resume ahead on one lagging node: their barriers share the
+    /// log's answers (one request in flight per room, the waiters that came meanwhile sharing
+    /// the next), and each gets its CATCHUP, then its next answer.
+    @Test func manyResumesAheadShareTheLogsAnswers() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let log = BarrierFailingLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let writer = cluster.nodes[0].connect(), member = node.connect()
+        node.join(member, "room")
+        for index in 1...10 { cluster.nodes[0].mutate(writer, "room", addItem("w\(index)", first: index == 1), requestID: UInt64(index)) }
+        cluster.settle()
+        let epoch = try #require(node.hub.rooms["room"]).epoch
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
+        let clients = (0..<100).map { _ in node.connect() }
+        for (index, client) in clients.enumerated() {
+            node.send(.join(requestID: UInt64(index), room: "room", resume: RoomPosition(epoch: epoch, version: 11)), from: client)
+            node.send(.ping(nonce: UInt64(index)), from: client)
+        }
+        cluster.settle()
+        #expect(log.lastSequenceCalls <= 2)
+        for (index, client) in clients.enumerated() {
+            let answer = node.drain(client)
+            guard answer.count == 3, case .catchup(UInt64(index), "room", epoch, 11, 12) = answer[0] else {
+                Issue.record("client \(index): not CATCHUP 11...12: \(answer)")
+                return
+            }
+            #expect(answer[1].diffVersion == 12 && answer[2] == .pong(nonce: UInt64(index)))
+        }
+        #expect(node.hub.replicas["room"]?.barriers.joinCount == 0 && node.hub.replicas["room"]?.barriers.isAsking == false)
+    }
+
+    /// A JOIN that arrives while the log's answer for earlier barriers is in flight does not
+    /// share it (it may not cover a write acknowledged before this JOIN arrived): it waits for
+    /// the next, and gets the version stored meanwhile.
+    @Test func aResumeArrivingWhileTheLastSequenceIsAskedWaitsForTheNextAnswer() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let (_, epoch) = try tenVersions(cluster)
+        let node = cluster.nodes[1]
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...11)
+        let first = node.connect(), second = node.connect()
+        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 11)), from: first)
+        // Version 12 is acknowledged after the first barrier's request was sent, before the
+        // second JOIN arrives.
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 12...12)
+        node.send(.join(requestID: 2, room: "room", resume: RoomPosition(epoch: epoch, version: 12)), from: second)
+        cluster.settle()
+        let answers = (node.drain(first), node.drain(second))
+        guard case .catchup(1, "room", epoch, 11, _) = answers.0.first, case .catchup(2, "room", epoch, 12, 12) = answers.1.first else {
+            Issue.record("not CATCHUPs from 11 and from 12: \(answers)")
+            return
+        }
+    }
+
+    /// A write that needs a barrier shares the log's answers with the JOINs; when an ask fails,
+    /// every barrier sharing it is answered as a failed one, and those that came meanwhile are
+    /// asked again.
+    @Test func writesShareTheBarriersAndAFailedAskEndsThoseSharingIt() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let log = BarrierFailingLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let writer = node.connect()
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        #expect(node.drain(writer).map(\.ackVersion) == [1])
+        let epoch = try #require(node.hub.rooms["room"]).epoch
+        storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 2...3)
+        let clients = (0..<3).map { _ in node.connect() }
+        node.join(clients[0], "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 1)
+        node.mutate(writer, "room", [], requestID: 2)
+        node.join(clients[1], "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 1)
+        node.join(clients[2], "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 1)
+        cluster.settle()
+        #expect(log.lastSequenceCalls == 2 && node.drain(writer).map(\.ackVersion) == [3])
+        for client in clients {
+            guard case .catchup(1, "room", epoch, 3, 3) = node.drain(client).first else {
+                Issue.record("not CATCHUP 3...3")
+                return
+            }
+        }
+        log.failLastSequence = true
+        let late = (0..<2).map { _ in node.connect() }
+        node.join(late[0], "room", resume: RoomPosition(epoch: epoch, version: 4), requestID: 1)
+        node.join(late[1], "room", resume: RoomPosition(epoch: epoch, version: 4), requestID: 1)
+        cluster.settle()
+        #expect(log.lastSequenceCalls == 4 && late.map { node.drain($0).first?.snapshotVersion } == [3, 3])
+        #expect(node.hub.replicas["room"]?.barriers.joinCount == 0 && node.hub.replicas["room"]?.barriers.isAsking == false)
     }
 
     /// A JOIN that waited for the room to load, resuming ahead of it, goes through a barrier too

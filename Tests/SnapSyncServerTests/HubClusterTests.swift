@@ -453,6 +453,39 @@ import SnapSyncWire
         #expect(other.hub.rooms["room"]?.version == 3)
     }
 
+    /// A JOIN resuming ahead of a broken replica waits for a read barrier; the refollow loads a
+    /// checkpoint over this node's limits and the replica is forgotten: the JOIN is refused
+    /// `storage_failure` with the rest, and the session's later requests are answered.
+    @Test func aJoinWaitingForABarrierIsRefusedWhenItsReplicaIsForgotten() throws {
+        let cluster = ClusterHarness(nodes: 1) { $0.clusterCheckpointInterval = 3 }
+        let other = cluster.nodes[0]
+        let strict = cluster.addNode {
+            $0.clusterCheckpointInterval = 3
+            $0.wire.model.maxItems = 2
+        }
+        let strictLog = try #require(strict.hub.log as? MemoryRoomLog)
+        let member = strict.connect(), writer = other.connect(), client = strict.connect()
+        strict.join(member, "room")
+        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
+        cluster.settle()
+        let epoch = try #require(strict.hub.rooms["room"]).epoch
+        strictLog.interruptFollow(of: "room")
+        cluster.settle()
+        other.mutate(writer, "room", addItem("b"), requestID: 2)
+        other.mutate(writer, "room", addItem("c"), requestID: 3)
+        cluster.settle()
+        strict.send(.join(requestID: 7, room: "room", resume: RoomPosition(epoch: epoch, version: 3)), from: client)
+        cluster.settle()
+        #expect(strict.drain(client).isEmpty && strict.hub.replicas["room"]?.barriers.joinCount == 1)
+        strict.hub.maintainReplicas(now: .now + .seconds(1))
+        cluster.settle()
+        #expect(strict.hub.replicas.isEmpty)
+        strict.send(.ping(nonce: 8), from: client)
+        let answers = strict.drain(client)
+        #expect(answers.map(\.errorCode) == [.storageFailure, nil] && answers.first?.requestID == 7 && answers.last == .pong(nonce: 8))
+        #expect(!client.isAwaitingLog)
+    }
+
     @Test func setTTLIsRefusedInClusterMode() {
         let cluster = ClusterHarness()
         let session = cluster.nodes[0].connect()
@@ -564,6 +597,30 @@ import SnapSyncWire
         #expect(node.drain(session).isEmpty && node.hub.rooms.isEmpty)
     }
 
+    /// A follow catching up on a long backlog is slow, not stalled: the stall bound counts from
+    /// the last record applied, not from when the follow began.
+    @Test func aFollowThatKeepsApplyingRecordsIsNotTakenAsStalled() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let writer = cluster.nodes[0].connect()
+        for index in 1...3 { cluster.nodes[0].mutate(writer, "room", addItem("w\(index)", first: index == 1), requestID: UInt64(index)) }
+        cluster.settle()
+        let log = HeldFollowLog(MemoryRoomLog(sharing: cluster.log))
+        let node = HubHarness(log: log)
+        let client = node.connect()
+        node.send(.join(requestID: 1, room: "room", resume: nil), from: client)
+        cluster.settle()
+        let replica = try #require(node.hub.replicas["room"])
+        #expect(log.pending == 5)  // base, 3 records, current
+        // The follow began a stall ago; the base and a record come now.
+        replica.waitingSince = .now - .seconds(RoomReplica.stallSeconds)
+        log.release(2)
+        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        #expect(node.hub.replicas["room"] === replica && replica.phase == .loading && node.drain(client).isEmpty)
+        log.release(3)
+        let answer = node.drain(client)
+        #expect(answer.count == 1 && answer.first?.snapshotVersion == 3)
+    }
+
     /// The log acknowledged a proposal but its record never comes (a delivery lost without a
     /// sign): the room's writes wait behind it, so after `RoomReplica.stallSeconds` the follow
     /// is taken as lost and the write refused (storage_failure: it may be applied); following
@@ -627,4 +684,41 @@ import SnapSyncWire
         cluster.settle()
         #expect(writers.dropLast().allSatisfy { node.drain($0).map(\.ackVersion) == [0] })
     }
+}
+
+/// A node's log whose follow events wait until the test releases them, one by one.
+final class HeldFollowLog: RoomLog {
+    let inner: MemoryRoomLog
+    private var events: ((RoomLogEvent) -> Void)?
+    private var queued: [RoomLogEvent] = []
+
+    init(_ inner: MemoryRoomLog) {
+        self.inner = inner
+    }
+
+    /// Events received and not released yet.
+    var pending: Int { queued.count }
+
+    /// Delivers the next `count` events held.
+    func release(_ count: Int) {
+        for _ in 0..<count where !queued.isEmpty { events?(queued.removeFirst()) }
+    }
+
+    func follow(room: String, events: @escaping (RoomLogEvent) -> Void) {
+        self.events = events
+        inner.follow(room: room) { [weak self] event in self?.queued.append(event) }
+    }
+    func unfollow(room: String) { inner.unfollow(room: room) }
+    func propose(
+        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry, completion: @escaping (ProposalOutcome) -> Void
+    ) {
+        inner.propose(room: room, expectedSequence: expectedSequence, messageId: messageId, entry: entry, completion: completion)
+    }
+    func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void) {
+        inner.lastSequence(room: room, completion: completion)
+    }
+    func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
+        inner.saveCheckpoint(image, history: history, sequence: sequence)
+    }
+    func epoch(room: String, after sequence: UInt64) -> UInt64 { inner.epoch(room: room, after: sequence) }
 }

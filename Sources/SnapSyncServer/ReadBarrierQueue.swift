@@ -1,0 +1,129 @@
+/// Cluster mode (#20): the read barriers of one replica, sharing the log's answers. At most one
+/// `RoomLog.lastSequence` request is in flight per room: the barriers that arrived before it was
+/// sent (`asked`) share its answer; those arriving while it is in flight (`unasked`) share the
+/// next one, sent when it answers, since an answer asked before they arrived may not cover the
+/// writes acknowledged before they did (Protocol/CLUSTER.md §9). So N waiters make at most two
+/// requests at a time, not N.
+///
+/// The JOINs whose answer came (`targeted`) are kept in arrival order, which is also the order
+/// of their targets (each answer is raised to the previous one: the subject's last sequence
+/// does not go down, and waiting for more is safe), so those the replica has passed are a
+/// prefix: releasing is O(released), each barrier moved a constant number of times.
+struct ReadBarrierQueue {
+    /// JOINs with their target, from `targetedHead` on; targets non-decreasing.
+    private var targeted: [ReadBarrier] = []
+    private var targetedHead = 0
+    /// Barriers (JOINs, the write) the request in flight covers.
+    private var asked: [ReadBarrier] = []
+    /// Barriers that arrived while the request was in flight: the next request covers them.
+    private var unasked: [ReadBarrier] = []
+    /// Whether a `lastSequence` request is in flight.
+    private(set) var isAsking = false
+    /// The highest target given so far.
+    private var lastTarget: UInt64 = 0
+    /// JOINs waiting, not ended (targeted, asked or unasked).
+    private(set) var joinCount = 0
+
+    /// Adds `barrier`; true when a request must be sent for it now (none is in flight). O(1).
+    mutating func add(_ barrier: ReadBarrier) -> Bool {
+        if case .join = barrier.waiter { joinCount += 1 }
+        if isAsking {
+            unasked.append(barrier)
+            return false
+        }
+        asked.append(barrier)
+        isAsking = true
+        return true
+    }
+
+    /// A join barrier ended (released, given up, refused): counted out. O(1).
+    mutating func joinEnded() {
+        joinCount -= 1
+    }
+
+    /// The request in flight answered `last`: its barriers get their target (the write barrier
+    /// too, which its replica holds). Returns whether the next request must be sent now (for
+    /// the barriers that arrived meanwhile). O(barriers asked).
+    mutating func answered(_ last: UInt64) -> Bool {
+        let target = max(last, lastTarget)
+        lastTarget = target
+        for barrier in asked where !barrier.ended {
+            barrier.target = target
+            if case .join = barrier.waiter { targeted.append(barrier) }
+        }
+        return nextRound()
+    }
+
+    /// The request in flight failed: the barriers it covered, not ended, and whether the next
+    /// request must be sent now. O(barriers asked).
+    mutating func failed() -> (barriers: [ReadBarrier], askAgain: Bool) {
+        let failed = asked.filter { !$0.ended }
+        return (failed, nextRound())
+    }
+
+    private mutating func nextRound() -> Bool {
+        asked = unasked.filter { !$0.ended }
+        unasked = []
+        isAsking = !asked.isEmpty
+        return isAsking
+    }
+
+    /// Takes out the JOINs whose target is at or below `sequence`, oldest first.
+    /// - Complexity: O(JOINs taken out).
+    mutating func passedJoins(upTo sequence: UInt64) -> [ReadBarrier] {
+        var passed: [ReadBarrier] = []
+        while targetedHead < targeted.count, let target = targeted[targetedHead].target, target <= sequence {
+            let barrier = targeted[targetedHead]
+            targetedHead += 1
+            if !barrier.ended { passed.append(barrier) }
+        }
+        compact()
+        return passed
+    }
+
+    /// The JOINs that began at or before `cutoff`, not ended, oldest first (they are not taken
+    /// out: ending them marks them `ended`). The targeted ones are older than the others, so
+    /// the asked and unasked ones are looked at only once every targeted one has expired.
+    /// - Complexity: O(JOINs expired), or O(JOINs waiting for an answer) once the targeted have.
+    mutating func expiredJoins(beganBy cutoff: ContinuousClock.Instant) -> [ReadBarrier] {
+        var expired: [ReadBarrier] = []
+        while targetedHead < targeted.count, targeted[targetedHead].since <= cutoff {
+            let barrier = targeted[targetedHead]
+            targetedHead += 1
+            if !barrier.ended { expired.append(barrier) }
+        }
+        compact()
+        guard targetedHead == targeted.count else { return expired }
+        for barrier in asked + unasked where !barrier.ended && barrier.since <= cutoff {
+            if case .join = barrier.waiter { expired.append(barrier) }
+        }
+        return expired
+    }
+
+    /// Every JOIN waiting, not ended, oldest first; the queue is left empty (its replica is
+    /// forgotten). O(barriers).
+    mutating func removeAllJoins() -> [ReadBarrier] {
+        let all = targeted[targetedHead...] + asked + unasked
+        targeted = []
+        targetedHead = 0
+        asked = []
+        unasked = []
+        isAsking = false
+        joinCount = 0
+        return all.filter { barrier in
+            guard !barrier.ended, case .join = barrier.waiter else { return false }
+            return true
+        }
+    }
+
+    /// Drops the targeted prefix taken out: amortised O(1) per barrier.
+    private mutating func compact() {
+        if targetedHead == targeted.count {
+            targeted.removeAll(keepingCapacity: true)
+            targetedHead = 0
+        } else if targetedHead >= 64 && targetedHead * 2 >= targeted.count {
+            targeted.removeSubrange(0..<targetedHead)
+            targetedHead = 0
+        }
+    }
+}
