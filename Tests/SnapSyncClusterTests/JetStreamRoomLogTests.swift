@@ -355,13 +355,15 @@ extension RealNATSCluster {
 
             // Any replica of the bucket answers the checkpoint's read, and one that has not stored
             // the value yet (a quorum acknowledged it) answers that there is none: follow again.
+            // So does a follow that failed: on a loaded machine, servers moving 4 MiB values have
+            // let a consumer's creation go unanswered for the 5 s a first follow waits.
             var seen = FollowRecorder()
             for _ in 0..<20 {
                 seen = FollowRecorder()
                 seen.follow(a, room: room)
-                try runLoop(base, until: { seen.isCurrent }, "current")
+                try runLoop(base, until: { seen.isCurrent || seen.failure != nil }, "current or failed")
                 a.unfollow(room: room)
-                if seen.checkpoint != nil { break }
+                if seen.checkpoint != nil && seen.isCurrent { break }
             }
             #expect(seen.events == [.base(3), .current])
             #expect(seen.checkpoint?.history == newer)

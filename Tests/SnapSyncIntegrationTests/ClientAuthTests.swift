@@ -132,16 +132,19 @@
         func refreshKeepsTheSession() async throws {
             let key = try MintingKey(kid: "k1")
             defer { key.remove() }
-            let daemon = try DaemonProcess.start(arguments: ["--auth-keys", key.publicFile, "--auth-leeway", "3s"])
+            let daemon = try DaemonProcess.start(arguments: ["--auth-keys", key.publicFile, "--auth-leeway", "10s"])
             defer { daemon.stop() }
             // Tokens minted up front (so that a slow `snapsyncd token` cannot delay a refresh),
-            // the first valid for 2 s, each next one 2 s longer, all issued now: each is refreshed
+            // the first valid for 6 s, each next one 6 s longer, all issued now: each is refreshed
             // 10% of its lifetime before its exp. Without the refreshes the daemon would end the
-            // session with token_expired about 3 s (its leeway) after the first exp. The leeway
-            // is the slack a refresh has under a loaded machine (the whole suite runs at once).
-            // The longest first, so that the 2 s one loses the least to minting.
+            // session with token_expired about 10 s (its leeway) after the first exp, 16 s in,
+            // before the fourth refresh (21.6 s). The leeway is the slack the connection and each
+            // refresh have on a loaded machine: the whole suite runs at once, and other tests
+            // have kept this process from running for over 10 s (the first token, at 2 s and a
+            // 3 s leeway, had expired before connect() sent it).
+            // The longest first, so that the first one loses the least to minting.
             var minted: [String] = []
-            for k in (1...5).reversed() { minted.insert(try key.token(ttl: "\(2 * k)s"), at: 0) }
+            for k in (1...5).reversed() { minted.insert(try key.token(ttl: "\(6 * k)s"), at: 0) }
             let tokens = minted
             let provider = CountingProvider { call in tokens[min(call, tokens.count) - 1] }
             let client = authClient(daemon, provider)
@@ -150,9 +153,9 @@
             let session = await client.session?.id
             let board = ChangeLog.start(try await client.join("board:1"))
             try await client.mutate("board:1", [.appendSections(["s"])])
-            // The fourth refresh comes 10% of 8 s before the fourth token's exp: past the first
+            // The fourth refresh comes 10% of 24 s before the fourth token's exp: past the first
             // token's exp and the leeway.
-            try await eventually("four refreshes", timeout: .seconds(30)) { provider.calls >= 5 }
+            try await eventually("four refreshes", timeout: .seconds(45)) { provider.calls >= 5 }
             try await client.mutate("board:1", [.appendItems(["x"], toSection: "s")])
             _ = try await board.wait(for: "both writes") { $0.last?.position.version == 2 }
             let log = await events.events
