@@ -137,15 +137,17 @@ extension ServerIntegration {
             #expect(daemon.isRunning)
         }
 
-        /// Both connections start with the same short token (2 s, no leeway); the one that
+        /// Both connections start with the same short token (4 s, no leeway); the one that
         /// sends AUTH with a fresh token stays, the other gets ERROR token_expired. The second
-        /// one's expiry is the proof that the deadline passed: no assertion on time.
+        /// one's expiry is the proof that the deadline passed: no assertion on time. The short
+        /// token is minted last, right before it is sent: other tests can keep this process from
+        /// running for seconds at an `await`, and a token expired before its HELLO proves nothing.
         @Test func refreshKeepsTheSessionAndNoRefreshEndsIt() async throws {
             let keys = try AuthKeyDirectory()
-            let short = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: 2)
-            let fresh = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: 3600)
             let daemon = try DaemonProcess.start(arguments: ["--auth-keys", keys.publicFile, "--auth-leeway", "0s"])
             defer { daemon.stop() }
+            let fresh = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: 3600)
+            let short = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: 4)
             let refreshed = try RawClient.authenticated(daemon, token: short)
             let lapsing = try RawClient.authenticated(daemon, token: short)
             _ = try refreshed.state(of: "board:1")
