@@ -192,8 +192,11 @@
 
             // A good short token, then the forged one: the refresh is refused (ERROR, close),
             // and the reconnect's provider call returns the forged token again, so it stops.
-            let good = try key.token(ttl: "2s")
-            let provider = CountingProvider { call in call == 1 ? good : forged }
+            // The good one is minted when the HELLO asks for it, and lives 10 s: the JOIN must
+            // come before its refresh (at 9 s), and other tests can keep this process from
+            // running for seconds on a loaded machine (a 2 s one minted up front once expired
+            // before the HELLO).
+            let provider = CountingProvider { call in call == 1 ? try key.token(ttl: "10s") : forged }
             let client = authClient(daemon, provider)
             let events = EventLog.start(client)
             try await client.connect()
@@ -221,11 +224,12 @@
             let daemon = try DaemonProcess.start(arguments: ["--auth-keys", key.publicFile, "--auth-leeway", "1s"])
             defer { daemon.stop() }
             struct Unavailable: Error {}
-            let short = try key.token(ttl: "2s")
-            // HELLO, then four failed refresh tries, then a token for the reconnect.
+            // HELLO, then four failed refresh tries, then a token for the reconnect. The HELLO's
+            // token is minted when asked for and lives 10 s, so that the JOIN comes before the
+            // session ends even when other tests keep this process from running for seconds.
             let provider = CountingProvider { call in
                 switch call {
-                case 1: return short
+                case 1: return try key.token(ttl: "10s")
                 case 2...5: throw Unavailable()
                 default: return try key.token(ttl: "1h")
                 }
