@@ -299,8 +299,9 @@ extension JetStreamRoomLog {
     }
 
     /// Consumer creations a recovering follow tries (each waits up to `requestTimeout`) before
-    /// it fails.
-    static var recoveryAttempts: Int { 6 }
+    /// it fails: a minute, since after a server's death JetStream's API has been seen silent for
+    /// over 30 s on a loaded machine while publishes already worked.
+    static var recoveryAttempts: Int { 12 }
 
     private func fail(_ follow: RoomFollow, _ error: StoreError) {
         logger.warning("follow of room \(follow.room) failed: \(error)")
