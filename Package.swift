@@ -183,42 +183,46 @@ let package = Package(
             dependencies: ["SnapSync"],
             swiftSettings: upcoming
         ),
-        .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport"], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport"],
+        .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"], swiftSettings: upcoming),
+        .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"],
                     resources: [], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
-        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "CLibevent",
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "CLibevent", "SnapSyncTestThreads",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth"],
+        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth",
+                                                         "SnapSyncTestThreads"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz
         // package) replayed over the seed corpus, the corpus and every crash input: no fuzzing.
-        .testTarget(name: "SnapSyncFuzzTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+        .testTarget(name: "SnapSyncFuzzTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
                                                        .product(name: "Logging", package: "swift-log")],
                     path: "Tests/Fuzz/Sources", swiftSettings: upcoming),
         // The client without a daemon: its model of changes and index paths, and its answers to a
         // scripted peer on a loopback socket.
-        .testTarget(name: "SnapSyncTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
+        .testTarget(name: "SnapSyncTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads",
                                                    "SnapSyncClientTestSupport",
                                                    // The wire codec on an EmbeddedChannel (ClientWireCodecTests).
                                                    .product(name: "NIOCore", package: "swift-nio"),
                                                    .product(name: "NIOEmbedded", package: "swift-nio")],
                     swiftSettings: upcoming),
         // The token module, and the real `snapsyncd keygen` and `snapsyncd token` binaries.
-        .testTarget(name: "SnapSyncAuthTests", dependencies: ["SnapSyncAuth", .product(name: "JWTKit", package: "jwt-kit")],
+        .testTarget(name: "SnapSyncAuthTests", dependencies: ["SnapSyncAuth", "SnapSyncTestThreads", .product(name: "JWTKit", package: "jwt-kit")],
                     swiftSettings: upcoming),
         // Black-box tests: the real snapsyncd binary, real sockets, the real client and snapcat.
         .testTarget(name: "SnapSyncIntegrationTests", dependencies: ["SnapSync", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport",
-                                                              "SnapSyncClientTestSupport", "SnapSyncAuth"],
+                                                              "SnapSyncClientTestSupport", "SnapSyncAuth", "SnapSyncTestThreads"],
                     swiftSettings: upcoming),
         // What both client test targets use to watch a client: random batches, UIKit's replay of
         // index paths, change and event logs. Not a product.
         .target(name: "SnapSyncClientTestSupport", dependencies: ["SnapSync", "SnapSyncTestSupport"],
                 path: "Tests/SnapSyncClientTestSupport", swiftSettings: upcoming),
+        // `.ownThread`: suites of blocking tests run on a thread of their own, so that they
+        // cannot hold Swift's cooperative pool (as wide as the cores) from the async tests.
+        .target(name: "SnapSyncTestThreads", path: "Tests/SnapSyncTestThreads", swiftSettings: upcoming),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,8 +2,10 @@
 #if canImport(Foundation)
     import Foundation
     import Testing
+    import SnapSyncTestThreads
 
-    @Suite("Client: the README example program")
+    // Synchronous: each test waits on the example's process. On a thread of its own, off the pool.
+    @Suite("Client: the README example program", .ownThread("README example"))
     struct ClientExampleTests {
         @Test("snapsync-example connects, joins, prints the changes and appends an item", .timeLimit(.minutes(1)))
         func exampleRuns() throws {

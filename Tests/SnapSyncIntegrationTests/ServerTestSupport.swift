@@ -1,14 +1,16 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 
 // Helpers for the daemon's black-box tests (Server*Tests.swift): the real snapsyncd
 // (Support/DaemonProcess.swift) and raw frames (Support/RawClient.swift).
 
-/// Every server integration test, one at a time: each starts its own daemon, and these tests
-/// block their thread on sockets (with deadlines), so running them serially keeps them from
-/// crowding 2 loaded cores and from starving the async client tests of pool threads.
-@Suite(.serialized) struct ServerIntegration {}
+/// Every server integration test, one at a time, on a thread of its own: each starts its own
+/// daemon, and these tests block their thread on sockets (with deadlines). Serially, so that
+/// they do not crowd 2 loaded cores; off the cooperative pool, so that the async client tests
+/// are not kept waiting for a pool thread while one of these blocks.
+@Suite(.serialized, .ownThread("server integration")) struct ServerIntegration {}
 
 extension SnapshotElement {
     /// `.named("a", "payload")`.

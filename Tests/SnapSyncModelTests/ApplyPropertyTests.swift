@@ -3,9 +3,10 @@
 // after every batch, and a rejected batch changes nothing.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct ApplyPropertyTests {
+@Suite(.ownThread("unit tests")) struct ApplyPropertyTests {
     /// Tight limits, so every limit is hit now and then.
     static let tight = Limits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 20, maxSections: 6, maxSnapshotBytes: 200)
 

@@ -1,9 +1,10 @@
 // A failing batch leaves the snapshot exactly as it was, whatever ran before the failure.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct AtomicityTests {
+@Suite(.ownThread("unit tests")) struct AtomicityTests {
     let base = try! Snapshot([
         (SnapshotElement("s1", "one"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),
         (SnapshotElement("s2"), [SnapshotElement("d", "D")]),

@@ -6,9 +6,10 @@
 
 import SnapSyncTestSupport
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct DiffLimitPropertyTests {
+@Suite(.ownThread("unit tests")) struct DiffLimitPropertyTests {
     /// Sections and items from small universes (identifier 0 is the empty one), payloads of
     /// 0 to `maxPayload` bytes, so that payload updates grow and shrink.
     static func randomSnapshot(_ rng: inout SplitMix64, sections: Int, items: Int, universe: Int, maxPayload: Int) -> Snapshot {

@@ -7,6 +7,7 @@
 
 import SnapSyncTestSupport
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
 /// Length of a longest strictly increasing subsequence, by the textbook O(n²) dynamic program:
@@ -37,7 +38,7 @@ func minimalMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
     return (common.count - lisLength(common), items)
 }
 
-@Suite struct DiffPropertyTests {
+@Suite(.ownThread("unit tests")) struct DiffPropertyTests {
     func checkLaws(_ a: Snapshot, _ b: Snapshot, context: String) {
         let ops = checkedDiff(a, b)
         #expect(a.difference(to: a).isEmpty, "\(context)")

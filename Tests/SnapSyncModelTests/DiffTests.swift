@@ -2,6 +2,7 @@
 // exact number of moves where it can be worked out by hand.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
 /// Applies `a.difference(to: b)` to `a` and checks it lands on `b`; returns the batch.
@@ -29,7 +30,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     ops.filter { if case .moveSection = $0 { true } else { false } }.count
 }
 
-@Suite struct DiffTests {
+@Suite(.ownThread("unit tests")) struct DiffTests {
     @Test func equalSnapshotsGiveAnEmptyBatch() {
         #expect(Snapshot().difference(to: Snapshot()).isEmpty)
         let s = snapshot([("s1", ["a", "b"]), ("s2", [])])

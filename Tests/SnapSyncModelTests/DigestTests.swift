@@ -1,9 +1,10 @@
 // Canonical encoding (Protocol/PROTOCOL.md §4), its running size, and the SHA-256 digest.
 
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite struct DigestTests {
+@Suite(.ownThread("unit tests")) struct DigestTests {
     /// main ("M"): a = "hello", b;  side: c = 200 × "x" (a two-byte length varint, C8 01).
     static func vectorSnapshot() -> Snapshot {
         try! Snapshot([

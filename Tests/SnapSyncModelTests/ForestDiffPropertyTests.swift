@@ -6,9 +6,10 @@
 
 import SnapSyncTestSupport
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct ForestDiffPropertyTests {
+@Suite(.ownThread("unit tests")) struct ForestDiffPropertyTests {
     func checkLaws(_ a: Snapshot, _ b: Snapshot, context: String) {
         let ops = checkedDiff(a, b)
         #expect(a.difference(to: a).isEmpty, "\(context)")

@@ -4,10 +4,11 @@
 // size: the bound is the point of the arena.
 
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncModel
 import SnapSyncTestSupport
 
-@Suite struct ItemBytesTests {
+@Suite(.ownThread("unit tests")) struct ItemBytesTests {
     static func element(_ k: Int, payloadBytes: Int, fill: UInt8 = 0x61) -> SnapshotElement {
         SnapshotElement(Identifier("item-\(k)"), payload: Payload([UInt8](repeating: fill, count: payloadBytes)))
     }

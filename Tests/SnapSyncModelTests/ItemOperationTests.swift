@@ -2,9 +2,10 @@
 // every mutation.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct ItemOperationTests {
+@Suite(.ownThread("unit tests")) struct ItemOperationTests {
     let base = snapshot([("s1", ["a", "b", "c"]), ("s2", ["d"]), ("s3", [])])
 
     @Test func appendItemsToANamedSection() throws {

@@ -1,9 +1,10 @@
 // Size limits: identifiers, payloads, item and section counts, and the snapshot's encoded size.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct LimitTests {
+@Suite(.ownThread("unit tests")) struct LimitTests {
     let base = snapshot([("s1", ["a"])])
 
     @Test func identifierTooLong() {

@@ -2,9 +2,10 @@
 // only when some item is nested, and building a snapshot back from levels.
 
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite struct OutlineEncodingTests {
+@Suite(.ownThread("unit tests")) struct OutlineEncodingTests {
     /// PROTOCOL.md §4's example: `groceries`, root `fruit` with `apple` and `pear`, root `bread`.
     let groceries: Snapshot = {
         var s = try! Snapshot([

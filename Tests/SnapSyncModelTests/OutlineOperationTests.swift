@@ -2,6 +2,7 @@
 // snapshot as a typed error with the room unchanged, and the queries.
 
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncModel
 
 /// Builds an outline from `[(section, [(item, level)])]`, empty payloads.
@@ -18,7 +19,7 @@ func tree(_ s: Snapshot) -> [[String]] {
     }
 }
 
-@Suite struct OutlineOperationTests {
+@Suite(.ownThread("unit tests")) struct OutlineOperationTests {
     /// s1: fruit (apple, pear (seed)), bread; s2: milk.
     let base = outline([("s1", [("fruit", 0), ("apple", 1), ("pear", 1), ("seed", 2), ("bread", 0)]), ("s2", [("milk", 0)])])
 

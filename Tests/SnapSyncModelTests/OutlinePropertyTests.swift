@@ -6,9 +6,10 @@
 
 import SnapSyncTestSupport
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite struct OutlinePropertyTests {
+@Suite(.ownThread("unit tests")) struct OutlinePropertyTests {
     static let tight = Limits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 24, maxSections: 5, maxSnapshotBytes: 260, maxOutlineDepth: 3)
 
     @Test(arguments: [(61, tight), (62, tight), (63, .unlimited), (64, .default)] as [(UInt64, Limits)])

@@ -1,9 +1,10 @@
 // Queries, under their UIKit names, on a small fixed snapshot.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct QueryTests {
+@Suite(.ownThread("unit tests")) struct QueryTests {
     /// main: a b c · empty: (none) · side: d
     let s = try! Snapshot([
         (SnapshotElement("main", "M"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),

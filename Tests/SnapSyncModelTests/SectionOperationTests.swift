@@ -2,9 +2,10 @@
 // every mutation.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct SectionOperationTests {
+@Suite(.ownThread("unit tests")) struct SectionOperationTests {
     let base = snapshot([("s1", ["a"]), ("s2", ["b", "c"]), ("s3", [])])
 
     @Test func appendSections() throws {

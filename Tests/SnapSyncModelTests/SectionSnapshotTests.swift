@@ -1,9 +1,10 @@
 // `SectionSnapshot`: UIKit's section snapshot names, with typed errors where UIKit crashes.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct SectionSnapshotTests {
+@Suite(.ownThread("unit tests")) struct SectionSnapshotTests {
     /// The seeds' outline screen: root categories with children.
     func emoji() throws -> SectionSnapshot {
         var s = SectionSnapshot()

@@ -4,9 +4,10 @@
 
 import SnapSyncTestSupport
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite struct SlotIndexTests {
+@Suite(.ownThread("unit tests")) struct SlotIndexTests {
     @Test func survivesHeavyChurnWithSlotReuse() throws {
         var rng = SplitMix64(seed: 77)
         var s = snapshot([("a", []), ("b", [])])

@@ -2,9 +2,10 @@
 // identifier it names, and a snapshot left exactly as it was.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite struct ViolationTests {
+@Suite(.ownThread("unit tests")) struct ViolationTests {
     let base = snapshot([("s1", ["a", "b"]), ("s2", ["c"])])
 
     @Test func duplicateSectionAlreadyPresent() {

@@ -1,9 +1,10 @@
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncServer
 
 // The start-up rules of the authentication flags: secure by default (docs/auth.md).
 
-@Suite struct AuthSettingsTests {
+@Suite(.ownThread("unit tests")) struct AuthSettingsTests {
     private func mode(_ settings: AuthSettings, host: String) -> Result<AuthMode, ConfigurationError> {
         Result { () throws(ConfigurationError) in try settings.check(listeningOn: host) }
     }

@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
@@ -10,7 +11,7 @@ import SnapSyncWire
 // had acknowledged when the request arrived (`RoomLog.lastSequence`), or gives up after
 // `RoomReplica.stallSeconds` and answers as it would have.
 
-@Suite struct HubClusterBarrierTests {
+@Suite(.ownThread("unit tests")) struct HubClusterBarrierTests {
     /// Node 1 follows `room`, written to version 10 through node 0 and applied everywhere.
     private func tenVersions(_ cluster: ClusterHarness) throws -> (member: Session, epoch: UInt64) {
         let writer = cluster.nodes[0].connect(), member = cluster.nodes[1].connect()

@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
@@ -8,7 +9,7 @@ import SnapSyncWire
 // record's proposer expected against the last one the replica has (Protocol/CLUSTER.md §3,
 // "Void records and gaps").
 
-@Suite struct HubClusterRecordsTests {
+@Suite(.ownThread("unit tests")) struct HubClusterRecordsTests {
     /// The stream's retention dropped records after the checkpoint a node loads (the later
     /// checkpoints were lost), or there is no checkpoint at all: the records the node sees do
     /// not follow its base. Taking them as void would leave it at the base's state, and its

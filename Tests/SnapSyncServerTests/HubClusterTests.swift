@@ -1,5 +1,6 @@
 import Logging
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
@@ -9,7 +10,7 @@ import SnapSyncWire
 // the records the log delivers; the writer's ACK needs the log's acknowledgement and the record
 // applied, in either order.
 
-@Suite struct HubClusterTests {
+@Suite(.ownThread("unit tests")) struct HubClusterTests {
     @Test func aJoinOfAnUnknownRoomIsAnsweredOnceLoadedEmptyAtTheSameEpochEverywhere() throws {
         let cluster = ClusterHarness()
         let sessions = cluster.nodes.map { $0.connect() }

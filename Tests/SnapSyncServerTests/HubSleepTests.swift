@@ -1,5 +1,6 @@
 import Logging
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
@@ -68,7 +69,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
     return nil
 }
 
-@Suite struct HubSleepTests {
+@Suite(.ownThread("unit tests")) struct HubSleepTests {
     /// Three writes with write ids to a room its writer then leaves.
     private func writeThree(_ s: SleepyHub, room: String = "r") -> (Session, [[UInt8]]) {
         let writer = s.harness.connect()

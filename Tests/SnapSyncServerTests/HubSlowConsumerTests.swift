@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
@@ -7,7 +8,7 @@ import SnapSyncWire
 // leaves the room; the other members and the writer are unaffected. Past the output budget of
 // all sessions together, the largest queue is cut off first.
 
-@Suite struct HubSlowConsumerTests {
+@Suite(.ownThread("unit tests")) struct HubSlowConsumerTests {
     @Test func aMemberPastItsOutputCapIsCutOffAndTheOthersGetEveryDiff() {
         let harness = HubHarness { $0.maxOutputBytes = 4096 }
         let writer = harness.connect(), reader = harness.connect(), slow = harness.connect()

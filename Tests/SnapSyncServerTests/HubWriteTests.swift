@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
@@ -7,7 +8,7 @@ import SnapSyncStore
 // The write path, in-process: versions, compare-and-set, write ids, and the DIFF reaching every
 // member (the writer first in its own output) before the writer's ACK.
 
-@Suite struct HubWriteTests {
+@Suite(.ownThread("unit tests")) struct HubWriteTests {
     @Test func theWritersDiffPrecedesItsAckAndEveryMemberGetsIt() {
         let harness = HubHarness()
         let writer = harness.connect(), member = harness.connect(), outsider = harness.connect()

@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncServer
 #if canImport(Glibc)
     import Glibc
@@ -34,7 +35,7 @@ extension OutputQueue {
     }
 }
 
-@Suite struct OutputQueueTests {
+@Suite(.ownThread("unit tests")) struct OutputQueueTests {
     @Test func sharedChunksAreQueuedByReferenceAndCountedPerQueue() {
         let diff = chunk([1, 2, 3, 4])
         var a = OutputQueue(cap: 100), b = OutputQueue(cap: 100)
@@ -220,7 +221,7 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
     frames.map { frame in frame.withUnsafeBytes { OutputChunk(in: arena, copying: $0) } }
 }
 
-@Suite struct OutputQueueArenaTests {
+@Suite(.ownThread("unit tests")) struct OutputQueueArenaTests {
     @Test func adjacentArenaChunksExtendOneEntry() {
         let diffs = arenaChunks([[1, 2], [3], [4, 5, 6]])
         var queue = OutputQueue(cap: 100)
@@ -304,7 +305,7 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
     }
 }
 
-@Suite struct OutputQueueTailTests {
+@Suite(.ownThread("unit tests")) struct OutputQueueTailTests {
     @Test func tailChunksStartSmallAndGrowWithBursts() {
         var queue = OutputQueue(cap: 1 << 20)
         let reply = [UInt8](repeating: 1, count: 100)

@@ -2,9 +2,10 @@
 // quantile, keeps its buckets within 6.25 %, and the window forgets old passes.
 
 import Testing
+import SnapSyncTestThreads
 @testable import SnapSyncServer
 
-@Suite struct PassTimeHistogramTests {
+@Suite(.ownThread("unit tests")) struct PassTimeHistogramTests {
     @Test func bucketsCoverEveryValueInOrderAndNarrowly() {
         var previous = -1
         for micros in Array(UInt64(0)..<5000) + [65_535, 65_536, 1 << 30, 1 << 40, UInt64.max] {

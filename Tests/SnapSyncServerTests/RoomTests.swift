@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 import SnapSyncStore
@@ -37,7 +38,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     try FrameDecoder.decode(frame: chunk.array, accepting: .server)
 }
 
-@Suite struct RoomTests {
+@Suite(.ownThread("unit tests")) struct RoomTests {
     @Test func appliedWriteBumpsTheVersionAndEncodesItsDiffOnce() throws {
         let room = makeRoom()
         let ops: [SnapshotOperation] = [.appendSections([element("s")]), .appendItems([element("a", "x")], toSection: "s")]
@@ -281,7 +282,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite struct ResumeDecisionTests {
+@Suite(.ownThread("unit tests")) struct ResumeDecisionTests {
     /// A room at version 5 keeping the last 3 DIFFs (base version 2).
     private func roomAtFive() -> (Room, [OutputChunk]) {
         var limits = WireLimits()
@@ -367,7 +368,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite struct WriteIdConflictTests {
+@Suite(.ownThread("unit tests")) struct WriteIdConflictTests {
     /// Any remembered id, not only an empty batch's: the same request again is a retry, a
     /// different one (ops, expected version, or REPLACE content) is a conflict.
     @Test func aWriteIdNamesOneRequest() {
@@ -436,7 +437,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite struct WriteIdWindowTests {
+@Suite(.ownThread("unit tests")) struct WriteIdWindowTests {
     @Test func noOpWritesCannotPushOutTheIdOfAWriteStillInHistory() {
         var window = WriteIdWindow(maxCount: 4)
         window.remember([1], version: 1, fingerprint: nil, oldestVersion: 0)

@@ -1,13 +1,14 @@
 // Start-up checks: systemd hearing from a long recovery.
 
 import Testing
+import SnapSyncTestThreads
 import Logging
 @testable import SnapSyncServer
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite struct StartupChecksTests {
+@Suite(.ownThread("unit tests")) struct StartupChecksTests {
     /// EXTEND_TIMEOUT_USEC goes out at most once per interval while recovery reports progress.
     @Test func longRecoveryExtendsTheStartTimeout() throws {
         let name = "snapsync-extend-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

@@ -1,13 +1,14 @@
 // The data directory: its default path, its creation, and the start-up free-space check.
 
 import Testing
+import SnapSyncTestThreads
 import Logging
 import SnapSyncStore
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite struct DataDirectoryTests {
+@Suite(.ownThread("unit tests")) struct DataDirectoryTests {
     @Test func freeSpaceIsMeasured() throws {
         let free = try #require(DataDirectory.freeBytes("/tmp"))
         #expect(free > 0)

@@ -1,11 +1,12 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
 
 // MemoryRoomLog, the in-process RoomLog the cluster tests run on (#20): it must behave as the
 // contract says JetStream does, or the hub tests prove nothing.
 
-@Suite struct MemoryRoomLogTests {
+@Suite(.ownThread("unit tests")) struct MemoryRoomLogTests {
     /// What one follow saw, in order.
     final class Events {
         var seen: [String] = []

@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
@@ -6,7 +7,7 @@ import SnapSyncWire
 // Cluster mode's record bytes (#20): the store's payload encodings (docs/persistence.md), so a
 // record on the log and one in the local WAL have one shape.
 
-@Suite struct RoomLogEncodingTests {
+@Suite(.ownThread("unit tests")) struct RoomLogEncodingTests {
     @Test func aWriteRecordRoundTripsAsTheStoresWritePayload() throws {
         let frame = FrameEncoder().encode(
             .diff(room: "todo", epoch: 7, version: 3, ops: [.appendSections([SnapshotElement(Identifier("s"), payload: Payload("p"))])]))

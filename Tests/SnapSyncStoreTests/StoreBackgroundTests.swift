@@ -4,6 +4,7 @@
 // to the loop as a typed, fatal StoreError, and close() finishes what is in flight.
 
 import Testing
+import SnapSyncTestThreads
 import Synchronization
 import SnapSyncModel
 @testable import SnapSyncStore
@@ -11,7 +12,7 @@ import SnapSyncModel
     import Glibc
 #endif
 
-@Suite struct StoreBackgroundTests {
+@Suite(.ownThread("unit tests")) struct StoreBackgroundTests {
     /// Tiny segments, on the background thread.
     func threadedOptions(_ dir: TempDirectory, fsync: FsyncPolicy = .always) -> StoreOptions {
         smallOptions(dir.data, fsync: fsync, segmentBytes: 2 << 10, historyLimit: 8, backgroundThread: true)

@@ -2,10 +2,11 @@
 // and a restart rebuilds each room from its checkpoint plus the log after it.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 
-@Suite struct StoreCheckpointTests {
+@Suite(.ownThread("unit tests")) struct StoreCheckpointTests {
     @Test func checkpointsLetOldSegmentsGo() throws {
         let dir = TempDirectory()
         defer { dir.remove() }

@@ -5,11 +5,12 @@
 
 import Foundation
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
 
-@Suite struct StoreDropTests {
+@Suite(.ownThread("unit tests")) struct StoreDropTests {
     /// What a kill -9 leaves: the directory as it is now, opened by another store.
     func crashCopy(_ dir: TempDirectory, _ label: String) throws -> (DurableStore, [RecoveredRoom], LogLines) {
         let copy = dir.path + "/" + label

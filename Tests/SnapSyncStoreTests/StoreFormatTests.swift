@@ -2,11 +2,12 @@
 
 import Foundation
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
 
-@Suite struct StoreFormatTests {
+@Suite(.ownThread("unit tests")) struct StoreFormatTests {
     @Test func recordsRoundTripAndEndAtZeros() {
         let payloads: [[UInt8]] = [[1], Array(0..<200), Array(repeating: 0, count: 33), [0xFF, 0]]
         var bytes: [UInt8] = []

@@ -4,13 +4,14 @@
 
 import Foundation
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite struct StoreFsyncLatencyTests {
+@Suite(.ownThread("unit tests")) struct StoreFsyncLatencyTests {
     /// Records what the observer was told, and on which thread.
     final class Observed: @unchecked Sendable {
         let lock = NSLock()

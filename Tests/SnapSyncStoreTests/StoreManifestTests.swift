@@ -3,13 +3,14 @@
 // recognised; a directory written before there was a MANIFEST still opens, and gets one.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite struct StoreManifestTests {
+@Suite(.ownThread("unit tests")) struct StoreManifestTests {
     /// Two rooms, each checkpointed, with writes after the checkpoints; closed cleanly.
     func checkpointedRooms(in dir: TempDirectory) throws -> Rooms {
         var rooms = Rooms()
@@ -278,7 +279,7 @@ import SnapSyncModel
 /// the MANIFEST. Maintenance goes on (a full disk is never fatal), the replaced checkpoint
 /// stays until a MANIFEST can drop it, and every restart on the way opens to the same rooms.
 /// Uses a 1 MiB tmpfs, which needs root (as StoreSpaceTests).
-@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"), .ownThread("unit tests"))
 struct StoreManifestSpaceTests {
     @Test func aFullDiskDelaysTheManifestWithoutLosingFiles() throws {
         let tmpfs = SmallTmpfs("manifest-full")

@@ -2,6 +2,7 @@
 // a torn tail is cut off (and said so); damage followed by good records stops the start.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
@@ -9,7 +10,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-@Suite struct StoreRecoveryTests {
+@Suite(.ownThread("unit tests")) struct StoreRecoveryTests {
     @Test func roomsComeBackAfterCleanClose() throws {
         let dir = TempDirectory()
         defer { dir.remove() }

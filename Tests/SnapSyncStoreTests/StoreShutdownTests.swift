@@ -2,10 +2,11 @@
 // made; a clean shutdown with a long log tail checkpoints, so the next start replays nothing.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 
-@Suite struct StoreShutdownTests {
+@Suite(.ownThread("unit tests")) struct StoreShutdownTests {
     /// A big room checkpointed, then many writes of every kind logged over it, then a crash:
     /// the replayed room has the same digest as the one the writes were applied to live.
     @Test func replayOverACheckpointGivesTheSameRoom() throws {

@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
@@ -8,7 +9,7 @@ import SnapSyncWire
 // waking reads the checkpoint back; recovery leaves checkpointed rooms asleep but still checks
 // every checkpoint's checksums.
 
-@Suite struct StoreSleepTests {
+@Suite(.ownThread("unit tests")) struct StoreSleepTests {
     private func sleepyOptions(_ directory: String) -> StoreOptions {
         var options = smallOptions(directory)
         options.sleepingRooms = true

@@ -2,13 +2,14 @@
 // at most one a second, `no` none; every policy writes the records before sync() returns.
 
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite struct StoreSyncTests {
+@Suite(.ownThread("unit tests")) struct StoreSyncTests {
     @Test func alwaysSyncsOncePerPassWithWrites() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
@@ -93,7 +94,7 @@ import SnapSyncModel
 /// readable and durable, and writes resume once space is freed. Uses a 1 MiB tmpfs, which
 /// needs root (CI runs as root); the integration test DurabilityDiskFullTests covers the same
 /// path without root, through RLIMIT_FSIZE.
-@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"), .ownThread("unit tests"))
 struct StoreSpaceTests {
     @Test func aFullDiskRejectsWritesAndKeepsWhatWasAccepted() throws {
         let tmpfs = SmallTmpfs("store-full")

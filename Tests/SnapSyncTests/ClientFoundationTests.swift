@@ -5,8 +5,9 @@
     import Foundation
     import SnapSync
     import Testing
+    import SnapSyncTestThreads
 
-    @Suite("Client: Foundation interop and README")
+    @Suite("Client: Foundation interop and README", .ownThread("unit tests"))
     struct ClientFoundationTests {
         @Test("the model's names do not clash with Foundation's")
         func noClashWithFoundation() throws {

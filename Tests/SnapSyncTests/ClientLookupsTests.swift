@@ -2,10 +2,11 @@
 import SnapSyncClientTestSupport
 import SnapSyncTestSupport
 import Testing
+import SnapSyncTestThreads
 
 /// `SnapshotPositions` (the replica's index-path lookups) against the snapshot's own O(n)
 /// positions, after every random batch, and the adapters' logic through the UIKit validator.
-@Suite("Client: index-path lookups and the adapters' logic")
+@Suite("Client: index-path lookups and the adapters' logic", .ownThread("unit tests"))
 struct ClientLookupsTests {
     @Test("lookups match a brute-force walk after every random batch (seeded)")
     func randomBatches() {

@@ -1,9 +1,10 @@
 import Foundation
 @testable import SnapSync
 import Testing
+import SnapSyncTestThreads
 
 /// The typed façade: string interpolation, `RoomCoding`'s coders, typed errors, `TypedBatch`.
-@Suite("Client: typed identifiers and payloads")
+@Suite("Client: typed identifiers and payloads", .ownThread("unit tests"))
 struct ClientTypedTests {
     struct Card: Codable, Equatable, Sendable {
         var title: String

@@ -3,11 +3,12 @@ import NIOEmbedded
 @testable import SnapSync
 import SnapSyncWire
 import Testing
+import SnapSyncTestThreads
 
 // The client's codec handlers (WireFrameDecoder, WireFrameEncoder) on an EmbeddedChannel: frames
 // cut across reads, the length checked on its own four bytes, WELCOME's limits adopted.
 
-@Suite("Client: the wire codec on a NIO channel")
+@Suite("Client: the wire codec on a NIO channel", .ownThread("unit tests"))
 struct ClientWireCodecTests {
     func channel() throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()

@@ -1,8 +1,9 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
-@Suite struct DecoderTests {
+@Suite(.ownThread("unit tests")) struct DecoderTests {
     let encoder = FrameEncoder()
 
     /// A server decodes client messages only, a client server messages only; PING and PONG go

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
-@Suite struct ErrorCodeTests {
+@Suite(.ownThread("unit tests")) struct ErrorCodeTests {
     /// The table in PROTOCOL.md §6, row by row: every code there is a case here and back. Codes
     /// whose "where" is LEFT (room_deleted, room_expired) are of the REJECT kind (20 and up).
     @Test func tableInProtocolMatchesTheEnum() throws {

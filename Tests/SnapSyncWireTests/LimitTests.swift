@@ -1,10 +1,11 @@
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
 /// Each limit at 0, 1, max and max + 1, with the default limits (the vectors' limits.json does the
 /// same with small ones).
-@Suite struct LimitTests {
+@Suite(.ownThread("unit tests")) struct LimitTests {
     let encoder = FrameEncoder()
 
     func decode(_ message: Message, limits: WireLimits = .default) throws(WireError) -> Message {

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
 /// Protocol/vectors/replay.json: DIFF frames applied to a starting snapshot give the recorded
 /// end state, canonical encoding and digest.
-@Suite struct ReplayTests {
+@Suite(.ownThread("unit tests")) struct ReplayTests {
     let doc = try! JSON.parse(file: Vectors.directory.appendingPathComponent("replay.json").path)
 
     @Test func replay() throws {

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
 /// Every vector in Protocol/vectors, against the Swift codec.
-@Suite struct VectorTests {
+@Suite(.ownThread("unit tests")) struct VectorTests {
     @Test func vectorsArePresent() {
         #expect(Vectors.all.count > 100)
         #expect(Vectors.valid.count > 50)

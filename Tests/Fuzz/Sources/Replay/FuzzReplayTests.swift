@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import SnapSyncTestThreads
 
 /// Every fuzz target over its seeds, its corpus and every input that ever crashed it
 /// (Tests/Fuzz/{seeds,corpus,crashes}/<target>/), through the same entry points as the
 /// sanitized fuzzer but without fuzzing: a fixed crash stays fixed, and a law that a change
 /// breaks on a known input fails here. New crash inputs go to crashes/<target>/ (scripts/fuzz
 /// writes them there).
-@Suite struct FuzzReplayTests {
+@Suite(.ownThread("unit tests")) struct FuzzReplayTests {
     /// Tests/Fuzz, found from this file (Tests/Fuzz/Sources/Replay/).
     static let fuzzDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

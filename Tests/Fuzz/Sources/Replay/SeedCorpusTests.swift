@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
@@ -13,7 +14,7 @@ import SnapSyncWire
 ///     SNAPSYNC_WRITE_FUZZ_SEEDS=1 swift test --filter SeedCorpusTests
 ///
 /// (the seeds from Protocol/vectors come from Tests/Fuzz/make-corpus.py).
-@Suite struct SeedCorpusTests {
+@Suite(.ownThread("unit tests")) struct SeedCorpusTests {
     /// Writes a few rooms through a real store, forces a segment switch and a checkpoint of
     /// every room, and returns the files: (target, seed name, bytes). The store's background
     /// work runs inline, so that one `maintain` both switches segments and names every room due.
