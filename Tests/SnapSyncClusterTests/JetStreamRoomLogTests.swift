@@ -16,15 +16,11 @@ extension RealNATSCluster {
         /// original's sequence; `.current` comes for an empty subject and after a non-empty one's
         /// records; unfollow stops the events.
         @Test func twoNodesShareOneOrderOfARoom() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: [cluster.urls[0]], eventBase: base, logger: testLogger)
-            defer { a.close() }
-            let b = try JetStreamRoomLog.connect(servers: [cluster.urls[1]], eventBase: base, logger: testLogger)
-            defer { b.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let (cluster, base) = (setup.cluster, setup.base)
+            let a = try setup.connect(servers: [cluster.urls[0]])
+            let b = try setup.connect(servers: [cluster.urls[1]])
             let room = "lobby"
 
             let onA = FollowRecorder()
@@ -101,13 +97,10 @@ extension RealNATSCluster {
         /// The last sequence is the room subject's own, as the stream's leader knows it: 0 for a room
         /// nobody wrote, the room's last record's after others' records were stored.
         @Test func lastSequenceIsTheLastRecordOfTheRoomsSubject() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: [cluster.urls[1]], eventBase: base, logger: testLogger)
-            defer { a.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let (cluster, base) = (setup.cluster, setup.base)
+            let a = try setup.connect(servers: [cluster.urls[1]])
             #expect(try lastSequence(a, base, room: "lobby").get() == 0)
 
             guard case .stored(let s1) = try propose(a, base, room: "lobby", after: 0, write("lobby", version: 1, id: "l1")),
@@ -129,15 +122,12 @@ extension RealNATSCluster {
         /// follow is current only once it has applied the subject's last record as the stream's
         /// leader knows it, whatever the consumer says is pending (a lagging replica says 0).
         @Test func aFollowIsCurrentOnlyAtTheLeadersLastRecordAndASilentConsumerIsRecoveredAtOnce() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let base = setup.base
             // A heartbeat so long that the tick never finds a consumer silent: the test says when.
             let heartbeat = Duration.seconds(120)
-            let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger, heartbeat: heartbeat)
-            defer { a.close() }
+            let a = try setup.connect(heartbeat: heartbeat)
             let room = "late interest"
             let one = write(room, version: 1, id: "w1")
             let two = write(room, version: 2, id: "w2")
@@ -190,13 +180,10 @@ extension RealNATSCluster {
         /// delivers them all): following 64 rooms adds far fewer than 64 threads. The bound leaves
         /// room for threads that tests running meanwhile start.
         @Test func followingManyRoomsDoesNotAddAThreadPerRoom() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
-            defer { a.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let base = setup.base
+            let a = try setup.connect()
             // The connection's own subscriptions (its inbox, JetStream's acks) are made already.
             let before = try threadCount()
             let rooms = (1...64).map { "room \($0)" }
@@ -220,18 +207,16 @@ extension RealNATSCluster {
         /// The rooms stream is shared: a node started with another retention than the stream's
         /// replaces it for every node, which it keeps doing (an operator changes it so) and says.
         @Test func aNodeThatChangesTheStreamsRetentionSaysSo() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let cluster = setup.cluster
             let log = LogLines()
             for retain in [100, 100] {
-                let node = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, retain: retain, logger: log.logger)
+                let node = try setup.connect(retain: retain, logger: log.logger)
                 node.close()
             }
             #expect(!log.contains("--cluster-retain"), "\(log.all)")
-            let node = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, retain: 200, logger: log.logger)
+            let node = try setup.connect(retain: 200, logger: log.logger)
             node.close()
             let warnings = log.all.filter { $0.contains("--cluster-retain") }
             #expect(warnings.count == 1, "\(log.all)")
@@ -244,13 +229,10 @@ extension RealNATSCluster {
 
         /// A tombstone is a record like a write: delivered in order, decoded back.
         @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
-            defer { a.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let base = setup.base
+            let a = try setup.connect()
             let room = "dropped room ☕"
             let epoch = a.epoch(room: room, after: 0)
             let one = write(room, version: 1, id: "w1", epoch: epoch)
@@ -274,15 +256,11 @@ extension RealNATSCluster {
         /// A checkpoint saved at a record's sequence is where a later follow starts: `.base` has it,
         /// and only the records after it follow.
         @Test func aFollowStartsFromTheLatestCheckpointAndGetsOnlyTheTail() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: [cluster.urls[0]], eventBase: base, logger: testLogger)
-            defer { a.close() }
-            let b = try JetStreamRoomLog.connect(servers: [cluster.urls[2]], eventBase: base, logger: testLogger)
-            defer { b.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let (cluster, base) = (setup.cluster, setup.base)
+            let a = try setup.connect(servers: [cluster.urls[0]])
+            let b = try setup.connect(servers: [cluster.urls[2]])
             let room = "checkpointed"
             let epoch = a.epoch(room: room, after: 0)
             var sequences: [UInt64] = []
@@ -322,13 +300,10 @@ extension RealNATSCluster {
         /// (the newest are the room's write-id window); one whose snapshot alone is over it is not
         /// saved (and counted); a follow starts from the one saved, with the newest records.
         @Test func anOversizedCheckpointLosesItsOldestHistoryOrIsNotSaved() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
-            defer { a.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let base = setup.base
+            let a = try setup.connect()
             let room = "large"
             let epoch = a.epoch(room: room, after: 0)
             let half = a.maxPayload / 2
@@ -409,12 +384,10 @@ extension RealNATSCluster {
         /// A follow ended before its checkpoint read or its consumer answered gets no event; a
         /// proposal pending at `close` gets its completion then, once, as a failure.
         @Test func unfollowAndCloseLeaveNothingHalfDone() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let base = setup.base
+            let a = try setup.connect()
             let room = "brief"
             let early = FollowRecorder()
             early.follow(a, room: room)
@@ -444,13 +417,10 @@ extension RealNATSCluster {
         /// slow-consumer drop) makes the follow recreate its consumer from the last record it
         /// delivered: the records go on once each, in order.
         @Test func aLostDeliveryIsRecoveredWithoutAGapOrARepeat() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(servers: cluster.urls, eventBase: base, logger: testLogger)
-            defer { a.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let base = setup.base
+            let a = try setup.connect()
             let room = "gappy"
             let one = write(room, version: 1, id: "w1")
             guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
@@ -534,19 +504,13 @@ extension RealNATSCluster {
         /// consumer (and reconnects, when it was connected to that server), and its follow goes on
         /// with every record once, in the order another node sees them.
         @Test func aFollowSurvivesTheDeathOfItsServer() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let (cluster, base) = (setup.cluster, setup.base)
             // Each node knows every server, as `--cluster` is given them all.
             // One-second heartbeats: a silent consumer is noticed after 3 s instead of 15.
-            let a = try JetStreamRoomLog.connect(
-                servers: cluster.urls, eventBase: base, logger: Logger(label: "node-a"), heartbeat: .seconds(1))
-            defer { a.close() }
-            let b = try JetStreamRoomLog.connect(
-                servers: cluster.urls, eventBase: base, logger: Logger(label: "node-b"), heartbeat: .seconds(1))
-            defer { b.close() }
+            let a = try setup.connect(logger: Logger(label: "node-a"), heartbeat: .seconds(1))
+            let b = try setup.connect(logger: Logger(label: "node-b"), heartbeat: .seconds(1))
             let room = "survivor"
             let onA = FollowRecorder()
             let onB = FollowRecorder()
@@ -590,14 +554,10 @@ extension RealNATSCluster {
         /// Without a quorum (two of three servers killed) a proposal fails and a new follow fails
         /// (it does not wait): both on the loop thread, neither stored nor delivered.
         @Test func withoutAQuorumProposalsAndNewFollowsFail() throws {
-            let cluster = try TestCluster()
-            defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let a = try JetStreamRoomLog.connect(
-                servers: [cluster.urls[0]], eventBase: base, logger: testLogger, requestTimeout: .seconds(2))
-            defer { a.close() }
+            let setup = try LoopOnCluster()
+            defer { setup.down() }
+            let (cluster, base) = (setup.cluster, setup.base)
+            let a = try setup.connect(servers: [cluster.urls[0]], requestTimeout: .seconds(2))
             let room = "quorum"
             guard case .stored(let s1) = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "q1")) else {
                 Issue.record("the first write was not stored")
