@@ -97,7 +97,8 @@ let package = Package(
         ),
         .target(
             name: "SnapSyncWire",
-            dependencies: ["SnapSyncModel"],
+            // Crypto: SHA-256 for `WriteFingerprint`, as the model's digest.
+            dependencies: ["SnapSyncModel", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcoming
         ),
         .target(

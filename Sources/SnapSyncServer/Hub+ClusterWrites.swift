@@ -108,8 +108,11 @@ extension Hub {
                     }
                     settle(write, outcome, in: room)
                     continue
-                case .write(let version, let frame, let ops, let result):
-                    entry = .write(WriteRecord(room: room.name, epoch: room.epoch, version: version, writeId: write.writeId, diffFrame: frame))
+                case .write(let version, let frame, let ops, let result, let fingerprint):
+                    entry = .write(
+                        WriteRecord(
+                            room: room.name, epoch: room.epoch, version: version, writeId: write.writeId, fingerprint: fingerprint,
+                            diffFrame: frame))
                     prepared = (ops, result)
                 }
             }
@@ -194,7 +197,9 @@ extension Hub {
     }
 
     /// Stored and applied: the writer's ACK (at the version the record made, or, for a repeat of
-    /// a write id the log had stored, the original's), then the next write.
+    /// a write id the log had stored, the original's), then the next write. A record the log
+    /// stored under this write's message id but made by another write with the same id (its
+    /// fingerprint differs) is `write_id_conflict`, as the room's window would have answered.
     private func finishProposal(of replica: RoomReplica) {
         guard let flight = replica.inFlight, let stored = flight.storedAt else { return }
         if flight.voided.contains(stored) {
@@ -203,7 +208,11 @@ extension Hub {
         }
         replica.inFlight = nil
         let write = flight.write
-        if let (epoch, version) = flight.applied[stored] {
+        if let room = replica.room, case .write(let record) = flight.entry, let fingerprint = record.fingerprint,
+            case .rejected(let conflict)? = room.precheck(expectedVersion: nil, writeId: record.writeId, fingerprint: fingerprint)
+        {
+            refuse(write, conflict)
+        } else if let (epoch, version) = flight.applied[stored] {
             send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
             logAnswered(write.session)
             if write.received != 0 { writeAckTimer?.acknowledged(write.received) }

@@ -51,7 +51,10 @@ extension Hub {
             stats.writesApplied += 1
             touch(room)
             totalItems += room.snapshot.numberOfItems - itemsBefore
-            store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, diffFrame: diff.bytes)
+            // The fingerprint the room just remembered with the id: the log keeps it, so that a
+            // write reusing the id after a restart is still told apart from a retry.
+            let fingerprint = writeId.isEmpty ? nil : room.writeIds.entry(of: writeId)?.fingerprint
+            store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, fingerprint: fingerprint, diffFrame: diff.bytes)
             fanOut(diff, in: room)
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
             if received != 0 { writeAckTimer?.acknowledged(received) }

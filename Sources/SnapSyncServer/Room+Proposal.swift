@@ -19,12 +19,13 @@ extension Room {
 
     /// A write validated against the replica.
     enum Proposal {
-        /// To be proposed: the DIFF frame to `version` (this room's version + 1), its ops, and
-        /// the snapshot it leads to.
-        case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: Snapshot)
+        /// To be proposed: the DIFF frame to `version` (this room's version + 1), its ops, the
+        /// snapshot it leads to, and the write's fingerprint (nil without a write id), which the
+        /// record carries.
+        case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: Snapshot, fingerprint: UInt64?)
         /// Changes nothing: answered without the log, by `unchanged(writeId:fingerprint:)` (which
         /// remembers the write id) once the Hub knows the replica is not behind the log.
-        case unchanged(fingerprint: Int)
+        case unchanged(fingerprint: UInt64)
         /// Answered without the log: `.duplicate` or `.rejected`.
         case settled(WriteOutcome)
     }
@@ -47,19 +48,19 @@ extension Room {
     private func proposeMutate(
         _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
+        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
-        return proposeApplying(ops, refusingWith: full, withOpIndex: true, scratch: &scratch)
+        return proposeApplying(
+            ops, fingerprint: writeId.isEmpty ? nil : fingerprint, refusingWith: full, withOpIndex: true, scratch: &scratch)
     }
 
     private func proposeReplace(
         _ target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint =
-            writeId.isEmpty ? 0 : Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(target.digest) }
+        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
             return .settled(.rejected(full))
@@ -82,7 +83,7 @@ extension Room {
             return .settled(.rejected(rejection))
         }
         // The target is the result (`apply(diff(a, b), a) == b`): no copy here.
-        return .write(version: next, frame: scratch, ops: ops, result: target)
+        return .write(version: next, frame: scratch, ops: ops, result: target, fingerprint: writeId.isEmpty ? nil : fingerprint)
     }
 
     private func proposeReplaceSection(
@@ -98,7 +99,8 @@ extension Room {
         }
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         // The ops are the server's, so a refusal names no op.
-        return proposeApplying(ops, refusingWith: nil, withOpIndex: false, scratch: &scratch)
+        return proposeApplying(
+            ops, fingerprint: writeId.isEmpty ? nil : fingerprint, refusingWith: nil, withOpIndex: false, scratch: &scratch)
     }
 
     /// The DIFF of `ops` at version + 1, checked against the frame limit, applied to a copy of
@@ -107,7 +109,8 @@ extension Room {
     /// given instead of the bound's own.
     /// - Complexity: O(n) for the copy, plus that of `Snapshot.apply` and of encoding the DIFF.
     private func proposeApplying(
-        _ ops: [SnapshotOperation], refusingWith full: Rejection?, withOpIndex: Bool, scratch: inout [UInt8]
+        _ ops: [SnapshotOperation], fingerprint: UInt64?, refusingWith full: Rejection?, withOpIndex: Bool,
+        scratch: inout [UInt8]
     ) -> Proposal {
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
@@ -122,6 +125,6 @@ extension Room {
         if let refusal = budget?.admit(growth: result.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
             return .settled(.rejected(full ?? refusal))
         }
-        return .write(version: next, frame: scratch, ops: ops, result: result)
+        return .write(version: next, frame: scratch, ops: ops, result: result, fingerprint: fingerprint)
     }
 }

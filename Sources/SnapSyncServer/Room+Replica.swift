@@ -16,9 +16,9 @@ struct ReplicaError: Error, CustomStringConvertible {
 
 extension Room {
     /// Applies the write `record` (the room's next version in its epoch), as a write applied
-    /// here would be: the snapshot, the history (the record's frame as is), the write id (with
-    /// no fingerprint: the record carries none, so any write reusing the id is taken as its
-    /// retry, as for ids restored from a store).
+    /// here would be: the snapshot, the history (the record's frame as is), the write id with
+    /// the record's fingerprint (a record without one, written before fingerprints were kept,
+    /// makes any write reusing the id its retry).
     /// - Parameters:
     ///   - prepared: the snapshot this record leads to and its ops, when this node validated it
     ///     against the room as it is now (`propose`): then nothing is decoded or applied.
@@ -55,21 +55,25 @@ extension Room {
             }
             ops = decoded
         }
-        guard case .applied(_, let chunk) = commit(version: record.version, writeId: record.writeId, fingerprint: nil, frame: record.diffFrame, ops: ops)
+        guard
+            case .applied(_, let chunk) = commit(
+                version: record.version, writeId: record.writeId, fingerprint: record.fingerprint, frame: record.diffFrame, ops: ops)
         else { preconditionFailure("commit applies") }
         return chunk
     }
 
     /// The writes of the versions in history, oldest first, for a checkpoint: each frame with
-    /// the write id that made it (empty when none, or forgotten).
+    /// the write id that made it and its fingerprint (empty when none, or forgotten).
     /// - Complexity: O(history).
     func historyRecords() -> [WriteRecord] {
         let frames = history.frames(after: historyBaseVersion) ?? []
-        var ids: [UInt64: [UInt8]] = [:]
-        writeIds.forEachApplied { id, version in ids[version] = id }
+        var ids: [UInt64: (id: [UInt8], fingerprint: UInt64?)] = [:]
+        writeIds.forEachApplied { id, entry in ids[entry.version] = (id, entry.fingerprint) }
         return frames.enumerated().map { index, frame in
             let version = historyBaseVersion + 1 + UInt64(index)
-            return WriteRecord(room: name, epoch: epoch, version: version, writeId: ids[version] ?? [], diffFrame: frame.array)
+            return WriteRecord(
+                room: name, epoch: epoch, version: version, writeId: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint,
+                diffFrame: frame.array)
         }
     }
 }

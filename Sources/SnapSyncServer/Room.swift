@@ -105,7 +105,7 @@ final class Room {
         self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
         for entry in usable ? recent : [] {
             history.append(.frozen(entry.diffFrame), version: entry.version)
-            writeIds.remember(entry.writeId, version: entry.version, fingerprint: nil, oldestVersion: history.baseVersion)
+            writeIds.remember(entry.writeId, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
         }
     }
 
@@ -168,7 +168,7 @@ final class Room {
         _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint = writeId.isEmpty ? 0 : Self.fingerprint(kind: 0, expectedVersion: expectedVersion) { $0.combine(ops) }
+        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .rejected(full) }
@@ -219,7 +219,7 @@ final class Room {
         // The target's digest names the request in the fingerprint; once applied it is also the
         // room's digest, so the next JOIN does not hash the room again.
         let targetDigest = writeId.isEmpty ? nil : target.digest
-        let fingerprint = targetDigest.map { digest in Self.fingerprint(kind: 1, expectedVersion: expectedVersion) { $0.combine(digest) } } ?? 0
+        let fingerprint = targetDigest.map { WriteFingerprint.replace(digest: $0, expectedVersion: expectedVersion) } ?? 0
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         // Near the bound only a smaller target can be admitted (below, by its exact growth).
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
@@ -291,32 +291,15 @@ final class Room {
 
     /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
     /// cluster write paths alike.
-    static func fingerprint(replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8]) -> Int {
-        guard !writeId.isEmpty else { return 0 }
-        return fingerprint(kind: 2, expectedVersion: expectedVersion) { hasher in
-            hasher.combine(section)
-            hasher.combine(items.elements)
-            hasher.combine(items.levels)
-        }
-    }
-
-    /// What a write asks for (kind, compare-and-set, content), hashed: equal for a retry of the
-    /// same request, different (but for a 2⁻⁶⁴ chance) for another write reusing its write id.
-    /// Kept in memory only, so the per-process seed of `Hasher` does no harm.
-    /// - Complexity: O(size of the ops); for REPLACE, O(1) given the target's digest.
-    static func fingerprint(kind: UInt8, expectedVersion: UInt64?, _ content: (inout Hasher) -> Void) -> Int {
-        var hasher = Hasher()
-        hasher.combine(kind)
-        hasher.combine(expectedVersion)
-        content(&hasher)
-        return hasher.finalize()
+    static func fingerprint(replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8]) -> UInt64 {
+        writeId.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion)
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {
         bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xf, radix: 16) }.joined()
     }
 
-    func precheck(expectedVersion: UInt64?, writeId: [UInt8], fingerprint: Int) -> WriteOutcome? {
+    func precheck(expectedVersion: UInt64?, writeId: [UInt8], fingerprint: UInt64) -> WriteOutcome? {
         // A retry must get its original answer even though the room has moved on since, so the
         // write id is looked up before the compare-and-set.
         if !writeId.isEmpty, let original = writeIds.entry(of: writeId) {
@@ -344,7 +327,7 @@ final class Room {
             "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
     }
 
-    func unchanged(writeId: [UInt8], fingerprint: Int) -> WriteOutcome {
+    func unchanged(writeId: [UInt8], fingerprint: UInt64) -> WriteOutcome {
         writeIds.remember(writeId, version: version, fingerprint: fingerprint, changed: false, oldestVersion: history.baseVersion)
         return .unchanged(version: version)
     }
@@ -364,7 +347,7 @@ final class Room {
     static let minArenaBytes = 1024
     static let maxArenaBytes = 64 * 1024
 
-    func commit(version next: UInt64, writeId: [UInt8], fingerprint: Int?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
+    func commit(version next: UInt64, writeId: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
         lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
         if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }

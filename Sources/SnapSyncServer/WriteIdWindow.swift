@@ -1,9 +1,10 @@
 /// The write ids a room remembers, so that a retried MUTATE or REPLACE is not applied twice
 /// (PROTOCOL.md §10, `write_id`): a repeated id is answered with the ACK of the version its
 /// original write produced, and nothing is applied. With each id goes the fingerprint of the
-/// write that used it, so that another write reusing the id is refused (`write_id_conflict`)
-/// rather than acknowledged and dropped; ids restored from the store have none (the log keeps
-/// the DIFF, not the request), and any write with such an id is taken as its retry.
+/// write that used it (`WriteFingerprint`), so that another write reusing the id is refused
+/// (`write_id_conflict`) rather than acknowledged and dropped. The store's records and the
+/// cluster's keep it with the id; an id restored from a record written before they did has
+/// none, and any write with such an id is taken as its retry.
 ///
 /// The window is the room's history window (PROTOCOL.md: "at least the versions it keeps for
 /// resume"), kept exactly:
@@ -21,7 +22,7 @@ struct WriteIdWindow {
     /// What is remembered of one write: the version it was acknowledged at, and its fingerprint.
     struct Entry: Hashable {
         var version: UInt64
-        var fingerprint: Int?
+        var fingerprint: UInt64?
     }
     private var versions: [[UInt8]: Entry] = [:]
     /// Ids in the order they were remembered (versions never decrease along each queue).
@@ -43,7 +44,7 @@ struct WriteIdWindow {
     /// at `version` (`changed`: it made that version; otherwise it changed nothing), then forgets
     /// ids older than `oldestVersion`. Only ids not remembered yet are passed (a remembered one
     /// is answered as a duplicate or a conflict).
-    mutating func remember(_ id: [UInt8], version: UInt64, fingerprint: Int?, changed: Bool = true, oldestVersion: UInt64) {
+    mutating func remember(_ id: [UInt8], version: UInt64, fingerprint: UInt64?, changed: Bool = true, oldestVersion: UInt64) {
         guard !id.isEmpty, maxCount > 0,
             versions.updateValue(Entry(version: version, fingerprint: fingerprint), forKey: id) == nil
         else { return }
@@ -62,10 +63,12 @@ struct WriteIdWindow {
         while let version = unchanged.firstVersion, version < oldestVersion { versions[unchanged.removeFirst()] = nil }
     }
 
-    /// Calls `body` with each remembered id of a write that made a version, and that version,
-    /// oldest first. O(ids).
-    func forEachApplied(_ body: ([UInt8], UInt64) -> Void) {
-        applied.forEach(body)
+    /// Calls `body` with each remembered id of a write that made a version, and what is
+    /// remembered of it, oldest first. O(ids).
+    func forEachApplied(_ body: ([UInt8], Entry) -> Void) {
+        applied.forEach { id, _ in
+            if let entry = versions[id] { body(id, entry) }
+        }
     }
 
     /// A FIFO of (id, version) with amortized O(1) pops.

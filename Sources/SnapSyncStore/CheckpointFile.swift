@@ -10,7 +10,7 @@ internal import SnapSyncWire
 //   8  record: kind 0x02, string room, varint epoch, varint version, digest (32 bytes),
 //              varint history_count
 //      record: the snapshot's canonical encoding (PROTOCOL.md §4)
-//      history_count records: log write records (kind 0x01) for the versions just before and
+//      history_count records: log write records (kind 0x01 or 0x06) for the versions just before and
 //              up to `version`, oldest first, so that CATCHUP still works after a restart
 //              (history_count is at most `version`: no write makes version 0)
 //      optional record: the room's TTL (kind 0x05, LifecycleRecord.ttl), when one was set

@@ -103,11 +103,11 @@ package final class DurableStore: RoomStore {
         /// The oldest segment holding a write newer than the room's checkpoint; nil when the
         /// checkpoint has everything. Segments older than every room's pin can be deleted.
         var pinnedSegment: UInt64?
-        /// The write_ids of recent writes, oldest first, consecutive versions; at most
+        /// The write_ids (and fingerprints) of recent writes, oldest first, consecutive versions; at most
         /// 2 × historyLimit (trimmed in halves so that appending stays amortized O(1)). The
         /// frames themselves are the daemon's (`RoomImage.diffFrames`): keeping them here too
         /// would double the memory history takes.
-        var writeIds: [(version: UInt64, id: [UInt8])]
+        var writeIds: [(version: UInt64, id: [UInt8], fingerprint: UInt64?)]
         /// The room's TTL in seconds as SET_TTL set it (0: never expires), nil when never set;
         /// `ttlSerial` counts the SET_TTLs (`LifecycleRecord.ttl`).
         var ttlSeconds: UInt64? = nil
@@ -185,16 +185,20 @@ package final class DurableStore: RoomStore {
     /// - Complexity: O(size of the DIFF frame): one copy and one CRC pass.
     package func append(_ write: WriteRecord) {
         write.diffFrame.withUnsafeBytes { frame in
-            append(room: write.room, epoch: write.epoch, version: write.version, writeId: write.writeId, diffFrame: frame)
+            append(
+                room: write.room, epoch: write.epoch, version: write.version, writeId: write.writeId, fingerprint: write.fingerprint,
+                diffFrame: frame)
         }
     }
 
     /// `append(_:)` for a DIFF frame the caller owns (the daemon's shared output chunk): the
     /// bytes are copied once, into the pending buffer, and only during the call.
-    package func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer) {
+    package func append(
+        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer
+    ) {
         scratch.removeAll(keepingCapacity: true)
         WriteRecord.encodePayload(
-            room: room, epoch: epoch, version: version, writeId: writeId,
+            room: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint,
             diffFrame: diffFrame, into: &scratch)
         RecordFraming.append(payload: scratch, to: &pending)
         active.records += 1
@@ -203,7 +207,7 @@ package final class DurableStore: RoomStore {
         // `writeIds` (a copied track would share its buffer with the dictionary's value, and the
         // append below would then copy up to 2 × historyLimit ids on every write).
         track(
-            of: room, epoch: epoch, version: version, writeId: writeId,
+            of: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint,
             in: &rooms[
                 RoomName(room),
                 default: RoomTrack(
@@ -211,7 +215,9 @@ package final class DurableStore: RoomStore {
                     checkpointFile: nil, pinnedSegment: nil, writeIds: [])])
     }
 
-    private func track(of room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], in track: inout RoomTrack) {
+    private func track(
+        of room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, in track: inout RoomTrack
+    ) {
         if track.epoch != epoch || (track.version != 0 && version != track.version + 1) {
             // The daemon's room and the log disagree: replay would stop at this record and
             // the daemon would refuse to start. Say so now, loudly, while it can be traced.
@@ -221,7 +227,7 @@ package final class DurableStore: RoomStore {
         track.version = version
         if track.pinnedSegment == nil { track.pinnedSegment = active.sequence }
         if track.writeIds.last.map({ $0.version + 1 == version }) == false { track.writeIds.removeAll() }
-        track.writeIds.append((version, writeId))
+        track.writeIds.append((version, writeId, fingerprint))
         if track.writeIds.count >= 2 * max(options.historyLimit, 1) {
             track.writeIds.removeFirst(track.writeIds.count - options.historyLimit)
         }
@@ -446,8 +452,8 @@ package final class DurableStore: RoomStore {
         let name = image.room
         let track = rooms[RoomName(name)]
         let frames = image.diffFrames.suffix(min(options.historyLimit, Int(clamping: image.version)))
-        var ids: [UInt64: [UInt8]] = [:]
-        for entry in track?.writeIds ?? [] where entry.version <= image.version { ids[entry.version] = entry.id }
+        var ids: [UInt64: (id: [UInt8], fingerprint: UInt64?)] = [:]
+        for entry in track?.writeIds ?? [] where entry.version <= image.version { ids[entry.version] = (entry.id, entry.fingerprint) }
         var history: [WriteRecord] = []
         history.reserveCapacity(frames.count)
         var version = image.version - UInt64(frames.count)
@@ -456,7 +462,7 @@ package final class DurableStore: RoomStore {
             history.append(
                 WriteRecord(
                     room: name, epoch: image.epoch, version: version,
-                    writeId: ids[version] ?? [], diffFrame: frame))
+                    writeId: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint, diffFrame: frame))
         }
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,

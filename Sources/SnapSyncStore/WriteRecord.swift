@@ -11,17 +11,21 @@ package struct WriteRecord: Sendable, Hashable {
     package var version: UInt64
     /// The MUTATE/REPLACE's write_id (0–32 bytes; empty: none).
     package var writeId: [UInt8]
+    /// `WriteFingerprint` of the request that used `writeId`; nil when it has none, and for
+    /// records written before fingerprints were kept (kind 0x01 with a write id).
+    package var fingerprint: UInt64?
     /// The DIFF frame the daemon encoded once for the room's members, length prefix included
     /// (PROTOCOL.md §1, §3): the log record and the wire frame are the same bytes, so recovery
     /// rebuilds history without re-encoding. For a REPLACE it is the diff from the old snapshot
     /// to the new one.
     package var diffFrame: [UInt8]
 
-    package init(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: [UInt8]) {
+    package init(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64? = nil, diffFrame: [UInt8]) {
         self.room = room
         self.epoch = epoch
         self.version = version
         self.writeId = writeId
+        self.fingerprint = writeId.isEmpty ? nil : fingerprint
         self.diffFrame = diffFrame
     }
 }
@@ -29,8 +33,11 @@ package struct WriteRecord: Sendable, Hashable {
 // MARK: - Payload encoding (docs/persistence.md)
 
 enum PayloadKind: UInt8 {
-    /// A log record: one accepted write.
+    /// A log record: one accepted write, without a write id or with one whose fingerprint is
+    /// not known.
     case write = 0x01
+    /// A log record: one accepted write with its write id and that write's fingerprint.
+    case writeWithFingerprint = 0x06
     /// A checkpoint's first record: which room, at which position, with which digest.
     case checkpointHeader = 0x02
     /// A log record: a room ended (DROP or expiry); `LifecycleRecord.tombstone`.
@@ -40,31 +47,37 @@ enum PayloadKind: UInt8 {
 }
 
 extension WriteRecord {
-    /// kind 0x01, string room, varint epoch, varint version, bytes write_id, bytes diff_frame.
+    /// kind 0x01, string room, varint epoch, varint version, bytes write_id, bytes diff_frame;
+    /// or, for a write id with its fingerprint, kind 0x06 with `u64 fingerprint` (big-endian)
+    /// after write_id.
     /// - Complexity: O(size of the DIFF frame), one copy.
     func encodePayload(into out: inout [UInt8]) {
         diffFrame.withUnsafeBytes { frame in
-            Self.encodePayload(room: room, epoch: epoch, version: version, writeId: writeId, diffFrame: frame, into: &out)
+            Self.encodePayload(
+                room: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint, diffFrame: frame,
+                into: &out)
         }
     }
 
     /// The payload of a write whose DIFF frame the caller owns (the daemon's shared output
     /// chunk): the frame is borrowed, and copied once, into `out`.
     static func encodePayload(
-        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8],
+        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?,
         diffFrame: UnsafeRawBufferPointer, into out: inout [UInt8]
     ) {
-        out.append(PayloadKind.write.rawValue)
+        let fingerprint = writeId.isEmpty ? nil : fingerprint
+        out.append(fingerprint == nil ? PayloadKind.write.rawValue : PayloadKind.writeWithFingerprint.rawValue)
         out.appendString(room)
         out.appendVarint(epoch)
         out.appendVarint(version)
         out.appendBytes(writeId)
+        if let fingerprint { out.appendBigEndian(fingerprint) }
         out.appendBytes(diffFrame)
     }
 
     /// An upper bound of the payload's size, for reserving capacity.
     static func payloadSizeUpperBound(room: String, writeId: [UInt8], frameCount: Int) -> Int {
-        1 + 10 + room.utf8.count + 10 + 10 + 10 + writeId.count + 10 + frameCount
+        1 + 10 + room.utf8.count + 10 + 10 + 10 + writeId.count + 8 + 10 + frameCount
     }
 
     /// Decodes the payload `bytes[range]` of a log record (or a checkpoint's history record).
@@ -72,15 +85,23 @@ extension WriteRecord {
         self = try bytes.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> WriteRecord in
             var r = FieldReader(p, from: range.lowerBound, to: range.upperBound)
             let kind = try r.u8("kind")
-            guard kind == PayloadKind.write.rawValue else { throw FieldReader.Failure(what: "unknown record kind \(kind)") }
+            let withFingerprint = kind == PayloadKind.writeWithFingerprint.rawValue
+            guard withFingerprint || kind == PayloadKind.write.rawValue else {
+                throw FieldReader.Failure(what: "unknown record kind \(kind)")
+            }
             let room = try r.string("room")
             let epoch = try r.varint("epoch")
             let version = try r.varint("version")
             let writeId = try r.bytesField("write_id")
             guard writeId.count <= 32 else { throw FieldReader.Failure(what: "write_id is \(writeId.count) bytes, over 32") }
+            var fingerprint: UInt64?
+            if withFingerprint {
+                guard !writeId.isEmpty else { throw FieldReader.Failure(what: "a fingerprint without a write_id") }
+                fingerprint = try r.u64("fingerprint")
+            }
             let frame = try r.bytesField("diff_frame")
             guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes left after the record's fields") }
-            return WriteRecord(room: room, epoch: epoch, version: version, writeId: writeId, diffFrame: frame)
+            return WriteRecord(room: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint, diffFrame: frame)
         }
     }
 }

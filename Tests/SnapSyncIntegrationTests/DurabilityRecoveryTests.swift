@@ -118,6 +118,14 @@ extension ServerIntegration {
                 return
             }
             #expect(version == v3)
+            // Another write reusing the id is told apart from the retry: the log (after kill -9) or
+            // the checkpoint (after a clean stop) kept the original's fingerprint.
+            let (reused, _) = try again.mutate("resume", [.appendItems(["d"], toSection: "s")], writeId: Array("once".utf8))
+            guard case .reject(_, let code, _, _, let text) = reused else {
+                Issue.record("expected REJECT write_id_conflict for a reused write_id, got \(reused)")
+                return
+            }
+            #expect(code == ErrorCode.writeIdConflict.rawValue, "\(text)")
             let other = try RawClient.ready(restarted)
             #expect(try other.state(of: "resume").version == 4)
         }

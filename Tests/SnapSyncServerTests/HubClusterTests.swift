@@ -155,6 +155,42 @@ import SnapSyncWire
         cluster.checkInvariants("other")
     }
 
+    /// A write id reused for another write is `write_id_conflict` on every node, as on a single
+    /// node: the record carries the original's fingerprint to the other replicas' windows, to a
+    /// checkpoint, and past the log's message-id de-duplication (which matches the id, not the
+    /// write). The same write through another node is still its retry.
+    @Test func aWriteIdReusedForAnotherWriteIsAConflictOnEveryNode() {
+        let cluster = ClusterHarness { $0.clusterCheckpointInterval = 1 }
+        let a = cluster.nodes[0].connect(), b = cluster.nodes[1].connect(), c = cluster.nodes[2].connect()
+        let id: [UInt8] = [9, 9, 9]
+        cluster.nodes[0].mutate(a, "room", addItem("a", first: true), requestID: 1, writeId: id)
+        cluster.settle()
+        cluster.nodes[1].mutate(b, "room", addItem("z", first: true), requestID: 2, writeId: id)
+        cluster.nodes[1].mutate(b, "room", addItem("a", first: true), requestID: 3, writeId: id)
+        cluster.settle()
+        #expect(cluster.nodes[0].drain(a).compactMap(\.ackVersion) == [1])
+        let answers = cluster.nodes[1].drain(b)
+        #expect(answers.map(\.errorCode) == [.writeIdConflict, nil] && answers.last?.ackVersion == 1, "\(answers)")
+        // A node that loads the room from its checkpoint knows the fingerprint too.
+        let late = cluster.addNode()
+        let d = late.connect()
+        late.mutate(d, "room", addItem("y", first: true), requestID: 4, writeId: id)
+        cluster.settle()
+        #expect(late.drain(d).map(\.errorCode) == [.writeIdConflict])
+        // Two writes under one id proposed at once from two nodes: the log stores the first and
+        // answers the second with the first's sequence (same message id); the second's node
+        // compares fingerprints once that record is applied.
+        let other: [UInt8] = [7]
+        cluster.nodes[0].mutate(a, "other", addItem("x", first: true), requestID: 5, writeId: other)
+        cluster.nodes[2].mutate(c, "other", addItem("w", first: true), requestID: 6, writeId: other)
+        cluster.settle()
+        #expect(cluster.nodes[0].drain(a).map(\.ackVersion) == [1])
+        #expect(cluster.nodes[2].drain(c).map(\.errorCode) == [.writeIdConflict])
+        #expect(cluster.log.records(of: "room").count == 1 && cluster.log.records(of: "other").count == 1)
+        cluster.checkInvariants("room")
+        cluster.checkInvariants("other")
+    }
+
     /// The log's acknowledgement first: no ACK until the record is applied here.
     @Test func anAckBeforeItsRecordWaitsForTheRecord() throws {
         let cluster = ClusterHarness(nodes: 2)

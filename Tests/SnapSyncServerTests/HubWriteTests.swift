@@ -134,7 +134,7 @@ private final class RefusingStore: RoomStore {
     let error: StoreError
     init(_ error: StoreError = .noSpace(path: "test", errno: 28)) { self.error = error }
     func prepare(room: String) throws(StoreError) { throw error }
-    func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], diffFrame: UnsafeRawBufferPointer) {}
+    func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer) {}
     func commit() throws(StoreError) {}
     func maintain() throws(StoreError) -> [String] { [] }
     func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError) {}

@@ -93,6 +93,33 @@ import SnapSyncModel
         #expect(recovered[0].history.map(\.version) == [8, 9, 10, 11])
     }
 
+    /// A write id's fingerprint comes back with it, from the log and from a checkpoint's
+    /// history, so that a write reusing the id after a restart is still told from a retry.
+    @Test func fingerprintsComeBackFromTheLogAndFromCheckpoints() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        let options = smallOptions(dir.data, historyLimit: 4)
+        let section: [SnapshotOperation] = [.appendSections([SnapshotElement("s")])]
+        let item: [SnapshotOperation] = [.appendItems([SnapshotElement("i")], toSection: "s")]
+        do {
+            let (store, _) = try DurableStore.open(options: options, logger: LogLines().logger)
+            try rooms.write("checkpointed", section, writeId: [1], fingerprint: 0x0102_0304_0506_0708, to: store)
+            try rooms.write("logged", section, writeId: [2], fingerprint: 0xfedc_ba98_7654_3210, to: store)
+            try rooms.write("logged", item, writeId: [3], to: store)
+            try store.sync()
+            try store.checkpoint(rooms.image("checkpointed")!)
+            try store.sync()
+            // Crash: no close.
+        }
+        let (store, recovered) = try DurableStore.open(options: options, logger: LogLines().logger)
+        defer { try? store.close() }
+        let byName = Dictionary(uniqueKeysWithValues: recovered.map { ($0.name, $0.history) })
+        #expect(byName["checkpointed"]?.map(\.fingerprint) == [0x0102_0304_0506_0708])
+        #expect(byName["logged"]?.map(\.fingerprint) == [0xfedc_ba98_7654_3210, nil])
+        #expect(byName["logged"]?.map(\.writeId) == [[2], [3]])
+    }
+
     /// After a restart the old segments are closed segments: the first maintenance checkpoints
     /// the rooms replayed from them and deletes them; the state survives another restart.
     @Test func segmentsFromBeforeARestartAreCheckpointedAway() throws {

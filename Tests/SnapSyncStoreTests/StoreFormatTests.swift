@@ -156,6 +156,8 @@ import SnapSyncWire
             history.append(
                 WriteRecord(
                     room: "r", epoch: 9, version: v, writeId: [UInt8(v)],
+                    // Records with a fingerprint (kind 0x06) and without (0x01) side by side.
+                    fingerprint: v % 2 == 0 ? 0x0101 * v : nil,
                     diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops)))
         }
         let bytes = CheckpointFile.encode(room: "r", epoch: 9, version: 5, snapshot: snapshot, history: Array(history[2...]))

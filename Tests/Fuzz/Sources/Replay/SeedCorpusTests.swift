@@ -35,10 +35,11 @@ import SnapSyncWire
             try state.snapshot.apply(ops, limits: .default)
             var frame: [UInt8] = []
             FrameEncoder().encodeDiff(room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1), ops: ops, into: &frame)
+            // Writes with a write id keep their fingerprint (kind 0x06), as the daemon's do.
             store.append(
                 WriteRecord(
                     room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1),
-                    writeId: writeId, diffFrame: frame))
+                    writeId: writeId, fingerprint: WriteFingerprint.mutate(ops, expectedVersion: nil), diffFrame: frame))
             state.frames.append(frame)
             rooms[room] = state
             try store.sync(now: start)
