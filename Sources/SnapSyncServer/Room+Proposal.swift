@@ -48,7 +48,7 @@ extension Room {
     private func proposeMutate(
         _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion)
+        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
@@ -60,7 +60,7 @@ extension Room {
     private func proposeReplace(
         _ target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion)
+        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion, scratch: &scratch)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
             return .settled(.rejected(full))
@@ -89,7 +89,7 @@ extension Room {
     private func proposeReplaceSection(
         _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId)
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
         let ops: [SnapshotOperation]
         do {

@@ -168,7 +168,7 @@ final class Room {
         _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion)
+        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .rejected(full) }
@@ -219,7 +219,7 @@ final class Room {
         // The target's digest names the request in the fingerprint; once applied it is also the
         // room's digest, so the next JOIN does not hash the room again.
         let targetDigest = writeId.isEmpty ? nil : target.digest
-        let fingerprint = targetDigest.map { WriteFingerprint.replace(digest: $0, expectedVersion: expectedVersion) } ?? 0
+        let fingerprint = targetDigest.map { WriteFingerprint.replace(digest: $0, expectedVersion: expectedVersion, scratch: &scratch) } ?? 0
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         // Near the bound only a smaller target can be admitted (below, by its exact growth).
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
@@ -262,7 +262,7 @@ final class Room {
         _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId)
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
         if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
         let ops: [SnapshotOperation]
         do {
@@ -291,8 +291,10 @@ final class Room {
 
     /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
     /// cluster write paths alike.
-    static func fingerprint(replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8]) -> UInt64 {
-        writeId.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion)
+    static func fingerprint(
+        replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+    ) -> UInt64 {
+        writeId.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion, scratch: &scratch)
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {

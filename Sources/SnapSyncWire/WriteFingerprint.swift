@@ -16,30 +16,40 @@ package import SnapSyncModel
 /// The encodings are the canonical ones of PROTOCOL.md, so two requests that decode to the same
 /// values have the same fingerprint however a client encoded them. 64 bits: two different
 /// writes under one id collide with a chance of 2⁻⁶⁴.
+///
+/// Each function encodes into `scratch` (emptied first, left holding what was hashed): the
+/// daemon passes the buffer it encodes the write's DIFF into next, so a fingerprint allocates
+/// nothing once that buffer has grown.
 package enum WriteFingerprint {
     /// - Complexity: O(size of the ops).
-    package static func mutate(_ ops: [SnapshotOperation], expectedVersion: UInt64?) -> UInt64 {
-        hash(.mutate, expectedVersion) { $0.appendOperations(ops) }
+    package static func mutate(_ ops: [SnapshotOperation], expectedVersion: UInt64?, scratch: inout [UInt8]) -> UInt64 {
+        hash(.mutate, expectedVersion, &scratch) { $0.appendOperations(ops) }
     }
 
     /// - Complexity: O(1) given the digest.
-    package static func replace(digest: SnapshotDigest, expectedVersion: UInt64?) -> UInt64 {
-        hash(.replace, expectedVersion) { $0.append(contentsOf: digest.bytes) }
+    package static func replace(digest: SnapshotDigest, expectedVersion: UInt64?, scratch: inout [UInt8]) -> UInt64 {
+        hash(.replace, expectedVersion, &scratch) { $0.append(contentsOf: digest.bytes) }
     }
 
     /// - Complexity: O(size of the items).
-    package static func replaceSection(_ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?) -> UInt64 {
-        hash(.replaceSection, expectedVersion) { bytes in
+    package static func replaceSection(
+        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, scratch: inout [UInt8]
+    ) -> UInt64 {
+        hash(.replaceSection, expectedVersion, &scratch) { bytes in
             bytes.appendBytes(section.bytes)
             bytes.appendSectionItems(items)
         }
     }
 
-    private static func hash(_ type: MessageType, _ expectedVersion: UInt64?, _ content: (inout [UInt8]) -> Void) -> UInt64 {
-        var bytes: [UInt8] = [type.rawValue]
-        bytes.appendOptionalVarint(expectedVersion)
-        content(&bytes)
-        let digest = SHA256.hash(data: bytes)
-        return digest.withUnsafeBytes { raw in raw.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+    private static func hash(
+        _ type: MessageType, _ expectedVersion: UInt64?, _ scratch: inout [UInt8], _ content: (inout [UInt8]) -> Void
+    ) -> UInt64 {
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(type.rawValue)
+        scratch.appendOptionalVarint(expectedVersion)
+        content(&scratch)
+        var hasher = SHA256()
+        scratch.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        return hasher.finalize().withUnsafeBytes { raw in raw.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
     }
 }

@@ -36,10 +36,12 @@ import SnapSyncWire
             var frame: [UInt8] = []
             FrameEncoder().encodeDiff(room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1), ops: ops, into: &frame)
             // Writes with a write id keep their fingerprint (kind 0x06), as the daemon's do.
+            var scratch: [UInt8] = []
+            let fingerprint = WriteFingerprint.mutate(ops, expectedVersion: nil, scratch: &scratch)
             store.append(
                 WriteRecord(
                     room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1),
-                    writeId: writeId, fingerprint: WriteFingerprint.mutate(ops, expectedVersion: nil), diffFrame: frame))
+                    writeId: writeId, fingerprint: fingerprint, diffFrame: frame))
             state.frames.append(frame)
             rooms[room] = state
             try store.sync(now: start)
