@@ -1,6 +1,8 @@
 // Connects to snapsyncd, joins a room, prints every change, and appends one item.
 // Usage: [SNAPSYNC_TOKEN=...] [SNAPSYNC_TLS=1 | SNAPSYNC_CA=ca.pem] snapsync-example [host] [port] [room]
 //        (defaults: 127.0.0.1 7400 demo)
+//        SNAPSYNC_ENDPOINTS=host:port,host:port,... instead of host and port: cluster nodes
+//        (scripts/cluster's SNAPSYNC_NODES), tried in order and failed over between.
 import Foundation  // exit(), ProcessInfo
 import SnapSync
 
@@ -9,9 +11,17 @@ let host = arguments.first ?? "127.0.0.1"
 let port = arguments.dropFirst().first.flatMap { Int($0) } ?? 7400
 let room = arguments.dropFirst(2).first ?? "demo"
 
+var configuration = SnapSyncClient.Configuration(host: host, port: port, clientName: "snapsync-example")
+if let list = ProcessInfo.processInfo.environment["SNAPSYNC_ENDPOINTS"] {
+    let endpoints = list.split(separator: ",").map { SnapSyncClient.Endpoint(String($0)) }
+    guard !endpoints.isEmpty, !endpoints.contains(nil) else {
+        print("snapsync-example: SNAPSYNC_ENDPOINTS is not a list of host:port: \(list)")
+        exit(1)
+    }
+    configuration.endpoints = endpoints.compactMap { $0 }
+}
 // A daemon started with --auth-keys wants a token (`snapsyncd token`, docs/auth.md): the
 // provider is asked before every connect and again before the token expires.
-var configuration = SnapSyncClient.Configuration(host: host, port: port, clientName: "snapsync-example")
 configuration.credentials = { ProcessInfo.processInfo.environment["SNAPSYNC_TOKEN"] }
 // A daemon's --tls-listen port: TLS verified against the system's CAs (SNAPSYNC_TLS), or against a
 // private CA (SNAPSYNC_CA, a PEM file). `TLSConfiguration` also pins a key
@@ -30,7 +40,7 @@ let client = SnapSyncClient(configuration: configuration)
 do {
     try await client.connect()
     let replica = try await client.join(room)
-    print("joined \(room) at \(replica.position)")
+    print("joined \(room) at \(replica.position) on \(client.endpoint?.description ?? "?")")
 
     // Print changes as they come: what UIKit would be told, then the room. Each `changes` is a
     // stream of its own (any number may be consumed), from the moment it is made: make it now.

@@ -22,8 +22,19 @@
             try runExample(daemon, port: try daemon.tlsPort(), environment: ["SNAPSYNC_CA": certificates.path("ca.pem")])
         }
 
+        @Test("snapsync-example over a list of endpoints (SNAPSYNC_ENDPOINTS): past a dead one to the daemon", .timeLimit(.minutes(1)))
+        func exampleFailsOverBetweenEndpoints() throws {
+            let daemon = try DaemonProcess.start()
+            defer { daemon.stop() }
+            let dead = try ClosedPort()
+            // The port argument is ignored: the list wins.
+            try runExample(
+                daemon, port: 1, environment: ["SNAPSYNC_ENDPOINTS": "\(dead.host):\(dead.port),\(daemon.host):\(daemon.port)"],
+                connectsTo: "\(daemon.host):\(daemon.port)")
+        }
+
         /// Runs the example twice on room "readme": each run joins, appends one item and sees its DIFF.
-        func runExample(_ daemon: DaemonProcess, port: Int, environment: [String: String] = [:]) throws {
+        func runExample(_ daemon: DaemonProcess, port: Int, environment: [String: String] = [:], connectsTo: String? = nil) throws {
             // Built with every build, next to snapsyncd.
             let example = URL(fileURLWithPath: daemon.binary).deletingLastPathComponent().appendingPathComponent("snapsync-example")
             guard FileManager.default.isExecutableFile(atPath: example.path) else {
@@ -49,6 +60,7 @@
                 let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 #expect(process.terminationStatus == 0, "\(text)")
                 #expect(text.contains("joined readme at v\(run - 1) "), "\(text)")
+                #expect(text.contains(") on \(connectsTo ?? "\(daemon.host):\(port)")\n"), "\(text)")
                 #expect(text.contains("appended item-"), "\(text)")
                 #expect(text.contains("diff → v\(run): +"), "its own change is printed: \(text)")
             }

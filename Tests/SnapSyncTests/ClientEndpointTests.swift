@@ -72,6 +72,12 @@ struct ClientEndpointTests {
         let v4 = SnapSyncClient.Endpoint(host: "10.0.0.1", port: 7400), v6 = SnapSyncClient.Endpoint(host: "::1", port: 7401)
         #expect(v4.description == "10.0.0.1:7400")
         #expect(v6.description == "[::1]:7401")
+        // And back (LosslessStringConvertible), as scripts/cluster prints SNAPSYNC_NODES.
+        #expect(SnapSyncClient.Endpoint(v4.description) == v4 && SnapSyncClient.Endpoint(v6.description) == v6)
+        #expect(SnapSyncClient.Endpoint("db.example:80") == .init(host: "db.example", port: 80))
+        for bad in ["", "7400", ":7400", "host", "host:", "host:0", "host:65536", "host:x", "::1:7400", "[]:7400"] {
+            #expect(SnapSyncClient.Endpoint(bad) == nil, "\(bad)")
+        }
         let error = SnapSyncError.allEndpointsFailed(tried: [v6, v4], last: .connectFailed("10.0.0.1:7400: refused"))
         #expect(
             error.description == "no endpoint could be connected to (tried [::1]:7401, 10.0.0.1:7400); the last: could not connect: 10.0.0.1:7400: refused")
