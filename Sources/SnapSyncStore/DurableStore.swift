@@ -103,10 +103,10 @@ package final class DurableStore: RoomStore {
         /// The oldest segment holding a write newer than the room's checkpoint; nil when the
         /// checkpoint has everything. Segments older than every room's pin can be deleted.
         var pinnedSegment: UInt64?
-        /// The write_ids (and fingerprints) of recent writes, oldest first, consecutive versions; at most
-        /// 2 × historyLimit (trimmed in halves so that appending stays amortized O(1)). The
-        /// frames themselves are the daemon's (`RoomImage.diffFrames`): keeping them here too
-        /// would double the memory history takes.
+        /// The write_ids of recent writes with their fingerprints, oldest first, consecutive
+        /// versions; at most 2 × historyLimit (trimmed in halves so that appending stays
+        /// amortized O(1)). The frames themselves are the daemon's (`RoomImage.diffFrames`):
+        /// keeping them here too would double the memory history takes.
         var writeIds: [(version: UInt64, id: [UInt8], fingerprint: UInt64?)]
         /// The room's TTL in seconds as SET_TTL set it (0: never expires), nil when never set;
         /// `ttlSerial` counts the SET_TTLs (`LifecycleRecord.ttl`).
