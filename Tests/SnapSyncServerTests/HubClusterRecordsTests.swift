@@ -58,10 +58,12 @@ import SnapSyncWire
         #expect(late.hub.rooms["room"]?.digest == node.hub.rooms["room"]?.digest)
     }
 
-    /// A replica that was current, its follow lost while the others wrote past the stream's
-    /// retention, follows again from its own position: the records left do not follow it, so it
-    /// keeps refusing writes (reads go on from the replica) instead of forking.
-    @Test func aReplicaFollowedAgainPastTheRetentionKeepsRefusingWrites() throws {
+    /// Two nodes and a log that keeps 2 records per room: `node`'s member joined the room at
+    /// version 1, then `node` lost its follow while `other`'s writer wrote versions 2–4, past
+    /// what the log keeps, with no checkpoint (every 100 versions) to start from.
+    private static func replicaLeftBehindTheRetention() -> (
+        cluster: ClusterHarness, node: HubHarness, other: HubHarness, member: Session, writer: Session
+    ) {
         let cluster = ClusterHarness(nodes: 2) { $0.clusterCheckpointInterval = 100 }
         let (node, other) = (cluster.nodes[0], cluster.nodes[1])
         cluster.log.retain = 2
@@ -69,11 +71,19 @@ import SnapSyncWire
         node.join(member, "room")
         other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
         cluster.settle()
-        #expect(node.drain(member).compactMap(\.diffVersion) == [1])
         cluster.log.interruptFollow(of: "room")
         cluster.settle()
         for (index, id) in ["b", "c", "d"].enumerated() { other.mutate(writer, "room", addItem(id), requestID: UInt64(2 + index)) }
         cluster.settle()
+        return (cluster, node, other, member, writer)
+    }
+
+    /// A replica that was current, its follow lost while the others wrote past the stream's
+    /// retention, follows again from its own position: the records left do not follow it, so it
+    /// keeps refusing writes (reads go on from the replica) instead of forking.
+    @Test func aReplicaFollowedAgainPastTheRetentionKeepsRefusingWrites() throws {
+        let (cluster, node, other, member, writer) = Self.replicaLeftBehindTheRetention()
+        #expect(node.drain(member).compactMap(\.diffVersion) == [1])
         #expect(other.drain(writer).compactMap(\.ackVersion) == [1, 2, 3, 4])
         node.hub.maintainReplicas(now: .now + .seconds(1))
         cluster.settle()
@@ -88,17 +98,7 @@ import SnapSyncWire
     /// after 1, 2, 4 … seconds, at most 64, not every second with an error each time; the count
     /// starts again once the room is current.
     @Test func aRoomThatCannotBeFollowedIsTriedAgainLessAndLessOften() throws {
-        let cluster = ClusterHarness(nodes: 2) { $0.clusterCheckpointInterval = 100 }
-        let (node, other) = (cluster.nodes[0], cluster.nodes[1])
-        cluster.log.retain = 2
-        let member = node.connect(), writer = other.connect()
-        node.join(member, "room")
-        other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
-        cluster.settle()
-        cluster.log.interruptFollow(of: "room")
-        cluster.settle()
-        for (index, id) in ["b", "c", "d"].enumerated() { other.mutate(writer, "room", addItem(id), requestID: UInt64(2 + index)) }
-        cluster.settle()
+        let (cluster, node, _, _, _) = Self.replicaLeftBehindTheRetention()
         let replica = try #require(node.hub.replicas["room"])
         #expect(replica.phase == .broken && replica.failedFollows == 1)
         #expect(node.hub.stats.clusterFollowFailures == 1)

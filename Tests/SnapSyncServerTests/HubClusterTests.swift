@@ -445,17 +445,24 @@ import SnapSyncWire
         #expect(strict.hub.replicas.isEmpty && strict.hub.rooms.isEmpty)
     }
 
-    /// Followed again after others checkpointed a room over this node's limits: the node cannot
-    /// serve it any more. Its members are told (LEFT storage_failure), what waited is refused,
-    /// and the room and its replica are gone, as for a room it could not load at all.
-    @Test func aRefollowThatLoadsACheckpointOverThisNodesLimitsTellsTheMembersAndForgetsTheRoom() throws {
+    /// Two nodes that checkpoint every 3 versions: `other`, and `strict`, whose rooms hold 2 items
+    /// at most (`--max-items-per-room 2`), with its log.
+    private static func aNodeWithRoomForTwoItems() throws -> (
+        cluster: ClusterHarness, other: HubHarness, strict: HubHarness, strictLog: MemoryRoomLog
+    ) {
         let cluster = ClusterHarness(nodes: 1) { $0.clusterCheckpointInterval = 3 }
-        let other = cluster.nodes[0]
         let strict = cluster.addNode {
             $0.clusterCheckpointInterval = 3
             $0.wire.model.maxItems = 2
         }
-        let strictLog = try #require(strict.hub.log as? MemoryRoomLog)
+        return (cluster, cluster.nodes[0], strict, try #require(strict.hub.log as? MemoryRoomLog))
+    }
+
+    /// Followed again after others checkpointed a room over this node's limits: the node cannot
+    /// serve it any more. Its members are told (LEFT storage_failure), what waited is refused,
+    /// and the room and its replica are gone, as for a room it could not load at all.
+    @Test func aRefollowThatLoadsACheckpointOverThisNodesLimitsTellsTheMembersAndForgetsTheRoom() throws {
+        let (cluster, other, strict, strictLog) = try Self.aNodeWithRoomForTwoItems()
         let member = strict.connect(), watcher = strict.connect(), writer = other.connect()
         strict.join(member, "room")
         strict.join(watcher, "room")
@@ -494,13 +501,7 @@ import SnapSyncWire
     /// checkpoint over this node's limits and the replica is forgotten: the JOIN is refused
     /// `storage_failure` with the rest, and the session's later requests are answered.
     @Test func aJoinWaitingForABarrierIsRefusedWhenItsReplicaIsForgotten() throws {
-        let cluster = ClusterHarness(nodes: 1) { $0.clusterCheckpointInterval = 3 }
-        let other = cluster.nodes[0]
-        let strict = cluster.addNode {
-            $0.clusterCheckpointInterval = 3
-            $0.wire.model.maxItems = 2
-        }
-        let strictLog = try #require(strict.hub.log as? MemoryRoomLog)
+        let (cluster, other, strict, strictLog) = try Self.aNodeWithRoomForTwoItems()
         let member = strict.connect(), writer = other.connect(), client = strict.connect()
         strict.join(member, "room")
         other.mutate(writer, "room", addItem("a", first: true), requestID: 1)
