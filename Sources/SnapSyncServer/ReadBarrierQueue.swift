@@ -10,9 +10,8 @@
 /// does not go down, and waiting for more is safe), so those the replica has passed are a
 /// prefix: releasing is O(released), each barrier moved a constant number of times.
 struct ReadBarrierQueue {
-    /// JOINs with their target, from `targetedHead` on; targets non-decreasing.
-    private var targeted: [ReadBarrier] = []
-    private var targetedHead = 0
+    /// JOINs with their target; targets non-decreasing.
+    private var targeted = FIFOQueue<ReadBarrier>()
     /// Barriers (JOINs, the write) the request in flight covers.
     private var asked: [ReadBarrier] = []
     /// Barriers that arrived while the request was in flight: the next request covers them.
@@ -72,12 +71,10 @@ struct ReadBarrierQueue {
     /// - Complexity: O(JOINs taken out).
     mutating func passedJoins(upTo sequence: UInt64) -> [ReadBarrier] {
         var passed: [ReadBarrier] = []
-        while targetedHead < targeted.count, let target = targeted[targetedHead].target, target <= sequence {
-            let barrier = targeted[targetedHead]
-            targetedHead += 1
-            if !barrier.ended { passed.append(barrier) }
+        while let first = targeted.first, let target = first.target, target <= sequence {
+            targeted.removeFirst()
+            if !first.ended { passed.append(first) }
         }
-        compact()
         return passed
     }
 
@@ -87,13 +84,11 @@ struct ReadBarrierQueue {
     /// - Complexity: O(JOINs expired), or O(JOINs waiting for an answer) once the targeted have.
     mutating func expiredJoins(beganBy cutoff: ContinuousClock.Instant) -> [ReadBarrier] {
         var expired: [ReadBarrier] = []
-        while targetedHead < targeted.count, targeted[targetedHead].since <= cutoff {
-            let barrier = targeted[targetedHead]
-            targetedHead += 1
-            if !barrier.ended { expired.append(barrier) }
+        while let first = targeted.first, first.since <= cutoff {
+            targeted.removeFirst()
+            if !first.ended { expired.append(first) }
         }
-        compact()
-        guard targetedHead == targeted.count else { return expired }
+        guard targeted.isEmpty else { return expired }
         for barrier in asked + unasked where !barrier.ended && barrier.since <= cutoff {
             if case .join = barrier.waiter { expired.append(barrier) }
         }
@@ -103,9 +98,8 @@ struct ReadBarrierQueue {
     /// Every JOIN waiting, not ended, oldest first; the queue is left empty (its replica is
     /// forgotten). O(barriers).
     mutating func removeAllJoins() -> [ReadBarrier] {
-        let all = targeted[targetedHead...] + asked + unasked
-        targeted = []
-        targetedHead = 0
+        let all = targeted.elements + asked + unasked
+        targeted.removeAll()
         asked = []
         unasked = []
         isAsking = false
@@ -113,17 +107,6 @@ struct ReadBarrierQueue {
         return all.filter { barrier in
             guard !barrier.ended, case .join = barrier.waiter else { return false }
             return true
-        }
-    }
-
-    /// Drops the targeted prefix taken out: amortised O(1) per barrier.
-    private mutating func compact() {
-        if targetedHead == targeted.count {
-            targeted.removeAll(keepingCapacity: true)
-            targetedHead = 0
-        } else if targetedHead >= 64 && targetedHead * 2 >= targeted.count {
-            targeted.removeSubrange(0..<targetedHead)
-            targetedHead = 0
         }
     }
 }

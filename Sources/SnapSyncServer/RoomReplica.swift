@@ -106,9 +106,8 @@ final class RoomReplica {
     /// The write at the head of the queue, waiting for a read barrier before it is answered
     /// without the log: the writes behind it wait. Also in `barriers` until the log answers.
     var writeBarrier: ReadBarrier?
-    /// Writes waiting, oldest first, from `waitingHead` on (amortised O(1) pops).
-    private var waiting: [PendingWrite] = []
-    private var waitingHead = 0
+    /// Writes waiting, oldest first.
+    private var waiting = FIFOQueue<PendingWrite>()
 
     /// Proposals of one write the log may supersede before it is refused.
     static let maxAttempts = 8
@@ -124,7 +123,7 @@ final class RoomReplica {
         self.name = name
     }
 
-    var waitingCount: Int { waiting.count - waitingHead }
+    var waitingCount: Int { waiting.count }
 
     /// Queues `write` last; false when `maxWaiting` wait already.
     func enqueue(_ write: PendingWrite) -> Bool {
@@ -135,26 +134,11 @@ final class RoomReplica {
 
     /// Puts `write` back first (a superseded proposal, validated again before the others).
     func requeueFirst(_ write: PendingWrite) {
-        if waitingHead > 0 {
-            waitingHead -= 1
-            waiting[waitingHead] = write
-        } else {
-            waiting.insert(write, at: 0)
-        }
+        waiting.prepend(write)
     }
 
     func dequeue() -> PendingWrite? {
-        guard waitingHead < waiting.count else { return nil }
-        let write = waiting[waitingHead]
-        waitingHead += 1
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        } else if waitingHead >= 64 && waitingHead * 2 >= waiting.count {
-            waiting.removeSubrange(0..<waitingHead)
-            waitingHead = 0
-        }
-        return write
+        waiting.removeFirst()
     }
 
     /// Whether the replica waits for records the log owes it: it is loading or following

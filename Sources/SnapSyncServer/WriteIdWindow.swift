@@ -26,8 +26,8 @@ struct WriteIdWindow {
     }
     private var versions: [[UInt8]: Entry] = [:]
     /// Ids in the order they were remembered (versions never decrease along each queue).
-    private var applied = IdQueue()
-    private var unchanged = IdQueue()
+    private var applied = FIFOQueue<(id: [UInt8], version: UInt64)>()
+    private var unchanged = FIFOQueue<(id: [UInt8], version: UInt64)>()
 
     init(maxCount: Int) {
         self.maxCount = max(0, maxCount)
@@ -49,55 +49,31 @@ struct WriteIdWindow {
             versions.updateValue(Entry(version: version, fingerprint: fingerprint), forKey: id) == nil
         else { return }
         if changed {
-            applied.append(id, version)
+            applied.append((id, version))
         } else {
-            unchanged.append(id, version)
-            while unchanged.count > maxCount { versions[unchanged.removeFirst()] = nil }
+            unchanged.append((id, version))
+            while unchanged.count > maxCount, let oldest = unchanged.removeFirst() { versions[oldest.id] = nil }
         }
         forget(before: oldestVersion)
     }
 
     /// Drops ids whose version is below `oldestVersion`.
     mutating func forget(before oldestVersion: UInt64) {
-        while let version = applied.firstVersion, version < oldestVersion { versions[applied.removeFirst()] = nil }
-        while let version = unchanged.firstVersion, version < oldestVersion { versions[unchanged.removeFirst()] = nil }
+        while let oldest = applied.first, oldest.version < oldestVersion {
+            applied.removeFirst()
+            versions[oldest.id] = nil
+        }
+        while let oldest = unchanged.first, oldest.version < oldestVersion {
+            unchanged.removeFirst()
+            versions[oldest.id] = nil
+        }
     }
 
     /// Calls `body` with each remembered id of a write that made a version, and what is
     /// remembered of it, oldest first. O(ids).
     func forEachApplied(_ body: ([UInt8], Entry) -> Void) {
-        applied.forEach { id, _ in
+        for (id, _) in applied.elements {
             if let entry = versions[id] { body(id, entry) }
-        }
-    }
-
-    /// A FIFO of (id, version) with amortized O(1) pops.
-    private struct IdQueue {
-        private var entries: [(id: [UInt8], version: UInt64)] = []
-        private var head = 0
-
-        var count: Int { entries.count - head }
-        var firstVersion: UInt64? { head < entries.count ? entries[head].version : nil }
-
-        func forEach(_ body: ([UInt8], UInt64) -> Void) {
-            for entry in entries[head...] { body(entry.id, entry.version) }
-        }
-
-        mutating func append(_ id: [UInt8], _ version: UInt64) {
-            entries.append((id, version))
-        }
-
-        mutating func removeFirst() -> [UInt8] {
-            let id = entries[head].id
-            head += 1
-            if head == entries.count {
-                entries.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 64 && head * 2 >= entries.count {
-                entries.removeSubrange(0..<head)
-                head = 0
-            }
-            return id
         }
     }
 }
