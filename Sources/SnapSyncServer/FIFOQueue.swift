@@ -35,6 +35,23 @@ struct FIFOQueue<Element> {
         guard !isEmpty else { return nil }
         let element = storage[head]
         head += 1
+        compact()
+        return element
+    }
+
+    /// Removes the leading elements for which `isRemoved` holds, oldest first, handing each to
+    /// `removed`. The elements are looked at in place, not copied out, which matters on the write
+    /// path (the write-id window drops its expired ids on every write).
+    /// - Complexity: O(elements removed + 1), amortized.
+    mutating func removeFirst(while isRemoved: (Element) -> Bool, _ removed: (Element) -> Void) {
+        while head < storage.count, isRemoved(storage[head]) {
+            removed(storage[head])
+            head += 1
+        }
+        compact()
+    }
+
+    private mutating func compact() {
         if head == storage.count {
             storage.removeAll(keepingCapacity: true)
             head = 0
@@ -42,7 +59,6 @@ struct FIFOQueue<Element> {
             storage.removeSubrange(0..<head)
             head = 0
         }
-        return element
     }
 
     mutating func removeAll() {

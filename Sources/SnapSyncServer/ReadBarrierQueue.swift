@@ -71,10 +71,7 @@ struct ReadBarrierQueue {
     /// - Complexity: O(JOINs taken out).
     mutating func passedJoins(upTo sequence: UInt64) -> [ReadBarrier] {
         var passed: [ReadBarrier] = []
-        while let first = targeted.first, let target = first.target, target <= sequence {
-            targeted.removeFirst()
-            if !first.ended { passed.append(first) }
-        }
+        targeted.removeFirst(while: { $0.target.map { $0 <= sequence } ?? false }) { if !$0.ended { passed.append($0) } }
         return passed
     }
 
@@ -84,10 +81,7 @@ struct ReadBarrierQueue {
     /// - Complexity: O(JOINs expired), or O(JOINs waiting for an answer) once the targeted have.
     mutating func expiredJoins(beganBy cutoff: ContinuousClock.Instant) -> [ReadBarrier] {
         var expired: [ReadBarrier] = []
-        while let first = targeted.first, first.since <= cutoff {
-            targeted.removeFirst()
-            if !first.ended { expired.append(first) }
-        }
+        targeted.removeFirst(while: { $0.since <= cutoff }) { if !$0.ended { expired.append($0) } }
         guard targeted.isEmpty else { return expired }
         for barrier in asked + unasked where !barrier.ended && barrier.since <= cutoff {
             if case .join = barrier.waiter { expired.append(barrier) }

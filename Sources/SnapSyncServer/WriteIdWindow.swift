@@ -59,14 +59,8 @@ struct WriteIdWindow {
 
     /// Drops ids whose version is below `oldestVersion`.
     mutating func forget(before oldestVersion: UInt64) {
-        while let oldest = applied.first, oldest.version < oldestVersion {
-            applied.removeFirst()
-            versions[oldest.id] = nil
-        }
-        while let oldest = unchanged.first, oldest.version < oldestVersion {
-            unchanged.removeFirst()
-            versions[oldest.id] = nil
-        }
+        applied.removeFirst(while: { $0.version < oldestVersion }) { versions[$0.id] = nil }
+        unchanged.removeFirst(while: { $0.version < oldestVersion }) { versions[$0.id] = nil }
     }
 
     /// Calls `body` with each remembered id of a write that made a version, and what is

@@ -3,7 +3,7 @@ import SnapSyncTestThreads
 @testable import SnapSyncServer
 
 @Suite(.ownThread("unit tests")) struct FIFOQueueTests {
-    /// Random appends, removals and prepends, long enough to cross the compaction threshold many
+    /// Random appends, removals (one, or a prefix by a predicate) and prepends, long enough to cross the compaction threshold many
     /// times: the queue always reads as a plain array used as a queue.
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func behavesAsAnArray(seed: UInt64) {
@@ -18,12 +18,19 @@ import SnapSyncTestThreads
         var queue = FIFOQueue<Int>()
         var model: [Int] = []
         for step in 0..<20_000 {
-            switch next(10) {
+            switch next(11) {
             case 0..<5:
                 queue.append(step)
                 model.append(step)
-            case 5..<9:
+            case 5..<8:
                 #expect(queue.removeFirst() == (model.isEmpty ? nil : model.removeFirst()))
+            case 8..<10:
+                // The leading elements not divisible by 3, handed over in order.
+                var removed: [Int] = []
+                queue.removeFirst(while: { $0 % 3 != 0 }) { removed.append($0) }
+                let expected = Array(model.prefix { $0 % 3 != 0 })
+                model.removeFirst(expected.count)
+                #expect(removed == expected)
             default:
                 queue.prepend(-step)
                 model.insert(-step, at: 0)
