@@ -20,7 +20,7 @@ extension Hub {
         guard beyondLimit || replicas.count < configuration.maxRooms else {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
-        let replica = RoomReplica(name: name)
+        let replica = RoomReplica(name: name, now: monotonicNow())
         replicas[key] = replica
         follow(replica)
         return .success(replica)
@@ -30,14 +30,14 @@ extension Hub {
     /// replica (a later one of the same name follows again).
     func follow(_ replica: RoomReplica) {
         guard let log else { return }
-        replica.waitingSince = .now
+        replica.waitingSince = monotonicNow()
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
             let applied = replica.logSequence
             self.handle(event, for: replica)
             // Progress: the stall bound counts from the last record (or base) that moved the
             // replica, so a long backlog applied record by record is no stall.
-            if replica.logSequence > applied { replica.waitingSince = .now }
+            if replica.logSequence > applied { replica.waitingSince = self.monotonicNow() }
             self.releaseBarriers(of: replica)
             self.resumeSessions()
         }
@@ -108,12 +108,12 @@ extension Hub {
             let image = checkpoint.image
             room = Room(
                 name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: configuration.wire,
-                maxHistoryBytes: configuration.historyBytes, history: checkpoint.history)
+                maxHistoryBytes: configuration.historyBytes, history: checkpoint.history, idleSince: monotonicNow())
             replica.logSequence = checkpoint.sequence
         } else {
             room = Room(
                 name: replica.name, epoch: log.epoch(room: replica.name, after: 0), version: 0, snapshot: Snapshot(),
-                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
+                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, idleSince: monotonicNow())
             replica.logSequence = 0
         }
         install(room, in: replica)
@@ -193,7 +193,7 @@ extension Hub {
             forgetReplica(replica, Rejection(.storageFailure, "room \(name) cannot be loaded from the cluster's log: \(error)"))
             return
         }
-        let delay = replica.scheduleRefollow(now: .now)
+        let delay = replica.scheduleRefollow(now: monotonicNow())
         logger.warning(
             "lost the follow of room \(name) in the cluster's log, following it again in \(delay) (failure \(replica.failedFollows) in a row): \(error)")
         replica.phase = .broken

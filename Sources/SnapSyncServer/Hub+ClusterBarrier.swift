@@ -55,7 +55,7 @@ extension Hub {
     /// - Complexity: O(1).
     func startBarrier(_ waiter: ReadBarrier.Waiter, for replica: RoomReplica) {
         guard log != nil else { return }
-        let barrier = ReadBarrier(waiter, since: .now)
+        let barrier = ReadBarrier(waiter, since: monotonicNow())
         if case .write = waiter { replica.writeBarrier = barrier }
         if replica.barriers.add(barrier) { askLastSequence(of: replica) }
     }

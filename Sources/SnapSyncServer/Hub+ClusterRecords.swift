@@ -61,7 +61,7 @@ extension Hub {
             stats.roomsDeleted += 1
             let next = Room(
                 name: replica.name, epoch: log.epoch(room: replica.name, after: sequence), version: 0, snapshot: Snapshot(),
-                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
+                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, idleSince: monotonicNow())
             install(next, in: replica)
             replica.logSequence = sequence
             recordApplied(to: replica, at: sequence, epoch: epoch, version: version)

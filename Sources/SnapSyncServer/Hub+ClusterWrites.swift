@@ -149,12 +149,12 @@ extension Hub {
                 finishProposal(of: replica)
             } else {
                 // Its record is owed: bounded as a stalled follow (`RoomReplica.stallSeconds`).
-                replica.waitingSince = .now
+                replica.waitingSince = monotonicNow()
             }
         case .superseded:
             flight.superseded = true
             replica.inFlight = flight
-            replica.waitingSince = .now
+            replica.waitingSince = monotonicNow()
             // Validated again once the record that won has been applied here.
             if replica.logSequence > flight.expected { retryProposal(of: replica) }
         case .failed(let error):

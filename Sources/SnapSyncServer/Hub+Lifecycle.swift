@@ -213,7 +213,7 @@ extension Hub {
     /// A write (or SET_TTL) happened: the room's idle time starts again, and a memberless room
     /// moves to the back of the idle list, which stays ordered by `idleSince`.
     func touch(_ room: Room) {
-        room.idleSince = .now
+        room.idleSince = monotonicNow()
         if room.isIdle { idleRooms.append(room, now: room.idleSince) }
     }
 

@@ -118,7 +118,7 @@ extension Hub {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
         }
         if let woken = wake(name) { return woken }
-        let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes)
+        let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, idleSince: monotonicNow())
         room.budget = roomBudget
         rooms[key] = room
         logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])

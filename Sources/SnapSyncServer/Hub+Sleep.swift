@@ -15,9 +15,10 @@ import SnapSyncWire
 /// How much one eviction batch takes, so that the loop is never held for long: at most
 /// `maxRooms` rooms, and no new checkpoint file once `maxDuration` has passed (each evicted room
 /// that was written since its checkpoint costs a file written, ~0.1–1.5 ms on this machine, and
-/// the batch one syncfs of the data directory's filesystem). The sweep runs one batch per
-/// one-second tick; rooms left over go at the next tick. A full daemon evicts
-/// `earlyRooms(maxRooms:)` at a time, so that one sync serves the next new rooms too.
+/// the batch one syncfs of the data directory's filesystem). The hub's `sleepBatchDuration`
+/// holds it, so that tests can lift it. The sweep runs one batch per one-second tick; rooms
+/// left over go at the next tick. A full daemon evicts `earlyRooms(maxRooms:)` at a time, so
+/// that one sync serves the next new rooms too.
 enum SleepBatch {
     static let maxRooms = 1024
     static let maxDuration: Duration = .milliseconds(50)
@@ -30,15 +31,16 @@ extension Hub {
     /// last member) into `idleRooms`, when rooms can sleep.
     func roomBecameIdle(_ room: Room) {
         guard sleepStore != nil else { return }
-        idleRooms.append(room, now: .now)
+        idleRooms.append(room, now: monotonicNow())
     }
 
-    /// The sweep, from the one-second timer: evicts the rooms idle for `--room-idle`, longest
-    /// idle first, one `SleepBatch`, then lists the checkpoints written for them (and for rooms
-    /// evicted early since the last tick) in one MANIFEST.
+    /// The sweep, from the one-second timer: evicts the rooms idle for `--room-idle` as of `now`
+    /// (an instant of `monotonicNow`), longest idle first, one `SleepBatch`, then lists the
+    /// checkpoints written for them (and for rooms evicted early since the last tick) in one
+    /// MANIFEST.
     /// - Complexity: O(1) when no room is due; else O(rooms evicted × their size), plus one
     ///   MANIFEST, O(rooms on disk).
-    func sleepIdleRooms(now: ContinuousClock.Instant = .now) {
+    func sleepIdleRooms(now: ContinuousClock.Instant) {
         guard let idle = configuration.roomIdle, let store = sleepStore else { return }
         evictIdleRooms(upTo: SleepBatch.maxRooms, idleSince: now - idle, in: store)
         do {
@@ -84,7 +86,7 @@ extension Hub {
         }
         let asleep: Int
         do {
-            asleep = try store.evict(images, until: .now + SleepBatch.maxDuration)
+            asleep = try store.evict(images, within: sleepBatchDuration)
         } catch {
             fail(ServerError("the store failed while evicting \(written.count) room(s): \(error); stopping"))
             return 0
@@ -137,7 +139,8 @@ extension Hub {
         sleepingExpiries.remove(RoomName(name))
         let room = Room(
             name: name, epoch: loaded.epoch, version: loaded.version, snapshot: loaded.snapshot,
-            limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: loaded.history)
+            limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: loaded.history,
+            idleSince: monotonicNow())
         room.budget = roomBudget
         room.ttlSeconds = loaded.ttlSeconds
         if let ttl = loaded.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }

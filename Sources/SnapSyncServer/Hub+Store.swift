@@ -18,6 +18,8 @@ extension Hub {
     ///   not start, as it does not start on a damaged data directory. Nothing is restored then.
     package func restore(_ recovered: [RecoveredRoom]) throws(ServerError) {
         let limits = configuration.wire.model
+        // A restart starts every room's idle time again (PROTOCOL.md §9), asleep or not.
+        let now = monotonicNow()
         for r in recovered {
             if let violation = r.snapshot.firstLimitViolation(limits) {
                 throw Self.overLimit(room: r.name, snapshot: r.snapshot, violation)
@@ -26,7 +28,8 @@ extension Hub {
         for r in recovered {
             let room = Room(
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
-                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: r.history)
+                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: r.history,
+                idleSince: now)
             room.budget = roomBudget
             room.ttlSeconds = r.ttlSeconds
             if let ttl = r.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }
@@ -36,9 +39,7 @@ extension Hub {
             roomBecameIdle(room)
         }
         sleepingRoomCount = sleepStore?.sleepingRoomCount ?? 0
-        // Rooms left asleep expire like the others: their idle time starts now (a restart
-        // starts every room's idle time again, PROTOCOL.md §9).
-        let now = ContinuousClock.now
+        // Rooms left asleep expire like the others: their idle time starts now.
         sleepStore?.forEachSleepingRoom { name, seconds in
             if let seconds, seconds > 0 { lifecycle.roomsMayHaveTTL = true }
             let ttl: Duration? =
@@ -55,7 +56,7 @@ extension Hub {
     /// fdatasync, segment switches, and the checkpoints of the rooms the store says are due
     /// (usually none). A failure is fatal, like a failed commit.
     func maintainStore() {
-        sleepIdleRooms()
+        sleepIdleRooms(now: monotonicNow())
         do throws(StoreError) {
             let due = try store.maintain()
             if !due.isEmpty { try store.checkpoint(roomImages(due)) }

@@ -81,6 +81,17 @@ package final class Hub {
     /// The wall clock tokens are checked against (`exp`, `nbf` and `iat` are wall-clock
     /// times); tests set their own.
     package var wallClock: () -> Date = { Date() }
+    /// The monotonic clock the hub stamps its instants with: when a room became idle (its TTL,
+    /// its sleep, its unfollowing), when a replica began to wait for the log, when a read
+    /// barrier began, when a failed follow is tried again. The one-second timer passes the same
+    /// clock's `now` to `expireRooms`, `sleepIdleRooms` and `maintainReplicas`; tests set a
+    /// manual one and pass instants of it, so that no real time can pass between a stamp and
+    /// the instant it is compared with.
+    package var monotonicNow: () -> ContinuousClock.Instant = { .now }
+    /// How long one eviction batch may keep writing checkpoint files (`SleepBatch.maxDuration`),
+    /// spent on the store's `batchClock`; nil: no bound, for tests that expect every due room
+    /// to sleep in one sweep whatever the disk's speed.
+    var sleepBatchDuration: Duration? = SleepBatch.maxDuration
 
     /// Sessions with output queued in this pass, for the flush. Appended to once per session
     /// per pass (`markDirty`); unchecked for the reason given on `Session.output`.

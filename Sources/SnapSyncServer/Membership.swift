@@ -44,7 +44,7 @@ extension Hub {
         // A memberless room's idle time starts (its TTL, Hub+Lifecycle.swift; its sleep,
         // Hub+Sleep.swift).
         if room.members.count == 0 {
-            room.idleSince = .now
+            room.idleSince = monotonicNow()
             roomBecameIdle(room)
         }
     }

@@ -69,8 +69,10 @@ final class Room {
     var ttlSeconds: UInt64?
     /// Since when the room has had no write (applied MUTATE or REPLACE, SET_TTL) and, when it
     /// has no members, since its last member left; its creation or restore before either. What
-    /// both its expiry (Hub+Lifecycle.swift) and its sleep (Hub+Sleep.swift) count from.
-    var idleSince = ContinuousClock.now
+    /// both its expiry (Hub+Lifecycle.swift) and its sleep (Hub+Sleep.swift) count from. An
+    /// instant of the hub's clock (`Hub.monotonicNow`), which the hub passes when it creates
+    /// the room.
+    var idleSince: ContinuousClock.Instant
 
     /// Sleeping rooms (`IdleRooms`, Hub+Sleep.swift): whether the room is in the hub's list of
     /// memberless rooms, and its links there.
@@ -79,20 +81,25 @@ final class Room {
     unowned(unsafe) var idleNext: Room?
 
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
-    convenience init(name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes) {
+    convenience init(
+        name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes,
+        idleSince: ContinuousClock.Instant = .now
+    ) {
         self.init(
             name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits,
-            maxHistoryBytes: maxHistoryBytes)
+            maxHistoryBytes: maxHistoryBytes, idleSince: idleSince)
     }
 
     /// A room at a known position, e.g. one restored from the store, optionally with the
     /// writes of its latest versions (oldest first, the last one at `version`; ignored unless
-    /// their versions are consecutive and end there).
+    /// their versions are consecutive and end there), idle since `idleSince`.
     init(
         name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
-        maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = []
+        maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [],
+        idleSince: ContinuousClock.Instant = .now
     ) {
         self.name = name
+        self.idleSince = idleSince
         self.epoch = epoch
         self.snapshot = snapshot
         self.limits = limits

@@ -78,8 +78,9 @@ final class RoomReplica {
     /// followed (a gap no checkpoint covers, a log down for long) is tried again after 1, 2, 4 …
     /// up to `maxRefollowDelay` seconds, not every second with an error each time.
     var failedFollows = 0
-    /// When a `broken` replica is followed again.
-    var followAgainAt = ContinuousClock.now
+    /// When a `broken` replica is followed again (an instant of `Hub.monotonicNow`, as are
+    /// the others here).
+    var followAgainAt: ContinuousClock.Instant
     static let maxRefollowDelay = Duration.seconds(64)
 
     /// Counts one more failed follow and schedules the next one after `now`. O(1).
@@ -92,7 +93,7 @@ final class RoomReplica {
     /// When the current follow began (loading or following again), the in-flight proposal was
     /// stored or superseded, or the log last moved the replica (a base or a record applied or
     /// voided), whichever is latest: what `stallSeconds` is counted from (`waitsForRecords`).
-    var waitingSince = ContinuousClock.now
+    var waitingSince: ContinuousClock.Instant
     /// The room's current incarnation; nil until the log's `.base`.
     var room: Room?
     /// L of Protocol/CLUSTER.md §3: the sequence of the last record applied or voided, else the
@@ -119,8 +120,11 @@ final class RoomReplica {
     /// what a silent stall holds up: the room's writes wait behind the proposal).
     static let stallSeconds: Int64 = 10
 
-    init(name: String) {
+    /// A replica that begins to load at `now`.
+    init(name: String, now: ContinuousClock.Instant) {
         self.name = name
+        followAgainAt = now
+        waitingSince = now
     }
 
     var waitingCount: Int { waiting.count }

@@ -304,9 +304,11 @@ package final class Server {
         let started = ContinuousClock.now
         server.hub.stats.tick(now: started)
         if server.configuration.authKeys != nil { server.hub.expireSessions(now: server.hub.wallClock()) }
-        server.hub.expireRooms(now: started)
+        // The hub's instants are stamped on its clock: compared with its `now`, not `started`.
+        let now = server.hub.monotonicNow()
+        server.hub.expireRooms(now: now)
         server.hub.maintainStore()
-        server.hub.maintainReplicas(now: started)
+        server.hub.maintainReplicas(now: now)
         server.hub.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }

@@ -11,13 +11,13 @@ internal import Logging
 // once (so a MANIFEST lists them only once they exist, rule 1 of docs/persistence.md,
 // "MANIFEST"). An fsync per file cost a journal commit each (1–3 ms on this
 // machine's disk) and two per checkpoint with the directory's: 20,000 small rooms due at one
-// segment switch held the loop for 15 s. A batch also stops writing new files after
-// `checkpointBatchDuration`; the rooms left are due again at the next tick.
+// segment switch held the loop for 15 s. A batch also stops writing new files once its time
+// budget (`StoreOptions.checkpointBatchDuration`, or the daemon's for an eviction) is spent;
+// the rooms left are due again at the next tick. The budget is read on `batchClock`, so that a
+// test can spend it without a slow disk, and a test that needs every room in one batch gives
+// none.
 
 extension DurableStore {
-    /// How long one batch may keep starting new checkpoint files (it always writes one).
-    static let checkpointBatchDuration: Duration = .milliseconds(50)
-
     /// A room of a batch: its image, and the checkpoint file written for it (nil when it needed
     /// none) with its size.
     struct StagedCheckpoint {
@@ -28,22 +28,25 @@ extension DurableStore {
 
     /// Writes the checkpoint files of `images`, in their order, and makes them durable and in
     /// place. An image for which `needsNoFile` holds gets none. The next image is not asked for
-    /// (so not built) once `deadline` has passed or `maxBytes` are written, after at least one
-    /// file, nor after a full disk (logged with `purpose`).
+    /// (so not built) once `budget` has passed on `batchClock` since the call (never, when nil)
+    /// or `maxBytes` are written, after at least one file, nor after a full disk (logged with
+    /// `purpose`).
     /// - Returns: the rooms of the batch, in order: every image read but the one the disk had
     ///   no room for.
     /// - Throws: fatal errors only.
     /// - Complexity: O(bytes written), one syncfs, one rename per file, one directory fsync.
     func writeCheckpointBatch(
-        _ images: some Sequence<RoomImage>, until deadline: ContinuousClock.Instant, maxBytes: Int,
+        _ images: some Sequence<RoomImage>, within budget: Duration?, maxBytes: Int,
         purpose: String, needsNoFile: (RoomImage) -> Bool = { _ in false }
     ) throws(StoreError) -> [StagedCheckpoint] {
+        let deadline = budget.map { batchClock() + $0 }
         var batch: [StagedCheckpoint] = []
         var written = 0
         var files = 0
         var logPrepared = false
         var next = images.makeIterator()
-        while files == 0 || (written < maxBytes && ContinuousClock.now < deadline), let image = next.next() {
+        func timeLeft() -> Bool { deadline.map { batchClock() < $0 } ?? true }
+        while files == 0 || (written < maxBytes && timeLeft()), let image = next.next() {
             if needsNoFile(image) {
                 batch.append(StagedCheckpoint(image: image, file: nil, bytes: 0))
                 continue

@@ -32,13 +32,14 @@ extension DurableStore: SleepingRoomStore {
     /// until a MANIFEST no longer lists them, and the log is not deleted before a MANIFEST
     /// lists the new ones.
     ///
-    /// - Parameter deadline: no new file is written once it has passed (at least one room is).
+    /// - Parameter budget: no new file is written once this long has passed on `batchClock`
+    ///   since the call (at least one room is); nil: no time bound.
     /// - Returns: how many of `images`, from the first, are asleep; fewer than given when the
-    ///   deadline passed or the disk is full (logged): the others must stay in memory.
+    ///   budget was spent or the disk is full (logged): the others must stay in memory.
     /// - Throws: fatal errors only.
     /// - Complexity: O(size of the rooms written) and one syncfs when a checkpoint is written.
-    package func evict(_ images: some Sequence<RoomImage>, until deadline: ContinuousClock.Instant?) throws(StoreError) -> Int {
-        let batch = try writeCheckpointBatch(images, until: deadline ?? .now + .seconds(1 << 30), maxBytes: .max, purpose: "for eviction") {
+    package func evict(_ images: some Sequence<RoomImage>, within budget: Duration?) throws(StoreError) -> Int {
+        let batch = try writeCheckpointBatch(images, within: budget, maxBytes: .max, purpose: "for eviction") {
             image in
             let key = RoomName(image.room)
             let current = rooms[key].map { track in

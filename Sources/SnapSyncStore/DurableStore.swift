@@ -67,6 +67,10 @@ package final class DurableStore: RoomStore {
     /// its completion is taken in for one on the background thread (`everysec`, a closed
     /// segment). The daemon's fsync latency histogram.
     package var fsyncObserver: ((Duration) -> Void)?
+    /// The clock a checkpoint batch spends its time budget on (`checkpointBatchDuration`,
+    /// `evict(_:within:)`): the monotonic clock. Tests drive their own, so that whether a
+    /// budget stops a batch does not depend on how fast the disk or the machine is.
+    package var batchClock: () -> ContinuousClock.Instant = { .now }
     /// Checkpoints replaced by newer ones and not yet unlinked: named in every MANIFEST's
     /// removing list until they are gone (a full disk can delay the MANIFEST that drops them).
     var checkpointsToRemove: [String] = []
@@ -398,7 +402,8 @@ package final class DurableStore: RoomStore {
 
     /// Checkpoints rooms from `images`, in their order (`maintain`'s due rooms, oldest pin
     /// first), until about `checkpointBytesPerCall` bytes are written or
-    /// `checkpointBatchDuration` has passed (at least one room); the rest of `images` is not
+    /// `checkpointBatchDuration` has passed on `batchClock` (at least one room); the rest of
+    /// `images` is not
     /// read. The files are written as one batch (`writeCheckpointBatch`: one syncfs). Then one
     /// MANIFEST lists the new checkpoints, the replaced ones are unlinked, and the closed
     /// segments no room needs any more are deleted.
@@ -407,7 +412,7 @@ package final class DurableStore: RoomStore {
     ///   due again at the next `maintain`).
     package func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError) {
         let batch = try writeCheckpointBatch(
-            images, until: .now + Self.checkpointBatchDuration, maxBytes: options.checkpointBytesPerCall, purpose: "")
+            images, within: options.checkpointBatchDuration, maxBytes: options.checkpointBytesPerCall, purpose: "")
         var replaced: [String] = []
         for staged in batch {
             if let file = staged.file, let old = installCheckpoint(staged.image, file: file, bytes: staged.bytes) { replaced.append(old) }

@@ -5,11 +5,11 @@ import SnapSyncWire
 /// the same epoch, version, snapshot, history and write ids.
 ///
 /// The daemon calls, all on its loop thread:
-/// 1. `evict(_:until:)` with the images of memberless rooms: the store makes each room's
+/// 1. `evict(_:within:)` with the images of memberless rooms: the store makes each room's
 ///    checkpoint current (writes one unless it already holds the image's version; the files of
 ///    a batch are made durable by one sync), forgets the room's log tracking and keeps only
 ///    `SleepingRoom` (24 bytes plus the name). It returns how many rooms, from the first, are
-///    asleep: fewer when its deadline passed or the disk is full, and the others stay in
+///    asleep: fewer when its time budget was spent or the disk is full, and the others stay in
 ///    memory. Other errors are fatal, like a failed `commit()`.
 /// 2. `commitEvictions()` once per tick (the one-second timer): one MANIFEST lists the
 ///    checkpoints `evict` wrote since the last call, then the checkpoints they replaced are
@@ -25,7 +25,7 @@ package protocol SleepingRoomStore: RoomStore {
     /// Rooms kept on disk only.
     var sleepingRoomCount: Int { get }
     func isAsleep(_ room: String) -> Bool
-    func evict(_ images: some Sequence<RoomImage>, until deadline: ContinuousClock.Instant?) throws(StoreError) -> Int
+    func evict(_ images: some Sequence<RoomImage>, within budget: Duration?) throws(StoreError) -> Int
     func commitEvictions() throws(StoreError)
     func loadSleeping(_ room: String) throws(StoreError) -> RecoveredRoom?
     func markAwake(_ room: RecoveredRoom)

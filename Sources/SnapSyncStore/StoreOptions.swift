@@ -20,6 +20,11 @@ package struct StoreOptions: Sendable {
     /// call (it always writes at least one room), so that one call does not stall the loop for
     /// long.
     package var checkpointBytesPerCall: Int
+    /// `checkpoint(_:)` starts no new checkpoint file once this long has passed in one call
+    /// (it always writes one), for the same reason; the rooms left are due again at the next
+    /// `maintain`. Read on `DurableStore.batchClock`. Nil: no time bound, for tests whose
+    /// outcome must not depend on how fast the disk is.
+    package var checkpointBatchDuration: Duration?
     /// How many recent writes per room are kept for history (CATCHUP) across restarts.
     package var historyLimit: Int
     /// `close(checkpointing:)` checkpoints every room written since its checkpoint when the next start
@@ -39,6 +44,7 @@ package struct StoreOptions: Sendable {
         directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
         maxDiffFrameBytes: Int = (16 << 20) + 4, preallocationBytes: Int = 16 << 20,
         checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
+        checkpointBatchDuration: Duration? = .milliseconds(50),
         historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true,
         sleepingRooms: Bool = false
     ) {
@@ -49,6 +55,7 @@ package struct StoreOptions: Sendable {
         self.preallocationBytes = preallocationBytes
         self.checkpointInterval = checkpointInterval
         self.checkpointBytesPerCall = checkpointBytesPerCall
+        self.checkpointBatchDuration = checkpointBatchDuration
         self.historyLimit = historyLimit
         self.shutdownCheckpointBytes = shutdownCheckpointBytes
         self.backgroundThread = backgroundThread

@@ -4,7 +4,7 @@ import SnapSyncTestThreads
 
 // The start-up rules of the authentication flags: secure by default (docs/auth.md).
 
-@Suite(.ownThread("unit tests")) struct AuthSettingsTests {
+@Suite(.unitTests) struct AuthSettingsTests {
     private func mode(_ settings: AuthSettings, host: String) -> Result<AuthMode, ConfigurationError> {
         Result { () throws(ConfigurationError) in try settings.check(listeningOn: host) }
     }

@@ -10,7 +10,7 @@ import SnapSyncWire
 // Flag values and configuration checks (the flags themselves are parsed by snapsyncd's
 // ArgumentParser command; the integration tests run the real binary with good and bad flags).
 
-@Suite(.ownThread("unit tests")) struct ConfigurationValueTests {
+@Suite(.unitTests) struct ConfigurationValueTests {
     @Test func byteCountsTakeBinarySuffixes() throws {
         #expect(try ConfigurationValue.byteCount("65536") == 65536)
         #expect(try ConfigurationValue.byteCount("64KiB") == 65536)
@@ -65,7 +65,7 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct ServerConfigurationTests {
+@Suite(.unitTests) struct ServerConfigurationTests {
     @Test func defaultsMatchTheProtocolsLimitsTable() throws {
         let configuration = ServerConfiguration()
         try configuration.validate()
@@ -125,7 +125,7 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct SocketAddressTests {
+@Suite(.unitTests) struct SocketAddressTests {
     @Test func numericAddressesAndBrackets() throws {
         #expect(try SocketAddress(host: "127.0.0.1", port: 7400).description == "127.0.0.1:7400")
         #expect(try SocketAddress(host: "::1", port: 7400).description == "[::1]:7400")
@@ -139,7 +139,7 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct SystemdNotifierTests {
+@Suite(.unitTests) struct SystemdNotifierTests {
     @Test func withoutNotifySocketNothingIsSent() throws {
         let notifier = SystemdNotifier(socket: nil)
         #expect(!notifier.isEnabled)

@@ -2,7 +2,7 @@ import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncServer
 
-@Suite(.ownThread("unit tests")) struct FIFOQueueTests {
+@Suite(.unitTests) struct FIFOQueueTests {
     /// Random appends, removals (one, or a prefix by a predicate) and prepends, long enough to cross the compaction threshold many
     /// times: the queue always reads as a plain array used as a queue.
     @Test(arguments: [1, 2, 3, 4] as [UInt64])

@@ -11,7 +11,7 @@ import SnapSyncWire
 // had acknowledged when the request arrived (`RoomLog.lastSequence`), or gives up after
 // `RoomReplica.stallSeconds` and answers as it would have.
 
-@Suite(.ownThread("unit tests")) struct HubClusterBarrierTests {
+@Suite(.unitTests) struct HubClusterBarrierTests {
     /// Node 1 follows `room`, written to version 10 through node 0 and applied everywhere.
     private func tenVersions(_ cluster: ClusterHarness) throws -> (member: Session, epoch: UInt64) {
         let writer = cluster.nodes[0].connect(), member = cluster.nodes[1].connect()
@@ -85,7 +85,7 @@ import SnapSyncWire
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
         #expect(node.drain(client).isEmpty && client.isAwaitingLog)
-        node.hub.maintainReplicas(now: .now + .seconds(1))
+        node.hub.maintainReplicas(now: node.later(.seconds(1)))
         cluster.settle()
         let answer = node.drain(client)
         guard answer.count == 2, case .catchup(1, "room", epoch, 12, 12) = answer[0] else {
@@ -109,9 +109,10 @@ import SnapSyncWire
         node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 12)), from: client)
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
         #expect(node.drain(client).isEmpty)
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds))
+        node.clock.advance(by: .seconds(RoomReplica.stallSeconds))
+        node.hub.maintainReplicas(now: node.clock.now)
         let answer = node.drain(client)
         #expect(answer.count == 2 && answer.first?.snapshotVersion == 10 && answer.last == .pong(nonce: 5))
         guard case .snapshot(1, "room", epoch, 10, .resync, _, _) = answer.first else {

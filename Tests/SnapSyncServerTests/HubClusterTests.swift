@@ -10,7 +10,7 @@ import SnapSyncWire
 // the records the log delivers; the writer's ACK needs the log's acknowledgement and the record
 // applied, in either order.
 
-@Suite(.ownThread("unit tests")) struct HubClusterTests {
+@Suite(.unitTests) struct HubClusterTests {
     @Test func aJoinOfAnUnknownRoomIsAnsweredOnceLoadedEmptyAtTheSameEpochEverywhere() throws {
         let cluster = ClusterHarness()
         let sessions = cluster.nodes.map { $0.connect() }
@@ -475,7 +475,7 @@ import SnapSyncWire
         other.mutate(writer, "room", addItem("c"), requestID: 3)
         cluster.settle()
         #expect(cluster.log.checkpoint(of: "room")?.image.snapshot.numberOfItems == 3)
-        strict.hub.maintainReplicas(now: .now + .seconds(1))
+        strict.hub.maintainReplicas(now: strict.later(.seconds(1)))
         strict.mutate(member, "room", [], requestID: 4)
         cluster.settle()
         let answers = strict.drain(member)
@@ -488,7 +488,7 @@ import SnapSyncWire
         #expect(strict.drain(watcher) == [answers[0]] && member.memberships.isEmpty && watcher.memberships.isEmpty)
         #expect(strict.hub.replicas.isEmpty && strict.hub.rooms.isEmpty && strict.hub.totalItems == 0 && !strictLog.isFollowing("room"))
         // Nothing is left to follow again; a JOIN loads the room anew and is refused.
-        strict.hub.maintainReplicas(now: .now + .seconds(1))
+        strict.hub.maintainReplicas(now: strict.later(.seconds(1)))
         cluster.settle()
         #expect(strict.hub.replicas.isEmpty)
         strict.join(member, "room", requestID: 5)
@@ -515,7 +515,7 @@ import SnapSyncWire
         strict.send(.join(requestID: 7, room: "room", resume: RoomPosition(epoch: epoch, version: 3)), from: client)
         cluster.settle()
         #expect(strict.drain(client).isEmpty && strict.hub.replicas["room"]?.barriers.joinCount == 1)
-        strict.hub.maintainReplicas(now: .now + .seconds(1))
+        strict.hub.maintainReplicas(now: strict.later(.seconds(1)))
         cluster.settle()
         #expect(strict.hub.replicas.isEmpty)
         strict.send(.ping(nonce: 8), from: client)
@@ -569,7 +569,7 @@ import SnapSyncWire
         #expect(refused.map(\.errorCode) == [.storageFailure] && refused.first?.requestID == 3)
         let reader = node.connect()
         #expect(node.join(reader, "room").first?.snapshotVersion == 1)
-        node.hub.maintainReplicas(now: .now + .seconds(1))
+        node.hub.maintainReplicas(now: node.later(.seconds(1)))
         cluster.settle()
         #expect(node.drain(member).compactMap(\.diffVersion) == [2] && node.drain(reader).compactMap(\.diffVersion) == [2])
         node.mutate(member, "room", addItem("c"), requestID: 4)
@@ -600,7 +600,7 @@ import SnapSyncWire
         other.mutate(writer, "room", addItem("c"), requestID: 3)
         cluster.settle()
         #expect(cluster.log.checkpoint(of: "room")?.image.version == 3)
-        node.hub.maintainReplicas(now: .now + .seconds(1))
+        node.hub.maintainReplicas(now: node.later(.seconds(1)))
         cluster.settle()
         let answer = node.drain(member)
         if shortHistory {
@@ -625,9 +625,9 @@ import SnapSyncWire
         let session = node.connect()
         node.join(session, "room", requestID: 1)
         node.send(.ping(nonce: 2), from: session)
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
         #expect(node.drain(session).isEmpty && node.hub.replicas.count == 1)
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds))
+        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds)))
         let answers = node.drain(session)
         #expect(answers.map(\.errorCode) == [.storageFailure, nil] && answers.last == .pong(nonce: 2))
         #expect(node.hub.replicas.isEmpty && session.memberships.isEmpty)
@@ -650,9 +650,9 @@ import SnapSyncWire
         let replica = try #require(node.hub.replicas["room"])
         #expect(log.pending == 5)  // base, 3 records, current
         // The follow began a stall ago; the base and a record come now.
-        replica.waitingSince = .now - .seconds(RoomReplica.stallSeconds)
+        replica.waitingSince = node.clock.now - .seconds(RoomReplica.stallSeconds)
         log.release(2)
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
         #expect(node.hub.replicas["room"] === replica && replica.phase == .loading && node.drain(client).isEmpty)
         log.release(3)
         let answer = node.drain(client)
@@ -674,14 +674,15 @@ import SnapSyncWire
         node.mutate(writer, "room", addItem("a", first: true), requestID: 3, writeId: [3])
         node.mutate(next, "room", addItem("b", first: true), requestID: 4)
         #expect(cluster.log.runNext())  // .stored; the record's delivery stays queued
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds - 1))
+        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
         #expect(node.drain(writer).isEmpty && node.drain(next).isEmpty)
-        node.hub.maintainReplicas(now: .now + .seconds(RoomReplica.stallSeconds))
+        node.clock.advance(by: .seconds(RoomReplica.stallSeconds))
+        node.hub.maintainReplicas(now: node.clock.now)
         let refused = node.drain(writer) + node.drain(next)
         #expect(refused.map(\.errorCode) == [.storageFailure, .storageFailure] && refused.map(\.requestID) == [3, 4])
         cluster.settle()  // the lost follow's delivery: ignored
         #expect(node.hub.rooms["room"]?.version == 0 && node.hub.replicas["room"]?.phase == .broken)
-        node.hub.maintainReplicas(now: .now + .seconds(1))
+        node.hub.maintainReplicas(now: node.later(.seconds(1)))
         cluster.settle()
         #expect(node.drain(writer).compactMap(\.diffVersion) == [1])
         node.mutate(writer, "room", addItem("a", first: true), requestID: 5, writeId: [3])
@@ -698,9 +699,9 @@ import SnapSyncWire
         node.join(member, "kept")
         node.mutate(writer, "idle", addItem("a", first: true))
         cluster.settle()
-        node.hub.maintainReplicas(now: .now + .seconds(1))
+        node.hub.maintainReplicas(now: node.later(.seconds(1)))
         #expect(node.hub.replicas.count == 2)
-        node.hub.maintainReplicas(now: .now + .seconds(31))
+        node.hub.maintainReplicas(now: node.later(.seconds(31)))
         #expect(node.hub.replicas.keys.map(\.string) == ["kept"] && node.hub.rooms.keys.map(\.string) == ["kept"])
         #expect(!((node.hub.log as? MemoryRoomLog)?.isFollowing("idle") ?? true))
         #expect(node.hub.totalItems == 0)

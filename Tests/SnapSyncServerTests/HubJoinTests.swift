@@ -7,7 +7,7 @@ import SnapSyncWire
 // The handshake and JOIN, in-process: SNAPSHOT on a fresh JOIN, re-join, and resume (CATCHUP
 // inside history, SNAPSHOT resync outside it or in another epoch).
 
-@Suite(.ownThread("unit tests")) struct HubJoinTests {
+@Suite(.unitTests) struct HubJoinTests {
     @Test func aFreshJoinGetsTheRoomsSnapshotAndSubscribes() throws {
         let harness = HubHarness()
         let writer = harness.connect()

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 import SnapSyncModel
@@ -132,10 +133,10 @@ internal import Glibc
         for index in 0..<count { harness.mutate(writer, "r\(index)", addItem("a", first: true), requestID: UInt64(index + 1)) }
         _ = harness.drain(writer)
         #expect(harness.hub.rooms.count == count)
-        harness.hub.expireRooms(now: .now + .seconds(11))
+        harness.hub.expireRooms(now: harness.later(.seconds(11)))
         #expect(harness.hub.stats.roomsExpired == UInt64(RoomLifecycle.maxExpiriesPerSweep))
         #expect(harness.hub.rooms.count == 6)
-        harness.hub.expireRooms(now: .now + .seconds(12))
+        harness.hub.expireRooms(now: harness.later(.seconds(12)))
         #expect(harness.hub.stats.roomsExpired == UInt64(count) && harness.hub.rooms.isEmpty)
     }
 
@@ -172,9 +173,12 @@ internal import Glibc
         let written = try #require(harness.hub.rooms["default"]).idleSince
         harness.hub.expireRooms(now: written + .seconds(9))
         #expect(harness.hub.rooms.count == 2)
+        harness.clock.advance(by: .seconds(5))
         harness.mutate(session, "default", addItem("b"))
         let rewritten = try #require(harness.hub.rooms["default"]).idleSince
-        #expect(rewritten > written)
+        #expect(rewritten == written + .seconds(5))
+        harness.hub.expireRooms(now: rewritten + .seconds(9))
+        #expect(harness.hub.rooms.count == 2, "10 s after the first write, 9 s after the second")
         harness.hub.expireRooms(now: rewritten + .seconds(10))
         #expect(harness.hub.rooms["default"] == nil && harness.hub.rooms["forever"] != nil)
         #expect(harness.hub.stats.roomsExpired == 1)
@@ -186,7 +190,7 @@ internal import Glibc
         var template = Array("/tmp/snapsync-hub-drop-XXXXXX".utf8CString)
         let made = try #require(template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) })
         let directory = String(cString: made)
-        defer { _ = system("rm -rf '\(directory)'") }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logger = Logger(label: "hub-drop", factory: { _ in SwiftLogNoOpLogHandler() })
         let (store, _) = try DurableStore.open(options: StoreOptions(directory: directory + "/data", backgroundThread: false), logger: logger)
         defer { try? store.close() }

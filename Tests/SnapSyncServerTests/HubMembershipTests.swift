@@ -7,7 +7,7 @@ import SnapSyncWire
 // Membership, in-process: LEAVE, not_joined, the rooms-per-connection limit, and a closed or
 // ended session leaving every room it joined, with both sides of membership kept in step.
 
-@Suite(.ownThread("unit tests")) struct HubMembershipTests {
+@Suite(.unitTests) struct HubMembershipTests {
     @Test func leaveStopsTheDiffsAndASecondLeaveIsNotJoined() {
         let harness = HubHarness()
         let writer = harness.connect(), member = harness.connect()

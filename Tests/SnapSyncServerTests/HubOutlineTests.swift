@@ -6,7 +6,7 @@ import SnapSyncWire
 
 /// Protocol version 2 in the hub (PROTOCOL.md §8.2, §11.21): negotiation, outlines through
 /// MUTATE, REPLACE_SECTION, and what a version 1 session sees of an outline room.
-@Suite(.ownThread("unit tests")) struct HubOutlineTests {
+@Suite(.unitTests) struct HubOutlineTests {
     /// Section `s` holding root `a` with child `a1`, then root `b`: an outline.
     static let outline: [SnapshotOperation] = [
         .appendSections([hubElement("s")]),

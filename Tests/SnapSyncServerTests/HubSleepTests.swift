@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 import SnapSyncTestThreads
@@ -11,7 +12,9 @@ internal import Glibc
 // memberless room idle for --room-idle is evicted to its checkpoint and woken by the next
 // request naming it with the same epoch, version, digest, history and write ids; --max-rooms
 // bounds resident rooms; a restart leaves checkpointed rooms asleep. Time is passed to the sweep
-// (`sleepIdleRooms(now:)`), never waited for.
+// (`sleepIdleRooms(now:)`) as instants of the hub's manual clock, never waited for, and an
+// eviction batch has no time budget unless a test drives one (so that a slow disk cannot leave
+// a due room awake).
 
 /// A hub over a durable store in a fresh temporary directory, rooms sleeping after `idle`.
 private struct SleepyHub {
@@ -43,13 +46,14 @@ private struct SleepyHub {
             $0.roomTTL = ttl
             $0.wire.historyCount = 16
         }
+        harness.hub.sleepBatchDuration = nil
         try harness.hub.restore(recovered)
         return harness
     }
 
-    /// The sweep as the one-second timer runs it, `after` from now.
+    /// The sweep as the one-second timer runs it, `after` from the hub's now.
     func sweep(after: Duration = .seconds(2)) {
-        hub.sleepIdleRooms(now: .now + after)
+        hub.sleepIdleRooms(now: harness.later(after))
     }
 
     /// The store closed cleanly and opened again, in a new hub.
@@ -58,7 +62,7 @@ private struct SleepyHub {
         harness = try Self.open(directory, idle: idle, maxRooms: maxRooms, ttl: ttl)
     }
 
-    func remove() { _ = system("rm -rf '\(directory)'") }
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
 }
 
 /// The SNAPSHOT in `messages`: (epoch, version, digest, snapshot).
@@ -69,7 +73,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
     return nil
 }
 
-@Suite(.ownThread("unit tests")) struct HubSleepTests {
+@Suite(.unitTests) struct HubSleepTests {
     /// Three writes with write ids to a room its writer then leaves.
     private func writeThree(_ s: SleepyHub, room: String = "r") -> (Session, [[UInt8]]) {
         let writer = s.harness.connect()
@@ -162,6 +166,28 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         #expect(s.hub.rooms.count == 2 && s.hub.sleepingRoomCount == 0)
     }
 
+    /// An eviction batch's time budget (`Hub.sleepBatchDuration`, spent on the store's clock):
+    /// once it is spent, the sweep writes no further room to sleep, after at least one; the
+    /// rooms left sleep at the next sweeps, longest idle first. The store's clock is the test's,
+    /// and a second passes on it at every reading, so the budget is spent by the first file.
+    @Test func anEvictionBatchStopsOnceItsTimeIsSpent() throws {
+        let s = try SleepyHub()
+        defer { s.remove() }
+        for room in ["a", "b", "c"] { _ = writeThree(s, room: room) }
+        s.hub.sleepBatchDuration = SleepBatch.maxDuration
+        var now = ContinuousClock.now
+        s.store.batchClock = {
+            now += .seconds(1)
+            return now
+        }
+        s.sweep()
+        #expect(s.hub.sleepingRoomCount == 1 && s.store.isAsleep("a"), "the longest idle, and no other")
+        s.sweep()
+        #expect(s.hub.sleepingRoomCount == 2 && s.store.isAsleep("b"))
+        s.sweep()
+        #expect(s.hub.sleepingRoomCount == 3 && s.hub.rooms.isEmpty && s.hub.stats.roomsEvicted == 3)
+    }
+
     @Test func aRoomNeverWrittenIsDroppedNotPersisted() throws {
         let s = try SleepyHub()
         defer { s.remove() }
@@ -204,7 +230,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         }
         let writer = harness.connect()
         harness.mutate(writer, "a", addItem("x", first: true))
-        harness.hub.sleepIdleRooms(now: .now + .seconds(5))
+        harness.hub.sleepIdleRooms(now: harness.later(.seconds(5)))
         #expect(harness.hub.rooms.count == 1 && harness.hub.stats.roomsEvicted == 0)
         harness.mutate(writer, "b", addItem("x", first: true))
         #expect(harness.drain(writer).last?.errorCode == .tooManyRooms)
@@ -315,10 +341,10 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         _ = writeThree(s, room: "a")
         _ = writeThree(s, room: "b")
         // Both idle for 40 s already: they expire 20 s from now.
-        for room in s.hub.rooms.values { room.idleSince = .now - .seconds(40) }
+        for room in s.hub.rooms.values { room.idleSince = s.harness.clock.now - .seconds(40) }
         s.sweep()
         #expect(s.hub.sleepingRoomCount == 2)
-        s.hub.expireRooms(now: .now + .seconds(10))
+        s.hub.expireRooms(now: s.harness.later(.seconds(10)))
         #expect(s.hub.sleepingRoomCount == 2 && s.hub.stats.roomsExpired == 0)
         // "b" wakes (a JOIN) and sleeps again: its idle time starts again, 60 s from now.
         let reader = s.harness.connect()
@@ -327,15 +353,15 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         _ = s.harness.drain(reader)
         s.sweep()
         #expect(s.hub.sleepingRoomCount == 2)
-        s.hub.expireRooms(now: .now + .seconds(30))
+        s.hub.expireRooms(now: s.harness.later(.seconds(30)))
         #expect(s.hub.stats.roomsExpired == 1 && !s.store.isAsleep("a") && s.store.isAsleep("b"))
         #expect(s.store.position(of: "a") == nil && s.hub.sleepingRoomCount == 1)
         // After a restart, "b" has a whole TTL again, from the start.
         try s.restart(ttl: .seconds(60))
         #expect(s.store.isAsleep("b") && s.hub.sleepingRoomCount == 1)
-        s.hub.expireRooms(now: .now + .seconds(30))
+        s.hub.expireRooms(now: s.harness.later(.seconds(30)))
         #expect(s.store.isAsleep("b"))
-        s.hub.expireRooms(now: .now + .seconds(61))
+        s.hub.expireRooms(now: s.harness.later(.seconds(61)))
         #expect(!s.store.isAsleep("b") && s.hub.stats.roomsExpired == 1 && s.hub.sleepingRoomCount == 0)
         try s.restart(ttl: .seconds(60))
         #expect(s.store.position(of: "a") == nil && s.store.position(of: "b") == nil)

@@ -8,7 +8,7 @@ import SnapSyncWire
 // leaves the room; the other members and the writer are unaffected. Past the output budget of
 // all sessions together, the largest queue is cut off first.
 
-@Suite(.ownThread("unit tests")) struct HubSlowConsumerTests {
+@Suite(.unitTests) struct HubSlowConsumerTests {
     @Test func aMemberPastItsOutputCapIsCutOffAndTheOthersGetEveryDiff() {
         let harness = HubHarness { $0.maxOutputBytes = 4096 }
         let writer = harness.connect(), reader = harness.connect(), slow = harness.connect()

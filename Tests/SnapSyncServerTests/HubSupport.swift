@@ -9,9 +9,21 @@ internal import Glibc
 // The Hub in-process: sessions without sockets, frames encoded as a client would send them,
 // and each session's queued output decoded back into messages.
 
+/// A monotonic clock that moves only when a test moves it: the hub's `monotonicNow` in
+/// `HubHarness`, so that no real time passes between an instant the hub stamps and the `now`
+/// a test hands its timer functions.
+final class ManualClock {
+    var now = ContinuousClock.now
+
+    func advance(by duration: Duration) { now += duration }
+}
+
 /// A hub with no sockets and memory storage (unless given one), and a client's view of it.
 struct HubHarness {
     let hub: Hub
+    /// The hub's monotonic clock: time passes only through `clock.advance(by:)`, and the timer
+    /// functions are given instants of it (`later(_:)`).
+    let clock = ManualClock()
 
     /// - Parameter log: cluster mode's log (ClusterSupport.swift); nil: a single node.
     init(
@@ -21,7 +33,11 @@ struct HubHarness {
         configure(&configuration)
         let logger = Logger(label: "hub-tests", factory: { _ in SwiftLogNoOpLogHandler() })
         hub = Hub(configuration: configuration, logger: logger, store: store, log: log)
+        hub.monotonicNow = { [clock] in clock.now }
     }
+
+    /// The instant `duration` after the hub's clock reads now (which it does not change).
+    func later(_ duration: Duration) -> ContinuousClock.Instant { clock.now + duration }
 
     /// A session that has done its handshake (offering `versions`), its WELCOME already read.
     func connect(versions: [UInt64] = [ProtocolVersion.current], sourceLocation: SourceLocation = #_sourceLocation) -> Session {

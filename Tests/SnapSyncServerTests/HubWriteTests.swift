@@ -8,7 +8,7 @@ import SnapSyncStore
 // The write path, in-process: versions, compare-and-set, write ids, and the DIFF reaching every
 // member (the writer first in its own output) before the writer's ACK.
 
-@Suite(.ownThread("unit tests")) struct HubWriteTests {
+@Suite(.unitTests) struct HubWriteTests {
     @Test func theWritersDiffPrecedesItsAckAndEveryMemberGetsIt() {
         let harness = HubHarness()
         let writer = harness.connect(), member = harness.connect(), outsider = harness.connect()

@@ -6,7 +6,7 @@ import Synchronization
 
 // Untrusted bytes in logs, and the journald-friendly line format.
 
-@Suite(.ownThread("unit tests")) struct LogEscapingTests {
+@Suite(.unitTests) struct LogEscapingTests {
     @Test func printableBytesStayAndTheRestIsEscaped() {
         #expect(LogEscaping.sample(Array("HELLO".utf8)) == "HELLO")
         #expect(LogEscaping.sample([0x00, 0x0A, 0x1B, 0x7F, 0xFF]) == "\\x00\\x0a\\x1b\\x7f\\xff")
@@ -35,7 +35,7 @@ import Synchronization
     }
 }
 
-@Suite(.ownThread("unit tests")) struct JournalLogHandlerTests {
+@Suite(.unitTests) struct JournalLogHandlerTests {
     @Test func underJournaldLinesCarryThePriorityPrefix() {
         let lines = LinesBox()
         var logger = Logger(label: "t") { _ in JournalLogHandler(level: .info, journal: true) { lines.append($0) } }

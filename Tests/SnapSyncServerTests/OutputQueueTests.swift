@@ -35,7 +35,7 @@ extension OutputQueue {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct OutputQueueTests {
+@Suite(.unitTests) struct OutputQueueTests {
     @Test func sharedChunksAreQueuedByReferenceAndCountedPerQueue() {
         let diff = chunk([1, 2, 3, 4])
         var a = OutputQueue(cap: 100), b = OutputQueue(cap: 100)
@@ -221,7 +221,7 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
     frames.map { frame in frame.withUnsafeBytes { OutputChunk(in: arena, copying: $0) } }
 }
 
-@Suite(.ownThread("unit tests")) struct OutputQueueArenaTests {
+@Suite(.unitTests) struct OutputQueueArenaTests {
     @Test func adjacentArenaChunksExtendOneEntry() {
         let diffs = arenaChunks([[1, 2], [3], [4, 5, 6]])
         var queue = OutputQueue(cap: 100)
@@ -305,7 +305,7 @@ private func arenaChunks(_ frames: [[UInt8]], arena: OutputArena = OutputArena(c
     }
 }
 
-@Suite(.ownThread("unit tests")) struct OutputQueueTailTests {
+@Suite(.unitTests) struct OutputQueueTailTests {
     @Test func tailChunksStartSmallAndGrowWithBursts() {
         var queue = OutputQueue(cap: 1 << 20)
         let reply = [UInt8](repeating: 1, count: 100)

@@ -5,7 +5,7 @@ import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncServer
 
-@Suite(.ownThread("unit tests")) struct PassTimeHistogramTests {
+@Suite(.unitTests) struct PassTimeHistogramTests {
     @Test func bucketsCoverEveryValueInOrderAndNarrowly() {
         var previous = -1
         for micros in Array(UInt64(0)..<5000) + [65_535, 65_536, 1 << 30, 1 << 40, UInt64.max] {

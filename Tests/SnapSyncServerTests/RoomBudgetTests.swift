@@ -35,7 +35,7 @@ private struct Failure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-@Suite(.ownThread("unit tests")) struct RoomBudgetTests {
+@Suite(.unitTests) struct RoomBudgetTests {
     @Test func aGrowingWriteIsRefusedWhenTheBudgetIsFull() throws {
         let (room, budget) = try fullRoom()
         let before = room.snapshot
@@ -95,7 +95,7 @@ private struct Failure: Error, CustomStringConvertible {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct RoomBudgetBoundTests {
+@Suite(.unitTests) struct RoomBudgetBoundTests {
     /// Below a full budget, a MUTATE refused by its bound (twice its DIFF) is measured exactly
     /// only when it can shrink the room (PROTOCOL.md §7.1): a batch of moves, which grows the
     /// snapshot by nothing but has a large DIFF, is refused, and the room is not copied for it.

@@ -38,7 +38,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     try FrameDecoder.decode(frame: chunk.array, accepting: .server)
 }
 
-@Suite(.ownThread("unit tests")) struct RoomTests {
+@Suite(.unitTests) struct RoomTests {
     @Test func appliedWriteBumpsTheVersionAndEncodesItsDiffOnce() throws {
         let room = makeRoom()
         let ops: [SnapshotOperation] = [.appendSections([element("s")]), .appendItems([element("a", "x")], toSection: "s")]
@@ -282,7 +282,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct ResumeDecisionTests {
+@Suite(.unitTests) struct ResumeDecisionTests {
     /// A room at version 5 keeping the last 3 DIFFs (base version 2).
     private func roomAtFive() -> (Room, [OutputChunk]) {
         var limits = WireLimits()
@@ -368,7 +368,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct WriteIdConflictTests {
+@Suite(.unitTests) struct WriteIdConflictTests {
     /// Any remembered id, not only an empty batch's: the same request again is a retry, a
     /// different one (ops, expected version, or REPLACE content) is a conflict.
     @Test func aWriteIdNamesOneRequest() {
@@ -437,7 +437,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct WriteIdWindowTests {
+@Suite(.unitTests) struct WriteIdWindowTests {
     @Test func noOpWritesCannotPushOutTheIdOfAWriteStillInHistory() {
         var window = WriteIdWindow(maxCount: 4)
         window.remember([1], version: 1, fingerprint: nil, oldestVersion: 0)

@@ -8,7 +8,7 @@ import Logging
     import Glibc
 #endif
 
-@Suite(.ownThread("unit tests")) struct StartupChecksTests {
+@Suite(.unitTests) struct StartupChecksTests {
     /// EXTEND_TIMEOUT_USEC goes out at most once per interval while recovery reports progress.
     @Test func longRecoveryExtendsTheStartTimeout() throws {
         let name = "snapsync-extend-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

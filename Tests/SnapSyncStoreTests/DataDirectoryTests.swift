@@ -8,7 +8,7 @@ import SnapSyncStore
     import Glibc
 #endif
 
-@Suite(.ownThread("unit tests")) struct DataDirectoryTests {
+@Suite(.unitTests) struct DataDirectoryTests {
     @Test func freeSpaceIsMeasured() throws {
         let free = try #require(DataDirectory.freeBytes("/tmp"))
         #expect(free > 0)
@@ -41,7 +41,7 @@ import SnapSyncStore
     @Test func dataDirectoryIsCreatedWithItsParents() throws {
         var template = Array("/tmp/snapsync-datadir-XXXXXX".utf8CString)
         let base = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
-        defer { _ = system("rm -rf '\(base)'") }
+        defer { removeTree(base) }
         let path = base + "/a/b/c"
         try DataDirectory.prepare(path)
         try DataDirectory.prepare(path)  // already there: fine

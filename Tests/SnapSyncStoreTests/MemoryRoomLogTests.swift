@@ -6,7 +6,7 @@ import SnapSyncStore
 // MemoryRoomLog, the in-process RoomLog the cluster tests run on (#20): it must behave as the
 // contract says JetStream does, or the hub tests prove nothing.
 
-@Suite(.ownThread("unit tests")) struct MemoryRoomLogTests {
+@Suite(.unitTests) struct MemoryRoomLogTests {
     /// What one follow saw, in order.
     final class Events {
         var seen: [String] = []

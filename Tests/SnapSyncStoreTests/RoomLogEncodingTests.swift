@@ -7,7 +7,7 @@ import SnapSyncWire
 // Cluster mode's record bytes (#20): the store's payload encodings (docs/persistence.md), so a
 // record on the log and one in the local WAL have one shape.
 
-@Suite(.ownThread("unit tests")) struct RoomLogEncodingTests {
+@Suite(.unitTests) struct RoomLogEncodingTests {
     @Test func aWriteRecordRoundTripsAsTheStoresWritePayload() throws {
         let frame = FrameEncoder().encode(
             .diff(room: "todo", epoch: 7, version: 3, ops: [.appendSections([SnapshotElement(Identifier("s"), payload: Payload("p"))])]))

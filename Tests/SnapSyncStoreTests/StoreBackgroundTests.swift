@@ -12,7 +12,7 @@ import SnapSyncModel
     import Glibc
 #endif
 
-@Suite(.ownThread("unit tests")) struct StoreBackgroundTests {
+@Suite(.unitTests) struct StoreBackgroundTests {
     /// Tiny segments, on the background thread.
     func threadedOptions(_ dir: TempDirectory, fsync: FsyncPolicy = .always) -> StoreOptions {
         smallOptions(dir.data, fsync: fsync, segmentBytes: 2 << 10, historyLimit: 8, backgroundThread: true)
@@ -111,6 +111,8 @@ import SnapSyncModel
         let (store, _) = try DurableStore.open(options: threadedOptions(dir, fsync: fsync), logger: LogLines().logger)
         // The background thread holds every segment close until the test has taken its copy.
         let gate = Mutex(false)
+        // Opened on every way out too: the store's deinit waits for the held job.
+        defer { gate.withLock { $0 = true } }
         store.injectBackgroundFault { job in
             if case .closeSegment = job {
                 while !gate.withLock({ $0 }) { usleep(1000) }

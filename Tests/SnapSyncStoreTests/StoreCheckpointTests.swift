@@ -6,7 +6,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 
-@Suite(.ownThread("unit tests")) struct StoreCheckpointTests {
+@Suite(.unitTests) struct StoreCheckpointTests {
     @Test func checkpointsLetOldSegmentsGo() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
@@ -70,6 +70,42 @@ import SnapSyncModel
         try store.checkpoint(["early"].compactMap { rooms.image($0) })
         #expect(try store.maintain(now: .now) == [])
         #expect(store.statistics.checkpoints == 3)
+    }
+
+    /// `checkpointBatchDuration`: a batch starts no new file once its time is spent on the
+    /// store's clock, after at least one, and reads no further image; the rooms left are named
+    /// again by the next `maintain`. The clock is the test's: each image read costs 20 ms of it.
+    @Test func checkpointBatchStopsOnceItsTimeIsSpent() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        var options = smallOptions(dir.data)
+        options.checkpointBatchDuration = .milliseconds(50)
+        let start = ContinuousClock.now
+        let (store, _) = try DurableStore.open(options: options, logger: LogLines().logger, now: start)
+        defer { try? store.close() }
+        var now = start
+        store.batchClock = { now }
+        try rooms.writeMany(5, rooms: 5, to: store)
+        try store.switchSegmentNow(now: start)
+        let due = try store.maintain(now: start)
+        #expect(due.count == 5)
+        var read: [String] = []
+        try store.checkpoint(
+            due.lazy.compactMap { name in
+                read.append(name)
+                now += .milliseconds(20)
+                return rooms.image(name)
+            })
+        // Asked at +0, +20 and +40 ms; at +60 the 50 ms are spent.
+        #expect(read == Array(due.prefix(3)))
+        #expect(store.statistics.checkpoints == 3)
+        let left = try store.maintain(now: start)
+        #expect(left == Array(due.suffix(2)))
+        // No time passes on the clock: the next batch takes both.
+        try store.checkpoint(left.compactMap { rooms.image($0) })
+        #expect(store.statistics.checkpoints == 5)
+        #expect(try store.maintain(now: start) == [])
     }
 
     @Test func restartRebuildsFromCheckpointPlusLog() throws {

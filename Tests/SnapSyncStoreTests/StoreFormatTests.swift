@@ -7,7 +7,7 @@ import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
 
-@Suite(.ownThread("unit tests")) struct StoreFormatTests {
+@Suite(.unitTests) struct StoreFormatTests {
     @Test func recordsRoundTripAndEndAtZeros() {
         let payloads: [[UInt8]] = [[1], Array(0..<200), Array(repeating: 0, count: 33), [0xFF, 0]]
         var bytes: [UInt8] = []

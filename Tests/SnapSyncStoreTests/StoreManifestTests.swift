@@ -2,6 +2,7 @@
 // the start with the file's name; what a crash leaves between a file and its MANIFEST update is
 // recognised; a directory written before there was a MANIFEST still opens, and gets one.
 
+import Foundation
 import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
@@ -10,7 +11,7 @@ import SnapSyncModel
     import Glibc
 #endif
 
-@Suite(.ownThread("unit tests")) struct StoreManifestTests {
+@Suite(.unitTests) struct StoreManifestTests {
     /// Two rooms, each checkpointed, with writes after the checkpoints; closed cleanly.
     func checkpointedRooms(in dir: TempDirectory) throws -> Rooms {
         var rooms = Rooms()
@@ -279,7 +280,7 @@ import SnapSyncModel
 /// the MANIFEST. Maintenance goes on (a full disk is never fatal), the replaced checkpoint
 /// stays until a MANIFEST can drop it, and every restart on the way opens to the same rooms.
 /// Uses a 1 MiB tmpfs, which needs root (as StoreSpaceTests).
-@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"), .ownThread("unit tests"))
+@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"), .unitTests)
 struct StoreManifestSpaceTests {
     @Test func aFullDiskDelaysTheManifestWithoutLosingFiles() throws {
         let tmpfs = SmallTmpfs("manifest-full")
@@ -298,7 +299,7 @@ struct StoreManifestSpaceTests {
             try store.switchSegmentNow()
             // One free page left: room-0's new checkpoint fits, the MANIFEST after it does not.
             let free = try #require(DataDirectory.freeBytes(mnt))
-            #expect(system("dd if=/dev/zero of='\(mnt)/filler' bs=4096 count=\(free / 4096 - 1) 2>/dev/null") == 0)
+            #expect(fillFile(mnt + "/filler", bytes: (free / 4096 - 1) * 4096, block: 4096))
             try maintain(store, rooms)
             #expect(lines.contains("no space to rewrite the MANIFEST"), "\(lines.all)")
             #expect(store.checkpointsToRemove.count == 1)
@@ -311,7 +312,7 @@ struct StoreManifestSpaceTests {
                 try again.close()
             }
             // Space again: the next maintenance writes the MANIFEST and removes the old checkpoint.
-            #expect(system("rm '\(mnt)/filler'") == 0)
+            try FileManager.default.removeItem(atPath: mnt + "/filler")
             try maintain(store, rooms)
             #expect(store.checkpointsToRemove.isEmpty)
             #expect(fileNames(data).filter { $0.hasPrefix("ckpt-") }.count == 2)
@@ -340,7 +341,7 @@ struct StoreManifestSpaceTests {
         try rooms.writeMany(10, rooms: 2, to: store)
         func fill(_ name: String) throws {
             let free = try #require(DataDirectory.freeBytes(mnt))
-            #expect(system("dd if=/dev/zero of='\(mnt)/\(name)' bs=4096 count=\(free / 4096 - 1) 2>/dev/null") == 0)
+            #expect(fillFile(mnt + "/" + name, bytes: (free / 4096 - 1) * 4096, block: 4096))
         }
         // One free page: segment 2 gets its header but no preallocation, so its trim at the
         // next switch frees nothing.
@@ -352,7 +353,8 @@ struct StoreManifestSpaceTests {
         #expect(store.activeSegmentName == LogSegment.fileName(3))
         #expect(lines.contains("no space to rewrite the MANIFEST"), "\(lines.all)")
         #expect(try #require(try Manifest.read(directory: data)).segments.upperBound == 3)
-        #expect(system("rm '\(mnt)/filler-1' '\(mnt)/filler-2'") == 0)
+        try FileManager.default.removeItem(atPath: mnt + "/filler-1")
+        try FileManager.default.removeItem(atPath: mnt + "/filler-2")
         // Segment 4 prepared and due, as the loop does it between two ticks.
         try store.prepareNextSegment()
         try store.finishBackgroundWork()

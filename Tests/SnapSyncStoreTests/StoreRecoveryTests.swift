@@ -10,7 +10,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-@Suite(.ownThread("unit tests")) struct StoreRecoveryTests {
+@Suite(.unitTests) struct StoreRecoveryTests {
     @Test func roomsComeBackAfterCleanClose() throws {
         let dir = TempDirectory()
         defer { dir.remove() }

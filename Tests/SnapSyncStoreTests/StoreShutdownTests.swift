@@ -6,7 +6,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore
 
-@Suite(.ownThread("unit tests")) struct StoreShutdownTests {
+@Suite(.unitTests) struct StoreShutdownTests {
     /// A big room checkpointed, then many writes of every kind logged over it, then a crash:
     /// the replayed room has the same digest as the one the writes were applied to live.
     @Test func replayOverACheckpointGivesTheSameRoom() throws {

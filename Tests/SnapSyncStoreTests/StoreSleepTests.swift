@@ -9,7 +9,7 @@ import SnapSyncWire
 // waking reads the checkpoint back; recovery leaves checkpointed rooms asleep but still checks
 // every checkpoint's checksums.
 
-@Suite(.ownThread("unit tests")) struct StoreSleepTests {
+@Suite(.unitTests) struct StoreSleepTests {
     private func sleepyOptions(_ directory: String) -> StoreOptions {
         var options = smallOptions(directory)
         options.sleepingRooms = true
@@ -24,7 +24,7 @@ import SnapSyncWire
         try rooms.writeMany(9, rooms: 3, to: store)
         try rooms.write("room-0", [.appendItems(["x"], toSection: "s")], writeId: [7, 7], to: store)
         let image = try #require(rooms.image("room-0"))
-        #expect(try store.evict([image], until: nil) == 1)
+        #expect(try store.evict([image], within: nil) == 1)
         #expect(store.isAsleep("room-0") && store.sleepingRoomCount == 1 && store.rooms["room-0"] == nil)
         // Not listed until the batch is committed; then the MANIFEST lists it.
         let sleeper = try #require(store.sleep.rooms["room-0"])
@@ -41,7 +41,7 @@ import SnapSyncWire
         #expect(!store.isAsleep("room-0") && store.rooms["room-0"]?.writeIds.last?.id == [7, 7])
         // Awake and unchanged, its checkpoint is current: a second eviction writes nothing.
         let checkpoints = store.statistics.checkpoints
-        #expect(try store.evict([image], until: nil) == 1)
+        #expect(try store.evict([image], within: nil) == 1)
         #expect(store.statistics.checkpoints == checkpoints && store.isAsleep("room-0"))
         #expect(try store.loadSleeping("room-1") == nil)
         try close(store, rooms)
@@ -55,7 +55,7 @@ import SnapSyncWire
             let (store, _) = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
             try rooms.writeMany(6, rooms: 3, to: store)
             try store.sync()
-            #expect(try store.evict(["room-0", "room-1"].compactMap { rooms.image($0) }, until: nil) == 2)
+            #expect(try store.evict(["room-0", "room-1"].compactMap { rooms.image($0) }, within: nil) == 2)
             // A crash before commitEvictions(): the checkpoints are in place but not listed.
         }
         let log = LogLines()
@@ -76,7 +76,7 @@ import SnapSyncWire
         do {
             let (store, _) = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
             try rooms.writeMany(4, rooms: 2, to: store)
-            #expect(try store.evict([#require(rooms.image("room-0"))], until: nil) == 1)
+            #expect(try store.evict([#require(rooms.image("room-0"))], within: nil) == 1)
             try store.commitEvictions()
             file = dir.data + "/" + CheckpointFile.fileName(try #require(store.sleep.rooms["room-0"]).checkpoint)
             try close(store, rooms)

@@ -1,6 +1,7 @@
 // Helpers for the store's tests: temporary data directories, DIFF frames, a log handler that
 // keeps the lines, and a tiny "daemon" that applies writes to rooms and logs them.
 
+import Foundation
 import Testing
 import Logging
 import Synchronization
@@ -24,28 +25,68 @@ struct TempDirectory {
 
     var data: String { path + "/data" }
 
-    func remove() { _ = system("rm -rf '\(path)'") }
+    func remove() { removeTree(path) }
+}
+
+/// Removes `path` and everything under it, as `rm -rf` does, in-process (the unit lane starts
+/// no child process). A directory a test left without its owner's permissions gets them back
+/// first, so that its contents can go too.
+func removeTree(_ path: String) {
+    if (try? FileManager.default.removeItem(atPath: path)) != nil { return }
+    restoreOwnerAccess(path)
+    try? FileManager.default.removeItem(atPath: path)
+}
+
+/// Gives every directory under `path` (itself included) read, write and search to its owner.
+private func restoreOwnerAccess(_ path: String) {
+    var info = stat()
+    guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return }
+    _ = chmod(path, (info.st_mode & 0o7777) | S_IRWXU)
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] { restoreOwnerAccess(path + "/" + name) }
 }
 
 /// A temporary directory with a 1 MiB tmpfs mounted at `mnt`, for full-disk tests (mounting
-/// needs root). `remove()` unmounts it and removes the directory.
+/// needs root). mount(2) and umount2(2) are called directly: the unit lane starts no child
+/// process. `remove()` unmounts it and removes the directory.
 struct SmallTmpfs {
     let directory: TempDirectory
 
     init(_ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
         directory = TempDirectory(label)
-        #expect(
-            system("mkdir -p '\(directory.path)/mnt' && mount -t tmpfs -o size=1m tmpfs '\(directory.path)/mnt'") == 0,
-            sourceLocation: sourceLocation)
+        let mnt = directory.path + "/mnt"
+        let mounted = mkdir(mnt, 0o755) == 0 && mount("tmpfs", mnt, "tmpfs", 0, "size=1m") == 0
+        #expect(mounted, "cannot mount a tmpfs at \(mnt): \(String(cString: strerror(errno)))", sourceLocation: sourceLocation)
     }
 
     var path: String { directory.path }
     var mnt: String { directory.path + "/mnt" }
 
     func remove() {
-        _ = system("umount '\(mnt)' 2>/dev/null")
+        _ = umount2(mnt, 0)
         directory.remove()
     }
+}
+
+/// Writes `bytes` zero bytes to a new file at `path`, `block` bytes at a time, as
+/// `dd if=/dev/zero` does (on a tmpfs every page written is allocated). False when a write
+/// fails, e.g. for lack of space; the file is left as far as it got.
+func fillFile(_ path: String, bytes: Int, block: Int = 64 << 10) -> Bool {
+    guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+        return false
+    }
+    defer { try? file.close() }
+    let zeros = Data(count: block)
+    var left = bytes
+    do {
+        while left > 0 {
+            let n = min(left, block)
+            try file.write(contentsOf: n == block ? zeros : zeros.prefix(n))
+            left -= n
+        }
+    } catch {
+        return false
+    }
+    return true
 }
 
 /// Keeps every log line, so tests can check what the store said.
@@ -180,7 +221,9 @@ func writeClosedLog(
 }
 
 /// Small sizes, so that tests exercise preallocation, rotation and checkpoints quickly. The
-/// background work runs inline (every step at its call) unless `backgroundThread`.
+/// background work runs inline (every step at its call) unless `backgroundThread`. A
+/// checkpoint batch has no time budget: how many rooms one `checkpoint` takes must not depend
+/// on how fast the disk is (`checkpointBatchStopsOnceItsTimeIsSpent` drives the budget).
 func smallOptions(
     _ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
     historyLimit: Int = 16, backgroundThread: Bool = false
@@ -188,7 +231,7 @@ func smallOptions(
     StoreOptions(
         directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
         preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
-        checkpointBytesPerCall: 1 << 20, historyLimit: historyLimit, backgroundThread: backgroundThread)
+        checkpointBytesPerCall: 1 << 20, checkpointBatchDuration: nil, historyLimit: historyLimit, backgroundThread: backgroundThread)
 }
 
 func expectSameRooms(
@@ -230,8 +273,11 @@ func fileNames(_ directory: String) -> [String] {
     (try? Directory.list(directory).sorted()) ?? []
 }
 
-func copyDirectory(_ from: String, _ to: String) {
-    _ = system("rm -rf '\(to)' && cp -a '\(from)' '\(to)'")
+/// `to` becomes a copy of the directory `from` (what `cp -a` gives the store: the names and
+/// the bytes), in-process.
+func copyDirectory(_ from: String, _ to: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    removeTree(to)
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try FileManager.default.copyItem(atPath: from, toPath: to) }
 }
 
 /// The byte offsets at which each record of a segment starts, and where its data ends.

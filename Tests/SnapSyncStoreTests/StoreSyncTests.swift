@@ -1,6 +1,7 @@
 // The fsync policies: `always` is one fdatasync per pass with writes (group commit), `everysec`
 // at most one a second, `no` none; every policy writes the records before sync() returns.
 
+import Foundation
 import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
@@ -9,7 +10,7 @@ import SnapSyncModel
     import Glibc
 #endif
 
-@Suite(.ownThread("unit tests")) struct StoreSyncTests {
+@Suite(.unitTests) struct StoreSyncTests {
     @Test func alwaysSyncsOncePerPassWithWrites() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
@@ -94,7 +95,7 @@ import SnapSyncModel
 /// readable and durable, and writes resume once space is freed. Uses a 1 MiB tmpfs, which
 /// needs root (CI runs as root); the integration test DurabilityDiskFullTests covers the same
 /// path without root, through RLIMIT_FSIZE.
-@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"), .ownThread("unit tests"))
+@Suite(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"), .unitTests)
 struct StoreSpaceTests {
     @Test func aFullDiskRejectsWritesAndKeepsWhatWasAccepted() throws {
         let tmpfs = SmallTmpfs("store-full")
@@ -110,7 +111,7 @@ struct StoreSpaceTests {
         do {
             let (store, _) = try DurableStore.open(options: options, logger: lines.logger)
             // Fill the disk with other data, leaving some room for the log.
-            #expect(system("dd if=/dev/zero of='\(mnt)/filler' bs=64k count=11 2>/dev/null") == 0)
+            #expect(fillFile(mnt + "/filler", bytes: 11 * (64 << 10)))
             for _ in 0..<400 {
                 do {
                     try rooms.writeMany(1, rooms: 2, payloadBytes: 1000, to: store)
@@ -125,7 +126,7 @@ struct StoreSpaceTests {
             #expect(accepted.writes.count > 10)
             #expect(lines.contains("disk full"))
             // Space comes back: writes are accepted again.
-            #expect(system("rm '\(mnt)/filler'") == 0)
+            try FileManager.default.removeItem(atPath: mnt + "/filler")
             try rooms.writeMany(1, rooms: 2, payloadBytes: 1000, to: store)
             accepted = rooms
             #expect(lines.contains("available again"))

@@ -1,4 +1,5 @@
 public import Testing
+import Foundation
 
 /// Runs a suite, its tests and its nested suites on a thread of their own, off Swift's
 /// cooperative pool: see `ThreadExecutor` for why synchronous tests need it.
@@ -11,7 +12,7 @@ public import Testing
 /// synchronous test short, which it could not have stopped anyway.)
 ///
 /// Suites that name the same thread share it: the synchronous unit tests of every target share
-/// "unit tests". Where task executors do not exist (Apple systems before macOS 15 and iOS 18),
+/// "unit tests" (`.unitTests`), whose executor has a thread per core. Where task executors do not exist (Apple systems before macOS 15 and iOS 18),
 /// the suite runs on the pool as any other.
 public struct OwnThreadTrait: SuiteTrait, TestScoping {
     /// A `ThreadExecutor` where task executors exist, else nil.
@@ -31,8 +32,19 @@ public struct OwnThreadTrait: SuiteTrait, TestScoping {
 extension Trait where Self == OwnThreadTrait {
     /// The suite runs on the thread named `name`, which only suites naming it share.
     public static func ownThread(_ name: String) -> Self {
+        ownThreads(name, count: 1)
+    }
+
+    /// The synchronous suites of the unit lane: off the cooperative pool, on a thread per core.
+    /// Nothing else runs in the unit lane's process, and its suites neither block for long nor
+    /// wait on real time, so they may use every core.
+    public static var unitTests: Self {
+        ownThreads("unit tests", count: ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    private static func ownThreads(_ name: String, count: Int) -> Self {
         if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
-            OwnThreadTrait(executor: ThreadExecutor.named(name))
+            OwnThreadTrait(executor: ThreadExecutor.named(name, threads: count))
         } else {
             OwnThreadTrait(executor: nil)
         }

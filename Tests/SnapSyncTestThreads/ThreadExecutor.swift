@@ -1,6 +1,7 @@
 import Foundation
 
-/// A task executor with one thread of its own, which runs its jobs one at a time, in order.
+/// A task executor with threads of its own (one, unless told otherwise), which take its jobs in
+/// order: with one thread, one at a time.
 ///
 /// Tests that block (sockets with deadlines, child processes, a libevent loop driven for
 /// seconds) run here instead of on Swift's cooperative pool. That pool is as wide as the
@@ -8,18 +9,22 @@ import Foundation
 /// test of the process then waited 10–30 s between two steps, long enough for the daemons it
 /// talked to to time it out.
 ///
-/// The thread is started by the first job and lives as long as the process: the suites that
-/// use it end with the test run.
+/// The threads are started by the first job and live as long as the process: the suites that
+/// use them end with the test run. The unit lane's synchronous suites share one executor with a
+/// thread per core (`.unitTests`), since nothing else runs in that process.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let name: String
-    // Guards `jobs` and `started`; the thread waits on it for the next job.
+    private let threads: Int
+    // Guards `jobs` and `started`; the threads wait on it for the next job.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var started = false
 
-    public init(name: String) {
+    public init(name: String, threads: Int = 1) {
+        precondition(threads >= 1, "ThreadExecutor \(name) needs a thread")
         self.name = name
+        self.threads = threads
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -29,9 +34,11 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         jobs.append(job)
         if !started {
             started = true
-            let thread = Thread { [self] in run() }
-            thread.name = name
-            thread.start()
+            for _ in 0..<threads {
+                let thread = Thread { [self] in run() }
+                thread.name = name
+                thread.start()
+            }
         }
         condition.signal()
     }
@@ -50,12 +57,13 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
 
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 extension ThreadExecutor {
-    /// The executor of the thread named `name`, made when first asked for: suites that name the
-    /// same thread share it, across test targets (they run in one process).
-    public static func named(_ name: String) -> ThreadExecutor {
+    /// The executor of the threads named `name`, made when first asked for (with `threads`
+    /// threads): suites that name the same thread share it, across test targets (they run in
+    /// one process).
+    public static func named(_ name: String, threads: Int = 1) -> ThreadExecutor {
         namedExecutors.lock.withLock {
             if let executor = namedExecutors.byName[name] as? ThreadExecutor { return executor }
-            let executor = ThreadExecutor(name: name)
+            let executor = ThreadExecutor(name: name, threads: threads)
             namedExecutors.byName[name] = executor
             return executor
         }

@@ -7,7 +7,7 @@ import SnapSyncTestThreads
 /// sanitized fuzzer but without fuzzing: a fixed crash stays fixed, and a law that a change
 /// breaks on a known input fails here. New crash inputs go to crashes/<target>/ (scripts/fuzz
 /// writes them there).
-@Suite(.ownThread("unit tests")) struct FuzzReplayTests {
+@Suite(.unitTests) struct FuzzReplayTests {
     /// Tests/Fuzz, found from this file (Tests/Fuzz/Sources/Replay/).
     static let fuzzDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -14,16 +14,18 @@ import SnapSyncWire
 ///     SNAPSYNC_WRITE_FUZZ_SEEDS=1 swift test --filter SeedCorpusTests
 ///
 /// (the seeds from Protocol/vectors come from Tests/Fuzz/make-corpus.py).
-@Suite(.ownThread("unit tests")) struct SeedCorpusTests {
+@Suite(.unitTests) struct SeedCorpusTests {
     /// Writes a few rooms through a real store, forces a segment switch and a checkpoint of
     /// every room, and returns the files: (target, seed name, bytes). The store's background
-    /// work runs inline, so that one `maintain` both switches segments and names every room due.
+    /// work runs inline, so that one `maintain` both switches segments and names every room due,
+    /// and its checkpoint batch has no time budget, so that one `checkpoint` writes every room
+    /// however slow the disk.
     static func storeSeeds() throws -> [(FuzzTarget, String, [UInt8])] {
         let directory = NSTemporaryDirectory() + "snapsync-fuzz-seeds-\(getpid())-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let options = StoreOptions(
             directory: directory, fsync: .no, segmentBytes: 1 << 20, maxDiffFrameBytes: 4 << 10,
-            preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), historyLimit: 4,
+            preallocationBytes: 4 << 10, checkpointInterval: .seconds(60), checkpointBatchDuration: nil, historyLimit: 4,
             backgroundThread: false)
         let logger = Logger(label: "fuzz-seeds") { _ in SwiftLogNoOpLogHandler() }
         let start = ContinuousClock.now
