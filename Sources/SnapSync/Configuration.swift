@@ -72,6 +72,9 @@ extension SnapSyncClient {
         /// The same for every endpoint; each endpoint's certificate is checked against
         /// `TLSConfiguration.serverName` when set, else against that endpoint's own host.
         public var tls: TLSConfiguration?
+        /// The wall clock token refreshes are planned by (WallClock.swift): the system's, or
+        /// one a test drives.
+        package var clock: any WallClock = SystemWallClock()
 
         /// One daemon, at `host` and `port`.
         public init(

@@ -7,7 +7,8 @@ struct SessionToken: Sendable {
     var bytes: [UInt8]
     var lifetime: TokenLifetime?
 
-    init(_ token: String?, now: Double = TokenLifetime.now()) {
+    /// `now`: the wall clock's, for a token without `iat` (its lifetime counts from now).
+    init(_ token: String?, now: Double) {
         bytes = Array((token ?? "").utf8)
         lifetime = token.flatMap { TokenLifetime(token: $0, now: now) }
     }
@@ -46,7 +47,7 @@ extension SnapSyncClient {
         case .failure(let error):
             return connectionClosed(error)
         case .success(let string):
-            token = SessionToken(string)
+            token = SessionToken(string, now: configuration.clock.now())
         }
         if let refused, refused.token == token.bytes {
             link = .none
@@ -72,18 +73,19 @@ extension SnapSyncClient {
     // MARK: Refresh
 
     /// Plans the next refresh of the connection's token: at `TokenLifetime.refreshAt`, or after
-    /// a failure halfway to `exp`. Nothing to plan without a provider or a readable `exp`.
+    /// a failure halfway to `exp`, by `Configuration.clock`. Nothing to plan without a provider
+    /// or a readable `exp`.
     func scheduleRefresh() {
         refreshTask?.cancel()
         refreshTask = nil
         guard let provider = configuration.credentials, let lifetime = token?.lifetime,
             case .ready = link, refreshFailures <= TokenLifetime.refreshRetries
         else { return }
-        let now = TokenLifetime.now()
-        let at = refreshFailures == 0 ? lifetime.refreshAt : lifetime.retryAt(now: now)
+        let clock = configuration.clock
+        let at = refreshFailures == 0 ? lifetime.refreshAt : lifetime.retryAt(now: clock.now())
         let generation = generation
         refreshTask = Task { [weak self] in
-            try? await Task.sleep(for: .wallSeconds(at - now))
+            try? await clock.sleep(until: at)
             guard !Task.isCancelled else { return }
             let result: Result<String?, SnapSyncError>
             do {
@@ -101,7 +103,7 @@ extension SnapSyncClient {
         guard generation == self.generation, case .ready(let connection) = link else { return }
         refreshTask = nil
         if case .success(let string?) = result, let current = token, Array(string.utf8) != current.bytes {
-            let fresh = SessionToken(string)
+            let fresh = SessionToken(string, now: configuration.clock.now())
             let requestID = newRequest(.auth(fresh))
             connection.send(.auth(requestID: requestID, credentials: fresh.bytes))
             return

@@ -45,15 +45,6 @@ struct TokenLifetime: Hashable, Sendable {
         now + max(0, (expiresAt - now) / 2)
     }
 
-    /// The wall clock, in seconds since 1970 (what `exp` counts in).
-    static func now() -> Double {
-        #if canImport(Foundation)
-            Date().timeIntervalSince1970
-        #else
-            0
-        #endif
-    }
-
     private struct Claims: Decodable {
         var exp: Double?
         var iat: Double?
@@ -72,12 +63,5 @@ struct TokenLifetime: Hashable, Sendable {
             // Without Foundation there is no JSON decoder: tokens are sent, never refreshed.
             return nil
         #endif
-    }
-}
-
-extension Duration {
-    /// `seconds` (a `Double`, negative counting as 0) as a duration, for sleeping until a wall-clock time.
-    static func wallSeconds(_ seconds: Double) -> Duration {
-        .nanoseconds(Int64(min(max(0, seconds), 1e9) * 1e9))
     }
 }

@@ -5,7 +5,7 @@ import SnapSyncTestThreads
 
 /// Index-path resolution, without a daemon: the updates a change reports, replayed on the old
 /// snapshot as UIKit replays a batch update, must give the new snapshot.
-@Suite("Client: batch updates (index paths)", .ownThread("unit tests"))
+@Suite("Client: batch updates (index paths)", .unitTests)
 struct ClientBatchUpdatesTests {
     func layout(_ sections: [(String, [String])]) -> Snapshot {
         try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })

@@ -10,7 +10,9 @@ import Testing
 // Tokens in the client (#15): the provider's token in HELLO, its refresh with AUTH before `exp`,
 // a refused token that stops reconnecting, `token_expired`, REJECT `forbidden` and LEFT, against
 // the scripted peer of ClientScriptedServerTests.swift. The tokens are JWT-shaped but unsigned:
-// the client reads the payload's `exp` and `iat`, and never checks a signature.
+// the client reads the payload's `exp` and `iat`, and never checks a signature. Token time is
+// the client's clock (`Configuration.clock`), a `ManualWallClock` here: a refresh happens when
+// the test moves the clock to it, so no test waits for real time or races it.
 
 /// A compact JWT with an HS256 header, the given claims, and `tag` in place of a signature.
 func unsignedToken(_ tag: String, exp: Double, iat: Double? = nil) -> String {
@@ -64,9 +66,10 @@ final class ScriptedProvider: Sendable {
         }
     }
 
-    /// For the peer's thread: waits (10 s at most) until the provider was called `count` times.
+    /// For the peer's thread: waits until the provider was called `count` times (the hang
+    /// bound at most: it ends a hang, it does not ask for speed).
     func waitForCalls(_ count: Int) throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + hangBound
         while calls < count {
             guard ContinuousClock.now < deadline else {
                 throw ScriptedPeer.Failure(description: "the provider was called \(calls) times, not \(count)")
@@ -83,12 +86,15 @@ private func usleepForPeer() {
 
 @Suite("Client: tokens")
 struct ClientCredentialsTests {
-    func client(_ peer: ScriptedPeer, _ provider: ScriptedProvider?) -> SnapSyncClient {
-        SnapSyncClient(
-            configuration: .init(
-                host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
-                reconnect: .init(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50)),
-                credentials: provider?.provider))
+    /// Where the test clocks start, in seconds since 1970: the scripted peer checks no token's
+    /// time, so any fixed instant does, and the deadlines below are exact.
+    static let start = 1_800_000_000.0
+
+    func client(_ peer: ScriptedPeer, _ provider: ScriptedProvider?, clock: ManualWallClock? = nil) -> SnapSyncClient {
+        var configuration = peer.configuration(
+            reconnect: .init(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50)), credentials: provider?.provider)
+        if let clock { configuration.clock = clock }
+        return SnapSyncClient(configuration: configuration)
     }
 
     @Test("the refresh margin: 10% of the lifetime, at most 30 s; retries halfway to exp; exp and iat read from the payload")
@@ -111,13 +117,14 @@ struct ClientCredentialsTests {
 
     @Test(
         "the provider's token goes in HELLO; before exp the client sends a new one with AUTH, trying again after failures",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func refresh() async throws {
         let peer = try ScriptedPeer()
-        let now = TokenLifetime.now()
-        // A 1.5 s token: refreshed 0.15 s before exp.
-        let first = unsignedToken("first", exp: now + 1.5, iat: now)
-        let second = unsignedToken("second", exp: now + 3600, iat: now)
+        let start = Self.start
+        let clock = ManualWallClock(now: start)
+        // A 100 s token: refreshed 10 s (10%) before its exp.
+        let first = unsignedToken("first", exp: start + 100, iat: start)
+        let second = unsignedToken("second", exp: start + 3600, iat: start)
         // The refresh fails three times (the provider throws, then returns the token in use,
         // then nothing) before the fourth try gets a new token.
         let provider = ScriptedProvider([.token(first), .failure, .token(first), .token(nil), .token(second)])
@@ -135,22 +142,34 @@ struct ClientCredentialsTests {
             }
             peer.send(.ack(requestID: write, epoch: 1, version: 1))
         }
-        let client = client(peer, provider)
+        let client = client(peer, provider, clock: clock)
         let events = EventLog.start(client)
         try await client.connect()
-        try await eventually("the AUTH's ACK") { await client.token?.bytes == Array(second.utf8) }
+        // Planned at exp - 10 s, and after each failure halfway to exp; nothing is asked of
+        // the provider before the clock gets there.
+        for (k, expected) in [start + 90, start + 95, start + 97.5, start + 98.75].enumerated() {
+            let at = try await clock.nextSleeper()
+            #expect(at == expected, "try \(k + 1)")
+            #expect(provider.calls == 1 + k, "no try before its time")
+            clock.advance(to: at)
+        }
+        // The AUTH's ACK makes the second token the connection's: its refresh is planned 30 s
+        // (not 10% of an hour) before its exp.
+        #expect(try await clock.nextSleeper() == start + 3570)
+        #expect(await client.token?.bytes == Array(second.utf8))
         let position = try await client.mutate("r", [.appendSections(["s"])])
         #expect(position == RoomPosition(epoch: 1, version: 1))
         let failure = await script.value
         #expect(failure == nil, "\(failure ?? "")")
-        #expect(provider.calls == 5, "one HELLO, four refresh tries; the new token is refreshed only 30 s before its exp")
+        #expect(provider.calls == 5, "one HELLO, four refresh tries")
+        #expect(clock.deadlines == [start + 90, start + 95, start + 97.5, start + 98.75, start + 3570])
         #expect(await events.disconnections.isEmpty)
         await client.close()
     }
 
     @Test(
         "a refused token: connect() throws .unauthorized; reconnecting goes on with a new token and stops when the provider gives the refused one again",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func unauthorizedStops() async throws {
         let peer = try ScriptedPeer()
         let provider = ScriptedProvider([.token("A"), .token("B"), .token("C")])
@@ -195,11 +214,12 @@ struct ClientCredentialsTests {
 
     @Test(
         "a refresh refused (ERROR unauthorized after AUTH): the AUTH's token is the refused one, so the reconnect that gets it again stops",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func refreshRefused() async throws {
         let peer = try ScriptedPeer()
-        let now = TokenLifetime.now()
-        let first = unsignedToken("first", exp: now + 1, iat: now)
+        let start = Self.start
+        let clock = ManualWallClock(now: start)
+        let first = unsignedToken("first", exp: start + 100, iat: start)
         let provider = ScriptedProvider([.token(first), .token("not-a-jwt")])
         let script = play(peer) { peer in
             try peer.accept()
@@ -210,15 +230,20 @@ struct ClientCredentialsTests {
             }
             peer.send(.error(code: ErrorCode.unauthorized.rawValue, message: "malformed token: no header"))
         }
-        let client = client(peer, provider)
+        let client = client(peer, provider, clock: clock)
         let events = EventLog.start(client)
         try await client.connect()
+        // The refresh, when the clock reaches it.
+        let at = try await clock.nextSleeper()
+        #expect(at == start + 90)
+        clock.advance(to: at)
         try await eventually("the client to stop") {
             await events.events.contains { if case .stopped = $0 { true } else { false } }
         }
         let failure = await script.value
         #expect(failure == nil, "\(failure ?? "")")
         #expect(provider.calls == 3, "HELLO, the refresh, and the reconnect's call that returned the refused token")
+        #expect(clock.deadlines == [start + 90], "the refused token has no exp: nothing more was planned")
         #expect(!peer.hasPendingConnection)
         #expect(await events.disconnections == [.unauthorized(reason: "malformed token: no header")])
         await #expect(throws: SnapSyncError.connectionLost("not connected: call connect()")) {
@@ -229,12 +254,13 @@ struct ClientCredentialsTests {
 
     @Test(
         "a refresh the provider cannot produce is tried four times; token_expired then reconnects with the provider's next token",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func tokenExpiredReconnects() async throws {
         let peer = try ScriptedPeer()
-        let now = TokenLifetime.now()
-        let first = unsignedToken("first", exp: now + 1, iat: now)
-        let next = unsignedToken("next", exp: now + 3600, iat: now)
+        let start = Self.start
+        let clock = ManualWallClock(now: start)
+        let first = unsignedToken("first", exp: start + 100, iat: start)
+        let next = unsignedToken("next", exp: start + 3600, iat: start)
         let provider = ScriptedProvider([.token(first), .failure, .failure, .failure, .failure, .token(next)])
         let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let script = play(peer) { peer in
@@ -250,23 +276,32 @@ struct ClientCredentialsTests {
             let rejoin = try peer.expectJoin("r", resume: RoomPosition(epoch: 3, version: 4))
             peer.send(.catchup(requestID: rejoin, room: "r", epoch: 3, fromVersion: 4, toVersion: 4))
         }
-        let client = client(peer, provider)
+        let client = client(peer, provider, clock: clock)
         let events = EventLog.start(client)
         try await client.connect()
         _ = try await client.join("r")
+        // The refresh and its three retries, each when the clock reaches it; then no more.
+        for expected in [start + 90, start + 95, start + 97.5, start + 98.75] {
+            let at = try await clock.nextSleeper()
+            #expect(at == expected)
+            clock.advance(to: at)
+        }
         try await eventually("the reconnect") {
             await events.events.contains { if case .connected(2, _, true) = $0 { true } else { false } }
         }
         let failure = await script.value
         #expect(failure == nil, "\(failure ?? "")")
         #expect(provider.calls == 6)
+        // The reconnect's token is refreshed 30 s before its exp; no fifth try came before.
+        #expect(try await clock.nextSleeper() == start + 3570)
+        #expect(clock.deadlines == [start + 90, start + 95, start + 97.5, start + 98.75, start + 3570])
         #expect(await events.disconnections == [.serverError(.init(rawCode: ErrorCode.tokenExpired.rawValue, message: "token of alice expired"))])
         await client.close()
     }
 
     @Test(
         "REJECT forbidden fails the join or the write as .forbidden; LEFT drops the replica, its changes end, and roomLost says why",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func forbiddenAndLeft() async throws {
         let peer = try ScriptedPeer()
         let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("x")])])

@@ -7,7 +7,7 @@
     import Testing
     import SnapSyncTestThreads
 
-    @Suite("Client: Foundation interop and README", .ownThread("unit tests"))
+    @Suite("Client: Foundation interop and README", .unitTests)
     struct ClientFoundationTests {
         @Test("the model's names do not clash with Foundation's")
         func noClashWithFoundation() throws {

@@ -6,7 +6,7 @@ import SnapSyncTestThreads
 
 /// `SnapshotPositions` (the replica's index-path lookups) against the snapshot's own O(n)
 /// positions, after every random batch, and the adapters' logic through the UIKit validator.
-@Suite("Client: index-path lookups and the adapters' logic", .ownThread("unit tests"))
+@Suite("Client: index-path lookups and the adapters' logic", .unitTests)
 struct ClientLookupsTests {
     @Test("lookups match a brute-force walk after every random batch (seeded)")
     func randomBatches() {

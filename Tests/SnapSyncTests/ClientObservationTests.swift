@@ -1,6 +1,7 @@
 #if canImport(Observation)
     import Observation
     @testable import SnapSync
+    import SnapSyncClientTestSupport
     import Testing
 
     /// `ObservableReplica`: follows its replica on the main actor and tells Observation.
@@ -26,7 +27,10 @@
                 RoomChange(
                     kind: .diff, room: "r", previousPosition: RoomPosition(epoch: 1, version: 0), position: RoomPosition(epoch: 1, version: 1),
                     operations: operations, snapshot: snapshot, updates: BatchUpdates(from: Snapshot(), to: snapshot, operations: operations)))
-            for _ in 0..<1000 where observed.position.version != 1 { try await Task.sleep(for: .milliseconds(5)) }
+            // The replica's changes reach the main actor through a task: wait for them (a hang
+            // bound, not a speed limit).
+            let deadline = ContinuousClock.now + hangBound
+            while observed.position.version != 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(observed.position.version == 1)
             #expect(observed.snapshot == snapshot)
             #expect(notified.value == 1, "observers of snapshot were told")
@@ -35,7 +39,7 @@
             #expect(observed.indexPath(for: "b") == ItemIndexPath(item: 1, section: 0))
             #expect(observed.sectionIdentifier(for: 0) == "s" && observed.index(ofSection: "s") == 0)
             replica.finish()
-            for _ in 0..<1000 where !observed.isFinished { try await Task.sleep(for: .milliseconds(5)) }
+            while !observed.isFinished, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(observed.isFinished)
             var versions: [UInt64] = []
             for await change in other { versions.append(change.version) }

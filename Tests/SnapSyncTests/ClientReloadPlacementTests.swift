@@ -6,7 +6,7 @@ import SnapSyncTestThreads
 /// UIKit performs a reload inside `performBatchUpdates` as a delete plus an insert at the old
 /// position shifted by deletes and inserts, ignoring moves (#18). The four minimal crashes of
 /// #18: the validator refuses the form that crashed, and `BatchUpdates` no longer produces it.
-@Suite("Client: reloads and moves in one batch (UIKit placement)", .ownThread("unit tests"))
+@Suite("Client: reloads and moves in one batch (UIKit placement)", .unitTests)
 struct ClientReloadPlacementTests {
     func layout(_ sections: [(String, [String])]) -> Snapshot {
         try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })

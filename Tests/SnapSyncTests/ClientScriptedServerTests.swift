@@ -12,7 +12,8 @@ import Testing
 // A correct daemon never sends a bad digest, skips a version or sends a DIFF that does not apply,
 // so the client's answers to those are tested against a scripted peer: a real loopback socket
 // speaking real frames (the Wire codec), playing the server's side step by step on its own
-// thread and checking every frame the client sends. Every wait has a deadline.
+// thread and checking every frame the client sends. Every wait has a deadline, a hang bound
+// (`hangBound`) only: the peer never expects the client to be quick.
 
 /// One accepted connection, driven synchronously by a script.
 final class ScriptedPeer {
@@ -53,7 +54,7 @@ final class ScriptedPeer {
         close(listener)
     }
 
-    private func wait(_ fd: Int32, timeout: Int32 = 10_000) throws {
+    private func wait(_ fd: Int32, timeout: Int32 = Int32(hangBound.components.seconds * 1000)) throws {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, timeout) > 0 else { throw Failure(description: "timed out waiting on the socket") }
     }
@@ -115,6 +116,17 @@ final class ScriptedPeer {
         return poll(&entry, 1, 0) > 0
     }
 
+    /// A client of this peer whose timers cannot cut a script short on a loaded machine: the
+    /// handshake and each call may take up to the hang bound, and the client sends no PING of
+    /// its own (the peer answers PINGs only while it waits for a request).
+    func configuration(
+        reconnect: SnapSyncClient.ReconnectPolicy = .disabled, credentials: SnapSyncClient.CredentialsProvider? = nil
+    ) -> SnapSyncClient.Configuration {
+        SnapSyncClient.Configuration(
+            host: "127.0.0.1", port: port, connectTimeout: hangBound, requestTimeout: hangBound,
+            pingInterval: .seconds(3600), pingTimeout: .seconds(3600), reconnect: reconnect, credentials: credentials)
+    }
+
     /// Expects a JOIN of `room` with `resume`; returns its request id.
     func expectJoin(_ room: String, resume: RoomPosition?) throws -> UInt64 {
         let message = try request()
@@ -160,7 +172,7 @@ func play(_ peer: ScriptedPeer, _ script: @escaping @Sendable (ScriptedPeer) thr
 struct ClientScriptedServerTests {
     @Test(
         "bad digest → fresh JOIN; version gap → resume (catch-up); DIFF that does not apply → fresh JOIN (resync); new epoch → resume (resync)",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func misbehavingServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
@@ -181,7 +193,9 @@ struct ClientScriptedServerTests {
             peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
             // The rest waits until the test watches the replica's changes (a stream starts at
             // the replica's snapshot when it is made, so a late one would miss changes).
-            guard watching.wait(timeout: .now() + 30) == .success else { throw ScriptedPeer.Failure(description: "the test never watched") }
+            guard watching.wait(timeout: .now() + hangBound.seconds) == .success else {
+                throw ScriptedPeer.Failure(description: "the test never watched")
+            }
             // 2. A gap (v5 after v3): the replica is fine but behind, so it resumes from v3.
             peer.send(.diff(room: room, epoch: 7, version: 5, ops: [.moveItem("c", .before("a"))]))
             request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 3))
@@ -204,10 +218,7 @@ struct ClientScriptedServerTests {
             peer.send(.ack(requestID: write, epoch: 8, version: 2))
         }
 
-        let client = SnapSyncClient(
-            configuration: .init(
-                host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20),
-                reconnect: .disabled))
+        let client = SnapSyncClient(configuration: peer.configuration())
         let events = EventLog.start(client)
         try await client.connect()
         let replica = try await client.join(room)
@@ -237,7 +248,7 @@ struct ClientScriptedServerTests {
         await client.close()
     }
 
-    @Test("a version 1 server: HELLO offers [2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(1)))
+    @Test("a version 1 server: HELLO offers [2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
     func versionOneServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
@@ -257,7 +268,7 @@ struct ClientScriptedServerTests {
             peer.send(.diff(room: room, epoch: 3, version: 2, ops: [.appendItems(["b"], toSection: "s")]))
             peer.send(.ack(requestID: write, epoch: 3, version: 2))
         }
-        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: peer.port, requestTimeout: .seconds(20), reconnect: .disabled))
+        let client = SnapSyncClient(configuration: peer.configuration())
         try await client.connect()
         #expect(await client.protocolVersion == 1)
         _ = try await client.join(room)

@@ -2,7 +2,7 @@
 import Testing
 
 /// `changes` and `events` with several consumers: each gets every element, in order.
-@Suite("Client: streams with several consumers", .timeLimit(.minutes(1)))
+@Suite("Client: streams with several consumers", .timeLimit(.minutes(5)))
 struct ClientStreamsTests {
     func change(_ version: UInt64, _ snapshot: Snapshot, from previous: Snapshot) -> RoomChange {
         RoomChange(

@@ -4,7 +4,7 @@ import Testing
 import SnapSyncTestThreads
 
 /// The typed façade: string interpolation, `RoomCoding`'s coders, typed errors, `TypedBatch`.
-@Suite("Client: typed identifiers and payloads", .ownThread("unit tests"))
+@Suite("Client: typed identifiers and payloads", .unitTests)
 struct ClientTypedTests {
     struct Card: Codable, Equatable, Sendable {
         var title: String

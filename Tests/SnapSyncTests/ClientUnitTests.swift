@@ -1,5 +1,6 @@
 import SnapSyncTestSupport
 @testable import SnapSync
+import SnapSyncClientTestSupport
 import Testing
 
 @Suite("Client: batch builder")
@@ -110,8 +111,10 @@ struct ClientMiscellaneousTests {
 
     @Test("connecting to a port nobody listens on fails with connectFailed")
     func refused() async throws {
-        // Port 1 on loopback: nothing listens there on a test machine.
-        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: 1, connectTimeout: .seconds(3)))
+        // Port 1 on loopback: nothing listens there on a test machine, so the connect is refused
+        // at once. The handshake timer (connectTimeout) would fail the attempt as .timedOut
+        // instead: a hang bound long enough that a stalled test process never lets it win.
+        let client = SnapSyncClient(configuration: .init(host: "127.0.0.1", port: 1, connectTimeout: hangBound))
         await #expect {
             try await client.connect()
         } throws: { error in

@@ -8,7 +8,7 @@ import SnapSyncTestThreads
 // The client's codec handlers (WireFrameDecoder, WireFrameEncoder) on an EmbeddedChannel: frames
 // cut across reads, the length checked on its own four bytes, WELCOME's limits adopted.
 
-@Suite("Client: the wire codec on a NIO channel", .ownThread("unit tests"))
+@Suite("Client: the wire codec on a NIO channel", .unitTests)
 struct ClientWireCodecTests {
     func channel() throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
