@@ -120,11 +120,11 @@ extension JetStreamRoomLog {
                 self.reachCurrentIfCaughtUp(follow)
             case .failure(let error):
                 follow.failedTargetReads += 1
-                guard follow.generation > 1, follow.failedTargetReads < Self.recoveryAttempts else {
+                guard follow.generation > 1, follow.failedTargetReads < self.recoveryAttempts else {
                     return self.fail(follow, error)
                 }
                 self.logger.warning(
-                    "follow of room \(follow.room): \(error); trying again (attempt \(follow.failedTargetReads + 1) of \(Self.recoveryAttempts))")
+                    "follow of room \(follow.room): \(error); trying again (attempt \(follow.failedTargetReads + 1) of \(self.recoveryAttempts))")
                 follow.targetDue = true
             }
         }
@@ -189,10 +189,10 @@ extension JetStreamRoomLog {
                 // until its leaders are elected again (seen: over 20 s): it tries again, at each
                 // tick, for as many attempts; a first follow says at once that it cannot start.
                 follow.failedCreations += 1
-                guard generation > 1, follow.failedCreations < Self.recoveryAttempts else {
+                guard generation > 1, follow.failedCreations < self.recoveryAttempts else {
                     return self.fail(follow, .logUnavailable(why))
                 }
-                self.logger.warning("follow of room \(room): \(why); trying again (attempt \(follow.failedCreations + 1) of \(Self.recoveryAttempts))")
+                self.logger.warning("follow of room \(room): \(why); trying again (attempt \(follow.failedCreations + 1) of \(self.recoveryAttempts))")
                 follow.creationDue = true
                 return
             }
@@ -299,9 +299,10 @@ extension JetStreamRoomLog {
     }
 
     /// Consumer creations a recovering follow tries (each waits up to `requestTimeout`) before
-    /// it fails: a minute, since after a server's death JetStream's API has been seen silent for
-    /// over 30 s on a loaded machine while publishes already worked.
-    static var recoveryAttempts: Int { 12 }
+    /// it fails, unless `connect` is given another number: a minute with the default 5 s
+    /// timeout, since after a server's death JetStream's API has been seen silent for over 30 s
+    /// on a loaded machine while publishes already worked.
+    package static var defaultRecoveryAttempts: Int { 12 }
 
     private func fail(_ follow: RoomFollow, _ error: StoreError) {
         logger.warning("follow of room \(follow.room) failed: \(error)")

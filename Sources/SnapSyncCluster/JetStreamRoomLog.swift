@@ -20,6 +20,9 @@ package final class JetStreamRoomLog: RoomLog {
     package let salt: String
     /// How long a proposal, a checkpoint read or a consumer creation may wait for its answer.
     let requestTimeout: Duration
+    /// Consumer creations (or reads of the room's last sequence) a recovering follow tries
+    /// before it fails (`defaultRecoveryAttempts`).
+    let recoveryAttempts: Int
     /// The consumers' idle heartbeat; a follow that hears nothing for three of them (for one,
     /// before it is current) recreates its consumer.
     let heartbeat: Duration
@@ -61,7 +64,8 @@ package final class JetStreamRoomLog: RoomLog {
     /// the loop runs.
     package static func connect(
         servers: [String], tls: NATSTLS = NATSTLS(), eventBase: OpaquePointer, retain: Int = 10_000, logger: Logger,
-        requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5)
+        requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5),
+        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws(NATSError) -> JetStreamRoomLog {
         let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
         if let replaced = rooms.replacedMaxMessagesPerSubject {
@@ -78,7 +82,7 @@ package final class JetStreamRoomLog: RoomLog {
         do {
             return try JetStreamRoomLog(
                 connection: connection, eventBase: eventBase, salt: salt, logger: logger,
-                requestTimeout: requestTimeout, heartbeat: heartbeat)
+                requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts)
         } catch {
             connection.close()
             throw error
@@ -87,13 +91,14 @@ package final class JetStreamRoomLog: RoomLog {
 
     init(
         connection: NATSConnection, eventBase: OpaquePointer, salt: String, logger: Logger,
-        requestTimeout: Duration, heartbeat: Duration
+        requestTimeout: Duration, heartbeat: Duration, recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws(NATSError) {
         self.connection = connection
         self.salt = salt
         self.logger = logger
         self.requestTimeout = requestTimeout
         self.heartbeat = heartbeat
+        self.recoveryAttempts = recoveryAttempts
         deliveryPrefix = try connection.makeInbox()
         deferredEvent = try LoopEvent(base: eventBase, every: nil, name: "room log completions") { [weak self] in
             self?.runDeferred()

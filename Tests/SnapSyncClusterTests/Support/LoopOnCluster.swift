@@ -24,13 +24,18 @@ final class LoopOnCluster {
 
     /// A node's room log connected to `servers` (by default all of them, as `--cluster` is
     /// given them all), closed by `down()` if the test has not closed it.
+    ///
+    /// A request's timeout is a hang bound here, not the daemon's 5 s: a follow or a proposal
+    /// whose answer comes late on a loaded machine has not failed, and only the tests about a
+    /// missing quorum, which expect the failure, give a short one.
     func connect(
         servers: [String]? = nil, retain: Int = 10_000, logger: Logger = testLogger,
-        requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5)
+        requestTimeout: Duration = .seconds(60), heartbeat: Duration = .seconds(5),
+        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws -> JetStreamRoomLog {
         let log = try JetStreamRoomLog.connect(
             servers: servers ?? cluster.urls, eventBase: base, retain: retain, logger: logger,
-            requestTimeout: requestTimeout, heartbeat: heartbeat)
+            requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts)
         logs.append(log)
         return log
     }

@@ -52,7 +52,9 @@ final class FollowRecorder {
 
 /// Runs the loop of `base` until `condition` holds; the bound only protects against a hang
 /// (the room log's one-second tick wakes the loop at least that often).
-func runLoop(_ base: OpaquePointer, until condition: () -> Bool, bound: Duration = .seconds(60), _ what: String) throws {
+/// Runs the loop until `condition` holds. `bound` only stops a hang: what the tests wait for
+/// comes in seconds on an idle machine, and a loaded one must not turn a wait into a failure.
+func runLoop(_ base: OpaquePointer, until condition: () -> Bool, bound: Duration = .seconds(120), _ what: String) throws {
     let deadline = ContinuousClock.now + bound
     while !condition() {
         guard ContinuousClock.now < deadline else { throw TestClusterError(message: "no \(what) within \(bound)") }
