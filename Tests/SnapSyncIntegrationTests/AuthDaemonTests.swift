@@ -137,33 +137,45 @@ extension ServerIntegration {
             #expect(daemon.isRunning)
         }
 
-        /// Both connections start with the same short token (4 s, no leeway); the one that
-        /// sends AUTH with a fresh token stays, the other gets ERROR token_expired. The second
-        /// one's expiry is the proof that the deadline passed: no assertion on time. The short
-        /// token is minted last, right before it is sent: other tests can keep this process from
-        /// running for seconds at an `await`, and a token expired before its HELLO proves nothing.
+        /// Both connections start with the same short token (no leeway); the one that sends AUTH
+        /// with a fresh token stays, the other gets ERROR token_expired. The second one's expiry
+        /// is the proof that the deadline passed: no assertion on time.
+        ///
+        /// The daemon's clock is real, so the two HELLOs, JOINs and the AUTH must all come before
+        /// the short token expires. A process kept from running can miss that; then the daemon
+        /// refuses a step, and the test starts again with a token that lives twice as long. So a
+        /// slow machine makes the test longer, never wrong; a daemon that refuses a valid token
+        /// still fails it, once the token lives far longer than any stall.
         @Test func refreshKeepsTheSessionAndNoRefreshEndsIt() async throws {
             let keys = try AuthKeyDirectory()
             let daemon = try DaemonProcess.start(arguments: ["--auth-keys", keys.publicFile, "--auth-leeway", "0s"])
             defer { daemon.stop() }
             let fresh = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: 3600)
-            let short = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: 4)
-            let refreshed = try RawClient.authenticated(daemon, token: short)
-            let lapsing = try RawClient.authenticated(daemon, token: short)
-            _ = try refreshed.state(of: "board:1")
-            _ = try lapsing.state(of: "board:1")
-            let (answer, _) = try refreshed.reauthenticate(fresh)
-            guard case .ack(_, 0, 0) = answer else {
-                Issue.record("expected ACK to AUTH, got \(summary(answer))")
+            var lifetime = 2.0
+            while true {
+                let short = try await keys.mint(rooms: ["board:*=read,write"], expiresIn: lifetime)
+                let refreshed: RawClient
+                let lapsing: RawClient
+                do {
+                    refreshed = try RawClient.authenticated(daemon, token: short)
+                    lapsing = try RawClient.authenticated(daemon, token: short)
+                    _ = try refreshed.state(of: "board:1")
+                    _ = try lapsing.state(of: "board:1")
+                    let (answer, _) = try refreshed.reauthenticate(fresh)
+                    guard case .ack(_, 0, 0) = answer else { throw DaemonError("expected ACK to AUTH, got \(summary(answer))") }
+                } catch  where lifetime < 600 {
+                    lifetime *= 2
+                    continue
+                }
+                let (code, message, _) = try lapsing.closingError(timeout: lifetime + 120)
+                #expect(code == .tokenExpired)
+                #expect(message.hasPrefix("the token of alice expired at "))
+                // The daemon logs before it closes, but its stderr is read by another thread: wait for it.
+                #expect(daemon.waitForLog("token expired, closing"))
+                // Past the deadline the refreshed session still writes and reads.
+                #expect(try refreshed.mustMutate("board:1", [.appendSections([.named("s")])]) == 1)
                 return
             }
-            let (code, message, _) = try lapsing.closingError(timeout: 30)
-            #expect(code == .tokenExpired)
-            #expect(message.hasPrefix("the token of alice expired at "))
-            // The daemon logs before it closes, but its stderr is read by another thread: wait for it.
-            #expect(daemon.waitForLog("token expired, closing"))
-            // Past the deadline the refreshed session still writes and reads.
-            #expect(try refreshed.mustMutate("board:1", [.appendSections([.named("s")])]) == 1)
         }
 
         /// 1,000 connections with bad tokens, each asking to JOIN and write: every one gets

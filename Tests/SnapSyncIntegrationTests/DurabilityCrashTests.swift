@@ -6,7 +6,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-extension ServerIntegration {
+extension DaemonDurability {
     /// kill -9 in the middle of a stream of acknowledged writes from several clients: after a
     /// restart every acknowledged write is there, nothing that was never sent appears, and each
     /// room is exactly a prefix of what its writer sent (the log applies writes in order).
@@ -37,7 +37,7 @@ extension ServerIntegration {
                 let thread = Thread {
                     defer { done.leave() }
                     do {
-                        let client = try RawClient(host: host, port: port, timeout: 10)
+                        let client = try RawClient(host: host, port: port, timeout: 60)
                         _ = try client.handshake()
                         // Create the section (several writers race; duplicates are rejected).
                         _ = try client.mutate(writer.room, [.appendSections([SnapshotElement("s")])])

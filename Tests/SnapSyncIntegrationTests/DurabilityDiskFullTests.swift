@@ -6,7 +6,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-extension ServerIntegration {
+extension DaemonDurability {
     /// A full disk, made with RLIMIT_FSIZE on the running daemon (prlimit, util-linux; no root
     /// needed): writes get REJECT storage_failure and change nothing, reads go on, and writes
     /// resume once the limit is lifted. Everything acknowledged survives a restart.

@@ -3,7 +3,7 @@ import Testing
 import SnapSyncModel
 import SnapSyncWire
 
-extension ServerIntegration {
+extension DaemonDurability {
     /// Rooms that end, with the real daemon and kill -9 (PROTOCOL.md §9, docs/persistence.md
     /// "Room ends and time-to-live"): a dropped or expired room never comes back, an old resume
     /// position gets a resync, a TTL survives a crash, and the dropped room's files go.
@@ -27,7 +27,7 @@ extension ServerIntegration {
             }
             let (answer, _) = try writer.request { .drop(requestID: $0, room: "doc") }
             #expect(answer == .ack(requestID: answer.requestID ?? 0, epoch: epoch, version: 3))
-            let left = try member.receive(timeout: 10)
+            let left = try member.receive(timeout: 60)
             #expect(left == .left(room: "doc", code: ErrorCode.roomDeleted.rawValue, message: "room doc was deleted"))
             #expect(try writer.stats()["rooms_deleted"] == 1)
             daemon.kill()

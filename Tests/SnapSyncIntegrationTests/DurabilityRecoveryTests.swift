@@ -6,7 +6,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-extension ServerIntegration {
+extension DaemonDurability {
     /// The real binary against damaged logs: a truncated tail is cut off (and logged), damage in
     /// the middle stops the start with a clear message and a non-zero exit.
     @Suite struct DurabilityRecoveryTests {
@@ -145,7 +145,7 @@ extension ServerIntegration {
             let firstSegments = dir.segments
             // The one-second maintenance timer checkpoints the room and drops the old segment.
             #expect(
-                waitUntil(timeout: 15) {
+                waitUntil(timeout: 60) {
                     let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.data)) ?? []
                     return names.contains { $0.hasPrefix("ckpt-") } && !dir.segments.contains(firstSegments[0])
                 }, "a checkpoint was written and the old segment deleted: \(dir.segments)")

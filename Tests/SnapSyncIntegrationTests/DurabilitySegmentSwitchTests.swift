@@ -6,7 +6,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-extension ServerIntegration {
+extension DaemonDurability {
     /// Segment switches on the background thread, with tiny segments so that one
     /// happens at every one-second maintenance: every acknowledged write survives kill -9 across
     /// them, and the segments that checkpoints cover are deleted.

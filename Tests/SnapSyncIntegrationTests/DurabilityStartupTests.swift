@@ -6,7 +6,7 @@ import SnapSyncWire
     import Glibc
 #endif
 
-extension ServerIntegration {
+extension DaemonDurability {
     /// The real binary at start-up: what a clean stop leaves to replay, a data
     /// directory whose files do not match its MANIFEST, and a disk short of space.
     @Suite struct DurabilityStartupTests {

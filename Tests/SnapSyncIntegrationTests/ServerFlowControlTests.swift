@@ -62,7 +62,7 @@ extension ServerIntegration {
             var clients = try (0..<3).map { _ in try RawClient.ready(daemon) }
             // The fourth is told why and closed right away, without sending anything.
             let excess = try RawClient(host: daemon.host, port: daemon.port)
-            let (code, message, _) = try excess.closingError(timeout: 5)
+            let (code, message, _) = try excess.closingError(timeout: 60)
             #expect(code == .tooManyConnections)
             #expect(message.contains("3"))
             #expect(try clients[0].stats()["connections_refused"] == 1)

@@ -153,7 +153,7 @@ struct MetricsAddress {
     func get(_ path: String) throws -> (status: Int, body: String) {
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "--silent", "--show-error", "--max-time", "10", "--write-out", "\n%{http_code}", "http://\(host):\(port)\(path)"]
+        curl.arguments = ["curl", "--silent", "--show-error", "--max-time", "60", "--write-out", "\n%{http_code}", "http://\(host):\(port)\(path)"]
         let pipe = Pipe()
         curl.standardOutput = pipe
         try curl.run()

@@ -18,24 +18,32 @@ extension ServerIntegration {
             try b.mustMutate("r", [.appendSections([.named("s")])])
             daemon.signal(signal)
             for client in [a, b] {
-                let (code, _, _) = try client.closingError(timeout: 10)
+                let (code, _, _) = try client.closingError(timeout: 60)
                 #expect(code == .shuttingDown)
             }
-            #expect(daemon.waitForExit(timeout: 10) == 0)
+            #expect(daemon.waitForExit(timeout: 60) == 0)
             #expect(daemon.log.contains("shutting down"))
             #expect(daemon.log.contains("stopped"))
             // Nothing listens any more.
             #expect(throws: RawClientError.self) { try RawClient(host: daemon.host, port: daemon.port, timeout: 2) }
         }
 
+        /// A client that never reads cannot hold the shutdown: the shutdown timeout closes it, as
+        /// the log says, and the daemon exits cleanly. The log line, not the time taken, is the
+        /// proof: a slow machine stretches the time either way.
         @Test func shutdownIsBoundedEvenIfAClientNeverReads() throws {
             let daemon = try DaemonProcess.start(arguments: ["--shutdown-timeout", "500ms"])
             let stuck = try RawClient.ready(daemon, receiveBuffer: 4096)
-            _ = stuck
-            let begin = ContinuousClock.now
+            _ = try stuck.join("r")
+            // 8 MiB of DIFFs for a member that reads nothing: far more than the sockets hold, and
+            // less than the 32 MiB after which it would be cut off as a slow consumer.
+            let writer = try RawClient.ready(daemon)
+            try writer.mustMutate("r", [.appendSections([.named("s")])])
+            let payload = String(repeating: "p", count: 64 << 10)
+            for index in 0..<128 { try writer.mustMutate("r", [.appendItems([.named("i\(index)", payload)], toSection: "s")]) }
             daemon.signal(SIGTERM)
-            #expect(daemon.waitForExit(timeout: 15) == 0)
-            #expect(ContinuousClock.now - begin < .seconds(10))
+            #expect(daemon.waitForExit(timeout: 60) == 0)
+            #expect(daemon.log.contains("shutdown timeout: closing remaining connections"))
         }
 
         @Test func statsReportsEveryCounter() throws {
@@ -134,7 +142,7 @@ extension ServerIntegration {
             #expect(ready.contains("STATUS=listening on 127.0.0.1:\(daemon.port)"))
             daemon.signal(SIGTERM)
             #expect(try datagram(fd).contains("STOPPING=1"))
-            #expect(daemon.waitForExit(timeout: 10) == 0)
+            #expect(daemon.waitForExit(timeout: 60) == 0)
         }
 
         private func datagram(_ fd: Int32) throws -> String {

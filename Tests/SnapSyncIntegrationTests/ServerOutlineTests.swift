@@ -67,7 +67,7 @@ extension ServerIntegration {
             try client.mustMutate("o", [.moveItemToParent("b", parent: "a2")])
             // Checkpointed (the one-second maintenance timer), then written again after it.
             #expect(
-                waitUntil(timeout: 15) {
+                waitUntil(timeout: 60) {
                     ((try? FileManager.default.contentsOfDirectory(atPath: dir.data)) ?? []).contains { $0.hasPrefix("ckpt-") }
                 })
             let held = try client.state(of: "o")

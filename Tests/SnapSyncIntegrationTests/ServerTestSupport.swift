@@ -6,11 +6,16 @@ import SnapSyncWire
 // Helpers for the daemon's black-box tests (Server*Tests.swift): the real snapsyncd
 // (Support/DaemonProcess.swift) and raw frames (Support/RawClient.swift).
 
-/// Every server integration test, one at a time, on a thread of its own: each starts its own
-/// daemon, and these tests block their thread on sockets (with deadlines). Serially, so that
-/// they do not crowd 2 loaded cores; off the cooperative pool, so that the async client tests
-/// are not kept waiting for a pool thread while one of these blocks.
-@Suite(.serialized, .ownThread("server integration")) struct ServerIntegration {}
+/// The server's black-box tests, one at a time, on a thread of their own: each starts its own
+/// daemon, and these tests block their thread on sockets. Off the cooperative pool, so that the
+/// async client tests are not kept waiting for a pool thread while one of these blocks. The
+/// durability tests (`DaemonDurability`) are a second such group: the two run side by side, one
+/// per core, since most of a daemon test's time is spent waiting for its daemon.
+@Suite(.serialized, .ownThread("server tests")) struct ServerIntegration {}
+
+/// The durability tests (kill -9, restarts, torn logs, full disks), one at a time on a thread
+/// of their own, beside `ServerIntegration`.
+@Suite(.serialized, .ownThread("durability")) struct DaemonDurability {}
 
 extension SnapshotElement {
     /// `.named("a", "payload")`.
@@ -92,7 +97,7 @@ func summary(_ message: Message) -> String {
 }
 
 /// Polls `condition` every 10 ms for up to `timeout` seconds.
-func waitUntil(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+func waitUntil(timeout: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
     var waited = 0.0
     while waited < timeout {
         if try condition() { return true }

@@ -59,7 +59,7 @@ def sent_frames(stdout):
 class Daemon:
     """The real snapsyncd on an ephemeral loopback port with a throwaway data directory."""
 
-    START_TIMEOUT = 30
+    START_TIMEOUT = 120
 
     def __init__(self, *extra_args, wrapper=()):
         self.path = daemon_path()
@@ -147,7 +147,7 @@ def snapcat_env(env=None):
     return out
 
 
-def run_snapcat(port, commands, *options, timeout=30, host="127.0.0.1", env=None):
+def run_snapcat(port, commands, *options, timeout=120, host="127.0.0.1", env=None):
     """Runs snapcat in a pipe: commands on stdin, returns the CompletedProcess (text)."""
     return subprocess.run([sys.executable, SNAPCAT, *options, host, str(port)],
                           input=commands, capture_output=True, text=True, timeout=timeout,
@@ -185,7 +185,7 @@ class Interactive:
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
-    def expect(self, pattern, timeout=15):
+    def expect(self, pattern, timeout=60):
         """The next output line matching pattern (lines before it are kept in self.seen)."""
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
@@ -203,7 +203,7 @@ class Interactive:
             if regex.search(line):
                 return line
 
-    def close(self, timeout=15):
+    def close(self, timeout=60):
         """Closes stdin and returns the exit status."""
         try:
             self.proc.stdin.close()

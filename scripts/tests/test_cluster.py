@@ -31,7 +31,7 @@ def publish(client, seq, msg_id, timeout=2.0):
     return reply.json()
 
 
-def publish_until_answered(client, seq, msg_id, within=30.0):
+def publish_until_answered(client, seq, msg_id, within=120.0):
     """Retries a publish with the same Msg-Id while the stream has no leader (no responders, or
     no answer: several seconds when the killed server led it), as a node does after a timeout.
     Returns JetStream's answer (an ack, or a refusal with "error"). `within` bounds a hang, it

@@ -49,7 +49,7 @@ final class DaemonProcess: @unchecked Sendable {
     /// waits): for a start that a test holds up on purpose.
     static func start(
         arguments: [String] = [], environment: [String: String] = [:],
-        startTimeout: Double = 30, waitForListening: Bool = true
+        startTimeout: Double = 120, waitForListening: Bool = true
     ) throws -> DaemonProcess {
         let binary = try locateBinary()
         var template = Array((NSTemporaryDirectory() + "snapsyncd-test-XXXXXX").utf8CString)
@@ -75,7 +75,7 @@ final class DaemonProcess: @unchecked Sendable {
     /// Runs the binary to completion with `arguments` only (no defaults added), e.g. `--help`
     /// or a bad flag: its exit status and everything it wrote to stdout and stderr.
     /// The process is killed if it runs longer than `timeout` seconds.
-    static func run(arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String) {
+    static func run(arguments: [String], timeout: Double = 120) throws -> (status: Int32, output: String) {
         let binary = try locateBinary()
         var env = ProcessInfo.processInfo.environment
         env["JOURNAL_STREAM"] = nil
@@ -119,7 +119,7 @@ final class DaemonProcess: @unchecked Sendable {
     // MARK: Observing
 
     /// Waits until the daemon logged `listening on HOST:PORT` (after `start(waitForListening: false)`).
-    func waitUntilListening(timeout: Double = 30) throws {
+    func waitUntilListening(timeout: Double = 120) throws {
         (host, port) = try waitForListening(timeout: timeout)
     }
 
@@ -131,7 +131,7 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Waits until the log contains `text`; false after `timeout` seconds.
-    func waitForLog(_ text: String, timeout: Double = 10) -> Bool {
+    func waitForLog(_ text: String, timeout: Double = 60) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if log.contains(text) { return true }
@@ -162,7 +162,7 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// SIGTERM, wait up to `timeout` seconds, then SIGKILL. Returns the exit status.
     @discardableResult
-    func stop(timeout: Double = 10) -> Int32? {
+    func stop(timeout: Double = 60) -> Int32? {
         signal(SIGTERM)
         if let status = waitForExit(timeout: timeout) { return status }
         kill()

@@ -20,11 +20,11 @@ final class RawClient {
     private var decoder = FrameDecoder(limits: WireLimits(maxFrameBytes: 64 << 20), accepting: .server)
     private var nextRequestId: UInt64 = 1
     /// Default seconds to wait for anything. Generous: CI runs on 2 loaded cores.
-    var timeout: Double = 10
+    var timeout: Double = 60
 
     /// Connects to `host:port` (IPv4 or IPv6 numeric). `receiveBuffer` sets SO_RCVBUF before
     /// connecting (so it shapes the TCP window), to make a slow reader.
-    init(host: String = "127.0.0.1", port: Int, receiveBuffer: Int? = nil, timeout: Double = 10) throws {
+    init(host: String = "127.0.0.1", port: Int, receiveBuffer: Int? = nil, timeout: Double = 60) throws {
         self.timeout = timeout
         var hints = addrinfo()
         hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV

@@ -54,7 +54,7 @@ final class TestCertificates {
 
 extension DaemonProcess {
     /// The TLS listener's port, from its `TLS listening on HOST:PORT` line.
-    func tlsPort(timeout: Double = 10) throws -> Int {
+    func tlsPort(timeout: Double = 60) throws -> Int {
         guard waitForLog("TLS listening on ", timeout: timeout) else { throw DaemonError("no TLS listener", log: log) }
         let text = log
         let rest = text[text.range(of: "TLS listening on ")!.upperBound...].prefix { $0 != " " && $0 != "\n" }
