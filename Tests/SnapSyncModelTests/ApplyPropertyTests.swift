@@ -6,7 +6,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct ApplyPropertyTests {
+@Suite(.unitTests) struct ApplyPropertyTests {
     /// Tight limits, so every limit is hit now and then.
     static let tight = Limits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 20, maxSections: 6, maxSnapshotBytes: 200)
 

@@ -4,7 +4,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct AtomicityTests {
+@Suite(.unitTests) struct AtomicityTests {
     let base = try! Snapshot([
         (SnapshotElement("s1", "one"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),
         (SnapshotElement("s2"), [SnapshotElement("d", "D")]),

@@ -9,7 +9,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct DiffLimitPropertyTests {
+@Suite(.unitTests) struct DiffLimitPropertyTests {
     /// Sections and items from small universes (identifier 0 is the empty one), payloads of
     /// 0 to `maxPayload` bytes, so that payload updates grow and shrink.
     static func randomSnapshot(_ rng: inout SplitMix64, sections: Int, items: Int, universe: Int, maxPayload: Int) -> Snapshot {

@@ -38,7 +38,7 @@ func minimalMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
     return (common.count - lisLength(common), items)
 }
 
-@Suite(.ownThread("unit tests")) struct DiffPropertyTests {
+@Suite(.unitTests) struct DiffPropertyTests {
     func checkLaws(_ a: Snapshot, _ b: Snapshot, context: String) {
         let ops = checkedDiff(a, b)
         #expect(a.difference(to: a).isEmpty, "\(context)")

@@ -30,7 +30,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     ops.filter { if case .moveSection = $0 { true } else { false } }.count
 }
 
-@Suite(.ownThread("unit tests")) struct DiffTests {
+@Suite(.unitTests) struct DiffTests {
     @Test func equalSnapshotsGiveAnEmptyBatch() {
         #expect(Snapshot().difference(to: Snapshot()).isEmpty)
         let s = snapshot([("s1", ["a", "b"]), ("s2", [])])

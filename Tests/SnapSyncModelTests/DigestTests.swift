@@ -4,7 +4,7 @@ import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct DigestTests {
+@Suite(.unitTests) struct DigestTests {
     /// main ("M"): a = "hello", b;  side: c = 200 × "x" (a two-byte length varint, C8 01).
     static func vectorSnapshot() -> Snapshot {
         try! Snapshot([

@@ -9,7 +9,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct ForestDiffPropertyTests {
+@Suite(.unitTests) struct ForestDiffPropertyTests {
     func checkLaws(_ a: Snapshot, _ b: Snapshot, context: String) {
         let ops = checkedDiff(a, b)
         #expect(a.difference(to: a).isEmpty, "\(context)")

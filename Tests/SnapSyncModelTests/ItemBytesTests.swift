@@ -8,7 +8,7 @@ import SnapSyncTestThreads
 @testable import SnapSyncModel
 import SnapSyncTestSupport
 
-@Suite(.ownThread("unit tests")) struct ItemBytesTests {
+@Suite(.unitTests) struct ItemBytesTests {
     static func element(_ k: Int, payloadBytes: Int, fill: UInt8 = 0x61) -> SnapshotElement {
         SnapshotElement(Identifier("item-\(k)"), payload: Payload([UInt8](repeating: fill, count: payloadBytes)))
     }

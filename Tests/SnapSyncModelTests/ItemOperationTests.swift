@@ -5,7 +5,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct ItemOperationTests {
+@Suite(.unitTests) struct ItemOperationTests {
     let base = snapshot([("s1", ["a", "b", "c"]), ("s2", ["d"]), ("s3", [])])
 
     @Test func appendItemsToANamedSection() throws {

@@ -4,7 +4,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct LimitTests {
+@Suite(.unitTests) struct LimitTests {
     let base = snapshot([("s1", ["a"])])
 
     @Test func identifierTooLong() {

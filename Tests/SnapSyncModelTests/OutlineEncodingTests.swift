@@ -5,7 +5,7 @@ import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct OutlineEncodingTests {
+@Suite(.unitTests) struct OutlineEncodingTests {
     /// PROTOCOL.md §4's example: `groceries`, root `fruit` with `apple` and `pear`, root `bread`.
     let groceries: Snapshot = {
         var s = try! Snapshot([

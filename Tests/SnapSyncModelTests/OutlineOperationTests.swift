@@ -19,7 +19,7 @@ func tree(_ s: Snapshot) -> [[String]] {
     }
 }
 
-@Suite(.ownThread("unit tests")) struct OutlineOperationTests {
+@Suite(.unitTests) struct OutlineOperationTests {
     /// s1: fruit (apple, pear (seed)), bread; s2: milk.
     let base = outline([("s1", [("fruit", 0), ("apple", 1), ("pear", 1), ("seed", 2), ("bread", 0)]), ("s2", [("milk", 0)])])
 

@@ -9,7 +9,7 @@ import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct OutlinePropertyTests {
+@Suite(.unitTests) struct OutlinePropertyTests {
     static let tight = Limits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 24, maxSections: 5, maxSnapshotBytes: 260, maxOutlineDepth: 3)
 
     @Test(arguments: [(61, tight), (62, tight), (63, .unlimited), (64, .default)] as [(UInt64, Limits)])

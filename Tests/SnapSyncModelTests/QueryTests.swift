@@ -4,7 +4,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct QueryTests {
+@Suite(.unitTests) struct QueryTests {
     /// main: a b c · empty: (none) · side: d
     let s = try! Snapshot([
         (SnapshotElement("main", "M"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),

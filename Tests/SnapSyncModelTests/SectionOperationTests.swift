@@ -5,7 +5,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct SectionOperationTests {
+@Suite(.unitTests) struct SectionOperationTests {
     let base = snapshot([("s1", ["a"]), ("s2", ["b", "c"]), ("s3", [])])
 
     @Test func appendSections() throws {

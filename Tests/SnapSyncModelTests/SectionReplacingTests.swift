@@ -7,7 +7,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct SectionReplacingTests {
+@Suite(.unitTests) struct SectionReplacingTests {
     /// The room with `section`'s items replaced by `new`'s, built without the function under test.
     static func expected(_ room: Snapshot, _ section: Identifier, _ new: SectionSnapshot) -> Snapshot {
         var result = try! Snapshot(room.sections.map { s in (s, s.id == section ? new.elements : Array(room.items(inSection: s.id))) }, limits: .unlimited)

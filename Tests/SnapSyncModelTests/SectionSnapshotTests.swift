@@ -4,7 +4,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct SectionSnapshotTests {
+@Suite(.unitTests) struct SectionSnapshotTests {
     /// The seeds' outline screen: root categories with children.
     func emoji() throws -> SectionSnapshot {
         var s = SectionSnapshot()

@@ -7,7 +7,7 @@ import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct SlotIndexTests {
+@Suite(.unitTests) struct SlotIndexTests {
     @Test func survivesHeavyChurnWithSlotReuse() throws {
         var rng = SplitMix64(seed: 77)
         var s = snapshot([("a", []), ("b", [])])

@@ -5,7 +5,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 
-@Suite(.ownThread("unit tests")) struct ViolationTests {
+@Suite(.unitTests) struct ViolationTests {
     let base = snapshot([("s1", ["a", "b"]), ("s2", ["c"])])
 
     @Test func duplicateSectionAlreadyPresent() {

@@ -7,7 +7,7 @@ import SnapSyncModel
 /// Protocol/vectors/batches.json and outline_batches.json: batches applied under small limits,
 /// with the rule, op index and identifier that answer a batch breaking several rules
 /// (PROTOCOL.md §6) and the forest meaning of every op (§5), against the model.
-@Suite(.ownThread("unit tests")) struct BatchVectorTests {
+@Suite(.unitTests) struct BatchVectorTests {
     static let files = ["batches.json", "outline_batches.json"]
     static let docs = files.map { try! JSON.parse(file: Vectors.directory.appendingPathComponent($0).path) }
     static let cases: [(file: String, limits: JSON, test: JSON)] = zip(files, docs).flatMap { file, doc in

@@ -3,7 +3,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
-@Suite(.ownThread("unit tests")) struct DecoderTests {
+@Suite(.unitTests) struct DecoderTests {
     let encoder = FrameEncoder()
 
     /// A server decodes client messages only, a client server messages only; PING and PONG go

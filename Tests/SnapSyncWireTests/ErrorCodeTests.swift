@@ -4,7 +4,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncWire
 
-@Suite(.ownThread("unit tests")) struct ErrorCodeTests {
+@Suite(.unitTests) struct ErrorCodeTests {
     /// The table in PROTOCOL.md §6, row by row: every code there is a case here and back. Codes
     /// whose "where" is LEFT (room_deleted, room_expired) are of the REJECT kind (20 and up).
     @Test func tableInProtocolMatchesTheEnum() throws {

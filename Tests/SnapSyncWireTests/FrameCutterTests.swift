@@ -5,7 +5,7 @@ import SnapSyncWire
 
 /// `FrameCutter` is the one reader of length prefixes: the daemon cuts its read buffer with it
 /// and `FrameDecoder` its own buffer. Cut byte by byte, whole, many at once, truncated.
-@Suite(.ownThread("unit tests")) struct FrameCutterTests {
+@Suite(.unitTests) struct FrameCutterTests {
     let frames: [[UInt8]] = [
         FrameEncoder().encode(.ping(nonce: 7)),
         FrameEncoder().encode(.join(requestID: 1, room: "room", resume: nil)),

@@ -4,7 +4,7 @@ import SnapSyncTestThreads
 
 /// DROP (0x16), SET_TTL (0x17) and LEFT's room_deleted / room_expired (PROTOCOL.md §11.18–§11.20),
 /// byte by byte; the generated vectors cover them too (VectorTests).
-@Suite(.ownThread("unit tests"))
+@Suite(.unitTests)
 struct LifecycleMessageTests {
     let encoder = FrameEncoder()
 

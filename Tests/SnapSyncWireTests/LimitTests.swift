@@ -5,7 +5,7 @@ import SnapSyncModel
 
 /// Each limit at 0, 1, max and max + 1, with the default limits (the vectors' limits.json does the
 /// same with small ones).
-@Suite(.ownThread("unit tests")) struct LimitTests {
+@Suite(.unitTests) struct LimitTests {
     let encoder = FrameEncoder()
 
     func decode(_ message: Message, limits: WireLimits = .default) throws(WireError) -> Message {

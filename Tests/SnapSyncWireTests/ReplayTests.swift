@@ -6,7 +6,7 @@ import SnapSyncModel
 
 /// Protocol/vectors/replay.json: DIFF frames applied to a starting snapshot give the recorded
 /// end state, canonical encoding and digest.
-@Suite(.ownThread("unit tests")) struct ReplayTests {
+@Suite(.unitTests) struct ReplayTests {
     let doc = try! JSON.parse(file: Vectors.directory.appendingPathComponent("replay.json").path)
 
     @Test func replay() throws {

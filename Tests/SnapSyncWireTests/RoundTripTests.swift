@@ -5,7 +5,7 @@ import SnapSyncModel
 @testable import SnapSyncWire
 
 /// Law: for every message m, decode(encode(m)) == m, and the frame is consumed exactly.
-@Suite(.ownThread("unit tests")) struct RoundTripTests {
+@Suite(.unitTests) struct RoundTripTests {
     @Test(arguments: [1, 2, 3, 0x5EED] as [UInt64])
     func randomMessagesRoundTrip(seed: UInt64) throws {
         var factory = MessageFactory(rng: SplitMix64(seed: seed))

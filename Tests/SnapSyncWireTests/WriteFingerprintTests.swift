@@ -6,7 +6,7 @@ import SnapSyncModel
 /// `WriteFingerprint` (Protocol/CLUSTER.md §3, "Write fingerprints"): the worked examples there,
 /// computed independently (Python's hashlib over the bytes CLUSTER.md lists), and what tells two
 /// writes apart.
-@Suite(.ownThread("unit tests")) struct WriteFingerprintTests {
+@Suite(.unitTests) struct WriteFingerprintTests {
     static let eggs = SnapshotOperation.appendItems([SnapshotElement("eggs", payload: "Buy eggs")], toSection: "today")
 
     @Test func theWorkedExamplesOfClusterMD() throws {

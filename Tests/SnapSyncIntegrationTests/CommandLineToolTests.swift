@@ -1,9 +1,11 @@
 import Foundation
+import SnapSyncTestThreads
 import Testing
 @testable import SnapSyncAuth
 
-/// `snapsyncd keygen` and `snapsyncd token`, the real binary, checked with the module.
-@Suite struct CommandLineToolTests {
+/// `snapsyncd keygen` and `snapsyncd token`, the real binary, checked with the module. On a thread
+/// of its own: each test waits for child processes, which would hold the cooperative pool.
+@Suite(.ownThread("tools")) struct CommandLineToolTests {
     private func temporaryDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snapsync-auth-cli-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
