@@ -403,10 +403,9 @@ package final class DurableStore: RoomStore {
     /// Checkpoints rooms from `images`, in their order (`maintain`'s due rooms, oldest pin
     /// first), until about `checkpointBytesPerCall` bytes are written or
     /// `checkpointBatchDuration` has passed on `batchClock` (at least one room); the rest of
-    /// `images` is not
-    /// read. The files are written as one batch (`writeCheckpointBatch`: one syncfs). Then one
-    /// MANIFEST lists the new checkpoints, the replaced ones are unlinked, and the closed
-    /// segments no room needs any more are deleted.
+    /// `images` is not read. The files are written as one batch (`writeCheckpointBatch`: one
+    /// syncfs). Then one MANIFEST lists the new checkpoints, the replaced ones are unlinked,
+    /// and the closed segments no room needs any more are deleted.
     ///
     /// - Throws: fatal errors only. A full disk stops the checkpoints (logged; the rooms are
     ///   due again at the next `maintain`).
