@@ -327,15 +327,15 @@ extension SnapSyncClient {
         case .operations(let operations):
             message = .mutate(
                 requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
-                writeId: write.writeID, ops: operations)
+                writeID: write.writeID, ops: operations)
         case .snapshot(let snapshot):
             message = .replace(
                 requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
-                writeId: write.writeID, snapshot: snapshot)
+                writeID: write.writeID, snapshot: snapshot)
         case .section(let section, let items):
             message = .replaceSection(
                 requestID: requestID, room: write.room, expectedVersion: write.expectedVersion,
-                writeId: write.writeID, section: section, items: items)
+                writeID: write.writeID, section: section, items: items)
         }
         // A version 1 server has no outlines (PROTOCOL.md §8.2): it would close the connection on
         // the unknown opcode or type, and the resend after the reconnect would do it again.

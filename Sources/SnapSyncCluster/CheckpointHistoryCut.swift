@@ -43,7 +43,7 @@ enum CheckpointHistoryCut {
     /// (u8 kind, string room, varint epoch, varint version, bytes write_id, bytes diff_frame).
     static func framedSize(_ record: WriteRecord) -> Int {
         framingSize + 1 + fieldSize(record.room.utf8.count) + varintSize(record.epoch) + varintSize(record.version)
-            + fieldSize(record.writeId.count) + fieldSize(record.diffFrame.count)
+            + fieldSize(record.writeID.count) + fieldSize(record.diffFrame.count)
     }
 
     /// A length-prefixed field of `count` bytes.

@@ -51,8 +51,8 @@ final class RoomFollow {
 extension JetStreamRoomLog {
     package func follow(room: String, events: @escaping (RoomLogEvent) -> Void) {
         precondition(followsByRoom[room] == nil, "room \(room) is followed already")
-        let follow = RoomFollow(id: nextFollowId, room: room, events: events)
-        nextFollowId += 1
+        let follow = RoomFollow(id: nextFollowID, room: room, events: events)
+        nextFollowID += 1
         follows[follow.id] = follow
         followsByRoom[room] = follow
         readCheckpoint(follow)

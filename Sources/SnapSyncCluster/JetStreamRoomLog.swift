@@ -35,7 +35,7 @@ package final class JetStreamRoomLog: RoomLog {
 
     var follows: [UInt64: RoomFollow] = [:]
     var followsByRoom: [String: RoomFollow] = [:]
-    var nextFollowId: UInt64 = 1
+    var nextFollowID: UInt64 = 1
     /// The follow and generation of each consumer's deliver-subject subscription: a delivery
     /// keeps its record's subject, so its subscription is what says whose it is.
     var followsBySubscription: [UInt64: (follow: UInt64, generation: UInt64)] = [:]
@@ -44,7 +44,7 @@ package final class JetStreamRoomLog: RoomLog {
     private var requests: [UInt64: PendingRequest] = [:]
     private var nextRequestToken: UInt64 = 1
     /// Message ids of writes without a write id: unique to this connection, so never de-duplicated.
-    private var nextAnonymousId: UInt64 = 1
+    private var nextAnonymousID: UInt64 = 1
     /// Completions to run on the loop's next pass (those of calls refused on the spot), so that
     /// no completion runs inside the call that it answers.
     private var deferred: [() -> Void] = []
@@ -144,20 +144,20 @@ package final class JetStreamRoomLog: RoomLog {
     // MARK: - RoomLog
 
     package func propose(
-        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
+        room: String, expectedSequence: UInt64, messageID: [UInt8], entry: RoomLogEntry,
         completion: @escaping (ProposalOutcome) -> Void
     ) {
         let id: String
-        if messageId.isEmpty {
-            id = "\(connection.inboxPrefix).\(nextAnonymousId)"
-            nextAnonymousId += 1
+        if messageID.isEmpty {
+            id = "\(connection.inboxPrefix).\(nextAnonymousID)"
+            nextAnonymousID += 1
         } else {
-            id = RoomSubjects.messageId(room: room, writeId: messageId, expected: expectedSequence)
+            id = RoomSubjects.messageID(room: room, writeID: messageID, expected: expectedSequence)
         }
         do {
             try connection.publish(
                 subject: RoomSubjects.subject(room: room), payload: entry.encode(room: room),
-                expectedLastSubjectSequence: expectedSequence, messageId: id, timeout: requestTimeout
+                expectedLastSubjectSequence: expectedSequence, messageID: id, timeout: requestTimeout
             ) { result in
                 switch result {
                 case .success(let ack):
@@ -236,7 +236,7 @@ package final class JetStreamRoomLog: RoomLog {
         do {
             try connection.publish(
                 subject: RoomSubjects.checkpointSubject(room: room), payload: value, expectedLastSubjectSequence: nil,
-                messageId: "ckpt.\(key).\(sequence)", timeout: requestTimeout
+                messageID: "ckpt.\(key).\(sequence)", timeout: requestTimeout
             ) { result in
                 switch result {
                 case .success: completion?(true)

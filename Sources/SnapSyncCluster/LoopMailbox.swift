@@ -7,7 +7,7 @@ internal import CLibevent
 /// What libnats's threads hand to the loop thread.
 enum LoopDelivery: Sendable {
     /// The outcome of one asynchronous publish, by its message id.
-    case published(messageId: String, Result<PublishAck, NATSError>)
+    case published(messageID: String, Result<PublishAck, NATSError>)
     /// A message of one of the connection's subscriptions.
     case inbox(InboxMessage)
     /// The connection was lost (nil) or made again to the server at this URL.

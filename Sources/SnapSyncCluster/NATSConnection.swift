@@ -453,19 +453,19 @@ public final class NATSConnection {
 
     /// Publishes `payload` to `subject` without waiting: JetStream stores it only if the
     /// subject's last message is `expectedLastSubjectSequence` (0: the subject has none) and no
-    /// message with `messageId` was stored within the stream's duplicate window.
+    /// message with `messageID` was stored within the stream's duplicate window.
     ///
     /// `completion` runs later on the loop thread, exactly once: the ack, or the refusal (e.g.
     /// `isWrongLastSequence`), or `NATS_TIMEOUT` after `timeout` without an answer (then the
-    /// message may still be stored: retry with the same `messageId`). Throws, without calling
-    /// `completion`, when libnats would not queue it or `messageId` is still pending.
+    /// message may still be stored: retry with the same `messageID`). Throws, without calling
+    /// `completion`, when libnats would not queue it or `messageID` is still pending.
     public func publish(
-        subject: String, payload: [UInt8], expectedLastSubjectSequence: UInt64?, messageId: String,
+        subject: String, payload: [UInt8], expectedLastSubjectSequence: UInt64?, messageID: String,
         timeout: Duration = .seconds(5), completion: @escaping (Result<PublishAck, NATSError>) -> Void
     ) throws(NATSError) {
-        let identifier = "\(subject) \(messageId)"
+        let identifier = "\(subject) \(messageID)"
         guard let jetStream else { throw natsError(NATS_CONNECTION_CLOSED, "js_PublishMsgAsync", identifier, jsErrCode(0), text: nil) }
-        guard pending[messageId] == nil else {
+        guard pending[messageID] == nil else {
             throw NATSError(
                 operation: "js_PublishMsgAsync", identifier: identifier, code: .status(NATS_ILLEGAL_STATE.rawValue),
                 text: "a publish with this message id is pending")
@@ -485,14 +485,14 @@ public final class NATSConnection {
                 natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", String(expectedLastSubjectSequence)),
                 "natsMsgHeader_Set", identifier)
         }
-        let id = strdup(messageId)
+        let id = strdup(messageID)
         defer { free(id) }
         var options = jsPubOptions()
         try natsCheck(jsPubOptions_Init(&options), "jsPubOptions_Init", identifier)
         options.MsgId = UnsafePointer(id)
         options.MaxWait = timeout.milliseconds
         try natsCheck(js_PublishMsgAsync(jetStream, &message, &options), "js_PublishMsgAsync", identifier)
-        pending[messageId] = completion
+        pending[messageID] = completion
     }
 
     /// Publishes `payload` to `subject` (core NATS, not acknowledged), with `reply` as its reply
@@ -511,8 +511,8 @@ public final class NATSConnection {
 
     private func deliver(_ delivery: LoopDelivery) {
         switch delivery {
-        case let .published(messageId, result):
-            pending.removeValue(forKey: messageId)?(result)
+        case let .published(messageID, result):
+            pending.removeValue(forKey: messageID)?(result)
         case let .inbox(message):
             onMessage?(message)
         case let .connection(url):
@@ -596,7 +596,7 @@ private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, clo
     guard let closure else { return }
     let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
     var idPointer: UnsafePointer<CChar>?
-    let messageId = natsMsgHeader_Get(message, "Nats-Msg-Id", &idPointer) == NATS_OK ? idPointer.map { String(cString: $0) } ?? "" : ""
+    let messageID = natsMsgHeader_Get(message, "Nats-Msg-Id", &idPointer) == NATS_OK ? idPointer.map { String(cString: $0) } ?? "" : ""
     let result: Result<PublishAck, NATSError>
     if let ack {
         result = .success(
@@ -605,13 +605,13 @@ private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, clo
         let subject = natsMsg_GetSubject(message).map { String(cString: $0) } ?? "?"
         result = .failure(
             natsError(
-                failure.pointee.Err, "js_PublishMsgAsync", "\(subject) \(messageId)", failure.pointee.ErrCode,
+                failure.pointee.Err, "js_PublishMsgAsync", "\(subject) \(messageID)", failure.pointee.ErrCode,
                 text: failure.pointee.ErrText.map { String(cString: $0) } ?? String(cString: natsStatus_GetText(failure.pointee.Err))))
     } else {
-        result = .failure(natsError(NATS_ERR, "js_PublishMsgAsync", messageId, jsErrCode(0), text: "neither an ack nor an error"))
+        result = .failure(natsError(NATS_ERR, "js_PublishMsgAsync", messageID, jsErrCode(0), text: "neither an ack nor an error"))
     }
     natsMsg_Destroy(message)
-    mailbox.post(.published(messageId: messageId, result))
+    mailbox.post(.published(messageID: messageID, result))
 }
 
 /// libnats's disconnected callback, on its thread.

@@ -25,8 +25,8 @@ enum RoomSubjects {
     /// node at the same position) is de-duplicated, but a proposal made again after the room
     /// moved must not be answered with an earlier record that replicas voided
     /// (Protocol/CLUSTER.md, "Void records").
-    static func messageId(room: String, writeId: [UInt8], expected: UInt64) -> String {
-        key(room: room) + "." + hex(writeId) + "." + String(expected)
+    static func messageID(room: String, writeID: [UInt8], expected: UInt64) -> String {
+        key(room: room) + "." + hex(writeID) + "." + String(expected)
     }
 
     /// - Complexity: O(n).

@@ -13,7 +13,7 @@ import SnapSyncWire
 extension Hub {
     /// MUTATE, REPLACE or REPLACE_SECTION in cluster mode: the name and the right, then the
     /// room's queue.
-    func clusterWrite(requestID: UInt64, roomName: String, writeId: [UInt8], _ request: Room.WriteRequest, from session: Session) {
+    func clusterWrite(requestID: UInt64, roomName: String, writeID: [UInt8], _ request: Room.WriteRequest, from session: Session) {
         let received = writeAckTimer?.start() ?? 0
         if let rejection = Room.validate(name: roomName) {
             countRejectedWrite(rejection.code)
@@ -22,7 +22,7 @@ extension Hub {
         }
         guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
         submit(
-            RoomReplica.PendingWrite(requestID: requestID, session: session, writeId: writeId, kind: .write(request), received: received),
+            RoomReplica.PendingWrite(requestID: requestID, session: session, writeID: writeID, kind: .write(request), received: received),
             to: roomName)
     }
 
@@ -31,7 +31,7 @@ extension Hub {
     /// room is loaded even at `--max-rooms`, as a single node drops a room it does not hold
     /// without loading it; it is let go once answered (`releaseIfOverLimit`).
     func clusterDrop(requestID: UInt64, roomName: String, from session: Session) {
-        submit(RoomReplica.PendingWrite(requestID: requestID, session: session, writeId: [], kind: .drop), to: roomName)
+        submit(RoomReplica.PendingWrite(requestID: requestID, session: session, writeID: [], kind: .drop), to: roomName)
     }
 
     private func submit(_ write: RoomReplica.PendingWrite, to roomName: String) {
@@ -90,7 +90,7 @@ extension Hub {
                 }
                 entry = .tombstone(epoch: room.epoch, version: room.version)
             case .write(let request):
-                switch room.propose(request, writeId: write.writeId, scratch: &diffBuffer) {
+                switch room.propose(request, writeID: write.writeID, scratch: &diffBuffer) {
                 case .unchanged(let fingerprint):
                     // It changes nothing here; against records this replica has not applied yet
                     // it may change something, or fail: answered after a read barrier, validated
@@ -99,7 +99,7 @@ extension Hub {
                         startBarrier(.write(write), for: replica)
                         return
                     }
-                    settle(write, room.unchanged(writeId: write.writeId, fingerprint: fingerprint), in: room)
+                    settle(write, room.unchanged(writeID: write.writeID, fingerprint: fingerprint), in: room)
                     continue
                 case .settled(let outcome):
                     if !write.barrierPassed && Self.expectsAheadOfReplica(request, outcome, room: room) {
@@ -111,7 +111,7 @@ extension Hub {
                 case .write(let version, let frame, let ops, let result, let fingerprint):
                     entry = .write(
                         WriteRecord(
-                            room: room.name, epoch: room.epoch, version: version, writeId: write.writeId, fingerprint: fingerprint,
+                            room: room.name, epoch: room.epoch, version: version, writeID: write.writeID, fingerprint: fingerprint,
                             diffFrame: frame))
                     prepared = (ops, result)
                 }
@@ -120,7 +120,7 @@ extension Hub {
             nextProposalToken += 1
             replica.inFlight = RoomReplica.InFlight(
                 write: write, token: token, expected: replica.logSequence, prepared: prepared, entry: entry)
-            log.propose(room: replica.name, expectedSequence: replica.logSequence, messageId: write.writeId, entry: entry) {
+            log.propose(room: replica.name, expectedSequence: replica.logSequence, messageID: write.writeID, entry: entry) {
                 [weak self, weak replica] outcome in
                 guard let self, let replica else { return }
                 self.proposalAnswered(replica, token: token, outcome)
@@ -209,7 +209,7 @@ extension Hub {
         replica.inFlight = nil
         let write = flight.write
         if let room = replica.room, case .write(let record) = flight.entry, let fingerprint = record.fingerprint,
-            case .rejected(let conflict)? = room.precheck(expectedVersion: nil, writeId: record.writeId, fingerprint: fingerprint)
+            case .rejected(let conflict)? = room.precheck(expectedVersion: nil, writeID: record.writeID, fingerprint: fingerprint)
         {
             refuse(write, conflict)
         } else if let (epoch, version) = flight.applied[stored] {
@@ -224,7 +224,7 @@ extension Hub {
             // follow would replay records the stream's retention no longer holds.
             case .tombstone: saveCheckpoint(of: replica)
             }
-        } else if let room = replica.room, let original = room.writeIds.entry(of: write.writeId) {
+        } else if let room = replica.room, let original = room.writeIDs.entry(of: write.writeID) {
             // The log had this write id stored before the proposal (a retry the replica had
             // applied before this node validated it: only when its id had left the window).
             send(.ack(requestID: write.requestID, epoch: room.epoch, version: original.version), to: write.session)

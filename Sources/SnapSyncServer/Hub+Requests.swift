@@ -31,34 +31,34 @@ extension Hub {
             join(requestID: requestID, roomName: room, resume: resume, from: session)
         case .leave(let requestID, let room):
             leave(requestID: requestID, roomName: room, from: session)
-        case .mutate(let requestID, let room, let expectedVersion, let writeId, let ops):
+        case .mutate(let requestID, let room, let expectedVersion, let writeID, let ops):
             if log != nil {
                 clusterWrite(
-                    requestID: requestID, roomName: room, writeId: writeId, .mutate(ops: ops, expectedVersion: expectedVersion), from: session)
+                    requestID: requestID, roomName: room, writeID: writeID, .mutate(ops: ops, expectedVersion: expectedVersion), from: session)
                 return
             }
-            write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
-                room.mutate(ops, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            write(requestID: requestID, roomName: room, writeID: writeID, from: session) { room, scratch in
+                room.mutate(ops, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
             }
-        case .replace(let requestID, let room, let expectedVersion, let writeId, let snapshot):
+        case .replace(let requestID, let room, let expectedVersion, let writeID, let snapshot):
             if log != nil {
                 clusterWrite(
-                    requestID: requestID, roomName: room, writeId: writeId, .replace(target: snapshot, expectedVersion: expectedVersion),
+                    requestID: requestID, roomName: room, writeID: writeID, .replace(target: snapshot, expectedVersion: expectedVersion),
                     from: session)
                 return
             }
-            write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
-                room.replace(with: snapshot, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            write(requestID: requestID, roomName: room, writeID: writeID, from: session) { room, scratch in
+                room.replace(with: snapshot, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
             }
-        case .replaceSection(let requestID, let room, let expectedVersion, let writeId, let section, let items):
+        case .replaceSection(let requestID, let room, let expectedVersion, let writeID, let section, let items):
             if log != nil {
                 clusterWrite(
-                    requestID: requestID, roomName: room, writeId: writeId,
+                    requestID: requestID, roomName: room, writeID: writeID,
                     .replaceSection(section: section, items: items, expectedVersion: expectedVersion), from: session)
                 return
             }
-            write(requestID: requestID, roomName: room, writeId: writeId, from: session) { room, scratch in
-                room.replaceSection(section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            write(requestID: requestID, roomName: room, writeID: writeID, from: session) { room, scratch in
+                room.replaceSection(section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
             }
         case .stats(let requestID):
             guard authorizeStats(requestID: requestID, for: session) else { return }
@@ -96,7 +96,7 @@ extension Hub {
         session.didBecomeReady()
         send(
             .welcome(
-                version: version, sessionId: session.id, serverName: configuration.serverName,
+                version: version, sessionID: session.id, serverName: configuration.serverName,
                 limits: configuration.wire.welcomeEntries(version: version)), to: session)
         logger.debug(
             "handshake done",

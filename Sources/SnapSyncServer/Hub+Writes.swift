@@ -11,7 +11,7 @@ extension Hub {
     /// then fan the DIFF out to every member (the writer too, if it has joined) before the
     /// writer's ACK (PROTOCOL.md §7).
     func write(
-        requestID: UInt64, roomName: String, writeId: [UInt8], from session: Session,
+        requestID: UInt64, roomName: String, writeID: [UInt8], from session: Session,
         _ apply: (Room, inout [UInt8]) -> Room.WriteOutcome
     ) {
         // The name, then the right, before the room is created or the store asked.
@@ -53,8 +53,8 @@ extension Hub {
             totalItems += room.snapshot.numberOfItems - itemsBefore
             // The fingerprint the room just remembered with the id: the log keeps it, so that a
             // write reusing the id after a restart is still told apart from a retry.
-            let fingerprint = writeId.isEmpty ? nil : room.writeIds.entry(of: writeId)?.fingerprint
-            store.append(room: room.name, epoch: room.epoch, version: version, writeId: writeId, fingerprint: fingerprint, diffFrame: diff.bytes)
+            let fingerprint = writeID.isEmpty ? nil : room.writeIDs.entry(of: writeID)?.fingerprint
+            store.append(room: room.name, epoch: room.epoch, version: version, writeID: writeID, fingerprint: fingerprint, diffFrame: diff.bytes)
             fanOut(diff, in: room)
             send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
             if received != 0 { writeAckTimer?.acknowledged(received) }

@@ -23,7 +23,7 @@ extension Room {
         /// snapshot it leads to, and the write's fingerprint (nil without a write id), which the
         /// record carries.
         case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: Snapshot, fingerprint: UInt64?)
-        /// Changes nothing: answered without the log, by `unchanged(writeId:fingerprint:)` (which
+        /// Changes nothing: answered without the log, by `unchanged(writeID:fingerprint:)` (which
         /// remembers the write id) once the Hub knows the replica is not behind the log.
         case unchanged(fingerprint: UInt64)
         /// Answered without the log: `.duplicate` or `.rejected`.
@@ -34,34 +34,34 @@ extension Room {
     /// room.
     /// - Parameter scratch: a reusable buffer the DIFF is encoded into (emptied first).
     /// - Complexity: O(n) for the snapshot's copy, plus what the single-node method costs.
-    func propose(_ request: WriteRequest, writeId: [UInt8], scratch: inout [UInt8]) -> Proposal {
+    func propose(_ request: WriteRequest, writeID: [UInt8], scratch: inout [UInt8]) -> Proposal {
         switch request {
         case .mutate(let ops, let expectedVersion):
-            return proposeMutate(ops, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            return proposeMutate(ops, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
         case .replace(let target, let expectedVersion):
-            return proposeReplace(target, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            return proposeReplace(target, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
         case .replaceSection(let section, let items, let expectedVersion):
-            return proposeReplaceSection(section, items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
+            return proposeReplaceSection(section, items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
         }
     }
 
     private func proposeMutate(
-        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
+        let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return .settled(outcome) }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         return proposeApplying(
-            ops, fingerprint: writeId.isEmpty ? nil : fingerprint, refusingWith: full, withOpIndex: true, scratch: &scratch)
+            ops, fingerprint: writeID.isEmpty ? nil : fingerprint, refusingWith: full, withOpIndex: true, scratch: &scratch)
     }
 
     private func proposeReplace(
-        _ target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+        _ target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
+        let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return .settled(outcome) }
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
             return .settled(.rejected(full))
         }
@@ -83,14 +83,14 @@ extension Room {
             return .settled(.rejected(rejection))
         }
         // The target is the result (`apply(diff(a, b), a) == b`): no copy here.
-        return .write(version: next, frame: scratch, ops: ops, result: target, fingerprint: writeId.isEmpty ? nil : fingerprint)
+        return .write(version: next, frame: scratch, ops: ops, result: target, fingerprint: writeID.isEmpty ? nil : fingerprint)
     }
 
     private func proposeReplaceSection(
-        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
     ) -> Proposal {
-        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return .settled(outcome) }
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return .settled(outcome) }
         let ops: [SnapshotOperation]
         do {
             ops = try snapshot.operations(replacingSection: section, with: items, limits: limits.model)
@@ -100,7 +100,7 @@ extension Room {
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         // The ops are the server's, so a refusal names no op.
         return proposeApplying(
-            ops, fingerprint: writeId.isEmpty ? nil : fingerprint, refusingWith: nil, withOpIndex: false, scratch: &scratch)
+            ops, fingerprint: writeID.isEmpty ? nil : fingerprint, refusingWith: nil, withOpIndex: false, scratch: &scratch)
     }
 
     /// The DIFF of `ops` at version + 1, checked against the frame limit, applied to a copy of

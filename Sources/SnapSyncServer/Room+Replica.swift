@@ -57,7 +57,7 @@ extension Room {
         }
         guard
             case .applied(_, let chunk) = commit(
-                version: record.version, writeId: record.writeId, fingerprint: record.fingerprint, frame: record.diffFrame, ops: ops)
+                version: record.version, writeID: record.writeID, fingerprint: record.fingerprint, frame: record.diffFrame, ops: ops)
         else { preconditionFailure("commit applies") }
         return chunk
     }
@@ -68,11 +68,11 @@ extension Room {
     func historyRecords() -> [WriteRecord] {
         let frames = history.frames(after: historyBaseVersion) ?? []
         var ids: [UInt64: (id: [UInt8], fingerprint: UInt64?)] = [:]
-        writeIds.forEachApplied { id, entry in ids[entry.version] = (id, entry.fingerprint) }
+        writeIDs.forEachApplied { id, entry in ids[entry.version] = (id, entry.fingerprint) }
         return frames.enumerated().map { index, frame in
             let version = historyBaseVersion + 1 + UInt64(index)
             return WriteRecord(
-                room: name, epoch: epoch, version: version, writeId: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint,
+                room: name, epoch: epoch, version: version, writeID: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint,
                 diffFrame: frame.array)
         }
     }

@@ -46,7 +46,7 @@ final class Room {
     /// Bytes of DIFF frames kept for resume (`--history-bytes`), besides `limits.historyCount`.
     let maxHistoryBytes: Int
     private(set) var history: RoomHistory
-    private(set) var writeIds: WriteIdWindow
+    private(set) var writeIDs: WriteIDWindow
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
     /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
     /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
@@ -109,10 +109,10 @@ final class Room {
             && zip(recent, recent.dropFirst()).allSatisfy { $0.version + 1 == $1.version }
         let start = usable ? version - UInt64(recent.count) : version
         self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start)
-        self.writeIds = WriteIdWindow(maxCount: limits.historyCount)
+        self.writeIDs = WriteIDWindow(maxCount: limits.historyCount)
         for entry in usable ? recent : [] {
             history.append(.frozen(entry.diffFrame), version: entry.version)
-            writeIds.remember(entry.writeId, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
+            writeIDs.remember(entry.writeID, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
         }
     }
 
@@ -147,7 +147,7 @@ final class Room {
     /// The oldest version a JOIN may resume from and get CATCHUP.
     var historyBaseVersion: UInt64 { history.baseVersion }
     /// Write ids remembered for deduplication.
-    var writeIdCount: Int { writeIds.count }
+    var writeIDCount: Int { writeIDs.count }
 
     // MARK: Joining
 
@@ -172,14 +172,14 @@ final class Room {
     /// - Parameter scratch: a reusable buffer for encoding the DIFF (emptied first).
     /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
     func mutate(
-        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeId: [UInt8],
+        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeID: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint = writeId.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return outcome }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .rejected(full) }
-        if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
+        if ops.isEmpty { return unchanged(writeID: writeID, fingerprint: fingerprint) }
         // Encode first: a DIFF too large for the clients' frame limit must be refused before the
         // room changes, and the ops are exactly what the DIFF carries.
         let next = version + 1
@@ -204,14 +204,14 @@ final class Room {
                 snapshot = before
                 return .rejected(rejection)
             }
-            return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
+            return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
         }
         do {
             try snapshot.apply(ops, limits: limits.model)
         } catch {
             return .rejected(Rejection(error))
         }
-        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
+        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
     }
 
     /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
@@ -220,14 +220,14 @@ final class Room {
     /// `target` has been checked against the content limits by the decoder.
     /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
     func replace(
-        with target: Snapshot, expectedVersion: UInt64?, writeId: [UInt8],
+        with target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
         // The target's digest names the request in the fingerprint; once applied it is also the
         // room's digest, so the next JOIN does not hash the room again.
-        let targetDigest = writeId.isEmpty ? nil : target.digest
+        let targetDigest = writeID.isEmpty ? nil : target.digest
         let fingerprint = targetDigest.map { WriteFingerprint.replace(digest: $0, expectedVersion: expectedVersion, scratch: &scratch) } ?? 0
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return outcome }
         // Near the bound only a smaller target can be admitted (below, by its exact growth).
         if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
             return .rejected(full)
@@ -240,7 +240,7 @@ final class Room {
         }
         // Limited: every prefix of the DIFF applies under the room's limits, as replicas check.
         let ops = snapshot.difference(to: target, limits: limits.model)
-        if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
+        if ops.isEmpty { return unchanged(writeID: writeID, fingerprint: fingerprint) }
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
@@ -254,7 +254,7 @@ final class Room {
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
         snapshot = target
-        let outcome = commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
+        let outcome = commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
         if let targetDigest { cachedDigest = (next, targetDigest) }
         return outcome
     }
@@ -266,18 +266,18 @@ final class Room {
     /// - Complexity: that of the model's section diff plus O(n) for the copy kept while the
     ///   memory bound is asked (the room is restored from it if the write is refused).
     func replaceSection(
-        _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8],
+        _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
-        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeId: writeId, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeId: writeId, fingerprint: fingerprint) { return outcome }
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return outcome }
         let ops: [SnapshotOperation]
         do {
             ops = try snapshot.operations(replacingSection: section, with: items, limits: limits.model)
         } catch {
             return .rejected(Rejection(error, withOpIndex: false))
         }
-        if ops.isEmpty { return unchanged(writeId: writeId, fingerprint: fingerprint) }
+        if ops.isEmpty { return unchanged(writeID: writeID, fingerprint: fingerprint) }
         let next = version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
@@ -293,30 +293,30 @@ final class Room {
             snapshot = before
             return .rejected(refusal)
         }
-        return commit(version: next, writeId: writeId, fingerprint: fingerprint, frame: scratch, ops: ops)
+        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
     }
 
     /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
     /// cluster write paths alike.
     static func fingerprint(
-        replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeId: [UInt8], scratch: inout [UInt8]
+        replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
     ) -> UInt64 {
-        writeId.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion, scratch: &scratch)
+        writeID.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion, scratch: &scratch)
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {
         bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xf, radix: 16) }.joined()
     }
 
-    func precheck(expectedVersion: UInt64?, writeId: [UInt8], fingerprint: UInt64) -> WriteOutcome? {
+    func precheck(expectedVersion: UInt64?, writeID: [UInt8], fingerprint: UInt64) -> WriteOutcome? {
         // A retry must get its original answer even though the room has moved on since, so the
         // write id is looked up before the compare-and-set.
-        if !writeId.isEmpty, let original = writeIds.entry(of: writeId) {
+        if !writeID.isEmpty, let original = writeIDs.entry(of: writeID) {
             if let known = original.fingerprint, known != fingerprint {
                 return .rejected(
                     Rejection(
-                        .writeIdConflict,
-                        "write id 0x\(Self.hex(writeId)) of room \(name) was used by another write (acknowledged at version \(original.version))"))
+                        .writeIDConflict,
+                        "write id 0x\(Self.hex(writeID)) of room \(name) was used by another write (acknowledged at version \(original.version))"))
             }
             return .duplicate(version: original.version)
         }
@@ -336,8 +336,8 @@ final class Room {
             "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
     }
 
-    func unchanged(writeId: [UInt8], fingerprint: UInt64) -> WriteOutcome {
-        writeIds.remember(writeId, version: version, fingerprint: fingerprint, changed: false, oldestVersion: history.baseVersion)
+    func unchanged(writeID: [UInt8], fingerprint: UInt64) -> WriteOutcome {
+        writeIDs.remember(writeID, version: version, fingerprint: fingerprint, changed: false, oldestVersion: history.baseVersion)
         return .unchanged(version: version)
     }
 
@@ -356,12 +356,12 @@ final class Room {
     static let minArenaBytes = 1024
     static let maxArenaBytes = 64 * 1024
 
-    func commit(version next: UInt64, writeId: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
+    func commit(version next: UInt64, writeID: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
         lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
         if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
         history.append(chunk, version: next)
-        writeIds.remember(writeId, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
+        writeIDs.remember(writeID, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)
     }
 }

@@ -5,7 +5,7 @@ import SnapSyncWire
 /// `server_full`).
 ///
 /// A room is counted as its canonical snapshot bytes, plus its DIFF history bytes, plus
-/// `bytesPerRememberedId` for each DIFF frame and write id it remembers (the objects, index
+/// `bytesPerRememberedID` for each DIFF frame and write id it remembers (the objects, index
 /// entries and arena slack around them). Those are the parts of a room that writes grow; what the
 /// daemon holds in memory for them is a measured multiple of this count (README, "Memory").
 ///
@@ -24,7 +24,7 @@ import SnapSyncWire
 final class RoomMemoryBudget {
     /// Counted per remembered DIFF frame and per remembered write id: a 32-byte id in its own
     /// array (64–80 bytes with malloc's header), its dictionary and queue entries, a chunk object.
-    static let bytesPerRememberedId = 128
+    static let bytesPerRememberedID = 128
 
     let limit: Int
     /// Bytes of all rooms, as last counted by `update`.
@@ -38,14 +38,14 @@ final class RoomMemoryBudget {
     /// What `room` counts for now.
     static func bytes(of room: Room) -> Int {
         room.snapshot.canonicalByteCount + room.historyBytes
-            + bytesPerRememberedId * (room.historyCount + room.writeIdCount)
+            + bytesPerRememberedID * (room.historyCount + room.writeIDCount)
     }
 
     /// `nil` when `room` may grow by `growth` bytes (plus one remembered frame and write id):
     /// the total stays within the limit, or the write does not grow it at all (`growth` may be
     /// negative); otherwise the REJECT `server_full` that refuses the write.
     func admit(growth: Int, to room: Room) -> Rejection? {
-        let bound = growth + 2 * Self.bytesPerRememberedId
+        let bound = growth + 2 * Self.bytesPerRememberedID
         guard total + bound > limit, bound > 0 else { return nil }
         return Rejection(
             .serverFull,

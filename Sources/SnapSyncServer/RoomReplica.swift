@@ -35,7 +35,7 @@ final class RoomReplica {
         }
         var requestID: UInt64
         var session: Session
-        var writeId: [UInt8]
+        var writeID: [UInt8]
         var kind: Kind
         /// Proposals superseded so far (at most `RoomReplica.maxAttempts`).
         var attempts = 0

@@ -41,7 +41,7 @@ package struct ServerConfiguration: Sendable {
     /// down to 7/8 of it).
     package var maxOutputTotalBytes = 2 * 1024 * 1024 * 1024
     /// Bytes of all rooms together: canonical snapshot bytes, DIFF history bytes and
-    /// `RoomMemoryBudget.bytesPerRememberedId` per remembered frame and write id. A write that
+    /// `RoomMemoryBudget.bytesPerRememberedID` per remembered frame and write id. A write that
     /// could take the total past it gets REJECT server_full (`RoomMemoryBudget`).
     package var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
     /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).

@@ -52,7 +52,7 @@ struct CheckpointFile {
         out.reserveCapacity(
             64 + encoding.count
                 + history.reduce(0) {
-                    $0 + WriteRecord.payloadSizeUpperBound(room: $1.room, writeId: $1.writeId, frameCount: $1.diffFrame.count)
+                    $0 + WriteRecord.payloadSizeUpperBound(room: $1.room, writeID: $1.writeID, frameCount: $1.diffFrame.count)
                         + RecordFraming.headerSize
                 })
         RecordFraming.append(payload: header, to: &out)
@@ -133,9 +133,9 @@ enum SnapshotDecoding {
             var items: [SnapshotElement] = []
             items.reserveCapacity(itemCount)
             for _ in 0..<itemCount {
-                let itemId = try r.bytesField("item id")
+                let itemID = try r.bytesField("item id")
                 let itemPayload = try r.bytesField("item payload")
-                items.append(SnapshotElement(Identifier(itemId), payload: Payload(itemPayload)))
+                items.append(SnapshotElement(Identifier(itemID), payload: Payload(itemPayload)))
             }
             sections.append((SnapshotElement(Identifier(id), payload: Payload(payload)), items))
         }

@@ -405,7 +405,7 @@ struct Recovery {
             DurableStore.RoomTrack(
                 epoch: room.epoch, version: room.version, checkpointVersion: room.checkpointVersion,
                 checkpointFile: room.checkpointFile, pinnedSegment: room.pinnedSegment,
-                writeIds: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeId, $0.fingerprint) },
+                writeIDs: room.history.suffix(options.historyLimit).map { ($0.version, $0.writeID, $0.fingerprint) },
                 ttlSeconds: room.ttlSeconds, ttlSerial: room.ttlSerial)
         }
     }

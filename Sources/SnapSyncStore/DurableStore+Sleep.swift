@@ -115,7 +115,7 @@ extension DurableStore: SleepingRoomStore {
         rooms[key] = RoomTrack(
             epoch: sleeper.epoch, version: sleeper.version, checkpointVersion: sleeper.version,
             checkpointFile: CheckpointFile.fileName(sleeper.checkpoint), pinnedSegment: nil,
-            writeIds: room.history.map { ($0.version, $0.writeId, $0.fingerprint) }, ttlSeconds: ttl?.seconds,
+            writeIDs: room.history.map { ($0.version, $0.writeID, $0.fingerprint) }, ttlSeconds: ttl?.seconds,
             ttlSerial: ttl?.serial ?? 0)
     }
 }

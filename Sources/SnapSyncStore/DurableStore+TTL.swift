@@ -14,7 +14,7 @@ extension DurableStore {
         let key = RoomName(room)
         var track =
             rooms[key]
-            ?? RoomTrack(epoch: epoch, version: 0, checkpointVersion: 0, checkpointFile: nil, pinnedSegment: nil, writeIds: [])
+            ?? RoomTrack(epoch: epoch, version: 0, checkpointVersion: 0, checkpointFile: nil, pinnedSegment: nil, writeIDs: [])
         track.ttlSerial += 1
         track.ttlSeconds = seconds
         if track.pinnedSegment == nil { track.pinnedSegment = active.sequence }

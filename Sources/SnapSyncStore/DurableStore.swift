@@ -20,7 +20,7 @@ import SnapSyncWire
 /// 2. For each MUTATE/REPLACE, before applying it: `reserve()` (`prepare(room:)`). If it throws
 ///    `.noSpace`, answer REJECT storage_failure; nothing has changed. The room goes on serving
 ///    reads.
-/// 3. After applying it and encoding its DIFF frame: `append(room:epoch:version:writeId:diffFrame:)`.
+/// 3. After applying it and encoding its DIFF frame: `append(room:epoch:version:writeID:diffFrame:)`.
 ///    It only buffers. Hold the write's ACK and DIFF.
 /// 4. Once per loop pass, after the pass's writes: `sync()` (`commit()`). It writes the buffered
 ///    records (one write(2)) and, by the fsync policy, fdatasyncs them (one fdatasync for the
@@ -111,7 +111,7 @@ package final class DurableStore: RoomStore {
         /// versions; at most 2 × historyLimit (trimmed in halves so that appending stays
         /// amortized O(1)). The frames themselves are the daemon's (`RoomImage.diffFrames`):
         /// keeping them here too would double the memory history takes.
-        var writeIds: [(version: UInt64, id: [UInt8], fingerprint: UInt64?)]
+        var writeIDs: [(version: UInt64, id: [UInt8], fingerprint: UInt64?)]
         /// The room's TTL in seconds as SET_TTL set it (0: never expires), nil when never set;
         /// `ttlSerial` counts the SET_TTLs (`LifecycleRecord.ttl`).
         var ttlSeconds: UInt64? = nil
@@ -190,7 +190,7 @@ package final class DurableStore: RoomStore {
     package func append(_ write: WriteRecord) {
         write.diffFrame.withUnsafeBytes { frame in
             append(
-                room: write.room, epoch: write.epoch, version: write.version, writeId: write.writeId, fingerprint: write.fingerprint,
+                room: write.room, epoch: write.epoch, version: write.version, writeID: write.writeID, fingerprint: write.fingerprint,
                 diffFrame: frame)
         }
     }
@@ -198,29 +198,29 @@ package final class DurableStore: RoomStore {
     /// `append(_:)` for a DIFF frame the caller owns (the daemon's shared output chunk): the
     /// bytes are copied once, into the pending buffer, and only during the call.
     package func append(
-        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer
+        room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer
     ) {
         scratch.removeAll(keepingCapacity: true)
         WriteRecord.encodePayload(
-            room: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint,
+            room: room, epoch: epoch, version: version, writeID: writeID, fingerprint: fingerprint,
             diffFrame: diffFrame, into: &scratch)
         RecordFraming.append(payload: scratch, to: &pending)
         active.records += 1
         statistics.recordsAppended += 1
         // Mutated in place through the defaulting subscript: one hash lookup, and no copy of
-        // `writeIds` (a copied track would share its buffer with the dictionary's value, and the
+        // `writeIDs` (a copied track would share its buffer with the dictionary's value, and the
         // append below would then copy up to 2 × historyLimit ids on every write).
         track(
-            of: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint,
+            of: room, epoch: epoch, version: version, writeID: writeID, fingerprint: fingerprint,
             in: &rooms[
                 RoomName(room),
                 default: RoomTrack(
                     epoch: epoch, version: 0, checkpointVersion: 0,
-                    checkpointFile: nil, pinnedSegment: nil, writeIds: [])])
+                    checkpointFile: nil, pinnedSegment: nil, writeIDs: [])])
     }
 
     private func track(
-        of room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, in track: inout RoomTrack
+        of room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64?, in track: inout RoomTrack
     ) {
         if track.epoch != epoch || (track.version != 0 && version != track.version + 1) {
             // The daemon's room and the log disagree: replay would stop at this record and
@@ -230,10 +230,10 @@ package final class DurableStore: RoomStore {
         track.epoch = epoch
         track.version = version
         if track.pinnedSegment == nil { track.pinnedSegment = active.sequence }
-        if track.writeIds.last.map({ $0.version + 1 == version }) == false { track.writeIds.removeAll() }
-        track.writeIds.append((version, writeId, fingerprint))
-        if track.writeIds.count >= 2 * max(options.historyLimit, 1) {
-            track.writeIds.removeFirst(track.writeIds.count - options.historyLimit)
+        if track.writeIDs.last.map({ $0.version + 1 == version }) == false { track.writeIDs.removeAll() }
+        track.writeIDs.append((version, writeID, fingerprint))
+        if track.writeIDs.count >= 2 * max(options.historyLimit, 1) {
+            track.writeIDs.removeFirst(track.writeIDs.count - options.historyLimit)
         }
     }
 
@@ -457,7 +457,7 @@ package final class DurableStore: RoomStore {
         let track = rooms[RoomName(name)]
         let frames = image.diffFrames.suffix(min(options.historyLimit, Int(clamping: image.version)))
         var ids: [UInt64: (id: [UInt8], fingerprint: UInt64?)] = [:]
-        for entry in track?.writeIds ?? [] where entry.version <= image.version { ids[entry.version] = (entry.id, entry.fingerprint) }
+        for entry in track?.writeIDs ?? [] where entry.version <= image.version { ids[entry.version] = (entry.id, entry.fingerprint) }
         var history: [WriteRecord] = []
         history.reserveCapacity(frames.count)
         var version = image.version - UInt64(frames.count)
@@ -466,7 +466,7 @@ package final class DurableStore: RoomStore {
             history.append(
                 WriteRecord(
                     room: name, epoch: image.epoch, version: version,
-                    writeId: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint, diffFrame: frame))
+                    writeID: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint, diffFrame: frame))
         }
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,
@@ -485,7 +485,7 @@ package final class DurableStore: RoomStore {
             rooms[RoomName(name)]
             ?? RoomTrack(
                 epoch: image.epoch, version: image.version, checkpointVersion: 0,
-                checkpointFile: nil, pinnedSegment: nil, writeIds: [])
+                checkpointFile: nil, pinnedSegment: nil, writeIDs: [])
         let replaced = track.checkpointFile
         track.checkpointFile = file
         track.checkpointVersion = image.version

@@ -16,7 +16,7 @@ package final class MemoryRoomLog: RoomLog {
         var subjects: [String: [(sequence: UInt64, expected: UInt64, entry: RoomLogEntry)]] = [:]
         /// Stored message ids (non-empty) with the sequence their proposal expected, by room: the
         /// sequence they were stored at.
-        var messageIds: [String: [MessageKey: UInt64]] = [:]
+        var messageIDs: [String: [MessageKey: UInt64]] = [:]
         var checkpoints: [String: RoomLogCheckpoint] = [:]
         var savedCheckpoints: [(room: String, sequence: UInt64)] = []
         /// Every node's followers, by room.
@@ -222,7 +222,7 @@ package final class MemoryRoomLog: RoomLog {
     }
 
     package func propose(
-        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
+        room: String, expectedSequence: UInt64, messageID: [UInt8], entry: RoomLogEntry,
         completion: @escaping (ProposalOutcome) -> Void
     ) {
         if let hook = shared.beforeProposing {
@@ -233,13 +233,13 @@ package final class MemoryRoomLog: RoomLog {
         if shared.failProposals.count > 0 {
             shared.failProposals.count -= 1
             let error = shared.failProposals.error
-            if shared.storeFailedProposals { _ = store(room: room, expected: expectedSequence, messageId: messageId, entry: entry) }
+            if shared.storeFailedProposals { _ = store(room: room, expected: expectedSequence, messageID: messageID, entry: entry) }
             enqueue { completion(.failed(error)) }
             return
         }
         // De-duplication first, as JetStream does: a repeat of a proposal (same write id, same
         // expectation) is answered with the original's sequence, even once the room has moved.
-        if !messageId.isEmpty, let original = shared.messageIds[room]?[MessageKey(id: messageId, expected: expectedSequence)] {
+        if !messageID.isEmpty, let original = shared.messageIDs[room]?[MessageKey(id: messageID, expected: expectedSequence)] {
             enqueue { completion(.stored(sequence: original)) }
             return
         }
@@ -253,9 +253,9 @@ package final class MemoryRoomLog: RoomLog {
         if shared.acknowledgeBeforeDelivering {
             let sequence = shared.lastSequence + 1
             enqueue { completion(.stored(sequence: sequence)) }
-            _ = store(room: room, expected: expectedSequence, messageId: messageId, entry: entry)
+            _ = store(room: room, expected: expectedSequence, messageID: messageID, entry: entry)
         } else {
-            let sequence = store(room: room, expected: expectedSequence, messageId: messageId, entry: entry)
+            let sequence = store(room: room, expected: expectedSequence, messageID: messageID, entry: entry)
             enqueue { completion(.stored(sequence: sequence)) }
         }
     }
@@ -287,14 +287,14 @@ package final class MemoryRoomLog: RoomLog {
     /// Appends `entry` to the room's subject at the next sequence, drops the subject's oldest
     /// records beyond `retain`, and queues its delivery to every follower that has started (one
     /// that has not gets it from its catch-up).
-    private func store(room: String, expected: UInt64, messageId: [UInt8], entry: RoomLogEntry) -> UInt64 {
+    private func store(room: String, expected: UInt64, messageID: [UInt8], entry: RoomLogEntry) -> UInt64 {
         shared.lastSequence += 1
         let sequence = shared.lastSequence
         shared.subjects[room, default: []].append((sequence, expected, entry))
         if let retain = shared.retain, let count = shared.subjects[room]?.count, count > retain {
             shared.subjects[room]?.removeFirst(count - max(retain, 1))
         }
-        if !messageId.isEmpty { shared.messageIds[room, default: [:]][MessageKey(id: messageId, expected: expected)] = sequence }
+        if !messageID.isEmpty { shared.messageIDs[room, default: [:]][MessageKey(id: messageID, expected: expected)] = sequence }
         for follower in shared.followers[room] ?? [] {
             enqueue {
                 guard follower.isActive, follower.started, sequence > follower.delivered else { return }

@@ -11,7 +11,7 @@ extension RoomLogEntry {
         var out: [UInt8] = []
         switch self {
         case .write(let record):
-            out.reserveCapacity(WriteRecord.payloadSizeUpperBound(room: record.room, writeId: record.writeId, frameCount: record.diffFrame.count))
+            out.reserveCapacity(WriteRecord.payloadSizeUpperBound(room: record.room, writeID: record.writeID, frameCount: record.diffFrame.count))
             record.encodePayload(into: &out)
         case .tombstone(let epoch, let version):
             LifecycleRecord.tombstone(room: room, epoch: epoch, version: version).encodePayload(into: &out)

@@ -12,11 +12,11 @@ package protocol RoomLog: AnyObject {
     /// Stops following `room` (no more events, not even for records already in flight).
     func unfollow(room: String)
     /// Appends `entry` to the room's subject if and only if the subject's last sequence is
-    /// `expectedSequence` (0: the subject is empty). `messageId` (the write id, may be empty:
+    /// `expectedSequence` (0: the subject is empty). `messageID` (the write id, may be empty:
     /// then no de-duplication) lets the log answer a repeat as `.stored` at the original's
     /// sequence. `completion` runs exactly once, on the loop thread.
     func propose(
-        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry,
+        room: String, expectedSequence: UInt64, messageID: [UInt8], entry: RoomLogEntry,
         completion: @escaping (ProposalOutcome) -> Void)
     /// The sequence of the last record stored in the room's subject (0: none), as the log's
     /// leader knows it: every record acknowledged before this call is at or below it. A replica

@@ -5,7 +5,7 @@
 /// 1. `prepare(room:)` before applying a MUTATE or REPLACE. Throwing `noSpace` refuses the
 ///    write: the writer gets REJECT storage_failure with the error's description, and nothing
 ///    changes. Any other error is fatal, like a failed `commit()`.
-/// 2. `append(room:epoch:version:writeId:fingerprint:diffFrame:)` right after the room applied
+/// 2. `append(room:epoch:version:writeID:fingerprint:diffFrame:)` right after the room applied
 ///    the write, with the write's `WriteFingerprint` when it has a write id. The frame is
 ///    borrowed: valid only during the call (the store copies what it keeps).
 /// 3. `commit()` once per loop pass, at the start of the flush and before any byte of the
@@ -23,7 +23,7 @@
 /// The default, `MemoryStore`, keeps nothing: rooms live as long as the process.
 package protocol RoomStore: AnyObject {
     func prepare(room: String) throws(StoreError)
-    func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer)
+    func append(room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer)
     func commit() throws(StoreError)
     func maintain() throws(StoreError) -> [String]
     func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError)
@@ -51,7 +51,7 @@ package final class MemoryStore: RoomStore {
     package init() {}
     package func prepare(room: String) throws(StoreError) {}
     package func append(
-        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer
+        room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer
     ) {}
     package func commit() throws(StoreError) {}
     package func maintain() throws(StoreError) -> [String] { [] }

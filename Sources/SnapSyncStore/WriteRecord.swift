@@ -10,8 +10,8 @@ package struct WriteRecord: Sendable, Hashable {
     /// The room's version after this write (the previous version + 1).
     package var version: UInt64
     /// The MUTATE/REPLACE's write_id (0–32 bytes; empty: none).
-    package var writeId: [UInt8]
-    /// `WriteFingerprint` of the request that used `writeId`; nil when it has none, and for
+    package var writeID: [UInt8]
+    /// `WriteFingerprint` of the request that used `writeID`; nil when it has none, and for
     /// records written before fingerprints were kept (kind 0x01 with a write id).
     package var fingerprint: UInt64?
     /// The DIFF frame the daemon encoded once for the room's members, length prefix included
@@ -20,12 +20,12 @@ package struct WriteRecord: Sendable, Hashable {
     /// to the new one.
     package var diffFrame: [UInt8]
 
-    package init(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64? = nil, diffFrame: [UInt8]) {
+    package init(room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64? = nil, diffFrame: [UInt8]) {
         self.room = room
         self.epoch = epoch
         self.version = version
-        self.writeId = writeId
-        self.fingerprint = writeId.isEmpty ? nil : fingerprint
+        self.writeID = writeID
+        self.fingerprint = writeID.isEmpty ? nil : fingerprint
         self.diffFrame = diffFrame
     }
 }
@@ -54,7 +54,7 @@ extension WriteRecord {
     func encodePayload(into out: inout [UInt8]) {
         diffFrame.withUnsafeBytes { frame in
             Self.encodePayload(
-                room: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint, diffFrame: frame,
+                room: room, epoch: epoch, version: version, writeID: writeID, fingerprint: fingerprint, diffFrame: frame,
                 into: &out)
         }
     }
@@ -62,22 +62,22 @@ extension WriteRecord {
     /// The payload of a write whose DIFF frame the caller owns (the daemon's shared output
     /// chunk): the frame is borrowed, and copied once, into `out`.
     static func encodePayload(
-        room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?,
+        room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64?,
         diffFrame: UnsafeRawBufferPointer, into out: inout [UInt8]
     ) {
-        let fingerprint = writeId.isEmpty ? nil : fingerprint
+        let fingerprint = writeID.isEmpty ? nil : fingerprint
         out.append(fingerprint == nil ? PayloadKind.write.rawValue : PayloadKind.writeWithFingerprint.rawValue)
         out.appendString(room)
         out.appendVarint(epoch)
         out.appendVarint(version)
-        out.appendBytes(writeId)
+        out.appendBytes(writeID)
         if let fingerprint { out.appendBigEndian(fingerprint) }
         out.appendBytes(diffFrame)
     }
 
     /// An upper bound of the payload's size, for reserving capacity.
-    static func payloadSizeUpperBound(room: String, writeId: [UInt8], frameCount: Int) -> Int {
-        1 + 10 + room.utf8.count + 10 + 10 + 10 + writeId.count + 8 + 10 + frameCount
+    static func payloadSizeUpperBound(room: String, writeID: [UInt8], frameCount: Int) -> Int {
+        1 + 10 + room.utf8.count + 10 + 10 + 10 + writeID.count + 8 + 10 + frameCount
     }
 
     /// Decodes the payload `bytes[range]` of a log record (or a checkpoint's history record).
@@ -92,16 +92,16 @@ extension WriteRecord {
             let room = try r.string("room")
             let epoch = try r.varint("epoch")
             let version = try r.varint("version")
-            let writeId = try r.bytesField("write_id")
-            guard writeId.count <= 32 else { throw FieldReader.Failure(what: "write_id is \(writeId.count) bytes, over 32") }
+            let writeID = try r.bytesField("write_id")
+            guard writeID.count <= 32 else { throw FieldReader.Failure(what: "write_id is \(writeID.count) bytes, over 32") }
             var fingerprint: UInt64?
             if withFingerprint {
-                guard !writeId.isEmpty else { throw FieldReader.Failure(what: "a fingerprint without a write_id") }
+                guard !writeID.isEmpty else { throw FieldReader.Failure(what: "a fingerprint without a write_id") }
                 fingerprint = try r.u64("fingerprint")
             }
             let frame = try r.bytesField("diff_frame")
             guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes left after the record's fields") }
-            return WriteRecord(room: room, epoch: epoch, version: version, writeId: writeId, fingerprint: fingerprint, diffFrame: frame)
+            return WriteRecord(room: room, epoch: epoch, version: version, writeID: writeID, fingerprint: fingerprint, diffFrame: frame)
         }
     }
 }

@@ -39,7 +39,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case notJoined = 43
     case invalidRoomName = 44
     case storageFailure = 45
-    case writeIdConflict = 46
+    case writeIDConflict = 46
     case serverFull = 47
     case forbidden = 48
     /// LEFT only: the room was deleted by DROP (§11.19).
@@ -101,7 +101,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .notJoined: "not_joined"
         case .invalidRoomName: "invalid_room_name"
         case .storageFailure: "storage_failure"
-        case .writeIdConflict: "write_id_conflict"
+        case .writeIDConflict: "write_id_conflict"
         case .serverFull: "server_full"
         case .forbidden: "forbidden"
         case .roomDeleted: "room_deleted"
@@ -167,4 +167,10 @@ extension ErrorCode {
         default: nil
         }
     }
+}
+
+extension ErrorCode {
+    /// The spelling before identifiers took one form (`ID`) across the package.
+    @available(*, deprecated, renamed: "writeIDConflict")
+    public static var writeIdConflict: ErrorCode { .writeIDConflict }
 }

@@ -68,9 +68,9 @@ public struct FrameEncoder: Sendable {
             for v in versions { b.appendVarint(v) }
             b.appendString(clientName)
             b.appendBytes(credentials)
-        case .welcome(let version, let sessionId, let serverName, let limits):
+        case .welcome(let version, let sessionID, let serverName, let limits):
             b.appendVarint(version)
-            b.appendVarint(sessionId)
+            b.appendVarint(sessionID)
             b.appendString(serverName)
             b.appendVarint(limits.count)
             for entry in limits {
@@ -95,23 +95,23 @@ public struct FrameEncoder: Sendable {
         case .leave(let requestID, let room):
             b.appendVarint(requestID)
             b.appendString(room)
-        case .mutate(let requestID, let room, let expectedVersion, let writeId, let ops):
+        case .mutate(let requestID, let room, let expectedVersion, let writeID, let ops):
             b.appendVarint(requestID)
             b.appendString(room)
             b.appendOptionalVarint(expectedVersion)
-            b.appendBytes(writeId)
+            b.appendBytes(writeID)
             b.appendOperations(ops)
-        case .replace(let requestID, let room, let expectedVersion, let writeId, let snapshot):
+        case .replace(let requestID, let room, let expectedVersion, let writeID, let snapshot):
             b.appendVarint(requestID)
             b.appendString(room)
             b.appendOptionalVarint(expectedVersion)
-            b.appendBytes(writeId)
+            b.appendBytes(writeID)
             b.appendSnapshot(snapshot)
-        case .replaceSection(let requestID, let room, let expectedVersion, let writeId, let section, let items):
+        case .replaceSection(let requestID, let room, let expectedVersion, let writeID, let section, let items):
             b.appendVarint(requestID)
             b.appendString(room)
             b.appendOptionalVarint(expectedVersion)
-            b.appendBytes(writeId)
+            b.appendBytes(writeID)
             b.appendBytes(section.bytes)
             b.appendSectionItems(items)
         case .stats(let requestID):

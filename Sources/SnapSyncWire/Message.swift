@@ -17,7 +17,7 @@ public enum Message: Sendable {
     /// Client → server, first frame of a connection: the protocol versions the client speaks.
     case hello(versions: [UInt64], clientName: String, credentials: [UInt8])
     /// Server → client, answer to HELLO: the chosen version and the server's limits.
-    case welcome(version: UInt64, sessionId: UInt64, serverName: String, limits: [LimitEntry])
+    case welcome(version: UInt64, sessionID: UInt64, serverName: String, limits: [LimitEntry])
     /// Server → client: a connection-level failure. The server closes after sending it.
     case error(code: UInt64, message: String)
     case ping(nonce: UInt64)
@@ -27,13 +27,13 @@ public enum Message: Sendable {
     case join(requestID: UInt64, room: String, resume: RoomPosition?)
     case leave(requestID: UInt64, room: String)
     /// Apply `ops` atomically. `expectedVersion` makes it a compare-and-set; a non-empty
-    /// `writeId` (0–32 bytes) makes it idempotent.
-    case mutate(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], ops: [SnapshotOperation])
+    /// `writeID` (0–32 bytes) makes it idempotent.
+    case mutate(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], ops: [SnapshotOperation])
     /// Replace the room's whole content.
-    case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], snapshot: Snapshot)
+    case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], snapshot: Snapshot)
     /// Replace one section's items, hierarchy included (version 2, §11.21): UIKit's
     /// `apply(_ sectionSnapshot:, to: section)`. The section's payload is kept.
-    case replaceSection(requestID: UInt64, room: String, expectedVersion: UInt64?, writeId: [UInt8], section: Identifier, items: SectionSnapshot)
+    case replaceSection(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], section: Identifier, items: SectionSnapshot)
     case stats(requestID: UInt64)
     /// A fresh token for a live session (§8.4): its grants replace the connection's. Answered
     /// by ACK (epoch 0, version 0) or, when refused, ERROR `unauthorized`.

@@ -26,7 +26,7 @@ extension ByteReader {
             result = .hello(versions: versions, clientName: try string("client_name"), credentials: try bytesField("credentials"))
         case .welcome:
             let version = try varint("version")
-            let sessionId = try varint("session_id")
+            let sessionID = try varint("session_id")
             let serverName = try string("server_name")
             let count = try count("limits", minimumSize: 2)
             var limits: [Message.LimitEntry] = []
@@ -35,7 +35,7 @@ extension ByteReader {
                 let key = try varint("limits.key")
                 limits.append(Message.LimitEntry(key: key, value: try varint("limits.value")))
             }
-            result = .welcome(version: version, sessionId: sessionId, serverName: serverName, limits: limits)
+            result = .welcome(version: version, sessionID: sessionID, serverName: serverName, limits: limits)
         case .error:
             let code = try varint("code")
             result = .error(code: code, message: try string("message"))
@@ -59,26 +59,26 @@ extension ByteReader {
             let requestID = try varint("request_id")
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
-            let writeId = try writeId()
+            let writeID = try writeID()
             result = .mutate(
-                requestID: requestID, room: room, expectedVersion: expected, writeId: writeId,
+                requestID: requestID, room: room, expectedVersion: expected, writeID: writeID,
                 ops: try operations(limits: nil))
         case .replace:
             let requestID = try varint("request_id")
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
-            let writeId = try writeId()
+            let writeID = try writeID()
             result = .replace(
-                requestID: requestID, room: room, expectedVersion: expected, writeId: writeId,
+                requestID: requestID, room: room, expectedVersion: expected, writeID: writeID,
                 snapshot: try snapshot(requestID: requestID, limits: limits))
         case .replaceSection:
             let requestID = try varint("request_id")
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
-            let writeId = try writeId()
+            let writeID = try writeID()
             let section = Identifier(try bytesField("section"))
             result = .replaceSection(
-                requestID: requestID, room: room, expectedVersion: expected, writeId: writeId, section: section,
+                requestID: requestID, room: room, expectedVersion: expected, writeID: writeID, section: section,
                 items: try sectionItems(requestID: requestID, limits: limits))
         case .stats:
             result = .stats(requestID: try varint("request_id"))
@@ -153,7 +153,7 @@ extension ByteReader {
         return try varint(field)
     }
 
-    mutating func writeId() throws(WireError) -> [UInt8] {
+    mutating func writeID() throws(WireError) -> [UInt8] {
         let n = try length("write_id")
         guard n <= 32 else { throw fail("write_id", "write_id of \(n) bytes (at most 32)") }
         return try raw(n, "write_id")

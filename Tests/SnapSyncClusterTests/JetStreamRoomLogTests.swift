@@ -36,8 +36,8 @@ extension RealNATSCluster {
             let fromB = write(room, version: 1, id: "b1")
             var outcomeA: ProposalOutcome?
             var outcomeB: ProposalOutcome?
-            a.propose(room: room, expectedSequence: 0, messageId: fromA.writeId, entry: .write(fromA)) { outcomeA = $0 }
-            b.propose(room: room, expectedSequence: 0, messageId: fromB.writeId, entry: .write(fromB)) { outcomeB = $0 }
+            a.propose(room: room, expectedSequence: 0, messageID: fromA.writeID, entry: .write(fromA)) { outcomeA = $0 }
+            b.propose(room: room, expectedSequence: 0, messageID: fromB.writeID, entry: .write(fromB)) { outcomeB = $0 }
             try runLoop(base, until: { outcomeA != nil && outcomeB != nil }, "answers to both proposals")
             let stored = [outcomeA, outcomeB].compactMap { if case .stored(let s)? = $0 { s } else { nil } }
             #expect(stored.count == 1, "\(String(describing: outcomeA)) \(String(describing: outcomeB))")
@@ -260,7 +260,7 @@ extension RealNATSCluster {
                 return
             }
             var dropped: ProposalOutcome?
-            a.propose(room: room, expectedSequence: s1, messageId: [], entry: .tombstone(epoch: epoch, version: 1)) { dropped = $0 }
+            a.propose(room: room, expectedSequence: s1, messageID: [], entry: .tombstone(epoch: epoch, version: 1)) { dropped = $0 }
             try runLoop(base, until: { dropped != nil }, "answer to the tombstone")
             guard case .stored(let s2)? = dropped else {
                 Issue.record("the tombstone was not stored: \(String(describing: dropped))")
@@ -327,9 +327,9 @@ extension RealNATSCluster {
             let epoch = a.epoch(room: room, after: 0)
             let half = a.maxPayload / 2
             #expect(half > 1_000_000, "scripts/cluster sets max_payload to 8 MiB")
-            let large = WriteRecord(room: room, epoch: epoch, version: 1, writeId: [1], diffFrame: [UInt8](repeating: 2, count: half + 10))
+            let large = WriteRecord(room: room, epoch: epoch, version: 1, writeID: [1], diffFrame: [UInt8](repeating: 2, count: half + 10))
             let newer = (UInt64(2)...3).map {
-                WriteRecord(room: room, epoch: epoch, version: $0, writeId: [UInt8($0)], diffFrame: [UInt8](repeating: 3, count: 100))
+                WriteRecord(room: room, epoch: epoch, version: $0, writeID: [UInt8($0)], diffFrame: [UInt8](repeating: 3, count: 100))
             }
             func image(_ payloadSize: Int, version: UInt64) throws -> RoomImage {
                 let snapshot = try Snapshot([(section: SnapshotElement("s", payload: Payload([UInt8](repeating: 7, count: payloadSize))), items: [])])
@@ -371,7 +371,7 @@ extension RealNATSCluster {
             let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [])])
             let history = (UInt64(1)...140).map {
                 WriteRecord(
-                    room: room, epoch: 1 << 40, version: $0, writeId: $0 % 3 == 0 ? [] : [UInt8]($0.description.utf8),
+                    room: room, epoch: 1 << 40, version: $0, writeID: $0 % 3 == 0 ? [] : [UInt8]($0.description.utf8),
                     diffFrame: [UInt8](repeating: 1, count: Int($0 % 7) * 40 + 3))
             }
             for record in history.prefix(8) {
@@ -423,7 +423,7 @@ extension RealNATSCluster {
             #expect(late.events == [.base(nil)])
 
             var outcomes: [ProposalOutcome] = []
-            a.propose(room: room, expectedSequence: s1, messageId: Array("w2".utf8), entry: .write(write(room, version: 2, id: "w2"))) {
+            a.propose(room: room, expectedSequence: s1, messageID: Array("w2".utf8), entry: .write(write(room, version: 2, id: "w2"))) {
                 outcomes.append($0)
             }
             a.close()
@@ -544,7 +544,7 @@ extension RealNATSCluster {
             func writeThroughB(_ id: String) throws {
                 let record = write(room, version: UInt64(onB.records.count + 1), id: id)
                 for _ in 0..<60 {
-                    if onB.records.contains(where: { if case .record(_, .write(let w)) = $0 { w.writeId == record.writeId } else { false } }) {
+                    if onB.records.contains(where: { if case .record(_, .write(let w)) = $0 { w.writeID == record.writeID } else { false } }) {
                         return
                     }
                     let seen = onB.records.count
@@ -614,7 +614,7 @@ extension RealNATSCluster {
 
         /// Protocol/CLUSTER.md's example records, byte for byte, and back; its subject and key.
         @Test func recordBytesMatchTheSpecsExamples() throws {
-            let write = RoomLogEntry.write(WriteRecord(room: "lobby", epoch: 1, version: 1, writeId: [0xab, 0xcd], diffFrame: [0xde, 0xad, 0xbe]))
+            let write = RoomLogEntry.write(WriteRecord(room: "lobby", epoch: 1, version: 1, writeID: [0xab, 0xcd], diffFrame: [0xde, 0xad, 0xbe]))
             let writeBytes: [UInt8] = [0x01, 0x05, 0x6c, 0x6f, 0x62, 0x62, 0x79, 0x01, 0x01, 0x02, 0xab, 0xcd, 0x03, 0xde, 0xad, 0xbe]
             #expect(write.encode(room: "lobby") == writeBytes)
             #expect(try RoomLogEntry(payload: writeBytes) == write)
@@ -629,7 +629,7 @@ extension RealNATSCluster {
             #expect(RoomSubjects.subject(room: "lobby") == "snapsync.room.6c6f626279")
             #expect(RoomSubjects.subject(room: "café ☕") == "snapsync.room.636166c3a920e29895")
             #expect(RoomSubjects.checkpointSubject(room: "lobby") == "$KV.snapsync-checkpoints.6c6f626279")
-            #expect(RoomSubjects.messageId(room: "lobby", writeId: [0xab, 0xcd], expected: 7) == "6c6f626279.abcd.7")
+            #expect(RoomSubjects.messageID(room: "lobby", writeID: [0xab, 0xcd], expected: 7) == "6c6f626279.abcd.7")
         }
 
         /// JetStream's delivery metadata in both reply-subject forms.

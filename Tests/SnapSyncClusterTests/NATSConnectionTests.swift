@@ -18,7 +18,7 @@ extension RealNATSCluster {
         ) throws -> (result: Result<PublishAck, NATSError>, onLoopThread: Bool) {
             let loopThread = pthread_self()
             var outcome: (Result<PublishAck, NATSError>, Bool)?
-            try connection.publish(subject: subject, payload: Array("diff \(id)".utf8), expectedLastSubjectSequence: sequence, messageId: id, timeout: timeout)
+            try connection.publish(subject: subject, payload: Array("diff \(id)".utf8), expectedLastSubjectSequence: sequence, messageID: id, timeout: timeout)
             {
                 outcome = ($0, pthread_equal(pthread_self(), loopThread) != 0)
             }
@@ -64,9 +64,9 @@ extension RealNATSCluster {
             #expect(try other.result.get().sequence == s1 + 2)
 
             // A message id still pending is refused up front, without a completion.
-            try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: s1 + 1, messageId: "w3") { _ in }
+            try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: s1 + 1, messageID: "w3") { _ in }
             #expect(throws: NATSError.self) {
-                try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: s1 + 1, messageId: "w3") { _ in }
+                try connection.publish(subject: lobby, payload: [], expectedLastSubjectSequence: s1 + 1, messageID: "w3") { _ in }
             }
         }
 

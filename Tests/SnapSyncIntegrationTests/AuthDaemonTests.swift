@@ -201,7 +201,7 @@ extension ServerIntegration {
                     let client = try RawClient.hello(daemon, token: bad[(batch * 100 + index) % bad.count])
                     try client.send(.join(requestID: 1, room: "board:1", resume: nil))
                     try client.send(
-                        .mutate(requestID: 2, room: "board:1", expectedVersion: nil, writeId: [], ops: [.appendSections([.named("x\(batch)-\(index)")])]))
+                        .mutate(requestID: 2, room: "board:1", expectedVersion: nil, writeID: [], ops: [.appendSections([.named("x\(batch)-\(index)")])]))
                     clients.append(client)
                 }
                 version = try writer.mustMutate("board:1", [.appendSections([.named("s\(batch)")])])

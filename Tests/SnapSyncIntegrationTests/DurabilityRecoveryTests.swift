@@ -87,7 +87,7 @@ extension DaemonDurability {
             try client.mustMutate("resume", [.appendItems(["a", "b"], toSection: "s")])
             let held = try client.state(of: "resume")
             #expect(held.version == 2)
-            let v3 = try client.mustMutate("resume", [.appendItems(["c"], toSection: "s")], writeId: Array("once".utf8))
+            let v3 = try client.mustMutate("resume", [.appendItems(["c"], toSection: "s")], writeID: Array("once".utf8))
             try client.mustMutate("resume", [.moveItem("c", .before("a"))])
             if kill { daemon.kill() } else { #expect(daemon.stop() == 0) }
 
@@ -112,7 +112,7 @@ extension DaemonDurability {
             }
             #expect(itemNames(replica) == ["c", "a", "b"])
             // The retried write is answered with its original version, not applied again.
-            let (retry, _) = try again.mutate("resume", [.appendItems(["c"], toSection: "s")], writeId: Array("once".utf8))
+            let (retry, _) = try again.mutate("resume", [.appendItems(["c"], toSection: "s")], writeID: Array("once".utf8))
             guard case .ack(_, _, let version) = retry else {
                 Issue.record("expected ACK for a retried write_id, got \(retry)")
                 return
@@ -120,12 +120,12 @@ extension DaemonDurability {
             #expect(version == v3)
             // Another write reusing the id is told apart from the retry: the log (after kill -9) or
             // the checkpoint (after a clean stop) kept the original's fingerprint.
-            let (reused, _) = try again.mutate("resume", [.appendItems(["d"], toSection: "s")], writeId: Array("once".utf8))
+            let (reused, _) = try again.mutate("resume", [.appendItems(["d"], toSection: "s")], writeID: Array("once".utf8))
             guard case .reject(_, let code, _, _, let text) = reused else {
                 Issue.record("expected REJECT write_id_conflict for a reused write_id, got \(reused)")
                 return
             }
-            #expect(code == ErrorCode.writeIdConflict.rawValue, "\(text)")
+            #expect(code == ErrorCode.writeIDConflict.rawValue, "\(text)")
             let other = try RawClient.ready(restarted)
             #expect(try other.state(of: "resume").version == 4)
         }

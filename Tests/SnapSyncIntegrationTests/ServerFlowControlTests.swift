@@ -28,7 +28,7 @@ extension ServerIntegration {
             for round in 0..<400 where !cutOff {
                 try writer.send(
                     .mutate(
-                        requestID: UInt64(round), room: "feed", expectedVersion: nil, writeId: [],
+                        requestID: UInt64(round), room: "feed", expectedVersion: nil, writeID: [],
                         ops: [.updateItems([.named("i", payload + "\(round)")], .reload)]))
                 guard case .ack(_, _, let acked) = try writer.receive() else { Issue.record("writer lost its ACK"); return }
                 version += 1

@@ -29,7 +29,7 @@ extension ServerIntegration {
                     FrameEncoder().encode(.join(requestID: 1, room: "half-\(trial)", resume: nil), into: &bytes)
                     FrameEncoder().encode(
                         .mutate(
-                            requestID: 2, room: "half-\(trial)", expectedVersion: nil, writeId: [],
+                            requestID: 2, room: "half-\(trial)", expectedVersion: nil, writeID: [],
                             ops: [.appendSections([.named("s")])]), into: &bytes)
                     try client.send(raw: bytes)
                     client.shutdownWrite()

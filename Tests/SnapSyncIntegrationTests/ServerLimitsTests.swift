@@ -32,7 +32,7 @@ extension ServerIntegration {
                 }
                 guard let target = try? Snapshot(contents, limits: limits) else { continue }
                 let (answer, frames) = try client.request {
-                    .replace(requestID: $0, room: "r", expectedVersion: nil, writeId: [], snapshot: target)
+                    .replace(requestID: $0, room: "r", expectedVersion: nil, writeID: [], snapshot: target)
                 }
                 guard case .ack = answer else { Issue.record("round \(round): \(summary(answer))"); return }
                 for case .diff(_, _, _, let ops) in frames {

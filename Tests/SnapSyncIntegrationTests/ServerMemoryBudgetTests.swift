@@ -111,7 +111,7 @@ extension ServerIntegration {
             func fill(_ room: String, _ tag: String) -> [SnapshotOperation] {
                 [.appendItems((0..<8).map { .named("\(tag)-\($0)", payload) }, toSection: "s")]
             }
-            try writer.mustMutate("r0", [.appendSections([.named("s")])], writeId: Array("first".utf8))
+            try writer.mustMutate("r0", [.appendSections([.named("s")])], writeID: Array("first".utf8))
             // 400 KB a write: the 2 MiB budget takes four, and refuses the one that could pass it.
             var refused: (room: String, message: String)?
             for index in 0..<10 where refused == nil {
@@ -137,7 +137,7 @@ extension ServerIntegration {
             let after = try writer.state(of: "r0")
             #expect(after.version == before.version && after.digest == before.digest)
             // A retry is answered by its write id first (PROTOCOL.md §7, order of checks).
-            guard case .ack(_, _, 1) = try writer.mutate("r0", [.appendSections([.named("s")])], writeId: Array("first".utf8)).answer else {
+            guard case .ack(_, _, 1) = try writer.mutate("r0", [.appendSections([.named("s")])], writeID: Array("first".utf8)).answer else {
                 Issue.record("a retried write must get the ACK of its original version"); return
             }
             // A small write still fits.

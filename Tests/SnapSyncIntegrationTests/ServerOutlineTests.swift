@@ -74,7 +74,7 @@ extension ServerIntegration {
             var items = try SectionSnapshot([SnapshotElement("a2"), SnapshotElement("n"), SnapshotElement("a")])
             try items.setOutlineLevels([0, 1, 0], maxOutlineDepth: .max)
             let (answer, _) = try client.request {
-                .replaceSection(requestID: $0, room: "o", expectedVersion: held.version, writeId: [7], section: "s", items: items)
+                .replaceSection(requestID: $0, room: "o", expectedVersion: held.version, writeID: [7], section: "s", items: items)
             }
             guard case .ack(_, _, let written) = answer else {
                 Issue.record("REPLACE_SECTION answered \(answer)")
@@ -105,7 +105,7 @@ extension ServerIntegration {
             #expect(replica.digest == after.snapshot.digest)
             // The retried REPLACE_SECTION is recognised across the restart.
             let (retry, _) = try resumed.request {
-                .replaceSection(requestID: $0, room: "o", expectedVersion: held.version, writeId: [7], section: "s", items: items)
+                .replaceSection(requestID: $0, room: "o", expectedVersion: held.version, writeID: [7], section: "s", items: items)
             }
             guard case .ack(_, _, written) = retry else {
                 Issue.record("the retried REPLACE_SECTION was answered \(retry)")
@@ -145,7 +145,7 @@ extension ServerIntegration {
             let client = try RawClient.ready(daemon)
             let (retry, _) = try client.mutate(
                 "notes", [.appendItems([SnapshotElement("d", payload: "last")], toSection: Identifier([0x00, 0xff]))],
-                writeId: Array("w-last".utf8))
+                writeID: Array("w-last".utf8))
             guard case .ack(_, _, 3) = retry else {
                 Issue.record("the retried write was answered \(retry)")
                 return

@@ -22,11 +22,11 @@ extension ServerIntegration {
             for i in 0..<rounds {
                 try a.send(
                     .mutate(
-                        requestID: 1000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
+                        requestID: 1000 + UInt64(i), room: "chat", expectedVersion: nil, writeID: [],
                         ops: [.appendItems([.named("a\(i)")], toSection: "s")]))
                 try b.send(
                     .mutate(
-                        requestID: 2000 + UInt64(i), room: "chat", expectedVersion: nil, writeId: [],
+                        requestID: 2000 + UInt64(i), room: "chat", expectedVersion: nil, writeID: [],
                         ops: [.appendItems([.named("b\(i)")], toSection: "s")]))
             }
             var streams: [[Message]] = []
@@ -142,15 +142,15 @@ extension ServerIntegration {
             guard case .ack(_, _, 2) = fresh else { Issue.record("expected ACK 2, got \(summary(fresh))"); return }
         }
 
-        @Test func aRetriedWriteIdIsAcknowledgedOnceAndAppliedOnce() throws {
+        @Test func aRetriedWriteIDIsAcknowledgedOnceAndAppliedOnce() throws {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let writer = try RawClient.ready(daemon), member = try RawClient.ready(daemon)
             _ = try member.join("idem")
             let id: [UInt8] = Array("0123456789abcdef".utf8)
-            let first = try writer.mustMutate("idem", [.appendSections([.named("s")])], writeId: id)
+            let first = try writer.mustMutate("idem", [.appendSections([.named("s")])], writeID: id)
             try writer.mustMutate("idem", [.appendSections([.named("t")])])
-            let (retry, _) = try writer.mutate("idem", [.appendSections([.named("s")])], writeId: id)
+            let (retry, _) = try writer.mutate("idem", [.appendSections([.named("s")])], writeID: id)
             guard case .ack(_, _, let version) = retry else { Issue.record("expected ACK, got \(summary(retry))"); return }
             #expect(version == first)
             // The member saw exactly two DIFFs, and the room is at version 2.
@@ -169,7 +169,7 @@ extension ServerIntegration {
             let target = try Snapshot([
                 (SnapshotElement.named("b", "B"), [SnapshotElement.named("y"), SnapshotElement.named("z")]), (SnapshotElement.named("c"), []),
             ])
-            let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeId: [], snapshot: target) }
+            let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeID: [], snapshot: target) }
             guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(summary(answer))"); return }
             #expect(version == before.version + 1)
             guard case .diff(_, _, version, let ops) = try member.receive() else { Issue.record("expected one DIFF"); return }
@@ -177,12 +177,12 @@ extension ServerIntegration {
             try replica.apply(ops, limits: .unlimited)
             #expect(replica == target)
             // The same content again: ACK at the same version, no DIFF.
-            let (again, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: target) }
+            let (again, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeID: [], snapshot: target) }
             guard case .ack(_, _, version) = again else { Issue.record("expected ACK \(version), got \(summary(again))"); return }
             #expect(member.isQuiet(for: 0.2))
             // A REPLACE breaking a content limit is a REJECT, and the connection goes on.
             let bad = try Snapshot([(SnapshotElement.named("much-too-long"), [])], limits: .unlimited)
-            let (refused, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeId: [], snapshot: bad) }
+            let (refused, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeID: [], snapshot: bad) }
             guard case .reject(_, let code, _, let identifier, _) = refused else { Issue.record("expected REJECT, got \(summary(refused))"); return }
             #expect(ErrorCode(rawValue: code) == .identifierTooLong)
             #expect(identifier == "much-too-long")

@@ -14,9 +14,9 @@ extension ServerIntegration {
             var daemon = try dir.start(arguments)
             defer { daemon.kill() }
             var client = try RawClient.ready(daemon)
-            try client.mustMutate("a", [.appendSections([.named("s")]), .appendItems([.named("x", "1")], toSection: "s")], writeId: [1])
-            try client.mustMutate("a", [.appendItems([.named("y", "2")], toSection: "s")], writeId: [2])
-            try client.mustMutate("b", [.appendSections([.named("s")])], writeId: [3])
+            try client.mustMutate("a", [.appendSections([.named("s")]), .appendItems([.named("x", "1")], toSection: "s")], writeID: [1])
+            try client.mustMutate("a", [.appendItems([.named("y", "2")], toSection: "s")], writeID: [2])
+            try client.mustMutate("b", [.appendSections([.named("s")])], writeID: [3])
             let a = try client.state(of: "a")
             _ = try client.state(of: "kept")  // a member: it never sleeps
             _ = try client.request { .leave(requestID: $0, room: "a") }
@@ -28,7 +28,7 @@ extension ServerIntegration {
             // Woken by a JOIN: the same epoch, version and digest; by a retried write: its ACK.
             let woken = try client.state(of: "a")
             #expect(woken.epoch == a.epoch && woken.version == 2 && woken.digest == a.digest && woken.snapshot == a.snapshot)
-            let (retry, _) = try client.mutate("b", [.appendSections([.named("s")])], writeId: [3])
+            let (retry, _) = try client.mutate("b", [.appendSections([.named("s")])], writeID: [3])
             guard case .ack(_, _, 1) = retry else {
                 Issue.record("a retried write after a sleep must get its original ACK: \(summary(retry))")
                 return

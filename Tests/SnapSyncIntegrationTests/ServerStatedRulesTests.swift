@@ -14,7 +14,7 @@ extension ServerIntegration {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let cases: [([UInt8], ErrorCode)] = [
-                (FrameEncoder().encode(.welcome(version: 1, sessionId: 1, serverName: "x", limits: [])), .unknownMessageType),
+                (FrameEncoder().encode(.welcome(version: 1, sessionID: 1, serverName: "x", limits: [])), .unknownMessageType),
                 (FrameEncoder().encode(.ack(requestID: 1, epoch: 1, version: 1)), .unknownMessageType),
                 ([0, 0, 0, 2, 0x10, 0x01], .malformedFrame),  // JOIN cut short
                 (FrameEncoder().encode(.join(requestID: 1, room: "r", resume: nil)), .handshakeRequired),
@@ -34,22 +34,22 @@ extension ServerIntegration {
 
         /// PROTOCOL.md §10: a write id names one request. A different batch reusing an empty
         /// batch's id is refused, not acknowledged and dropped; the same batch again is a retry.
-        @Test func aWriteIdReusedByAnotherBatchIsAConflict() throws {
+        @Test func aWriteIDReusedByAnotherBatchIsAConflict() throws {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let client = try RawClient.ready(daemon)
             let id = Array("w-12".utf8)
-            guard case .ack(_, _, 0) = try client.mutate("r", [], writeId: id).answer else {
+            guard case .ack(_, _, 0) = try client.mutate("r", [], writeID: id).answer else {
                 Issue.record("the empty batch was not acknowledged at version 0")
                 return
             }
-            let (answer, _) = try client.mutate("r", [.appendSections([.named("s")])], writeId: id)
+            let (answer, _) = try client.mutate("r", [.appendSections([.named("s")])], writeID: id)
             guard case .reject(_, let code, nil, nil, _) = answer else {
                 Issue.record("expected REJECT, got \(summary(answer))")
                 return
             }
-            #expect(ErrorCode(rawValue: code) == .writeIdConflict)
-            guard case .ack(_, _, 0) = try client.mutate("r", [], writeId: id).answer else {
+            #expect(ErrorCode(rawValue: code) == .writeIDConflict)
+            guard case .ack(_, _, 0) = try client.mutate("r", [], writeID: id).answer else {
                 Issue.record("the retry of the empty batch was not acknowledged at version 0")
                 return
             }

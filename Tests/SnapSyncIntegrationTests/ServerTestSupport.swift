@@ -50,18 +50,18 @@ extension RawClient {
     /// Sends a MUTATE and returns its answer (ACK or REJECT) and the frames before it.
     func mutate(
         _ room: String, _ ops: [SnapshotOperation], expectedVersion: UInt64? = nil,
-        writeId: [UInt8] = []
+        writeID: [UInt8] = []
     ) throws -> (answer: Message, skipped: [Message]) {
-        try request { .mutate(requestID: $0, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops) }
+        try request { .mutate(requestID: $0, room: room, expectedVersion: expectedVersion, writeID: writeID, ops: ops) }
     }
 
     /// A MUTATE that must be ACKed; returns the new version.
     @discardableResult
     func mustMutate(
-        _ room: String, _ ops: [SnapshotOperation], writeId: [UInt8] = [],
+        _ room: String, _ ops: [SnapshotOperation], writeID: [UInt8] = [],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> UInt64 {
-        let (answer, _) = try mutate(room, ops, writeId: writeId)
+        let (answer, _) = try mutate(room, ops, writeID: writeID)
         guard case .ack(_, _, let version) = answer else {
             throw RawClientError.unexpected("expected ACK", answer)
         }

@@ -68,7 +68,7 @@ func tree(_ s: Snapshot) -> [[String]] {
         #expect(tree(applied([.deleteItems(["seed", "fruit"])], to: base))[0] == ["s1", "bread"])
     }
 
-    @Test func deleteItemsRefusesAnIdThatWentWithAnEarlierOne() {
+    @Test func deleteItemsRefusesAnIDThatWentWithAnEarlierOne() {
         // PROTOCOL.md §6: one id after the other; the descendant no longer exists.
         expectRejected([.deleteItems(["fruit", "seed"])], on: base, index: 0, .itemNotFound("seed"))
         expectRejected([.deleteItems(["pear", "pear"])], on: base, index: 0, .itemNotFound("pear"))

@@ -54,7 +54,7 @@ import SnapSyncWire
         let node = cluster.nodes[1]
         let rival = MemoryRoomLog(sharing: cluster.log)
         let last = rival.records(of: "room").last?.sequence ?? 0
-        rival.propose(room: "room", expectedSequence: last, messageId: [], entry: .tombstone(epoch: epoch, version: 10)) { _ in }
+        rival.propose(room: "room", expectedSequence: last, messageID: [], entry: .tombstone(epoch: epoch, version: 10)) { _ in }
         let next = rival.epoch(room: "room", after: try #require(rival.records(of: "room").last).sequence)
         let client = node.connect()
         #expect(node.join(client, "room", resume: RoomPosition(epoch: next, version: 0)).isEmpty)
@@ -286,7 +286,7 @@ import SnapSyncWire
         let stale = try #require(node.hub.rooms["room"]).snapshot
         storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
         let client = node.connect()
-        node.send(.replace(requestID: 3, room: "room", expectedVersion: nil, writeId: [3], snapshot: stale), from: client)
+        node.send(.replace(requestID: 3, room: "room", expectedVersion: nil, writeID: [3], snapshot: stale), from: client)
         #expect(node.drain(client).isEmpty)
         cluster.settle()
         #expect(node.drain(client).map(\.ackVersion) == [13])
@@ -304,15 +304,15 @@ import SnapSyncWire
         let node = cluster.nodes[1]
         storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
         let first = node.connect(), second = node.connect()
-        node.mutate(first, "room", [], requestID: 1, expectedVersion: 10, writeId: [1])
-        node.mutate(second, "room", [], requestID: 2, writeId: [2])
+        node.mutate(first, "room", [], requestID: 1, expectedVersion: 10, writeID: [1])
+        node.mutate(second, "room", [], requestID: 2, writeID: [2])
         #expect(node.drain(first).isEmpty && node.drain(second).isEmpty)
         cluster.settle()
         #expect(node.drain(first).map(\.errorCode) == [.versionMismatch])
         #expect(node.drain(second).map(\.ackVersion) == [12])
         #expect(cluster.log.records(of: "room").count == 12)
         // Its retry is the original's: the write id was remembered when it was answered.
-        node.mutate(second, "room", [], requestID: 3, writeId: [2])
+        node.mutate(second, "room", [], requestID: 3, writeID: [2])
         cluster.settle()
         #expect(node.drain(second).map(\.ackVersion) == [12])
     }
@@ -440,8 +440,8 @@ func storeWrites(in log: MemoryRoomLog, room: String, epoch: UInt64, versions: C
         let last = rival.records(of: room).last?.sequence ?? 0
         let frame = FrameEncoder().encode(.diff(room: room, epoch: epoch, version: version, ops: addItem("r\(version)", first: version == 1)))
         rival.propose(
-            room: room, expectedSequence: last, messageId: [],
-            entry: .write(WriteRecord(room: room, epoch: epoch, version: version, writeId: [], diffFrame: frame))
+            room: room, expectedSequence: last, messageID: [],
+            entry: .write(WriteRecord(room: room, epoch: epoch, version: version, writeID: [], diffFrame: frame))
         ) { _ in }
     }
 }
@@ -459,9 +459,9 @@ final class BarrierFailingLog: RoomLog {
     func follow(room: String, events: @escaping (RoomLogEvent) -> Void) { inner.follow(room: room, events: events) }
     func unfollow(room: String) { inner.unfollow(room: room) }
     func propose(
-        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry, completion: @escaping (ProposalOutcome) -> Void
+        room: String, expectedSequence: UInt64, messageID: [UInt8], entry: RoomLogEntry, completion: @escaping (ProposalOutcome) -> Void
     ) {
-        inner.propose(room: room, expectedSequence: expectedSequence, messageId: messageId, entry: entry, completion: completion)
+        inner.propose(room: room, expectedSequence: expectedSequence, messageID: messageID, entry: entry, completion: completion)
     }
     func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void) {
         lastSequenceCalls += 1

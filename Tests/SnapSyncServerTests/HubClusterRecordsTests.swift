@@ -32,7 +32,7 @@ import SnapSyncWire
         let late = cluster.addNode()
         let session = late.connect()
         late.join(session, "room", requestID: 7)
-        late.mutate(session, "room", addItem("g"), requestID: 8, writeId: [8])
+        late.mutate(session, "room", addItem("g"), requestID: 8, writeID: [8])
         cluster.settle()
         let answers = late.drain(session)
         #expect(answers.map(\.errorCode) == [.storageFailure, .storageFailure] && answers.map(\.requestID) == [7, 8])
@@ -130,8 +130,8 @@ import SnapSyncWire
         for (node, writer) in zip(cluster.nodes, writers) { _ = node.drain(writer) }
         cluster.log.storesNextStaleProposal = true
         // Both expect sequence 1: node 0's is stored at 2, node 1's at 3 all the same.
-        cluster.nodes[0].mutate(writers[0], "room", addItem("b"), requestID: 2, writeId: [2])
-        cluster.nodes[1].mutate(writers[1], "room", addItem("c"), requestID: 3, writeId: [3])
+        cluster.nodes[0].mutate(writers[0], "room", addItem("b"), requestID: 2, writeID: [2])
+        cluster.nodes[1].mutate(writers[1], "room", addItem("c"), requestID: 3, writeID: [3])
         cluster.settle()
         let records = cluster.log.records(of: "room")
         #expect(records.map(\.sequence) == [1, 2, 3, 4] && records.map(\.expected) == [0, 1, 1, 3])
@@ -170,8 +170,8 @@ import SnapSyncWire
         let entry: RoomLogEntry =
             tombstone
             ? .tombstone(epoch: epoch, version: 7)
-            : .write(WriteRecord(room: "room", epoch: epoch, version: 3, writeId: [], diffFrame: []))
-        MemoryRoomLog(sharing: cluster.log).propose(room: "room", expectedSequence: 1, messageId: [], entry: entry) { _ in }
+            : .write(WriteRecord(room: "room", epoch: epoch, version: 3, writeID: [], diffFrame: []))
+        MemoryRoomLog(sharing: cluster.log).propose(room: "room", expectedSequence: 1, messageID: [], entry: entry) { _ in }
         cluster.settle()
         #expect(node.hub.replicas["room"]?.phase == .broken && node.hub.replicas["room"]?.logSequence == 1)
         #expect(node.drain(member).isEmpty && member.memberships.count == 1)

@@ -48,7 +48,7 @@ import SnapSyncWire
         let perWriter = 5
         for round in 0..<perWriter {
             for (index, node) in cluster.nodes.enumerated() {
-                node.mutate(writers[index], "room", addItem("n\(index)-\(round)"), requestID: UInt64(round), writeId: [UInt8(index), UInt8(round)])
+                node.mutate(writers[index], "room", addItem("n\(index)-\(round)"), requestID: UInt64(round), writeID: [UInt8(index), UInt8(round)])
             }
         }
         cluster.settle()
@@ -100,11 +100,11 @@ import SnapSyncWire
             let frame = FrameEncoder().encode(
                 .diff(room: room, epoch: epoch, version: UInt64(won), ops: [.appendSections([hubElement("rival-\(won)")])]))
             rival.propose(
-                room: room, expectedSequence: last, messageId: [],
-                entry: .write(WriteRecord(room: room, epoch: epoch, version: UInt64(won), writeId: [], diffFrame: frame))
+                room: room, expectedSequence: last, messageID: [],
+                entry: .write(WriteRecord(room: room, epoch: epoch, version: UInt64(won), writeID: [], diffFrame: frame))
             ) { _ in }
         }
-        node.mutate(writer, "room", addItem("mine", first: true), requestID: 5, writeId: [5])
+        node.mutate(writer, "room", addItem("mine", first: true), requestID: 5, writeID: [5])
         cluster.settle()
         let answers = node.drain(writer)
         #expect(answers.compactMap(\.diffVersion) == Array(1...UInt64(RoomReplica.maxAttempts)))
@@ -129,24 +129,24 @@ import SnapSyncWire
         cluster.checkInvariants("room")
     }
 
-    @Test func aWriteIdRetriedThroughAnotherNodeIsAckedAtTheOriginalVersion() {
+    @Test func aWriteIDRetriedThroughAnotherNodeIsAckedAtTheOriginalVersion() {
         let cluster = ClusterHarness()
         let a = cluster.nodes[0].connect(), b = cluster.nodes[1].connect(), c = cluster.nodes[2].connect()
         let id: [UInt8] = [9, 9, 9]
-        cluster.nodes[0].mutate(a, "room", addItem("a", first: true), requestID: 1, writeId: id)
+        cluster.nodes[0].mutate(a, "room", addItem("a", first: true), requestID: 1, writeID: id)
         cluster.settle()
         cluster.nodes[0].mutate(a, "room", addItem("b"), requestID: 2)
         cluster.settle()
         // After the original was applied everywhere: the replica's window answers.
-        cluster.nodes[1].mutate(b, "room", addItem("a", first: true), requestID: 3, writeId: id)
+        cluster.nodes[1].mutate(b, "room", addItem("a", first: true), requestID: 3, writeID: id)
         cluster.settle()
         #expect(cluster.nodes[0].drain(a).compactMap(\.ackVersion) == [1, 2])
         #expect(cluster.nodes[1].drain(b).map(\.ackVersion) == [1])
         // Before node 2 has applied it (its proposal expects the empty subject): the log's
         // message-id de-duplication answers with the original's sequence.
         let id2: [UInt8] = [7]
-        cluster.nodes[0].mutate(a, "other", addItem("x", first: true), requestID: 4, writeId: id2)
-        cluster.nodes[2].mutate(c, "other", addItem("x", first: true), requestID: 5, writeId: id2)
+        cluster.nodes[0].mutate(a, "other", addItem("x", first: true), requestID: 4, writeID: id2)
+        cluster.nodes[2].mutate(c, "other", addItem("x", first: true), requestID: 5, writeID: id2)
         cluster.settle()
         #expect(cluster.nodes[0].drain(a).map(\.ackVersion) == [1])
         #expect(cluster.nodes[2].drain(c).map(\.ackVersion) == [1])
@@ -159,33 +159,33 @@ import SnapSyncWire
     /// node: the record carries the original's fingerprint to the other replicas' windows, to a
     /// checkpoint, and past the log's message-id de-duplication (which matches the id, not the
     /// write). The same write through another node is still its retry.
-    @Test func aWriteIdReusedForAnotherWriteIsAConflictOnEveryNode() {
+    @Test func aWriteIDReusedForAnotherWriteIsAConflictOnEveryNode() {
         let cluster = ClusterHarness { $0.clusterCheckpointInterval = 1 }
         let a = cluster.nodes[0].connect(), b = cluster.nodes[1].connect(), c = cluster.nodes[2].connect()
         let id: [UInt8] = [9, 9, 9]
-        cluster.nodes[0].mutate(a, "room", addItem("a", first: true), requestID: 1, writeId: id)
+        cluster.nodes[0].mutate(a, "room", addItem("a", first: true), requestID: 1, writeID: id)
         cluster.settle()
-        cluster.nodes[1].mutate(b, "room", addItem("z", first: true), requestID: 2, writeId: id)
-        cluster.nodes[1].mutate(b, "room", addItem("a", first: true), requestID: 3, writeId: id)
+        cluster.nodes[1].mutate(b, "room", addItem("z", first: true), requestID: 2, writeID: id)
+        cluster.nodes[1].mutate(b, "room", addItem("a", first: true), requestID: 3, writeID: id)
         cluster.settle()
         #expect(cluster.nodes[0].drain(a).compactMap(\.ackVersion) == [1])
         let answers = cluster.nodes[1].drain(b)
-        #expect(answers.map(\.errorCode) == [.writeIdConflict, nil] && answers.last?.ackVersion == 1, "\(answers)")
+        #expect(answers.map(\.errorCode) == [.writeIDConflict, nil] && answers.last?.ackVersion == 1, "\(answers)")
         // A node that loads the room from its checkpoint knows the fingerprint too.
         let late = cluster.addNode()
         let d = late.connect()
-        late.mutate(d, "room", addItem("y", first: true), requestID: 4, writeId: id)
+        late.mutate(d, "room", addItem("y", first: true), requestID: 4, writeID: id)
         cluster.settle()
-        #expect(late.drain(d).map(\.errorCode) == [.writeIdConflict])
+        #expect(late.drain(d).map(\.errorCode) == [.writeIDConflict])
         // Two writes under one id proposed at once from two nodes: the log stores the first and
         // answers the second with the first's sequence (same message id); the second's node
         // compares fingerprints once that record is applied.
         let other: [UInt8] = [7]
-        cluster.nodes[0].mutate(a, "other", addItem("x", first: true), requestID: 5, writeId: other)
-        cluster.nodes[2].mutate(c, "other", addItem("w", first: true), requestID: 6, writeId: other)
+        cluster.nodes[0].mutate(a, "other", addItem("x", first: true), requestID: 5, writeID: other)
+        cluster.nodes[2].mutate(c, "other", addItem("w", first: true), requestID: 6, writeID: other)
         cluster.settle()
         #expect(cluster.nodes[0].drain(a).map(\.ackVersion) == [1])
-        #expect(cluster.nodes[2].drain(c).map(\.errorCode) == [.writeIdConflict])
+        #expect(cluster.nodes[2].drain(c).map(\.errorCode) == [.writeIDConflict])
         #expect(cluster.log.records(of: "room").count == 1 && cluster.log.records(of: "other").count == 1)
         cluster.checkInvariants("room")
         cluster.checkInvariants("other")
@@ -242,7 +242,7 @@ import SnapSyncWire
         _ = node.drain(writer)
         // Not stored: refused, nothing applied.
         cluster.log.failProposals = (1, .logUnavailable("no quorum"))
-        node.mutate(writer, "room", addItem("a", first: true), requestID: 1, writeId: [1])
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 1, writeID: [1])
         cluster.settle()
         let refused = node.drain(writer)
         #expect(refused.map(\.errorCode) == [.storageFailure] && refused.first?.requestID == 1)
@@ -251,12 +251,12 @@ import SnapSyncWire
         // through another node) gets the original's version and nothing is applied twice.
         cluster.log.failProposals = (1, .logUnavailable("timeout"))
         cluster.log.storeFailedProposals = true
-        node.mutate(writer, "room", addItem("a", first: true), requestID: 2, writeId: [2])
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 2, writeID: [2])
         cluster.settle()
         let answers = node.drain(writer)
         #expect(answers.compactMap(\.errorCode) == [.storageFailure] && answers.compactMap(\.diffVersion) == [1])
         let other = cluster.nodes[1].connect()
-        cluster.nodes[1].mutate(other, "room", addItem("a", first: true), requestID: 3, writeId: [2])
+        cluster.nodes[1].mutate(other, "room", addItem("a", first: true), requestID: 3, writeID: [2])
         cluster.settle()
         #expect(cluster.nodes[1].drain(other).map(\.ackVersion) == [1])
         #expect(cluster.log.records(of: "room").count == 1)
@@ -350,7 +350,7 @@ import SnapSyncWire
         let cluster = ClusterHarness { $0.clusterCheckpointInterval = 2 }
         let writer = cluster.nodes[0].connect()
         for (index, id) in ["a", "b", "c", "d", "e"].enumerated() {
-            cluster.nodes[0].mutate(writer, "room", addItem(id, first: index == 0), requestID: UInt64(index), writeId: [UInt8(index + 1)])
+            cluster.nodes[0].mutate(writer, "room", addItem(id, first: index == 0), requestID: UInt64(index), writeID: [UInt8(index + 1)])
         }
         cluster.settle()
         #expect(cluster.nodes[0].drain(writer).compactMap(\.ackVersion) == [1, 2, 3, 4, 5])
@@ -358,7 +358,7 @@ import SnapSyncWire
         #expect(cluster.log.savedCheckpoints.map(\.sequence) == [records[1].sequence, records[3].sequence])
         let checkpoint = try #require(cluster.log.checkpoint(of: "room"))
         #expect(checkpoint.image.version == 4 && checkpoint.history.map(\.version) == [1, 2, 3, 4])
-        #expect(checkpoint.history.map(\.writeId) == [[1], [2], [3], [4]])
+        #expect(checkpoint.history.map(\.writeID) == [[1], [2], [3], [4]])
         // A node that loads the room now starts from the checkpoint and applies the tail: the
         // same room, its history for resume and its write ids for retries.
         let late = cluster.addNode()
@@ -372,7 +372,7 @@ import SnapSyncWire
             return
         }
         #expect(late.hub.rooms["room"]?.digest == cluster.nodes[0].hub.rooms["room"]?.digest)
-        late.mutate(session, "room", addItem("c"), requestID: 9, writeId: [3])
+        late.mutate(session, "room", addItem("c"), requestID: 9, writeID: [3])
         cluster.settle()
         #expect(late.drain(session).compactMap(\.ackVersion) == [3])
         late.checkInvariants("room")
@@ -671,7 +671,7 @@ import SnapSyncWire
         node.join(writer, "room")
         cluster.settle()
         _ = node.drain(writer)
-        node.mutate(writer, "room", addItem("a", first: true), requestID: 3, writeId: [3])
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 3, writeID: [3])
         node.mutate(next, "room", addItem("b", first: true), requestID: 4)
         #expect(cluster.log.runNext())  // .stored; the record's delivery stays queued
         node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
@@ -685,7 +685,7 @@ import SnapSyncWire
         node.hub.maintainReplicas(now: node.later(.seconds(1)))
         cluster.settle()
         #expect(node.drain(writer).compactMap(\.diffVersion) == [1])
-        node.mutate(writer, "room", addItem("a", first: true), requestID: 5, writeId: [3])
+        node.mutate(writer, "room", addItem("a", first: true), requestID: 5, writeID: [3])
         cluster.settle()
         #expect(node.drain(writer).map(\.ackVersion) == [1])
         #expect(cluster.log.records(of: "room").count == 1)
@@ -749,9 +749,9 @@ final class HeldFollowLog: RoomLog {
     }
     func unfollow(room: String) { inner.unfollow(room: room) }
     func propose(
-        room: String, expectedSequence: UInt64, messageId: [UInt8], entry: RoomLogEntry, completion: @escaping (ProposalOutcome) -> Void
+        room: String, expectedSequence: UInt64, messageID: [UInt8], entry: RoomLogEntry, completion: @escaping (ProposalOutcome) -> Void
     ) {
-        inner.propose(room: room, expectedSequence: expectedSequence, messageId: messageId, entry: entry, completion: completion)
+        inner.propose(room: room, expectedSequence: expectedSequence, messageID: messageID, entry: entry, completion: completion)
     }
     func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void) {
         inner.lastSequence(room: room, completion: completion)

@@ -196,7 +196,7 @@ internal import Glibc
         defer { try? store.close() }
         var frame: [UInt8] = []
         FrameEncoder().encodeDiff(room: "disk", epoch: 42, version: 1, ops: [.appendSections(["s"])], into: &frame)
-        store.append(WriteRecord(room: "disk", epoch: 42, version: 1, writeId: [], diffFrame: frame))
+        store.append(WriteRecord(room: "disk", epoch: 42, version: 1, writeID: [], diffFrame: frame))
         try store.sync()
         let harness = HubHarness(store: store)
         let session = harness.connect()

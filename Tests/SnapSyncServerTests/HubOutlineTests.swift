@@ -176,7 +176,7 @@ import SnapSyncWire
         let harness = HubHarness()
         let old = harness.connect(versions: [1])
         harness.send(
-            .replaceSection(requestID: 1, room: "room", expectedVersion: nil, writeId: [], section: "s", items: SectionSnapshot()), from: old)
+            .replaceSection(requestID: 1, room: "room", expectedVersion: nil, writeID: [], section: "s", items: SectionSnapshot()), from: old)
         #expect(harness.drain(old).first?.errorCode == .unknownMessageType)
     }
 
@@ -190,7 +190,7 @@ import SnapSyncWire
         harness.join(member, "room")
         _ = harness.drain(writer)
         let items = try Self.items([("b", 0), ("a", 1), ("n", 2)])
-        let request = Message.replaceSection(requestID: 4, room: "room", expectedVersion: 1, writeId: [1, 2], section: "s", items: items)
+        let request = Message.replaceSection(requestID: 4, room: "room", expectedVersion: 1, writeID: [1, 2], section: "s", items: items)
         harness.send(request, from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [2])
         let diffs = harness.drain(member)
@@ -206,13 +206,13 @@ import SnapSyncWire
         // The same request again is a retry; the same items without a write id change nothing.
         harness.send(request, from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [2])
-        harness.send(.replaceSection(requestID: 5, room: "room", expectedVersion: nil, writeId: [], section: "s", items: items), from: writer)
+        harness.send(.replaceSection(requestID: 5, room: "room", expectedVersion: nil, writeID: [], section: "s", items: items), from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [2])
         #expect(harness.drain(member).isEmpty)
         // Another request reusing the write id conflicts.
         harness.send(
-            .replaceSection(requestID: 6, room: "room", expectedVersion: 1, writeId: [1, 2], section: "t", items: items), from: writer)
-        #expect(harness.drain(writer).first?.errorCode == .writeIdConflict)
+            .replaceSection(requestID: 6, room: "room", expectedVersion: 1, writeID: [1, 2], section: "t", items: items), from: writer)
+        #expect(harness.drain(writer).first?.errorCode == .writeIDConflict)
     }
 
     @Test func replaceSectionRefusalsCarryNoOpIndex() throws {
@@ -225,7 +225,7 @@ import SnapSyncWire
             ("s", try Self.items([("a", 0), ("c", 1)]), .duplicateItem, "c"),
         ]
         for (section, items, code, identifier) in cases {
-            harness.send(.replaceSection(requestID: 8, room: "room", expectedVersion: nil, writeId: [], section: section, items: items), from: writer)
+            harness.send(.replaceSection(requestID: 8, room: "room", expectedVersion: nil, writeID: [], section: section, items: items), from: writer)
             guard case .reject(_, let got, let opIndex, let id, _) = harness.drain(writer).first else {
                 Issue.record("\(section) not refused")
                 continue
@@ -235,7 +235,7 @@ import SnapSyncWire
         // Too deep for the server: refused while decoding, and the session goes on.
         harness.send(
             .replaceSection(
-                requestID: 9, room: "room", expectedVersion: nil, writeId: [], section: "s",
+                requestID: 9, room: "room", expectedVersion: nil, writeID: [], section: "s",
                 items: try Self.items([("a", 0), ("b", 1), ("x", 2), ("y", 3)])), from: writer)
         guard case .reject(9, let code, nil, let id, _) = harness.drain(writer).first else {
             Issue.record("too deep not refused")
@@ -255,7 +255,7 @@ import SnapSyncWire
         _ = harness.drain(writer)
         harness.join(old, "room")
         harness.send(
-            .replaceSection(requestID: 2, room: "room", expectedVersion: nil, writeId: [], section: "s", items: try Self.items([("a", 0), ("b", 1)])),
+            .replaceSection(requestID: 2, room: "room", expectedVersion: nil, writeID: [], section: "s", items: try Self.items([("a", 0), ("b", 1)])),
             from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [2])
         #expect(harness.drain(old).map(\.errorCode) == [.outlineUnsupported])

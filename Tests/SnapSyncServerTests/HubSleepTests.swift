@@ -80,7 +80,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         s.harness.join(writer, room)
         let ids: [[UInt8]] = [[1], [2], [3]]
         for (index, id) in ids.enumerated() {
-            s.harness.mutate(writer, room, addItem("i\(index)", first: index == 0), requestID: UInt64(10 + index), writeId: id)
+            s.harness.mutate(writer, room, addItem("i\(index)", first: index == 0), requestID: UInt64(10 + index), writeID: id)
         }
         #expect(s.harness.drain(writer).compactMap(\.ackVersion) == [1, 2, 3])
         s.harness.send(.leave(requestID: 20, room: room), from: writer)
@@ -135,14 +135,14 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         #expect(s.hub.stats.roomsWoken == 1)
     }
 
-    @Test func aRetriedWriteIdIsStillDeduplicatedAfterASleep() throws {
+    @Test func aRetriedWriteIDIsStillDeduplicatedAfterASleep() throws {
         let s = try SleepyHub()
         defer { s.remove() }
         let (writer, ids) = writeThree(s)
         s.sweep()
         #expect(s.hub.sleepingRoomCount == 1)
         // The retry of the second write, after the room slept: its original ACK, nothing applied.
-        s.harness.mutate(writer, "r", addItem("i1"), requestID: 30, writeId: ids[1])
+        s.harness.mutate(writer, "r", addItem("i1"), requestID: 30, writeID: ids[1])
         let answer = s.harness.drain(writer)
         #expect(answer.count == 1 && answer.first?.ackVersion == 2 && answer.first?.requestID == 30)
         #expect(s.hub.rooms["r"]?.version == 3 && s.hub.stats.roomsWoken == 1 && s.hub.stats.writesApplied == 3)
@@ -262,7 +262,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         defer { s.remove() }
         let (writer, _) = writeThree(s)
         s.sweep()
-        s.harness.mutate(writer, "r", addItem("after"), requestID: 40, writeId: [9])
+        s.harness.mutate(writer, "r", addItem("after"), requestID: 40, writeID: [9])
         #expect(s.harness.drain(writer).first?.ackVersion == 4)
         try s.store.sync()
         let digest = try #require(s.hub.rooms["r"]).digest
@@ -274,7 +274,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         #expect(room.version == 4 && room.digest == digest && s.hub.sleepingRoomCount == 0)
         // And its write id survived too.
         let again = s.harness.connect()
-        s.harness.mutate(again, "r", addItem("after"), requestID: 41, writeId: [9])
+        s.harness.mutate(again, "r", addItem("after"), requestID: 41, writeID: [9])
         #expect(s.harness.drain(again).first?.ackVersion == 4)
     }
 

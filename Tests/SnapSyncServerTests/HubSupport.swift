@@ -74,9 +74,9 @@ struct HubHarness {
     /// Sends a MUTATE (not read: the answers stay queued).
     func mutate(
         _ session: Session, _ room: String, _ ops: [SnapshotOperation], requestID: UInt64 = 7,
-        expectedVersion: UInt64? = nil, writeId: [UInt8] = []
+        expectedVersion: UInt64? = nil, writeID: [UInt8] = []
     ) {
-        send(.mutate(requestID: requestID, room: room, expectedVersion: expectedVersion, writeId: writeId, ops: ops), from: session)
+        send(.mutate(requestID: requestID, room: room, expectedVersion: expectedVersion, writeID: writeID, ops: ops), from: session)
     }
 
     /// Everything queued for `session`, as a client would read it (and the queue emptied, as a

@@ -51,18 +51,18 @@ import SnapSyncStore
         harness.checkInvariants("room")
     }
 
-    @Test func aRetriedWriteIdIsAcknowledgedAtItsVersionWithoutASecondDiff() {
+    @Test func aRetriedWriteIDIsAcknowledgedAtItsVersionWithoutASecondDiff() {
         let harness = HubHarness()
         let writer = harness.connect(), member = harness.connect()
         harness.join(member, "room")
         let id: [UInt8] = [1, 2, 3]
-        harness.mutate(writer, "room", addItem("a", first: true), writeId: id)
+        harness.mutate(writer, "room", addItem("a", first: true), writeID: id)
         harness.mutate(writer, "room", addItem("b"))
-        harness.mutate(writer, "room", addItem("a", first: true), writeId: id)
-        harness.mutate(writer, "room", addItem("c"), writeId: id)
+        harness.mutate(writer, "room", addItem("a", first: true), writeID: id)
+        harness.mutate(writer, "room", addItem("c"), writeID: id)
         let answers = harness.drain(writer)
         #expect(answers.prefix(3).map(\.ackVersion) == [1, 2, 1])
-        #expect(answers.last?.errorCode == .writeIdConflict)
+        #expect(answers.last?.errorCode == .writeIDConflict)
         #expect(harness.drain(member).map(\.diffVersion) == [1, 2])
         #expect(harness.hub.rooms["room"]?.version == 2)
         harness.checkInvariants("room")
@@ -75,7 +75,7 @@ import SnapSyncStore
         harness.join(member, "room")
         var target = Snapshot()
         try target.apply([.appendSections([hubElement("t")]), .appendItems([hubElement("z", "zz")], toSection: "t")], limits: .default)
-        harness.send(.replace(requestID: 9, room: "room", expectedVersion: 1, writeId: [], snapshot: target), from: writer)
+        harness.send(.replace(requestID: 9, room: "room", expectedVersion: 1, writeID: [], snapshot: target), from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [1, 2])
         let diffs = harness.drain(member)
         guard diffs.count == 1, case .diff("room", _, 2, let ops) = diffs[0] else {
@@ -134,7 +134,7 @@ private final class RefusingStore: RoomStore {
     let error: StoreError
     init(_ error: StoreError = .noSpace(path: "test", errno: 28)) { self.error = error }
     func prepare(room: String) throws(StoreError) { throw error }
-    func append(room: String, epoch: UInt64, version: UInt64, writeId: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer) {}
+    func append(room: String, epoch: UInt64, version: UInt64, writeID: [UInt8], fingerprint: UInt64?, diffFrame: UnsafeRawBufferPointer) {}
     func commit() throws(StoreError) {}
     func maintain() throws(StoreError) -> [String] { [] }
     func checkpoint(_ images: some Sequence<RoomImage>) throws(StoreError) {}

@@ -21,7 +21,7 @@ private func fullRoom() throws -> (Room, RoomMemoryBudget) {
         .appendSections([element("s")]),
         .appendItems([element("big", String(repeating: "x", count: 60_000)), element("a", "1")], toSection: "s"),
     ]
-    guard case .applied = room.mutate(ops, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+    guard case .applied = room.mutate(ops, expectedVersion: nil, writeID: [], scratch: &scratch) else {
         throw Failure("the room could not be filled")
     }
     let budget = RoomMemoryBudget(limit: RoomMemoryBudget.bytes(of: room) + 100)
@@ -46,15 +46,15 @@ private struct Failure: Error, CustomStringConvertible {
             [.deleteItems(["a"]), .appendItems([element("c", String(repeating: "y", count: 1000))], toSection: "s")],
             [],
         ] {
-            guard case .rejected(let rejection) = room.mutate(ops, expectedVersion: nil, writeId: [1], scratch: &scratch) else {
+            guard case .rejected(let rejection) = room.mutate(ops, expectedVersion: nil, writeID: [1], scratch: &scratch) else {
                 Issue.record("\(ops) was not refused")
                 continue
             }
             budget.update(room)
             #expect(rejection.code == .serverFull)
-            #expect(room.snapshot == before && room.version == 1 && room.writeIdCount == 0)
+            #expect(room.snapshot == before && room.version == 1 && room.writeIDCount == 0)
         }
-        guard case .rejected(let rejection) = room.replace(with: before, expectedVersion: nil, writeId: [1], scratch: &scratch) else {
+        guard case .rejected(let rejection) = room.replace(with: before, expectedVersion: nil, writeID: [1], scratch: &scratch) else {
             Issue.record("an unchanged REPLACE remembering a write id was not refused")
             return
         }
@@ -65,7 +65,7 @@ private struct Failure: Error, CustomStringConvertible {
         let (room, budget) = try fullRoom()
         let total = budget.total
         var scratch: [UInt8] = []
-        guard case .applied(let version, _) = room.mutate([.deleteItems(["big"])], expectedVersion: 1, writeId: [2], scratch: &scratch) else {
+        guard case .applied(let version, _) = room.mutate([.deleteItems(["big"])], expectedVersion: 1, writeID: [2], scratch: &scratch) else {
             Issue.record("deleting the big item was refused")
             return
         }
@@ -74,7 +74,7 @@ private struct Failure: Error, CustomStringConvertible {
         #expect(throws: Never.self) { try room.snapshot.checkInvariants() }
         #expect(budget.total < total - 50_000)
         // With the room emptied, growing writes fit again.
-        guard case .applied = room.mutate([.appendItems([element("b", "2")], toSection: "s")], expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard case .applied = room.mutate([.appendItems([element("b", "2")], toSection: "s")], expectedVersion: nil, writeID: [], scratch: &scratch) else {
             Issue.record("a small write after the delete was refused")
             return
         }
@@ -85,7 +85,7 @@ private struct Failure: Error, CustomStringConvertible {
         let total = budget.total
         var scratch: [UInt8] = []
         let target = try Snapshot([(section: element("s"), items: [element("a", "1")])])
-        guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeId: [3], scratch: &scratch) else {
+        guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeID: [3], scratch: &scratch) else {
             Issue.record("a REPLACE dropping the big item was refused")
             return
         }
@@ -106,7 +106,7 @@ private struct Failure: Error, CustomStringConvertible {
         guard
             case .applied = room.mutate(
                 [.appendSections([element("s")]), .appendItems(ids.map { element($0) }, toSection: "s")],
-                expectedVersion: nil, writeId: [], scratch: &scratch)
+                expectedVersion: nil, writeID: [], scratch: &scratch)
         else {
             throw Failure("the room could not be filled")
         }
@@ -114,11 +114,11 @@ private struct Failure: Error, CustomStringConvertible {
         // twice their DIFF.
         let moves: [SnapshotOperation] = ids.dropFirst().map { .moveItem(Identifier($0), .before("i0")) }
         let size = FrameEncoder().encodeDiff(room: room.name, epoch: room.epoch, version: 2, ops: moves, into: &scratch)
-        let budget = RoomMemoryBudget(limit: RoomMemoryBudget.bytes(of: room) + size + 2 * RoomMemoryBudget.bytesPerRememberedId + 100)
+        let budget = RoomMemoryBudget(limit: RoomMemoryBudget.bytes(of: room) + size + 2 * RoomMemoryBudget.bytesPerRememberedID + 100)
         budget.update(room)
         room.budget = budget
         let before = room.snapshot
-        guard case .rejected(let rejection) = room.mutate(moves, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard case .rejected(let rejection) = room.mutate(moves, expectedVersion: nil, writeID: [], scratch: &scratch) else {
             Issue.record("a batch of moves past the bound of twice its DIFF was measured and taken")
             return
         }

@@ -22,11 +22,11 @@ private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
 /// Applies ops that must succeed and returns the DIFF frame.
 @discardableResult
 private func mustApply(
-    _ room: Room, _ ops: [SnapshotOperation], writeId: [UInt8] = [], expected: UInt64? = nil,
+    _ room: Room, _ ops: [SnapshotOperation], writeID: [UInt8] = [], expected: UInt64? = nil,
     sourceLocation: SourceLocation = #_sourceLocation
 ) -> OutputChunk? {
     var scratch: [UInt8] = []
-    guard case .applied(_, let diff) = room.mutate(ops, expectedVersion: expected, writeId: writeId, scratch: &scratch) else {
+    guard case .applied(_, let diff) = room.mutate(ops, expectedVersion: expected, writeID: writeID, scratch: &scratch) else {
         Issue.record("write was not applied", sourceLocation: sourceLocation)
         return nil
     }
@@ -43,7 +43,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let room = makeRoom()
         let ops: [SnapshotOperation] = [.appendSections([element("s")]), .appendItems([element("a", "x")], toSection: "s")]
         var scratch: [UInt8] = []
-        guard case .applied(let version, let diff) = room.mutate(ops, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard case .applied(let version, let diff) = room.mutate(ops, expectedVersion: nil, writeID: [], scratch: &scratch) else {
             Issue.record("not applied")
             return
         }
@@ -68,7 +68,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         var scratch: [UInt8] = []
         let outcome = room.mutate(
             [.appendItems([element("b")], toSection: "s"), .deleteItems(["missing"])],
-            expectedVersion: nil, writeId: [1, 2], scratch: &scratch)
+            expectedVersion: nil, writeID: [1, 2], scratch: &scratch)
         guard case .rejected(let rejection) = outcome else {
             Issue.record("expected a rejection, got \(outcome)")
             return
@@ -83,7 +83,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.historyCount == 1)
         // A rejected write's id is not remembered: retrying it is a fresh attempt.
         #expect(throws: Never.self) { try room.snapshot.checkInvariants() }
-        guard case .rejected = room.mutate([.deleteItems(["missing"])], expectedVersion: nil, writeId: [1, 2], scratch: &scratch) else {
+        guard case .rejected = room.mutate([.deleteItems(["missing"])], expectedVersion: nil, writeID: [1, 2], scratch: &scratch) else {
             Issue.record("a rejected write id was remembered")
             return
         }
@@ -98,7 +98,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         guard
             case .rejected(let rejection) = room.mutate(
                 [.appendItems([element("c")], toSection: "s")],
-                expectedVersion: nil, writeId: [], scratch: &scratch)
+                expectedVersion: nil, writeID: [], scratch: &scratch)
         else {
             Issue.record("a third item was accepted")
             return
@@ -114,7 +114,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         guard
             case .rejected(let rejection) = room.mutate(
                 [.appendSections([element("t")])], expectedVersion: 0,
-                writeId: [], scratch: &scratch)
+                writeID: [], scratch: &scratch)
         else {
             Issue.record("a stale expected version was accepted")
             return
@@ -127,15 +127,15 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.version == 2)
     }
 
-    @Test func repeatedWriteIdGetsTheOriginalVersionAndAppliesNothing() {
+    @Test func repeatedWriteIDGetsTheOriginalVersionAndAppliesNothing() {
         let room = makeRoom()
         let id: [UInt8] = Array("write-1".utf8)
-        mustApply(room, [.appendSections([element("s")])], writeId: id, expected: 0)
-        mustApply(room, [.appendSections([element("t")])], writeId: Array("write-2".utf8))
+        mustApply(room, [.appendSections([element("s")])], writeID: id, expected: 0)
+        mustApply(room, [.appendSections([element("t")])], writeID: Array("write-2".utf8))
         var scratch: [UInt8] = []
         // The retry would fail if applied (duplicate section) and its expected version is stale
         // by now; neither matters: it is answered with version 1.
-        let outcome = room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: id, scratch: &scratch)
+        let outcome = room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeID: id, scratch: &scratch)
         guard case .duplicate(let version) = outcome else {
             Issue.record("expected a duplicate, got \(outcome)")
             return
@@ -145,22 +145,22 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.snapshot.sectionIdentifiers == ["s", "t"])
     }
 
-    @Test func writeIdsAreForgottenWithTheirHistory() {
+    @Test func writeIDsAreForgottenWithTheirHistory() {
         var limits = WireLimits()
         limits.historyCount = 2
         let room = makeRoom(limits: limits)
-        mustApply(room, [.appendSections([element("a")])], writeId: [1])
-        mustApply(room, [.appendSections([element("b")])], writeId: [2])
-        mustApply(room, [.appendSections([element("c")])], writeId: [3])
-        mustApply(room, [.appendSections([element("d")])], writeId: [4])
+        mustApply(room, [.appendSections([element("a")])], writeID: [1])
+        mustApply(room, [.appendSections([element("b")])], writeID: [2])
+        mustApply(room, [.appendSections([element("c")])], writeID: [3])
+        mustApply(room, [.appendSections([element("d")])], writeID: [4])
         // History keeps versions 3 and 4 (base 2): ids of versions 2...4 are remembered.
         #expect(room.historyBaseVersion == 2)
         var scratch: [UInt8] = []
-        guard case .duplicate(3) = room.mutate([.appendSections([element("c")])], expectedVersion: nil, writeId: [3], scratch: &scratch) else {
+        guard case .duplicate(3) = room.mutate([.appendSections([element("c")])], expectedVersion: nil, writeID: [3], scratch: &scratch) else {
             Issue.record("write id 3 was forgotten too early")
             return
         }
-        guard case .applied = room.mutate([.appendSections([element("a2")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {
+        guard case .applied = room.mutate([.appendSections([element("a2")])], expectedVersion: nil, writeID: [1], scratch: &scratch) else {
             Issue.record("write id 1 is still remembered after leaving history")
             return
         }
@@ -170,26 +170,26 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let room = makeRoom()
         mustApply(room, [.appendSections([element("s")])])
         var scratch: [UInt8] = []
-        guard case .unchanged(let version) = room.mutate([], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+        guard case .unchanged(let version) = room.mutate([], expectedVersion: nil, writeID: [9], scratch: &scratch) else {
             Issue.record("an empty batch changed something")
             return
         }
         #expect(version == 1 && room.version == 1 && room.historyCount == 1)
         // Its write id is remembered too: its retry is a duplicate...
-        guard case .duplicate(1) = room.mutate([], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+        guard case .duplicate(1) = room.mutate([], expectedVersion: nil, writeID: [9], scratch: &scratch) else {
             Issue.record("the write id of an empty batch was not remembered")
             return
         }
         // ...and another batch reusing it is refused, not acknowledged and dropped.
-        guard case .rejected(let conflict) = room.mutate([.appendSections([element("t")])], expectedVersion: nil, writeId: [9], scratch: &scratch) else {
+        guard case .rejected(let conflict) = room.mutate([.appendSections([element("t")])], expectedVersion: nil, writeID: [9], scratch: &scratch) else {
             Issue.record("a different batch reusing an empty batch's write id was not refused")
             return
         }
-        #expect(conflict.code == .writeIdConflict && conflict.opIndex == nil && conflict.identifier == nil)
+        #expect(conflict.code == .writeIDConflict && conflict.opIndex == nil && conflict.identifier == nil)
         #expect(conflict.message.contains("0x09") && conflict.message.contains("version 1"))
         #expect(room.version == 1 && room.snapshot.sectionIdentifiers == ["s"])
         // An empty batch still checks the expected version.
-        guard case .rejected(let rejection) = room.mutate([], expectedVersion: 5, writeId: [], scratch: &scratch) else {
+        guard case .rejected(let rejection) = room.mutate([], expectedVersion: 5, writeID: [], scratch: &scratch) else {
             Issue.record("an empty batch skipped compare-and-set")
             return
         }
@@ -207,7 +207,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let before = room.snapshot
         let target = try Snapshot([(element("t", "new"), [element("b"), element("c")]), (element("u"), [])])
         var scratch: [UInt8] = []
-        guard case .applied(let version, let diff) = room.replace(with: target, expectedVersion: 1, writeId: [], scratch: &scratch) else {
+        guard case .applied(let version, let diff) = room.replace(with: target, expectedVersion: 1, writeID: [], scratch: &scratch) else {
             Issue.record("replace was not applied")
             return
         }
@@ -221,7 +221,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         try replica.apply(ops, limits: .unlimited)
         #expect(replica == target)
         // Replacing with the same content changes nothing.
-        guard case .unchanged(2) = room.replace(with: target, expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard case .unchanged(2) = room.replace(with: target, expectedVersion: nil, writeID: [], scratch: &scratch) else {
             Issue.record("an identical replace made a version")
             return
         }
@@ -230,13 +230,13 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
 
     /// A REPLACE with a write id hashes its target once: that digest becomes the room's, and it
     /// must be the digest of the room at the new version, not of the one before.
-    @Test func aReplaceWithAWriteIdLeavesTheRoomsDigestRight() throws {
+    @Test func aReplaceWithAWriteIDLeavesTheRoomsDigestRight() throws {
         let room = makeRoom()
         mustApply(room, [.appendSections([element("s")]), .appendItems([element("a")], toSection: "s")])
         #expect(room.digest == room.snapshot.digest)
         let target = try Snapshot([(element("s"), [element("b", "x"), element("a")])])
         var scratch: [UInt8] = []
-        guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeId: [1, 2], scratch: &scratch) else {
+        guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeID: [1, 2], scratch: &scratch) else {
             Issue.record("replace was not applied at version 2")
             return
         }
@@ -252,7 +252,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let room = makeRoom(limits: limits)
         var scratch: [UInt8] = []
         let big = element("s", String(repeating: "x", count: 2000))
-        guard case .rejected(let rejection) = room.mutate([.appendSections([big])], expectedVersion: nil, writeId: [], scratch: &scratch) else {
+        guard case .rejected(let rejection) = room.mutate([.appendSections([big])], expectedVersion: nil, writeID: [], scratch: &scratch) else {
             Issue.record("an oversized DIFF was accepted")
             return
         }
@@ -368,35 +368,35 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 }
 
-@Suite(.unitTests) struct WriteIdConflictTests {
+@Suite(.unitTests) struct WriteIDConflictTests {
     /// Any remembered id, not only an empty batch's: the same request again is a retry, a
     /// different one (ops, expected version, or REPLACE content) is a conflict.
-    @Test func aWriteIdNamesOneRequest() {
+    @Test func aWriteIDNamesOneRequest() {
         let room = makeRoom()
-        mustApply(room, [.appendSections([element("s")])], writeId: [7])
+        mustApply(room, [.appendSections([element("s")])], writeID: [7])
         var scratch: [UInt8] = []
-        guard case .duplicate(1) = room.mutate([.appendSections([element("s")])], expectedVersion: nil, writeId: [7], scratch: &scratch) else {
+        guard case .duplicate(1) = room.mutate([.appendSections([element("s")])], expectedVersion: nil, writeID: [7], scratch: &scratch) else {
             Issue.record("the retry was not recognised")
             return
         }
         for outcome in [
-            room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [7], scratch: &scratch),
-            room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeId: [7], scratch: &scratch),
-            room.replace(with: room.snapshot, expectedVersion: nil, writeId: [7], scratch: &scratch),
+            room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeID: [7], scratch: &scratch),
+            room.mutate([.appendSections([element("s")])], expectedVersion: 0, writeID: [7], scratch: &scratch),
+            room.replace(with: room.snapshot, expectedVersion: nil, writeID: [7], scratch: &scratch),
         ] {
-            guard case .rejected(let rejection) = outcome, rejection.code == .writeIdConflict else {
+            guard case .rejected(let rejection) = outcome, rejection.code == .writeIDConflict else {
                 Issue.record("expected write_id_conflict, got \(outcome)")
                 continue
             }
         }
         // A REPLACE that changed nothing: its retry is still a duplicate after another write.
         let target = room.snapshot
-        guard case .unchanged(1) = room.replace(with: target, expectedVersion: nil, writeId: [8], scratch: &scratch) else {
+        guard case .unchanged(1) = room.replace(with: target, expectedVersion: nil, writeID: [8], scratch: &scratch) else {
             Issue.record("an equal REPLACE changed something")
             return
         }
         mustApply(room, [.appendSections([element("t")])])
-        guard case .duplicate(1) = room.replace(with: target, expectedVersion: nil, writeId: [8], scratch: &scratch) else {
+        guard case .duplicate(1) = room.replace(with: target, expectedVersion: nil, writeID: [8], scratch: &scratch) else {
             Issue.record("the retried no-op REPLACE was applied again")
             return
         }
@@ -413,10 +413,10 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
                 .appendSections([element("s")]),
                 .appendItems(["ab", "c", "a", "bc"].map { element($0) }, toSection: "s"),
             ])
-        mustApply(room, [.deleteItems(["ab", "c"])], writeId: [7])
+        mustApply(room, [.deleteItems(["ab", "c"])], writeID: [7])
         var scratch: [UInt8] = []
-        guard case .rejected(let rejection) = room.mutate([.deleteItems(["a", "bc"])], expectedVersion: nil, writeId: [7], scratch: &scratch),
-            rejection.code == .writeIdConflict
+        guard case .rejected(let rejection) = room.mutate([.deleteItems(["a", "bc"])], expectedVersion: nil, writeID: [7], scratch: &scratch),
+            rejection.code == .writeIDConflict
         else {
             Issue.record("another batch reusing write id 7 was taken as its retry")
             return
@@ -424,22 +424,22 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.snapshot.itemIdentifiers == ["a", "bc"])
     }
 
-    /// Ids restored from the store have no fingerprint: any write reusing one is its retry.
+    /// IDs restored from the store have no fingerprint: any write reusing one is its retry.
     @Test func restoredIdsMatchAnyWrite() {
         let room = Room(
             name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: WireLimits(),
-            history: [WriteRecord(room: "r", epoch: 5, version: 1, writeId: [1], diffFrame: [0, 0, 0, 1, 0x22])])
+            history: [WriteRecord(room: "r", epoch: 5, version: 1, writeID: [1], diffFrame: [0, 0, 0, 1, 0x22])])
         var scratch: [UInt8] = []
-        guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeId: [1], scratch: &scratch) else {
+        guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeID: [1], scratch: &scratch) else {
             Issue.record("a restored write id was not taken as a retry")
             return
         }
     }
 }
 
-@Suite(.unitTests) struct WriteIdWindowTests {
-    @Test func noOpWritesCannotPushOutTheIdOfAWriteStillInHistory() {
-        var window = WriteIdWindow(maxCount: 4)
+@Suite(.unitTests) struct WriteIDWindowTests {
+    @Test func noOpWritesCannotPushOutTheIDOfAWriteStillInHistory() {
+        var window = WriteIDWindow(maxCount: 4)
         window.remember([1], version: 1, fingerprint: nil, oldestVersion: 0)
         for n in UInt8(10)..<UInt8(30) { window.remember([n], version: 1, fingerprint: nil, changed: false, oldestVersion: 0) }
         #expect(window.entry(of: [1])?.version == 1, "the applied write's id is still in the window")
@@ -449,7 +449,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     }
 
     @Test func idsLeaveWithTheirVersion() {
-        var window = WriteIdWindow(maxCount: 4)
+        var window = WriteIDWindow(maxCount: 4)
         window.remember([1], version: 1, fingerprint: nil, oldestVersion: 0)
         window.remember([2], version: 1, fingerprint: nil, changed: false, oldestVersion: 0)
         window.remember([3], version: 2, fingerprint: nil, oldestVersion: 0)

@@ -11,7 +11,7 @@ import SnapSyncWire
     @Test func aWriteRecordRoundTripsAsTheStoresWritePayload() throws {
         let frame = FrameEncoder().encode(
             .diff(room: "todo", epoch: 7, version: 3, ops: [.appendSections([SnapshotElement(Identifier("s"), payload: Payload("p"))])]))
-        let record = WriteRecord(room: "todo", epoch: 7, version: 3, writeId: [1, 2, 3], diffFrame: frame)
+        let record = WriteRecord(room: "todo", epoch: 7, version: 3, writeID: [1, 2, 3], diffFrame: frame)
         let bytes = RoomLogEntry.write(record).encode(room: "todo")
         // kind 0x01, string "todo", varint 7, varint 3, bytes write_id, bytes frame.
         #expect(Array(bytes.prefix(12)) == [0x01, 4, 0x74, 0x6f, 0x64, 0x6f, 7, 3, 3, 1, 2, 3])
@@ -24,13 +24,13 @@ import SnapSyncWire
     /// a kind 0x01 record with a write id (written before fingerprints were kept) has none.
     @Test func aWriteRecordKeepsItsFingerprintAsKind6() throws {
         let frame: [UInt8] = [0xde, 0xad, 0xbe]
-        let record = WriteRecord(room: "lobby", epoch: 1, version: 1, writeId: [0xab, 0xcd], fingerprint: 0xc809_0e04_a466_da8c, diffFrame: frame)
+        let record = WriteRecord(room: "lobby", epoch: 1, version: 1, writeID: [0xab, 0xcd], fingerprint: 0xc809_0e04_a466_da8c, diffFrame: frame)
         let bytes = RoomLogEntry.write(record).encode(room: "lobby")
         // The worked example of CLUSTER.md §3.
         #expect(bytes == [0x06, 5, 0x6c, 0x6f, 0x62, 0x62, 0x79, 1, 1, 2, 0xab, 0xcd, 0xc8, 0x09, 0x0e, 0x04, 0xa4, 0x66, 0xda, 0x8c, 3, 0xde, 0xad, 0xbe])
         #expect(try RoomLogEntry(payload: bytes) == .write(record))
 
-        let anonymous = WriteRecord(room: "lobby", epoch: 1, version: 1, writeId: [], fingerprint: 7, diffFrame: frame)
+        let anonymous = WriteRecord(room: "lobby", epoch: 1, version: 1, writeID: [], fingerprint: 7, diffFrame: frame)
         #expect(anonymous.fingerprint == nil)
         #expect(RoomLogEntry.write(anonymous).encode(room: "lobby").first == 0x01)
 
@@ -39,7 +39,7 @@ import SnapSyncWire
             Issue.record("not a write")
             return
         }
-        #expect(old.writeId == [0xab, 0xcd] && old.fingerprint == nil && old.diffFrame == frame)
+        #expect(old.writeID == [0xab, 0xcd] && old.fingerprint == nil && old.diffFrame == frame)
     }
 
     @Test func aTombstoneRoundTripsNamingItsRoom() throws {

@@ -140,9 +140,9 @@ import SnapSyncModel
         let item: [SnapshotOperation] = [.appendItems([SnapshotElement("i")], toSection: "s")]
         do {
             let (store, _) = try DurableStore.open(options: options, logger: LogLines().logger)
-            try rooms.write("checkpointed", section, writeId: [1], fingerprint: 0x0102_0304_0506_0708, to: store)
-            try rooms.write("logged", section, writeId: [2], fingerprint: 0xfedc_ba98_7654_3210, to: store)
-            try rooms.write("logged", item, writeId: [3], to: store)
+            try rooms.write("checkpointed", section, writeID: [1], fingerprint: 0x0102_0304_0506_0708, to: store)
+            try rooms.write("logged", section, writeID: [2], fingerprint: 0xfedc_ba98_7654_3210, to: store)
+            try rooms.write("logged", item, writeID: [3], to: store)
             try store.sync()
             try store.checkpoint(rooms.image("checkpointed")!)
             try store.sync()
@@ -153,7 +153,7 @@ import SnapSyncModel
         let byName = Dictionary(uniqueKeysWithValues: recovered.map { ($0.name, $0.history) })
         #expect(byName["checkpointed"]?.map(\.fingerprint) == [0x0102_0304_0506_0708])
         #expect(byName["logged"]?.map(\.fingerprint) == [0xfedc_ba98_7654_3210, nil])
-        #expect(byName["logged"]?.map(\.writeId) == [[2], [3]])
+        #expect(byName["logged"]?.map(\.writeID) == [[2], [3]])
     }
 
     /// After a restart the old segments are closed segments: the first maintenance checkpoints

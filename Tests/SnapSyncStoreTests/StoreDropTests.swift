@@ -99,7 +99,7 @@ import SnapSyncWire
         // The same room under another epoch, with no tombstone between: what damage looks like.
         store.append(
             WriteRecord(
-                room: "r", epoch: 8, version: 1, writeId: [],
+                room: "r", epoch: 8, version: 1, writeID: [],
                 diffFrame: diffFrame(room: "r", epoch: 8, version: 1, ops: addItems(["x"], first: true))))
         try store.sync()
         try store.close()

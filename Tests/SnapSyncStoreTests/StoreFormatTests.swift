@@ -95,12 +95,12 @@ import SnapSyncWire
         let ops: [SnapshotOperation] = [.appendSections([SnapshotElement("s", payload: "p")]), .appendItems(["a", "b"], toSection: "s")]
         let write = WriteRecord(
             room: "ροom ✓", epoch: 0xDEAD_BEEF_0000_0001, version: 300,
-            writeId: Array(0..<32), diffFrame: diffFrame(room: "ροom ✓", epoch: 1, version: 300, ops: ops))
+            writeID: Array(0..<32), diffFrame: diffFrame(room: "ροom ✓", epoch: 1, version: 300, ops: ops))
         var payload: [UInt8] = []
         write.encodePayload(into: &payload)
         #expect(payload.first == 0x01)
         #expect(try WriteRecord(payload: payload, range: payload.indices) == write)
-        #expect(payload.count <= WriteRecord.payloadSizeUpperBound(room: write.room, writeId: write.writeId, frameCount: write.diffFrame.count))
+        #expect(payload.count <= WriteRecord.payloadSizeUpperBound(room: write.room, writeID: write.writeID, frameCount: write.diffFrame.count))
         var trailing = payload
         trailing.append(0)
         #expect(throws: FieldReader.Failure.self) { try WriteRecord(payload: trailing, range: trailing.indices) }
@@ -155,7 +155,7 @@ import SnapSyncWire
             try snapshot.apply(ops)
             history.append(
                 WriteRecord(
-                    room: "r", epoch: 9, version: v, writeId: [UInt8(v)],
+                    room: "r", epoch: 9, version: v, writeID: [UInt8(v)],
                     // Records with a fingerprint (kind 0x06) and without (0x01) side by side.
                     fingerprint: v % 2 == 0 ? 0x0101 * v : nil,
                     diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops)))
@@ -243,7 +243,7 @@ import SnapSyncWire
         var snapshot = Snapshot()
         try snapshot.apply(ops)
         let history = (0...1 as ClosedRange<UInt64>).map { v in
-            WriteRecord(room: "r", epoch: 9, version: v, writeId: [], diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops))
+            WriteRecord(room: "r", epoch: 9, version: v, writeID: [], diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops))
         }
         let bytes = CheckpointFile.encode(room: "r", epoch: 9, version: 1, snapshot: snapshot, history: history)
         #expect {

@@ -19,7 +19,7 @@ import SnapSyncWire
             let (store, recovered) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
             #expect(recovered.isEmpty)
             try rooms.writeMany(60, rooms: 3, to: store)
-            try rooms.write("room-1", [.moveItem("room-1-item-0", .after("room-1-item-3"))], writeId: [1, 2, 3], to: store)
+            try rooms.write("room-1", [.moveItem("room-1-item-0", .after("room-1-item-3"))], writeID: [1, 2, 3], to: store)
             try store.sync()
             try store.close()
         }
@@ -31,7 +31,7 @@ import SnapSyncWire
             #expect(room.history == Array(rooms.writes(of: room.name).suffix(16)))
             #expect(room.history.last?.version == room.version)
         }
-        #expect(recovered.first { $0.name == "room-1" }?.history.last?.writeId == [1, 2, 3])
+        #expect(recovered.first { $0.name == "room-1" }?.history.last?.writeID == [1, 2, 3])
     }
 
     /// Room names are bytes (PROTOCOL.md §2): "doc:" + U+00E1 and "doc:a" + U+0301 are `==`
@@ -50,7 +50,7 @@ import SnapSyncWire
                 try store.reserve()
                 store.append(
                     WriteRecord(
-                        room: name, epoch: epoch, version: 1, writeId: [],
+                        room: name, epoch: epoch, version: 1, writeID: [],
                         diffFrame: diffFrame(room: name, epoch: epoch, version: 1, ops: ops)))
             }
             try store.sync()

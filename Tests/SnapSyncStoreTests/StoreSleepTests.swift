@@ -22,7 +22,7 @@ import SnapSyncWire
         let (store, _) = try DurableStore.open(options: sleepyOptions(dir.data), logger: LogLines().logger)
         var rooms = Rooms()
         try rooms.writeMany(9, rooms: 3, to: store)
-        try rooms.write("room-0", [.appendItems(["x"], toSection: "s")], writeId: [7, 7], to: store)
+        try rooms.write("room-0", [.appendItems(["x"], toSection: "s")], writeID: [7, 7], to: store)
         let image = try #require(rooms.image("room-0"))
         #expect(try store.evict([image], within: nil) == 1)
         #expect(store.isAsleep("room-0") && store.sleepingRoomCount == 1 && store.rooms["room-0"] == nil)
@@ -35,10 +35,10 @@ import SnapSyncWire
         let loaded = try #require(try store.loadSleeping("room-0"))
         #expect(loaded.epoch == image.epoch && loaded.version == image.version && loaded.snapshot == image.snapshot)
         #expect(loaded.history.map(\.diffFrame) == rooms.writes(of: "room-0").map(\.diffFrame))
-        #expect(loaded.history.last?.writeId == [7, 7])
+        #expect(loaded.history.last?.writeID == [7, 7])
         #expect(store.isAsleep("room-0"), "loading alone does not wake it")
         store.markAwake(loaded)
-        #expect(!store.isAsleep("room-0") && store.rooms["room-0"]?.writeIds.last?.id == [7, 7])
+        #expect(!store.isAsleep("room-0") && store.rooms["room-0"]?.writeIDs.last?.id == [7, 7])
         // Awake and unchanged, its checkpoint is current: a second eviction writes nothing.
         let checkpoints = store.statistics.checkpoints
         #expect(try store.evict([image], within: nil) == 1)

@@ -141,7 +141,7 @@ struct Rooms {
     /// Applies `ops` to `room` (created at epoch `epoch`), and appends the write to `store`.
     @discardableResult
     mutating func write(
-        _ room: String, _ ops: [SnapshotOperation], epoch: UInt64 = 7, writeId: [UInt8] = [], fingerprint: UInt64? = nil,
+        _ room: String, _ ops: [SnapshotOperation], epoch: UInt64 = 7, writeID: [UInt8] = [], fingerprint: UInt64? = nil,
         to store: DurableStore
     ) throws -> WriteRecord {
         try store.reserve()
@@ -150,7 +150,7 @@ struct Rooms {
         r.version += 1
         rooms[room] = r
         let write = WriteRecord(
-            room: room, epoch: r.epoch, version: r.version, writeId: writeId, fingerprint: fingerprint,
+            room: room, epoch: r.epoch, version: r.version, writeID: writeID, fingerprint: fingerprint,
             diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
         store.append(write)
         writes.append(write)

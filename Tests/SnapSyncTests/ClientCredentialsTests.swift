@@ -272,7 +272,7 @@ struct ClientCredentialsTests {
             try provider.waitForCalls(5)
             peer.send(.error(code: ErrorCode.tokenExpired.rawValue, message: "token of alice expired"))
             try peer.accept()
-            try peer.handshake(credentials: next, sessionId: 2)
+            try peer.handshake(credentials: next, sessionID: 2)
             let rejoin = try peer.expectJoin("r", resume: RoomPosition(epoch: 3, version: 4))
             peer.send(.catchup(requestID: rejoin, room: "r", epoch: 3, fromVersion: 4, toVersion: 4))
         }

@@ -93,12 +93,12 @@ final class ScriptedPeer {
     }
 
     /// HELLO → WELCOME.
-    func handshake(credentials expected: String = "", sessionId: UInt64 = 1, version: UInt64 = ProtocolVersion.current) throws {
+    func handshake(credentials expected: String = "", sessionID: UInt64 = 1, version: UInt64 = ProtocolVersion.current) throws {
         let credentials = try hello()
         guard credentials == expected else {
             throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
         }
-        send(.welcome(version: version, sessionId: sessionId, serverName: "scripted", limits: []))
+        send(.welcome(version: version, sessionID: sessionID, serverName: "scripted", limits: []))
     }
 
     /// Receives a HELLO offering the current version; returns its credentials.
@@ -258,7 +258,7 @@ struct ClientScriptedServerTests {
             guard case .hello(let versions, _, _) = try peer.request(), versions == [2, 1] else {
                 throw ScriptedPeer.Failure(description: "expected HELLO offering [2, 1]")
             }
-            peer.send(.welcome(version: 1, sessionId: 1, serverName: "v1", limits: []))
+            peer.send(.welcome(version: 1, sessionID: 1, serverName: "v1", limits: []))
             let join = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestID: join, room: room, epoch: 3, version: 1, reason: .initial, digest: flat.digest, snapshot: flat))
             // The outline write never arrives: the next frame is the flat one.

@@ -50,7 +50,7 @@ struct ClientWireCodecTests {
     func welcomeLimits() throws {
         let channel = try channel()
         let welcome = Message.welcome(
-            version: 1, sessionId: 1, serverName: "s", limits: [.init(key: LimitKey.maxFrameBytes.rawValue, value: 64)])
+            version: 1, sessionID: 1, serverName: "s", limits: [.init(key: LimitKey.maxFrameBytes.rawValue, value: 64)])
         try channel.writeInbound(ByteBuffer(bytes: FrameEncoder().encode(welcome)))
         #expect(try channel.readInbound(as: Message.self) == welcome)
         try channel.writeInbound(ByteBuffer(bytes: FrameEncoder().encode(.ping(nonce: 1))))

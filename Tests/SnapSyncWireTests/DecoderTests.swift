@@ -104,7 +104,7 @@ import SnapSyncModel
     @Test func limitsCanChangeBetweenFrames() throws {
         var decoder = FrameDecoder(limits: WireLimits(maxFrameBytes: 8))
         let big = encoder.encode(.error(code: 1, message: "0123456789"))
-        decoder.append(encoder.encode(.welcome(version: 1, sessionId: 1, serverName: "", limits: [])).prefix(0))
+        decoder.append(encoder.encode(.welcome(version: 1, sessionID: 1, serverName: "", limits: [])).prefix(0))
         decoder.limits = WireLimits(welcome: [Message.LimitEntry(.maxFrameBytes, 64)])
         decoder.append(big)
         #expect(try decoder.nextMessage()?.type == .error)

@@ -9,7 +9,7 @@ import SnapSyncWire
     let frames: [[UInt8]] = [
         FrameEncoder().encode(.ping(nonce: 7)),
         FrameEncoder().encode(.join(requestID: 1, room: "room", resume: nil)),
-        FrameEncoder().encode(.mutate(requestID: 2, room: "room", expectedVersion: nil, writeId: [], ops: [.appendSections(["s"])])),
+        FrameEncoder().encode(.mutate(requestID: 2, room: "room", expectedVersion: nil, writeID: [], ops: [.appendSections(["s"])])),
     ]
 
     /// Every frame of `stream`, cut front to back; the offset where an incomplete frame starts.

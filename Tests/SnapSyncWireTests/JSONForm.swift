@@ -179,9 +179,9 @@ enum JSONForm {
             o["versions"] = .array(versions.map { .uint($0) })
             o["client_name"] = .string(clientName)
             o["credentials"] = bytes(credentials)
-        case .welcome(let version, let sessionId, let serverName, let limits):
+        case .welcome(let version, let sessionID, let serverName, let limits):
             o["version"] = .uint(version)
-            o["session_id"] = .uint(sessionId)
+            o["session_id"] = .uint(sessionID)
             o["server_name"] = .string(serverName)
             o["limits"] = .array(limits.map { .object(["key": .uint($0.key), "value": .uint($0.value)]) })
         case .error(let code, let message):
@@ -196,23 +196,23 @@ enum JSONForm {
         case .leave(let requestID, let room):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
-        case .mutate(let requestID, let room, let expected, let writeId, let ops):
+        case .mutate(let requestID, let room, let expected, let writeID, let ops):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["expected_version"] = opt(expected)
-            o["write_id"] = bytes(writeId)
+            o["write_id"] = bytes(writeID)
             o["ops"] = .array(ops.map { JSONForm.op($0) })
-        case .replace(let requestID, let room, let expected, let writeId, let snap):
+        case .replace(let requestID, let room, let expected, let writeID, let snap):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["expected_version"] = opt(expected)
-            o["write_id"] = bytes(writeId)
+            o["write_id"] = bytes(writeID)
             o["snapshot"] = snapshot(snap)
-        case .replaceSection(let requestID, let room, let expected, let writeId, let section, let items):
+        case .replaceSection(let requestID, let room, let expected, let writeID, let section, let items):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["expected_version"] = opt(expected)
-            o["write_id"] = bytes(writeId)
+            o["write_id"] = bytes(writeID)
             o["section"] = bytes(section.bytes)
             o["items"] = sectionItems(items)
         case .stats(let requestID):

@@ -28,7 +28,7 @@ import SnapSyncModel
         while true {
             let f = encoder.encode(
                 .mutate(
-                    requestID: 1, room: "r", expectedVersion: nil, writeId: [],
+                    requestID: 1, room: "r", expectedVersion: nil, writeID: [],
                     ops: [.updateItems([SnapshotElement("a", payload: Payload([UInt8](repeating: 0x70, count: n)))], .reload)]))
             if f.count - 4 == length { return f }
             precondition(f.count - 4 < length, "cannot hit \(length)")
@@ -85,9 +85,9 @@ import SnapSyncModel
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.moveItem("x", .before(id))])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.appendItems([], toSection: id)])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.deleteSections([id])])) == expected)
-        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.appendSections([SnapshotElement(id)])])) == nil)
+        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeID: [], ops: [.appendSections([SnapshotElement(id)])])) == nil)
         let snapshot = try Snapshot([(section: SnapshotElement(id), items: [])], limits: .unlimited)
-        let replace = Message.replace(requestID: 9, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)
+        let replace = Message.replace(requestID: 9, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot)
         #expect(code(replace) == expected)
         if expected != nil {
             do {
@@ -106,9 +106,9 @@ import SnapSyncModel
         let expected: ErrorCode? = size > 64 * 1024 ? .payloadTooLarge : nil
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.updateItems([SnapshotElement("i", payload: payload)], .reload)])) == expected)
         #expect(
-            code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: [], ops: [.updateSections([SnapshotElement("s", payload: payload)])])) == nil)
+            code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeID: [], ops: [.updateSections([SnapshotElement("s", payload: payload)])])) == nil)
         let snapshot = try Snapshot([(section: SnapshotElement("s", payload: payload), items: [])], limits: .unlimited)
-        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot)) == expected)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot)) == expected)
     }
 
     @Test(arguments: [0, 1, 3, 4])
@@ -125,7 +125,7 @@ import SnapSyncModel
         let limits = WireLimits(model: Limits(maxSections: 3))
         let snapshot = try Snapshot((0..<count).map { (section: SnapshotElement(Identifier(uint64: UInt64($0))), items: []) }, limits: .unlimited)
         #expect(
-            code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits)
+            code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot), limits: limits)
                 == (count > 3 ? .tooManySections : nil))
     }
 
@@ -135,19 +135,19 @@ import SnapSyncModel
         for (limit, expected) in [(size - 1, ErrorCode.snapshotTooLarge), (size, nil)] as [(Int, ErrorCode?)] {
             var limits = WireLimits.default
             limits.model.maxSnapshotBytes = limit
-            #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: snapshot), limits: limits) == expected)
+            #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot), limits: limits) == expected)
         }
         var zero = WireLimits.default
         zero.model.maxSnapshotBytes = 1
-        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: [], snapshot: Snapshot()), limits: zero) == nil)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: Snapshot()), limits: zero) == nil)
     }
 
     @Test(arguments: [0, 1, 32, 33])
-    func writeIdBytes(length: Int) {
-        let writeId = [UInt8](repeating: 7, count: length)
+    func writeIDBytes(length: Int) {
+        let writeID = [UInt8](repeating: 7, count: length)
         let expected: ErrorCode? = length > 32 ? .malformedFrame : nil
-        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeId: writeId, ops: [])) == expected)
-        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeId: writeId, snapshot: Snapshot())) == expected)
+        #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeID: writeID, ops: [])) == expected)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: writeID, snapshot: Snapshot())) == expected)
     }
 
     /// A list count the rest of the body cannot hold is refused without reserving memory for it.

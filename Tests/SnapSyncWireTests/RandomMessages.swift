@@ -117,15 +117,15 @@ struct MessageFactory {
         case 0: return .hello(versions: (0..<Int.random(in: 1...3, using: &rng)).map { _ in uint() }, clientName: text(), credentials: bytes())
         case 1:
             return .welcome(
-                version: uint(), sessionId: uint(), serverName: text(),
+                version: uint(), sessionID: uint(), serverName: text(),
                 limits: (0..<Int.random(in: 0...9, using: &rng)).map { _ in Message.LimitEntry(key: uint(), value: uint()) })
         case 2: return .error(code: uint(), message: text())
         case 3: return .ping(nonce: uint())
         case 4: return .pong(nonce: uint())
         case 5: return .join(requestID: uint(), room: text(), resume: optional { RoomPosition(epoch: $0.uint(), version: $0.uint()) })
         case 6: return .leave(requestID: uint(), room: text())
-        case 7: return .mutate(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), ops: ops())
-        case 8: return .replace(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), snapshot: snapshot())
+        case 7: return .mutate(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeID: bytes(max: 32), ops: ops())
+        case 8: return .replace(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeID: bytes(max: 32), snapshot: snapshot())
         case 9: return .stats(requestID: uint())
         case 10:
             let snap = snapshot()
@@ -142,7 +142,7 @@ struct MessageFactory {
         case 18: return .setTTL(requestID: uint(), room: text(), seconds: uint())
         case 19:
             return .replaceSection(
-                requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeId: bytes(max: 32), section: id(),
+                requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeID: bytes(max: 32), section: id(),
                 items: sectionItems())
         default: return .statsReply(requestID: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
         }

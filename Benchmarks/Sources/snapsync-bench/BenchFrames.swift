@@ -23,7 +23,7 @@ enum BenchFrames {
     }
 
     static func mutate(requestID: UInt64, room: String, ops: [SnapshotOperation]) -> [UInt8] {
-        encoder.encode(.mutate(requestID: requestID, room: room, expectedVersion: nil, writeId: [], ops: ops))
+        encoder.encode(.mutate(requestID: requestID, room: room, expectedVersion: nil, writeID: [], ops: ops))
     }
 
     /// The benchmark's layout: section "s" holding item "i" with `payload`.
@@ -70,7 +70,7 @@ enum BenchFrames {
         let payload = [UInt8](repeating: UInt8(ascii: "x"), count: payloadBytes)
         let marker = [UInt8](repeating: 0xA5, count: writeIDBytes)
         let frame = encoder.encode(
-            .mutate(requestID: identifiedRequestBase, room: room, expectedVersion: nil, writeId: marker, ops: overwrite(payload)))
+            .mutate(requestID: identifiedRequestBase, room: room, expectedVersion: nil, writeID: marker, ops: overwrite(payload)))
         precondition(frame.suffix(payloadBytes).elementsEqual(payload), "the MUTATE's payload is not its last field")
         // length prefix (4), type (1), then the request id.
         precondition(frame[5..<14].elementsEqual(varint(identifiedRequestBase)), "the MUTATE's request id is not its first field")

@@ -22,7 +22,7 @@ enum SeenEvent: Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case .base(let s): "base(\(s.map(String.init) ?? "nil"))"
-        case .record(let s, .write(let w)): "record(\(s), v\(w.version) \(w.writeId))"
+        case .record(let s, .write(let w)): "record(\(s), v\(w.version) \(w.writeID))"
         case .record(let s, .tombstone(let e, let v)): "record(\(s), tombstone \(e)/\(v))"
         case .current: "current"
         case .failed: "failed"
@@ -67,8 +67,8 @@ func propose(
     _ log: JetStreamRoomLog, _ base: OpaquePointer, room: String, after sequence: UInt64, _ record: WriteRecord
 ) throws -> ProposalOutcome {
     var outcome: ProposalOutcome?
-    log.propose(room: room, expectedSequence: sequence, messageId: record.writeId, entry: .write(record)) { outcome = $0 }
-    try runLoop(base, until: { outcome != nil }, "answer to the proposal of \(record.writeId)")
+    log.propose(room: room, expectedSequence: sequence, messageID: record.writeID, entry: .write(record)) { outcome = $0 }
+    try runLoop(base, until: { outcome != nil }, "answer to the proposal of \(record.writeID)")
     return outcome!
 }
 
@@ -82,7 +82,7 @@ func lastSequence(_ log: JetStreamRoomLog, _ base: OpaquePointer, room: String) 
 }
 
 func write(_ room: String, version: UInt64, id: String, epoch: UInt64 = 7) -> WriteRecord {
-    WriteRecord(room: room, epoch: epoch, version: version, writeId: Array(id.utf8), diffFrame: Array("diff \(id) v\(version)".utf8))
+    WriteRecord(room: room, epoch: epoch, version: version, writeID: Array(id.utf8), diffFrame: Array("diff \(id) v\(version)".utf8))
 }
 
 let testLogger = Logger(label: "snapsync.cluster.test")

@@ -18,7 +18,7 @@ import SnapSyncWire
 final class RawClient {
     let fd: Int32
     private var decoder = FrameDecoder(limits: WireLimits(maxFrameBytes: 64 << 20), accepting: .server)
-    private var nextRequestId: UInt64 = 1
+    private var nextRequestID: UInt64 = 1
     /// Default seconds to wait for anything. Generous: CI runs on 2 loaded cores.
     var timeout: Double = 60
 
@@ -77,8 +77,8 @@ final class RawClient {
 
     /// A fresh request id.
     func requestID() -> UInt64 {
-        defer { nextRequestId += 1 }
-        return nextRequestId
+        defer { nextRequestID += 1 }
+        return nextRequestID
     }
 
     // MARK: Sending

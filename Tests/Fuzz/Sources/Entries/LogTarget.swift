@@ -95,7 +95,7 @@ enum LogTarget {
         var encoded: [UInt8] = []
         write.encodePayload(into: &encoded)
         try law(encoded[...] == bytes[payload], "a \(payload.count)-byte record payload re-encodes to \(encoded.count) other bytes")
-        try law(write.writeId.count <= 32, "a write_id of \(write.writeId.count) bytes was accepted")
+        try law(write.writeID.count <= 32, "a write_id of \(write.writeID.count) bytes was accepted")
         let decoded = Result { () throws(WireError) -> Message in
             try FrameDecoder.decode(frame: write.diffFrame, limits: permissive, accepting: .server)
         }

@@ -31,7 +31,7 @@ import SnapSyncWire
         let start = ContinuousClock.now
         let (store, _) = try DurableStore.open(options: options, logger: logger, now: start)
         var rooms: [String: (epoch: UInt64, snapshot: Snapshot, frames: [[UInt8]])] = [:]
-        for (index, (room, ops, writeId)) in writes.enumerated() {
+        for (index, (room, ops, writeID)) in writes.enumerated() {
             try store.reserve()
             var state = rooms[room] ?? (epoch: UInt64(index + 1) * 0x9E37_79B9, snapshot: Snapshot(), frames: [])
             try state.snapshot.apply(ops, limits: .default)
@@ -43,7 +43,7 @@ import SnapSyncWire
             store.append(
                 WriteRecord(
                     room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1),
-                    writeId: writeId, fingerprint: fingerprint, diffFrame: frame))
+                    writeID: writeID, fingerprint: fingerprint, diffFrame: frame))
             state.frames.append(frame)
             rooms[room] = state
             try store.sync(now: start)
@@ -54,7 +54,7 @@ import SnapSyncWire
         try store.reserve()
         var frame: [UInt8] = []
         FrameEncoder().encodeDiff(room: "gone", epoch: 5, version: 1, ops: [.appendSections(["s"])], into: &frame)
-        store.append(WriteRecord(room: "gone", epoch: 5, version: 1, writeId: [], diffFrame: frame))
+        store.append(WriteRecord(room: "gone", epoch: 5, version: 1, writeID: [], diffFrame: frame))
         store.drop(room: "gone", epoch: 5, version: 1)
         try store.sync(now: start)
         // A closed segment's data, before every room it pins is checkpointed and it is deleted.

@@ -17,7 +17,7 @@
 ///
 /// Complexity: lookups and `remember` O(1) expected (hashing an id of at most 32 bytes);
 /// `forget` amortized O(1) per id forgotten.
-struct WriteIdWindow {
+struct WriteIDWindow {
     let maxCount: Int
     /// What is remembered of one write: the version it was acknowledged at, and its fingerprint.
     struct Entry: Hashable {
@@ -25,7 +25,7 @@ struct WriteIdWindow {
         var fingerprint: UInt64?
     }
     private var versions: [[UInt8]: Entry] = [:]
-    /// Ids in the order they were remembered (versions never decrease along each queue).
+    /// IDs in the order they were remembered (versions never decrease along each queue).
     private var applied = FIFOQueue<(id: [UInt8], version: UInt64)>()
     private var unchanged = FIFOQueue<(id: [UInt8], version: UInt64)>()
 
