@@ -133,14 +133,27 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // Sessions, rooms, membership, requests, auth decisions, output queues and their budgets,
+        // room lifecycle and sleep, and the room engines (local, replicated): the daemon's rules
+        // without a socket, a C module or a clock of its own. The IO shell (SnapSyncServer) hands
+        // it whole frames and writes out what it queued.
+        .target(
+            name: "SnapSyncHub",
+            dependencies: [
+                "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "CLibeventExtra", "COpenSSL", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                "CLibevent", "CLibeventExtra", "COpenSSL", "SnapSyncHub", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: upcoming
         ),
@@ -159,7 +172,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
+                "SnapSyncServer", "SnapSyncHub", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -194,7 +207,14 @@ let package = Package(
         .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "CLibevent", "SnapSyncTestThreads",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth",
+        // The hub in-process: plain sessions, no socket; a cluster of hubs on an in-memory log.
+        // SnapSyncServer only for the two checks of the hub's wiring into the daemon (its
+        // metrics exposition, its start in cluster mode).
+        .testTarget(name: "SnapSyncHubTests", dependencies: ["SnapSyncHub", "SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+                                                      "SnapSyncAuth", "SnapSyncTestThreads", .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: upcoming),
+        // The IO shell's pure parts: start-up checks, configuration, logging.
+        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncHub", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth",
                                                          "SnapSyncTestThreads"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz

@@ -1,3 +1,5 @@
+package import SnapSyncHub
+
 /// Whether the daemon authenticates (`--auth required|off`).
 package enum AuthMode: String, Sendable, CaseIterable {
     /// Every HELLO must carry a valid token; every request is checked against its grants.

@@ -1,5 +1,6 @@
 import Logging
 import SnapSyncWire
+import SnapSyncHub
 
 // Reading and framing: bytes from a socket to whole frames for the hub. Never blocks (the
 // socket is non-blocking), never trusts a length before checking it, and turns every malformed
@@ -27,7 +28,7 @@ extension Connection {
             do {
                 result = try Syscall.read(fd, into: readBuffer)
             } catch {
-                hub.end(self, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
                 return
             }
             switch result {
@@ -39,7 +40,7 @@ extension Connection {
             case .bytes(let count):
                 hub.stats.bytesIn += UInt64(count)
                 received(count)
-                if isEnded { return }
+                if session.isEnded { return }
                 // A short read means the socket is drained; skip the read that would say EAGAIN.
                 if count < readBuffer.count { return }
             }
@@ -49,9 +50,9 @@ extension Connection {
     /// `count` bytes (plaintext) arrived in the shared read buffer: frames go to the hub, and
     /// the input budget is enforced.
     func received(_ count: Int) {
-        guard state != .closing else { return }
+        guard session.state != .closing else { return }
         receive(UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count]))
-        if isEnded { return }
+        if session.isEnded { return }
         if context.inputBytes > context.configuration.maxInputBytes { Self.enforceInputBudget(context) }
     }
 
@@ -63,17 +64,17 @@ extension Connection {
         stopReading()
         dropInput()
         // Cluster mode: requests still wait for the log (Hub+ClusterInput.swift); the end is
-        // handled once they are answered (`didDrainDeferredInput`).
-        if isAwaitingLog && state != .closing {
+        // handled once they are answered (`sessionDrainedDeferredInput`).
+        if session.isAwaitingLog && session.state != .closing {
             endOfInputIsDeferred = true
             return
         }
         if !hasUnsentOutput {
             // Nothing owed (or, when closing, everything already handed to the kernel, which
             // delivers it before the FIN: the peer's receive side is unaffected by its EOF).
-            hub.end(self, reason: "peer closed")
-        } else if state != .closing {
-            hub.close(self, error: nil, "")
+            hub.end(session, reason: "peer closed")
+        } else if session.state != .closing {
+            hub.close(session, error: nil, "")
         }
     }
 
@@ -85,7 +86,7 @@ extension Connection {
         if pending.isEmpty {
             let used = handleFrames(in: bytes)
             if used > 0 { noteWholeFrames() }
-            if state != .closing && used < bytes.count {
+            if session.state != .closing && used < bytes.count {
                 pending.append(contentsOf: bytes[used...])
             }
         } else {
@@ -97,7 +98,7 @@ extension Connection {
             buffer.append(contentsOf: bytes)
             let used = buffer.withUnsafeBytes { handleFrames(in: $0) }
             if used > 0 { noteWholeFrames() }
-            guard state != .closing else { return }
+            guard session.state != .closing else { return }
             if used == buffer.count {
                 // Keep a small buffer for the next partial frame; give a large one back.
                 if buffer.capacity <= Self.keptInputCapacity {
@@ -159,18 +160,18 @@ extension Connection {
     ///   budget is passed, and every run frees at least one connection's buffer.
     private static func enforceInputBudget(_ context: ConnectionContext) {
         let configuration = context.configuration
-        let holders = context.connections.filter { $0.budgetedInputBytes > 0 && $0.state != .closing }
+        let holders = context.connections.filter { $0.budgetedInputBytes > 0 && $0.session.state != .closing }
             .sorted { $0.budgetedInputBytes > $1.budgetedInputBytes }
         for connection in holders where context.inputBytes > configuration.maxInputBytes {
             let held = connection.budgetedInputBytes
             context.hub.logger.warning(
                 "input budget exceeded, closing the connection with the largest unfinished frame",
-                metadata: connection.logMetadata([
+                metadata: connection.session.logMetadata([
                     "buffered_bytes": "\(held)", "input_bytes": "\(context.inputBytes)",
                     "max_input_bytes": "\(configuration.maxInputBytes)",
                 ]))
             context.hub.close(
-                connection, error: .inputBudgetExceeded,
+                connection.session, error: .inputBudgetExceeded,
                 "the server's buffered input passed --max-input-bytes \(ConfigurationValue.describe(byteCount: configuration.maxInputBytes)); this connection held the largest unfinished frame (\(held) bytes)"
             )
         }
@@ -187,28 +188,28 @@ extension Connection {
     /// - Complexity: O(1) per frame to cut, plus the handling of each frame.
     private func handleFrames(in bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
-        while state != .closing {
+        while session.state != .closing {
             // HELLO is tiny: before it, a connection may not make the server hold more.
-            let cutter = state == .awaitingHello ? context.preHelloCutter : context.frameCutter
+            let cutter = session.state == .awaitingHello ? context.preHelloCutter : context.frameCutter
             let frame: UnsafeRawBufferPointer
             do {
                 guard let whole = try cutter.nextFrame(in: bytes[offset...]) else { break }
                 frame = whole
             } catch {
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-                if tls == nil && state == .awaitingHello && offset == 0 && pending.isEmpty && Self.looksLikeTLSHandshake(rest) {
+                if tls == nil && session.state == .awaitingHello && offset == 0 && pending.isEmpty && Self.looksLikeTLSHandshake(rest) {
                     hub.logger.warning(
                         "TLS handshake sent to the plain port, closing",
-                        metadata: logMetadata(["code": "\(error.code.name)", "bytes": "\(LogEscaping.sample(rest))"]))
+                        metadata: session.logMetadata(["code": "\(error.code.name)", "bytes": "\(LogEscaping.sample(rest))"]))
                     hub.stats.protocolErrors += 1
-                    hub.close(self, error: error.code, error.detail)
+                    hub.close(session, error: error.code, error.detail)
                 } else {
-                    hub.protocolError(error, on: self, bytes: rest)
+                    hub.protocolError(error, on: session, bytes: rest)
                 }
                 break
             }
             offset += frame.count
-            hub.receive(frame: frame, from: self)
+            hub.receive(frame: frame, from: session)
         }
         return offset
     }

@@ -1,4 +1,5 @@
 import Logging
+import SnapSyncHub
 
 // Reading on a TLS connection: the handshake, then plaintext through `TLSSession.read` into the
 // shared read buffer, cut into frames exactly as on the plain port (`Connection+Input.swift`).
@@ -14,7 +15,7 @@ extension Connection {
         if tls.writeWantsRead {
             // A write was waiting for this: the flush retries it.
             tls.writeWantsRead = false
-            hub.markDirty(self)
+            hub.markDirty(session)
         }
         if !tls.hasCheckedFirstByte && !refusePlaintext(tls) { return }
         let readBuffer = context.readBuffer
@@ -25,11 +26,11 @@ extension Connection {
                 outcome = try tls.read(into: readBuffer)
             } catch {
                 if tls.isHandshakeComplete || error.isDisconnect {
-                    hub.end(self, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                    hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
                 } else {
                     hub.stats.protocolErrors += 1
-                    hub.logger.info("TLS handshake failed, closing", metadata: logMetadata(["error": "\(error)"]))
-                    hub.end(self, reason: "TLS handshake failed")
+                    hub.logger.info("TLS handshake failed, closing", metadata: session.logMetadata(["error": "\(error)"]))
+                    hub.end(session, reason: "TLS handshake failed")
                 }
                 return
             }
@@ -42,7 +43,7 @@ extension Connection {
                 do {
                     try waitForWritable()
                 } catch {
-                    hub.end(self, reason: "cannot watch for writability: \(error)")
+                    hub.end(session, reason: "cannot watch for writability: \(error)")
                 }
                 return
             case .closed:
@@ -51,7 +52,7 @@ extension Connection {
             case .bytes(let count):
                 hub.stats.bytesIn += UInt64(count)
                 received(count)
-                if isEnded { return }
+                if session.isEnded { return }
             }
         }
         // Records OpenSSL already holds do not make the socket readable again: come back for
@@ -68,7 +69,7 @@ extension Connection {
         do {
             peeked = try Syscall.peekByte(fd)
         } catch {
-            hub.end(self, reason: error.isDisconnect ? "peer went away" : "\(error)")
+            hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
             return false
         }
         guard case .bytes = peeked.0 else { return true }
@@ -77,8 +78,8 @@ extension Connection {
         hub.stats.protocolErrors += 1
         hub.logger.warning(
             "plaintext sent to the TLS port (not a TLS handshake), closing",
-            metadata: logMetadata(["first_byte": "0x\(String(peeked.1, radix: 16))"]))
-        hub.end(self, reason: "plaintext sent to the TLS port")
+            metadata: session.logMetadata(["first_byte": "0x\(String(peeked.1, radix: 16))"]))
+        hub.end(session, reason: "plaintext sent to the TLS port")
         return false
     }
 
@@ -90,9 +91,9 @@ extension Connection {
         if let subject = tls.peerSubject { metadata["client_certificate"] = "\(subject)" }
         // Before HELLO is read (it comes after the handshake): the hub may authenticate by it.
         if let verified = tls.verifiedPeerCertificate {
-            clientCertificate = ClientCertificate(subject: verified.subject, notAfterSeconds: verified.notAfter)
+            session.clientCertificate = ClientCertificate(subject: verified.subject, notAfterSeconds: verified.notAfter)
         }
-        logger.debug("TLS handshake done", metadata: logMetadata(metadata))
+        logger.debug("TLS handshake done", metadata: session.logMetadata(metadata))
         if !context.hasLoggedKernelTLS {
             context.hasLoggedKernelTLS = true
             let kernel = tls.usesKernelTLS

@@ -1,5 +1,6 @@
 import Logging
 import SnapSyncWire
+import SnapSyncHub
 
 // A connection's one timer, re-armed as it goes through its life: the handshake timeout while
 // awaiting HELLO, the idle timer (PING, then ERROR timeout) once ready, the close deadline and
@@ -11,11 +12,11 @@ extension Connection {
 
     func timerFired() {
         let configuration = context.configuration
-        switch state {
+        switch session.state {
         case .awaitingHello:
             hub.stats.protocolErrors += 1
-            hub.logger.info("no HELLO in time, closing", metadata: logMetadata)
-            hub.close(self, error: .timeout, "no HELLO within \(ConfigurationValue.describe(duration: configuration.handshakeTimeout))")
+            hub.logger.info("no HELLO in time, closing", metadata: session.logMetadata)
+            hub.close(session, error: .timeout, "no HELLO within \(ConfigurationValue.describe(duration: configuration.handshakeTimeout))")
         case .ready:
             let idle = configuration.idleTimeout
             let silent = ContinuousClock.now - lastInput
@@ -23,24 +24,24 @@ extension Connection {
                 pingOutstanding = false
                 armTimer(idle - silent)
             } else if pingOutstanding {
-                hub.logger.info("no answer to PING, closing", metadata: logMetadata)
-                hub.close(self, error: .timeout, "no frame for \(ConfigurationValue.describe(duration: silent)), not even a PONG")
+                hub.logger.info("no answer to PING, closing", metadata: session.logMetadata)
+                hub.close(session, error: .timeout, "no frame for \(ConfigurationValue.describe(duration: silent)), not even a PONG")
             } else {
                 pingOutstanding = true
-                hub.send(.ping(nonce: nextPingNonce), to: self)
+                hub.send(.ping(nonce: nextPingNonce), to: session)
                 nextPingNonce &+= 1
                 armTimer(idle)
             }
         case .closing:
             let now = ContinuousClock.now
             if isFullyDelivered {
-                hub.end(self, reason: "closed")
+                hub.end(session, reason: "closed")
             } else if let closeDeadline, now < closeDeadline {
                 // Flushed and waiting for acknowledgements: look again soon. Still flushing
                 // (EV_WRITE armed): wait for the deadline.
                 armTimer(hasShutDownOutput ? min(Self.lingerPollInterval, closeDeadline - now) : closeDeadline - now)
             } else {
-                hub.end(self, reason: "close timeout")
+                hub.end(session, reason: "close timeout")
             }
         }
     }

@@ -1,7 +1,8 @@
 import Logging
 internal import Glibc
+import SnapSyncHub
 
-/// One client connection: a `Session` with a socket. It owns its socket's events, its reading
+/// One client connection: a socket that carries a `Session` (its `transport`). It owns its socket's events, its reading
 /// and framing (`Connection+Input.swift`), its timer's state machine (`Connection+Timer.swift`)
 /// and its EV_WRITE; the hub owns what it is sent and the rooms it joined.
 ///
@@ -19,7 +20,9 @@ internal import Glibc
 /// unretained pointer to it, and every event is freed in `didEnd` before the table lets go. A
 /// connection ended inside its own callback stays alive until that callback returns, because
 /// the callback holds a strong reference for its duration (`withExtendedLifetime`).
-final class Connection: Session {
+final class Connection: SessionTransport {
+    /// The hub's side of this client: its state, output queue and rooms.
+    let session: Session
     let fd: Int32
     let address: SocketAddress
     unowned let context: ConnectionContext
@@ -60,14 +63,14 @@ final class Connection: Session {
         self.address = address
         self.context = context
         self.lastInput = .now
-        let configuration = context.configuration
-        super.init(id: id, outputCap: configuration.maxOutputBytes, meter: context.hub.outputMeter)
+        self.session = Session(id: id, outputCap: context.configuration.maxOutputBytes, meter: context.hub.outputMeter)
+        session.transport = self
     }
 
-    override var peer: String { "\(address)" }
+    var peer: String { "\(address)" }
 
     deinit {
-        precondition(isEnded, "a connection was released without Hub.end")
+        precondition(session.isEnded, "a connection was released without Hub.end")
     }
 
     private var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
@@ -98,28 +101,28 @@ final class Connection: Session {
         withExtendedLifetime(connection) { connection.timerFired() }
     }
 
-    // MARK: The hub's hooks
+    // MARK: The hub's hooks (SessionTransport)
 
-    override func didBecomeReady() {
+    func sessionBecameReady() {
         armTimer(context.configuration.idleTimeout)
     }
 
     /// Delivers what is queued within `--shutdown-timeout`; input from now on is discarded.
-    override func didStartClosing() {
+    func sessionStartedClosing() {
         let deadline = context.configuration.shutdownTimeout
         closeDeadline = .now + deadline
         try? timer?.add(timeout: deadline)
         dropInput()
     }
 
-    override func didDrainDeferredInput() {
+    func sessionDrainedDeferredInput() {
         guard endOfInputIsDeferred else { return }
         endOfInputIsDeferred = false
         endOfInput()
     }
 
     /// Frees the events and closes the socket.
-    override func didEnd(reason: String) {
+    func sessionEnded(reason: String) {
         dropInput()
         readEvent?.free()
         writeEvent?.free()
@@ -127,10 +130,15 @@ final class Connection: Session {
         readEvent = nil
         writeEvent = nil
         timer = nil
-        isOutputBlocked = false
+        session.isOutputBlocked = false
         Syscall.close(fd)
-        hub.logger.debug("connection closed", metadata: logMetadata(["reason": "\(reason)"]))
+        hub.logger.debug("connection closed", metadata: session.logMetadata(["reason": "\(reason)"]))
         context.connectionEnded()
+    }
+
+    /// The pass is committed: the flush sends what the hub queued.
+    func sendQueuedOutput() {
+        context.flush.send(self)
     }
 
     func armTimer(_ timeout: Duration) {
@@ -138,7 +146,7 @@ final class Connection: Session {
             try timer?.add(timeout: timeout)
         } catch {
             // A timer that cannot be armed would leave the connection unwatched; end it instead.
-            hub.end(self, reason: "cannot arm timer: \(error)")
+            hub.end(session, reason: "cannot arm timer: \(error)")
         }
     }
 
@@ -154,19 +162,19 @@ final class Connection: Session {
 
     /// Arms EV_WRITE (persistent) after the kernel's send buffer filled up.
     func waitForWritable() throws(EventLoopError) {
-        guard !isOutputBlocked else { return }
+        guard !session.isOutputBlocked else { return }
         if writeEvent == nil {
             writeEvent = try context.loop.makeEvent(fd: fd, [.write, .persist], context: contextPointer, Connection.onWritable)
         }
         try writeEvent!.add()
-        isOutputBlocked = true
+        session.isOutputBlocked = true
     }
 
     /// Disarms EV_WRITE once everything was sent.
     func stopWaitingForWritable() {
-        guard isOutputBlocked else { return }
+        guard session.isOutputBlocked else { return }
         writeEvent?.remove()
-        isOutputBlocked = false
+        session.isOutputBlocked = false
     }
 
     /// EV_WRITE fired: the kernel has room again. The bytes go out in this pass's flush.
@@ -182,9 +190,9 @@ final class Connection: Session {
             // The handshake (or a TLS read) waited for room to write: read on.
             tls.readWantsWrite = false
             readable()
-            if isEnded { return }
+            if session.isEnded { return }
         }
-        hub.markDirty(self)
+        hub.markDirty(session)
     }
 
     /// Called when a closing connection has handed everything to the kernel: FIN to the peer.
@@ -205,6 +213,6 @@ final class Connection: Session {
 
     /// Bytes queued, or (TLS) a record's plaintext that OpenSSL must be asked again to send.
     var hasUnsentOutput: Bool {
-        !output.isEmpty || !(tls?.retryWrite.isEmpty ?? true)
+        !session.output.isEmpty || !(tls?.retryWrite.isEmpty ?? true)
     }
 }

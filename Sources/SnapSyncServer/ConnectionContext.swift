@@ -1,4 +1,5 @@
 import SnapSyncWire
+import SnapSyncHub
 
 /// What every connection of a daemon shares: the loop, the hub it serves, the flush, the one
 /// read buffer all connections read into, the frame cutters and the input budget.
@@ -48,8 +49,9 @@ final class ConnectionContext {
         readBuffer.deallocate()
     }
 
-    /// Every open connection: the hub's sessions, which in a daemon are all connections.
+    /// Every open connection: the transports of the hub's sessions, which in a daemon all have
+    /// one (`Server.admit`).
     var connections: [Connection] {
-        hub.sessions.values.map { unsafeDowncast($0, to: Connection.self) }
+        hub.sessions.values.compactMap { $0.transport as? Connection }
     }
 }

@@ -1,4 +1,5 @@
 internal import CLibevent
+import SnapSyncHub
 
 // The whole libevent interface of the daemon, after Redis's ae.h: one loop type, one event
 // handle, and about twenty small functions. Every libevent call in SnapSync is in this file;

@@ -1,5 +1,6 @@
 package import Logging
 internal import Glibc
+import SnapSyncHub
 // SnapSyncAuth brings Foundation into the module, and on Linux CoreFoundation then also
 // declares `timespec`; importing it keeps `clock_gettime`'s struct unambiguous.
 #if canImport(CoreFoundation)

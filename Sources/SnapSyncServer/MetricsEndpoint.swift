@@ -1,7 +1,8 @@
-internal import CoreMetrics
+package import CoreMetrics
 package import Logging
 package import SnapSyncStore
-import SnapSyncWire
+package import SnapSyncWire
+package import SnapSyncHub
 
 /// `--metrics-listen HOST:PORT`: Prometheus `/metrics` and `/healthz` over HTTP, on the daemon's
 /// own loop (libevent's evhttp, `MetricsHTTPServer`), from before recovery until the loop ends.
@@ -70,7 +71,7 @@ package final class MetricsEndpoint {
     /// (with a durable store) each fdatasync of the log. `/healthz` turns 200 once `server` listens.
     package func attach(_ server: Server, store: DurableStore?) {
         self.server = server
-        server.hub.writeAckTimer = WriteAckTimer(timer: metrics.writeAckTimer)
+        server.hub.writeAckTimer = WriteAckTimer(timer: metrics.writeAckTimer, clock: Syscall.monotonicNanoseconds)
         let fsyncTimer = metrics.fsyncTimer
         store?.fsyncObserver = { fsyncTimer.recordNanoseconds($0.nanoseconds) }
     }

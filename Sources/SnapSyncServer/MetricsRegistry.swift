@@ -1,6 +1,7 @@
 internal import CoreMetrics
 internal import Prometheus
 import SnapSyncWire
+import SnapSyncHub
 
 /// The daemon's Prometheus metrics (README.md, "Metrics"): a swift-prometheus registry whose
 /// text exposition is the `/metrics` answer.

@@ -1,4 +1,5 @@
 internal import Glibc
+import SnapSyncHub
 
 // Sending on a TLS connection. The queue holds plaintext, as on the plain port (a DIFF is
 // encoded once and shared by every queue); each connection encrypts its own copy. A pass hands
@@ -25,7 +26,7 @@ extension OutputFlush {
             // Only an ERROR can be queued before the handshake is done (its timeout, shutdown):
             // a client that has no TLS session could not read it, and SSL_write would try to
             // finish the handshake first. It is dropped and the connection closes.
-            connection.output.removeAll()
+            connection.session.output.removeAll()
             return true
         }
         while true {
@@ -36,14 +37,14 @@ extension OutputFlush {
                 tls.retryWrite.withUnsafeBytes { record.copyMemory(from: $0) }
                 source = UnsafeRawBufferPointer(rebasing: record[0..<count])
             } else {
-                guard !connection.output.isEmpty else { return true }
-                source = nextRecord(of: connection.output)
+                guard !connection.session.output.isEmpty else { return true }
+                source = nextRecord(of: connection.session.output)
             }
             let outcome: TLSSession.Outcome
             do {
                 outcome = try tls.write(source)
             } catch {
-                connection.hub.end(connection, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                connection.hub.end(connection.session, reason: error.isDisconnect ? "peer went away" : "\(error)")
                 return false
             }
             switch outcome {
@@ -55,7 +56,7 @@ extension OutputFlush {
                     tls.retryWrite = written < source.count ? Array(source[written...]) : []
                 } else {
                     // Bytes past `written` were not handed over: they stay queued.
-                    connection.output.consume(written)
+                    connection.session.output.consume(written)
                 }
             case .wantWrite, .wantRead:
                 // OpenSSL holds this record now and must be given the same bytes again, whatever
@@ -63,12 +64,12 @@ extension OutputFlush {
                 // sent): they leave the queue for the retry buffer (at most one record).
                 if !isRetry {
                     tls.retryWrite = Array(source)
-                    connection.output.consume(source.count)
+                    connection.session.output.consume(source.count)
                 }
                 tls.writeWantsRead = outcome == .wantRead
                 return true
             case .closed:
-                connection.hub.end(connection, reason: "peer closed the TLS session")
+                connection.hub.end(connection.session, reason: "peer closed the TLS session")
                 return false
             }
         }
@@ -78,16 +79,16 @@ extension OutputFlush {
     /// fills a record or is all that is pending, else a copy of the front chunks in `record`.
     /// Nothing is consumed.
     private func nextRecord(of output: OutputQueue) -> UnsafeRawBufferPointer {
-        let first = output.gather(into: iovecs, capacity: 2)
-        let front = iovecs[0]
-        if first == 1 || front.iov_len >= record.count {
-            return UnsafeRawBufferPointer(start: front.iov_base, count: min(front.iov_len, record.count))
+        let first = output.gather(into: spans, capacity: 2)
+        let front = spans[0]
+        if first == 1 || front.count >= record.count {
+            return UnsafeRawBufferPointer(start: front.base, count: min(front.count, record.count))
         }
-        let count = output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
+        let count = output.gather(into: spans, capacity: OutputQueue.maxIovecs)
         var filled = 0
         for index in 0..<count where filled < record.count {
-            let take = min(iovecs[index].iov_len, record.count - filled)
-            (record.baseAddress! + filled).copyMemory(from: iovecs[index].iov_base!, byteCount: take)
+            let take = min(spans[index].count, record.count - filled)
+            (record.baseAddress! + filled).copyMemory(from: spans[index].base!, byteCount: take)
             filled += take
         }
         return UnsafeRawBufferPointer(rebasing: record[0..<filled])

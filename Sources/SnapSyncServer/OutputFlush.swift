@@ -1,9 +1,10 @@
 import SnapSyncStore
 internal import Glibc
+import SnapSyncHub
 
-/// The loop pass's flush: once per pass, commits the pass's writes to the store, then sends every
-/// dirty session (`Hub.dirty`) everything it has pending in one gathering write, and arms
-/// EV_WRITE for a connection whose send buffer filled up (`Server`'s doc explains the design).
+/// The loop pass's flush: once per pass, the hub commits the pass's writes and each dirty
+/// connection is sent everything it has pending in one gathering write (`Hub.finishPass`); it
+/// arms EV_WRITE for a connection whose send buffer filled up (`Server`'s doc explains the design).
 ///
 /// The flush event runs at the lower priority, after every read, accept, timer and signal
 /// callback of the pass. libevent runs no lower-priority event while higher-priority ones keep
@@ -18,21 +19,19 @@ final class OutputFlush {
     /// Priority-0 callbacks run since the flush was scheduled.
     private var callbacksSinceScheduled = 0
     static let maxCallbacksBeforeFlush = 64
-    /// The dirty list being flushed, swapped with `hub.dirty` (both keep their capacity).
-    @exclusivity(unchecked) private var flushing: [Session] = []
-    let iovecs: UnsafeMutablePointer<iovec>
+    let spans: UnsafeMutablePointer<OutputSpan>
     /// A TLS connection's pending output, when it lies in several short chunks, is gathered
     /// here, up to one record, for one SSL_write (`OutputFlush+TLS.swift`).
     let record: UnsafeMutableRawBufferPointer
 
     init(hub: Hub) {
         self.hub = hub
-        self.iovecs = .allocate(capacity: OutputQueue.maxIovecs)
+        self.spans = .allocate(capacity: OutputQueue.maxIovecs)
         self.record = .allocate(byteCount: TLSSession.recordSize, alignment: 16)
     }
 
     deinit {
-        iovecs.deallocate()
+        spans.deallocate()
         record.deallocate()
     }
 
@@ -71,32 +70,20 @@ final class OutputFlush {
         flush.flushPass()
     }
 
-    /// Commits the pass's writes to the store, then sends every dirty connection its output.
-    /// - Complexity: O(dirty connections + iovecs sent); one sendmsg per connection unless it
+    /// Ends the pass: the hub commits its writes and hands back each dirty session, whose
+    /// connection sends its output (`Connection.sendQueuedOutput`, which calls `send(_:)`).
+    /// - Complexity: O(dirty connections + spans sent); one sendmsg per connection unless it
     ///   has more than 1024 chunks pending.
     func flushPass() {
         isScheduled = false
         callbacksSinceScheduled = 0
-        guard !hub.dirty.isEmpty else { return }
-        do {
-            try hub.store.commit()
-        } catch {
-            hub.fail(ServerError("the store failed to commit: \(error); stopping without acknowledging"))
-            return
-        }
-        swap(&hub.dirty, &flushing)
-        for session in flushing {
-            session.isDirty = false
-            // Every session of a daemon's hub is a connection (`Server.admit`).
-            flush(unsafeDowncast(session, to: Connection.self))
-        }
-        flushing.removeAll(keepingCapacity: true)
-        hub.writeAckTimer?.flushed()
+        guard hub.hasQueuedOutput, hub.finishPass() else { return }
         hub.stats.passTimes.record(.now - passOutputStarted)
     }
 
-    private func flush(_ connection: Connection) {
-        guard !connection.isEnded else { return }
+    /// Sends `connection`'s queued output, in the pass's flush.
+    func send(_ connection: Connection) {
+        guard !connection.session.isEnded else { return }
         if let tls = connection.tls {
             guard sendTLS(connection, tls) else { return }
         } else {
@@ -104,10 +91,10 @@ final class OutputFlush {
         }
         if !connection.hasUnsentOutput {
             connection.stopWaitingForWritable()
-            if connection.state == .closing {
+            if connection.session.state == .closing {
                 connection.shutDownOutput()
                 if connection.isFullyDelivered {
-                    hub.end(connection, reason: "closed")
+                    hub.end(connection.session, reason: "closed")
                 } else {
                     connection.armTimer(Connection.lingerPollInterval)
                 }
@@ -117,7 +104,7 @@ final class OutputFlush {
             do {
                 try connection.waitForWritable()
             } catch {
-                hub.end(connection, reason: "cannot watch for writability: \(error)")
+                hub.end(connection.session, reason: "cannot watch for writability: \(error)")
             }
         }
     }
@@ -125,19 +112,19 @@ final class OutputFlush {
     /// Sends what the kernel takes, in gathering writes.
     /// - Returns: false when the connection ended.
     private func sendPlain(_ connection: Connection) -> Bool {
-        while !connection.output.isEmpty {
-            let count = connection.output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
+        while !connection.session.output.isEmpty {
+            let count = connection.session.output.gather(into: spans, capacity: OutputQueue.maxIovecs)
             var requested = 0
-            for index in 0..<count { requested += iovecs[index].iov_len }
+            for index in 0..<count { requested += spans[index].count }
             let written: Int?
             do {
-                written = try Syscall.send(connection.fd, iovecs, count: count)
+                written = try Syscall.send(connection.fd, spans, count: count)
             } catch {
-                hub.end(connection, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                hub.end(connection.session, reason: error.isDisconnect ? "peer went away" : "\(error)")
                 return false
             }
             guard let written else { break }
-            connection.output.consume(written)
+            connection.session.output.consume(written)
             hub.stats.bytesOut += UInt64(written)
             // A short write means the send buffer is full; asking again would only say EAGAIN.
             if written < requested { break }

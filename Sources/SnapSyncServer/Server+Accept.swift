@@ -1,6 +1,7 @@
 import Logging
 import SnapSyncWire
 internal import Glibc
+import SnapSyncHub
 
 // Accepting: every pending connection is admitted as a `Connection` of the hub, or refused at
 // once with ERROR (at the connection limit, or while shutting down).
@@ -66,12 +67,12 @@ extension Server {
             try connection.start()
         } catch {
             logger.error("cannot watch a new connection", metadata: ["peer": "\(peer)", "error": "\(error)"])
-            hub.end(connection, reason: "cannot watch it")
+            hub.end(connection.session, reason: "cannot watch it")
             return
         }
-        hub.open(connection)
+        hub.open(connection.session)
         hub.stats.connectionsAccepted += 1
-        logger.debug("connection accepted", metadata: ["conn": "\(connection.id)", "peer": "\(peer)", "tls": "\(tls)"])
+        logger.debug("connection accepted", metadata: ["conn": "\(connection.session.id)", "peer": "\(peer)", "tls": "\(tls)"])
     }
 
     /// Best effort: the ERROR is written straight into the new socket's empty send buffer, the

@@ -1,5 +1,6 @@
 import Logging
 import SnapSyncAuth
+import SnapSyncHub
 
 // The TLS listener's context: logged at start, replaced on SIGHUP.
 

@@ -1,9 +1,10 @@
 package import Logging
-import SnapSyncAuth
-import SnapSyncModel
-import SnapSyncWire
+package import SnapSyncAuth
+package import SnapSyncModel
+package import SnapSyncWire
 package import SnapSyncStore
 internal import Glibc
+package import SnapSyncHub
 
 /// The daemon's wiring: the event loop, the listener, signals, the one-second stats timer, and
 /// start, run and shutdown. Requests are the `Hub`'s (no sockets); each `Connection` owns its
@@ -82,7 +83,7 @@ package final class Server {
 
     deinit {
         connectionContext.connectionEnded = {}
-        for connection in connectionContext.connections { hub.end(connection, reason: "server released") }
+        for connection in connectionContext.connections { hub.end(connection.session, reason: "server released") }
         hub.storeFailed = { _ in }
         listener?.close()
         tlsListener?.close()
@@ -218,7 +219,7 @@ package final class Server {
         tlsListener?.close()
         tlsListener = nil
         for connection in connectionContext.connections {
-            hub.close(connection, error: .shuttingDown, "the server is shutting down")
+            hub.close(connection.session, error: .shuttingDown, "the server is shutting down")
         }
         do {
             shutdownTimer = try loop.makeTimer(context: context, Server.onShutdownDeadline)
@@ -237,7 +238,7 @@ package final class Server {
     private func finishShutdown() {
         guard !isFinishingShutdown else { return }
         isFinishingShutdown = true
-        for connection in connectionContext.connections { hub.end(connection, reason: "shutdown deadline passed") }
+        for connection in connectionContext.connections { hub.end(connection.session, reason: "shutdown deadline passed") }
         logger.info("stopped", metadata: ["uptime_seconds": "\((ContinuousClock.now - hub.startTime).components.seconds)"])
         loop.stop()
     }
@@ -246,7 +247,7 @@ package final class Server {
     private func fail(_ error: ServerError) {
         logger.critical("\(error.message)")
         failure = error
-        for connection in connectionContext.connections { hub.end(connection, reason: "fatal error") }
+        for connection in connectionContext.connections { hub.end(connection.session, reason: "fatal error") }
         loop.stop()
     }
 
@@ -312,11 +313,4 @@ package final class Server {
         server.hub.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }
-}
-
-/// Why the server could not start or had to stop.
-package struct ServerError: Error, CustomStringConvertible, Sendable {
-    package var message: String
-    package init(_ message: String) { self.message = message }
-    package var description: String { message }
 }

@@ -1,4 +1,5 @@
 internal import Glibc
+import SnapSyncHub
 
 // Every socket system call of the daemon, after swift-nio's SystemCallHelpers and
 // swift-system's Syscalls.swift: each wrapper's doc names its C function, EINTR is retried
@@ -25,6 +26,14 @@ package struct SystemError: Error, CustomStringConvertible, Sendable, Equatable 
 }
 
 enum Syscall {
+    /// Whether the hub's `OutputSpan` has `struct iovec`'s layout: same size, stride and
+    /// alignment, the base at offset 0 and the length after it.
+    static let spansAreIovecs: Bool =
+        MemoryLayout<OutputSpan>.size == MemoryLayout<iovec>.size && MemoryLayout<OutputSpan>.stride == MemoryLayout<iovec>.stride
+        && MemoryLayout<OutputSpan>.alignment == MemoryLayout<iovec>.alignment
+        && MemoryLayout<OutputSpan>.offset(of: \.base) == MemoryLayout<iovec>.offset(of: \.iov_base)
+        && MemoryLayout<OutputSpan>.offset(of: \.count) == MemoryLayout<iovec>.offset(of: \.iov_len)
+
     /// Runs `body` until it returns something other than -1 with EINTR. The one place errno is read.
     @inline(__always)
     private static func retrying<T: FixedWidthInteger>(_ call: StaticString, _ body: () -> T) throws(SystemError) -> T {
@@ -153,12 +162,23 @@ enum Syscall {
         }
     }
 
+    /// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds: the write-to-ACK timer's clock
+    /// (`WriteAckTimer`), a plain integer read without `ContinuousClock.Instant`'s witnesses.
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+    }
+
     /// `sendmsg(fd, {iov, count}, MSG_NOSIGNAL)`: writev with MSG_NOSIGNAL, so that a vanished
     /// peer is an EPIPE here rather than a process-wide SIGPIPE.
     /// - Returns: bytes written, or `nil` when the socket's send buffer is full (EAGAIN).
-    static func send(_ fd: Int32, _ iovecs: UnsafeMutablePointer<iovec>, count: Int) throws(SystemError) -> Int? {
+    /// The spans are the hub's `OutputSpan`s, which have `iovec`'s layout (`spansAreIovecs`,
+    /// asserted in debug builds, which every test runs).
+    static func send(_ fd: Int32, _ spans: UnsafeMutablePointer<OutputSpan>, count: Int) throws(SystemError) -> Int? {
+        assert(spansAreIovecs, "OutputSpan is not laid out as struct iovec")
         var message = msghdr()
-        message.msg_iov = iovecs
+        message.msg_iov = UnsafeMutableRawPointer(spans).assumingMemoryBound(to: iovec.self)
         message.msg_iovlen = count
         do throws(SystemError) {
             return try retrying("sendmsg") { Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }

@@ -1,5 +1,6 @@
 internal import COpenSSL
 internal import Glibc
+import SnapSyncHub
 
 // The daemon's only contact with OpenSSL: a server context built from `TLSSettings`
 // (`TLSContext`) and one non-blocking TLS session per connection (`TLSSession`). Every OpenSSL

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import SnapSyncCluster
+import SnapSyncHub
 import SnapSyncServer
 import SnapSyncModel
 import SnapSyncStore

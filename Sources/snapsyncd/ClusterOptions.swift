@@ -1,5 +1,6 @@
 import ArgumentParser
 import SnapSyncCluster
+import SnapSyncHub
 import SnapSyncServer
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import SnapSyncAuth
 import SnapSyncModel
+import SnapSyncHub
 import SnapSyncServer
 import SnapSyncStore
 import SnapSyncWire

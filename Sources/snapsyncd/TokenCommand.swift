@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SnapSyncAuth
+import SnapSyncHub
 import SnapSyncServer
 
 /// `snapsyncd token`: mints a token with a key of a key file (docs/auth.md), for scripts,

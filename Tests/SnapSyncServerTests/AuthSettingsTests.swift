@@ -1,6 +1,7 @@
 import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncServer
+import SnapSyncHub
 
 // The start-up rules of the authentication flags: secure by default (docs/auth.md).
 

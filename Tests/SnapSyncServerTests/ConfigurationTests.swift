@@ -3,6 +3,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncServer
+import SnapSyncHub
 #if canImport(Glibc)
     import Glibc
 #endif

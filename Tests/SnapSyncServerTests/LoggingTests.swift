@@ -3,6 +3,7 @@ import SnapSyncTestThreads
 import Logging
 import Synchronization
 @testable import SnapSyncServer
+import SnapSyncHub
 
 // Untrusted bytes in logs, and the journald-friendly line format.
 

@@ -4,6 +4,7 @@ import Testing
 import SnapSyncTestThreads
 import Logging
 @testable import SnapSyncServer
+import SnapSyncHub
 #if canImport(Glibc)
     import Glibc
 #endif

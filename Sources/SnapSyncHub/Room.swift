@@ -1,0 +1,367 @@
+package import SnapSyncModel
+package import SnapSyncWire
+package import SnapSyncStore
+
+/// One room: the authoritative snapshot, its position (epoch, version), its recent history and
+/// its members (PROTOCOL.md §7).
+///
+/// Every write goes through `mutate` or `replace`, which decide everything a write can be —
+/// applied, unchanged, a duplicate, rejected — without touching sockets; the hub only fans
+/// the outcome out. A rejected write leaves the room exactly as it was: the snapshot's `apply`
+/// is atomic, and everything that can fail is checked before the room is touched.
+///
+/// Threading: a room belongs to one event loop. To shard rooms over one loop per core, a room
+/// and all its members' queues stay on one loop; a member on another loop would receive its
+/// DIFF chunks through that loop's queue and notify fd (see `EventLoop`).
+package final class Room {
+    /// What became of a write.
+    enum WriteOutcome {
+        /// Applied: the room moved to `version` (one more than before), and `diff` is the
+        /// encoded DIFF frame, to be sent to every member and kept in history.
+        case applied(version: UInt64, diff: OutputChunk)
+        /// Valid but changes nothing (no operations, or REPLACE with the same content): ACK at
+        /// the current version, no DIFF, and the version does not move.
+        case unchanged(version: UInt64)
+        /// The write id was seen before: ACK at the version of the original write; nothing applied.
+        case duplicate(version: UInt64)
+        case rejected(Rejection)
+    }
+
+    /// How to answer a JOIN.
+    enum JoinAnswer {
+        /// SNAPSHOT of the current state.
+        case snapshot(reason: SnapshotReason)
+        /// CATCHUP(from, to) followed by exactly these DIFF frames (versions from+1 ... to).
+        case catchup(from: UInt64, to: UInt64, frames: [OutputChunk])
+    }
+
+    let name: String
+    let epoch: UInt64
+    var version: UInt64 { history.lastVersion }
+    /// Set only by the write methods here and, in cluster mode, by `applyLogged` (Room+Replica.swift).
+    var snapshot: Snapshot
+    /// The limits announced in WELCOME: content limits for `Snapshot.apply`, the frame size a
+    /// DIFF must fit (the clients' `max_frame_bytes`), the frames kept for resume.
+    let limits: WireLimits
+    /// Bytes of DIFF frames kept for resume (`--history-bytes`), besides `limits.historyCount`.
+    let maxHistoryBytes: Int
+    private(set) var history: RoomHistory
+    private(set) var writeIDs: WriteIDWindow
+    private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
+    /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
+    /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
+    /// (PROTOCOL.md §8.2, Hub+Writes.swift).
+    private(set) var lastDiffHasOutlineOps = false
+    /// The newest version whose DIFF holds a version 2 op (0: none in the history), or nil until
+    /// a version 1 resume first asks (`Hub.answerJoin`, which scans the history once): so a
+    /// version 1 JOIN with resume is O(1) after that, however often it is repeated.
+    var lastOutlineOpVersion: UInt64?
+
+    /// Sessions that have joined (`Membership.swift`).
+    /// Read once per DIFF; unchecked for the reason given on `Session.output`.
+    @exclusivity(unchecked) var members = RoomMembers()
+    /// Where this room's DIFF chunks are written, back to back (`arena(for:)`).
+    private var diffArena: OutputArena?
+    /// The server's bound on all rooms' memory, asked before a write changes this room.
+    var budget: RoomMemoryBudget?
+    /// The room's time-to-live in seconds as SET_TTL set it (0: never expires); nil: the
+    /// daemon's `--room-ttl` applies (Hub+Lifecycle.swift).
+    var ttlSeconds: UInt64?
+    /// Since when the room has had no write (applied MUTATE or REPLACE, SET_TTL) and, when it
+    /// has no members, since its last member left; its creation or restore before either. What
+    /// both its expiry (Hub+Lifecycle.swift) and its sleep (Hub+Sleep.swift) count from. An
+    /// instant of the hub's clock (`Hub.monotonicNow`), which the hub passes when it creates
+    /// the room.
+    var idleSince: ContinuousClock.Instant
+
+    /// Sleeping rooms (`IdleRooms`, Hub+Sleep.swift): whether the room is in the hub's list of
+    /// memberless rooms, and its links there.
+    var isIdle = false
+    unowned(unsafe) var idlePrevious: Room?
+    unowned(unsafe) var idleNext: Room?
+
+    /// A new, empty room at version 0 with a fresh random nonzero epoch.
+    convenience init(
+        name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes,
+        idleSince: ContinuousClock.Instant = .now
+    ) {
+        self.init(
+            name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits,
+            maxHistoryBytes: maxHistoryBytes, idleSince: idleSince)
+    }
+
+    /// A room at a known position, e.g. one restored from the store, optionally with the
+    /// writes of its latest versions (oldest first, the last one at `version`; ignored unless
+    /// their versions are consecutive and end there), idle since `idleSince`.
+    init(
+        name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
+        maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [],
+        idleSince: ContinuousClock.Instant = .now
+    ) {
+        self.name = name
+        self.idleSince = idleSince
+        self.epoch = epoch
+        self.snapshot = snapshot
+        self.limits = limits
+        self.maxHistoryBytes = maxHistoryBytes
+        let usable =
+            recent.count <= version && recent.last.map { $0.version == version } ?? false
+            && zip(recent, recent.dropFirst()).allSatisfy { $0.version + 1 == $1.version }
+        let start = usable ? version - UInt64(recent.count) : version
+        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start)
+        self.writeIDs = WriteIDWindow(maxCount: limits.historyCount)
+        for entry in usable ? recent : [] {
+            history.append(.frozen(entry.diffFrame), version: entry.version)
+            writeIDs.remember(entry.writeID, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
+        }
+    }
+
+    /// `--history-bytes`'s default.
+    static let defaultHistoryBytes = 4 * 1024 * 1024
+
+    /// The longest room name, in UTF-8 bytes (PROTOCOL.md §6, `invalid_room_name`).
+    static let maxNameBytes = 128
+
+    /// Why `name` cannot name a room, or `nil` when it can.
+    static func validate(name: String) -> Rejection? {
+        let size = name.utf8.count
+        if size == 0 { return Rejection(.invalidRoomName, "the room name is empty") }
+        if size > maxNameBytes {
+            return Rejection(.invalidRoomName, "the room name is \(size) bytes, over the limit of \(maxNameBytes)")
+        }
+        return nil
+    }
+
+    /// SHA-256 of the snapshot, computed once per version.
+    /// - Complexity: O(n) the first time after a change, O(1) after.
+    var digest: SnapshotDigest {
+        if let cachedDigest, cachedDigest.version == version { return cachedDigest.digest }
+        let digest = snapshot.digest
+        cachedDigest = (version, digest)
+        return digest
+    }
+
+    /// Number of DIFF frames kept for resume, and their bytes.
+    var historyCount: Int { history.count }
+    var historyBytes: Int { history.byteCount }
+    /// The oldest version a JOIN may resume from and get CATCHUP.
+    var historyBaseVersion: UInt64 { history.baseVersion }
+    /// Write ids remembered for deduplication.
+    var writeIDCount: Int { writeIDs.count }
+
+    // MARK: Joining
+
+    /// Decides how to answer a JOIN: a fresh JOIN gets SNAPSHOT(initial); a resume position in
+    /// this epoch and inside history gets CATCHUP plus the missing DIFFs (none when the client
+    /// is current); anything else (another epoch, too old, ahead of the room) gets
+    /// SNAPSHOT(resync).
+    /// - Complexity: O(1) (the frames are a slice of history).
+    func answerJoin(resume: RoomPosition?) -> JoinAnswer {
+        guard let resume else { return .snapshot(reason: .initial) }
+        guard resume.epoch == epoch, let frames = history.frames(after: resume.version) else {
+            return .snapshot(reason: .resync)
+        }
+        return .catchup(from: resume.version, to: version, frames: frames)
+    }
+
+    // MARK: Writing
+
+    /// Applies a MUTATE: idempotency (write id), then compare-and-set (expected version), then
+    /// the whole batch atomically against the snapshot.
+    ///
+    /// - Parameter scratch: a reusable buffer for encoding the DIFF (emptied first).
+    /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
+    func mutate(
+        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeID: [UInt8],
+        scratch: inout [UInt8]
+    ) -> WriteOutcome {
+        let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return outcome }
+        let full = budget?.admit(growth: 0, to: self)
+        if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .rejected(full) }
+        if ops.isEmpty { return unchanged(writeID: writeID, fingerprint: fingerprint) }
+        // Encode first: a DIFF too large for the clients' frame limit must be refused before the
+        // room changes, and the ops are exactly what the DIFF carries.
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if full == nil, let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        if let refusal = full ?? budget?.admit(growth: 2 * size, to: self) {
+            // Only a batch that can shrink the room is worth the copy below (PROTOCOL.md §7.1).
+            if full == nil && !ops.contains(where: \.canShrink) { return .rejected(refusal) }
+            // Near the bound a write may still shrink the room (deletes): it is applied to learn
+            // its real growth and undone unless that is admitted. The undo keeps the old snapshot
+            // alive, so the apply copies it: O(n) for this room, only on this path (a REPLACE
+            // is O(n) anyway).
+            let before = snapshot
+            guard (try? snapshot.apply(ops, limits: limits.model)) != nil,
+                budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) == nil
+            else {
+                snapshot = before
+                return .rejected(refusal)
+            }
+            if let rejection = checkFrameSize(size) {
+                snapshot = before
+                return .rejected(rejection)
+            }
+            return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+        }
+        do {
+            try snapshot.apply(ops, limits: limits.model)
+        } catch {
+            return .rejected(Rejection(error))
+        }
+        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+    }
+
+    /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
+    /// current snapshot to `target` (`Snapshot.difference(to:limits:)`), applied as one DIFF. A target
+    /// equal to the current content changes nothing: ACK at the current version, no DIFF.
+    /// `target` has been checked against the content limits by the decoder.
+    /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
+    func replace(
+        with target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8],
+        scratch: inout [UInt8]
+    ) -> WriteOutcome {
+        // The target's digest names the request in the fingerprint; once applied it is also the
+        // room's digest, so the next JOIN does not hash the room again.
+        let targetDigest = writeID.isEmpty ? nil : target.digest
+        let fingerprint = targetDigest.map { WriteFingerprint.replace(digest: $0, expectedVersion: expectedVersion, scratch: &scratch) } ?? 0
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return outcome }
+        // Near the bound only a smaller target can be admitted (below, by its exact growth).
+        if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
+            return .rejected(full)
+        }
+        if target.canonicalByteCount > limits.model.maxSnapshotBytes {
+            return .rejected(
+                Rejection(
+                    .snapshotTooLarge,
+                    "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)"))
+        }
+        // Limited: every prefix of the DIFF applies under the room's limits, as replicas check.
+        let ops = snapshot.difference(to: target, limits: limits.model)
+        if ops.isEmpty { return unchanged(writeID: writeID, fingerprint: fingerprint) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        // The snapshot's growth is known exactly here (the target's size less the room's), so
+        // the bound is that plus the DIFF joining the history, not twice the DIFF.
+        if let rejection = checkFrameSize(size)
+            ?? budget?.admit(growth: target.canonicalByteCount - snapshot.canonicalByteCount + size, to: self)
+        {
+            return .rejected(rejection)
+        }
+        // The target is exactly the result of applying the diff (the model's law
+        // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
+        snapshot = target
+        let outcome = commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+        if let targetDigest { cachedDigest = (next, targetDigest) }
+        return outcome
+    }
+
+    /// Applies a REPLACE_SECTION (PROTOCOL.md §11.21): the same checks as `mutate`, then the
+    /// ops the model computes for that section alone (`operations(replacingSection:with:limits:)`),
+    /// applied as one DIFF. Its refusals carry no op index: the ops are the server's.
+    /// `items` has been checked against the content limits by the decoder.
+    /// - Complexity: that of the model's section diff plus O(n) for the copy kept while the
+    ///   memory bound is asked (the room is restored from it if the write is refused).
+    func replaceSection(
+        _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8],
+        scratch: inout [UInt8]
+    ) -> WriteOutcome {
+        let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return outcome }
+        let ops: [SnapshotOperation]
+        do {
+            ops = try snapshot.operations(replacingSection: section, with: items, limits: limits.model)
+        } catch {
+            return .rejected(Rejection(error, withOpIndex: false))
+        }
+        if ops.isEmpty { return unchanged(writeID: writeID, fingerprint: fingerprint) }
+        let next = version + 1
+        scratch.removeAll(keepingCapacity: true)
+        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
+        if let rejection = checkFrameSize(size) { return .rejected(rejection) }
+        let before = snapshot
+        do {
+            try snapshot.apply(ops, limits: limits.model)
+        } catch {
+            snapshot = before
+            return .rejected(Rejection(error, withOpIndex: false))
+        }
+        if let refusal = budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) {
+            snapshot = before
+            return .rejected(refusal)
+        }
+        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+    }
+
+    /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
+    /// cluster write paths alike.
+    static func fingerprint(
+        replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
+    ) -> UInt64 {
+        writeID.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion, scratch: &scratch)
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xf, radix: 16) }.joined()
+    }
+
+    func precheck(expectedVersion: UInt64?, writeID: [UInt8], fingerprint: UInt64) -> WriteOutcome? {
+        // A retry must get its original answer even though the room has moved on since, so the
+        // write id is looked up before the compare-and-set.
+        if !writeID.isEmpty, let original = writeIDs.entry(of: writeID) {
+            if let known = original.fingerprint, known != fingerprint {
+                return .rejected(
+                    Rejection(
+                        .writeIDConflict,
+                        "write id 0x\(Self.hex(writeID)) of room \(name) was used by another write (acknowledged at version \(original.version))"))
+            }
+            return .duplicate(version: original.version)
+        }
+        if let expectedVersion, expectedVersion != version {
+            return .rejected(
+                Rejection(
+                    .versionMismatch,
+                    "expected version \(expectedVersion), but room \(name) is at version \(version)"))
+        }
+        return nil
+    }
+
+    func checkFrameSize(_ size: Int) -> Rejection? {
+        guard size - 4 > limits.maxFrameBytes else { return nil }
+        return Rejection(
+            .snapshotTooLarge,
+            "the DIFF of this write would be a \(size - 4)-byte frame, over max_frame_bytes \(limits.maxFrameBytes)")
+    }
+
+    func unchanged(writeID: [UInt8], fingerprint: UInt64) -> WriteOutcome {
+        writeIDs.remember(writeID, version: version, fingerprint: fingerprint, changed: false, oldestVersion: history.baseVersion)
+        return .unchanged(version: version)
+    }
+
+    /// An arena with room for `count` more bytes: the current one, or a new one twice its size,
+    /// from 1 KiB up to 64 KiB (a larger frame gets an arena of its own size). So a quiet room
+    /// holds at most twice what its recent DIFFs need, and a busy one writes its DIFFs back to
+    /// back in 64 KiB blocks. O(1).
+    private func arena(for count: Int) -> OutputArena {
+        if let arena = diffArena, arena.freeCapacity >= count { return arena }
+        let grown = min(Room.maxArenaBytes, max(Room.minArenaBytes, 2 * (diffArena?.capacity ?? 0)))
+        let arena = OutputArena(capacity: max(count, grown))
+        diffArena = arena
+        return arena
+    }
+
+    static let minArenaBytes = 1024
+    static let maxArenaBytes = 64 * 1024
+
+    func commit(version next: UInt64, writeID: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
+        lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
+        if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
+        let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
+        history.append(chunk, version: next)
+        writeIDs.remember(writeID, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
+        return .applied(version: next, diff: chunk)
+    }
+}

@@ -1,0 +1,97 @@
+/// The daemon's counters, answered to STATS (names snake_case, PROTOCOL.md §3 STATS_REPLY).
+///
+/// `frames_out` counts a DIFF once per member it is queued for; `bytes_out` counts bytes the
+/// kernel accepted. Rates are over the last whole second (`tick`, driven by a 1 s timer).
+/// `loop_pass_p99_us` and `loop_pass_max_us` are over the last 10-20 s (`PassTimeWindow`): a
+/// sample is a pass's flush, timed from when the pass queued its first output to the end of
+/// its commit and sends, or a one-second maintenance run (checkpoints, segment switches).
+package struct ServerStats {
+    var framesIn: UInt64 = 0
+    var framesOut: UInt64 = 0
+    package var bytesIn: UInt64 = 0
+    package var bytesOut: UInt64 = 0
+    package var connectionsAccepted: UInt64 = 0
+    /// Refused with ERROR too_many_connections (STATS `connections_refused`).
+    package var connectionsRefused: UInt64 = 0
+    /// Refused with ERROR shutting_down, accepted after shutdown began (metrics only).
+    package var connectionsRefusedShuttingDown: UInt64 = 0
+    package var slowConsumerDisconnects: UInt64 = 0
+    package var protocolErrors: UInt64 = 0
+    package var writesApplied: UInt64 = 0
+    package var writesRejected: UInt64 = 0
+    /// HELLOs and AUTHs whose token was refused (each closed with ERROR unauthorized).
+    package var authRefused: UInt64 = 0
+    /// Requests refused with REJECT forbidden (not counted in `writesRejected`).
+    package var forbidden: UInt64 = 0
+    /// Sessions closed with ERROR token_expired.
+    package var tokensExpired: UInt64 = 0
+    /// Rooms deleted by a DROP request (#17).
+    package var roomsDeleted: UInt64 = 0
+    /// Rooms removed because their time-to-live ran out with no members and no writes (#17).
+    package var roomsExpired: UInt64 = 0
+    /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back (#17).
+    package var roomsEvicted: UInt64 = 0
+    package var roomsWoken: UInt64 = 0
+    /// Cluster mode (#20): records every replica skipped as void (nats-server 2.9's stale
+    /// expectations, Protocol/CLUSTER.md §3), and follows of a room that failed (lost, a gap,
+    /// damage, a log that cannot be reached); both stay 0 on a single node.
+    package var clusterVoidRecords: UInt64 = 0
+    package var clusterFollowFailures: UInt64 = 0
+    package var passTimes = PassTimeWindow()
+
+    private(set) var framesInPerSecond: UInt64 = 0
+    private(set) var framesOutPerSecond: UInt64 = 0
+    private var lastFramesIn: UInt64 = 0
+    private var lastFramesOut: UInt64 = 0
+    private var lastTick: ContinuousClock.Instant?
+
+    /// Recomputes the per-second rates from the counters' growth since the previous tick.
+    package mutating func tick(now: ContinuousClock.Instant) {
+        if let lastTick {
+            let elapsed = now - lastTick
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            if seconds > 0 {
+                framesInPerSecond = UInt64((Double(framesIn - lastFramesIn) / seconds).rounded())
+                framesOutPerSecond = UInt64((Double(framesOut - lastFramesOut) / seconds).rounded())
+            }
+        }
+        lastTick = now
+        passTimes.tick(now: now)
+        lastFramesIn = framesIn
+        lastFramesOut = framesOut
+    }
+
+    /// The STATS_REPLY entries, given the live gauges.
+    /// `rooms` counts resident rooms (in memory); `sleepingRooms` those kept on disk only.
+    func entries(connections: Int, rooms: Int, sleepingRooms: Int, items: Int, uptime: Duration) -> [(String, UInt64)] {
+        let passes = passTimes.merged
+        return [
+            ("connections", UInt64(connections)),
+            ("rooms", UInt64(rooms)),
+            ("rooms_sleeping", UInt64(sleepingRooms)),
+            ("rooms_evicted", roomsEvicted),
+            ("rooms_woken", roomsWoken),
+            ("rooms_deleted", roomsDeleted),
+            ("rooms_expired", roomsExpired),
+            ("items", UInt64(items)),
+            ("frames_in", framesIn),
+            ("frames_out", framesOut),
+            ("bytes_in", bytesIn),
+            ("bytes_out", bytesOut),
+            ("frames_in_per_second", framesInPerSecond),
+            ("frames_out_per_second", framesOutPerSecond),
+            ("slow_consumer_disconnects", slowConsumerDisconnects),
+            ("connections_accepted", connectionsAccepted),
+            ("connections_refused", connectionsRefused),
+            ("protocol_errors", protocolErrors),
+            ("writes_applied", writesApplied),
+            ("writes_rejected", writesRejected),
+            ("auth_refused", authRefused),
+            ("forbidden", forbidden),
+            ("tokens_expired", tokensExpired),
+            ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),
+            ("loop_pass_p99_us", passes.quantile(0.99)),
+            ("loop_pass_max_us", passes.max),
+        ]
+    }
+}

@@ -1,0 +1,119 @@
+// Date only: FoundationEssentials, not all of Foundation, where it exists.
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
+package import Logging
+package import SnapSyncAuth
+package import SnapSyncWire
+
+/// One client as the hub sees it: its id, where it is in its life, what it still has to be
+/// sent and the rooms it has joined. No socket: the hub's request path is tested on plain
+/// sessions, and in the daemon a `Connection` has a session and is its `transport`, told of the
+/// session's handshake, close and end (`SessionTransport`).
+///
+/// The hub queues output here and puts the session on its dirty list; at the end of the loop
+/// pass the hub commits the pass's writes and hands each dirty session to the IO layer, which
+/// writes its output out (`Hub.finishPass`).
+///
+/// The class is final, so the hub's accesses on the fan-out path (`Hub.send(shared:to:)`:
+/// `state`, `output`, `isDirty`) are direct loads, never class dispatch.
+package final class Session {
+    /// Where the session is in its life.
+    package enum State: Equatable {
+        /// Opened; only HELLO is allowed.
+        case awaitingHello
+        /// WELCOME sent; requests are served.
+        case ready
+        /// Ending: input is discarded, queued output (ending with the ERROR, if any) is still
+        /// delivered, and nothing more is queued.
+        case closing
+    }
+
+    package let id: UInt64
+    package var state: State = .awaitingHello
+    /// Set once the hub ended the session (`Hub.end`): it is forgotten, and its queue is empty.
+    package var isEnded = false
+    package var clientName = ""
+    /// The protocol version WELCOME chose (PROTOCOL.md §8.2); its frames are decoded with it. A
+    /// version 1 session is never a member of an outline room (`Hub+Outlines.swift`).
+    package var protocolVersion: UInt64 = ProtocolVersion.current
+    /// Who the session's token speaks for and what it grants (`Hub+Auth.swift`); nil when the
+    /// daemon does not authenticate. Read once per request that needs a right.
+    package var principal: Principal?
+    /// When the token (`exp` plus the leeway) runs out, unless an AUTH replaces it first.
+    package var authDeadline: Date?
+    /// The client certificate the transport verified (mutual TLS), set before HELLO is read;
+    /// nil on the plain port and without `--tls-client-ca`.
+    package var clientCertificate: ClientCertificate?
+    /// `principal` stands for `clientCertificate`, not a token (HELLO had no token and
+    /// `--tls-client-grant` is set); an AUTH's token replaces it.
+    package var isAuthenticatedByCertificate = false
+
+    /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
+    /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
+    /// Fan-out). Only the loop thread touches it, and never in overlapping accesses.
+    @exclusivity(unchecked) package var output: OutputQueue
+    /// The rooms joined, each with this session's slot in the room's members (`Membership.swift`).
+    package var memberships = SessionRooms()
+    /// On the hub's dirty list, waiting for this pass's flush.
+    @exclusivity(unchecked) package var isDirty = false  // read once per delivery; see `output`
+    /// The transport cannot take more bytes now (the socket's send buffer is full): the session
+    /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
+    package var isOutputBlocked = false
+    /// Cluster mode (#20): a request of this session waits for the cluster's log, and the
+    /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
+    /// (Hub+ClusterInput.swift). Read once per frame; always false on a single node.
+    package var isAwaitingLog = false
+    /// Cluster mode: whole frames received while `isAwaitingLog`, oldest first from
+    /// `deferredHead`, and their bytes.
+    package var deferredInput: [[UInt8]] = []
+    package var deferredHead = 0
+    package var deferredBytes = 0
+
+    /// The transport that carries the session (in the daemon, its `Connection`), held until the
+    /// hub ends the session; nil for an in-process session.
+    package var transport: (any SessionTransport)?
+
+    package init(id: UInt64, outputCap: Int, meter: OutputMeter) {
+        self.id = id
+        self.output = OutputQueue(cap: outputCap, meter: meter)
+    }
+
+    /// The peer, for logs (computed: only logs read it).
+    package var peer: String { transport?.peer ?? "in-process" }
+
+    /// The session in a log line: its id, its peer and, once authenticated, its `sub`.
+    package var logMetadata: Logger.Metadata {
+        var metadata: Logger.Metadata = ["conn": "\(id)", "peer": "\(peer)"]
+        if let principal { metadata["sub"] = "\(LogEscaping.line(principal.subject))" }
+        return metadata
+    }
+
+    /// `logMetadata` with `extra`.
+    package func logMetadata(_ extra: Logger.Metadata) -> Logger.Metadata {
+        logMetadata.merging(extra) { _, new in new }
+    }
+
+}
+
+/// What carries a session's bytes (the daemon's `Connection`), told what the hub decided: the
+/// hooks run on the loop thread, inside the hub's handling of a request or a pass.
+package protocol SessionTransport: AnyObject {
+    /// The peer, for logs.
+    var peer: String { get }
+    /// HELLO was accepted and WELCOME queued.
+    func sessionBecameReady()
+    /// The hub started closing the session (`state` is now `closing`).
+    func sessionStartedClosing()
+    /// The hub ended the session: it has left its rooms and been forgotten; the transport is
+    /// let go after this call.
+    func sessionEnded(reason: String)
+    /// Cluster mode: the session no longer waits for the log and every deferred frame has been
+    /// handled (the IO layer finishes an end of input it put off).
+    func sessionDrainedDeferredInput()
+    /// The end of the pass (`Hub.finishPass`): the pass's writes are committed, and the session
+    /// has output queued. Called once per dirty session per pass.
+    func sendQueuedOutput()
+}

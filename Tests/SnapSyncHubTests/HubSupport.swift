@@ -1,0 +1,141 @@
+import Logging
+import Testing
+import SnapSyncModel
+import SnapSyncWire
+@testable import SnapSyncHub
+import SnapSyncStore
+internal import Glibc
+
+// The Hub in-process: sessions without sockets, frames encoded as a client would send them,
+// and each session's queued output decoded back into messages.
+
+/// A monotonic clock that moves only when a test moves it: the hub's `monotonicNow` in
+/// `HubHarness`, so that no real time passes between an instant the hub stamps and the `now`
+/// a test hands its timer functions.
+final class ManualClock {
+    var now = ContinuousClock.now
+
+    func advance(by duration: Duration) { now += duration }
+}
+
+/// A hub with no sockets and memory storage (unless given one), and a client's view of it.
+struct HubHarness {
+    let hub: Hub
+    /// The hub's monotonic clock: time passes only through `clock.advance(by:)`, and the timer
+    /// functions are given instants of it (`later(_:)`).
+    let clock = ManualClock()
+
+    /// - Parameter log: cluster mode's log (ClusterSupport.swift); nil: a single node.
+    init(
+        store: any RoomStore = MemoryStore(), log: (any RoomLog)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) {
+        var configuration = ServerConfiguration()
+        configure(&configuration)
+        let logger = Logger(label: "hub-tests", factory: { _ in SwiftLogNoOpLogHandler() })
+        hub = Hub(configuration: configuration, logger: logger, store: store, log: log)
+        hub.monotonicNow = { [clock] in clock.now }
+    }
+
+    /// The instant `duration` after the hub's clock reads now (which it does not change).
+    func later(_ duration: Duration) -> ContinuousClock.Instant { clock.now + duration }
+
+    /// A session that has done its handshake (offering `versions`), its WELCOME already read.
+    func connect(versions: [UInt64] = [ProtocolVersion.current], sourceLocation: SourceLocation = #_sourceLocation) -> Session {
+        let session = hub.openSession()
+        send(.hello(versions: versions, clientName: "test", credentials: []), from: session)
+        let welcome = drain(session)
+        #expect(welcome.count == 1, sourceLocation: sourceLocation)
+        if case .welcome(_, let id, _, _) = welcome.first {
+            #expect(id == session.id, sourceLocation: sourceLocation)
+        } else {
+            Issue.record("no WELCOME: \(welcome)", sourceLocation: sourceLocation)
+        }
+        return session
+    }
+
+    /// Hands `message` to the hub as one whole frame from `session`.
+    func send(_ message: Message, from session: Session) {
+        let frame = FrameEncoder().encode(message)
+        frame.withUnsafeBytes { hub.receive(frame: $0, from: session) }
+    }
+
+    /// Hands raw frame bytes to the hub.
+    func send(frame: [UInt8], from session: Session) {
+        frame.withUnsafeBytes { hub.receive(frame: $0, from: session) }
+    }
+
+    /// Joins `room` and reads the answer.
+    @discardableResult
+    func join(_ session: Session, _ room: String, resume: RoomPosition? = nil, requestID: UInt64 = 1) -> [Message] {
+        send(.join(requestID: requestID, room: room, resume: resume), from: session)
+        return drain(session)
+    }
+
+    /// Sends a MUTATE (not read: the answers stay queued).
+    func mutate(
+        _ session: Session, _ room: String, _ ops: [SnapshotOperation], requestID: UInt64 = 7,
+        expectedVersion: UInt64? = nil, writeID: [UInt8] = []
+    ) {
+        send(.mutate(requestID: requestID, room: room, expectedVersion: expectedVersion, writeID: writeID, ops: ops), from: session)
+    }
+
+    /// Everything queued for `session`, as a client would read it (and the queue emptied, as a
+    /// flush would leave it).
+    func drain(_ session: Session, sourceLocation: SourceLocation = #_sourceLocation) -> [Message] {
+        let iovecs = UnsafeMutablePointer<OutputSpan>.allocate(capacity: OutputQueue.maxIovecs)
+        defer { iovecs.deallocate() }
+        var bytes: [UInt8] = []
+        while !session.output.isEmpty {
+            let count = session.output.gather(into: iovecs, capacity: OutputQueue.maxIovecs)
+            var gathered = 0
+            for index in 0..<count {
+                bytes += iovecs[index].bytes
+                gathered += iovecs[index].count
+            }
+            session.output.consume(gathered)
+        }
+        // Decoded as the session's version: a version 2 frame sent to a version 1 session fails here.
+        var decoder = FrameDecoder(limits: hub.configuration.wire, accepting: .server)
+        decoder.version = session.protocolVersion
+        decoder.append(bytes)
+        var messages: [Message] = []
+        do {
+            while let message = try decoder.nextMessage() { messages.append(message) }
+        } catch {
+            Issue.record("undecodable output: \(error)", sourceLocation: sourceLocation)
+        }
+        return messages
+    }
+
+    /// The room's snapshot satisfies every invariant of the model.
+    func checkInvariants(_ room: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let room = hub.rooms[RoomName(room)] else {
+            Issue.record("no room \(room)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(throws: Never.self, sourceLocation: sourceLocation) { try room.snapshot.checkInvariants() }
+    }
+}
+
+func hubElement(_ id: String, _ payload: String = "") -> SnapshotElement {
+    SnapshotElement(Identifier(id), payload: Payload(payload))
+}
+
+/// A section `s` with item `id`.
+func addItem(_ id: String, first: Bool = false) -> [SnapshotOperation] {
+    (first ? [.appendSections([hubElement("s")])] : []) + [.appendItems([hubElement(id, "payload of \(id)")], toSection: "s")]
+}
+
+extension Message {
+    /// The version of a DIFF, nil for anything else.
+    var diffVersion: UInt64? {
+        if case .diff(_, _, let version, _) = self { return version }
+        return nil
+    }
+
+    /// The version an ACK acknowledges, nil for anything else.
+    var ackVersion: UInt64? {
+        if case .ack(_, _, let version) = self { return version }
+        return nil
+    }
+}
