@@ -64,7 +64,7 @@ extension Hub {
     package var hasQueuedOutput: Bool { !dirty.isEmpty }
 
     /// The end of a loop pass, called by the IO layer once per pass that queued output: commits
-    /// the pass's writes to the store, then hands each dirty session to its transport
+    /// the pass's writes (`RoomEngine.commit`: the store's group commit), then hands each dirty session to its transport
     /// (`SessionTransport.sendQueuedOutput`). So nothing a pass produced (a DIFF, an ACK, a
     /// LEFT after a tombstone) reaches a client before the pass is durable. A failed commit
     /// stops the daemon (`fail`) and sends nothing.
@@ -73,7 +73,7 @@ extension Hub {
     package func finishPass() -> Bool {
         guard !dirty.isEmpty else { return true }
         do {
-            try store.commit()
+            try engine.commit()
         } catch {
             fail(ServerError("the store failed to commit: \(error); stopping without acknowledging"))
             return false

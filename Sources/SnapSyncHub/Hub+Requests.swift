@@ -3,8 +3,9 @@ import SnapSyncAuth
 import SnapSyncModel
 import SnapSyncWire
 
-// What the server does with each message (PROTOCOL.md §3, §7): the handshake, JOIN/LEAVE,
-// STATS, PING/PONG; writes are in Hub+Writes.swift.
+// What the server does with each message (PROTOCOL.md §3, §7): the handshake, PING/PONG, STATS,
+// LEAVE; and, for every request that names a room, the prologue (`admit`: the name, the right)
+// before the engine's part (RoomEngine.swift).
 
 extension Hub {
     func handle(_ message: Message, from session: Session) {
@@ -32,34 +33,13 @@ extension Hub {
         case .leave(let requestID, let room):
             leave(requestID: requestID, roomName: room, from: session)
         case .mutate(let requestID, let room, let expectedVersion, let writeID, let ops):
-            if log != nil {
-                clusterWrite(
-                    requestID: requestID, roomName: room, writeID: writeID, .mutate(ops: ops, expectedVersion: expectedVersion), from: session)
-                return
-            }
-            write(requestID: requestID, roomName: room, writeID: writeID, from: session) { room, scratch in
-                room.mutate(ops, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
-            }
+            write(requestID: requestID, roomName: room, writeID: writeID, .mutate(ops: ops, expectedVersion: expectedVersion), from: session)
         case .replace(let requestID, let room, let expectedVersion, let writeID, let snapshot):
-            if log != nil {
-                clusterWrite(
-                    requestID: requestID, roomName: room, writeID: writeID, .replace(target: snapshot, expectedVersion: expectedVersion),
-                    from: session)
-                return
-            }
-            write(requestID: requestID, roomName: room, writeID: writeID, from: session) { room, scratch in
-                room.replace(with: snapshot, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
-            }
+            write(requestID: requestID, roomName: room, writeID: writeID, .replace(target: snapshot, expectedVersion: expectedVersion), from: session)
         case .replaceSection(let requestID, let room, let expectedVersion, let writeID, let section, let items):
-            if log != nil {
-                clusterWrite(
-                    requestID: requestID, roomName: room, writeID: writeID,
-                    .replaceSection(section: section, items: items, expectedVersion: expectedVersion), from: session)
-                return
-            }
-            write(requestID: requestID, roomName: room, writeID: writeID, from: session) { room, scratch in
-                room.replaceSection(section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
-            }
+            write(
+                requestID: requestID, roomName: room, writeID: writeID,
+                .replaceSection(section: section, items: items, expectedVersion: expectedVersion), from: session)
         case .stats(let requestID):
             guard authorizeStats(requestID: requestID, for: session) else { return }
             let entries = stats.entries(
@@ -69,9 +49,11 @@ extension Hub {
         case .auth(let requestID, let credentials):
             reauthenticate(session, requestID: requestID, credentials: credentials)
         case .drop(let requestID, let room):
-            drop(requestID: requestID, roomName: room, from: session)
+            guard admit(requestID: requestID, roomName: room, right: .admin, from: session) else { return }
+            engine.drop(requestID: requestID, roomName: room, from: session)
         case .setTTL(let requestID, let room, let seconds):
-            setTTL(requestID: requestID, roomName: room, seconds: seconds, from: session)
+            guard admit(requestID: requestID, roomName: room, right: .write, from: session) else { return }
+            engine.setTTL(requestID: requestID, roomName: room, seconds: seconds, from: session)
         case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
@@ -105,34 +87,29 @@ extension Hub {
 
     // MARK: Rooms
 
-    /// The room named `name`: resident, woken if asleep, or created (empty, version 0, fresh
-    /// epoch) if this is its first use.
-    /// The caller has validated the name (`Room.validate`): JOIN and writes check it first, before
-    /// the right (PROTOCOL.md §8.4), so it is not checked a second time on every write.
-    func room(named name: String) -> Result<Room, Rejection> {
-        let key = RoomName(name)
-        if let room = rooms[key] { return .success(room) }
-        // A full daemon evicts its longest-idle memberless room rather than refuse; a sleeping
-        // room is woken rather than created (Hub+Sleep.swift).
-        guard rooms.count < configuration.maxRooms || evictLongestIdle() else {
-            return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
+    /// Every request that names a room starts here: the name (`Room.validate`), then the right,
+    /// before any room is created, woken or followed (PROTOCOL.md §8.4). False after answering
+    /// the request's REJECT, which counts as a rejected write when `countedAsWrite`.
+    func admit(requestID: UInt64, roomName: String, right: Right, countedAsWrite: Bool = false, from session: Session) -> Bool {
+        if let rejection = Room.validate(name: roomName) {
+            if countedAsWrite { countRejectedWrite(rejection.code) }
+            send(rejection.message(requestID: requestID), to: session)
+            return false
         }
-        if let woken = wake(name) { return woken }
-        let room = Room(name: name, limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, idleSince: monotonicNow())
-        room.budget = roomBudget
-        rooms[key] = room
-        logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])
-        roomBecameIdle(room)
-        return .success(room)
+        return authorize(right, room: roomName, requestID: requestID, for: session)
+    }
+
+    /// MUTATE, REPLACE or REPLACE_SECTION: admitted (the `write` right), then the engine's.
+    private func write(requestID: UInt64, roomName: String, writeID: [UInt8], _ request: Room.WriteRequest, from session: Session) {
+        let received = writeAckTimer?.start() ?? 0
+        guard admit(requestID: requestID, roomName: roomName, right: .write, countedAsWrite: true, from: session) else { return }
+        engine.write(
+            AdmittedWrite(requestID: requestID, roomName: roomName, writeID: writeID, request: request, received: received), from: session)
     }
 
     private func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
-        if let rejection = Room.validate(name: roomName) {
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
         // The right before anything else: a denied JOIN creates no room and no membership.
-        guard authorize(.read, room: roomName, requestID: requestID, for: session) else { return }
+        guard admit(requestID: requestID, roomName: roomName, right: .read, from: session) else { return }
         let alreadyJoined = session.memberships[roomName] != nil
         if !alreadyJoined && session.memberships.count >= configuration.wire.maxRoomsPerConnection {
             send(
@@ -142,23 +119,12 @@ extension Hub {
                 ).message(requestID: requestID), to: session)
             return
         }
-        if log != nil {
-            clusterJoin(requestID: requestID, roomName: roomName, resume: resume, from: session)
-            return
-        }
-        let room: Room
-        switch self.room(named: roomName) {
-        case .success(let found): room = found
-        case .failure(let rejection):
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
-        completeJoin(requestID: requestID, room: room, resume: resume, from: session)
+        engine.join(requestID: requestID, roomName: roomName, resume: resume, from: session)
     }
 
     /// Answers a JOIN of `room` (SNAPSHOT, or CATCHUP and the DIFFs) and makes the session a
-    /// member, once the room is there (at once on a single node; in cluster mode once it has
-    /// loaded, Hub+Cluster.swift).
+    /// member, once the engine has the room (at once on a single node; in cluster mode once it
+    /// has loaded, ReplicatedRoomEngine+Follow.swift).
     func completeJoin(requestID: UInt64, room: Room, resume: RoomPosition?, from session: Session) {
         let alreadyJoined = session.memberships[room.name] != nil
         if let rejection = refuseOutline(room, to: session) {

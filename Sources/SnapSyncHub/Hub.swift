@@ -10,37 +10,31 @@ package import SnapSyncWire
 package import SnapSyncStore
 
 /// The daemon's rooms and everything clients ask of them, without sockets: sessions,
-/// membership (`Membership.swift`), the handshake's rules and every request
-/// (`Hub+Requests.swift`), the write path (`Hub+Writes.swift`), output queuing with its caps
-/// (`Hub+Output.swift`, `Hub+OutputBudget.swift`), SNAPSHOT replies and the store side
-/// (`Hub+Store.swift`). It makes no syscall: the IO layer (`Connection`, `OutputFlush`) hands it
-/// whole frames and writes out what it queued, and its tests drive it with plain `Session`s.
+/// membership (`Membership.swift`), the handshake's rules and every request's prologue and
+/// dispatch (`Hub+Requests.swift`), output queuing with its caps (`Hub+Output.swift`,
+/// `Hub+OutputBudget.swift`), SNAPSHOT replies, and the resident rooms (`Hub+Rooms.swift`). It
+/// makes no syscall: the IO layer (`Connection`, `OutputFlush`) hands it whole frames, calls
+/// `finishPass` once per loop pass and writes out what it queued; its tests drive it with plain
+/// `Session`s.
 ///
-/// Output: a handler only queues output on a session and puts the session on `dirty`; the IO
-/// layer's flush, once per loop pass, commits the store and then sends each dirty session
-/// everything it has pending in one gathering write (`Server`'s doc). `outputPending` is called
-/// when the first session of a pass becomes dirty, so that the flush is scheduled once per pass.
+/// How rooms are found, changed and made durable is its `engine`'s, chosen once, when the hub
+/// is made: the single node's (`LocalRoomEngine`: the store, sleep, expiry) or the cluster's
+/// (`ReplicatedRoomEngine`: replicas of a log). Nothing else in the hub depends on which.
 ///
-/// Cluster mode (`log` set, #20): every room is a replica of its subject in the cluster's log,
-/// resident while followed; writes are proposed to the log and rooms change only by the records
-/// it delivers (Hub+Cluster.swift, Hub+ClusterWrites.swift, Hub+ClusterRecords.swift). Without
-/// a log none of that runs and the write path is the single node's.
+/// Output: a handler only queues output on a session and puts the session on `dirty`; at the
+/// end of the pass `finishPass` commits the engine and hands each dirty session to its
+/// transport, which sends everything it has pending in one gathering write (`Server`'s doc).
+/// `outputPending` is called when the first session of a pass becomes dirty, so that the end
+/// of the pass is scheduled once.
 ///
 /// Threads: everything runs on the loop's thread, and nothing is locked.
 package final class Hub {
     package let configuration: ServerConfiguration
     package let logger: Logger
-    let store: any RoomStore
-    /// Cluster mode (#20): the replicated log every room's writes go through (Hub+Cluster.swift);
-    /// nil on a single node, where nothing of it runs.
-    let log: (any RoomLog)?
-    /// Cluster mode: the rooms this node follows in `log`, loaded or loading; a room is in
-    /// `rooms` too once it has loaded.
-    package var replicas: [RoomName: RoomReplica] = [:]
-    /// Cluster mode: the token of the next proposal (`RoomReplica.InFlight.token`).
-    var nextProposalToken: UInt64 = 1
-    /// Cluster mode: sessions whose request the log answered, whose deferred frames are handled
-    /// next (Hub+ClusterInput.swift), and whether that is under way.
+    /// How rooms are held and changed (see the type's doc). Set once, by `init`.
+    private(set) var engine: (any RoomEngine)!
+    /// Sessions whose waiting request the engine answered, whose deferred frames are handled
+    /// next (Hub+DeferredInput.swift), and whether that is under way.
     var sessionsToResume: [Session] = []
     var isResumingSessions = false
 
@@ -52,17 +46,12 @@ package final class Hub {
     package var rooms: [RoomName: Room] = [:]
     /// Items of all rooms together (STATS `items`).
     package var totalItems = 0
-    /// Rooms kept on disk only, not in `rooms` (sleeping rooms, #17); 0 without them.
+    /// Rooms kept on disk only, not in `rooms` (sleeping rooms, LocalRoomEngine+Sleep.swift); 0
+    /// without them.
     package var sleepingRoomCount = 0
-    /// What the expiry sweep needs to know (Hub+Lifecycle.swift).
-    var lifecycle = RoomLifecycle()
-    /// When the sleeping rooms that have a TTL expire (Hub+Lifecycle.swift).
-    var sleepingExpiries = SleepingExpiries()
-    /// Resident rooms without members, longest idle first: the ones that may sleep (Hub+Sleep.swift).
+    /// Resident rooms without members, longest idle first: the ones that may sleep
+    /// (LocalRoomEngine+Sleep.swift).
     var idleRooms = IdleRooms()
-    /// The store rooms sleep in: the durable store when `--room-idle` is on; nil otherwise
-    /// (the memory store, or idle eviction off), and then no room is ever evicted.
-    let sleepStore: (any SleepingRoomStore)?
     /// All rooms' bytes (`--max-room-total-bytes`).
     let roomBudget: RoomMemoryBudget
     /// Output memory of all sessions' queues, a shared chunk once (`--max-output-total-bytes`,
@@ -88,10 +77,6 @@ package final class Hub {
     /// manual one and pass instants of it, so that no real time can pass between a stamp and
     /// the instant it is compared with.
     package var monotonicNow: () -> ContinuousClock.Instant = { .now }
-    /// How long one eviction batch may keep writing checkpoint files (`SleepBatch.maxDuration`),
-    /// spent on the store's `batchClock`; nil: no bound, for tests that expect every due room
-    /// to sleep in one sweep whatever the disk's speed.
-    var sleepBatchDuration: Duration? = SleepBatch.maxDuration
 
     /// Sessions with output queued in this pass, for the flush. Appended to once per session
     /// per pass (`markDirty`); unchecked for the reason given on `Session.output`.
@@ -115,14 +100,29 @@ package final class Hub {
     /// The latest encoding of each room's snapshot, shared by the SNAPSHOT replies that use it.
     var snapshotEncodings = SnapshotEncodings()
 
-    package init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore, log: (any RoomLog)? = nil) {
+    /// A single node's hub: its rooms live here, made durable by `store` (`LocalRoomEngine`).
+    package convenience init(configuration: ServerConfiguration, logger: Logger, store: any RoomStore) {
+        self.init(configuration: configuration, logger: logger)
+        engine = LocalRoomEngine(hub: self, store: store)
+    }
+
+    /// A cluster node's hub: its rooms are replicas of `log` (`ReplicatedRoomEngine`).
+    package convenience init(configuration: ServerConfiguration, logger: Logger, log: any RoomLog) {
+        self.init(configuration: configuration, logger: logger)
+        engine = ReplicatedRoomEngine(hub: self, log: log)
+    }
+
+    private init(configuration: ServerConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.store = store
-        self.log = log
-        self.sleepStore = configuration.roomIdle == nil ? nil : store as? any SleepingRoomStore
         self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
     }
+
+    /// The engine, when it is the single node's: for start-up (`restore`) and shutdown
+    /// (`roomImages`), which only a store has.
+    package var localEngine: LocalRoomEngine? { engine as? LocalRoomEngine }
+    /// The engine, when it is the cluster's: for the metrics of its follows.
+    package var replicatedEngine: ReplicatedRoomEngine? { engine as? ReplicatedRoomEngine }
 
     // MARK: Sessions
 
@@ -170,6 +170,12 @@ package final class Hub {
         let transport = session.transport
         transport?.sessionEnded(reason: reason)
         session.transport = nil
+    }
+
+    /// The one-second timer's work on rooms, as of `now` (an instant of `monotonicNow`): the
+    /// engine's expiries, sleep and store maintenance, or its follows' maintenance.
+    package func maintainRooms(now: ContinuousClock.Instant) {
+        engine.tick(now: now)
     }
 
     /// The store failed: report it to the daemon, which stops at once.

@@ -1,7 +1,7 @@
-package import CoreMetrics
+import CoreMetrics
 package import Logging
 package import SnapSyncStore
-package import SnapSyncWire
+import SnapSyncWire
 package import SnapSyncHub
 
 /// `--metrics-listen HOST:PORT`: Prometheus `/metrics` and `/healthz` over HTTP, on the daemon's

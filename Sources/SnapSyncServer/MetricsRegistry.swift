@@ -48,7 +48,7 @@ final class MetricsRegistry {
     private let uptime: Prometheus.Gauge
     private let loopPassP99: Prometheus.Gauge
     private let loopPassMax: Prometheus.Gauge
-    private let clusterRooms: [(phase: RoomReplica.Phase, gauge: Prometheus.Gauge)]
+    private let clusterRooms: [(phase: ReplicatedRoom.Phase, gauge: Prometheus.Gauge)]
     private let clusterVoidRecords: Prometheus.Counter
     private let clusterFollowFailures: Prometheus.Counter
 
@@ -141,7 +141,7 @@ final class MetricsRegistry {
         loopPassP99 = gauge(
             "snapsync_loop_pass_p99_seconds", "99th percentile of the loop's flush passes over the last 10-20 s (STATS loop_pass_p99_us).")
         let followed = "Cluster mode: rooms this node follows in the cluster's log, by state (0 on a single node)."
-        let phases: [(RoomReplica.Phase, String)] = [(.current, "current"), (.loading, "loading"), (.broken, "broken"), (.refollowing, "refollowing")]
+        let phases: [(ReplicatedRoom.Phase, String)] = [(.current, "current"), (.loading, "loading"), (.broken, "broken"), (.refollowing, "refollowing")]
         clusterRooms = phases.map { (phase, name) in (phase, gauge("snapsync_cluster_rooms", followed, [("state", name)])) }
         clusterVoidRecords = counter(
             "snapsync_cluster_void_records_total", "Cluster mode: log records skipped as void (stale expectations; Protocol/CLUSTER.md §3).")
@@ -211,7 +211,7 @@ final class MetricsRegistry {
         let passes = stats.passTimes.merged
         loopPassP99.set(Double(passes.quantile(0.99)) / 1e6)
         loopPassMax.set(Double(passes.max) / 1e6)
-        for (phase, gauge) in clusterRooms { gauge.set(Int64(hub.replicas.values.count { $0.phase == phase })) }
+        for (phase, gauge) in clusterRooms { gauge.set(Int64(hub.replicatedEngine?.replicas.values.count { $0.phase == phase } ?? 0)) }
         set(clusterVoidRecords, stats.clusterVoidRecords)
         set(clusterFollowFailures, stats.clusterFollowFailures)
     }

@@ -1,7 +1,7 @@
 package import Logging
-package import SnapSyncAuth
-package import SnapSyncModel
-package import SnapSyncWire
+import SnapSyncAuth
+import SnapSyncModel
+import SnapSyncWire
 package import SnapSyncStore
 internal import Glibc
 package import SnapSyncHub
@@ -55,8 +55,12 @@ package final class Server {
 
     /// Creates the loop, or takes `loop` (one the metrics endpoint already serves on). Nothing is
     /// bound until `start()`.
-    /// - Parameter log: cluster mode (#20): the cluster's log every room goes through (Hub+Cluster.swift);
-    ///   a loop made here is then made with `locking` (a `loop` given must be too).
+    /// - Parameters:
+    ///   - store: where a single node's rooms are made durable (`LocalRoomEngine`).
+    ///   - loop: the loop to run on; one is made here (without locking) when nil. Cluster mode
+    ///     gives one made with locking, which libnats's threads need.
+    ///   - log: cluster mode: the cluster's log every room goes through
+    ///     (`ReplicatedRoomEngine`), instead of `store`.
     package init(
         configuration: ServerConfiguration, logger: Logger, store: any RoomStore = MemoryStore(), loop: EventLoop? = nil,
         log: (any RoomLog)? = nil
@@ -69,11 +73,15 @@ package final class Server {
         self.configuration = configuration
         self.logger = logger
         do {
-            self.loop = try loop ?? EventLoop(locking: log != nil)
+            self.loop = try loop ?? EventLoop()
         } catch {
             throw ServerError("cannot create the event loop: \(error)")
         }
-        let hub = Hub(configuration: configuration, logger: logger, store: store, log: log)
+        // The one choice of engine: the cluster's log when there is one, else this node's store.
+        let hub =
+            if let log { Hub(configuration: configuration, logger: logger, log: log) } else {
+                Hub(configuration: configuration, logger: logger, store: store)
+            }
         self.hub = hub
         self.flush = OutputFlush(hub: hub)
         self.connectionContext = ConnectionContext(loop: self.loop, hub: hub, flush: flush)
@@ -307,9 +315,7 @@ package final class Server {
         if server.configuration.authKeys != nil { server.hub.expireSessions(now: server.hub.wallClock()) }
         // The hub's instants are stamped on its clock: compared with its `now`, not `started`.
         let now = server.hub.monotonicNow()
-        server.hub.expireRooms(now: now)
-        server.hub.maintainStore()
-        server.hub.maintainReplicas(now: now)
+        server.hub.maintainRooms(now: now)
         server.hub.stats.passTimes.record(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }

@@ -394,7 +394,8 @@ struct SnapsyncdCommand: ParsableCommand {
             }
         }
         let server = try Server(configuration: configuration, logger: logger, store: store, loop: loop)
-        try server.hub.restore(recovered)
+        // A server made with a store runs the local engine, the one that restores rooms.
+        try server.hub.localEngine!.restore(recovered)
         return (store, server)
     }
 
@@ -458,7 +459,7 @@ struct SnapsyncdCommand: ParsableCommand {
             try server.run()
             metrics?.close()
             Server.ignoreSignalsAfterRun()
-            try store.close(checkpointing: server.hub.roomImages(store.roomsDueAtClose()))
+            try store.close(checkpointing: server.hub.localEngine!.roomImages(store.roomsDueAtClose()))
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure

@@ -9,7 +9,7 @@ import SnapSyncWire
 // what it has (a resume ahead of it, a write that changes nothing there, a DROP of a room at
 // version 0 there) waits until the replica has applied every record the log
 // had acknowledged when the request arrived (`RoomLog.lastSequence`), or gives up after
-// `RoomReplica.stallSeconds` and answers as it would have.
+// `ReplicatedRoom.stallSeconds` and answers as it would have.
 
 @Suite(.unitTests) struct HubClusterBarrierTests {
     /// Node 1 follows `room`, written to version 10 through node 0 and applied everywhere.
@@ -95,7 +95,7 @@ import SnapSyncWire
         #expect(answer[1] == .pong(nonce: 5) && node.drain(member).compactMap(\.diffVersion) == [11, 12])
     }
 
-    /// The replica does not catch up within `RoomReplica.stallSeconds`: the JOIN is answered from
+    /// The replica does not catch up within `ReplicatedRoom.stallSeconds`: the JOIN is answered from
     /// it as it is (a resync), and the session goes on.
     @Test func aBarrierGivenUpAnswersFromTheReplicaAsItIs() throws {
         let cluster = ClusterHarness(nodes: 2)
@@ -109,9 +109,9 @@ import SnapSyncWire
         node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 12)), from: client)
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
-        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
+        node.hub.maintainReplicas(now: node.later(.seconds(ReplicatedRoom.stallSeconds - 1)))
         #expect(node.drain(client).isEmpty)
-        node.clock.advance(by: .seconds(RoomReplica.stallSeconds))
+        node.clock.advance(by: .seconds(ReplicatedRoom.stallSeconds))
         node.hub.maintainReplicas(now: node.clock.now)
         let answer = node.drain(client)
         #expect(answer.count == 2 && answer.first?.snapshotVersion == 10 && answer.last == .pong(nonce: 5))

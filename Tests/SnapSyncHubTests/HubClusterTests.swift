@@ -54,7 +54,7 @@ import SnapSyncWire
         }
         cluster.settle()
         // Every write is answered once, ACK or REJECT storage_failure (a node that lost the race
-        // `RoomReplica.maxAttempts` times: this queue delivers to the nodes in one order, so the
+        // `ReplicatedRoom.maxAttempts` times: this queue delivers to the nodes in one order, so the
         // last one loses most); what was acked is in the room once, what was refused never.
         var acked: [UInt64] = []
         var ackedItems: [String] = []
@@ -84,7 +84,7 @@ import SnapSyncWire
     }
 
     /// Another writer wins before each of the node's proposals: the write is validated again
-    /// after each record, and refused after `RoomReplica.maxAttempts` losses, never applied.
+    /// after each record, and refused after `ReplicatedRoom.maxAttempts` losses, never applied.
     @Test func aWriteThatLosesEveryRaceIsRefusedAfterEightTries() throws {
         let cluster = ClusterHarness(nodes: 1)
         let node = cluster.nodes[0]
@@ -108,11 +108,11 @@ import SnapSyncWire
         node.mutate(writer, "room", addItem("mine", first: true), requestID: 5, writeID: [5])
         cluster.settle()
         let answers = node.drain(writer)
-        #expect(answers.compactMap(\.diffVersion) == Array(1...UInt64(RoomReplica.maxAttempts)))
+        #expect(answers.compactMap(\.diffVersion) == Array(1...UInt64(ReplicatedRoom.maxAttempts)))
         #expect(answers.compactMap(\.errorCode) == [.storageFailure] && answers.last?.requestID == 5)
-        #expect(won == RoomReplica.maxAttempts)
+        #expect(won == ReplicatedRoom.maxAttempts)
         let room = try #require(node.hub.rooms["room"])
-        #expect(room.version == UInt64(RoomReplica.maxAttempts) && room.snapshot.numberOfItems == 0)
+        #expect(room.version == UInt64(ReplicatedRoom.maxAttempts) && room.snapshot.numberOfItems == 0)
         node.checkInvariants("room")
     }
 
@@ -383,8 +383,8 @@ import SnapSyncWire
         let logger = Logger(label: "cluster-tests", factory: { _ in SwiftLogNoOpLogHandler() })
         let log = MemoryRoomLog()
         let server = try Server(configuration: ServerConfiguration(), logger: logger, log: log)
-        #expect(server.hub.log === log)
-        #expect(try Server(configuration: ServerConfiguration(), logger: logger).hub.log == nil)
+        #expect(server.hub.replicatedEngine?.log === log)
+        #expect(try Server(configuration: ServerConfiguration(), logger: logger).hub.replicatedEngine == nil)
     }
 
     /// A request waiting for the log holds the session's later requests back: answers come in
@@ -618,7 +618,7 @@ import SnapSyncWire
         cluster.checkInvariants("room")
     }
 
-    /// The log says nothing: after `RoomReplica.stallSeconds` the JOIN that waits is refused and
+    /// The log says nothing: after `ReplicatedRoom.stallSeconds` the JOIN that waits is refused and
     /// the room forgotten, and what the log delivers late is ignored.
     @Test func aRoomThatDoesNotLoadInTimeIsRefusedAndForgotten() {
         let cluster = ClusterHarness(nodes: 1)
@@ -626,9 +626,9 @@ import SnapSyncWire
         let session = node.connect()
         node.join(session, "room", requestID: 1)
         node.send(.ping(nonce: 2), from: session)
-        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
+        node.hub.maintainReplicas(now: node.later(.seconds(ReplicatedRoom.stallSeconds - 1)))
         #expect(node.drain(session).isEmpty && node.hub.replicas.count == 1)
-        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds)))
+        node.hub.maintainReplicas(now: node.later(.seconds(ReplicatedRoom.stallSeconds)))
         let answers = node.drain(session)
         #expect(answers.map(\.errorCode) == [.storageFailure, nil] && answers.last == .pong(nonce: 2))
         #expect(node.hub.replicas.isEmpty && session.memberships.isEmpty)
@@ -651,9 +651,9 @@ import SnapSyncWire
         let replica = try #require(node.hub.replicas["room"])
         #expect(log.pending == 5)  // base, 3 records, current
         // The follow began a stall ago; the base and a record come now.
-        replica.waitingSince = node.clock.now - .seconds(RoomReplica.stallSeconds)
+        replica.waitingSince = node.clock.now - .seconds(ReplicatedRoom.stallSeconds)
         log.release(2)
-        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
+        node.hub.maintainReplicas(now: node.later(.seconds(ReplicatedRoom.stallSeconds - 1)))
         #expect(node.hub.replicas["room"] === replica && replica.phase == .loading && node.drain(client).isEmpty)
         log.release(3)
         let answer = node.drain(client)
@@ -661,7 +661,7 @@ import SnapSyncWire
     }
 
     /// The log acknowledged a proposal but its record never comes (a delivery lost without a
-    /// sign): the room's writes wait behind it, so after `RoomReplica.stallSeconds` the follow
+    /// sign): the room's writes wait behind it, so after `ReplicatedRoom.stallSeconds` the follow
     /// is taken as lost and the write refused (storage_failure: it may be applied); following
     /// again brings the record, once, and the write's retry gets its ACK.
     @Test func aStoredProposalWhoseRecordNeverComesIsBoundedByTheStallTime() throws {
@@ -675,9 +675,9 @@ import SnapSyncWire
         node.mutate(writer, "room", addItem("a", first: true), requestID: 3, writeID: [3])
         node.mutate(next, "room", addItem("b", first: true), requestID: 4)
         #expect(cluster.log.runNext())  // .stored; the record's delivery stays queued
-        node.hub.maintainReplicas(now: node.later(.seconds(RoomReplica.stallSeconds - 1)))
+        node.hub.maintainReplicas(now: node.later(.seconds(ReplicatedRoom.stallSeconds - 1)))
         #expect(node.drain(writer).isEmpty && node.drain(next).isEmpty)
-        node.clock.advance(by: .seconds(RoomReplica.stallSeconds))
+        node.clock.advance(by: .seconds(ReplicatedRoom.stallSeconds))
         node.hub.maintainReplicas(now: node.clock.now)
         let refused = node.drain(writer) + node.drain(next)
         #expect(refused.map(\.errorCode) == [.storageFailure, .storageFailure] && refused.map(\.requestID) == [3, 4])
@@ -715,12 +715,12 @@ import SnapSyncWire
     @Test func writesBeyondTheQueueBoundAreRefused() {
         let cluster = ClusterHarness(nodes: 1)
         let node = cluster.nodes[0]
-        let writers = (0...RoomReplica.maxWaiting).map { _ in node.connect() }
+        let writers = (0...ReplicatedRoom.maxWaiting).map { _ in node.connect() }
         for (index, writer) in writers.enumerated() {
             node.mutate(writer, "room", [], requestID: UInt64(index))
         }
         let refused = node.drain(writers.last!)
-        #expect(refused.map(\.errorCode) == [.storageFailure] && refused.first?.requestID == UInt64(RoomReplica.maxWaiting))
+        #expect(refused.map(\.errorCode) == [.storageFailure] && refused.first?.requestID == UInt64(ReplicatedRoom.maxWaiting))
         cluster.settle()
         #expect(writers.dropLast().allSatisfy { node.drain($0).map(\.ackVersion) == [0] })
     }

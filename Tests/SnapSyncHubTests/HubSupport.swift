@@ -18,6 +18,26 @@ final class ManualClock {
     func advance(by duration: Duration) { now += duration }
 }
 
+/// What the tests read and drive of the hub's engine, which a test knows from how it made the
+/// hub: a store (`local`) or a log (`replicated`).
+extension Hub {
+    var local: LocalRoomEngine { localEngine! }
+    var replicated: ReplicatedRoomEngine { replicatedEngine! }
+    var store: any RoomStore { local.store }
+    var sleepBatchDuration: Duration? {
+        get { local.sleepBatchDuration }
+        set { local.sleepBatchDuration = newValue }
+    }
+    func expireRooms(now: ContinuousClock.Instant) { local.expireRooms(now: now) }
+    func sleepIdleRooms(now: ContinuousClock.Instant) { local.sleepIdleRooms(now: now) }
+    func maintainStore() { local.maintainStore() }
+    func restore(_ recovered: [RecoveredRoom]) throws(ServerError) { try local.restore(recovered) }
+    func roomImages(_ names: [String]) -> some Sequence<RoomImage> { local.roomImages(names) }
+    var log: any RoomLog { replicated.log }
+    var replicas: [RoomName: ReplicatedRoom] { replicated.replicas }
+    func maintainReplicas(now: ContinuousClock.Instant) { replicated.maintainReplicas(now: now) }
+}
+
 /// A hub with no sockets and memory storage (unless given one), and a client's view of it.
 struct HubHarness {
     let hub: Hub
@@ -32,7 +52,10 @@ struct HubHarness {
         var configuration = ServerConfiguration()
         configure(&configuration)
         let logger = Logger(label: "hub-tests", factory: { _ in SwiftLogNoOpLogHandler() })
-        hub = Hub(configuration: configuration, logger: logger, store: store, log: log)
+        hub =
+            if let log { Hub(configuration: configuration, logger: logger, log: log) } else {
+                Hub(configuration: configuration, logger: logger, store: store)
+            }
         hub.monotonicNow = { [clock] in clock.now }
     }
 

@@ -8,15 +8,15 @@ import SnapSyncWire
 // as on a single node; a tombstone ends the incarnation (LEFT room_deleted) and the next one
 // starts empty at version 0. And the checkpoints this node saves for the log.
 
-extension Hub {
+extension ReplicatedRoomEngine {
     /// The record at `sequence`, whose proposer expected the subject's last sequence to be
     /// `expected`, by Protocol/CLUSTER.md §3's rule, with L the replica's `logSequence`:
     /// `expected` = L, it is the room's next record and must follow it (else the follow fails:
     /// the log and the replica disagree); below L, it is void (`void`); above L, records were
     /// missed and the follow fails (`ReplicaGap`): skipping them would fork the room.
-    func apply(_ entry: RoomLogEntry, at sequence: UInt64, expected: UInt64, to replica: RoomReplica) {
+    func apply(_ entry: RoomLogEntry, at sequence: UInt64, expected: UInt64, to replica: ReplicatedRoom) {
         // Following again after a failure delivers records this replica has applied.
-        guard let log, let room = replica.room, sequence > replica.logSequence else { return }
+        guard let room = replica.room, sequence > replica.logSequence else { return }
         guard expected <= replica.logSequence else {
             stopFollowing(replica, ReplicaGap(room: replica.name, sequence: sequence, expected: expected, applied: replica.logSequence))
             return
@@ -40,11 +40,11 @@ extension Hub {
                 return
             }
             replica.logSequence = sequence
-            stats.writesApplied += 1
-            touch(room)
-            totalItems += room.snapshot.numberOfItems - itemsBefore
-            roomBudget.update(room)
-            fanOut(diff, in: room)
+            hub.stats.writesApplied += 1
+            hub.touch(room)
+            hub.totalItems += room.snapshot.numberOfItems - itemsBefore
+            hub.roomBudget.update(room)
+            hub.fanOut(diff, in: room)
             recordApplied(to: replica, at: sequence, epoch: record.epoch, version: record.version)
         case .tombstone(let epoch, let version):
             guard epoch == room.epoch, version == room.version else {
@@ -57,12 +57,13 @@ extension Hub {
                     ))
                 return
             }
-            endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
-            stats.roomsDeleted += 1
+            hub.endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
+            hub.stats.roomsDeleted += 1
             let next = Room(
                 name: replica.name, epoch: log.epoch(room: replica.name, after: sequence), version: 0, snapshot: Snapshot(),
-                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, idleSince: monotonicNow())
-            install(next, in: replica)
+                limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
+            replica.room = next
+            hub.install(next)
             replica.logSequence = sequence
             recordApplied(to: replica, at: sequence, epoch: epoch, version: version)
         }
@@ -70,9 +71,9 @@ extension Hub {
 
     /// A record the replica cannot take (`ReplicaError`, `ReplicaGap`): the follow ends, the
     /// room goes on serving reads and refuses writes until the timer follows it again.
-    private func stopFollowing(_ replica: RoomReplica, _ error: any Error) {
-        logger.error("\(error); the room takes no more writes here until it is followed again")
-        log?.unfollow(room: replica.name)
+    private func stopFollowing(_ replica: ReplicatedRoom, _ error: any Error) {
+        hub.logger.error("\(error); the room takes no more writes here until it is followed again")
+        log.unfollow(room: replica.name)
         followFailed(replica, error: error)
     }
 
@@ -85,22 +86,22 @@ extension Hub {
     /// validated against a state that is gone, so applying it could break the room's rules: it
     /// is voided, and its proposer proposes it again (`recordVoided`).
     /// - Complexity: O(1).
-    private func void(at sequence: UInt64, expected: UInt64, in replica: RoomReplica, room: Room) {
-        logger.debug(
+    private func void(at sequence: UInt64, expected: UInt64, in replica: ReplicatedRoom, room: Room) {
+        hub.logger.debug(
             "void record skipped",
             metadata: [
                 "room": "\(LogEscaping.line(room.name))", "sequence": "\(sequence)", "expected": "\(expected)",
                 "last": "\(replica.logSequence)",
             ])
         replica.logSequence = sequence
-        stats.clusterVoidRecords += 1
+        hub.stats.clusterVoidRecords += 1
         recordVoided(in: replica, at: sequence)
     }
 
     /// Saves the room as it is here as the log's checkpoint, covering every record applied.
     /// - Complexity: O(history) to copy the frames; the snapshot is shared.
-    func saveCheckpoint(of replica: RoomReplica) {
-        guard let log, let room = replica.room else { return }
+    func saveCheckpoint(of replica: ReplicatedRoom) {
+        guard let room = replica.room else { return }
         let history = room.historyRecords()
         let image = RoomImage(
             room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot, diffFrames: history.map(\.diffFrame))

@@ -4,23 +4,23 @@ import SnapSyncStore
 import SnapSyncWire
 
 // Cluster mode (#20): a room is resident while this node follows it in the cluster's log
-// (`RoomLog`). The first JOIN, write or DROP of a room creates its `RoomReplica` in the loading
+// (`RoomLog`). The first JOIN, write or DROP of a room creates its `ReplicatedRoom` in the loading
 // state and follows it; the log delivers the base (the latest checkpoint, or nothing: an empty
 // room at the epoch every node derives alike), the records after it, then `.current`, and the
 // requests that waited are answered in order. Writes: Hub+ClusterWrites.swift; records:
 // Hub+ClusterRecords.swift.
 
-extension Hub {
+extension ReplicatedRoomEngine {
     /// The replica of the room `name`, created and followed if this node does not follow it
     /// (refused at `--max-rooms` unless `beyondLimit`). The caller has validated the name and the
     /// right.
-    func replica(named name: String, beyondLimit: Bool = false) -> Result<RoomReplica, Rejection> {
+    func replica(named name: String, beyondLimit: Bool = false) -> Result<ReplicatedRoom, Rejection> {
         let key = RoomName(name)
         if let replica = replicas[key] { return .success(replica) }
-        guard beyondLimit || replicas.count < configuration.maxRooms else {
-            return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(configuration.maxRooms) rooms"))
+        guard beyondLimit || replicas.count < hub.configuration.maxRooms else {
+            return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(hub.configuration.maxRooms) rooms"))
         }
-        let replica = RoomReplica(name: name, now: monotonicNow())
+        let replica = ReplicatedRoom(name: name, now: hub.monotonicNow())
         replicas[key] = replica
         follow(replica)
         return .success(replica)
@@ -28,22 +28,21 @@ extension Hub {
 
     /// Asks the log for the room's events; they are ignored once the hub has forgotten this
     /// replica (a later one of the same name follows again).
-    func follow(_ replica: RoomReplica) {
-        guard let log else { return }
-        replica.waitingSince = monotonicNow()
+    func follow(_ replica: ReplicatedRoom) {
+        replica.waitingSince = hub.monotonicNow()
         log.follow(room: replica.name) { [weak self, weak replica] event in
             guard let self, let replica, self.replicas[RoomName(replica.name)] === replica else { return }
             let applied = replica.logSequence
             self.handle(event, for: replica)
             // Progress: the stall bound counts from the last record (or base) that moved the
             // replica, so a long backlog applied record by record is no stall.
-            if replica.logSequence > applied { replica.waitingSince = self.monotonicNow() }
+            if replica.logSequence > applied { replica.waitingSince = self.hub.monotonicNow() }
             self.releaseBarriers(of: replica)
-            self.resumeSessions()
+            self.hub.resumeSessions()
         }
     }
 
-    private func handle(_ event: RoomLogEvent, for replica: RoomReplica) {
+    private func handle(_ event: RoomLogEvent, for replica: ReplicatedRoom) {
         switch event {
         case .base(let checkpoint): loadBase(checkpoint, into: replica)
         case .record(let sequence, let expected, let entry): apply(entry, at: sequence, expected: expected, to: replica)
@@ -55,25 +54,25 @@ extension Hub {
     /// JOIN in cluster mode: answered at once from a loaded room (even one whose follow broke:
     /// reads go on), or when the room has loaded; a resume ahead of the replica first waits for
     /// a read barrier (Hub+ClusterBarrier.swift).
-    func clusterJoin(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
-        let replica: RoomReplica
+    func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
+        let replica: ReplicatedRoom
         switch self.replica(named: roomName) {
         case .success(let found): replica = found
         case .failure(let rejection):
-            send(rejection.message(requestID: requestID), to: session)
+            hub.send(rejection.message(requestID: requestID), to: session)
             return
         }
         guard replica.phase != .loading, let room = replica.room else {
             replica.joins.append(.init(requestID: requestID, resume: resume, session: session))
-            awaitLog(session)
+            hub.awaitLog(session)
             return
         }
         if Self.resumeNeedsBarrier(resume, room: room) {
-            awaitLog(session)
+            hub.awaitLog(session)
             startBarrier(.join(.init(requestID: requestID, resume: resume, session: session)), for: replica)
             return
         }
-        completeJoin(requestID: requestID, room: room, resume: resume, from: session)
+        hub.completeJoin(requestID: requestID, room: room, resume: resume, from: session)
     }
 
     // MARK: Loading
@@ -84,48 +83,48 @@ extension Hub {
     /// and each member is sent the DIFFs it missed from the checkpoint's history, or LEFT
     /// `storage_failure` when the history does not reach back to it (PROTOCOL.md §8.4).
     /// A checkpoint over this node's content limits is not loaded (`refuseOverLimit`).
-    private func loadBase(_ checkpoint: RoomLogCheckpoint?, into replica: RoomReplica) {
-        guard let log else { return }
+    private func loadBase(_ checkpoint: RoomLogCheckpoint?, into replica: ReplicatedRoom) {
         if replica.room != nil {
             guard let checkpoint, checkpoint.sequence > replica.logSequence else { return }
         }
         // As at a restart (`restore`): a room over this node's content limits could not be
         // served (a conforming client refuses its SNAPSHOT).
-        if let checkpoint, let violation = checkpoint.image.snapshot.firstLimitViolation(configuration.wire.model) {
-            refuseOverLimit(replica, Self.overLimit(room: replica.name, snapshot: checkpoint.image.snapshot, violation))
+        if let checkpoint, let violation = checkpoint.image.snapshot.firstLimitViolation(hub.configuration.wire.model) {
+            refuseOverLimit(replica, Hub.overLimit(room: replica.name, snapshot: checkpoint.image.snapshot, violation))
             return
         }
         var members: [Session] = []
         var old: Room?
         if let current = replica.room {
             members = current.members.sessions
-            for member in members { removeMember(member, from: current) }
-            forget(current)
+            for member in members { hub.removeMember(member, from: current) }
+            hub.forget(current)
             old = current
         }
         let room: Room
         if let checkpoint {
             let image = checkpoint.image
             room = Room(
-                name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: configuration.wire,
-                maxHistoryBytes: configuration.historyBytes, history: checkpoint.history, idleSince: monotonicNow())
+                name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: hub.configuration.wire,
+                maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history, idleSince: hub.monotonicNow())
             replica.logSequence = checkpoint.sequence
         } else {
             room = Room(
                 name: replica.name, epoch: log.epoch(room: replica.name, after: 0), version: 0, snapshot: Snapshot(),
-                limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, idleSince: monotonicNow())
+                limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
             replica.logSequence = 0
         }
-        install(room, in: replica)
+        replica.room = room
+        hub.install(room)
         guard let old else { return }
         for member in members {
-            if refuseOutline(room, to: member) == nil,
-                case .catchup(_, _, let frames) = answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
+            if hub.refuseOutline(room, to: member) == nil,
+                case .catchup(_, _, let frames) = hub.answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
             {
-                addMember(member, to: room)
-                for frame in frames { send(shared: frame, to: member) }
+                hub.addMember(member, to: room)
+                for frame in frames { hub.send(shared: frame, to: member) }
             } else {
-                send(
+                hub.send(
                     .left(
                         room: room.name, code: ErrorCode.storageFailure.rawValue,
                         message: "room \(LogEscaping.line(room.name)): this node missed versions the cluster's log no longer holds; join again"),
@@ -138,10 +137,10 @@ extension Hub {
     /// it. The follow ends and the replica is forgotten as one that could not load: what waits
     /// is refused, and the members of the room it had (followed again after a failure) are sent
     /// LEFT `storage_failure` (the room has not ended: a node with larger limits serves it).
-    private func refuseOverLimit(_ replica: RoomReplica, _ error: ServerError) {
-        log?.unfollow(room: replica.name)
+    private func refuseOverLimit(_ replica: ReplicatedRoom, _ error: ServerError) {
+        log.unfollow(room: replica.name)
         if let current = replica.room {
-            endRoom(
+            hub.endRoom(
                 current, code: .storageFailure,
                 "room \(LogEscaping.line(replica.name)) cannot be served by this node as the cluster's log now has it: \(error)")
             replica.room = nil
@@ -151,28 +150,10 @@ extension Hub {
         followFailed(replica, error: error)
     }
 
-    /// Makes `room` the replica's incarnation and a resident room of the hub.
-    func install(_ room: Room, in replica: RoomReplica) {
-        room.budget = roomBudget
-        replica.room = room
-        rooms[RoomName(room.name)] = room
-        roomBudget.update(room)
-        totalItems += room.snapshot.numberOfItems
-    }
-
-    /// Takes `room` out of the hub (its members must have left): the counterpart of `install`.
-    func forget(_ room: Room) {
-        idleRooms.remove(room)
-        if rooms[RoomName(room.name)] === room { rooms[RoomName(room.name)] = nil }
-        totalItems -= room.snapshot.numberOfItems
-        roomBudget.release(room)
-        snapshotEncodings.forget(room)
-    }
-
     /// `.current`: the JOINs that waited are answered, in order (a resume ahead of the replica
     /// after a read barrier: a JOIN that came after the follow began may name records stored
     /// since), then the writes go.
-    private func becameCurrent(_ replica: RoomReplica) {
+    private func becameCurrent(_ replica: ReplicatedRoom) {
         replica.phase = .current
         replica.failedFollows = 0
         let joins = replica.joins
@@ -185,16 +166,16 @@ extension Hub {
 
     /// `.failed`: while loading, every request that waited is refused and the room forgotten;
     /// after, the room goes on serving reads and refuses writes until it is followed again.
-    func followFailed(_ replica: RoomReplica, error: any Error) {
-        stats.clusterFollowFailures += 1
+    func followFailed(_ replica: ReplicatedRoom, error: any Error) {
+        hub.stats.clusterFollowFailures += 1
         let name = LogEscaping.line(replica.name)
         if replica.phase == .loading {
-            logger.warning("cannot load room \(name) from the cluster's log: \(error)")
+            hub.logger.warning("cannot load room \(name) from the cluster's log: \(error)")
             forgetReplica(replica, Rejection(.storageFailure, "room \(name) cannot be loaded from the cluster's log: \(error)"))
             return
         }
-        let delay = replica.scheduleRefollow(now: monotonicNow())
-        logger.warning(
+        let delay = replica.scheduleRefollow(now: hub.monotonicNow())
+        hub.logger.warning(
             "lost the follow of room \(name) in the cluster's log, following it again in \(delay) (failure \(replica.failedFollows) in a row): \(error)")
         replica.phase = .broken
         refuseWrites(
@@ -210,35 +191,34 @@ extension Hub {
     /// read barrier, and its writes, so that every session's wait for the log (`awaitLog`) ends;
     /// then its room leaves the hub. A later request follows the room anew.
     /// - Complexity: O(what waits + members).
-    func forgetReplica(_ replica: RoomReplica, _ rejection: Rejection) {
+    func forgetReplica(_ replica: ReplicatedRoom, _ rejection: Rejection) {
         let joins = replica.joins
         replica.joins = []
         for join in joins {
-            send(rejection.message(requestID: join.requestID), to: join.session)
-            logAnswered(join.session)
+            hub.send(rejection.message(requestID: join.requestID), to: join.session)
+            hub.logAnswered(join.session)
         }
         refuseBarriers(of: replica, rejection)
         refuseWrites(of: replica, rejection)
         if let room = replica.room {
-            for member in room.members.sessions { removeMember(member, from: room) }
-            forget(room)
+            for member in room.members.sessions { hub.removeMember(member, from: room) }
+            hub.forget(room)
         }
         if replicas[RoomName(replica.name)] === replica { replicas[RoomName(replica.name)] = nil }
     }
 
     // MARK: The one-second timer
 
-    /// Gives up the read barriers waiting for `RoomReplica.stallSeconds`, follows again the rooms
+    /// Gives up the read barriers waiting for `ReplicatedRoom.stallSeconds`, follows again the rooms
     /// whose follow failed, ends the follows stalled for as long, and stops following the rooms nobody here uses (no member,
     /// nothing in flight or waiting) idle for `clusterIdleSeconds`.
     /// - Complexity: O(followed rooms) per call, once a second.
     package func maintainReplicas(now: ContinuousClock.Instant) {
-        guard let log else { return }
         expireBarriers(now: now)
-        let idleFor = Duration.seconds(configuration.clusterIdleSeconds)
-        let stall = Duration.seconds(RoomReplica.stallSeconds)
-        var unused: [RoomReplica] = []
-        var stalled: [RoomReplica] = []
+        let idleFor = Duration.seconds(hub.configuration.clusterIdleSeconds)
+        let stall = Duration.seconds(ReplicatedRoom.stallSeconds)
+        var unused: [ReplicatedRoom] = []
+        var stalled: [ReplicatedRoom] = []
         for replica in replicas.values {
             if replica.waitsForRecords && now - replica.waitingSince >= stall {
                 stalled.append(replica)
@@ -261,13 +241,13 @@ extension Hub {
         for replica in stalled {
             log.unfollow(room: replica.name)
             followFailed(
-                replica, error: StoreError.logUnavailable("room \(replica.name): the log delivered nothing for \(RoomReplica.stallSeconds) s"))
+                replica, error: StoreError.logUnavailable("room \(replica.name): the log delivered nothing for \(ReplicatedRoom.stallSeconds) s"))
         }
         for replica in unused {
             log.unfollow(room: replica.name)
             forgetReplica(replica, Rejection(.storageFailure, "room \(LogEscaping.line(replica.name)) is no longer followed by this node"))
-            logger.debug("room unfollowed", metadata: ["room": "\(LogEscaping.line(replica.name))"])
+            hub.logger.debug("room unfollowed", metadata: ["room": "\(LogEscaping.line(replica.name))"])
         }
-        resumeSessions()
+        hub.resumeSessions()
     }
 }

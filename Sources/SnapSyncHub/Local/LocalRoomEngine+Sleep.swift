@@ -26,13 +26,7 @@ enum SleepBatch {
     static func earlyRooms(maxRooms: Int) -> Int { max(1, min(64, maxRooms / 16)) }
 }
 
-extension Hub {
-    /// Links a room that has just become memberless (created, woken, restored, or left by its
-    /// last member) into `idleRooms`, when rooms can sleep.
-    func roomBecameIdle(_ room: Room) {
-        guard sleepStore != nil else { return }
-        idleRooms.append(room, now: monotonicNow())
-    }
+extension LocalRoomEngine {
 
     /// The sweep, from the one-second timer: evicts the rooms idle for `--room-idle` as of `now`
     /// (an instant of `monotonicNow`), longest idle first, one `SleepBatch`, then lists the
@@ -41,12 +35,12 @@ extension Hub {
     /// - Complexity: O(1) when no room is due; else O(rooms evicted × their size), plus one
     ///   MANIFEST, O(rooms on disk).
     func sleepIdleRooms(now: ContinuousClock.Instant) {
-        guard let idle = configuration.roomIdle, let store = sleepStore else { return }
+        guard let idle = hub.configuration.roomIdle, let store = sleepStore else { return }
         evictIdleRooms(upTo: SleepBatch.maxRooms, idleSince: now - idle, in: store)
         do {
             try store.commitEvictions()
         } catch {
-            fail(ServerError("the store failed while listing evicted rooms: \(error); stopping"))
+            hub.fail(ServerError("the store failed while listing evicted rooms: \(error); stopping"))
         }
     }
 
@@ -55,7 +49,7 @@ extension Hub {
     /// room can be evicted (every room has members, rooms cannot sleep, or the disk is full).
     func evictLongestIdle() -> Bool {
         guard let store = sleepStore else { return false }
-        return evictIdleRooms(upTo: SleepBatch.earlyRooms(maxRooms: configuration.maxRooms), idleSince: nil, in: store) > 0
+        return evictIdleRooms(upTo: SleepBatch.earlyRooms(maxRooms: hub.configuration.maxRooms), idleSince: nil, in: store) > 0
     }
 
     /// Evicts up to `limit` rooms from the front of `idleRooms` (those idle since `cutoff` or
@@ -69,7 +63,7 @@ extension Hub {
     @discardableResult
     func evictIdleRooms(upTo limit: Int, idleSince cutoff: ContinuousClock.Instant?, in store: any SleepingRoomStore) -> Int {
         var candidates: [Room] = []
-        var next = idleRooms.first
+        var next = hub.idleRooms.first
         while let room = next, candidates.count < limit {
             if let cutoff, room.idleSince > cutoff { break }
             candidates.append(room)
@@ -88,7 +82,7 @@ extension Hub {
         do {
             asleep = try store.evict(images, within: sleepBatchDuration)
         } catch {
-            fail(ServerError("the store failed while evicting \(written.count) room(s): \(error); stopping"))
+            hub.fail(ServerError("the store failed while evicting \(written.count) room(s): \(error); stopping"))
             return 0
         }
         let evicted = candidates.filter { $0.version == 0 && $0.ttlSeconds == nil } + written.prefix(asleep)
@@ -97,20 +91,20 @@ extension Hub {
         for room in written.prefix(asleep) {
             if let ttl = timeToLive(of: room) { sleepingExpiries.set(RoomName(room.name), deadline: room.idleSince + ttl) }
         }
-        sleepingRoomCount = store.sleepingRoomCount
+        hub.sleepingRoomCount = store.sleepingRoomCount
         return evicted.count
     }
 
     /// Forgets an evicted room: out of `rooms`, `idleRooms`, the room budget and the counts.
     private func release(_ room: Room) {
         precondition(room.members.count == 0, "only a memberless room can sleep")
-        idleRooms.remove(room)
-        rooms[RoomName(room.name)] = nil
-        roomBudget.release(room)
-        totalItems -= room.snapshot.numberOfItems
-        snapshotEncodings.forget(room)
-        stats.roomsEvicted += 1
-        logger.debug(
+        hub.idleRooms.remove(room)
+        hub.rooms[RoomName(room.name)] = nil
+        hub.roomBudget.release(room)
+        hub.totalItems -= room.snapshot.numberOfItems
+        hub.snapshotEncodings.forget(room)
+        hub.stats.roomsEvicted += 1
+        hub.logger.debug(
             "room evicted", metadata: ["room": "\(LogEscaping.line(room.name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
     }
 
@@ -127,30 +121,30 @@ extension Hub {
             guard let found = try store.loadSleeping(name) else { return nil }
             loaded = found
         } catch {
-            logger.error("cannot wake room \(LogEscaping.line(name)): \(error)")
+            hub.logger.error("cannot wake room \(LogEscaping.line(name)): \(error)")
             return .failure(Rejection(.storageFailure, "room \(name) is asleep on disk and cannot be loaded: \(error)"))
         }
-        if let violation = loaded.snapshot.firstLimitViolation(configuration.wire.model) {
-            let error = Self.overLimit(room: name, snapshot: loaded.snapshot, violation)
-            logger.error("cannot wake room \(LogEscaping.line(name)): \(error)")
+        if let violation = loaded.snapshot.firstLimitViolation(hub.configuration.wire.model) {
+            let error = Hub.overLimit(room: name, snapshot: loaded.snapshot, violation)
+            hub.logger.error("cannot wake room \(LogEscaping.line(name)): \(error)")
             return .failure(Rejection(.storageFailure, "room \(name) is asleep on disk and cannot be served: \(error)"))
         }
         store.markAwake(loaded)
         sleepingExpiries.remove(RoomName(name))
         let room = Room(
             name: name, epoch: loaded.epoch, version: loaded.version, snapshot: loaded.snapshot,
-            limits: configuration.wire, maxHistoryBytes: configuration.historyBytes, history: loaded.history,
-            idleSince: monotonicNow())
-        room.budget = roomBudget
+            limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: loaded.history,
+            idleSince: hub.monotonicNow())
+        room.budget = hub.roomBudget
         room.ttlSeconds = loaded.ttlSeconds
         if let ttl = loaded.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }
-        rooms[RoomName(name)] = room
-        roomBudget.update(room)
-        totalItems += loaded.snapshot.numberOfItems
-        sleepingRoomCount = store.sleepingRoomCount
-        stats.roomsWoken += 1
-        roomBecameIdle(room)
-        logger.debug("room woken", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
+        hub.rooms[RoomName(name)] = room
+        hub.roomBudget.update(room)
+        hub.totalItems += loaded.snapshot.numberOfItems
+        hub.sleepingRoomCount = store.sleepingRoomCount
+        hub.stats.roomsWoken += 1
+        hub.roomBecameIdle(room)
+        hub.logger.debug("room woken", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
         return .success(room)
     }
 }

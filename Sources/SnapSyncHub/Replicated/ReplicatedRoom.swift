@@ -6,7 +6,7 @@ package import SnapSyncWire
 /// the room's incarnations (a DROP's tombstone replaces `room` with the next one and the follow
 /// goes on). Where the room stands in the log (`logSequence`), what waits for it to load, and its
 /// writes: one proposal in flight, the others in a bounded FIFO.
-package final class RoomReplica {
+package final class ReplicatedRoom {
     package enum Phase {
         /// Followed, the log has not yet delivered everything it held: requests wait.
         case loading
@@ -37,7 +37,7 @@ package final class RoomReplica {
         var session: Session
         var writeID: [UInt8]
         var kind: Kind
-        /// Proposals superseded so far (at most `RoomReplica.maxAttempts`).
+        /// Proposals superseded so far (at most `ReplicatedRoom.maxAttempts`).
         var attempts = 0
         /// `WriteAckTimer.start()`'s stamp, 0 when not timed.
         var received: UInt64 = 0

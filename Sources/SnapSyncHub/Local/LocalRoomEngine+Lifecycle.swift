@@ -25,92 +25,66 @@ struct RoomLifecycle {
     static let maxExpiriesPerSweep = 1024
 }
 
-extension Hub {
-    /// DROP: the name, the `admin` right, then storage; every member gets LEFT room_deleted,
-    /// then the ACK carries the dropped room's last position (0, 0: there was no such room).
+extension LocalRoomEngine {
+    /// DROP (admitted: the name, the `admin` right), then storage; every member gets LEFT
+    /// room_deleted, then the ACK carries the dropped room's last position (0, 0: there was no
+    /// such room).
     func drop(requestID: UInt64, roomName: String, from session: Session) {
-        if let rejection = Room.validate(name: roomName) {
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
-        guard authorize(.admin, room: roomName, requestID: requestID, for: session) else { return }
-        if log != nil {
-            clusterDrop(requestID: requestID, roomName: roomName, from: session)
-            return
-        }
-        guard let room = rooms[RoomName(roomName)] else {
+        guard let room = hub.rooms[RoomName(roomName)] else {
             dropStoredOnly(requestID: requestID, roomName: roomName, from: session)
             return
         }
         if let rejection = prepareStore(for: room, "drop") {
-            send(rejection.message(requestID: requestID), to: session)
+            hub.send(rejection.message(requestID: requestID), to: session)
             return
         }
         let (epoch, version) = (room.epoch, room.version)
-        endRoom(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
-        stats.roomsDeleted += 1
-        logger.debug("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
-        send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
+        end(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
+        hub.stats.roomsDeleted += 1
+        hub.logger.debug("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
+        hub.send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
     }
 
     /// DROP of a room not in memory: one the store still holds (a room kept on disk only) is
     /// ended there, with its tombstone; with none, there is nothing to drop: ACK (0, 0).
     private func dropStoredOnly(requestID: UInt64, roomName: String, from session: Session) {
         guard let (epoch, version) = store.position(of: roomName) else {
-            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            hub.send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
             return
         }
         do {
             try store.prepare(room: roomName)
         } catch {
             guard case .noSpace = error else {
-                fail(ServerError("the store failed while preparing the drop of room \(LogEscaping.line(roomName)): \(error); stopping"))
+                hub.fail(ServerError("the store failed while preparing the drop of room \(LogEscaping.line(roomName)): \(error); stopping"))
                 return
             }
-            send(
+            hub.send(
                 Rejection(.storageFailure, "the drop of room \(LogEscaping.line(roomName)) could not be made durable: \(error)").message(requestID: requestID),
                 to: session)
             return
         }
         store.drop(room: roomName, epoch: epoch, version: version)
         sleepingExpiries.remove(RoomName(roomName))
-        sleepingRoomCount = sleepStore?.sleepingRoomCount ?? 0
-        stats.roomsDeleted += 1
-        send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
+        hub.sleepingRoomCount = sleepStore?.sleepingRoomCount ?? 0
+        hub.stats.roomsDeleted += 1
+        hub.send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
     }
 
-    /// SET_TTL: the name, the `write` right, the room (created if new), storage; then the TTL
-    /// is the room's (and logged), its idle time starts again, and the ACK carries its position.
+    /// SET_TTL (admitted: the name, the `write` right): the room (created if new), storage;
+    /// then the TTL is the room's (and logged), its idle time starts again, and the ACK carries
+    /// its position.
     func setTTL(requestID: UInt64, roomName: String, seconds: UInt64, from session: Session) {
-        if let rejection = Room.validate(name: roomName) {
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
-        guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
-        if log != nil {
-            // The log keeps no TTL (PROTOCOL.md §11.20): refused before any room is created.
-            send(
-                Rejection(
-                    .storageFailure, "SET_TTL of room \(LogEscaping.line(roomName)): this server keeps rooms in a cluster's log, which holds no time-to-live"
-                ).message(requestID: requestID), to: session)
-            return
-        }
-        let room: Room
-        switch self.room(named: roomName) {
-        case .success(let found): room = found
-        case .failure(let rejection):
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
+        guard let room = room(named: roomName, requestID: requestID, countedAsWrite: false, for: session) else { return }
         if let rejection = prepareStore(for: room, "SET_TTL") {
-            send(rejection.message(requestID: requestID), to: session)
+            hub.send(rejection.message(requestID: requestID), to: session)
             return
         }
         room.ttlSeconds = seconds
-        touch(room)
+        hub.touch(room)
         if seconds > 0 { lifecycle.roomsMayHaveTTL = true }
         store.setTTL(room: room.name, epoch: room.epoch, seconds: seconds)
-        send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
+        hub.send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
     }
 
     /// The TTL `room` expires by: its own (0: never), else `--room-ttl`; nil: never.
@@ -118,7 +92,7 @@ extension Hub {
         switch room.ttlSeconds {
         case .some(0): nil
         case .some(let seconds): .seconds(seconds)
-        case .none: configuration.roomTTL
+        case .none: hub.configuration.roomTTL
         }
     }
 
@@ -131,9 +105,9 @@ extension Hub {
     ///   machine's estimate, not measured) plus O(log n) per sleeping room ended.
     package func expireRooms(now: ContinuousClock.Instant) {
         expireSleepingRooms(now: now)
-        guard configuration.roomTTL != nil || lifecycle.roomsMayHaveTTL else { return }
+        guard hub.configuration.roomTTL != nil || lifecycle.roomsMayHaveTTL else { return }
         var due: [Room] = []
-        for room in rooms.values where room.members.sessions.isEmpty {
+        for room in hub.rooms.values where room.members.sessions.isEmpty {
             if let ttl = timeToLive(of: room), now - room.idleSince >= ttl {
                 due.append(room)
                 if due.count == RoomLifecycle.maxExpiriesPerSweep { break }
@@ -144,19 +118,19 @@ extension Hub {
                 try store.prepare(room: room.name)
             } catch {
                 guard case .noSpace = error else {
-                    fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(room.name)): \(error); stopping"))
+                    hub.fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(room.name)): \(error); stopping"))
                     return
                 }
                 if !lifecycle.sweepBlockedBySpace {
                     lifecycle.sweepBlockedBySpace = true
-                    logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
+                    hub.logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
                 }
                 return
             }
             lifecycle.sweepBlockedBySpace = false
-            logger.debug("room expired", metadata: ["room": "\(LogEscaping.line(room.name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
-            endRoom(room, code: .roomExpired, "room \(LogEscaping.line(room.name)) expired")
-            stats.roomsExpired += 1
+            hub.logger.debug("room expired", metadata: ["room": "\(LogEscaping.line(room.name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
+            end(room, code: .roomExpired, "room \(LogEscaping.line(room.name)) expired")
+            hub.stats.roomsExpired += 1
         }
     }
 
@@ -173,48 +147,30 @@ extension Hub {
                 try store.prepare(room: name)
             } catch {
                 guard case .noSpace = error else {
-                    fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(name)): \(error); stopping"))
+                    hub.fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(name)): \(error); stopping"))
                     return
                 }
                 sleepingExpiries.set(room, deadline: now + .seconds(1))
                 if !lifecycle.sweepBlockedBySpace {
                     lifecycle.sweepBlockedBySpace = true
-                    logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
+                    hub.logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
                 }
                 return
             }
             store.drop(room: name, epoch: epoch, version: version)
-            sleepingRoomCount = sleepStore.sleepingRoomCount
-            stats.roomsExpired += 1
+            hub.sleepingRoomCount = sleepStore.sleepingRoomCount
+            hub.stats.roomsExpired += 1
             ended += 1
-            logger.debug("sleeping room expired", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(epoch)", "version": "\(version)"])
+            hub.logger.debug("sleeping room expired", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(epoch)", "version": "\(version)"])
         }
     }
 
-    /// Ends `room`: the store logs its tombstone, each member is sent LEFT `code` and is no
-    /// longer one, and the hub forgets it (its name is free). The LEFTs and any answer leave
-    /// after the pass's commit, so the tombstone is durable first.
-    /// - Complexity: O(members).
-    func endRoom(_ room: Room, code: ErrorCode, _ message: String) {
+    /// Ends `room`: the store logs its tombstone, then the hub tells its members (LEFT `code`)
+    /// and forgets it. The LEFTs and any answer leave after the pass's commit, so the tombstone
+    /// is durable first.
+    private func end(_ room: Room, code: ErrorCode, _ message: String) {
         store.drop(room: room.name, epoch: room.epoch, version: room.version)
-        // Copied first: removeMember reorders the array.
-        for member in room.members.sessions {
-            removeMember(member, from: room)
-            send(.left(room: room.name, code: code.rawValue, message: message), to: member)
-        }
-        // Out of the idle list first: it links rooms unowned, so a dangling link would outlive it.
-        idleRooms.remove(room)
-        rooms[RoomName(room.name)] = nil
-        totalItems -= room.snapshot.numberOfItems
-        roomBudget.release(room)
-        snapshotEncodings.forget(room)
-    }
-
-    /// A write (or SET_TTL) happened: the room's idle time starts again, and a memberless room
-    /// moves to the back of the idle list, which stays ordered by `idleSince`.
-    func touch(_ room: Room) {
-        room.idleSince = monotonicNow()
-        if room.isIdle { idleRooms.append(room, now: room.idleSince) }
+        hub.endRoom(room, code: code, message)
     }
 
     /// `store.prepare` for a request that logs a record about `room`: nil when it may go on;
@@ -228,7 +184,7 @@ extension Hub {
             if case .noSpace = error {
                 return Rejection(.storageFailure, "the \(what) of room \(LogEscaping.line(room.name)) could not be made durable: \(error)")
             }
-            fail(ServerError("the store failed while preparing the \(what) of room \(LogEscaping.line(room.name)): \(error); stopping"))
+            hub.fail(ServerError("the store failed while preparing the \(what) of room \(LogEscaping.line(room.name)): \(error); stopping"))
             return Rejection(.storageFailure, "the store failed")
         }
     }

@@ -10,10 +10,10 @@ import SnapSyncWire
 // nothing here may change something, or fail, against the log's state; a room at version 0 here
 // may have been written. Such a request waits for a
 // `ReadBarrier`: the subject's last sequence as the log's leader knows it, then the replica
-// applied up to it; it is given up after `RoomReplica.stallSeconds` (Protocol/CLUSTER.md §9).
+// applied up to it; it is given up after `ReplicatedRoom.stallSeconds` (Protocol/CLUSTER.md §9).
 // The session's later requests wait meanwhile (`awaitLog`), so its answers keep their order.
 
-extension Hub {
+extension ReplicatedRoomEngine {
     /// Whether a JOIN resuming from `resume` must wait for a barrier before `room` answers it:
     /// the position is ahead of the replica in its epoch, or in another epoch (one this replica
     /// may not have reached yet: it knows no other).
@@ -25,7 +25,7 @@ extension Hub {
 
     /// A JOIN of the loaded `replica`, its session waiting for the log (`awaitLog`): answered now,
     /// or after a barrier when its resume needs one.
-    func answerLoadedJoin(_ join: RoomReplica.PendingJoin, of replica: RoomReplica, room: Room) {
+    func answerLoadedJoin(_ join: ReplicatedRoom.PendingJoin, of replica: ReplicatedRoom, room: Room) {
         if !join.session.isEnded && join.session.state != .closing && Self.resumeNeedsBarrier(join.resume, room: room) {
             startBarrier(.join(join), for: replica)
             return
@@ -34,18 +34,18 @@ extension Hub {
     }
 
     /// Answers a JOIN that waited for the log, as `join` would have at once, and lets its session go on.
-    private func completeWaitingJoin(_ join: RoomReplica.PendingJoin, room: Room) {
-        defer { logAnswered(join.session) }
+    private func completeWaitingJoin(_ join: ReplicatedRoom.PendingJoin, room: Room) {
+        defer { hub.logAnswered(join.session) }
         guard !join.session.isEnded && join.session.state != .closing else { return }
         // Checked again: other JOINs of this connection may have completed meanwhile.
-        let limit = configuration.wire.maxRoomsPerConnection
+        let limit = hub.configuration.wire.maxRoomsPerConnection
         if join.session.memberships[room.name] == nil && join.session.memberships.count >= limit {
-            send(
+            hub.send(
                 Rejection(.tooManyRoomsForConnection, "this connection has joined \(limit) rooms, the limit")
                     .message(requestID: join.requestID), to: join.session)
             return
         }
-        completeJoin(requestID: join.requestID, room: room, resume: join.resume, from: join.session)
+        hub.completeJoin(requestID: join.requestID, room: room, resume: join.resume, from: join.session)
     }
 
     /// Begins a barrier for `waiter`: it shares the room's `lastSequence` request in flight if
@@ -53,17 +53,15 @@ extension Hub {
     /// replica has applied up to the answer (`releaseBarriers`), or when the log fails or is
     /// too slow.
     /// - Complexity: O(1).
-    func startBarrier(_ waiter: ReadBarrier.Waiter, for replica: RoomReplica) {
-        guard log != nil else { return }
-        let barrier = ReadBarrier(waiter, since: monotonicNow())
+    func startBarrier(_ waiter: ReadBarrier.Waiter, for replica: ReplicatedRoom) {
+        let barrier = ReadBarrier(waiter, since: hub.monotonicNow())
         if case .write = waiter { replica.writeBarrier = barrier }
         if replica.barriers.add(barrier) { askLastSequence(of: replica) }
     }
 
     /// Sends the room's `lastSequence` request, for the barriers `replica.barriers` has asked;
     /// when it answers, the barriers that arrived meanwhile get the next one.
-    private func askLastSequence(of replica: RoomReplica) {
-        guard let log else { return }
+    private func askLastSequence(of replica: ReplicatedRoom) {
         log.lastSequence(room: replica.name) { [weak self, weak replica] result in
             guard let self, let replica else { return }
             let askAgain: Bool
@@ -79,14 +77,14 @@ extension Hub {
                 }
             }
             if askAgain { self.askLastSequence(of: replica) }
-            self.resumeSessions()
+            self.hub.resumeSessions()
         }
     }
 
     /// Ends the barriers of `replica` it has passed: called when the log gives a barrier's
     /// sequence and after each event of the room's follow.
     /// - Complexity: O(1 + barriers released).
-    func releaseBarriers(of replica: RoomReplica) {
+    func releaseBarriers(of replica: ReplicatedRoom) {
         if let barrier = replica.writeBarrier, let target = barrier.target, replica.logSequence >= target {
             endBarrier(barrier, of: replica, failure: nil)
         }
@@ -94,13 +92,13 @@ extension Hub {
         for barrier in replica.barriers.passedJoins(upTo: replica.logSequence) { endBarrier(barrier, of: replica, failure: nil) }
     }
 
-    /// Gives up the barriers begun `RoomReplica.stallSeconds` or more before `now`: the log's
+    /// Gives up the barriers begun `ReplicatedRoom.stallSeconds` or more before `now`: the log's
     /// answer, or its records up to it, did not come. Called by the one-second timer.
     /// - Complexity: O(followed rooms + barriers given up), plus the barriers waiting for the
     ///   log's answer once every answered one of their room has been given up.
     func expireBarriers(now: ContinuousClock.Instant) {
-        let cutoff = now - .seconds(RoomReplica.stallSeconds)
-        let failure = "the cluster's log did not bring the replica up to date within \(RoomReplica.stallSeconds) s"
+        let cutoff = now - .seconds(ReplicatedRoom.stallSeconds)
+        let failure = "the cluster's log did not bring the replica up to date within \(ReplicatedRoom.stallSeconds) s"
         for replica in replicas.values where replica.writeBarrier != nil || replica.barriers.joinCount > 0 {
             if let barrier = replica.writeBarrier, barrier.since <= cutoff { endBarrier(barrier, of: replica, failure: failure) }
             guard replica.barriers.joinCount > 0 else { continue }
@@ -113,22 +111,22 @@ extension Hub {
     /// broke); a write is validated again, first in the queue, or after a failure refused
     /// `storage_failure` (nothing was applied: a retry is safe). Nothing when the barrier has
     /// ended already.
-    private func endBarrier(_ barrier: ReadBarrier, of replica: RoomReplica, failure: String?) {
+    private func endBarrier(_ barrier: ReadBarrier, of replica: ReplicatedRoom, failure: String?) {
         switch barrier.waiter {
         case .join(let join):
             guard !barrier.ended else { return }
             barrier.ended = true
             replica.barriers.joinEnded()
             if let failure {
-                logger.debug(
+                hub.logger.debug(
                     "JOIN answered from a replica that may be behind",
                     metadata: ["room": "\(LogEscaping.line(replica.name))", "reason": "\(failure)"])
             }
             guard let room = replica.room else {
-                send(
+                hub.send(
                     Rejection(.storageFailure, "room \(LogEscaping.line(replica.name)) cannot be loaded from the cluster's log")
                         .message(requestID: join.requestID), to: join.session)
-                logAnswered(join.session)
+                hub.logAnswered(join.session)
                 return
             }
             completeWaitingJoin(join, room: room)
@@ -155,12 +153,12 @@ extension Hub {
     /// forgotten: `forgetReplica`); the write barrier is refused with its writes
     /// (`refuseWrites`).
     /// - Complexity: O(barriers of the room).
-    func refuseBarriers(of replica: RoomReplica, _ rejection: Rejection) {
+    func refuseBarriers(of replica: ReplicatedRoom, _ rejection: Rejection) {
         for barrier in replica.barriers.removeAllJoins() {
             barrier.ended = true
             guard case .join(let join) = barrier.waiter else { continue }
-            send(rejection.message(requestID: join.requestID), to: join.session)
-            logAnswered(join.session)
+            hub.send(rejection.message(requestID: join.requestID), to: join.session)
+            hub.logAnswered(join.session)
         }
     }
 

@@ -1,4 +1,3 @@
-import SnapSyncAuth
 import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
@@ -10,32 +9,25 @@ import SnapSyncWire
 // that sequence applied here, in either order. One proposal per room is in flight; the other
 // writes wait in a bounded FIFO, which keeps each client's order.
 
-extension Hub {
-    /// MUTATE, REPLACE or REPLACE_SECTION in cluster mode: the name and the right, then the
-    /// room's queue.
-    func clusterWrite(requestID: UInt64, roomName: String, writeID: [UInt8], _ request: Room.WriteRequest, from session: Session) {
-        let received = writeAckTimer?.start() ?? 0
-        if let rejection = Room.validate(name: roomName) {
-            countRejectedWrite(rejection.code)
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
-        guard authorize(.write, room: roomName, requestID: requestID, for: session) else { return }
+extension ReplicatedRoomEngine {
+    /// MUTATE, REPLACE or REPLACE_SECTION, admitted by the hub: into the room's queue.
+    func write(_ write: AdmittedWrite, from session: Session) {
         submit(
-            RoomReplica.PendingWrite(requestID: requestID, session: session, writeID: writeID, kind: .write(request), received: received),
-            to: roomName)
+            ReplicatedRoom.PendingWrite(
+                requestID: write.requestID, session: session, writeID: write.writeID, kind: .write(write.request), received: write.received),
+            to: write.roomName)
     }
 
-    /// DROP in cluster mode (the name and the `admin` right checked): a tombstone record, through
+    /// DROP (admitted by the hub: the name and the `admin` right): a tombstone record, through
     /// the room's queue like a write, answered with the dropped incarnation's last position. The
     /// room is loaded even at `--max-rooms`, as a single node drops a room it does not hold
     /// without loading it; it is let go once answered (`releaseIfOverLimit`).
-    func clusterDrop(requestID: UInt64, roomName: String, from session: Session) {
-        submit(RoomReplica.PendingWrite(requestID: requestID, session: session, writeID: [], kind: .drop), to: roomName)
+    func drop(requestID: UInt64, roomName: String, from session: Session) {
+        submit(ReplicatedRoom.PendingWrite(requestID: requestID, session: session, writeID: [], kind: .drop), to: roomName)
     }
 
-    private func submit(_ write: RoomReplica.PendingWrite, to roomName: String) {
-        let replica: RoomReplica
+    private func submit(_ write: ReplicatedRoom.PendingWrite, to roomName: String) {
+        let replica: ReplicatedRoom
         let isDrop = if case .drop = write.kind { true } else { false }
         switch self.replica(named: roomName, beyondLimit: isDrop) {
         case .success(let found): replica = found
@@ -54,11 +46,11 @@ extension Hub {
                 write,
                 Rejection(
                     .storageFailure,
-                    "room \(LogEscaping.line(roomName)): \(RoomReplica.maxWaiting) writes already wait for the cluster's log; nothing was applied"
+                    "room \(LogEscaping.line(roomName)): \(ReplicatedRoom.maxWaiting) writes already wait for the cluster's log; nothing was applied"
                 ))
             return
         }
-        awaitLog(write.session)
+        hub.awaitLog(write.session)
         proposeNext(replica)
     }
 
@@ -66,8 +58,8 @@ extension Hub {
     /// do not (refused, duplicates, and, after a read barrier, writes that change nothing and
     /// DROPs of a room at version 0). Nothing while the room loads, while a proposal or a
     /// barrier is in flight, or while its follow is broken.
-    func proposeNext(_ replica: RoomReplica) {
-        guard let log, replica.phase == .current, replica.inFlight == nil, replica.writeBarrier == nil else { return }
+    func proposeNext(_ replica: ReplicatedRoom) {
+        guard replica.phase == .current, replica.inFlight == nil, replica.writeBarrier == nil else { return }
         while let room = replica.room, let write = replica.dequeue() {
             // A write whose client has gone is dropped unanswered and unapplied.
             guard !write.session.isEnded else { continue }
@@ -84,13 +76,13 @@ extension Hub {
                         startBarrier(.write(write), for: replica)
                         return
                     }
-                    send(.ack(requestID: write.requestID, epoch: 0, version: 0), to: write.session)
-                    logAnswered(write.session)
+                    hub.send(.ack(requestID: write.requestID, epoch: 0, version: 0), to: write.session)
+                    hub.logAnswered(write.session)
                     continue
                 }
                 entry = .tombstone(epoch: room.epoch, version: room.version)
             case .write(let request):
-                switch room.propose(request, writeID: write.writeID, scratch: &diffBuffer) {
+                switch room.propose(request, writeID: write.writeID, scratch: &hub.diffBuffer) {
                 case .unchanged(let fingerprint):
                     // It changes nothing here; against records this replica has not applied yet
                     // it may change something, or fail: answered after a read barrier, validated
@@ -118,13 +110,13 @@ extension Hub {
             }
             let token = nextProposalToken
             nextProposalToken += 1
-            replica.inFlight = RoomReplica.InFlight(
+            replica.inFlight = ReplicatedRoom.InFlight(
                 write: write, token: token, expected: replica.logSequence, prepared: prepared, entry: entry)
             log.propose(room: replica.name, expectedSequence: replica.logSequence, messageID: write.writeID, entry: entry) {
                 [weak self, weak replica] outcome in
                 guard let self, let replica else { return }
                 self.proposalAnswered(replica, token: token, outcome)
-                self.resumeSessions()
+                self.hub.resumeSessions()
             }
             return
         }
@@ -133,13 +125,13 @@ extension Hub {
 
     /// A room loaded past `--max-rooms` (by a DROP) is unfollowed as soon as nothing here uses
     /// it, which brings the count back down.
-    private func releaseIfOverLimit(_ replica: RoomReplica) {
-        guard let log, replicas.count > configuration.maxRooms, replica.isUnused, replicas[RoomName(replica.name)] === replica else { return }
+    private func releaseIfOverLimit(_ replica: ReplicatedRoom) {
+        guard replicas.count > hub.configuration.maxRooms, replica.isUnused, replicas[RoomName(replica.name)] === replica else { return }
         log.unfollow(room: replica.name)
         forgetReplica(replica, Rejection(.storageFailure, "room \(LogEscaping.line(replica.name)) is no longer followed by this node"))
     }
 
-    private func proposalAnswered(_ replica: RoomReplica, token: UInt64, _ outcome: ProposalOutcome) {
+    private func proposalAnswered(_ replica: ReplicatedRoom, token: UInt64, _ outcome: ProposalOutcome) {
         guard var flight = replica.inFlight, flight.token == token else { return }
         switch outcome {
         case .stored(let sequence):
@@ -148,13 +140,13 @@ extension Hub {
             if sequence <= replica.logSequence {
                 finishProposal(of: replica)
             } else {
-                // Its record is owed: bounded as a stalled follow (`RoomReplica.stallSeconds`).
-                replica.waitingSince = monotonicNow()
+                // Its record is owed: bounded as a stalled follow (`ReplicatedRoom.stallSeconds`).
+                replica.waitingSince = hub.monotonicNow()
             }
         case .superseded:
             flight.superseded = true
             replica.inFlight = flight
-            replica.waitingSince = monotonicNow()
+            replica.waitingSince = hub.monotonicNow()
             // Validated again once the record that won has been applied here.
             if replica.logSequence > flight.expected { retryProposal(of: replica) }
         case .failed(let error):
@@ -171,7 +163,7 @@ extension Hub {
 
     /// A record at `sequence` was applied: the ACK if it is the proposal's, or the proposal
     /// validated again if the log superseded it.
-    func recordApplied(to replica: RoomReplica, at sequence: UInt64, epoch: UInt64, version: UInt64) {
+    func recordApplied(to replica: ReplicatedRoom, at sequence: UInt64, epoch: UInt64, version: UInt64) {
         guard var flight = replica.inFlight else { return }
         flight.applied[sequence] = (epoch, version)
         replica.inFlight = flight
@@ -185,7 +177,7 @@ extension Hub {
     /// A record at `sequence` was voided (`Hub.void`): if it is the proposal's, the log took it
     /// but no replica applies it, so the write is validated and proposed again; any other moves
     /// the room's last sequence, which a superseded proposal waits for.
-    func recordVoided(in replica: RoomReplica, at sequence: UInt64) {
+    func recordVoided(in replica: ReplicatedRoom, at sequence: UInt64) {
         guard var flight = replica.inFlight else { return }
         flight.voided.insert(sequence)
         replica.inFlight = flight
@@ -200,7 +192,7 @@ extension Hub {
     /// a write id the log had stored, the original's), then the next write. A record the log
     /// stored under this write's message id but made by another write with the same id (its
     /// fingerprint differs) is `write_id_conflict`, as the room's window would have answered.
-    private func finishProposal(of replica: RoomReplica) {
+    private func finishProposal(of replica: ReplicatedRoom) {
         guard let flight = replica.inFlight, let stored = flight.storedAt else { return }
         if flight.voided.contains(stored) {
             retryProposal(of: replica)
@@ -213,11 +205,11 @@ extension Hub {
         {
             refuse(write, conflict)
         } else if let (epoch, version) = flight.applied[stored] {
-            send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
-            logAnswered(write.session)
-            if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
+            hub.send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
+            hub.logAnswered(write.session)
+            if write.received != 0 { hub.writeAckTimer?.acknowledged(write.received) }
             switch flight.entry {
-            case .write: if version % UInt64(configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
+            case .write: if version % UInt64(hub.configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
             // The next incarnation's first checkpoint (empty, at the tombstone's sequence at
             // the earliest): its versions count from 0 again, so without it a room dropped
             // more often than every checkpoint interval would never be checkpointed, and a
@@ -227,8 +219,8 @@ extension Hub {
         } else if let room = replica.room, let original = room.writeIDs.entry(of: write.writeID) {
             // The log had this write id stored before the proposal (a retry the replica had
             // applied before this node validated it: only when its id had left the window).
-            send(.ack(requestID: write.requestID, epoch: room.epoch, version: original.version), to: write.session)
-            logAnswered(write.session)
+            hub.send(.ack(requestID: write.requestID, epoch: room.epoch, version: original.version), to: write.session)
+            hub.logAnswered(write.session)
         } else {
             refuse(
                 write,
@@ -242,12 +234,12 @@ extension Hub {
 
     /// The log superseded the proposal and the room has moved past what it expected: the write
     /// goes first again and is validated from scratch (a compare-and-set now fails, a write id
-    /// now in the window gets its original's ACK), at most `RoomReplica.maxAttempts` times.
-    private func retryProposal(of replica: RoomReplica) {
+    /// now in the window gets its original's ACK), at most `ReplicatedRoom.maxAttempts` times.
+    private func retryProposal(of replica: ReplicatedRoom) {
         guard var write = replica.inFlight?.write else { return }
         replica.inFlight = nil
         write.attempts += 1
-        if write.attempts >= RoomReplica.maxAttempts {
+        if write.attempts >= ReplicatedRoom.maxAttempts {
             refuse(
                 write,
                 Rejection(
@@ -261,7 +253,7 @@ extension Hub {
 
     /// Refuses every write of `replica`, the one in flight included (its completion is then
     /// ignored).
-    func refuseWrites(of replica: RoomReplica, _ rejection: Rejection) {
+    func refuseWrites(of replica: ReplicatedRoom, _ rejection: Rejection) {
         if let flight = replica.inFlight {
             replica.inFlight = nil
             refuse(flight.write, rejection)
@@ -274,19 +266,19 @@ extension Hub {
         while let write = replica.dequeue() { refuse(write, rejection) }
     }
 
-    func refuse(_ write: RoomReplica.PendingWrite, _ rejection: Rejection) {
-        if case .write = write.kind { countRejectedWrite(rejection.code) }
-        send(rejection.message(requestID: write.requestID), to: write.session)
-        logAnswered(write.session)
+    func refuse(_ write: ReplicatedRoom.PendingWrite, _ rejection: Rejection) {
+        if case .write = write.kind { hub.countRejectedWrite(rejection.code) }
+        hub.send(rejection.message(requestID: write.requestID), to: write.session)
+        hub.logAnswered(write.session)
     }
 
     /// A write answered without the log (`Room.propose`'s `.settled`, or `Room.unchanged`).
-    private func settle(_ write: RoomReplica.PendingWrite, _ outcome: Room.WriteOutcome, in room: Room) {
+    private func settle(_ write: ReplicatedRoom.PendingWrite, _ outcome: Room.WriteOutcome, in room: Room) {
         switch outcome {
         case .unchanged(let version), .duplicate(let version):
-            send(.ack(requestID: write.requestID, epoch: room.epoch, version: version), to: write.session)
-            logAnswered(write.session)
-            if write.received != 0 { writeAckTimer?.acknowledged(write.received) }
+            hub.send(.ack(requestID: write.requestID, epoch: room.epoch, version: version), to: write.session)
+            hub.logAnswered(write.session)
+            if write.received != 0 { hub.writeAckTimer?.acknowledged(write.received) }
         case .rejected(let rejection):
             refuse(write, rejection)
         case .applied:

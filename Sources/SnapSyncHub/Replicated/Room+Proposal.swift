@@ -10,13 +10,6 @@ import SnapSyncWire
 // record next, it becomes the room's snapshot in O(1) (`applyLogged(_:prepared:)`).
 
 extension Room {
-    /// What a cluster write asks for: a MUTATE, REPLACE or REPLACE_SECTION's content.
-    enum WriteRequest {
-        case mutate(ops: [SnapshotOperation], expectedVersion: UInt64?)
-        case replace(target: Snapshot, expectedVersion: UInt64?)
-        case replaceSection(section: Identifier, items: SectionSnapshot, expectedVersion: UInt64?)
-    }
-
     /// A write validated against the replica.
     enum Proposal {
         /// To be proposed: the DIFF frame to `version` (this room's version + 1), its ops, the
