@@ -32,7 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
-        // HeapModule only: the daemon's deadline heaps (token expiry, sleeping rooms' expiry).
+        // The hub's deadline heaps (token expiry, sleeping rooms' expiry: HeapModule) and its
+        // queues consumed from the front (history, write ids, waiting writes: DequeModule).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // The metrics registry and the Prometheus text format of --metrics-listen (#17).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
@@ -144,6 +145,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: upcoming
         ),
@@ -211,6 +213,7 @@ let package = Package(
         // SnapSyncServer only for the two checks of the hub's wiring into the daemon (its
         // metrics exposition, its start in cluster mode).
         .testTarget(name: "SnapSyncHubTests", dependencies: ["SnapSyncHub", "SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+                                                      .product(name: "DequeModule", package: "swift-collections"),
                                                       "SnapSyncAuth", "SnapSyncTestThreads", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // The IO shell's pure parts: start-up checks, configuration, logging.

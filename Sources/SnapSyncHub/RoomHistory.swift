@@ -1,3 +1,5 @@
+import DequeModule
+
 /// A room's recent DIFF frames, for resume (CATCHUP) — the encoded frames themselves, the very
 /// chunks that were queued to the members, so keeping history costs no copy.
 ///
@@ -10,11 +12,9 @@ struct RoomHistory {
     let maxCount: Int
     let maxBytes: Int
 
-    /// Kept frames from `head` on. An evicted frame is set to nil at once, so that its memory
-    /// goes with it (the bounds are on memory); the nil slots are compacted away lazily.
-    private var frames: [OutputChunk?] = []
-    /// Index of the oldest frame still kept.
-    private var head = 0
+    /// Kept frames, oldest first. An evicted frame leaves at once, so that its memory goes with
+    /// it (the bounds are on memory).
+    private var frames = Deque<OutputChunk>()
     /// Total bytes of the kept frames.
     private(set) var byteCount = 0
     /// The room's version: the newest frame's version, or the version history started at.
@@ -27,7 +27,7 @@ struct RoomHistory {
     }
 
     /// Frames kept.
-    var count: Int { frames.count - head }
+    var count: Int { frames.count }
 
     /// The oldest version a client may resume from: it then receives every kept frame.
     var baseVersion: UInt64 { lastVersion - UInt64(count) }
@@ -40,16 +40,7 @@ struct RoomHistory {
         frames.append(frame)
         byteCount += frame.count
         while count > 0 && (count > maxCount || byteCount > maxBytes) {
-            byteCount -= frames[head]!.count
-            frames[head] = nil
-            head += 1
-        }
-        if head == frames.count {
-            frames.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 64 && head * 2 >= frames.count {
-            frames.removeSubrange(0..<head)
-            head = 0
+            byteCount -= frames.removeFirst().count
         }
     }
 
@@ -57,7 +48,6 @@ struct RoomHistory {
     /// history no longer reaches back to `version` (or `version` is ahead of the room).
     func frames(after version: UInt64) -> [OutputChunk]? {
         guard version >= baseVersion, version <= lastVersion else { return nil }
-        let start = head + Int(version - baseVersion)
-        return frames[start..<frames.count].map { $0! }
+        return Array(frames.dropFirst(Int(version - baseVersion)))
     }
 }

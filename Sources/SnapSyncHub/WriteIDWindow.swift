@@ -1,3 +1,5 @@
+import DequeModule
+
 /// The write ids a room remembers, so that a retried MUTATE or REPLACE is not applied twice
 /// (PROTOCOL.md §10, `write_id`): a repeated id is answered with the ACK of the version its
 /// original write produced, and nothing is applied. With each id goes the fingerprint of the
@@ -26,8 +28,8 @@ struct WriteIDWindow {
     }
     private var versions: [[UInt8]: Entry] = [:]
     /// IDs in the order they were remembered (versions never decrease along each queue).
-    private var applied = FIFOQueue<(id: [UInt8], version: UInt64)>()
-    private var unchanged = FIFOQueue<(id: [UInt8], version: UInt64)>()
+    private var applied = Deque<(id: [UInt8], version: UInt64)>()
+    private var unchanged = Deque<(id: [UInt8], version: UInt64)>()
 
     init(maxCount: Int) {
         self.maxCount = max(0, maxCount)
@@ -52,7 +54,7 @@ struct WriteIDWindow {
             applied.append((id, version))
         } else {
             unchanged.append((id, version))
-            while unchanged.count > maxCount, let oldest = unchanged.removeFirst() { versions[oldest.id] = nil }
+            while unchanged.count > maxCount, let oldest = unchanged.popFirst() { versions[oldest.id] = nil }
         }
         forget(before: oldestVersion)
     }
@@ -66,7 +68,7 @@ struct WriteIDWindow {
     /// Calls `body` with each remembered id of a write that made a version, and what is
     /// remembered of it, oldest first. O(ids).
     func forEachApplied(_ body: ([UInt8], Entry) -> Void) {
-        for (id, _) in applied.elements {
+        for (id, _) in applied {
             if let entry = versions[id] { body(id, entry) }
         }
     }

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Cluster mode (#20): the read barriers of one replica, sharing the log's answers. At most one
 /// `RoomLog.lastSequence` request is in flight per room: the barriers that arrived before it was
 /// sent (`asked`) share its answer; those arriving while it is in flight (`unasked`) share the
@@ -11,7 +13,7 @@
 /// prefix: releasing is O(released), each barrier moved a constant number of times.
 struct ReadBarrierQueue {
     /// JOINs with their target; targets non-decreasing.
-    private var targeted = FIFOQueue<ReadBarrier>()
+    private var targeted = Deque<ReadBarrier>()
     /// Barriers (JOINs, the write) the request in flight covers.
     private var asked: [ReadBarrier] = []
     /// Barriers that arrived while the request was in flight: the next request covers them.
@@ -92,7 +94,7 @@ struct ReadBarrierQueue {
     /// Every JOIN waiting, not ended, oldest first; the queue is left empty (its replica is
     /// forgotten). O(barriers).
     mutating func removeAllJoins() -> [ReadBarrier] {
-        let all = targeted.elements + asked + unasked
+        let all = Array(targeted) + asked + unasked
         targeted.removeAll()
         asked = []
         unasked = []

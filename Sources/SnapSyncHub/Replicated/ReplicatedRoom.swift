@@ -1,3 +1,4 @@
+import DequeModule
 package import SnapSyncModel
 package import SnapSyncStore
 package import SnapSyncWire
@@ -108,7 +109,7 @@ package final class ReplicatedRoom {
     /// without the log: the writes behind it wait. Also in `barriers` until the log answers.
     var writeBarrier: ReadBarrier?
     /// Writes waiting, oldest first.
-    private var waiting = FIFOQueue<PendingWrite>()
+    private var waiting = Deque<PendingWrite>()
 
     /// Proposals of one write the log may supersede before it is refused.
     static let maxAttempts = 8
@@ -142,7 +143,7 @@ package final class ReplicatedRoom {
     }
 
     func dequeue() -> PendingWrite? {
-        waiting.removeFirst()
+        waiting.popFirst()
     }
 
     /// Whether the replica waits for records the log owes it: it is loading or following

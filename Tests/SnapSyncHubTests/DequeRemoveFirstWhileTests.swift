@@ -1,8 +1,9 @@
+import DequeModule
 import Testing
 import SnapSyncTestThreads
 @testable import SnapSyncHub
 
-@Suite(.unitTests) struct FIFOQueueTests {
+@Suite(.unitTests) struct DequeRemoveFirstWhileTests {
     /// Random appends, removals (one, or a prefix by a predicate) and prepends, long enough to cross the compaction threshold many
     /// times: the queue always reads as a plain array used as a queue.
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
@@ -15,7 +16,7 @@ import SnapSyncTestThreads
             state ^= state << 17
             return state % bound
         }
-        var queue = FIFOQueue<Int>()
+        var queue = Deque<Int>()
         var model: [Int] = []
         for step in 0..<20_000 {
             switch next(11) {
@@ -23,7 +24,7 @@ import SnapSyncTestThreads
                 queue.append(step)
                 model.append(step)
             case 5..<8:
-                #expect(queue.removeFirst() == (model.isEmpty ? nil : model.removeFirst()))
+                #expect(queue.popFirst() == (model.isEmpty ? nil : model.removeFirst()))
             case 8..<10:
                 // The leading elements not divisible by 3, handed over in order.
                 var removed: [Int] = []
@@ -35,10 +36,10 @@ import SnapSyncTestThreads
                 queue.prepend(-step)
                 model.insert(-step, at: 0)
             }
-            if step % 97 == 0 { #expect(Array(queue.elements) == model) }
+            if step % 97 == 0 { #expect(Array(queue) == model) }
             #expect(queue.count == model.count && queue.isEmpty == model.isEmpty && queue.first == model.first)
         }
         queue.removeAll()
-        #expect(queue.isEmpty && queue.removeFirst() == nil)
+        #expect(queue.isEmpty && queue.popFirst() == nil)
     }
 }
