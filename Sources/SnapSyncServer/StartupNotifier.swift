@@ -1,6 +1,5 @@
 package import Logging
 package import SnapSyncStore
-import SnapSyncHub
 
 /// Keeps systemd waiting while a long start-up (recovery) makes progress: at most every
 /// `interval`, it sends `EXTEND_TIMEOUT_USEC` (`extendBy` from now) with a STATUS line, so a

@@ -1,5 +1,4 @@
 internal import Glibc
-import SnapSyncHub
 
 /// sd_notify(3) without libsystemd: one datagram on the AF_UNIX socket named by `NOTIFY_SOCKET`
 /// (a path, or `@name` in the abstract namespace), e.g. `READY=1` once listening and

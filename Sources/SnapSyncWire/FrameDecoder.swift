@@ -120,7 +120,8 @@ public struct FrameDecoder: Sendable {
     }
 
     /// Drops consumed bytes once they are at least half the buffer (and not tiny), so each byte
-    /// is moved at most once on average; an empty remainder resets for free.
+    /// is moved at most once on average; an empty remainder resets for free. Hand-written, not a
+    /// `Deque`: frames are decoded where they lie, which needs the bytes contiguous.
     private mutating func compact() {
         if readIndex == buffer.count {
             buffer.removeAll(keepingCapacity: true)

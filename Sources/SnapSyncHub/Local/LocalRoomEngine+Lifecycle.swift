@@ -34,7 +34,7 @@ extension LocalRoomEngine {
             dropStoredOnly(requestID: requestID, roomName: roomName, from: session)
             return
         }
-        if let rejection = prepareStore(for: room, "drop") {
+        if let rejection = prepareStore(forRequest: "drop", room: room.name) {
             hub.send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -52,16 +52,8 @@ extension LocalRoomEngine {
             hub.send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
             return
         }
-        do {
-            try store.prepare(room: roomName)
-        } catch {
-            guard case .noSpace = error else {
-                hub.fail(ServerError("the store failed while preparing the drop of room \(LogEscaping.line(roomName)): \(error); stopping"))
-                return
-            }
-            hub.send(
-                Rejection(.storageFailure, "the drop of room \(LogEscaping.line(roomName)) could not be made durable: \(error)").message(requestID: requestID),
-                to: session)
+        if let rejection = prepareStore(forRequest: "drop", room: roomName) {
+            hub.send(rejection.message(requestID: requestID), to: session)
             return
         }
         store.drop(room: roomName, epoch: epoch, version: version)
@@ -76,7 +68,7 @@ extension LocalRoomEngine {
     /// its position.
     func setTTL(requestID: UInt64, roomName: String, seconds: UInt64, from session: Session) {
         guard let room = room(named: roomName, requestID: requestID, countedAsWrite: false, for: session) else { return }
-        if let rejection = prepareStore(for: room, "SET_TTL") {
+        if let rejection = prepareStore(forRequest: "SET_TTL", room: room.name) {
             hub.send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -114,20 +106,7 @@ extension LocalRoomEngine {
             }
         }
         for room in due {
-            do {
-                try store.prepare(room: room.name)
-            } catch {
-                guard case .noSpace = error else {
-                    hub.fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(room.name)): \(error); stopping"))
-                    return
-                }
-                if !lifecycle.sweepBlockedBySpace {
-                    lifecycle.sweepBlockedBySpace = true
-                    hub.logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
-                }
-                return
-            }
-            lifecycle.sweepBlockedBySpace = false
+            guard prepareExpiry(of: room.name) else { return }
             hub.logger.debug("room expired", metadata: ["room": "\(LogEscaping.line(room.name))", "epoch": "\(room.epoch)", "version": "\(room.version)"])
             end(room, code: .roomExpired, "room \(LogEscaping.line(room.name)) expired")
             hub.stats.roomsExpired += 1
@@ -143,18 +122,9 @@ extension LocalRoomEngine {
         while ended < RoomLifecycle.maxExpiriesPerSweep, let room = sleepingExpiries.popDue(now: now) {
             let name = room.string
             guard sleepStore.isAsleep(name), let (epoch, version) = store.position(of: name) else { continue }
-            do {
-                try store.prepare(room: name)
-            } catch {
-                guard case .noSpace = error else {
-                    hub.fail(ServerError("the store failed while logging the expiry of room \(LogEscaping.line(name)): \(error); stopping"))
-                    return
-                }
+            guard prepareExpiry(of: name) else {
+                // Tried again at a later sweep (unless the daemon is stopping).
                 sleepingExpiries.set(room, deadline: now + .seconds(1))
-                if !lifecycle.sweepBlockedBySpace {
-                    lifecycle.sweepBlockedBySpace = true
-                    hub.logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
-                }
                 return
             }
             store.drop(room: name, epoch: epoch, version: version)
@@ -165,27 +135,29 @@ extension LocalRoomEngine {
         }
     }
 
+    /// `prepareStore` for an expiry: false when the sweep must stop here, the disk being full
+    /// (logged once until a sweep gets through again) or the store failed.
+    private func prepareExpiry(of name: String) -> Bool {
+        switch prepareStore(room: name, while: "logging the expiry of") {
+        case .ready:
+            lifecycle.sweepBlockedBySpace = false
+            return true
+        case .diskFull(let error):
+            if !lifecycle.sweepBlockedBySpace {
+                lifecycle.sweepBlockedBySpace = true
+                hub.logger.warning("rooms cannot expire while the disk is full: \(error); will retry")
+            }
+            return false
+        case .failed:
+            return false
+        }
+    }
+
     /// Ends `room`: the store logs its tombstone, then the hub tells its members (LEFT `code`)
     /// and forgets it. The LEFTs and any answer leave after the pass's commit, so the tombstone
     /// is durable first.
     private func end(_ room: Room, code: ErrorCode, _ message: String) {
         store.drop(room: room.name, epoch: room.epoch, version: room.version)
         hub.endRoom(room, code: code, message)
-    }
-
-    /// `store.prepare` for a request that logs a record about `room`: nil when it may go on;
-    /// the REJECT storage_failure when the disk is full. Any other failure stops the daemon
-    /// (as for a write), and the request gets that REJECT too (it is never sent).
-    private func prepareStore(for room: Room, _ what: String) -> Rejection? {
-        do {
-            try store.prepare(room: room.name)
-            return nil
-        } catch {
-            if case .noSpace = error {
-                return Rejection(.storageFailure, "the \(what) of room \(LogEscaping.line(room.name)) could not be made durable: \(error)")
-            }
-            hub.fail(ServerError("the store failed while preparing the \(what) of room \(LogEscaping.line(room.name)): \(error); stopping"))
-            return Rejection(.storageFailure, "the store failed")
-        }
     }
 }

@@ -12,18 +12,15 @@ extension LocalRoomEngine {
     func write(_ write: AdmittedWrite, from session: Session) {
         let (requestID, writeID, received) = (write.requestID, write.writeID, write.received)
         guard let room = room(named: write.roomName, requestID: requestID, countedAsWrite: true, for: session) else { return }
-        do {
-            try store.prepare(room: room.name)
-        } catch {
-            // A full disk refuses this write and the room goes on serving reads; any other
-            // failure (a segment switch's fsync, a MANIFEST that cannot be rewritten) means the
-            // log can no longer be trusted, so the daemon stops as it does when a commit fails.
-            guard case .noSpace = error else {
-                hub.fail(ServerError("the store failed while preparing a write to room \(LogEscaping.line(room.name)): \(error); stopping"))
-                return
-            }
+        switch prepareStore(room: room.name, while: "preparing a write to") {
+        case .ready:
+            break
+        case .diskFull(let error):
+            // This write is refused; the room goes on serving reads.
             hub.countRejectedWrite(.storageFailure)
             hub.send(Rejection(.storageFailure, "the write could not be made durable: \(error)").message(requestID: requestID), to: session)
+            return
+        case .failed:
             return
         }
         let itemsBefore = room.snapshot.numberOfItems

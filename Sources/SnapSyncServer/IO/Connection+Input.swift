@@ -14,36 +14,62 @@ extension Connection {
     /// level-triggered epoll calls back for the rest.
     static let maxReadsPerCallback = 4
 
-    /// The socket is readable: read (up to `maxReadsPerCallback` × 64 KiB, or until the kernel
-    /// has nothing more) and hand every whole frame to the hub.
+    /// What one read of the connection's input gave, on the plain port (`readPlain`) or through
+    /// TLS (`readTLS`).
+    enum ReadOutcome {
+        /// `count` bytes of plaintext in the shared read buffer; `mayHaveMore`: read again.
+        case bytes(count: Int, mayHaveMore: Bool)
+        /// Nothing more for now: the next readable callback brings the rest.
+        case drained
+        /// The peer closed its sending side.
+        case endOfInput
+        /// The read failed and the connection has been ended, or must wait (TLS: for room to
+        /// write); nothing more is read in this callback.
+        case stop
+    }
+
+    /// The socket is readable: read (up to `maxReadsPerCallback` × 64 KiB, or until the kernel,
+    /// or OpenSSL, has nothing more) and hand every whole frame to the hub. The one read loop of
+    /// both ports: only one read differs.
     func readable() {
         defer { context.flush.noteHighPriorityCallback() }
-        if let tls {
-            readTLS(tls)
-            return
-        }
-        let readBuffer = context.readBuffer
-        for _ in 0..<Self.maxReadsPerCallback {
-            let result: Syscall.ReadResult
-            do {
-                result = try Syscall.read(fd, into: readBuffer)
-            } catch {
-                hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
+        if let tls, !prepareTLSRead(tls) { return }
+        // TLS reads a record (16 KiB) at a time: as many as fill the plain port's reads, for the
+        // same fairness between connections.
+        let reads = tls == nil ? Self.maxReadsPerCallback : Self.maxReadsPerCallback * context.readBuffer.count / TLSSession.recordSize
+        for _ in 0..<reads {
+            let outcome = if let tls { readTLS(tls) } else { readPlain() }
+            switch outcome {
+            case .drained, .stop:
                 return
-            }
-            switch result {
-            case .wouldBlock:
-                return
-            case .endOfFile:
+            case .endOfInput:
                 endOfInput()
                 return
-            case .bytes(let count):
+            case .bytes(let count, let mayHaveMore):
                 hub.stats.bytesIn += UInt64(count)
                 received(count)
-                if session.isEnded { return }
-                // A short read means the socket is drained; skip the read that would say EAGAIN.
-                if count < readBuffer.count { return }
+                if session.isEnded || !mayHaveMore { return }
             }
+        }
+        // Records OpenSSL already holds do not make the socket readable again: come back for
+        // them in the next loop pass.
+        if let tls, tls.hasBufferedInput { readEvent?.activate() }
+    }
+
+    /// One read(2) into the shared read buffer.
+    private func readPlain() -> ReadOutcome {
+        let result: Syscall.ReadResult
+        do {
+            result = try Syscall.read(fd, into: context.readBuffer)
+        } catch {
+            hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
+            return .stop
+        }
+        switch result {
+        case .wouldBlock: return .drained
+        case .endOfFile: return .endOfInput
+        // A short read means the socket is drained: no read that would only say EAGAIN.
+        case .bytes(let count): return .bytes(count: count, mayHaveMore: count == context.readBuffer.count)
         }
     }
 

@@ -1,5 +1,4 @@
 internal import Glibc
-import SnapSyncHub
 
 /// The listening socket: bound, listening, non-blocking, with a persistent read event that
 /// hands every pending connection to the server (accept in a loop until EAGAIN).

@@ -1,7 +1,7 @@
 import Logging
+import SnapSyncHub
 import SnapSyncWire
 internal import Glibc
-import SnapSyncHub
 
 // Accepting: every pending connection is admitted as a `Connection` of the hub, or refused at
 // once with ERROR (at the connection limit, or while shutting down).

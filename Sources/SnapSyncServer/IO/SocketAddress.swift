@@ -1,5 +1,4 @@
 internal import Glibc
-import SnapSyncHub
 
 /// An IPv4, IPv6 or Unix-domain socket address, as the kernel takes it (`sockaddr_storage`).
 package struct SocketAddress: CustomStringConvertible, Sendable {

@@ -11,53 +11,50 @@ extension Connection {
     /// The first byte of a TLS connection must start a handshake record (content type 22).
     static let tlsHandshakeRecordType: UInt8 = 0x16
 
-    func readTLS(_ tls: TLSSession) {
+    /// Before the read loop (`readable`): a write that waited for input is retried, and a
+    /// first byte that cannot start a handshake is refused.
+    /// - Returns: whether reading may go on.
+    func prepareTLSRead(_ tls: TLSSession) -> Bool {
         if tls.writeWantsRead {
             // A write was waiting for this: the flush retries it.
             tls.writeWantsRead = false
             hub.markDirty(session)
         }
-        if !tls.hasCheckedFirstByte && !refusePlaintext(tls) { return }
-        let readBuffer = context.readBuffer
-        // As many records as fill the plain port's reads (16 KiB each), for the same fairness.
-        for _ in 0..<(Self.maxReadsPerCallback * readBuffer.count / TLSSession.recordSize) {
-            let outcome: TLSSession.Outcome
-            do {
-                outcome = try tls.read(into: readBuffer)
-            } catch {
-                if tls.isHandshakeComplete || error.isDisconnect {
-                    hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
-                } else {
-                    hub.stats.protocolErrors += 1
-                    hub.logger.info("TLS handshake failed, closing", metadata: session.logMetadata(["error": "\(error)"]))
-                    hub.end(session, reason: "TLS handshake failed")
-                }
-                return
+        return tls.hasCheckedFirstByte || refusePlaintext(tls)
+    }
+
+    /// One `TLSSession.read` (a record at most) into the shared read buffer, the handshake first.
+    func readTLS(_ tls: TLSSession) -> ReadOutcome {
+        let outcome: TLSSession.Outcome
+        do {
+            outcome = try tls.read(into: context.readBuffer)
+        } catch {
+            if tls.isHandshakeComplete || error.isDisconnect {
+                hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
+            } else {
+                hub.stats.protocolErrors += 1
+                hub.logger.info("TLS handshake failed, closing", metadata: session.logMetadata(["error": "\(error)"]))
+                hub.end(session, reason: "TLS handshake failed")
             }
-            if tls.isHandshakeComplete && !tls.isHandshakeNoted { noteHandshake(tls) }
-            switch outcome {
-            case .wantRead:
-                return
-            case .wantWrite:
-                tls.readWantsWrite = true
-                do {
-                    try waitForWritable()
-                } catch {
-                    hub.end(session, reason: "cannot watch for writability: \(error)")
-                }
-                return
-            case .closed:
-                endOfInput()
-                return
-            case .bytes(let count):
-                hub.stats.bytesIn += UInt64(count)
-                received(count)
-                if session.isEnded { return }
-            }
+            return .stop
         }
-        // Records OpenSSL already holds do not make the socket readable again: come back for
-        // them in the next loop pass.
-        if tls.hasBufferedInput { readEvent?.activate() }
+        if tls.isHandshakeComplete && !tls.isHandshakeNoted { noteHandshake(tls) }
+        switch outcome {
+        case .wantRead:
+            return .drained
+        case .wantWrite:
+            tls.readWantsWrite = true
+            do {
+                try waitForWritable()
+            } catch {
+                hub.end(session, reason: "cannot watch for writability: \(error)")
+            }
+            return .stop
+        case .closed:
+            return .endOfInput
+        case .bytes(let count):
+            return .bytes(count: count, mayHaveMore: true)
+        }
     }
 
     /// Before the handshake: closes the connection when its first byte cannot start a TLS

@@ -1,6 +1,6 @@
 import Logging
-import SnapSyncAuth
 import SnapSyncHub
+import SnapSyncAuth
 
 // The TLS listener's context: logged at start, replaced on SIGHUP.
 
