@@ -25,7 +25,7 @@ snapsync_install_deps() {
     command -v strace >/dev/null 2>&1 || missing+=(strace)
     # The metrics tests scrape with curl (Swift) and urllib + prometheus_client's parser (Python).
     command -v curl >/dev/null 2>&1 || missing+=(curl)
-    # Cluster mode (#20): NATS JetStream servers (scripts/cluster, its tests) and libnats, the C
+    # Cluster mode: NATS JetStream servers (scripts/cluster, its tests) and libnats, the C
     # client the daemon's CNats target links through pkg-config.
     command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
     pkg-config --exists libnats 2>/dev/null || missing+=(libnats-dev)

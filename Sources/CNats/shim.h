@@ -1,6 +1,6 @@
 #ifndef SNAPSYNC_CNATS_SHIM_H
 #define SNAPSYNC_CNATS_SHIM_H
-// libnats (Debian: libnats-dev), the C client of NATS and JetStream, for cluster mode (#20).
+// libnats (Debian: libnats-dev), the C client of NATS and JetStream, for cluster mode.
 // Imported by Sources/SnapSyncCluster/NATSConnection.swift only.
 //
 // Everything in nats.h imports into Swift as is (functions, the option structs, the

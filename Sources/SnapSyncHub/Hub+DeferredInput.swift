@@ -1,7 +1,7 @@
 import Logging
 import SnapSyncWire
 
-// Cluster mode (#20): answers to one connection's requests come in the order the requests were
+// Cluster mode: answers to one connection's requests come in the order the requests were
 // sent (PROTOCOL.md §10), though a write (or a JOIN of a room that is loading) waits for the
 // cluster's log. While one request of a session waits, the session's later frames are kept,
 // whole, and handled once it is answered: a session has at most one request waiting for the

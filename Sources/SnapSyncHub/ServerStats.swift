@@ -25,14 +25,14 @@ package struct ServerStats {
     package var forbidden: UInt64 = 0
     /// Sessions closed with ERROR token_expired.
     package var tokensExpired: UInt64 = 0
-    /// Rooms deleted by a DROP request (#17).
+    /// Rooms deleted by a DROP request.
     package var roomsDeleted: UInt64 = 0
-    /// Rooms removed because their time-to-live ran out with no members and no writes (#17).
+    /// Rooms removed because their time-to-live ran out with no members and no writes.
     package var roomsExpired: UInt64 = 0
-    /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back (#17).
+    /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back.
     package var roomsEvicted: UInt64 = 0
     package var roomsWoken: UInt64 = 0
-    /// Cluster mode (#20): records every replica skipped as void (nats-server 2.9's stale
+    /// Cluster mode: records every replica skipped as void (nats-server 2.9's stale
     /// expectations, Protocol/CLUSTER.md §3), and follows of a room that failed (lost, a gap,
     /// damage, a log that cannot be reached); both stay 0 on a single node.
     package var clusterVoidRecords: UInt64 = 0

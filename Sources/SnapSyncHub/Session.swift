@@ -62,7 +62,7 @@ package final class Session {
     /// The transport cannot take more bytes now (the socket's send buffer is full): the session
     /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
     package var isOutputBlocked = false
-    /// Cluster mode (#20): a request of this session waits for the cluster's log, and the
+    /// Cluster mode: a request of this session waits for the cluster's log, and the
     /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
     /// (Hub+ClusterInput.swift). Read once per frame; always false on a single node.
     package var isAwaitingLog = false

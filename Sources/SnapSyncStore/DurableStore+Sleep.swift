@@ -5,7 +5,7 @@ import SnapSyncWire
     internal import Glibc
 #endif
 
-// Sleeping rooms (#17, `SleepingRoomStore`): a room evicted from the daemon's memory lives in
+// Sleeping rooms (`SleepingRoomStore`): a room evicted from the daemon's memory lives in
 // its checkpoint file alone. Its checkpoint is made current at eviction, so nothing of it is
 // left in the log to replay: waking it reads one file. What the store keeps of it is
 // `SleepingRoom` (24 bytes) under its name, in place of a `RoomTrack` (72 bytes and the write

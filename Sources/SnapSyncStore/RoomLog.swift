@@ -1,4 +1,4 @@
-/// Cluster mode's seam (#20), beside `RoomStore`: the room's total order is a replicated log
+/// Cluster mode's seam, beside `RoomStore`: the room's total order is a replicated log
 /// (NATS JetStream), one subject per room. The Hub proposes records and applies what the log
 /// delivers; it never applies its own write before the log has ordered it.
 /// Every method and every callback runs on the daemon's loop thread.

@@ -1,6 +1,6 @@
 import SnapSyncWire
 
-/// A store that can keep a room on disk only (a sleeping room, #17): the daemon evicts a room
+/// A store that can keep a room on disk only (a sleeping room): the daemon evicts a room
 /// with no members and no writes from memory, and loads it back on its next JOIN or write with
 /// the same epoch, version, snapshot, history and write ids.
 ///

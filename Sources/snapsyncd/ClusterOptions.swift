@@ -7,7 +7,7 @@ import SnapSyncServer
     import Glibc
 #endif
 
-/// The flags of cluster mode (#20, docs/cluster.md): several snapsyncd nodes sharing rooms
+/// The flags of cluster mode (docs/cluster.md): several snapsyncd nodes sharing rooms
 /// through a NATS JetStream stream instead of the local write-ahead log.
 struct ClusterOptions: ParsableArguments {
     @Option(

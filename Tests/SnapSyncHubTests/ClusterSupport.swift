@@ -4,7 +4,7 @@ import SnapSyncStore
 import SnapSyncWire
 @testable import SnapSyncHub
 
-// Cluster mode in-process (#20): hubs ("nodes") sharing one `MemoryRoomLog`, whose events and
+// Cluster mode in-process: hubs ("nodes") sharing one `MemoryRoomLog`, whose events and
 // completions run only when a test pumps them, so that every interleaving is chosen.
 
 struct ClusterHarness {

@@ -5,7 +5,7 @@ import SnapSyncStore
 import SnapSyncWire
 @testable import SnapSyncHub
 
-// Cluster mode's read barriers (#20): an answer a replica behind the log must not give from
+// Cluster mode's read barriers: an answer a replica behind the log must not give from
 // what it has (a resume ahead of it, a write that changes nothing there, a DROP of a room at
 // version 0 there) waits until the replica has applied every record the log
 // had acknowledged when the request arrived (`RoomLog.lastSequence`), or gives up after

@@ -6,7 +6,7 @@ import SnapSyncWire
 @testable import SnapSyncHub
 @testable import SnapSyncServer
 
-// Cluster mode (#20): which records a replica applies, voids or refuses, by the sequence each
+// Cluster mode: which records a replica applies, voids or refuses, by the sequence each
 // record's proposer expected against the last one the replica has (Protocol/CLUSTER.md §3,
 // "Void records and gaps").
 
@@ -120,7 +120,7 @@ import SnapSyncWire
         }
     }
 
-    /// nats-server 2.9's #4320: two proposals expecting one sequence are both stored. The later
+    /// nats-server 2.9's bug nats-io/nats-server#4320: two proposals expecting one sequence are both stored. The later
     /// is void on every replica; its proposer validates the write again and proposes it anew.
     @Test func aStaleRecordTheLogStoredIsVoidEverywhereAndItsWriteProposedAgain() throws {
         let cluster = ClusterHarness()

@@ -7,7 +7,7 @@ import SnapSyncWire
 @testable import SnapSyncHub
 @testable import SnapSyncServer
 
-// Cluster mode (#20), in-process: three hubs sharing one MemoryRoomLog. A room changes only by
+// Cluster mode, in-process: three hubs sharing one MemoryRoomLog. A room changes only by
 // the records the log delivers; the writer's ACK needs the log's acknowledgement and the record
 // applied, in either order.
 

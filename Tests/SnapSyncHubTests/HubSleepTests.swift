@@ -8,7 +8,7 @@ import SnapSyncWire
 @testable import SnapSyncStore
 internal import Glibc
 
-// Sleeping rooms (#17), in-process, with a real durable store in a temporary directory: a
+// Sleeping rooms, in-process, with a real durable store in a temporary directory: a
 // memberless room idle for --room-idle is evicted to its checkpoint and woken by the next
 // request naming it with the same epoch, version, digest, history and write ids; --max-rooms
 // bounds resident rooms; a restart leaves checkpointed rooms asleep. Time is passed to the sweep

@@ -5,7 +5,7 @@ import Testing
 // Many random batches through the real daemon, every change of every replica replayed through
 // the UIKit validator (`expectConsistentStream`), and the replicas' index-path lookups compared
 // with the snapshot's own positions. Split in tests of a few seconds each; their counts are
-// printed, and together they pass 20,000 applied batches (issue #18).
+// printed, and together they pass 20,000 applied batches.
 
 /// Writes `count` random batches to `room` from `client`, one after the other; returns how many
 /// the daemon applied (a batch another writer made stale is rejected whole).

@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncWire
 
 extension ServerIntegration {
-    /// Sleeping rooms in the real daemon (#17): with `--room-idle 1s`, memberless rooms leave
+    /// Sleeping rooms in the real daemon: with `--room-idle 1s`, memberless rooms leave
     /// memory (STATS `rooms_sleeping`, polled, never timed) and come back on the next request
     /// with the same state, history and write ids, also after a restart.
     @Suite struct ServerSleepTests {

@@ -4,7 +4,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Cluster mode's record bytes (#20): the store's payload encodings (docs/persistence.md), so a
+// Cluster mode's record bytes: the store's payload encodings (docs/persistence.md), so a
 // record on the log and one in the local WAL have one shape.
 
 @Suite(.unitTests) struct RoomLogEncodingTests {

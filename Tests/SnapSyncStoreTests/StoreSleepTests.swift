@@ -4,7 +4,7 @@ import SnapSyncModel
 import SnapSyncWire
 @testable import SnapSyncStore
 
-// The store's side of sleeping rooms (#17, `SleepingRoomStore`): eviction makes the checkpoint
+// The store's side of sleeping rooms (`SleepingRoomStore`): eviction makes the checkpoint
 // current and shrinks the room to `SleepingRoom`; one MANIFEST per batch lists what was evicted;
 // waking reads the checkpoint back; recovery leaves checkpointed rooms asleep but still checks
 // every checkpoint's checksums.

@@ -7,7 +7,7 @@
 import SnapSyncClientTestSupport
 import Testing
 
-// Tokens in the client (#15): the provider's token in HELLO, its refresh with AUTH before `exp`,
+// Tokens in the client: the provider's token in HELLO, its refresh with AUTH before `exp`,
 // a refused token that stops reconnecting, `token_expired`, REJECT `forbidden` and LEFT, against
 // the scripted peer of ClientScriptedServerTests.swift. The tokens are JWT-shaped but unsigned:
 // the client reads the payload's `exp` and `iat`, and never checks a signature. Token time is

@@ -97,7 +97,7 @@ struct ClientLookupsTests {
         #expect(positions.indexPath(for: "n1499") == ItemIndexPath(item: 0, section: 0))
     }
 
-    @Test("the four minimal cases of issue #18 are safe through the adapter's steps")
+    @Test("the four minimal batches that crashed a collection view (a reload beside a move) are safe through the adapter's steps")
     func minimalCasesThroughSteps() throws {
         func layout(_ sections: [(String, [String])]) throws -> Snapshot {
             try Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })

@@ -4,8 +4,9 @@ import Testing
 import SnapSyncTestThreads
 
 /// UIKit performs a reload inside `performBatchUpdates` as a delete plus an insert at the old
-/// position shifted by deletes and inserts, ignoring moves (#18). The four minimal crashes of
-/// #18: the validator refuses the form that crashed, and `BatchUpdates` no longer produces it.
+/// position shifted by deletes and inserts, ignoring moves. The four minimal batches that
+/// crashed a collection view when a reload and a move met in one batch: the validator refuses
+/// the form that crashed, and `BatchUpdates` no longer produces it.
 @Suite("Client: reloads and moves in one batch (UIKit placement)", .unitTests)
 struct ClientReloadPlacementTests {
     func layout(_ sections: [(String, [String])]) -> Snapshot {

@@ -1,4 +1,4 @@
-"""A SnapSync connection for the cluster tests (#20): requests answered by request id, and what
+"""A SnapSync connection for the cluster tests: requests answered by request id, and what
 the connection saw of each room recorded as segments for the history checker
 (tests/cluster_history.py). Speaks the protocol through snapcat_wire (the independent Python
 codec), one reader thread per connection.

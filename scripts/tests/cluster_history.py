@@ -1,4 +1,4 @@
-"""The history check of the cluster tests (#20): is what clients saw of a room one total order?
+"""The history check of the cluster tests: is what clients saw of a room one total order?
 
 A pure function over what the clients recorded, in the style of Jepsen's and Porcupine's
 checks, specialised to SnapSync's model: a room's writes form one sequence of versions, and

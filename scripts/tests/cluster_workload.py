@@ -1,4 +1,4 @@
-"""The cluster tests' workload (#20): writers that keep writing one room through whichever node
+"""The cluster tests' workload: writers that keep writing one room through whichever node
 is up, fail over and resume like a client library, and record what they know of each write
 for the history checker; and the final read of a room on every node.
 

@@ -1,5 +1,5 @@
 """scripts/cluster --nodes 0: the 3-server JetStream cluster comes up, keeps acking writes with one server
-killed, refuses them with two stopped, de-duplicates a retried write, and goes down (#20)."""
+killed, refuses them with two stopped, de-duplicates a retried write, and goes down."""
 
 import base64
 import json

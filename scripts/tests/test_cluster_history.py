@@ -1,5 +1,5 @@
 """The cluster tests' history checker on hand-made histories: it accepts one valid history and
-finds each kind of violation it exists for (#20)."""
+finds each kind of violation it exists for."""
 
 import unittest
 

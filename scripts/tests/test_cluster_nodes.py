@@ -1,4 +1,4 @@
-"""snapsyncd nodes sharing rooms through NATS JetStream, end to end (#20): real nats-servers and
+"""snapsyncd nodes sharing rooms through NATS JetStream, end to end: real nats-servers and
 real `snapsyncd --cluster` nodes started by scripts/cluster, clients speaking the protocol
 through snapcat_wire. Each test starts its own cluster and checks what the clients saw with the
 history checker (tests/cluster_history.py).

@@ -4,7 +4,7 @@ token_expired as snapcat shows them. Keys and tokens are made with the real bina
 (`snapsyncd keygen`, `snapsyncd token`), and the example key and token of AUTH.md are checked
 against the daemon too.
 
-Needs the daemon's --auth-keys and --auth-leeway (the server part of #15).
+Needs the daemon's --auth-keys and --auth-leeway.
 """
 
 import json

@@ -1,5 +1,5 @@
 // `snapsync-bench cluster`: writers and subscribers spread over already-running snapsyncd nodes
-// (cluster mode, #20), and with --start-single the same load against one single-node daemon
+// (cluster mode), and with --start-single the same load against one single-node daemon
 // this command starts, in the same session. The generator is ClusterGenerator.
 #if canImport(Glibc)
     import ArgumentParser

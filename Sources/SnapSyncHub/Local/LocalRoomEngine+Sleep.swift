@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Sleeping rooms (#17): with a durable store and `--room-idle`, a room with no members and no
+// Sleeping rooms: with a durable store and `--room-idle`, a room with no members and no
 // writes for that long is evicted from memory; the store keeps it in its checkpoint, made
 // current first. A JOIN, MUTATE or REPLACE naming it loads it back (one read of its
 // checkpoint: its log tail is empty, the checkpoint having been made current when it went to

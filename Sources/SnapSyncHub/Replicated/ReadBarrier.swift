@@ -1,4 +1,4 @@
-/// Cluster mode (#20): a request that must not be answered from a replica behind the cluster's
+/// Cluster mode: a request that must not be answered from a replica behind the cluster's
 /// log waits for a read barrier: the room subject's last sequence as the log's leader knows it
 /// (`RoomLog.lastSequence`), asked after the request arrived, then the replica's `logSequence`
 /// at or past it. The replica has then applied every record acknowledged before the request

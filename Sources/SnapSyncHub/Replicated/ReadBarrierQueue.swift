@@ -1,6 +1,6 @@
 import DequeModule
 
-/// Cluster mode (#20): the read barriers of one replica, sharing the log's answers. At most one
+/// Cluster mode: the read barriers of one replica, sharing the log's answers. At most one
 /// `RoomLog.lastSequence` request is in flight per room: the barriers that arrived before it was
 /// sent (`asked`) share its answer; those arriving while it is in flight (`unasked`) share the
 /// next one, sent when it answers, since an answer asked before they arrived may not cover the

@@ -1,4 +1,4 @@
-// Cluster mode (#20): a record whose proposer expected a later subject sequence than the last
+// Cluster mode: a record whose proposer expected a later subject sequence than the last
 // one this replica has applied or voided (Protocol/CLUSTER.md §3, "Void records and gaps").
 
 /// Records of the room's log this replica never received: the stream no longer holds them

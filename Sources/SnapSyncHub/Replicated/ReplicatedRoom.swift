@@ -3,7 +3,7 @@ package import SnapSyncModel
 package import SnapSyncStore
 package import SnapSyncWire
 
-/// Cluster mode (#20): one room this node follows in the cluster's log (`RoomLog`), kept across
+/// Cluster mode: one room this node follows in the cluster's log (`RoomLog`), kept across
 /// the room's incarnations (a DROP's tombstone replaces `room` with the next one and the follow
 /// goes on). Where the room stands in the log (`logSequence`), what waits for it to load, and its
 /// writes: one proposal in flight, the others in a bounded FIFO.

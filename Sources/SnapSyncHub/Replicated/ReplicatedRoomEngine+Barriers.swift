@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Cluster mode (#20): read barriers. A node's replica may be behind the room's log (records in
+// Cluster mode: read barriers. A node's replica may be behind the room's log (records in
 // flight, a follow that broke), and most answers from it are sound all the same (a prefix of the
 // room's one order). Some are not: a client that saw version 12 through another node and resumes
 // here, at version 10, would be sent a resync where CATCHUP was due; a write that changes

@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Cluster mode (#20): a room is resident while this node follows it in the cluster's log
+// Cluster mode: a room is resident while this node follows it in the cluster's log
 // (`RoomLog`). The first JOIN, write or DROP of a room creates its `ReplicatedRoom` in the loading
 // state and follows it; the log delivers the base (the latest checkpoint, or nothing: an empty
 // room at the epoch every node derives alike), the records after it, then `.current`, and the

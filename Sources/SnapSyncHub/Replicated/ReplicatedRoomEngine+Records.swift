@@ -3,7 +3,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Cluster mode (#20): the records the room's log delivers, from any node, applied to the
+// Cluster mode: the records the room's log delivers, from any node, applied to the
 // replica in the log's order: the only place a cluster room changes. Members get a write's DIFF
 // as on a single node; a tombstone ends the incarnation (LEFT room_deleted) and the next one
 // starts empty at version 0. And the checkpoints this node saves for the log.
@@ -81,7 +81,7 @@ extension ReplicatedRoomEngine {
     /// replica skips it, the same way, so they stay equal (Protocol/CLUSTER.md §3). The log
     /// should never hold one, since JetStream stores a proposal only if its expectation is the
     /// subject's last sequence; but nats-server 2.9 does not serialise that check for concurrent
-    /// publishes to a clustered stream (nats-server issue #4320, fixed in 2.10), so two
+    /// publishes to a clustered stream (nats-io/nats-server#4320, fixed in 2.10), so two
     /// proposals made against one state can both be stored. The first applies; the second was
     /// validated against a state that is gone, so applying it could break the room's rules: it
     /// is voided, and its proposer proposes it again (`recordVoided`).

@@ -2,7 +2,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Cluster mode's write path (#20): a write is validated against the replica without changing it
+// Cluster mode's write path: a write is validated against the replica without changing it
 // (`Room.propose`), its record proposed to the room's log expecting the room's last sequence,
 // and the room changes only when the log delivers the record (Hub+ClusterRecords.swift), on
 // every node alike. The writer's ACK needs both the log's `.stored(sequence)` and the record at

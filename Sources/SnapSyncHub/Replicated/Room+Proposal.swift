@@ -1,7 +1,7 @@
 import SnapSyncModel
 import SnapSyncWire
 
-// Cluster mode (#20): a write is validated against the room's replica without changing it, and
+// Cluster mode: a write is validated against the room's replica without changing it, and
 // proposed to the room's log; the replica changes only when the log delivers the record
 // (Room+Replica.swift). The checks are `mutate`'s, `replace`'s and `replaceSection`'s, in the
 // same order, but the batch is applied to a copy of the snapshot: the copy is O(n) for a room of

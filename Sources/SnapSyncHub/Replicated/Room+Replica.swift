@@ -2,7 +2,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncWire
 
-// Cluster mode (#20): the replica changes only here, by the records the room's log delivers,
+// Cluster mode: the replica changes only here, by the records the room's log delivers,
 // whichever node proposed them, so every node's room goes through the same versions.
 
 /// A record the replica cannot apply: the log and the replica disagree (a record of another
