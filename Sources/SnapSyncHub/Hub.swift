@@ -5,7 +5,7 @@
     package import Foundation
 #endif
 package import Logging
-package import SnapSyncModel
+import SnapSyncModel
 package import SnapSyncWire
 package import SnapSyncStore
 

@@ -1,5 +1,5 @@
-package import SnapSyncModel
-package import SnapSyncWire
+import SnapSyncModel
+import SnapSyncWire
 
 /// Why one request failed: exactly the fields of a REJECT frame (PROTOCOL.md §3, §6).
 /// Nothing was applied when a request is rejected.

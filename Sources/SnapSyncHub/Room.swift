@@ -1,6 +1,6 @@
-package import SnapSyncModel
-package import SnapSyncWire
-package import SnapSyncStore
+import SnapSyncModel
+import SnapSyncWire
+import SnapSyncStore
 
 /// One room: the authoritative snapshot, its position (epoch, version), its recent history and
 /// its members (PROTOCOL.md §7).

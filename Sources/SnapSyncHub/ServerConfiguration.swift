@@ -1,4 +1,4 @@
-package import SnapSyncModel
+import SnapSyncModel
 package import SnapSyncWire
 package import SnapSyncAuth
 

@@ -6,7 +6,7 @@
 #endif
 package import Logging
 package import SnapSyncAuth
-package import SnapSyncWire
+import SnapSyncWire
 
 /// One client as the hub sees it: its id, where it is in its life, what it still has to be
 /// sent and the rooms it has joined. No socket: the hub's request path is tested on plain

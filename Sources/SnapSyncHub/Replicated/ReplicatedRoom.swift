@@ -1,7 +1,7 @@
 import DequeModule
-package import SnapSyncModel
-package import SnapSyncStore
-package import SnapSyncWire
+import SnapSyncModel
+import SnapSyncStore
+import SnapSyncWire
 
 /// Cluster mode: one room this node follows in the cluster's log (`RoomLog`), kept across
 /// the room's incarnations (a DROP's tombstone replaces `room` with the next one and the follow
