@@ -1,11 +1,12 @@
 import Logging
 import SnapSyncWire
 
-// Cluster mode: answers to one connection's requests come in the order the requests were
-// sent (PROTOCOL.md §10), though a write (or a JOIN of a room that is loading) waits for the
-// cluster's log. While one request of a session waits, the session's later frames are kept,
-// whole, and handled once it is answered: a session has at most one request waiting for the
-// log. A room's queue orders the writes of all its sessions; this orders each session's.
+// Answers to one connection's requests come in the order the requests were sent (PROTOCOL.md
+// §10), even when the engine answers one later: the replicated engine's writes (and JOINs of a
+// room that is loading) wait for the cluster's log; the local engine answers every request at
+// once and never defers. While one request of a session waits, the session's later frames are
+// kept, whole, and handled once it is answered: a session has at most one request waiting. A
+// room's queue orders the writes of all its sessions; this orders each session's.
 
 extension Hub {
     /// The most a session may send while one of its requests waits for the log: beyond it, the

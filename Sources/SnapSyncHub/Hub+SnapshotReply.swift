@@ -24,7 +24,7 @@ struct SnapshotEncodings {
     /// room can have its address.
     private var entries: [ObjectIdentifier: Entry] = [:]
 
-    /// Drops `room`'s entry: it ended (Hub+Lifecycle.swift) or was evicted (Hub+Sleep.swift).
+    /// Drops `room`'s entry: it ended (LocalRoomEngine+Lifecycle.swift) or was evicted (LocalRoomEngine+Sleep.swift).
     mutating func forget(_ room: Room) {
         entries[ObjectIdentifier(room)] = nil
     }

@@ -1,4 +1,4 @@
-/// The memberless rooms, longest idle first: the candidates for sleeping (Hub+Sleep.swift).
+/// The memberless rooms, longest idle first: the candidates for sleeping (LocalRoomEngine+Sleep.swift).
 ///
 /// A room is appended when it is created or woken (before any member joins), when its last
 /// member leaves, and again (moved to the end) when a write is applied to it while it has no

@@ -41,8 +41,8 @@ extension Hub {
             room.members.sessions[slot] = last
             last.memberships.rooms[RoomName(room.name)]?.slot = slot
         }
-        // A memberless room's idle time starts (its TTL, Hub+Lifecycle.swift; its sleep,
-        // Hub+Sleep.swift).
+        // A memberless room's idle time starts (its TTL, LocalRoomEngine+Lifecycle.swift; its sleep,
+        // LocalRoomEngine+Sleep.swift).
         if room.members.count == 0 {
             room.idleSince = monotonicNow()
             roomBecameIdle(room)

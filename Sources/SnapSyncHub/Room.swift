@@ -50,7 +50,7 @@ package final class Room {
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
     /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
     /// (`append_children`, `move_item_to_parent`): a version 1 member cannot be sent it
-    /// (PROTOCOL.md §8.2, Hub+Writes.swift).
+    /// (PROTOCOL.md §8.2, LocalRoomEngine+Writes.swift).
     private(set) var lastDiffHasOutlineOps = false
     /// The newest version whose DIFF holds a version 2 op (0: none in the history), or nil until
     /// a version 1 resume first asks (`Hub.answerJoin`, which scans the history once): so a
@@ -65,16 +65,16 @@ package final class Room {
     /// The server's bound on all rooms' memory, asked before a write changes this room.
     var budget: RoomMemoryBudget?
     /// The room's time-to-live in seconds as SET_TTL set it (0: never expires); nil: the
-    /// daemon's `--room-ttl` applies (Hub+Lifecycle.swift).
+    /// daemon's `--room-ttl` applies (LocalRoomEngine+Lifecycle.swift).
     var ttlSeconds: UInt64?
     /// Since when the room has had no write (applied MUTATE or REPLACE, SET_TTL) and, when it
     /// has no members, since its last member left; its creation or restore before either. What
-    /// both its expiry (Hub+Lifecycle.swift) and its sleep (Hub+Sleep.swift) count from. An
+    /// both its expiry (LocalRoomEngine+Lifecycle.swift) and its sleep (LocalRoomEngine+Sleep.swift) count from. An
     /// instant of the hub's clock (`Hub.monotonicNow`), which the hub passes when it creates
     /// the room.
     var idleSince: ContinuousClock.Instant
 
-    /// Sleeping rooms (`IdleRooms`, Hub+Sleep.swift): whether the room is in the hub's list of
+    /// Sleeping rooms (`IdleRooms`, LocalRoomEngine+Sleep.swift): whether the room is in the hub's list of
     /// memberless rooms, and its links there.
     var isIdle = false
     unowned(unsafe) var idlePrevious: Room?

@@ -53,7 +53,7 @@ final class RoomMemoryBudget {
         )
     }
 
-    /// Stops counting `room`: it ended, or left memory (it sleeps on disk, Hub+Sleep.swift).
+    /// Stops counting `room`: it ended, or left memory (it sleeps on disk, LocalRoomEngine+Sleep.swift).
     func release(_ room: Room) {
         total -= counted.removeValue(forKey: ObjectIdentifier(room)) ?? 0
     }

@@ -50,7 +50,7 @@ package struct ServerConfiguration: Sendable {
     /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.
     package var roomTTL: Duration?
     /// With a durable store, a room with no members and no writes for this long is evicted from
-    /// memory and sleeps in its checkpoint until a request names it (Hub+Sleep.swift);
+    /// memory and sleeps in its checkpoint until a request names it (LocalRoomEngine+Sleep.swift);
     /// `maxRooms` then bounds resident rooms. Nil (`--room-idle off` or `0`): rooms never sleep.
     package var roomIdle: Duration? = .seconds(600)
 

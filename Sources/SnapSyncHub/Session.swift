@@ -62,11 +62,11 @@ package final class Session {
     /// The transport cannot take more bytes now (the socket's send buffer is full): the session
     /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
     package var isOutputBlocked = false
-    /// Cluster mode: a request of this session waits for the cluster's log, and the
+    /// A request of this session waits for the engine's answer (the cluster's log), and the
     /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
-    /// (Hub+ClusterInput.swift). Read once per frame; always false on a single node.
+    /// (Hub+DeferredInput.swift). Read once per frame; always false with the local engine.
     package var isAwaitingLog = false
-    /// Cluster mode: whole frames received while `isAwaitingLog`, oldest first from
+    /// Whole frames received while `isAwaitingLog`, oldest first from
     /// `deferredHead`, and their bytes.
     package var deferredInput: [[UInt8]] = []
     package var deferredHead = 0

@@ -22,7 +22,7 @@ package final class WriteAckTimer {
     }
 
     /// When handling of a write starts: the clock's nanoseconds, never 0. A plain integer, not a
-    /// `ContinuousClock.Instant`, whose optional went through value witnesses in `Hub.write`
+    /// `ContinuousClock.Instant`, whose optional went through value witnesses in `LocalRoomEngine.write`
     /// (about 100 instructions per write, measured with callgrind).
     @inline(__always)
     func start() -> UInt64 {

@@ -278,7 +278,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         #expect(s.harness.drain(again).first?.ackVersion == 4)
     }
 
-    // Rooms that end (Hub+Lifecycle.swift) while asleep.
+    // Rooms that end (LocalRoomEngine+Lifecycle.swift) while asleep.
 
     /// A DROP of a sleeping room ends it in the store alone: its tombstone is logged, the ACK
     /// carries its position, and neither a restart nor a crash brings it back.

@@ -87,7 +87,7 @@ extension LocalRoomEngine {
         }
         let evicted = candidates.filter { $0.version == 0 && $0.ttlSeconds == nil } + written.prefix(asleep)
         for room in evicted { release(room) }
-        // Their expiry goes on asleep: from the same idle time (Hub+Lifecycle.swift).
+        // Their expiry goes on asleep: from the same idle time (LocalRoomEngine+Lifecycle.swift).
         for room in written.prefix(asleep) {
             if let ttl = timeToLive(of: room) { sleepingExpiries.set(RoomName(room.name), deadline: room.idleSince + ttl) }
         }

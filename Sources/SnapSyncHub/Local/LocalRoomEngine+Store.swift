@@ -52,7 +52,7 @@ extension LocalRoomEngine {
         }
     }
 
-    /// Evicts the rooms idle for `--room-idle` (Hub+Sleep.swift); then the idle `everysec`
+    /// Evicts the rooms idle for `--room-idle` (LocalRoomEngine+Sleep.swift); then the idle `everysec`
     /// fdatasync, segment switches, and the checkpoints of the rooms the store says are due
     /// (usually none). A failure is fatal, like a failed commit.
     package func maintainStore() {

@@ -1,7 +1,7 @@
 import HeapModule
 import SnapSyncWire
 
-/// When each sleeping room with a time-to-live expires (Hub+Lifecycle.swift): a binary min-heap
+/// When each sleeping room with a time-to-live expires (LocalRoomEngine+Lifecycle.swift): a binary min-heap
 /// of (deadline, room), and the current deadline of each room, swept by the one-second timer.
 ///
 /// Why a heap and not a scan: a daemon may hold a million rooms asleep, all with a TTL when

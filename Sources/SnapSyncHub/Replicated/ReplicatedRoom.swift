@@ -68,7 +68,7 @@ package final class ReplicatedRoom {
         /// (epoch, version) of each record applied since the proposal, by sequence: the ACK's
         /// position once `.stored` names one of them.
         var applied: [UInt64: (epoch: UInt64, version: UInt64)] = [:]
-        /// Sequences of records voided since the proposal (`Hub.void`): a `.stored` naming one
+        /// Sequences of records voided since the proposal (`ReplicatedRoomEngine.void`): a `.stored` naming one
         /// means the log took the proposal but no replica applies it, so it goes again.
         var voided: Set<UInt64> = []
     }

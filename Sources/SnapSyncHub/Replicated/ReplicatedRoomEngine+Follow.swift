@@ -7,8 +7,8 @@ import SnapSyncWire
 // (`RoomLog`). The first JOIN, write or DROP of a room creates its `ReplicatedRoom` in the loading
 // state and follows it; the log delivers the base (the latest checkpoint, or nothing: an empty
 // room at the epoch every node derives alike), the records after it, then `.current`, and the
-// requests that waited are answered in order. Writes: Hub+ClusterWrites.swift; records:
-// Hub+ClusterRecords.swift.
+// requests that waited are answered in order. Writes: ReplicatedRoomEngine+Writes.swift; records:
+// ReplicatedRoomEngine+Records.swift.
 
 extension ReplicatedRoomEngine {
     /// The replica of the room `name`, created and followed if this node does not follow it
@@ -53,7 +53,7 @@ extension ReplicatedRoomEngine {
 
     /// JOIN in cluster mode: answered at once from a loaded room (even one whose follow broke:
     /// reads go on), or when the room has loaded; a resume ahead of the replica first waits for
-    /// a read barrier (Hub+ClusterBarrier.swift).
+    /// a read barrier (ReplicatedRoomEngine+Barriers.swift).
     func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
         let replica: ReplicatedRoom
         switch self.replica(named: roomName) {

@@ -4,7 +4,7 @@ import SnapSyncWire
 
 // Cluster mode's write path: a write is validated against the replica without changing it
 // (`Room.propose`), its record proposed to the room's log expecting the room's last sequence,
-// and the room changes only when the log delivers the record (Hub+ClusterRecords.swift), on
+// and the room changes only when the log delivers the record (ReplicatedRoomEngine+Records.swift), on
 // every node alike. The writer's ACK needs both the log's `.stored(sequence)` and the record at
 // that sequence applied here, in either order. One proposal per room is in flight; the other
 // writes wait in a bounded FIFO, which keeps each client's order.
@@ -174,7 +174,7 @@ extension ReplicatedRoomEngine {
         }
     }
 
-    /// A record at `sequence` was voided (`Hub.void`): if it is the proposal's, the log took it
+    /// A record at `sequence` was voided (`ReplicatedRoomEngine.void`): if it is the proposal's, the log took it
     /// but no replica applies it, so the write is validated and proposed again; any other moves
     /// the room's last sequence, which a superseded proposal waits for.
     func recordVoided(in replica: ReplicatedRoom, at sequence: UInt64) {

@@ -89,7 +89,7 @@ extension Connection {
     func endOfInput() {
         stopReading()
         dropInput()
-        // Cluster mode: requests still wait for the log (Hub+ClusterInput.swift); the end is
+        // Cluster mode: requests still wait for the log (Hub+DeferredInput.swift); the end is
         // handled once they are answered (`sessionDrainedDeferredInput`).
         if session.isAwaitingLog && session.state != .closing {
             endOfInputIsDeferred = true

@@ -39,7 +39,7 @@ final class Connection: SessionTransport {
     /// The peer sent EOF: nothing more will be read.
     private(set) var hasReachedEndOfInput = false
     /// Cluster mode: the peer's EOF came while a request waited for the log, with frames deferred
-    /// behind it (Hub+ClusterInput.swift); `endOfInput` runs again once they are handled.
+    /// behind it (Hub+DeferredInput.swift); `endOfInput` runs again once they are handled.
     var endOfInputIsDeferred = false
 
     /// When the last whole frame arrived (a byte of an unfinished frame does not count, so a
