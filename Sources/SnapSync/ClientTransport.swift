@@ -6,7 +6,7 @@
 // radio nor trigger VPN On Demand (Apple's TN3151, "Choosing the right networking API");
 // Network.framework does both. Elsewhere (Linux) it is NIOPosix's sockets with NIOSSL
 // (PosixTransport.swift). Both build the same pipeline after their TLS handler (the wire codec
-// and `ConnectionHandler`) and verify the server's certificate inside the handshake with the
+// and `ClientChannelHandler`) and verify the server's certificate inside the handshake with the
 // same `ServerCertificateVerifier` (swift-certificates; on Apple platforms for configured trust
 // roots, see NetworkTransport), so the Linux tests cover all but the few lines that talk to
 // each platform's API.

@@ -14,7 +14,7 @@
         /// NIOTransportServices' shared event loops (dispatch queues).
         static var group: NIOTSEventLoopGroup { .singleton }
 
-        static func connect(_ target: TransportTarget, connection: Connection) -> EventLoopFuture<any Channel> {
+        static func connect(_ target: TransportTarget, connection: ClientChannel) -> EventLoopFuture<any Channel> {
             // Network.framework would otherwise park a connection it cannot make (no route, a
             // refused certificate) in "waiting" until connectTimeout: fail it at once and let the
             // client's ReconnectPolicy do the waiting, as on Linux.
@@ -68,7 +68,7 @@
         /// server's chain, name and pin in the handshake. A refusal is recorded on the
         /// connection, so that it is reported as itself rather than as Network.framework's
         /// generic "bad certificate".
-        private static func tlsOptions(_ tls: PreparedTLS, connection: Connection) -> NWProtocolTLS.Options {
+        private static func tlsOptions(_ tls: PreparedTLS, connection: ClientChannel) -> NWProtocolTLS.Options {
             let options = NWProtocolTLS.Options()
             let security = options.securityProtocolOptions
             sec_protocol_options_set_min_tls_protocol_version(security, .TLSv12)

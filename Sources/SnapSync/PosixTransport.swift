@@ -12,7 +12,7 @@
         /// as long as the process.
         static var group: MultiThreadedEventLoopGroup { .singleton }
 
-        static func connect(_ target: TransportTarget, connection: Connection) -> EventLoopFuture<any Channel> {
+        static func connect(_ target: TransportTarget, connection: ClientChannel) -> EventLoopFuture<any Channel> {
             let tls = target.tls
             return ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(target.connectTimeout))
@@ -35,7 +35,7 @@
         /// decides, in the handshake, and its refusal is recorded on the connection so that it
         /// is reported as itself rather than as BoringSSL's CERTIFICATE_VERIFY_FAILED.
         private static func verify(
-            _ presented: [NIOSSLCertificate], with verifier: ServerCertificateVerifier, connection: Connection,
+            _ presented: [NIOSSLCertificate], with verifier: ServerCertificateVerifier, connection: ClientChannel,
             promise: EventLoopPromise<NIOSSLVerificationResult>
         ) {
             let der: [[UInt8]]

@@ -36,7 +36,7 @@ extension SnapSyncClient {
             connectionClosed(error)
             return
         }
-        let connection = Connection(
+        let connection = ClientChannel(
             target: TransportTarget(
                 host: endpoint.host, port: endpoint.port, connectTimeout: configuration.connectTimeout, tls: tls))
         link = .handshaking(connection)
@@ -81,7 +81,7 @@ extension SnapSyncClient {
         }
     }
 
-    func handle(_ event: Connection.Event, generation: Int) {
+    func handle(_ event: ClientChannel.Event, generation: Int) {
         guard generation == self.generation else { return }
         switch event {
         case .connected:
@@ -154,7 +154,7 @@ extension SnapSyncClient {
 
     /// WELCOME: requests may flow. Rooms are rejoined from their positions and unanswered
     /// writes resent with their write ids, in the order they were made.
-    func ready(_ connection: Connection, sessionID: UInt64, serverName: String) {
+    func ready(_ connection: ClientChannel, sessionID: UInt64, serverName: String) {
         link = .ready(connection)
         handshakeTimer?.cancel()
         handshakeTimer = nil

@@ -52,18 +52,18 @@ public actor SnapSyncClient {
     /// The session id and server name of the last WELCOME.
     public internal(set) var session: (id: UInt64, serverName: String)?
 
-    // MARK: Connection (see SnapSyncClient+Link.swift)
+    // MARK: The connection (see SnapSyncClient+Link.swift)
 
     enum Link {
         case none
         /// `Configuration.credentials` is asked for the HELLO token; no socket yet.
         case preparing
         /// TCP connect and HELLO/WELCOME under way.
-        case handshaking(Connection)
+        case handshaking(ClientChannel)
         /// WELCOME received: requests flow.
-        case ready(Connection)
+        case ready(ClientChannel)
 
-        var connection: Connection? {
+        var connection: ClientChannel? {
             switch self {
             case .none, .preparing: nil
             case .handshaking(let c), .ready(let c): c

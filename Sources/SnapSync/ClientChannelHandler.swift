@@ -2,19 +2,19 @@ import NIOCore
 import NIOTLS
 import SnapSyncWire
 
-/// The last handler of a connection's pipeline: tells its `Connection` when the transport is
+/// The last handler of a connection's pipeline: tells its `ClientChannel` when the transport is
 /// ready (channel active, or the TLS handshake completed: the transport verified the server in it),
 /// hands it each decoded message, records errors and closes the channel on the first one.
-final class ConnectionHandler: ChannelInboundHandler {
+final class ClientChannelHandler: ChannelInboundHandler {
     typealias InboundIn = Message
 
-    private let connection: Connection
+    private let connection: ClientChannel
     /// With TLS, frames may flow only after the handshake.
     private let waitsForTLSHandshake: Bool
-    /// This channel is the connection's (see `Connection.Attachment`).
+    /// This channel is the connection's (see `ClientChannel.Attachment`).
     private var isCurrent = false
 
-    init(connection: Connection, waitsForTLSHandshake: Bool) {
+    init(connection: ClientChannel, waitsForTLSHandshake: Bool) {
         self.connection = connection
         self.waitsForTLSHandshake = waitsForTLSHandshake
     }
@@ -58,14 +58,14 @@ final class ConnectionHandler: ChannelInboundHandler {
 }
 
 @available(*, unavailable)
-extension ConnectionHandler: Sendable {}
+extension ClientChannelHandler: Sendable {}
 
-extension Connection {
+extension ClientChannel {
     /// The codec and the handler, after the transport's own handlers (TLS). Runs on the
     /// channel's event loop, in its initializer.
     func installHandlers(on pipeline: ChannelPipeline.SynchronousOperations, waitsForTLSHandshake: Bool) throws {
         try pipeline.addHandler(ByteToMessageHandler(WireFrameDecoder()))
         try pipeline.addHandler(MessageToByteHandler(WireFrameEncoder()))
-        try pipeline.addHandler(ConnectionHandler(connection: self, waitsForTLSHandshake: waitsForTLSHandshake))
+        try pipeline.addHandler(ClientChannelHandler(connection: self, waitsForTLSHandshake: waitsForTLSHandshake))
     }
 }

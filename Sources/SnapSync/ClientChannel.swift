@@ -4,13 +4,13 @@ import SnapSyncWire
 /// One connection to the daemon, on a SwiftNIO channel (ClientTransport.swift picks the
 /// transport: NIOPosix with NIOSSL, or Network.framework). The channel's pipeline is the
 /// optional TLS handler, the wire codec (`WireFrameDecoder`, `WireFrameEncoder`) and a
-/// `ConnectionHandler` that reports here. It knows frames, not the protocol's rules: the
+/// `ClientChannelHandler` that reports here. It knows frames, not the protocol's rules: the
 /// client's actor does.
 ///
 /// Events come out of `events` in the order they happened: `.connected` (unless the connect or
 /// the TLS handshake failed), then `.message`s, then exactly one `.closed` with the reason,
 /// after which the stream finishes and the channel is closed.
-final class Connection: Sendable {
+final class ClientChannel: Sendable {
     enum Event: Sendable {
         case connected
         case message(Message)
@@ -109,7 +109,7 @@ final class Connection: Sendable {
         fail(.connectionLost("the connection was dropped"))?.close(promise: nil)
     }
 
-    // MARK: - From the event loop (ConnectionHandler, the transports)
+    // MARK: - From the event loop (ClientChannelHandler, the transports)
 
     /// A channel of this connection became active.
     func attach(_ channel: any Channel) -> Attachment {
