@@ -1,9 +1,10 @@
 // swift-tools-version:6.0
 // The layout is described in README.md: Model and Wire are pure Swift and shared by
 // the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
-// through SnapSyncStore, which never sees a socket; only SnapSyncServer imports CLibevent
-// (and CLibeventExtra, libevent's HTTP server, for the metrics endpoint), and only its TLS.swift
-// imports COpenSSL.
+// through SnapSyncStore, which never sees a socket; only SnapSyncLoop, the daemon's event loop
+// (used by SnapSyncServer and SnapSyncCluster), imports CLibevent and CNatsLibevent (libnats's
+// libevent adapter); SnapSyncServer's MetricsHTTPServer.swift imports CLibeventExtra, libevent's
+// HTTP server, for the metrics endpoint, and only its TLS.swift imports COpenSSL.
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -48,7 +49,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
-        // libevent, linked through pkg-config (Debian: libevent-dev).
+        // libevent, linked through pkg-config (Debian: libevent-dev). Imported by SnapSyncLoop only.
         .systemLibrary(
             name: "CLibevent",
             pkgConfig: "libevent_core",
@@ -83,6 +84,8 @@ let package = Package(
         ),
         // libnats's libevent adapter, a header of non-static definitions compiled in exactly one
         // C file (shim.c), and libevent's pthread locking it turns on (libevent_pthreads).
+        // Imported by Sources/SnapSyncLoop/EventLoop+NATS.swift only; its header needs neither
+        // libnats's nor libevent's (include/CNatsLibevent.h).
         .target(
             name: "CNatsLibevent",
             dependencies: ["CNats", "CLibevent"],
@@ -133,10 +136,21 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The daemon's libevent loop: the loop, its events, the cross-thread mailbox, libnats's
+        // libevent adapter. The only module that imports CLibevent and CNatsLibevent; no raw event
+        // base leaves it. NIOConcurrencyHelpers: the mailbox's lock.
+        .target(
+            name: "SnapSyncLoop",
+            dependencies: [
+                "CLibevent", "CNatsLibevent",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "CLibeventExtra", "COpenSSL", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                "SnapSyncLoop", "CLibeventExtra", "COpenSSL", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -149,7 +163,7 @@ let package = Package(
         .target(
             name: "SnapSyncCluster",
             dependencies: [
-                "CNats", "CNatsLibevent", "CLibevent", "SnapSyncStore", "SnapSyncModel",
+                "CNats", "SnapSyncLoop", "SnapSyncStore", "SnapSyncModel",
                 // SHA-256 of the epoch derivation (RoomEpoch.swift), as SnapSyncModel's digests.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -159,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
+                "SnapSyncServer", "SnapSyncLoop", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,7 +205,7 @@ let package = Package(
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
-        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "CLibevent", "SnapSyncTestThreads",
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth",

@@ -1,5 +1,5 @@
 internal import CNats
-internal import CNatsLibevent
+package import SnapSyncLoop
 
 #if canImport(Glibc)
     internal import Glibc
@@ -116,7 +116,9 @@ public struct PublishAck: Sendable, Equatable {
 public final class NATSConnection {
     private var connection: OpaquePointer?
     private var jetStream: OpaquePointer?
-    private var mailbox: LoopMailbox?
+    private var mailbox: LoopMailbox<LoopDelivery>?
+    /// Kept alive as long as the connection, whose socket's events libnats adds to it.
+    private let loop: EventLoop
     /// The publishes awaiting JetStream's answer, by message id: O(1) per publish and per ack.
     private var pending: [String: (Result<PublishAck, NATSError>) -> Void] = [:]
     /// The subject prefix of this connection's reply inbox: every subject under
@@ -133,18 +135,6 @@ public final class NATSConnection {
     private var subscriptions: [UInt64: OpaquePointer] = [:]
     /// The mailbox, retained for ever, as the subscriptions' and the ack handler's closure.
     private var handlerClosure: UnsafeMutableRawPointer?
-
-    /// Once per process, before making the `event_base` the connection will run on: turns on
-    /// libevent's pthread locking (`evthread_use_pthreads`), since libnats's threads call
-    /// `event_add`/`event_active` on that base. The daemon's single-node base is made without
-    /// locking (`EVENT_BASE_FLAG_NOLOCK`); cluster mode must make its base without that flag.
-    public static func prepareLibevent() throws(NATSError) {
-        if snapsync_nats_libevent_init() != 0 {
-            throw NATSError(
-                operation: "evthread_use_pthreads", identifier: "libevent", code: .status(NATS_ERR.rawValue),
-                text: "libevent could not turn its locking on")
-        }
-    }
 
     /// Creates the stream, or updates it when it exists with another configuration (saying in
     /// `replacedMaxMessagesPerSubject` when that changed its retention), over a short-lived
@@ -330,10 +320,11 @@ public final class NATSConnection {
 
     /// Connects to any of `servers` (`nats://host:port` URLs, or all `tls://host:port` with
     /// `tls`; libnats reconnects to the others, forever, when one goes away) with the socket on
-    /// the loop of `eventBase`, a `struct event_base *` made after `prepareLibevent()`. Blocks for
-    /// the handshake only.
-    public init(servers: [String], tls: NATSTLS = NATSTLS(), eventBase: OpaquePointer, name: String = "snapsyncd") throws(NATSError) {
+    /// `loop`, made with locking after `EventLoop.enableThreadedAccess()`. Blocks for the
+    /// handshake only.
+    package init(servers: [String], tls: NATSTLS = NATSTLS(), loop: EventLoop, name: String = "snapsyncd") throws(NATSError) {
         let identifier = servers.joined(separator: ",")
+        self.loop = loop
         mailbox = nil
         var inbox: UnsafeMutablePointer<natsInbox>?
         try natsCheck(natsInbox_Create(&inbox), "natsInbox_Create", identifier)
@@ -341,7 +332,8 @@ public final class NATSConnection {
         natsInbox_Destroy(inbox)
         let options = try Self.makeOptions(servers: servers, tls: tls, name: name, identifier: identifier)
         defer { natsOptions_Destroy(options) }
-        try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
+        guard let options else { preconditionFailure("natsOptions_Create succeeded without options") }
+        try natsCheck(natsStatus(rawValue: UInt32(bitPattern: loop.attachNATS(options: options))), "natsOptions_SetEventLoop", identifier)
         try natsCheck(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect", identifier)
         // Every subscription (the inbox, JetStream's acks, one per followed room) is delivered by
         // libnats's shared delivery pool (one thread by default) instead of a thread of its own:
@@ -352,7 +344,15 @@ public final class NATSConnection {
         try natsCheck(natsOptions_UseGlobalMessageDelivery(options, true), "natsOptions_UseGlobalMessageDelivery", identifier)
 
         // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
-        let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }
+        // At the flush's priority, libevent's default on the daemon's base of two priorities,
+        // which this event has always had: a pass runs the deliveries after its reads, accepts and
+        // timers, with the flush that sends what they queued.
+        let mailbox: LoopMailbox<LoopDelivery>
+        do {
+            mailbox = try LoopMailbox(loop: loop, priority: .flush) { [weak self] delivery in self?.deliver(delivery) }
+        } catch {
+            throw NATSError(operation: error.function, identifier: "loop mailbox", code: .status(0), text: "libevent could not make an event")
+        }
         self.mailbox = mailbox
         // Retained here and never released: libnats may still be inside a handler, on one of
         // its threads, after natsConnection_Destroy returns (only the process-wide
@@ -594,7 +594,7 @@ public final class NATSConnection {
 /// outcome goes to the loop through the mailbox in `closure`. O(1) besides the copies.
 private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, closure in
     guard let closure else { return }
-    let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
+    let mailbox = Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue()
     var idPointer: UnsafePointer<CChar>?
     let messageID = natsMsgHeader_Get(message, "Nats-Msg-Id", &idPointer) == NATS_OK ? idPointer.map { String(cString: $0) } ?? "" : ""
     let result: Result<PublishAck, NATSError>
@@ -617,7 +617,7 @@ private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, clo
 /// libnats's disconnected callback, on its thread.
 private let disconnectedHandler: natsConnectionHandler = { _, closure in
     guard let closure else { return }
-    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: nil))
+    Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: nil))
 }
 
 /// libnats's reconnected callback, on its thread: with the URL of the server it reached.
@@ -627,7 +627,7 @@ private let reconnectedHandler: natsConnectionHandler = { connection, closure in
     let url =
         natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK
         ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: url))
+    Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: url))
 }
 
 /// The subscriptions' handler (natsMsgHandler), on a libnats thread: the message is copied
@@ -635,7 +635,7 @@ private let reconnectedHandler: natsConnectionHandler = { connection, closure in
 private let messageHandler: natsMsgHandler = { _, subscription, message, closure in
     guard let closure, let message else { return }
     defer { natsMsg_Destroy(message) }
-    let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
+    let mailbox = Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue()
     let count = Int(natsMsg_GetDataLength(message))
     var data = [UInt8](repeating: 0, count: count)
     if count > 0, let bytes = natsMsg_GetData(message) {

@@ -1,4 +1,5 @@
 import Logging
+import SnapSyncLoop
 
 // Reading on a TLS connection: the handshake, then plaintext through `TLSSession.read` into the
 // shared read buffer, cut into frames exactly as on the plain port (`Connection+Input.swift`).

@@ -1,5 +1,6 @@
 import Logging
 internal import Glibc
+import SnapSyncLoop
 
 /// One client connection: a `Session` with a socket. It owns its socket's events, its reading
 /// and framing (`Connection+Input.swift`), its timer's state machine (`Connection+Timer.swift`)

@@ -1,4 +1,5 @@
 import SnapSyncWire
+import SnapSyncLoop
 
 /// What every connection of a daemon shares: the loop, the hub it serves, the flush, the one
 /// read buffer all connections read into, the frame cutters and the input budget.

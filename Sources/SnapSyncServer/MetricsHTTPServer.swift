@@ -1,5 +1,6 @@
 internal import CLibeventExtra
 internal import Glibc
+import SnapSyncLoop
 
 // libevent's HTTP server (evhttp) for --metrics-listen: every evhttp call of SnapSync is in
 // this file, the only one importing CLibeventExtra. It runs on the daemon's own loop (the

@@ -1,5 +1,6 @@
 import SnapSyncStore
 internal import Glibc
+import SnapSyncLoop
 
 /// The loop pass's flush: once per pass, commits the pass's writes to the store, then sends every
 /// dirty session (`Hub.dirty`) everything it has pending in one gathering write, and arms

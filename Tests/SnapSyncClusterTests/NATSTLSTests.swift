@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import SnapSyncCluster
 import Testing
 
@@ -14,13 +14,12 @@ extension RealNATSCluster {
         /// Makes the stream over a connection of its own, then publishes over a loop connection:
         /// both with `tls`. Throws what either refused.
         static func ensureAndPublish(servers: [String], tls: NATSTLS) throws -> PublishAck {
-            try NATSConnection.prepareLibevent()
+            try EventLoop.enableThreadedAccess()
             try NATSConnection.ensureStream(stream, servers: servers, tls: tls, timeout: .seconds(5))
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let connection = try NATSConnection(servers: servers, tls: tls, eventBase: base)
+            let loop = try EventLoop(locking: true)
+            let connection = try NATSConnection(servers: servers, tls: tls, loop: loop)
             defer { connection.close() }
-            return try NATSConnectionTests.publish(connection, base, subject: "snapsync.room.tls", after: 0, id: "t1").result.get()
+            return try NATSConnectionTests.publish(connection, loop, subject: "snapsync.room.tls", after: 0, id: "t1").result.get()
         }
 
         /// The text of the error `body` threw, which must be a `NATSError` of `operation`.
@@ -55,9 +54,8 @@ extension RealNATSCluster {
                 try NATSConnection.ensureStream(Self.stream, servers: [server.url("tls")], timeout: .seconds(5))
             }
             #expect(untrusted.contains("unable to get local issuer certificate"), "\(untrusted)")
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let loop = Self.refusal("natsConnection_Connect") { _ = try NATSConnection(servers: [server.url("tls")], eventBase: base) }
+            let eventLoop = try EventLoop(locking: true)
+            let loop = Self.refusal("natsConnection_Connect") { _ = try NATSConnection(servers: [server.url("tls")], loop: eventLoop) }
             #expect(loop.contains("unable to get local issuer certificate"), "\(loop)")
             // A trusted chain for another name: the certificate names IP:127.0.0.1 only.
             let misnamed = Self.refusal("natsConnection_Connect") {

@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import Foundation
 import Testing
 
@@ -14,7 +14,7 @@ extension RealNATSCluster {
         @Test func nodesStartingTogetherAndLaterDeriveTheSameEpochs() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
+            try EventLoop.enableThreadedAccess()
             let results = StartResults()
             let group = DispatchGroup()
             for index in 0..<3 {
@@ -104,9 +104,8 @@ final class StartResults: @unchecked Sendable {
 
     /// A node's start-up on a loop of its own, on the calling thread.
     static func start(servers: [String]) throws -> StartedNode {
-        guard let base = event_base_new() else { throw TestClusterError(message: "event_base_new") }
-        defer { event_base_free(base) }
-        let log = try JetStreamRoomLog.connect(servers: servers, eventBase: base, logger: testLogger, requestTimeout: .seconds(5))
+        let loop = try EventLoop(locking: true)
+        let log = try JetStreamRoomLog.connect(servers: servers, loop: loop, logger: testLogger, requestTimeout: .seconds(5))
         defer { log.close() }
         return StartedNode(salt: log.salt, lobby: log.epoch(room: "lobby", after: 0), failover: log.epoch(room: "failover", after: 0))
     }
