@@ -2,9 +2,9 @@
 // The layout is described in README.md: Model and Wire are pure Swift and shared by
 // the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
 // through SnapSyncStore, which never sees a socket; only SnapSyncLoop, the daemon's event loop
-// (used by SnapSyncServer and SnapSyncCluster), imports CLibevent and CNatsLibevent (libnats's
-// libevent adapter); SnapSyncServer's MetricsHTTPServer.swift imports CLibeventExtra, libevent's
-// HTTP server, for the metrics endpoint, and only its TLS.swift imports COpenSSL.
+// (used by SnapSyncServer and SnapSyncCluster), imports CLibevent, CLibeventExtra (libevent's
+// HTTP server, for the metrics endpoint) and CNatsLibevent (libnats's libevent adapter), and
+// only SnapSyncServer's TLS.swift imports COpenSSL.
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -56,7 +56,7 @@ let package = Package(
             providers: [.apt(["libevent-dev"])]
         ),
         // libevent's HTTP server (evhttp, in libevent_extra) for --metrics-listen, through
-        // pkg-config (Debian: libevent-dev). Imported by MetricsHTTPServer.swift only.
+        // pkg-config (Debian: libevent-dev). Imported by Sources/SnapSyncLoop/HTTPEndpoint.swift only.
         .systemLibrary(
             name: "CLibeventExtra",
             pkgConfig: "libevent_extra",
@@ -136,13 +136,14 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        // The daemon's libevent loop: the loop, its events, the cross-thread mailbox, libnats's
-        // libevent adapter. The only module that imports CLibevent and CNatsLibevent; no raw event
-        // base leaves it. NIOConcurrencyHelpers: the mailbox's lock.
+        // The daemon's libevent loop: the loop, its events, the cross-thread mailbox, libevent's
+        // HTTP server, libnats's libevent adapter. The only module that imports CLibevent,
+        // CLibeventExtra and CNatsLibevent; no raw event base leaves it. NIOConcurrencyHelpers:
+        // the mailbox's lock.
         .target(
             name: "SnapSyncLoop",
             dependencies: [
-                "CLibevent", "CNatsLibevent",
+                "CLibevent", "CLibeventExtra", "CNatsLibevent",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: upcoming
@@ -150,7 +151,7 @@ let package = Package(
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "SnapSyncLoop", "CLibeventExtra", "COpenSSL", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                "SnapSyncLoop", "COpenSSL", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

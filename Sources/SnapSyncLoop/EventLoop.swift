@@ -111,10 +111,6 @@ package final class EventLoop {
     /// and libnats's adapter, `attachNATS`, run on this loop too); no raw base leaves it.
     let base: OpaquePointer
 
-    /// The `event_base`, for libevent's HTTP server (the server's `MetricsHTTPServer`) until it
-    /// is this module's too.
-    package var rawBase: OpaquePointer { base }
-
     /// `event_config_new`, `event_config_set_flag(EVENT_BASE_FLAG_NOLOCK)` unless `locking`,
     /// `event_base_new_with_config`, `event_config_free`, then `event_base_priority_init(base, 2)`.
     /// - Parameter locking: a base other threads may touch (cluster mode: libnats's threads add
