@@ -115,6 +115,8 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                // NIOLockedValueBox: the state NIO's threads and the client's tasks share.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // BSD sockets and BoringSSL off Apple platforms only: there Network.framework
                 // carries the connection and its TLS (ClientTransport.swift says why). The same
                 // platforms as the sources' `#if !canImport(Network)`, for those NIO supports.
@@ -223,6 +225,7 @@ let package = Package(
                                                    "SnapSyncClientTestSupport",
                                                    // The wire codec on an EmbeddedChannel (ClientWireCodecTests).
                                                    .product(name: "NIOCore", package: "swift-nio"),
+                                                   .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                                                    .product(name: "NIOEmbedded", package: "swift-nio")],
                     swiftSettings: upcoming),
         // The token module, and the real `snapsyncd keygen` and `snapsyncd token` binaries.
