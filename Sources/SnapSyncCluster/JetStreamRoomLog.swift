@@ -68,7 +68,7 @@ package final class JetStreamRoomLog: RoomLog {
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5),
         recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws(NATSError) -> JetStreamRoomLog {
-        let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
+        let rooms = try StreamProvisioning.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
         if let replaced = rooms.replacedMaxMessagesPerSubject {
             // The update is kept (an operator changes the retention so), but the stream is
             // shared: the node started last sets it for all.
@@ -78,7 +78,7 @@ package final class JetStreamRoomLog: RoomLog {
             )
         }
         guard let salt = rooms.salt else { preconditionFailure("StreamSpec.rooms has a salt subject, so ensureStream reads a salt") }
-        try NATSConnection.ensureStream(.checkpoints, servers: servers, tls: tls)
+        try StreamProvisioning.ensureStream(.checkpoints, servers: servers, tls: tls)
         let connection = try NATSConnection(servers: servers, tls: tls, loop: loop)
         do {
             return try JetStreamRoomLog(

@@ -242,8 +242,8 @@ extension RealNATSCluster {
             #expect(warnings.first?.hasPrefix("warning:") == true)
             #expect(warnings.first?.contains("kept 100 records per room") == true)
             #expect(warnings.first?.contains("--cluster-retain 200 replaced") == true)
-            #expect(try NATSConnection.ensureStream(.rooms(retain: 200), servers: cluster.urls).replacedMaxMessagesPerSubject == nil)
-            #expect(try NATSConnection.ensureStream(.rooms(retain: 300), servers: cluster.urls).replacedMaxMessagesPerSubject == 200)
+            #expect(try StreamProvisioning.ensureStream(.rooms(retain: 200), servers: cluster.urls).replacedMaxMessagesPerSubject == nil)
+            #expect(try StreamProvisioning.ensureStream(.rooms(retain: 300), servers: cluster.urls).replacedMaxMessagesPerSubject == 200)
         }
 
         /// A tombstone is a record like a write: delivered in order, decoded back.
@@ -493,7 +493,7 @@ extension RealNATSCluster {
         @Test func theStreamsSaltOutlivesALeaderChangeAndARestart() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
-            let before = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            let before = try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
             let leader = try #require(before.leader)
             let index = try #require(["n1", "n2", "n3"].firstIndex(of: leader))
             try cluster.kill(server: index)
@@ -502,7 +502,7 @@ extension RealNATSCluster {
             var after: StreamInfo?
             let deadline = ContinuousClock.now + .seconds(60)
             while after?.leader == nil || after?.leader == leader, ContinuousClock.now < deadline {
-                after = try? NATSConnection.ensureStream(.rooms(), servers: others, timeout: .seconds(2))
+                after = try? StreamProvisioning.ensureStream(.rooms(), servers: others, timeout: .seconds(2))
             }
             let info = try #require(after, "no answer from the stream without \(leader)")
             #expect(info.leader != leader)
@@ -513,7 +513,7 @@ extension RealNATSCluster {
             var restarted: StreamInfo?
             let again = ContinuousClock.now + .seconds(60)
             while restarted == nil, ContinuousClock.now < again {
-                restarted = try? NATSConnection.ensureStream(.rooms(), servers: [cluster.urls[index]], timeout: .seconds(2))
+                restarted = try? StreamProvisioning.ensureStream(.rooms(), servers: [cluster.urls[index]], timeout: .seconds(2))
             }
             #expect(try #require(restarted, "no answer through the restarted \(leader)").salt == before.salt)
         }

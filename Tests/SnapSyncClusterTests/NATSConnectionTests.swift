@@ -31,8 +31,8 @@ extension RealNATSCluster {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
             try EventLoop.enableThreadedAccess()
-            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
-            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
+            try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
+            try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
 
             let loop = try EventLoop(locking: true)
             let connection = try NATSConnection(servers: cluster.urls, loop: loop)
@@ -75,7 +75,7 @@ extension RealNATSCluster {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
             try EventLoop.enableThreadedAccess()
-            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
             let loop = try EventLoop(locking: true)
             // Connected to the first server only, so that the connection stays up when the others go.
             let connection = try NATSConnection(servers: [cluster.urls[0]], loop: loop)

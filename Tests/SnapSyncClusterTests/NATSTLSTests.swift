@@ -15,7 +15,7 @@ extension RealNATSCluster {
         /// both with `tls`. Throws what either refused.
         static func ensureAndPublish(servers: [String], tls: NATSTLS) throws -> PublishAck {
             try EventLoop.enableThreadedAccess()
-            try NATSConnection.ensureStream(stream, servers: servers, tls: tls, timeout: .seconds(5))
+            try StreamProvisioning.ensureStream(stream, servers: servers, tls: tls, timeout: .seconds(5))
             let loop = try EventLoop(locking: true)
             let connection = try NATSConnection(servers: servers, tls: tls, loop: loop)
             defer { connection.close() }
@@ -51,7 +51,7 @@ extension RealNATSCluster {
             defer { server.stop() }
             // The system's roots only: the test CA is not among them, for either connection.
             let untrusted = Self.refusal("natsConnection_Connect") {
-                try NATSConnection.ensureStream(Self.stream, servers: [server.url("tls")], timeout: .seconds(5))
+                try StreamProvisioning.ensureStream(Self.stream, servers: [server.url("tls")], timeout: .seconds(5))
             }
             #expect(untrusted.contains("unable to get local issuer certificate"), "\(untrusted)")
             let eventLoop = try EventLoop(locking: true)
@@ -59,7 +59,7 @@ extension RealNATSCluster {
             #expect(loop.contains("unable to get local issuer certificate"), "\(loop)")
             // A trusted chain for another name: the certificate names IP:127.0.0.1 only.
             let misnamed = Self.refusal("natsConnection_Connect") {
-                try NATSConnection.ensureStream(
+                try StreamProvisioning.ensureStream(
                     Self.stream, servers: [server.url("tls", host: "localhost")], tls: NATSTLS(trustedCertificatesFile: certificates.path("ca.pem")),
                     timeout: .seconds(5))
             }
@@ -97,17 +97,17 @@ extension RealNATSCluster {
         /// Refused before connecting, so no server is needed.
         @Test func mixedSchemesAndUnreadableFilesAreRefusedBeforeConnecting() throws {
             let mixed = Self.refusal("natsOptions_SetSecure") {
-                try NATSConnection.ensureStream(Self.stream, servers: ["nats://127.0.0.1:1", "tls://127.0.0.1:2"])
+                try StreamProvisioning.ensureStream(Self.stream, servers: ["nats://127.0.0.1:1", "tls://127.0.0.1:2"])
             }
             #expect(mixed.contains("nats:// and tls:// URLs mixed"), "\(mixed)")
             let plaintext = Self.refusal("natsOptions_SetSecure") {
-                try NATSConnection.ensureStream(
+                try StreamProvisioning.ensureStream(
                     Self.stream, servers: ["nats://127.0.0.1:1"], tls: NATSTLS(trustedCertificatesFile: "/nonexistent/ca.pem"))
             }
             #expect(plaintext.contains("need tls:// URLs"), "\(plaintext)")
             let missing = "/nonexistent/snapsync-ca.pem"
             let unreadable = Self.refusal("natsOptions_LoadCATrustedCertificates") {
-                try NATSConnection.ensureStream(Self.stream, servers: ["tls://127.0.0.1:1"], tls: NATSTLS(trustedCertificatesFile: missing))
+                try StreamProvisioning.ensureStream(Self.stream, servers: ["tls://127.0.0.1:1"], tls: NATSTLS(trustedCertificatesFile: missing))
             }
             #expect(unreadable.contains(missing), "\(unreadable)")
         }

@@ -32,7 +32,7 @@ extension RealNATSCluster {
             for node in started { #expect(node == first) }
 
             // The stream's leader dies: a node started now reads the salt from the new leader.
-            let leader = try #require(try NATSConnection.ensureStream(.rooms(), servers: cluster.urls).leader)
+            let leader = try #require(try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls).leader)
             let index = try #require(["n1", "n2", "n3"].firstIndex(of: leader))
             try cluster.kill(server: index)
             let others = cluster.urls.enumerated().filter { $0.offset != index }.map(\.element)
@@ -53,11 +53,11 @@ extension RealNATSCluster {
             var older = StreamSpec.rooms()
             older.subjects = ["snapsync.room.>"]
             older.saltSubject = RoomSubjects.subject(room: "lobby")
-            let decoy = try #require(try NATSConnection.ensureStream(older, servers: cluster.urls).salt)
-            let info = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            let decoy = try #require(try StreamProvisioning.ensureStream(older, servers: cluster.urls).salt)
+            let info = try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
             let salt = try #require(info.salt)
             #expect(salt != decoy)
-            #expect(try NATSConnection.ensureStream(.rooms(), servers: [cluster.urls[2]]).salt == salt)
+            #expect(try StreamProvisioning.ensureStream(.rooms(), servers: [cluster.urls[2]]).salt == salt)
         }
 
         /// The salt is the first message's payload, 32 lowercase hex digits; JetStream's 404 is no
