@@ -204,14 +204,14 @@ let package = Package(
         .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"],
                     resources: [], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
+        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
         .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth",
+        .testTarget(name: "SnapSyncServerTests", dependencies: ["SnapSyncServer", "SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel", "SnapSyncAuth",
                                                          "SnapSyncTestThreads"],
                     swiftSettings: upcoming),
         // The fuzz targets' entry points (Tests/Fuzz/Entries, shared with the sanitized fuzz
@@ -239,6 +239,10 @@ let package = Package(
         // index paths, change and event logs. Not a product.
         .target(name: "SnapSyncClientTestSupport", dependencies: ["SnapSync", "SnapSyncTestSupport"],
                 path: "Tests/SnapSyncClientTestSupport", swiftSettings: upcoming),
+        // MemoryRoomLog, the cluster's log held in the process, for the store's and the hub's
+        // tests: a RoomLog of SnapSyncStore's, kept out of the product. Not a product.
+        .target(name: "SnapSyncStoreTestSupport", dependencies: ["SnapSyncStore"],
+                path: "Tests/SnapSyncStoreTestSupport", swiftSettings: upcoming),
         // `.ownThread`: suites of blocking tests run on a thread of their own, so that they
         // cannot hold Swift's cooperative pool (as wide as the cores) from the async tests.
         .target(name: "SnapSyncTestThreads", path: "Tests/SnapSyncTestThreads", swiftSettings: upcoming),
