@@ -1,9 +1,10 @@
 // swift-tools-version:6.0
 // The layout is described in README.md: Model and Wire are pure Swift and shared by
 // the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
-// through SnapSyncStore, which never sees a socket; only SnapSyncServer imports CLibevent
-// (and CLibeventExtra, libevent's HTTP server, for the metrics endpoint), and only its TLS.swift
-// imports COpenSSL.
+// through SnapSyncStore, which never sees a socket; only SnapSyncLoop, the daemon's event loop
+// (used by SnapSyncServer and SnapSyncCluster), imports CLibevent, CLibeventExtra (libevent's
+// HTTP server, for the metrics endpoint) and CNatsLibevent (libnats's libevent adapter), and
+// only SnapSyncServer's TLS.swift imports COpenSSL.
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -49,14 +50,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
-        // libevent, linked through pkg-config (Debian: libevent-dev).
+        // libevent, linked through pkg-config (Debian: libevent-dev). Imported by SnapSyncLoop only.
         .systemLibrary(
             name: "CLibevent",
             pkgConfig: "libevent_core",
             providers: [.apt(["libevent-dev"])]
         ),
         // libevent's HTTP server (evhttp, in libevent_extra) for --metrics-listen, through
-        // pkg-config (Debian: libevent-dev). Imported by MetricsHTTPServer.swift only.
+        // pkg-config (Debian: libevent-dev). Imported by Sources/SnapSyncLoop/HTTPEndpoint.swift only.
         .systemLibrary(
             name: "CLibeventExtra",
             pkgConfig: "libevent_extra",
@@ -84,6 +85,8 @@ let package = Package(
         ),
         // libnats's libevent adapter, a header of non-static definitions compiled in exactly one
         // C file (shim.c), and libevent's pthread locking it turns on (libevent_pthreads).
+        // Imported by Sources/SnapSyncLoop/EventLoop+NATS.swift only; its header needs neither
+        // libnats's nor libevent's (include/CNatsLibevent.h).
         .target(
             name: "CNatsLibevent",
             dependencies: ["CNats", "CLibevent"],
@@ -113,6 +116,8 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                // NIOLockedValueBox: the state NIO's threads and the client's tasks share.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // BSD sockets and BoringSSL off Apple platforms only: there Network.framework
                 // carries the connection and its TLS (ClientTransport.swift says why). The same
                 // platforms as the sources' `#if !canImport(Network)`, for those NIO supports.
@@ -149,10 +154,22 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
+        // The daemon's libevent loop: the loop, its events, the cross-thread mailbox, libevent's
+        // HTTP server, libnats's libevent adapter. The only module that imports CLibevent,
+        // CLibeventExtra and CNatsLibevent; no raw event base leaves it. NIOConcurrencyHelpers:
+        // the mailbox's lock.
+        .target(
+            name: "SnapSyncLoop",
+            dependencies: [
+                "CLibevent", "CLibeventExtra", "CNatsLibevent",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: upcoming
+        ),
         .target(
             name: "SnapSyncServer",
             dependencies: [
-                "CLibevent", "CLibeventExtra", "COpenSSL", "SnapSyncHub", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
+                "SnapSyncLoop", "COpenSSL", "SnapSyncHub", "SnapSyncModel", "SnapSyncWire", "SnapSyncStore", "SnapSyncAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -164,7 +181,7 @@ let package = Package(
         .target(
             name: "SnapSyncCluster",
             dependencies: [
-                "CNats", "CNatsLibevent", "CLibevent", "SnapSyncStore", "SnapSyncModel",
+                "CNats", "SnapSyncLoop", "SnapSyncStore", "SnapSyncModel",
                 // SHA-256 of the epoch derivation (RoomEpoch.swift), as SnapSyncModel's digests.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -174,7 +191,7 @@ let package = Package(
         .executableTarget(
             name: "snapsyncd",
             dependencies: [
-                "SnapSyncServer", "SnapSyncHub", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
+                "SnapSyncServer", "SnapSyncHub", "SnapSyncLoop", "SnapSyncStore", "SnapSyncAuth", "SnapSyncWire", "SnapSyncModel", "SnapSyncCluster",
                 .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -202,17 +219,17 @@ let package = Package(
         .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"],
                     resources: [], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
+        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
-        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "CLibevent", "SnapSyncTestThreads",
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // The hub in-process: plain sessions, no socket; a cluster of hubs on an in-memory log.
         // SnapSyncServer only for the two checks of the hub's wiring into the daemon (its
         // metrics exposition, its start in cluster mode).
-        .testTarget(name: "SnapSyncHubTests", dependencies: ["SnapSyncHub", "SnapSyncServer", "SnapSyncStore", "SnapSyncWire", "SnapSyncModel",
+        .testTarget(name: "SnapSyncHubTests", dependencies: ["SnapSyncHub", "SnapSyncServer", "SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel",
                                                       .product(name: "DequeModule", package: "swift-collections"),
                                                       "SnapSyncAuth", "SnapSyncTestThreads", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
@@ -231,6 +248,7 @@ let package = Package(
                                                    "SnapSyncClientTestSupport",
                                                    // The wire codec on an EmbeddedChannel (ClientWireCodecTests).
                                                    .product(name: "NIOCore", package: "swift-nio"),
+                                                   .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                                                    .product(name: "NIOEmbedded", package: "swift-nio")],
                     swiftSettings: upcoming),
         // The token module, and the real `snapsyncd keygen` and `snapsyncd token` binaries.
@@ -244,6 +262,10 @@ let package = Package(
         // index paths, change and event logs. Not a product.
         .target(name: "SnapSyncClientTestSupport", dependencies: ["SnapSync", "SnapSyncTestSupport"],
                 path: "Tests/SnapSyncClientTestSupport", swiftSettings: upcoming),
+        // MemoryRoomLog, the cluster's log held in the process, for the store's and the hub's
+        // tests: a RoomLog of SnapSyncStore's, kept out of the product. Not a product.
+        .target(name: "SnapSyncStoreTestSupport", dependencies: ["SnapSyncStore"],
+                path: "Tests/SnapSyncStoreTestSupport", swiftSettings: upcoming),
         // `.ownThread`: suites of blocking tests run on a thread of their own, so that they
         // cannot hold Swift's cooperative pool (as wide as the cores) from the async tests.
         .target(name: "SnapSyncTestThreads", path: "Tests/SnapSyncTestThreads", swiftSettings: upcoming),

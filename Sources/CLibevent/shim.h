@@ -6,7 +6,8 @@
 #include <event2/event.h>
 
 // Only what Swift cannot import goes here. Everything else (event_new, event_add, EV_READ, ...)
-// is imported as is and wrapped in Sources/SnapSyncServer/EventLoop.swift.
+// is imported as is and wrapped in Sources/SnapSyncLoop/EventLoop.swift, this module's only
+// importer.
 
 // Why: evtimer_new is a function-like macro (event.h), and Swift imports no function-like
 // macros. Same call as the macro: event_new(base, -1, 0, cb, arg).

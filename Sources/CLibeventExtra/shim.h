@@ -1,7 +1,7 @@
 #ifndef SNAPSYNC_CLIBEVENTEXTRA_SHIM_H
 #define SNAPSYNC_CLIBEVENTEXTRA_SHIM_H
-// libevent's HTTP server (evhttp), for --metrics-listen: only Sources/SnapSyncServer/
-// MetricsHTTPServer.swift imports this module. libevent_extra links against libevent_core,
+// libevent's HTTP server (evhttp), for --metrics-listen: only Sources/SnapSyncLoop/
+// HTTPEndpoint.swift imports this module. libevent_extra links against libevent_core,
 // which CLibevent already links.
 // sys/types.h first, as in CLibevent: event2's headers define _GNU_SOURCE, and Glibc's fd_set
 // would otherwise differ between Swift's Glibc module and this one.

@@ -11,7 +11,7 @@ int snapsync_nats_libevent_init(void) {
     return evthread_use_pthreads();
 }
 
-natsStatus snapsync_nats_options_use_libevent(natsOptions *opts, void *base) {
-    return natsOptions_SetEventLoop(opts, base, natsLibevent_Attach, natsLibevent_Read,
-                                    natsLibevent_Write, natsLibevent_Detach);
+int snapsync_nats_options_use_libevent(void *opts, void *base) {
+    return (int)natsOptions_SetEventLoop((natsOptions *)opts, base, natsLibevent_Attach, natsLibevent_Read,
+                                         natsLibevent_Write, natsLibevent_Detach);
 }

@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 /// A stream source with any number of consumers, each of which gets every element published
 /// after it subscribed: one `AsyncStream` per subscription. (A single `AsyncStream` shared by
 /// two `for await` loops hands each element to one of them only.)
@@ -14,24 +16,24 @@ final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
         var nextID: UInt64 = 0
         var finished = false
     }
-    private let shared: Locked<Shared>
+    private let shared: NIOLockedValueBox<Shared>
     private let bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy
 
     init(_ state: State, bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {
-        shared = Locked(Shared(state: state))
+        shared = NIOLockedValueBox(Shared(state: state))
         self.bufferingPolicy = bufferingPolicy
     }
 
     /// The state, read under the lock.
     func read<R>(_ body: (State) throws -> R) rethrows -> R {
-        try shared.withLock { try body($0.state) }
+        try shared.withLockedValue { try body($0.state) }
     }
 
     /// A new stream: `first(state)` if not nil, then every element published from now on. A
     /// stream made after `finish()` finishes at once.
     func subscribe(startingWith first: (State) -> Element? = { _ in nil }) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
-        let id: UInt64? = shared.withLock { shared in
+        let id: UInt64? = shared.withLockedValue { shared in
             guard !shared.finished else { return nil }
             if let element = first(shared.state) { continuation.yield(element) }
             shared.nextID += 1
@@ -45,7 +47,7 @@ final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
         // Runs when the consumer stops (its task is cancelled, the stream is dropped) or after
         // `finish()`; never with the lock held, since `finish()` ends streams after unlocking.
         continuation.onTermination = { [weak self] _ in
-            _ = self?.shared.withLock { $0.subscribers.removeValue(forKey: id) }
+            _ = self?.shared.withLockedValue { $0.subscribers.removeValue(forKey: id) }
         }
         return stream
     }
@@ -53,7 +55,7 @@ final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
     /// Updates the state and delivers `element` to every subscriber, atomically with respect to
     /// `subscribe`.
     func publish(_ element: Element, updating update: (inout State) -> Void = { _ in }) {
-        shared.withLock { shared in
+        shared.withLockedValue { shared in
             update(&shared.state)
             for continuation in shared.subscribers.values { continuation.yield(element) }
         }
@@ -62,7 +64,7 @@ final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
     /// Updates the state and delivers the element the update returns (if any), atomically with
     /// respect to `subscribe`: for elements that depend on the state they replace.
     func publish(computing update: (inout State) -> Element?) {
-        shared.withLock { shared in
+        shared.withLockedValue { shared in
             guard let element = update(&shared.state) else { return }
             for continuation in shared.subscribers.values { continuation.yield(element) }
         }
@@ -75,7 +77,7 @@ final class Broadcast<State: Sendable, Element: Sendable>: Sendable {
 
     /// Ends every stream, and those made later. Idempotent.
     func finish() {
-        let ended = shared.withLock { shared in
+        let ended = shared.withLockedValue { shared in
             shared.finished = true
             defer { shared.subscribers = [:] }
             return Array(shared.subscribers.values)

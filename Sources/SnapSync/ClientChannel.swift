@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import SnapSyncWire
 
@@ -20,7 +21,7 @@ final class ClientChannel: Sendable {
     let events: AsyncStream<Event>
     let target: TransportTarget
     private let continuation: AsyncStream<Event>.Continuation
-    private let shared = Locked(Shared())
+    private let shared = NIOLockedValueBox(Shared())
 
     /// What the caller's side and the event loop share, under the lock.
     private struct Shared {
@@ -76,7 +77,7 @@ final class ClientChannel: Sendable {
     /// rejoin of many rooms) the event loop is woken once and the socket written once for many
     /// frames, not once per frame.
     private func send(_ frame: OutboundFrame) {
-        let schedule: (any Channel)? = shared.withLock { shared in
+        let schedule: (any Channel)? = shared.withLockedValue { shared in
             guard shared.closeReason == nil, let channel = shared.channel else { return nil }
             shared.outbound.append(frame)
             guard !shared.flushScheduled else { return nil }
@@ -89,7 +90,7 @@ final class ClientChannel: Sendable {
 
     /// On the event loop: writes every queued frame, then flushes once.
     private func flushOutbound(_ channel: any Channel) {
-        let frames = shared.withLock { shared in
+        let frames = shared.withLockedValue { shared in
             shared.flushScheduled = false
             defer { shared.outbound.removeAll(keepingCapacity: true) }
             return shared.outbound
@@ -113,7 +114,7 @@ final class ClientChannel: Sendable {
 
     /// A channel of this connection became active.
     func attach(_ channel: any Channel) -> Attachment {
-        shared.withLock { shared in
+        shared.withLockedValue { shared in
             guard !shared.attached, !shared.finished else { return .superseded }
             shared.attached = true
             shared.channel = channel
@@ -128,7 +129,7 @@ final class ClientChannel: Sendable {
 
     func received(_ message: Message) {
         // After a close reason, the owner no longer wants the connection's messages.
-        guard shared.withLock({ $0.closeReason == nil }) else { return }
+        guard shared.withLockedValue({ $0.closeReason == nil }) else { return }
         continuation.yield(.message(message))
     }
 
@@ -136,7 +137,7 @@ final class ClientChannel: Sendable {
     /// to close, if any.
     @discardableResult
     func fail(_ reason: SnapSyncError) -> (any Channel)? {
-        shared.withLock { shared in
+        shared.withLockedValue { shared in
             guard !shared.finished, shared.closeReason == nil else { return nil }
             shared.closeReason = reason
             return shared.channel
@@ -150,14 +151,14 @@ final class ClientChannel: Sendable {
             fail(.protocolViolation("undecodable frame from the server: \(error)"))
             return
         }
-        shared.withLock { shared in
+        shared.withLockedValue { shared in
             if shared.failure == nil { shared.failure = error }
         }
     }
 
     /// The channel is gone (or never came).
     func finish() {
-        let outcome: (reason: SnapSyncError?, failure: (any Error)?, attached: Bool)? = shared.withLock { shared in
+        let outcome: (reason: SnapSyncError?, failure: (any Error)?, attached: Bool)? = shared.withLockedValue { shared in
             guard !shared.finished else { return nil }
             shared.finished = true
             shared.channel = nil

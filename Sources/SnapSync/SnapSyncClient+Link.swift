@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 // The connection's life: connect and handshake, keep alive with PING, notice the drop,
 // reconnect with backoff (in rounds over the endpoints, EndpointRotation.swift), and on each new
 // connection rejoin the rooms and resend the writes.
@@ -10,7 +12,7 @@ extension SnapSyncClient {
         generation += 1
         let generation = generation
         reconnectTask = nil
-        endpointBox.withLock { $0 = currentEndpoint }
+        endpointBox.withLockedValue { $0 = currentEndpoint }
         setState(hasConnected ? .reconnecting(attempt: max(reconnectAttempt, 1)) : .connecting)
         let timeout = configuration.connectTimeout
         handshakeTimer = Task { [weak self] in

@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 /// A connection to a SnapSync daemon, serving any number of rooms.
 ///
 /// ```swift
@@ -34,16 +36,16 @@ public actor SnapSyncClient {
     /// 1024 events its consumer has not read yet. Streams finish after `.closed`.
     public nonisolated var events: AsyncStream<ClientEvent> { eventSink.subscribe() }
     nonisolated let eventSink = Broadcast<Void, ClientEvent>((), bufferingPolicy: .bufferingNewest(1024))
-    nonisolated let stateBox = Locked(ConnectionState.disconnected)
+    nonisolated let stateBox = NIOLockedValueBox(ConnectionState.disconnected)
 
     /// The connection's state, readable from any thread.
-    public nonisolated var state: ConnectionState { stateBox.value }
-    nonisolated let endpointBox = Locked(Endpoint?.none)
+    public nonisolated var state: ConnectionState { stateBox.withLockedValue { $0 } }
+    nonisolated let endpointBox = NIOLockedValueBox(Endpoint?.none)
     /// The endpoint (of `Configuration.endpoints`) of the connection, or of the attempt under
     /// way while connecting or reconnecting; after a disconnection, the last one tried; `nil`
     /// before the first attempt. Readable from any thread: it is set before the `.connected`
     /// event is emitted, so an app can log it with that event.
-    public nonisolated var endpoint: Endpoint? { endpointBox.value }
+    public nonisolated var endpoint: Endpoint? { endpointBox.withLockedValue { $0 } }
     /// The server's limits, from the last WELCOME (the protocol's defaults before).
     public internal(set) var serverLimits = WireLimits.default
     /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 2, or 1 from a server
@@ -421,7 +423,7 @@ public actor SnapSyncClient {
     }
 
     func setState(_ state: ConnectionState) {
-        stateBox.withLock { $0 = state }
+        stateBox.withLockedValue { $0 = state }
     }
 
     static func newWriteID() -> [UInt8] {

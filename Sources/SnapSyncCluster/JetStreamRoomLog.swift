@@ -1,4 +1,5 @@
 package import Logging
+package import SnapSyncLoop
 package import SnapSyncStore
 
 /// `RoomLog` on NATS JetStream (Protocol/CLUSTER.md): a room's records are the messages of its
@@ -48,26 +49,26 @@ package final class JetStreamRoomLog: RoomLog {
     /// Completions to run on the loop's next pass (those of calls refused on the spot), so that
     /// no completion runs inside the call that it answers.
     private var deferred: [() -> Void] = []
-    private var deferredEvent: LoopEvent?
-    private var tick: LoopEvent?
+    private var deferredEvent: CallbackEvent?
+    private var tick: CallbackEvent?
 
     struct PendingRequest {
         var deadline: ContinuousClock.Instant
         var handler: (Result<InboxMessage, StoreError>) -> Void
     }
 
-    /// Connects to `servers` for the loop of `eventBase` (made after
-    /// `NATSConnection.prepareLibevent()`, without `EVENT_BASE_FLAG_NOLOCK`) after making sure,
+    /// Connects to `servers` for `loop` (made with locking, after
+    /// `EventLoop.enableThreadedAccess()`) after making sure,
     /// on connections of their own, that the rooms stream (`retain` records per room) with its
     /// salt and the checkpoints bucket exist. All three connections reach the servers alike: over TLS when
     /// the URLs are `tls://`, trusting and showing what `tls` names. Blocking: call it before
     /// the loop runs.
     package static func connect(
-        servers: [String], tls: NATSTLS = NATSTLS(), eventBase: OpaquePointer, retain: Int = 10_000, logger: Logger,
+        servers: [String], tls: NATSTLS = NATSTLS(), loop: EventLoop, retain: Int = 10_000, logger: Logger,
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5),
         recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws(NATSError) -> JetStreamRoomLog {
-        let rooms = try NATSConnection.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
+        let rooms = try StreamProvisioning.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
         if let replaced = rooms.replacedMaxMessagesPerSubject {
             // The update is kept (an operator changes the retention so), but the stream is
             // shared: the node started last sets it for all.
@@ -77,11 +78,11 @@ package final class JetStreamRoomLog: RoomLog {
             )
         }
         guard let salt = rooms.salt else { preconditionFailure("StreamSpec.rooms has a salt subject, so ensureStream reads a salt") }
-        try NATSConnection.ensureStream(.checkpoints, servers: servers, tls: tls)
-        let connection = try NATSConnection(servers: servers, tls: tls, eventBase: eventBase)
+        try StreamProvisioning.ensureStream(.checkpoints, servers: servers, tls: tls)
+        let connection = try NATSConnection(servers: servers, tls: tls, loop: loop)
         do {
             return try JetStreamRoomLog(
-                connection: connection, eventBase: eventBase, salt: salt, logger: logger,
+                connection: connection, loop: loop, salt: salt, logger: logger,
                 requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts)
         } catch {
             connection.close()
@@ -90,7 +91,7 @@ package final class JetStreamRoomLog: RoomLog {
     }
 
     init(
-        connection: NATSConnection, eventBase: OpaquePointer, salt: String, logger: Logger,
+        connection: NATSConnection, loop: EventLoop, salt: String, logger: Logger,
         requestTimeout: Duration, heartbeat: Duration, recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws(NATSError) {
         self.connection = connection
@@ -100,10 +101,13 @@ package final class JetStreamRoomLog: RoomLog {
         self.heartbeat = heartbeat
         self.recoveryAttempts = recoveryAttempts
         deliveryPrefix = try connection.makeInbox()
-        deferredEvent = try LoopEvent(base: eventBase, every: nil, name: "room log completions") { [weak self] in
+        // At the flush's priority, libevent's default on the daemon's base of two priorities,
+        // which these events have always had: a pass runs them after its reads, accepts and
+        // timers, with the flush that sends what they queued.
+        deferredEvent = try Self.callbackEvent(loop: loop, every: nil, name: "room log completions") { [weak self] in
             self?.runDeferred()
         }
-        tick = try LoopEvent(base: eventBase, every: .seconds(1), name: "room log tick") { [weak self] in
+        tick = try Self.callbackEvent(loop: loop, every: .seconds(1), name: "room log tick") { [weak self] in
             self?.onTick()
         }
         connection.onMessage = { [weak self] message in self?.route(message) }
@@ -118,6 +122,17 @@ package final class JetStreamRoomLog: RoomLog {
     }
 
     deinit { close() }
+
+    /// A `CallbackEvent` at the flush's priority, its failure told as the room log's errors are.
+    private static func callbackEvent(loop: EventLoop, every interval: Duration?, name: String, _ fire: @escaping () -> Void) throws(NATSError)
+        -> CallbackEvent
+    {
+        do {
+            return try CallbackEvent(loop: loop, every: interval, priority: .flush, fire)
+        } catch {
+            throw NATSError(operation: error.function, identifier: name, code: .status(0), text: "libevent could not make an event")
+        }
+    }
 
     /// The largest record or checkpoint the servers accept, in bytes (their `max_payload`).
     package var maxPayload: Int { connection.maxPayload }

@@ -1,104 +1,9 @@
 internal import CNats
-internal import CNatsLibevent
+package import SnapSyncLoop
 
 #if canImport(Glibc)
     internal import Glibc
 #endif
-
-/// A JetStream stream as cluster mode wants it (`NATSConnection.ensureStream`).
-public struct StreamSpec: Sendable, Equatable {
-    public var name: String
-    public var subjects: [String]
-    public var replicas: Int
-    /// JetStream de-duplicates publishes with the same `Nats-Msg-Id` within this window: it must
-    /// cover the longest time a client may retry one write (through any node).
-    public var duplicateWindow: Duration
-    /// Messages kept per subject (older ones go); nil: no limit.
-    public var maxMessagesPerSubject: Int?
-    /// The key-value bucket settings (a bucket is a stream): reads by `$JS.API.DIRECT.GET` from
-    /// any replica, a put may replace the subject's history (`Nats-Rollup`), no deletes, and a
-    /// full stream refuses new messages instead of dropping old ones.
-    public var keyValue: Bool
-    /// One of `subjects` whose first message is the stream's salt (`StreamInfo.salt`), nil: none.
-    public var saltSubject: String?
-
-    public init(
-        name: String, subjects: [String], replicas: Int, duplicateWindow: Duration, maxMessagesPerSubject: Int? = nil,
-        keyValue: Bool = false, saltSubject: String? = nil
-    ) {
-        self.name = name
-        self.subjects = subjects
-        self.replicas = replicas
-        self.duplicateWindow = duplicateWindow
-        self.maxMessagesPerSubject = maxMessagesPerSubject
-        self.keyValue = keyValue
-        self.saltSubject = saltSubject
-    }
-
-    /// The rooms' stream: one subject per room under `snapsync.room.`, and the salt of every
-    /// epoch on `snapsync.salt`, on 3 servers, the last `retain` messages of each subject kept
-    /// (`retain` is at least 2, and only nodes starting at once store more than one salt).
-    public static func rooms(retain: Int = 10_000) -> StreamSpec {
-        StreamSpec(
-            name: RoomSubjects.roomsStream, subjects: ["snapsync.room.>", RoomSubjects.saltSubject], replicas: 3,
-            duplicateWindow: .seconds(120), maxMessagesPerSubject: retain, saltSubject: RoomSubjects.saltSubject)
-    }
-
-    /// The checkpoints' key-value bucket `snapsync-checkpoints` (its stream, as NATS key-value
-    /// clients name and configure one): history 1, on 3 servers.
-    public static let checkpoints = StreamSpec(
-        name: "KV_snapsync-checkpoints", subjects: ["$KV.snapsync-checkpoints.>"], replicas: 3, duplicateWindow: .seconds(120),
-        maxMessagesPerSubject: 1, keyValue: true)
-}
-
-/// What `NATSConnection.ensureStream` found or made.
-public struct StreamInfo: Sendable, Equatable {
-    /// The payload of the first message of the spec's `saltSubject` (32 lowercase hex digits),
-    /// nil without one: the same for every client until the stream is deleted and made again.
-    public var salt: String?
-    /// The server that leads the stream's replicas (its `server_name`), when it has one.
-    public var leader: String?
-    /// The stream's `max_msgs_per_subject` before this call changed it (-1: no limit), nil when
-    /// the call made the stream or left that limit as it was: a node started with another
-    /// retention than the cluster's replaces it for every node.
-    public var replacedMaxMessagesPerSubject: Int64? = nil
-}
-
-/// A message of one of the connection's subscriptions (`NATSConnection.onMessage`): a reply to
-/// a request, or a delivery of a push consumer. Copied off libnats's message on its thread.
-struct InboxMessage: Sendable {
-    /// Which subscription got it (`NATSConnection.subscribe`'s id): a JetStream delivery keeps
-    /// its stored subject, so only the subscription says which consumer sent it.
-    var subscription: UInt64
-    var subject: String
-    /// The message's reply subject (a JetStream delivery's `$JS.ACK...`, with its metadata).
-    var reply: String
-    var data: [UInt8]
-    /// The status of a status message (`NATS/1.0 503`, `100` for a heartbeat), else nil.
-    var status: String?
-    /// A status message's `Description`.
-    var statusDescription: String?
-    /// A heartbeat's `Nats-Last-Consumer`: the consumer sequence of the last delivery sent.
-    var lastConsumerSequence: UInt64?
-    /// A stored record's `Nats-Expected-Last-Subject-Sequence`: the subject's last sequence its
-    /// publisher expected (JetStream keeps the publisher's headers with the message).
-    var expectedLastSubjectSequence: UInt64?
-}
-
-/// JetStream's acknowledgement of a publish: stored (by a quorum of the stream's replicas) at
-/// `sequence` of `stream`; `duplicate` when a message with the same id was stored already (the
-/// sequence is then that message's).
-public struct PublishAck: Sendable, Equatable {
-    public let stream: String
-    public let sequence: UInt64
-    public let duplicate: Bool
-
-    public init(stream: String, sequence: UInt64, duplicate: Bool) {
-        self.stream = stream
-        self.sequence = sequence
-        self.duplicate = duplicate
-    }
-}
 
 /// A libnats connection whose socket I/O runs on the daemon's libevent loop, publishing to
 /// JetStream asynchronously. The only Swift file that imports CNats.
@@ -112,11 +17,18 @@ public struct PublishAck: Sendable, Equatable {
 /// Never call a blocking libnats request (`js_AddStream`, `natsConnection_Request`, a
 /// synchronous `js_Publish`) on this connection from the loop thread: its reply would be read by
 /// the loop that the call is blocking, so it could only time out. Stream management therefore
-/// goes through `ensureStream`, on a connection of its own, before the loop runs.
+/// goes through `NATSAdminConnection` (`StreamProvisioning`), a connection of its own, before the
+/// loop runs.
+///
+/// This file is the libnats C boundary: thin calls, each status checked in `natsCheck`. What
+/// SnapSync does with them (its streams and their salt, the rooms' subjects and records) is
+/// its callers' (`StreamProvisioning`, `JetStreamRoomLog`).
 public final class NATSConnection {
     private var connection: OpaquePointer?
     private var jetStream: OpaquePointer?
-    private var mailbox: LoopMailbox?
+    private var mailbox: LoopMailbox<LoopDelivery>?
+    /// Kept alive as long as the connection, whose socket's events libnats adds to it.
+    private let loop: EventLoop
     /// The publishes awaiting JetStream's answer, by message id: O(1) per publish and per ack.
     private var pending: [String: (Result<PublishAck, NATSError>) -> Void] = [:]
     /// The subject prefix of this connection's reply inbox: every subject under
@@ -134,206 +46,13 @@ public final class NATSConnection {
     /// The mailbox, retained for ever, as the subscriptions' and the ack handler's closure.
     private var handlerClosure: UnsafeMutableRawPointer?
 
-    /// Once per process, before making the `event_base` the connection will run on: turns on
-    /// libevent's pthread locking (`evthread_use_pthreads`), since libnats's threads call
-    /// `event_add`/`event_active` on that base. The daemon's single-node base is made without
-    /// locking (`EVENT_BASE_FLAG_NOLOCK`); cluster mode must make its base without that flag.
-    public static func prepareLibevent() throws(NATSError) {
-        if snapsync_nats_libevent_init() != 0 {
-            throw NATSError(
-                operation: "evthread_use_pthreads", identifier: "libevent", code: .status(NATS_ERR.rawValue),
-                text: "libevent could not turn its locking on")
-        }
-    }
-
-    /// Creates the stream, or updates it when it exists with another configuration (saying in
-    /// `replacedMaxMessagesPerSubject` when that changed its retention), over a short-lived
-    /// connection with libnats's own threads (blocking: call it before the loop runs, never from
-    /// a loop callback). Idempotent.
-    @discardableResult
-    public static func ensureStream(
-        _ spec: StreamSpec, servers: [String], tls: NATSTLS = NATSTLS(), timeout: Duration = .seconds(10)
-    ) throws(NATSError) -> StreamInfo {
-        let identifier = "stream \(spec.name)"
-        let options = try makeOptions(servers: servers, tls: tls, name: "snapsyncd-admin", identifier: identifier)
-        defer { natsOptions_Destroy(options) }
-        try natsCheck(natsOptions_SetTimeout(options, timeout.milliseconds), "natsOptions_SetTimeout", identifier)
-        var connection: OpaquePointer?
-        try connect(&connection, options, servers: servers, identifier: "\(servers.joined(separator: ",")) for \(identifier)")
-        defer { natsConnection_Destroy(connection) }
-        var jsOptions = jsOptions()
-        try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
-        jsOptions.Wait = timeout.milliseconds
-        var js: OpaquePointer?
-        try natsCheck(natsConnection_JetStream(&js, connection, &jsOptions), "natsConnection_JetStream", identifier)
-        defer { jsCtx_Destroy(js) }
-
-        let name = strdup(spec.name)
-        let copies = spec.subjects.map { strdup($0) }
-        defer {
-            free(name)
-            for s in copies { free(s) }
-        }
-        let subjects = copies.map { UnsafePointer($0) }
-        var config = jsStreamConfig()
-        try natsCheck(jsStreamConfig_Init(&config), "jsStreamConfig_Init", identifier)
-        config.Name = UnsafePointer(name)
-        config.Storage = js_FileStorage
-        config.Replicas = Int64(spec.replicas)
-        config.Duplicates = spec.duplicateWindow.nanoseconds
-        config.MaxMsgsPerSubject = spec.maxMessagesPerSubject.map(Int64.init) ?? -1
-        if spec.keyValue {
-            config.AllowDirect = true
-            config.AllowRollup = true
-            config.DenyDelete = true
-            config.Discard = js_DiscardNew
-        }
-        // A cluster just started may not answer JetStream's API for a while (its meta leader is
-        // being elected): no responders at once, or no answer within `timeout`. A few attempts.
-        var attempt = 1
-        var info: StreamInfo
-        while true {
-            do throws(NATSError) {
-                info = try addOrUpdate(js, &config, subjects, identifier)
-                break
-            } catch  where attempt < 3 && (error.isTimeout || error.code == .status(NATS_NO_RESPONDERS.rawValue)) {
-                attempt += 1
-                sleep(1)
-            }
-        }
-        if let saltSubject = spec.saltSubject {
-            info.salt = try ensureSalt(connection, js, stream: spec.name, subject: saltSubject, timeout: timeout)
-        }
-        return info
-    }
-
-    /// The first message of `subject` in `stream`, after proposing one: 16 random bytes in hex,
-    /// stored only if the subject has no message (`Nats-Expected-Last-Subject-Sequence: 0`; a
-    /// refusal, "wrong last sequence", means another client stored one). nats-server 2.9 may
-    /// store several proposals of clients starting at once (it does not serialise that
-    /// expectation for concurrent publishes, nats-server issue #4320), so the salt is the
-    /// first by sequence, which is the same for every client: `$JS.API.STREAM.MSG.GET` of the
-    /// next message of the subject from sequence 1, answered by the stream's leader (not a
-    /// direct get, which a replica behind it may answer). A new stream has no leader for a
-    /// moment: the publish or the read finds no responder or none in time, and is retried.
-    private static func ensureSalt(
-        _ connection: OpaquePointer?, _ js: OpaquePointer?, stream: String, subject: String, timeout: Duration
-    ) throws(NATSError) -> String {
-        let identifier = "\(subject) of stream \(stream)"
-        var attempt = 1
-        while true {
-            do throws(NATSError) {
-                try proposeSalt(js, subject: subject, identifier: identifier)
-                if let salt = try firstSalt(connection, stream: stream, subject: subject, identifier: identifier, timeout: timeout) {
-                    return salt
-                }
-                // The proposal timed out unstored and nobody else's is stored yet.
-                throw NATSError(
-                    operation: "$JS.API.STREAM.MSG.GET", identifier: identifier, code: .status(NATS_NOT_FOUND.rawValue),
-                    text: "no salt stored")
-            } catch
-                where attempt < 10
-                && (error.isTimeout || error.code == .status(NATS_NO_RESPONDERS.rawValue) || error.code == .status(NATS_NOT_FOUND.rawValue))
-            {
-                attempt += 1
-                sleep(1)
-            }
-        }
-    }
-
-    /// Publishes a new salt to `subject` if it has no message; a timeout is not an error (the
-    /// read that follows tells).
-    private static func proposeSalt(_ js: OpaquePointer?, subject: String, identifier: String) throws(NATSError) {
-        let proposal = Array(RoomSubjects.hex((0..<16).map { _ in UInt8.random(in: 0 ... .max) }).utf8)
-        var message: OpaquePointer?
-        let created = proposal.withUnsafeBufferPointer { buffer in
-            natsMsg_Create(&message, subject, nil, UnsafeRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
-        }
-        try natsCheck(created, "natsMsg_Create", identifier)
-        defer { natsMsg_Destroy(message) }
-        // The header itself: libnats sends none for jsPubOptions.ExpectLastSubjectSeq = 0.
-        try natsCheck(natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", "0"), "natsMsgHeader_Set", identifier)
-        // One message id for every node's proposal: within the duplicate window the stream
-        // stores only the first that arrives, even when the expectation above is not serialised,
-        // so nodes starting at once cannot push the first salt out of a small retention.
-        try natsCheck(natsMsgHeader_Set(message, "Nats-Msg-Id", subject), "natsMsgHeader_Set", identifier)
-        var ack: UnsafeMutablePointer<jsPubAck>?
-        var errorCode = jsErrCode(0)
-        let status = js_PublishMsg(&ack, js, message, nil, &errorCode)
-        jsPubAck_Destroy(ack)
-        if status == NATS_TIMEOUT || errorCode.rawValue == NATSError.wrongLastSequence { return }
-        // No responders: libnats also sets the code of "JetStream not enabled", which is not
-        // what a stream without a leader yet means; the status is what `ensureSalt` retries on.
-        try natsCheck(status, "js_PublishMsg", identifier, status == NATS_NO_RESPONDERS ? jsErrCode(0) : errorCode)
-    }
-
-    /// The payload of the first message of `subject`, nil when it has none (JetStream's 404).
-    private static func firstSalt(
-        _ connection: OpaquePointer?, stream: String, subject: String, identifier: String, timeout: Duration
-    ) throws(NATSError) -> String? {
-        let operation = "$JS.API.STREAM.MSG.GET"
-        let body = Array(#"{"seq":1,"next_by_subj":"\#(subject)"}"#.utf8)
-        var reply: OpaquePointer?
-        let status = body.withUnsafeBufferPointer { buffer in
-            natsConnection_Request(&reply, connection, "\(operation).\(stream)", buffer.baseAddress, Int32(buffer.count), timeout.milliseconds)
-        }
-        try natsCheck(status, "natsConnection_Request", "\(operation).\(stream) for \(identifier)")
-        defer { natsMsg_Destroy(reply) }
-        let count = Int(natsMsg_GetDataLength(reply))
-        var data = [UInt8](repeating: 0, count: count)
-        if count > 0, let bytes = natsMsg_GetData(reply) {
-            data.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: count)) }
-        }
-        switch JetStreamAPIResponse.firstSalt(answer: data) {
-        case .salt(let salt): return salt
-        case .none: return nil
-        case .refused(let why):
-            throw NATSError(operation: operation, identifier: identifier, code: .status(NATS_ERR.rawValue), text: why)
-        }
-    }
-
-    private static func addOrUpdate(
-        _ js: OpaquePointer?, _ config: inout jsStreamConfig, _ subjects: [UnsafePointer<CChar>?], _ identifier: String
-    ) throws(NATSError) -> StreamInfo {
-        try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) -> StreamInfo in
-            config.Subjects = UnsafeMutablePointer(mutating: buffer.baseAddress)
-            config.SubjectsLen = Int32(buffer.count)
-            var info: UnsafeMutablePointer<jsStreamInfo>?
-            defer { jsStreamInfo_Destroy(info) }
-            var errorCode = jsErrCode(0)
-            let added = js_AddStream(&info, js, &config, nil, &errorCode)
-            var replaced: Int64?
-            if errorCode.rawValue == NATSError.streamNameExists {
-                jsStreamInfo_Destroy(info)
-                info = nil
-                // The configuration it has, to tell what the update changes.
-                errorCode = jsErrCode(0)
-                try natsCheck(js_GetStreamInfo(&info, js, config.Name, nil, &errorCode), "js_GetStreamInfo", identifier, errorCode)
-                let before = info?.pointee.Config?.pointee.MaxMsgsPerSubject
-                if let before, before != config.MaxMsgsPerSubject { replaced = before }
-                jsStreamInfo_Destroy(info)
-                info = nil
-                errorCode = jsErrCode(0)
-                let updated = js_UpdateStream(&info, js, &config, nil, &errorCode)
-                try natsCheck(updated, "js_UpdateStream", identifier, errorCode)
-            } else {
-                try natsCheck(added, "js_AddStream", identifier, errorCode)
-            }
-            guard let info else {
-                throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
-            }
-            return StreamInfo(
-                salt: nil, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) },
-                replacedMaxMessagesPerSubject: replaced)
-        }
-    }
-
     /// Connects to any of `servers` (`nats://host:port` URLs, or all `tls://host:port` with
     /// `tls`; libnats reconnects to the others, forever, when one goes away) with the socket on
-    /// the loop of `eventBase`, a `struct event_base *` made after `prepareLibevent()`. Blocks for
-    /// the handshake only.
-    public init(servers: [String], tls: NATSTLS = NATSTLS(), eventBase: OpaquePointer, name: String = "snapsyncd") throws(NATSError) {
+    /// `loop`, made with locking after `EventLoop.enableThreadedAccess()`. Blocks for the
+    /// handshake only.
+    package init(servers: [String], tls: NATSTLS = NATSTLS(), loop: EventLoop, name: String = "snapsyncd") throws(NATSError) {
         let identifier = servers.joined(separator: ",")
+        self.loop = loop
         mailbox = nil
         var inbox: UnsafeMutablePointer<natsInbox>?
         try natsCheck(natsInbox_Create(&inbox), "natsInbox_Create", identifier)
@@ -341,7 +60,8 @@ public final class NATSConnection {
         natsInbox_Destroy(inbox)
         let options = try Self.makeOptions(servers: servers, tls: tls, name: name, identifier: identifier)
         defer { natsOptions_Destroy(options) }
-        try natsCheck(snapsync_nats_options_use_libevent(options, UnsafeMutableRawPointer(eventBase)), "natsOptions_SetEventLoop", identifier)
+        guard let options else { preconditionFailure("natsOptions_Create succeeded without options") }
+        try natsCheck(natsStatus(rawValue: UInt32(bitPattern: loop.attachNATS(options: options))), "natsOptions_SetEventLoop", identifier)
         try natsCheck(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect", identifier)
         // Every subscription (the inbox, JetStream's acks, one per followed room) is delivered by
         // libnats's shared delivery pool (one thread by default) instead of a thread of its own:
@@ -352,7 +72,15 @@ public final class NATSConnection {
         try natsCheck(natsOptions_UseGlobalMessageDelivery(options, true), "natsOptions_UseGlobalMessageDelivery", identifier)
 
         // The mailbox calls back into `self`, weakly: it can outlive the connection by a post.
-        let mailbox = try LoopMailbox(base: eventBase) { [weak self] delivery in self?.deliver(delivery) }
+        // At the flush's priority, libevent's default on the daemon's base of two priorities,
+        // which this event has always had: a pass runs the deliveries after its reads, accepts and
+        // timers, with the flush that sends what they queued.
+        let mailbox: LoopMailbox<LoopDelivery>
+        do {
+            mailbox = try LoopMailbox(loop: loop, priority: .flush) { [weak self] delivery in self?.deliver(delivery) }
+        } catch {
+            throw NATSError(operation: error.function, identifier: "loop mailbox", code: .status(0), text: "libevent could not make an event")
+        }
         self.mailbox = mailbox
         // Retained here and never released: libnats may still be inside a handler, on one of
         // its threads, after natsConnection_Destroy returns (only the process-wide
@@ -520,9 +248,9 @@ public final class NATSConnection {
         }
     }
 
-    /// The options every connection of the node starts from (the loop's and `ensureStream`'s
+    /// The options every connection of the node starts from (the loop's and the admin one's
     /// alike): the servers, the name, and TLS as `servers`' scheme and `tls` say.
-    private static func makeOptions(servers: [String], tls: NATSTLS, name: String, identifier: String) throws(NATSError) -> OpaquePointer? {
+    fileprivate static func makeOptions(servers: [String], tls: NATSTLS, name: String, identifier: String) throws(NATSError) -> OpaquePointer? {
         guard let secure = NATSTLS.required(by: servers) else {
             throw NATSError(
                 operation: "natsOptions_SetSecure", identifier: identifier, code: .status(NATS_INVALID_ARG.rawValue),
@@ -550,7 +278,7 @@ public final class NATSConnection {
     }
 
     /// `natsConnection_Connect`, its failure explained when libnats's own text does not say it.
-    private static func connect(
+    fileprivate static func connect(
         _ connection: inout OpaquePointer?, _ options: OpaquePointer?, servers: [String], identifier: String
     ) throws(NATSError) {
         do throws(NATSError) {
@@ -590,11 +318,141 @@ public final class NATSConnection {
     }
 }
 
+/// A short-lived, blocking libnats connection on libnats's own threads, for what cluster mode
+/// does before its loop runs (`StreamProvisioning`): stream management, and a publish and a
+/// request that wait for their answer. Never on the loop thread (`NATSConnection`'s doc says why).
+final class NATSAdminConnection {
+    private var connection: OpaquePointer?
+    private var jetStream: OpaquePointer?
+    private let timeoutMilliseconds: Int64
+
+    /// Connects to any of `servers` as `snapsyncd-admin` (TLS as `NATSConnection`'s), every call
+    /// waiting at most `timeout` for its answer (`natsOptions_SetTimeout`, `jsOptions.Wait`).
+    init(servers: [String], tls: NATSTLS, timeout: Duration, identifier: String) throws(NATSError) {
+        timeoutMilliseconds = timeout.milliseconds
+        let options = try NATSConnection.makeOptions(servers: servers, tls: tls, name: "snapsyncd-admin", identifier: identifier)
+        defer { natsOptions_Destroy(options) }
+        try natsCheck(natsOptions_SetTimeout(options, timeoutMilliseconds), "natsOptions_SetTimeout", identifier)
+        try NATSConnection.connect(&connection, options, servers: servers, identifier: "\(servers.joined(separator: ",")) for \(identifier)")
+        var jsOptions = jsOptions()
+        try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
+        jsOptions.Wait = timeoutMilliseconds
+        try natsCheck(natsConnection_JetStream(&jetStream, connection, &jsOptions), "natsConnection_JetStream", identifier)
+    }
+
+    /// Also after a failed `init`, with whatever it had made.
+    deinit {
+        if let jetStream { jsCtx_Destroy(jetStream) }
+        if let connection { natsConnection_Destroy(connection) }
+    }
+
+    /// `js_AddStream` of `spec` (file storage); when a stream of that name exists with another
+    /// configuration, `js_GetStreamInfo` (to tell whether its `max_msgs_per_subject` changes) then
+    /// `js_UpdateStream`. `spec.saltSubject` is not JetStream's: the returned `salt` is nil.
+    func addOrUpdateStream(_ spec: StreamSpec, identifier: String) throws(NATSError) -> StreamInfo {
+        let name = strdup(spec.name)
+        let copies = spec.subjects.map { strdup($0) }
+        defer {
+            free(name)
+            for s in copies { free(s) }
+        }
+        let subjects = copies.map { UnsafePointer($0) }
+        var config = jsStreamConfig()
+        try natsCheck(jsStreamConfig_Init(&config), "jsStreamConfig_Init", identifier)
+        config.Name = UnsafePointer(name)
+        config.Storage = js_FileStorage
+        config.Replicas = Int64(spec.replicas)
+        config.Duplicates = spec.duplicateWindow.nanoseconds
+        config.MaxMsgsPerSubject = spec.maxMessagesPerSubject.map(Int64.init) ?? -1
+        if spec.keyValue {
+            config.AllowDirect = true
+            config.AllowRollup = true
+            config.DenyDelete = true
+            config.Discard = js_DiscardNew
+        }
+        let js = jetStream
+        return try subjects.withUnsafeBufferPointer { (buffer) throws(NATSError) -> StreamInfo in
+            config.Subjects = UnsafeMutablePointer(mutating: buffer.baseAddress)
+            config.SubjectsLen = Int32(buffer.count)
+            var info: UnsafeMutablePointer<jsStreamInfo>?
+            defer { jsStreamInfo_Destroy(info) }
+            var errorCode = jsErrCode(0)
+            let added = js_AddStream(&info, js, &config, nil, &errorCode)
+            var replaced: Int64?
+            if errorCode.rawValue == NATSError.streamNameExists {
+                jsStreamInfo_Destroy(info)
+                info = nil
+                // The configuration it has, to tell what the update changes.
+                errorCode = jsErrCode(0)
+                try natsCheck(js_GetStreamInfo(&info, js, config.Name, nil, &errorCode), "js_GetStreamInfo", identifier, errorCode)
+                let before = info?.pointee.Config?.pointee.MaxMsgsPerSubject
+                if let before, before != config.MaxMsgsPerSubject { replaced = before }
+                jsStreamInfo_Destroy(info)
+                info = nil
+                errorCode = jsErrCode(0)
+                let updated = js_UpdateStream(&info, js, &config, nil, &errorCode)
+                try natsCheck(updated, "js_UpdateStream", identifier, errorCode)
+            } else {
+                try natsCheck(added, "js_AddStream", identifier, errorCode)
+            }
+            guard let info else {
+                throw NATSError(operation: "js_AddStream", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no stream info")
+            }
+            return StreamInfo(
+                salt: nil, leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) },
+                replacedMaxMessagesPerSubject: replaced)
+        }
+    }
+
+    /// `js_PublishMsg` of `payload` to `subject` with `headers` (`natsMsgHeader_Set`, in order),
+    /// waiting for JetStream's answer: its ack, or its refusal (e.g. `isWrongLastSequence`), or a
+    /// timeout (`isTimeout`; the message may still be stored).
+    @discardableResult
+    func publish(subject: String, payload: [UInt8], headers: [(name: String, value: String)], identifier: String) throws(NATSError) -> PublishAck {
+        var message: OpaquePointer?
+        let created = payload.withUnsafeBufferPointer { buffer in
+            natsMsg_Create(&message, subject, nil, UnsafeRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
+        }
+        try natsCheck(created, "natsMsg_Create", identifier)
+        defer { natsMsg_Destroy(message) }
+        for (name, value) in headers {
+            try natsCheck(natsMsgHeader_Set(message, name, value), "natsMsgHeader_Set", identifier)
+        }
+        var ack: UnsafeMutablePointer<jsPubAck>?
+        defer { jsPubAck_Destroy(ack) }
+        var errorCode = jsErrCode(0)
+        let status = js_PublishMsg(&ack, jetStream, message, nil, &errorCode)
+        // No responders: libnats also sets the code of "JetStream not enabled", which is not
+        // what a stream without a leader yet means; the status says it (`isNoResponders`).
+        try natsCheck(status, "js_PublishMsg", identifier, status == NATS_NO_RESPONDERS ? jsErrCode(0) : errorCode)
+        guard let ack else {
+            throw NATSError(operation: "js_PublishMsg", identifier: identifier, code: .status(NATS_ERR.rawValue), text: "no ack")
+        }
+        return PublishAck(stream: ack.pointee.Stream.map { String(cString: $0) } ?? "", sequence: ack.pointee.Sequence, duplicate: ack.pointee.Duplicate)
+    }
+
+    /// `natsConnection_Request`: sends `payload` to `subject` and waits for the reply's payload.
+    func request(subject: String, payload: [UInt8], identifier: String) throws(NATSError) -> [UInt8] {
+        var reply: OpaquePointer?
+        let status = payload.withUnsafeBufferPointer { buffer in
+            natsConnection_Request(&reply, connection, subject, buffer.baseAddress, Int32(buffer.count), timeoutMilliseconds)
+        }
+        try natsCheck(status, "natsConnection_Request", identifier)
+        defer { natsMsg_Destroy(reply) }
+        let count = Int(natsMsg_GetDataLength(reply))
+        var data = [UInt8](repeating: 0, count: count)
+        if count > 0, let bytes = natsMsg_GetData(reply) {
+            data.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: count)) }
+        }
+        return data
+    }
+}
+
 /// libnats's publish-ack callback (jsOptions.PublishAsync.AckHandler), on a libnats thread: the
 /// outcome goes to the loop through the mailbox in `closure`. O(1) besides the copies.
 private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, closure in
     guard let closure else { return }
-    let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
+    let mailbox = Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue()
     var idPointer: UnsafePointer<CChar>?
     let messageID = natsMsgHeader_Get(message, "Nats-Msg-Id", &idPointer) == NATS_OK ? idPointer.map { String(cString: $0) } ?? "" : ""
     let result: Result<PublishAck, NATSError>
@@ -617,7 +475,7 @@ private let publishAckHandler: jsPubAckHandler = { _, message, ack, failure, clo
 /// libnats's disconnected callback, on its thread.
 private let disconnectedHandler: natsConnectionHandler = { _, closure in
     guard let closure else { return }
-    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: nil))
+    Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: nil))
 }
 
 /// libnats's reconnected callback, on its thread: with the URL of the server it reached.
@@ -627,7 +485,7 @@ private let reconnectedHandler: natsConnectionHandler = { connection, closure in
     let url =
         natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK
         ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-    Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: url))
+    Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue().post(.connection(reconnectedTo: url))
 }
 
 /// The subscriptions' handler (natsMsgHandler), on a libnats thread: the message is copied
@@ -635,7 +493,7 @@ private let reconnectedHandler: natsConnectionHandler = { connection, closure in
 private let messageHandler: natsMsgHandler = { _, subscription, message, closure in
     guard let closure, let message else { return }
     defer { natsMsg_Destroy(message) }
-    let mailbox = Unmanaged<LoopMailbox>.fromOpaque(closure).takeUnretainedValue()
+    let mailbox = Unmanaged<LoopMailbox<LoopDelivery>>.fromOpaque(closure).takeUnretainedValue()
     let count = Int(natsMsg_GetDataLength(message))
     var data = [UInt8](repeating: 0, count: count)
     if count > 0, let bytes = natsMsg_GetData(message) {
@@ -692,4 +550,22 @@ private func natsError(_ status: natsStatus, _ operation: String, _ identifier: 
 extension NATSError {
     /// libnats gave up waiting for the answer (`NATS_TIMEOUT`): the message may still be stored.
     public var isTimeout: Bool { code == .status(NATS_TIMEOUT.rawValue) }
+
+    /// Nothing answered the request (`NATS_NO_RESPONDERS`): JetStream's API, or a stream, with no
+    /// leader yet (a cluster or a stream just made, or without a quorum).
+    var isNoResponders: Bool { code == .status(NATS_NO_RESPONDERS.rawValue) }
+
+    /// `NATS_NOT_FOUND`, as `notFound` makes it.
+    var isNotFound: Bool { code == .status(NATS_NOT_FOUND.rawValue) }
+
+    /// An answer of `operation` that SnapSync cannot use, as libnats's generic failure
+    /// (`NATS_ERR`), for code outside this file, which has no libnats status to give.
+    static func failed(_ operation: String, _ identifier: String, text: String) -> NATSError {
+        NATSError(operation: operation, identifier: identifier, code: .status(NATS_ERR.rawValue), text: text)
+    }
+
+    /// What `operation` should have found is not there (`NATS_NOT_FOUND`).
+    static func notFound(_ operation: String, _ identifier: String, text: String) -> NATSError {
+        NATSError(operation: operation, identifier: identifier, code: .status(NATS_NOT_FOUND.rawValue), text: text)
+    }
 }

@@ -2,8 +2,9 @@
 /// function), the identifier it concerned (stream, subject, message id), libnats's status or
 /// JetStream's error code, and the text either gave.
 ///
-/// Made in one place, `NATSConnection.swift`'s `natsCheck` and its publish-ack handler, from the
-/// codes of `nats/status.h`.
+/// Made in one place, `NATSConnection.swift` (its `natsCheck`, its publish-ack handler, and
+/// `failed`/`notFound` for what its callers refuse in an answer), from the codes of
+/// `nats/status.h`.
 public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Code: Equatable, Sendable {
         /// A `natsStatus` other than `NATS_OK` (its raw value; `text` has `natsStatus_GetText`).

@@ -5,6 +5,7 @@ import SnapSyncWire
 package import SnapSyncStore
 internal import Glibc
 package import SnapSyncHub
+package import SnapSyncLoop
 
 /// The daemon's wiring: the event loop, the listener, signals, the one-second stats timer, and
 /// start, run and shutdown. Requests are the `Hub`'s (no sockets); each `Connection` owns its

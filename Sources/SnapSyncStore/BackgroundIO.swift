@@ -20,24 +20,32 @@
 /// `inline` runs each job on the caller's thread inside `submit`: no thread at all, every step
 /// deterministic (the unit tests use it; the daemon does not).
 ///
-/// Thread-safety: every method is for the owner's thread (the loop); the mutex guards what the
-/// worker shares with it. `shutdown()` lets the queued jobs finish, then joins the thread.
+/// Thread-safety: every method is for the owner's thread (the loop); the monitor (`Monitor`, a
+/// mutex and two conditions) guards what the worker shares with it. `shutdown()` lets the queued
+/// jobs finish, then joins the thread.
 final class BackgroundIO: @unchecked Sendable {
     let inline: Bool
     let capacity: Int
 
-    // Guarded by `mutex`.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Signalled when a job is queued or shutdown is asked for.
-    private let workQueued: UnsafeMutablePointer<pthread_cond_t>
-    /// Broadcast when a job finishes.
-    private let jobFinished: UnsafeMutablePointer<pthread_cond_t>
-    private var queue: [(ticket: UInt64, job: BackgroundJob)] = []
-    private var completions: [BackgroundCompletion] = []
-    /// Jobs finish in ticket order (one worker, FIFO), so "ticket t is done" is `t <= finishedThrough`.
-    private var finishedThrough: UInt64 = 0
-    private var stopping = false
-    private var fault: (@Sendable (BackgroundJob) -> StoreError?)?
+    /// What the worker shares with the owner, under the monitor's mutex.
+    private struct Shared {
+        var queue: [(ticket: UInt64, job: BackgroundJob)] = []
+        var completions: [BackgroundCompletion] = []
+        /// Jobs finish in ticket order (one worker, FIFO), so "ticket t is done" is `t <= finishedThrough`.
+        var finishedThrough: UInt64 = 0
+        var stopping = false
+        var fault: (@Sendable (BackgroundJob) -> StoreError?)?
+    }
+
+    /// What threads wait for.
+    private enum Wake: Int, CaseIterable {
+        /// Signalled when a job is queued or shutdown is asked for.
+        case workQueued
+        /// Broadcast when a job finishes.
+        case jobFinished
+    }
+
+    private let shared = Monitor<Shared, Wake>(Shared())
 
     // The owner's only.
     private var nextTicket: UInt64 = 1
@@ -46,23 +54,11 @@ final class BackgroundIO: @unchecked Sendable {
     init(inline: Bool, capacity: Int = 16) {
         self.inline = inline
         self.capacity = max(1, capacity)
-        mutex = .allocate(capacity: 1)
-        workQueued = .allocate(capacity: 1)
-        jobFinished = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(workQueued, nil)
-        pthread_cond_init(jobFinished, nil)
         if !inline { startThread() }
     }
 
     deinit {
         shutdown()
-        pthread_cond_destroy(jobFinished)
-        pthread_cond_destroy(workQueued)
-        pthread_mutex_destroy(mutex)
-        jobFinished.deallocate()
-        workQueued.deallocate()
-        mutex.deallocate()
     }
 
     private func startThread() {
@@ -96,42 +92,38 @@ final class BackgroundIO: @unchecked Sendable {
         nextTicket += 1
         guard thread != nil else {
             let result = run(job)
-            lock()
-            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result.result, elapsed: result.elapsed))
-            finishedThrough = ticket
-            unlock()
+            shared.withLock { shared in
+                shared.completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result.result, elapsed: result.elapsed))
+                shared.finishedThrough = ticket
+            }
             return ticket
         }
-        lock()
-        while queue.count >= capacity { pthread_cond_wait(jobFinished, mutex) }
-        queue.append((ticket, job))
-        pthread_cond_signal(workQueued)
-        unlock()
+        let capacity = capacity
+        shared.withLock(whenever: .jobFinished, { $0.queue.count < capacity }) { shared in
+            shared.queue.append((ticket, job))
+            self.shared.signal(.workQueued)
+        }
         return ticket
     }
 
     /// The completions of the jobs finished since the last call, in ticket order.
     /// - Complexity: one uncontended mutex lock when nothing finished.
     func takeCompletions() -> [BackgroundCompletion] {
-        lock()
-        defer { unlock() }
-        guard !completions.isEmpty else { return [] }
-        let taken = completions
-        completions.removeAll()
-        return taken
+        shared.withLock { shared in
+            guard !shared.completions.isEmpty else { return [] }
+            let taken = shared.completions
+            shared.completions.removeAll()
+            return taken
+        }
     }
 
     func isFinished(_ ticket: UInt64) -> Bool {
-        lock()
-        defer { unlock() }
-        return ticket <= finishedThrough
+        shared.withLock { ticket <= $0.finishedThrough }
     }
 
     /// Blocks until job `ticket` (and so every job submitted before it) has finished.
     func wait(for ticket: UInt64) {
-        lock()
-        while finishedThrough < ticket { pthread_cond_wait(jobFinished, mutex) }
-        unlock()
+        shared.withLock(whenever: .jobFinished, { $0.finishedThrough >= ticket }) { _ in }
     }
 
     /// Blocks until every job submitted so far has finished.
@@ -141,44 +133,39 @@ final class BackgroundIO: @unchecked Sendable {
     /// it runs jobs inline.
     func shutdown() {
         guard let handle = thread else { return }
-        lock()
-        stopping = true
-        pthread_cond_signal(workQueued)
-        unlock()
+        shared.withLock { shared in
+            shared.stopping = true
+            self.shared.signal(.workQueued)
+        }
         pthread_join(handle, nil)
         thread = nil
     }
 
     /// Makes every later job whose `fault` returns an error fail with it, without running (tests).
     func injectFault(_ fault: (@Sendable (BackgroundJob) -> StoreError?)?) {
-        lock()
-        self.fault = fault
-        unlock()
+        shared.withLock { $0.fault = fault }
     }
 
     // MARK: - The worker
 
     private func work() {
-        lock()
         while true {
-            while queue.isEmpty && !stopping { pthread_cond_wait(workQueued, mutex) }
-            guard !queue.isEmpty else { break }
-            let (ticket, job) = queue.removeFirst()
-            unlock()
+            let next = shared.withLock(whenever: .workQueued, { !$0.queue.isEmpty || $0.stopping }) { shared in
+                shared.queue.isEmpty ? nil : shared.queue.removeFirst()
+            }
+            guard let (ticket, job) = next else { break }
             let result = run(job)
-            lock()
-            completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result.result, elapsed: result.elapsed))
-            finishedThrough = ticket
-            pthread_cond_broadcast(jobFinished)
+            shared.withLock { shared in
+                shared.completions.append(BackgroundCompletion(ticket: ticket, job: job, result: result.result, elapsed: result.elapsed))
+                shared.finishedThrough = ticket
+                self.shared.broadcast(.jobFinished)
+            }
         }
-        unlock()
     }
 
     /// Runs `job`, timed (the fdatasync latency the daemon's metrics report).
     private func run(_ job: BackgroundJob) -> (result: Result<BackgroundOutcome, StoreError>, elapsed: Duration) {
-        lock()
-        let fault = self.fault
-        unlock()
+        let fault = shared.withLock { $0.fault }
         // Called outside the lock: a test's hook may block (to hold a job back).
         if let injected = fault?(job) {
             job.abandon()
@@ -192,9 +179,6 @@ final class BackgroundIO: @unchecked Sendable {
             return (.failure(error), .now - started)
         }
     }
-
-    private func lock() { pthread_mutex_lock(mutex) }
-    private func unlock() { pthread_mutex_unlock(mutex) }
 }
 
 /// A finished job: its ticket, the job, and what it gave or why it failed.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import SnapSyncCluster
 import SnapSyncHub
+import SnapSyncLoop
 import SnapSyncServer
 import SnapSyncModel
 import SnapSyncStore
@@ -21,12 +22,12 @@ extension SnapsyncdCommand {
             Server.ignoreReloadUntilStarted()
             // libnats's own threads touch the loop's event_base: its locking goes on before the
             // base exists, and this base is made with locks (single-node's is not).
-            try NATSConnection.prepareLibevent()
+            try EventLoop.enableThreadedAccess()
             let loop = try EventLoop(locking: true)
             // Blocking, before the loop runs: connect, and create the stream and the checkpoint
             // bucket if they are missing (docs/cluster.md, "traps": never block on the loop thread).
             let log = try JetStreamRoomLog.connect(
-                servers: servers, tls: tls, eventBase: loop.rawBase, retain: clusterOptions.clusterRetain, logger: logger)
+                servers: servers, tls: tls, loop: loop, retain: clusterOptions.clusterRetain, logger: logger)
             // A record is the DIFF frame plus its other fields and the message's headers: a
             // frame the servers would refuse to store must be refused by the daemon first, with
             // a typed REJECT (libnats refuses headers + payload over max_payload).

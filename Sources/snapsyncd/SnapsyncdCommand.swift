@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import SnapSyncAuth
+import SnapSyncLoop
 import SnapSyncModel
 import SnapSyncHub
 import SnapSyncServer

@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import Foundation
 import Logging
 import SnapSyncModel
@@ -18,7 +18,7 @@ extension RealNATSCluster {
         @Test func twoNodesShareOneOrderOfARoom() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let (cluster, base) = (setup.cluster, setup.base)
+            let (cluster, loop) = (setup.cluster, setup.loop)
             let a = try setup.connect(servers: [cluster.urls[0]])
             let b = try setup.connect(servers: [cluster.urls[1]])
             let room = "lobby"
@@ -27,7 +27,7 @@ extension RealNATSCluster {
             let onB = FollowRecorder()
             onA.follow(a, room: room)
             onB.follow(b, room: room)
-            try runLoop(base, until: { onA.isCurrent && onB.isCurrent }, "current on both nodes")
+            try runLoop(loop, until: { onA.isCurrent && onB.isCurrent }, "current on both nodes")
             #expect(onA.events == [.base(nil), .current])
             #expect(onB.events == [.base(nil), .current])
 
@@ -38,7 +38,7 @@ extension RealNATSCluster {
             var outcomeB: ProposalOutcome?
             a.propose(room: room, expectedSequence: 0, messageID: fromA.writeID, entry: .write(fromA)) { outcomeA = $0 }
             b.propose(room: room, expectedSequence: 0, messageID: fromB.writeID, entry: .write(fromB)) { outcomeB = $0 }
-            try runLoop(base, until: { outcomeA != nil && outcomeB != nil }, "answers to both proposals")
+            try runLoop(loop, until: { outcomeA != nil && outcomeB != nil }, "answers to both proposals")
             let stored = [outcomeA, outcomeB].compactMap { if case .stored(let s)? = $0 { s } else { nil } }
             #expect(stored.count == 1, "\(String(describing: outcomeA)) \(String(describing: outcomeB))")
             #expect([outcomeA, outcomeB].filter { $0 == .superseded }.count == 1)
@@ -47,10 +47,10 @@ extension RealNATSCluster {
                 outcomeA == .stored(sequence: first) ? (fromA, b, write(room, version: 2, id: "b1")) : (fromB, a, write(room, version: 2, id: "a1"))
 
             // The loser sees the winner's record, then proposes again after it.
-            try runLoop(base, until: { onA.records.count == 1 && onB.records.count == 1 }, "the first record on both")
+            try runLoop(loop, until: { onA.records.count == 1 && onB.records.count == 1 }, "the first record on both")
             #expect(onA.records == [.record(first, .write(winner))])
             #expect(onB.records == onA.records)
-            let second = try propose(loser, base, room: room, after: first, loserRecord)
+            let second = try propose(loser, loop, room: room, after: first, loserRecord)
             guard case .stored(let secondSequence) = second else {
                 Issue.record("the loser's second proposal: \(second)")
                 return
@@ -58,9 +58,9 @@ extension RealNATSCluster {
             #expect(secondSequence > first)
 
             // The winner's write again, with a stale expectation: the log has it, at its sequence.
-            #expect(try propose(a, base, room: room, after: 0, winner) == .stored(sequence: first))
+            #expect(try propose(a, loop, room: room, after: 0, winner) == .stored(sequence: first))
 
-            try runLoop(base, until: { onA.records.count == 2 && onB.records.count == 2 }, "the second record on both")
+            try runLoop(loop, until: { onA.records.count == 2 && onB.records.count == 2 }, "the second record on both")
             #expect(onA.records == [.record(first, .write(winner)), .record(secondSequence, .write(loserRecord))])
             #expect(onB.records == onA.records)
 
@@ -68,18 +68,18 @@ extension RealNATSCluster {
             a.unfollow(room: room)
             let before = onA.events
             let third = write(room, version: 3, id: "b3")
-            let thirdOutcome = try propose(b, base, room: room, after: secondSequence, third)
+            let thirdOutcome = try propose(b, loop, room: room, after: secondSequence, third)
             guard case .stored(let thirdSequence) = thirdOutcome else {
                 Issue.record("the third proposal: \(thirdOutcome)")
                 return
             }
-            try runLoop(base, until: { onB.records.count == 3 }, "the third record on B")
+            try runLoop(loop, until: { onB.records.count == 3 }, "the third record on B")
             #expect(onA.events == before)
 
             // Following again on A, a non-empty subject: its records, then current.
             let again = FollowRecorder()
             again.follow(a, room: room)
-            try runLoop(base, until: { again.isCurrent }, "current after a non-empty subject")
+            try runLoop(loop, until: { again.isCurrent }, "current after a non-empty subject")
             #expect(
                 again.events == [
                     .base(nil), .record(first, .write(winner)), .record(secondSequence, .write(loserRecord)),
@@ -99,21 +99,21 @@ extension RealNATSCluster {
         @Test func lastSequenceIsTheLastRecordOfTheRoomsSubject() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let (cluster, base) = (setup.cluster, setup.base)
+            let (cluster, loop) = (setup.cluster, setup.loop)
             let a = try setup.connect(servers: [cluster.urls[1]])
-            #expect(try lastSequence(a, base, room: "lobby").get() == 0)
+            #expect(try lastSequence(a, loop, room: "lobby").get() == 0)
 
-            guard case .stored(let s1) = try propose(a, base, room: "lobby", after: 0, write("lobby", version: 1, id: "l1")),
-                case .stored(let s2) = try propose(a, base, room: "lobby", after: s1, write("lobby", version: 2, id: "l2")),
-                case .stored(let s3) = try propose(a, base, room: "café ☕", after: 0, write("café ☕", version: 1, id: "c1"))
+            guard case .stored(let s1) = try propose(a, loop, room: "lobby", after: 0, write("lobby", version: 1, id: "l1")),
+                case .stored(let s2) = try propose(a, loop, room: "lobby", after: s1, write("lobby", version: 2, id: "l2")),
+                case .stored(let s3) = try propose(a, loop, room: "café ☕", after: 0, write("café ☕", version: 1, id: "c1"))
             else {
                 Issue.record("a write was not stored")
                 return
             }
             #expect(s3 > s2)
-            #expect(try lastSequence(a, base, room: "lobby").get() == s2)
-            #expect(try lastSequence(a, base, room: "café ☕").get() == s3)
-            #expect(try lastSequence(a, base, room: "never written").get() == 0)
+            #expect(try lastSequence(a, loop, room: "lobby").get() == s2)
+            #expect(try lastSequence(a, loop, room: "café ☕").get() == s3)
+            #expect(try lastSequence(a, loop, room: "never written").get() == 0)
         }
 
         /// A consumer that delivers nothing (here: its deliver subject lost its interest before the
@@ -124,15 +124,15 @@ extension RealNATSCluster {
         @Test func aFollowIsCurrentOnlyAtTheLeadersLastRecordAndASilentConsumerIsRecoveredAtOnce() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let base = setup.base
+            let loop = setup.loop
             // A heartbeat so long that the tick never finds a consumer silent: the test says when.
             let heartbeat = Duration.seconds(120)
             let a = try setup.connect(heartbeat: heartbeat)
             let room = "late interest"
             let one = write(room, version: 1, id: "w1")
             let two = write(room, version: 2, id: "w2")
-            guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one),
-                case .stored(let s2) = try propose(a, base, room: room, after: s1, two)
+            guard case .stored(let s1) = try propose(a, loop, room: room, after: 0, one),
+                case .stored(let s2) = try propose(a, loop, room: room, after: s1, two)
             else {
                 Issue.record("a write was not stored")
                 return
@@ -142,11 +142,11 @@ extension RealNATSCluster {
             seen.follow(a, room: room)
             // The deliver subject is subscribed and the creation sent in one loop pass: the UNSUB
             // follows them on the wire, long before JetStream has made the consumer.
-            try runLoop(base, until: { a.followsByRoom[room]?.subscription != nil }, "the consumer's subscription")
+            try runLoop(loop, until: { a.followsByRoom[room]?.subscription != nil }, "the consumer's subscription")
             let follow = try #require(a.followsByRoom[room])
             let subscription = try #require(follow.subscription)
             a.connection.unsubscribe(subscription)
-            try runLoop(base, until: { follow.consumer != nil && follow.target != nil }, "the consumer and the target")
+            try runLoop(loop, until: { follow.consumer != nil && follow.target != nil }, "the consumer and the target")
             #expect(follow.target == s2)
             #expect(follow.generation == 1)
 
@@ -165,7 +165,7 @@ extension RealNATSCluster {
             a.checkHeartbeats(now: follow.lastHeard + heartbeat + .seconds(1))
             #expect(follow.generation == 2)
             // (Its deliveries may come before its creation's answer, which the check waits for.)
-            try runLoop(base, until: { seen.isCurrent && !follow.awaitingCreation }, "current")
+            try runLoop(loop, until: { seen.isCurrent && !follow.awaitingCreation }, "current")
             #expect(seen.events == [.base(nil), .record(s1, .write(one)), .record(s2, .write(two)), .current])
 
             // Once current, one heartbeat of silence is not enough; three are.
@@ -208,7 +208,7 @@ extension RealNATSCluster {
                 return recorder
             }
             try runLoop(
-                setup.base, until: { recorders.allSatisfy(\.isCurrent) && rooms.allSatisfy { a.followsByRoom[$0]?.subscription != nil } },
+                setup.loop, until: { recorders.allSatisfy(\.isCurrent) && rooms.allSatisfy { a.followsByRoom[$0]?.subscription != nil } },
                 "4 follows current and subscribed")
             let started = threadIDs(named: mark).subtracting(afterConnection)
             #expect(started.isEmpty, "following \(rooms.count) rooms started \(started.count) threads")
@@ -242,33 +242,33 @@ extension RealNATSCluster {
             #expect(warnings.first?.hasPrefix("warning:") == true)
             #expect(warnings.first?.contains("kept 100 records per room") == true)
             #expect(warnings.first?.contains("--cluster-retain 200 replaced") == true)
-            #expect(try NATSConnection.ensureStream(.rooms(retain: 200), servers: cluster.urls).replacedMaxMessagesPerSubject == nil)
-            #expect(try NATSConnection.ensureStream(.rooms(retain: 300), servers: cluster.urls).replacedMaxMessagesPerSubject == 200)
+            #expect(try StreamProvisioning.ensureStream(.rooms(retain: 200), servers: cluster.urls).replacedMaxMessagesPerSubject == nil)
+            #expect(try StreamProvisioning.ensureStream(.rooms(retain: 300), servers: cluster.urls).replacedMaxMessagesPerSubject == 200)
         }
 
         /// A tombstone is a record like a write: delivered in order, decoded back.
         @Test func aTombstoneIsDeliveredAfterTheWritesItEnds() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let base = setup.base
+            let loop = setup.loop
             let a = try setup.connect()
             let room = "dropped room ☕"
             let epoch = a.epoch(room: room, after: 0)
             let one = write(room, version: 1, id: "w1", epoch: epoch)
-            guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
+            guard case .stored(let s1) = try propose(a, loop, room: room, after: 0, one) else {
                 Issue.record("the write was not stored")
                 return
             }
             var dropped: ProposalOutcome?
             a.propose(room: room, expectedSequence: s1, messageID: [], entry: .tombstone(epoch: epoch, version: 1)) { dropped = $0 }
-            try runLoop(base, until: { dropped != nil }, "answer to the tombstone")
+            try runLoop(loop, until: { dropped != nil }, "answer to the tombstone")
             guard case .stored(let s2)? = dropped else {
                 Issue.record("the tombstone was not stored: \(String(describing: dropped))")
                 return
             }
             let seen = FollowRecorder()
             seen.follow(a, room: room)
-            try runLoop(base, until: { seen.isCurrent }, "current")
+            try runLoop(loop, until: { seen.isCurrent }, "current")
             #expect(seen.events == [.base(nil), .record(s1, .write(one)), .record(s2, .tombstone(epoch: epoch, version: 1)), .current])
         }
 
@@ -277,7 +277,7 @@ extension RealNATSCluster {
         @Test func aFollowStartsFromTheLatestCheckpointAndGetsOnlyTheTail() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let (cluster, base) = (setup.cluster, setup.base)
+            let (cluster, loop) = (setup.cluster, setup.loop)
             let a = try setup.connect(servers: [cluster.urls[0]])
             let b = try setup.connect(servers: [cluster.urls[2]])
             let room = "checkpointed"
@@ -286,7 +286,7 @@ extension RealNATSCluster {
             var records: [WriteRecord] = []
             for version in UInt64(1)...3 {
                 let record = write(room, version: version, id: "w\(version)", epoch: epoch)
-                guard case .stored(let s) = try propose(a, base, room: room, after: sequences.last ?? 0, record) else {
+                guard case .stored(let s) = try propose(a, loop, room: room, after: sequences.last ?? 0, record) else {
                     Issue.record("write \(version) was not stored")
                     return
                 }
@@ -298,13 +298,13 @@ extension RealNATSCluster {
             let image = RoomImage(room: room, epoch: epoch, version: 2, snapshot: snapshot, diffFrames: records[0..<2].map(\.diffFrame))
             var stored: Bool?
             a.saveCheckpoint(image, history: Array(records[0..<2]), sequence: sequences[1]) { stored = $0 }
-            try runLoop(base, until: { stored != nil }, "the checkpoint's answer")
+            try runLoop(loop, until: { stored != nil }, "the checkpoint's answer")
             #expect(stored == true)
             #expect(a.checkpointFailures == 0)
 
             let seen = FollowRecorder()
             seen.follow(b, room: room)
-            try runLoop(base, until: { seen.isCurrent }, "current")
+            try runLoop(loop, until: { seen.isCurrent }, "current")
             #expect(seen.events == [.base(sequences[1]), .record(sequences[2], .write(records[2])), .current])
             let checkpoint = try #require(seen.checkpoint)
             #expect(checkpoint.image.room == room)
@@ -321,7 +321,7 @@ extension RealNATSCluster {
         @Test func anOversizedCheckpointLosesItsOldestHistoryOrIsNotSaved() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let base = setup.base
+            let loop = setup.loop
             let a = try setup.connect()
             let room = "large"
             let epoch = a.epoch(room: room, after: 0)
@@ -338,12 +338,12 @@ extension RealNATSCluster {
 
             var stored: Bool?
             a.saveCheckpoint(try image(2 * half + 10, version: 1), history: [large], sequence: 2) { stored = $0 }
-            try runLoop(base, until: { stored != nil }, "the first checkpoint's answer")
+            try runLoop(loop, until: { stored != nil }, "the first checkpoint's answer")
             #expect(stored == false)
             #expect(a.checkpointFailures == 1)
             stored = nil
             a.saveCheckpoint(try image(half, version: 3), history: [large] + newer, sequence: 3) { stored = $0 }
-            try runLoop(base, until: { stored != nil }, "the second checkpoint's answer")
+            try runLoop(loop, until: { stored != nil }, "the second checkpoint's answer")
             #expect(stored == true)
             #expect(a.checkpointFailures == 1)
 
@@ -353,7 +353,7 @@ extension RealNATSCluster {
             for _ in 0..<20 {
                 seen = FollowRecorder()
                 seen.follow(a, room: room)
-                try runLoop(base, until: { seen.isCurrent || seen.failure != nil }, "current or failed")
+                try runLoop(loop, until: { seen.isCurrent || seen.failure != nil }, "current or failed")
                 a.unfollow(room: room)
                 if seen.checkpoint != nil || seen.failure != nil { break }
             }
@@ -404,7 +404,7 @@ extension RealNATSCluster {
         @Test func unfollowAndCloseLeaveNothingHalfDone() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let base = setup.base
+            let loop = setup.loop
             let a = try setup.connect()
             let room = "brief"
             let early = FollowRecorder()
@@ -412,10 +412,10 @@ extension RealNATSCluster {
             a.unfollow(room: room)
             let late = FollowRecorder()
             late.follow(a, room: "other")
-            try runLoop(base, until: { late.hasBase }, "the other room's base")
+            try runLoop(loop, until: { late.hasBase }, "the other room's base")
             a.unfollow(room: "other")
             // The stream's first sequences are the salt's (one per node that proposed it).
-            guard case .stored(let s1) = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "w1")) else {
+            guard case .stored(let s1) = try propose(a, loop, room: room, after: 0, write(room, version: 1, id: "w1")) else {
                 Issue.record("w1 was not stored")
                 return
             }
@@ -437,17 +437,17 @@ extension RealNATSCluster {
         @Test func aLostDeliveryIsRecoveredWithoutAGapOrARepeat() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let base = setup.base
+            let loop = setup.loop
             let a = try setup.connect()
             let room = "gappy"
             let one = write(room, version: 1, id: "w1")
-            guard case .stored(let s1) = try propose(a, base, room: room, after: 0, one) else {
+            guard case .stored(let s1) = try propose(a, loop, room: room, after: 0, one) else {
                 Issue.record("write 1 was not stored")
                 return
             }
             let seen = FollowRecorder()
             seen.follow(a, room: room)
-            try runLoop(base, until: { seen.isCurrent }, "current")
+            try runLoop(loop, until: { seen.isCurrent }, "current")
             let follow = try #require(a.followsByRoom[room])
             let generation = follow.generation
             let consumer = try #require(follow.consumer)
@@ -462,11 +462,11 @@ extension RealNATSCluster {
             #expect(follow.generation == generation + 1)
 
             let two = write(room, version: 2, id: "w2")
-            guard case .stored(let s2) = try propose(a, base, room: room, after: s1, two) else {
+            guard case .stored(let s2) = try propose(a, loop, room: room, after: s1, two) else {
                 Issue.record("write 2 was not stored")
                 return
             }
-            try runLoop(base, until: { seen.records.count >= 2 }, "the second record")
+            try runLoop(loop, until: { seen.records.count >= 2 }, "the second record")
             #expect(seen.events == [.base(nil), .record(s1, .write(one)), .current, .record(s2, .write(two))])
 
             // A heartbeat saying the consumer sent more than arrived: recovered the same way.
@@ -479,11 +479,11 @@ extension RealNATSCluster {
                 follow: now.id, generation: now.generation)
             #expect(now.generation == generation + 2)
             let three = write(room, version: 3, id: "w3")
-            guard case .stored(let s3) = try propose(a, base, room: room, after: s2, three) else {
+            guard case .stored(let s3) = try propose(a, loop, room: room, after: s2, three) else {
                 Issue.record("write 3 was not stored")
                 return
             }
-            try runLoop(base, until: { seen.records.count >= 3 }, "the third record")
+            try runLoop(loop, until: { seen.records.count >= 3 }, "the third record")
             #expect(seen.sequences == [s1, s2, s3])
         }
 
@@ -493,7 +493,7 @@ extension RealNATSCluster {
         @Test func theStreamsSaltOutlivesALeaderChangeAndARestart() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
-            let before = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            let before = try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
             let leader = try #require(before.leader)
             let index = try #require(["n1", "n2", "n3"].firstIndex(of: leader))
             try cluster.kill(server: index)
@@ -502,7 +502,7 @@ extension RealNATSCluster {
             var after: StreamInfo?
             let deadline = ContinuousClock.now + .seconds(60)
             while after?.leader == nil || after?.leader == leader, ContinuousClock.now < deadline {
-                after = try? NATSConnection.ensureStream(.rooms(), servers: others, timeout: .seconds(2))
+                after = try? StreamProvisioning.ensureStream(.rooms(), servers: others, timeout: .seconds(2))
             }
             let info = try #require(after, "no answer from the stream without \(leader)")
             #expect(info.leader != leader)
@@ -513,7 +513,7 @@ extension RealNATSCluster {
             var restarted: StreamInfo?
             let again = ContinuousClock.now + .seconds(60)
             while restarted == nil, ContinuousClock.now < again {
-                restarted = try? NATSConnection.ensureStream(.rooms(), servers: [cluster.urls[index]], timeout: .seconds(2))
+                restarted = try? StreamProvisioning.ensureStream(.rooms(), servers: [cluster.urls[index]], timeout: .seconds(2))
             }
             #expect(try #require(restarted, "no answer through the restarted \(leader)").salt == before.salt)
         }
@@ -524,7 +524,7 @@ extension RealNATSCluster {
         @Test func aFollowSurvivesTheDeathOfItsServer() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let (cluster, base) = (setup.cluster, setup.base)
+            let (cluster, loop) = (setup.cluster, setup.loop)
             // Each node knows every server, as `--cluster` is given them all.
             // One-second heartbeats: a silent consumer is noticed after 3 s instead of 15. The
             // daemon's 5 s request timeout, so that a consumer creation sent to the dead server
@@ -537,7 +537,7 @@ extension RealNATSCluster {
             let onB = FollowRecorder()
             onA.follow(a, room: room)
             onB.follow(b, room: room)
-            try runLoop(base, until: { onA.isCurrent && onB.isCurrent }, "current on both")
+            try runLoop(loop, until: { onA.isCurrent && onB.isCurrent }, "current on both")
 
             /// B writes `id` after the last record it has seen, as a node does: after a failure (no
             /// answer during the election) or a refusal, it looks again at what it has applied.
@@ -548,13 +548,13 @@ extension RealNATSCluster {
                         return
                     }
                     let seen = onB.records.count
-                    switch try propose(b, base, room: room, after: onB.sequences.last ?? 0, record) {
+                    switch try propose(b, loop, room: room, after: onB.sequences.last ?? 0, record) {
                     case .stored(let s):
-                        try runLoop(base, until: { onB.sequences.contains(s) }, "record \(s) on B")
+                        try runLoop(loop, until: { onB.sequences.contains(s) }, "record \(s) on B")
                         return
                     case .superseded, .failed:
                         // Whatever was stored reaches B's follow; wait a little for it, then retry.
-                        try? runLoop(base, until: { onB.records.count > seen }, bound: .seconds(2), "a record on B")
+                        try? runLoop(loop, until: { onB.records.count > seen }, bound: .seconds(2), "a record on B")
                     }
                 }
                 throw TestClusterError(message: "write \(id) never stored")
@@ -566,7 +566,7 @@ extension RealNATSCluster {
             let index = try #require(["n1", "n2", "n3"].firstIndex(of: server))
             try cluster.kill(server: index)
             for k in 1...3 { try writeThroughB("after\(k)") }
-            try runLoop(base, until: { onA.records.count >= onB.records.count }, bound: .seconds(90), "A catching up")
+            try runLoop(loop, until: { onA.records.count >= onB.records.count }, bound: .seconds(90), "A catching up")
             #expect(onA.records == onB.records)
             #expect(onB.records.count == 4)
             #expect(onA.failure == nil && onB.failure == nil)
@@ -577,17 +577,17 @@ extension RealNATSCluster {
         @Test func withoutAQuorumProposalsAndNewFollowsFail() throws {
             let setup = try LoopOnCluster()
             defer { setup.down() }
-            let (cluster, base) = (setup.cluster, setup.base)
+            let (cluster, loop) = (setup.cluster, setup.loop)
             let a = try setup.connect(servers: [cluster.urls[0]], requestTimeout: .seconds(2))
             let room = "quorum"
-            guard case .stored(let s1) = try propose(a, base, room: room, after: 0, write(room, version: 1, id: "q1")) else {
+            guard case .stored(let s1) = try propose(a, loop, room: room, after: 0, write(room, version: 1, id: "q1")) else {
                 Issue.record("the first write was not stored")
                 return
             }
             try cluster.kill(server: 1)
             try cluster.kill(server: 2)
 
-            let refused = try propose(a, base, room: room, after: s1, write(room, version: 2, id: "q2"))
+            let refused = try propose(a, loop, room: room, after: s1, write(room, version: 2, id: "q2"))
             guard case .failed(let error) = refused else {
                 Issue.record("a proposal without a quorum: \(refused)")
                 return
@@ -597,7 +597,7 @@ extension RealNATSCluster {
 
             let seen = FollowRecorder()
             seen.follow(a, room: "never written")
-            try runLoop(base, until: { seen.failure != nil }, "the follow's failure")
+            try runLoop(loop, until: { seen.failure != nil }, "the follow's failure")
             #expect(seen.events.last == .failed)
             #expect(!seen.isCurrent)
         }

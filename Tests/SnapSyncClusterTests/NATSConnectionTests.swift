@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import SnapSyncCluster
 import Testing
 
@@ -13,7 +13,7 @@ extension RealNATSCluster {
     @Suite struct NATSConnectionTests {
         /// One publish, waited for by running the loop: its outcome and whether it came on this thread.
         static func publish(
-            _ connection: NATSConnection, _ base: OpaquePointer, subject: String, after sequence: UInt64, id: String,
+            _ connection: NATSConnection, _ loop: EventLoop, subject: String, after sequence: UInt64, id: String,
             timeout: Duration = .seconds(5)
         ) throws -> (result: Result<PublishAck, NATSError>, onLoopThread: Bool) {
             let loopThread = pthread_self()
@@ -23,44 +23,43 @@ extension RealNATSCluster {
                 outcome = ($0, pthread_equal(pthread_self(), loopThread) != 0)
             }
             // libnats's MaxWait bounds this: the completion comes, an ack or NATS_TIMEOUT.
-            while outcome == nil { event_base_loop(base, EVLOOP_ONCE) }
+            while outcome == nil { try loop.runOnce() }
             return outcome!
         }
 
         @Test func publishesAreOrderedPerSubjectDeduplicatedAndAckedOnTheLoopThread() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
-            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
+            try EventLoop.enableThreadedAccess()
+            try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
+            try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)  // idempotent
 
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let connection = try NATSConnection(servers: cluster.urls, eventBase: base)
+            let loop = try EventLoop(locking: true)
+            let connection = try NATSConnection(servers: cluster.urls, loop: loop)
             defer { connection.close() }
 
             let lobby = "snapsync.room.lobby"
-            let first = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
+            let first = try Self.publish(connection, loop, subject: lobby, after: 0, id: "w1")
             #expect(first.onLoopThread)
             // The stream's first sequences are the salt's (snapsync.salt), one per proposal stored.
             let s1 = try first.result.get().sequence
             #expect(try first.result.get() == PublishAck(stream: "snapsync-rooms", sequence: s1, duplicate: false))
 
             // A node that has not seen w1 expects the subject to be empty: refused.
-            let stale = try Self.publish(connection, base, subject: lobby, after: 0, id: "w2")
+            let stale = try Self.publish(connection, loop, subject: lobby, after: 0, id: "w2")
             #expect(stale.onLoopThread)
             #expect(throws: NATSError.self) { try stale.result.get() }
             if case let .failure(error) = stale.result { #expect(error.isWrongLastSequence, "\(error)") }
 
             // w1 again (a client's retry through another node): the same entry, not a second one.
-            let retry = try Self.publish(connection, base, subject: lobby, after: 0, id: "w1")
+            let retry = try Self.publish(connection, loop, subject: lobby, after: 0, id: "w1")
             #expect(try retry.result.get() == PublishAck(stream: "snapsync-rooms", sequence: s1, duplicate: true))
 
-            let second = try Self.publish(connection, base, subject: lobby, after: s1, id: "w2")
+            let second = try Self.publish(connection, loop, subject: lobby, after: s1, id: "w2")
             #expect(try second.result.get().sequence == s1 + 1)
 
             // Another room's subject has its own last sequence (none yet); the stream's is shared.
-            let other = try Self.publish(connection, base, subject: "snapsync.room.other", after: 0, id: "o1")
+            let other = try Self.publish(connection, loop, subject: "snapsync.room.other", after: 0, id: "o1")
             #expect(try other.result.get().sequence == s1 + 2)
 
             // A message id still pending is refused up front, without a completion.
@@ -75,20 +74,19 @@ extension RealNATSCluster {
         @Test func withoutAQuorumAPublishFailsOnTheLoopThreadAndIsNeverAcked() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
-            try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
+            try EventLoop.enableThreadedAccess()
+            try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
+            let loop = try EventLoop(locking: true)
             // Connected to the first server only, so that the connection stays up when the others go.
-            let connection = try NATSConnection(servers: [cluster.urls[0]], eventBase: base)
+            let connection = try NATSConnection(servers: [cluster.urls[0]], loop: loop)
             defer { connection.close() }
             let room = "snapsync.room.quorum"
-            let s1 = try Self.publish(connection, base, subject: room, after: 0, id: "q1").result.get().sequence
+            let s1 = try Self.publish(connection, loop, subject: room, after: 0, id: "q1").result.get().sequence
             #expect(s1 > 0)
 
             try cluster.kill(server: 1)
             try cluster.kill(server: 2)
-            let refused = try Self.publish(connection, base, subject: room, after: s1, id: "q2", timeout: .seconds(2))
+            let refused = try Self.publish(connection, loop, subject: room, after: s1, id: "q2", timeout: .seconds(2))
             #expect(refused.onLoopThread)
             #expect(throws: NATSError.self) { try refused.result.get() }
         }

@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import SnapSyncCluster
 import Testing
 
@@ -14,13 +14,12 @@ extension RealNATSCluster {
         /// Makes the stream over a connection of its own, then publishes over a loop connection:
         /// both with `tls`. Throws what either refused.
         static func ensureAndPublish(servers: [String], tls: NATSTLS) throws -> PublishAck {
-            try NATSConnection.prepareLibevent()
-            try NATSConnection.ensureStream(stream, servers: servers, tls: tls, timeout: .seconds(5))
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let connection = try NATSConnection(servers: servers, tls: tls, eventBase: base)
+            try EventLoop.enableThreadedAccess()
+            try StreamProvisioning.ensureStream(stream, servers: servers, tls: tls, timeout: .seconds(5))
+            let loop = try EventLoop(locking: true)
+            let connection = try NATSConnection(servers: servers, tls: tls, loop: loop)
             defer { connection.close() }
-            return try NATSConnectionTests.publish(connection, base, subject: "snapsync.room.tls", after: 0, id: "t1").result.get()
+            return try NATSConnectionTests.publish(connection, loop, subject: "snapsync.room.tls", after: 0, id: "t1").result.get()
         }
 
         /// The text of the error `body` threw, which must be a `NATSError` of `operation`.
@@ -52,16 +51,15 @@ extension RealNATSCluster {
             defer { server.stop() }
             // The system's roots only: the test CA is not among them, for either connection.
             let untrusted = Self.refusal("natsConnection_Connect") {
-                try NATSConnection.ensureStream(Self.stream, servers: [server.url("tls")], timeout: .seconds(5))
+                try StreamProvisioning.ensureStream(Self.stream, servers: [server.url("tls")], timeout: .seconds(5))
             }
             #expect(untrusted.contains("unable to get local issuer certificate"), "\(untrusted)")
-            let base = try #require(event_base_new())
-            defer { event_base_free(base) }
-            let loop = Self.refusal("natsConnection_Connect") { _ = try NATSConnection(servers: [server.url("tls")], eventBase: base) }
+            let eventLoop = try EventLoop(locking: true)
+            let loop = Self.refusal("natsConnection_Connect") { _ = try NATSConnection(servers: [server.url("tls")], loop: eventLoop) }
             #expect(loop.contains("unable to get local issuer certificate"), "\(loop)")
             // A trusted chain for another name: the certificate names IP:127.0.0.1 only.
             let misnamed = Self.refusal("natsConnection_Connect") {
-                try NATSConnection.ensureStream(
+                try StreamProvisioning.ensureStream(
                     Self.stream, servers: [server.url("tls", host: "localhost")], tls: NATSTLS(trustedCertificatesFile: certificates.path("ca.pem")),
                     timeout: .seconds(5))
             }
@@ -99,17 +97,17 @@ extension RealNATSCluster {
         /// Refused before connecting, so no server is needed.
         @Test func mixedSchemesAndUnreadableFilesAreRefusedBeforeConnecting() throws {
             let mixed = Self.refusal("natsOptions_SetSecure") {
-                try NATSConnection.ensureStream(Self.stream, servers: ["nats://127.0.0.1:1", "tls://127.0.0.1:2"])
+                try StreamProvisioning.ensureStream(Self.stream, servers: ["nats://127.0.0.1:1", "tls://127.0.0.1:2"])
             }
             #expect(mixed.contains("nats:// and tls:// URLs mixed"), "\(mixed)")
             let plaintext = Self.refusal("natsOptions_SetSecure") {
-                try NATSConnection.ensureStream(
+                try StreamProvisioning.ensureStream(
                     Self.stream, servers: ["nats://127.0.0.1:1"], tls: NATSTLS(trustedCertificatesFile: "/nonexistent/ca.pem"))
             }
             #expect(plaintext.contains("need tls:// URLs"), "\(plaintext)")
             let missing = "/nonexistent/snapsync-ca.pem"
             let unreadable = Self.refusal("natsOptions_LoadCATrustedCertificates") {
-                try NATSConnection.ensureStream(Self.stream, servers: ["tls://127.0.0.1:1"], tls: NATSTLS(trustedCertificatesFile: missing))
+                try StreamProvisioning.ensureStream(Self.stream, servers: ["tls://127.0.0.1:1"], tls: NATSTLS(trustedCertificatesFile: missing))
             }
             #expect(unreadable.contains(missing), "\(unreadable)")
         }

@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import Foundation
 import Testing
 
@@ -14,7 +14,7 @@ extension RealNATSCluster {
         @Test func nodesStartingTogetherAndLaterDeriveTheSameEpochs() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
-            try NATSConnection.prepareLibevent()
+            try EventLoop.enableThreadedAccess()
             let results = StartResults()
             let group = DispatchGroup()
             for index in 0..<3 {
@@ -32,7 +32,7 @@ extension RealNATSCluster {
             for node in started { #expect(node == first) }
 
             // The stream's leader dies: a node started now reads the salt from the new leader.
-            let leader = try #require(try NATSConnection.ensureStream(.rooms(), servers: cluster.urls).leader)
+            let leader = try #require(try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls).leader)
             let index = try #require(["n1", "n2", "n3"].firstIndex(of: leader))
             try cluster.kill(server: index)
             let others = cluster.urls.enumerated().filter { $0.offset != index }.map(\.element)
@@ -53,11 +53,11 @@ extension RealNATSCluster {
             var older = StreamSpec.rooms()
             older.subjects = ["snapsync.room.>"]
             older.saltSubject = RoomSubjects.subject(room: "lobby")
-            let decoy = try #require(try NATSConnection.ensureStream(older, servers: cluster.urls).salt)
-            let info = try NATSConnection.ensureStream(.rooms(), servers: cluster.urls)
+            let decoy = try #require(try StreamProvisioning.ensureStream(older, servers: cluster.urls).salt)
+            let info = try StreamProvisioning.ensureStream(.rooms(), servers: cluster.urls)
             let salt = try #require(info.salt)
             #expect(salt != decoy)
-            #expect(try NATSConnection.ensureStream(.rooms(), servers: [cluster.urls[2]]).salt == salt)
+            #expect(try StreamProvisioning.ensureStream(.rooms(), servers: [cluster.urls[2]]).salt == salt)
         }
 
         /// The salt is the first message's payload, 32 lowercase hex digits; JetStream's 404 is no
@@ -104,9 +104,8 @@ final class StartResults: @unchecked Sendable {
 
     /// A node's start-up on a loop of its own, on the calling thread.
     static func start(servers: [String]) throws -> StartedNode {
-        guard let base = event_base_new() else { throw TestClusterError(message: "event_base_new") }
-        defer { event_base_free(base) }
-        let log = try JetStreamRoomLog.connect(servers: servers, eventBase: base, logger: testLogger, requestTimeout: .seconds(5))
+        let loop = try EventLoop(locking: true)
+        let log = try JetStreamRoomLog.connect(servers: servers, loop: loop, logger: testLogger, requestTimeout: .seconds(5))
         defer { log.close() }
         return StartedNode(salt: log.salt, lobby: log.epoch(room: "lobby", after: 0), failover: log.epoch(room: "failover", after: 0))
     }

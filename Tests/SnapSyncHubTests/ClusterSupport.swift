@@ -1,6 +1,7 @@
 import Testing
 import SnapSyncModel
 import SnapSyncStore
+import SnapSyncStoreTestSupport
 import SnapSyncWire
 @testable import SnapSyncHub
 

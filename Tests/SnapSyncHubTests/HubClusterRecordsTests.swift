@@ -2,6 +2,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
+import SnapSyncStoreTestSupport
 import SnapSyncWire
 @testable import SnapSyncHub
 @testable import SnapSyncServer

@@ -3,6 +3,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
+import SnapSyncStoreTestSupport
 import SnapSyncWire
 @testable import SnapSyncHub
 @testable import SnapSyncServer

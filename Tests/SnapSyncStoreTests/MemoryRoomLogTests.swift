@@ -2,6 +2,7 @@ import Testing
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncStore
+import SnapSyncStoreTestSupport
 
 // MemoryRoomLog, the in-process RoomLog the cluster tests run on (#20): it must behave as the
 // contract says JetStream does, or the hub tests prove nothing.

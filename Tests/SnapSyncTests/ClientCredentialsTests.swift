@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import NIOConcurrencyHelpers
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
@@ -45,17 +46,17 @@ final class ScriptedProvider: Sendable {
         var description: String { "the identity service is unreachable" }
     }
 
-    private let state: Locked<(answers: [Answer], calls: Int)>
+    private let state: NIOLockedValueBox<(answers: [Answer], calls: Int)>
 
     init(_ answers: [Answer]) {
-        state = Locked((answers, 0))
+        state = NIOLockedValueBox((answers, 0))
     }
 
-    var calls: Int { state.withLock { $0.calls } }
+    var calls: Int { state.withLockedValue { $0.calls } }
 
     var provider: SnapSyncClient.CredentialsProvider {
         { [self] in
-            let answer = state.withLock { state in
+            let answer = state.withLockedValue { state in
                 defer { state.calls += 1 }
                 return state.answers[min(state.calls, state.answers.count - 1)]
             }

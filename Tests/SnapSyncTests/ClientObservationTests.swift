@@ -1,4 +1,5 @@
 #if canImport(Observation)
+    import NIOConcurrencyHelpers
     import Observation
     @testable import SnapSync
     import SnapSyncClientTestSupport
@@ -13,11 +14,11 @@
             let replica = RoomReplica(room: "r")
             let other = replica.changes  // another consumer: must not take changes away
             let observed = ObservableReplica(replica)
-            let notified = Locked(0)
+            let notified = NIOLockedValueBox(0)
             withObservationTracking {
                 _ = observed.snapshot
             } onChange: {
-                notified.withLock { $0 += 1 }
+                notified.withLockedValue { $0 += 1 }
             }
             var snapshot = Snapshot()
             try snapshot.appendSections(["s"])
@@ -33,7 +34,7 @@
             while observed.position.version != 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(observed.position.version == 1)
             #expect(observed.snapshot == snapshot)
-            #expect(notified.value == 1, "observers of snapshot were told")
+            #expect(notified.withLockedValue { $0 } == 1, "observers of snapshot were told")
             #expect(observed.lastChange?.kind == .diff)
             #expect(observed.itemIdentifier(for: ItemIndexPath(item: 2, section: 0)) == "c")
             #expect(observed.indexPath(for: "b") == ItemIndexPath(item: 1, section: 0))

@@ -5,6 +5,7 @@
 #endif
 import Dispatch
 import Foundation
+import NIOConcurrencyHelpers
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
@@ -150,19 +151,19 @@ final class ScriptedPeer {
 /// Runs `script` on its own thread (it blocks in `poll`, which must not tie up a thread of
 /// Swift's cooperative pool); the returned task ends with its outcome.
 func play(_ peer: ScriptedPeer, _ script: @escaping @Sendable (ScriptedPeer) throws -> Void) -> Task<String?, Never> {
-    let outcome = Locked<String??>(nil)
+    let outcome = NIOLockedValueBox<String??>(nil)
     let box = UncheckedBox(peer)
     Thread.detachNewThread {
         do {
             try script(box.value)
-            outcome.withLock { $0 = .some(nil) }
+            outcome.withLockedValue { $0 = .some(nil) }
         } catch {
-            outcome.withLock { $0 = .some("\(error)") }
+            outcome.withLockedValue { $0 = .some("\(error)") }
         }
     }
     return Task {
         while true {
-            if let result = outcome.value { return result }
+            if let result = outcome.withLockedValue({ $0 }) { return result }
             try? await Task.sleep(for: .milliseconds(10))
         }
     }

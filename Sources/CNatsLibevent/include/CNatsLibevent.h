@@ -1,8 +1,10 @@
 #ifndef SNAPSYNC_CNATS_LIBEVENT_H
 #define SNAPSYNC_CNATS_LIBEVENT_H
 // libnats's libevent adapter, compiled once (shim.c). Imported by
-// Sources/SnapSyncCluster/NATSConnection.swift only.
-#include <nats/nats.h>
+// Sources/SnapSyncLoop/EventLoop+NATS.swift only. Its declarations take `void *` for libnats's and
+// libevent's types and return `int` for natsStatus, so that this header includes neither
+// library's headers: the module that imports it (the loop's) needs no libnats type, and
+// NATSConnection, the only importer of CNats, checks the status it is handed back.
 
 // Why a shim: natsLibevent_Init is *defined* (not declared) in nats/adapters/libevent.h, so
 // Swift cannot import it without a second definition in every module that imports the header.
@@ -14,9 +16,9 @@ int snapsync_nats_libevent_init(void);
 
 // Why a shim: natsOptions_SetEventLoop needs the adapter's four callbacks (natsLibevent_Attach,
 // _Read, _Write, _Detach), which only exist in shim.c for the reason above. After this call
-// natsConnection_Connect attaches the connection's socket to `base` (a `struct event_base *`,
-// void here so that this header needs no libevent header): its reads and writes run on the
-// thread that runs that loop.
-natsStatus snapsync_nats_options_use_libevent(natsOptions *opts, void *base);
+// natsConnection_Connect attaches the connection's socket to `base` (a `struct event_base *`):
+// its reads and writes run on the thread that runs that loop. `opts` is a `natsOptions *`; the
+// result is the natsStatus natsOptions_SetEventLoop returned.
+int snapsync_nats_options_use_libevent(void *opts, void *base);
 
 #endif

@@ -1,6 +1,7 @@
 import Logging
 import SnapSyncWire
 import SnapSyncHub
+import SnapSyncLoop
 
 // Reading and framing: bytes from a socket to whole frames for the hub. Never blocks (the
 // socket is non-blocking), never trusts a length before checking it, and turns every malformed

@@ -1,6 +1,7 @@
 import Logging
 internal import Glibc
 import SnapSyncHub
+import SnapSyncLoop
 
 /// One client connection: a socket that carries a `Session` (its `transport`). It owns its socket's events, its reading
 /// and framing (`Connection+Input.swift`), its timer's state machine (`Connection+Timer.swift`)

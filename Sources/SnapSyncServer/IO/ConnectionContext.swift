@@ -1,5 +1,6 @@
 import SnapSyncWire
 import SnapSyncHub
+import SnapSyncLoop
 
 /// What every connection of a daemon shares: the loop, the hub it serves, the flush, the one
 /// read buffer all connections read into, the frame cutters and the input budget.

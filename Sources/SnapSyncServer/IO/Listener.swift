@@ -1,4 +1,5 @@
 internal import Glibc
+import SnapSyncLoop
 
 /// The listening socket: bound, listening, non-blocking, with a persistent read event that
 /// hands every pending connection to the server (accept in a loop until EAGAIN).

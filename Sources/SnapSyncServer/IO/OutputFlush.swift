@@ -1,6 +1,7 @@
 import SnapSyncStore
 internal import Glibc
 import SnapSyncHub
+import SnapSyncLoop
 
 /// The loop pass's flush: once per pass, the hub commits the pass's writes and each dirty
 /// connection is sent everything it has pending in one gathering write (`Hub.finishPass`); it

@@ -3,6 +3,7 @@ package import Logging
 package import SnapSyncStore
 import SnapSyncWire
 package import SnapSyncHub
+package import SnapSyncLoop
 
 /// `--metrics-listen HOST:PORT`: Prometheus `/metrics` and `/healthz` over HTTP, on the daemon's
 /// own loop (libevent's evhttp, `MetricsHTTPServer`), from before recovery until the loop ends.

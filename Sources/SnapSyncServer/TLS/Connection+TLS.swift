@@ -1,5 +1,6 @@
 import Logging
 import SnapSyncHub
+import SnapSyncLoop
 
 // Reading on a TLS connection: the handshake, then plaintext through `TLSSession.read` into the
 // shared read buffer, cut into frames exactly as on the plain port (`Connection+Input.swift`).

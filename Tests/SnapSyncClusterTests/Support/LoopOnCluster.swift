@@ -1,21 +1,20 @@
-import CLibevent
+import SnapSyncLoop
 import Logging
 import SnapSyncCluster
 
-/// The set-up of most room-log tests: a real JetStream cluster (`TestCluster`), a libevent base
-/// whose loop the test runs (`runLoop`), and the nodes' room logs on it. `down()` closes the
-/// logs, frees the base and stops the cluster, in that order.
+/// The set-up of most room-log tests: a real JetStream cluster (`TestCluster`), an event loop
+/// (with locking, as cluster mode's) that the test runs (`runLoop`), and the nodes' room logs on
+/// it. `down()` closes the logs, then stops the cluster; the loop is freed with the set-up.
 final class LoopOnCluster {
     let cluster: TestCluster
-    let base: OpaquePointer
+    let loop: EventLoop
     private var logs: [JetStreamRoomLog] = []
 
     init() throws {
         cluster = try TestCluster()
         do {
-            try NATSConnection.prepareLibevent()
-            guard let base = event_base_new() else { throw TestClusterError(message: "event_base_new") }
-            self.base = base
+            try EventLoop.enableThreadedAccess()
+            loop = try EventLoop(locking: true)
         } catch {
             try? cluster.down()
             throw error
@@ -34,7 +33,7 @@ final class LoopOnCluster {
         recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
     ) throws -> JetStreamRoomLog {
         let log = try JetStreamRoomLog.connect(
-            servers: servers ?? cluster.urls, eventBase: base, retain: retain, logger: logger,
+            servers: servers ?? cluster.urls, loop: loop, retain: retain, logger: logger,
             requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts)
         logs.append(log)
         return log
@@ -42,7 +41,6 @@ final class LoopOnCluster {
 
     func down() {
         for log in logs.reversed() { log.close() }
-        event_base_free(base)
         try? cluster.down()
     }
 }

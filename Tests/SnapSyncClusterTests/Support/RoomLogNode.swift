@@ -1,4 +1,4 @@
-import CLibevent
+import SnapSyncLoop
 import Logging
 import SnapSyncCluster
 import SnapSyncStore
@@ -50,34 +50,34 @@ final class FollowRecorder {
     }
 }
 
-/// Runs the loop of `base` until `condition` holds; the bound only protects against a hang
+/// Runs `loop` until `condition` holds; the bound only protects against a hang
 /// (the room log's one-second tick wakes the loop at least that often).
 /// Runs the loop until `condition` holds. `bound` only stops a hang: what the tests wait for
 /// comes in seconds on an idle machine, and a loaded one must not turn a wait into a failure.
-func runLoop(_ base: OpaquePointer, until condition: () -> Bool, bound: Duration = .seconds(120), _ what: String) throws {
+func runLoop(_ loop: EventLoop, until condition: () -> Bool, bound: Duration = .seconds(120), _ what: String) throws {
     let deadline = ContinuousClock.now + bound
     while !condition() {
         guard ContinuousClock.now < deadline else { throw TestClusterError(message: "no \(what) within \(bound)") }
-        event_base_loop(base, EVLOOP_ONCE)
+        try loop.runOnce()
     }
 }
 
 /// One proposal, waited for.
 func propose(
-    _ log: JetStreamRoomLog, _ base: OpaquePointer, room: String, after sequence: UInt64, _ record: WriteRecord
+    _ log: JetStreamRoomLog, _ loop: EventLoop, room: String, after sequence: UInt64, _ record: WriteRecord
 ) throws -> ProposalOutcome {
     var outcome: ProposalOutcome?
     log.propose(room: room, expectedSequence: sequence, messageID: record.writeID, entry: .write(record)) { outcome = $0 }
-    try runLoop(base, until: { outcome != nil }, "answer to the proposal of \(record.writeID)")
+    try runLoop(loop, until: { outcome != nil }, "answer to the proposal of \(record.writeID)")
     return outcome!
 }
 
 /// One `lastSequence`, waited for; whether its completion ran inside the call is an issue.
-func lastSequence(_ log: JetStreamRoomLog, _ base: OpaquePointer, room: String) throws -> Result<UInt64, StoreError> {
+func lastSequence(_ log: JetStreamRoomLog, _ loop: EventLoop, room: String) throws -> Result<UInt64, StoreError> {
     var result: Result<UInt64, StoreError>?
     log.lastSequence(room: room) { result = $0 }
     if result != nil { throw TestClusterError(message: "lastSequence of \(room) completed inside the call") }
-    try runLoop(base, until: { result != nil }, "the last sequence of \(room)")
+    try runLoop(loop, until: { result != nil }, "the last sequence of \(room)")
     return result!
 }
 

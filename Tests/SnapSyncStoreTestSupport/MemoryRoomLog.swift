@@ -1,3 +1,5 @@
+package import SnapSyncStore
+
 /// A `RoomLog` held in this process: one ordered list of records per room, numbered by one
 /// sequence shared by all rooms (like a JetStream stream's, so a room's sequences have gaps),
 /// compare-and-set on the room's last sequence, message-id de-duplication, checkpoints in a
