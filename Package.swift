@@ -1,10 +1,12 @@
 // swift-tools-version:6.0
-// The layout is described in README.md: Model and Wire are pure Swift and shared by
-// the client (SnapSync) and the daemon (SnapSyncServer); the daemon keeps its rooms durable
-// through SnapSyncStore, which never sees a socket; only SnapSyncLoop, the daemon's event loop
-// (used by SnapSyncServer and SnapSyncCluster), imports CLibevent, CLibeventExtra (libevent's
-// HTTP server, for the metrics endpoint) and CNatsLibevent (libnats's libevent adapter), and
-// only SnapSyncServer's TLS.swift imports COpenSSL.
+// The layout is described in README.md: Model and Wire are pure Swift and shared by the client
+// (SnapSync) and the daemon. The daemon's rules are SnapSyncHub (no socket, no C module), which
+// keeps rooms durable through SnapSyncStore (which never sees a socket) or replicates them
+// through a RoomLog (SnapSyncCluster's, on JetStream); SnapSyncServer is the IO shell around
+// the hub. Only SnapSyncLoop, the daemon's event loop (used by SnapSyncServer and
+// SnapSyncCluster), imports CLibevent, CLibeventExtra (libevent's HTTP server, for the metrics
+// endpoint) and CNatsLibevent (libnats's libevent adapter); only SnapSyncServer's TLS/TLS.swift
+// imports COpenSSL, and only SnapSyncCluster's NATSConnection.swift imports CNats.
 import PackageDescription
 
 let upcoming: [SwiftSetting] = [
@@ -36,15 +38,15 @@ let package = Package(
         // The hub's deadline heaps (token expiry, sleeping rooms' expiry: HeapModule) and its
         // queues consumed from the front (history, write ids, waiting writes: DequeModule).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
-        // The metrics registry and the Prometheus text format of --metrics-listen (#17).
+        // The metrics registry and the Prometheus text format of --metrics-listen.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // The client's transport (#16): NIOPosix with NIOSSL on Linux, NIOTransportServices
+        // The client's transport: NIOPosix with NIOSSL on Linux, NIOTransportServices
         // (Network.framework) on Apple platforms; see Sources/SnapSync/ClientTransport.swift.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-transport-services", from: "1.28.0"),
-        // The client's verification of the server's certificate and its PEM (#16):
+        // The client's verification of the server's certificate and its PEM:
         // ServerCertificateVerifier.swift. Already in the graph through jwt-kit.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
@@ -69,14 +71,14 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
-        // OpenSSL (libssl, libcrypto) for the TLS listener (#16), through pkg-config (Debian:
-        // libssl-dev). Imported by Sources/SnapSyncServer/TLS.swift only.
+        // OpenSSL (libssl, libcrypto) for the TLS listener, through pkg-config (Debian:
+        // libssl-dev). Imported by Sources/SnapSyncServer/TLS/TLS.swift only.
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // libnats (Debian: libnats-dev), the NATS/JetStream C client of cluster mode (#20), through
+        // libnats (Debian: libnats-dev), the NATS/JetStream C client of cluster mode, through
         // pkg-config. Imported by Sources/SnapSyncCluster/NATSConnection.swift only.
         .systemLibrary(
             name: "CNats",
@@ -176,8 +178,8 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        // Cluster mode (#20): rooms in a NATS JetStream stream, a second implementation of the
-        // store/fan-out seam (docs/cluster.md). Its NATS I/O runs on the daemon's libevent loop.
+        // Cluster mode: the RoomLog on a NATS JetStream stream, which the hub's replicated engine
+        // follows (docs/cluster.md). Its NATS I/O runs on the daemon's libevent loop.
         .target(
             name: "SnapSyncCluster",
             dependencies: [
@@ -198,7 +200,7 @@ let package = Package(
             ],
             swiftSettings: upcoming
         ),
-        // Signed tokens (#15): keys from a JWKS file, synchronous verification, minting. Pure
+        // Signed tokens: keys from a JWKS file, synchronous verification, minting. Pure
         // Swift, no sockets: the daemon calls it from its event loop (docs/auth.md).
         .target(
             name: "SnapSyncAuth",

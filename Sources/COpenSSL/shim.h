@@ -1,6 +1,6 @@
 #ifndef SNAPSYNC_COPENSSL_SHIM_H
 #define SNAPSYNC_COPENSSL_SHIM_H
-// OpenSSL (libssl, libcrypto) for the daemon's TLS listener: only Sources/SnapSyncServer/
+// OpenSSL (libssl, libcrypto) for the daemon's TLS listener: only Sources/SnapSyncServer/TLS/
 // TLS.swift imports this module. Everything Swift imports as is (SSL_CTX_new, SSL_read,
 // SSL_get_error, SSL_ERROR_WANT_READ, TLS1_2_VERSION, ...) is used directly there; only what
 // Swift cannot import is here.

@@ -42,7 +42,7 @@ package enum StreamProvisioning {
     /// stored only if the subject has no message (`Nats-Expected-Last-Subject-Sequence: 0`; a
     /// refusal, "wrong last sequence", means another client stored one). nats-server 2.9 may
     /// store several proposals of clients starting at once (it does not serialise that
-    /// expectation for concurrent publishes, nats-server issue 4320), so the salt is the
+    /// expectation for concurrent publishes, nats-io/nats-server#4320), so the salt is the
     /// first by sequence, which is the same for every client: `$JS.API.STREAM.MSG.GET` of the
     /// next message of the subject from sequence 1, answered by the stream's leader (not a
     /// direct get, which a replica behind it may answer). A new stream has no leader for a

@@ -104,7 +104,7 @@ package final class MemoryRoomLog: RoomLog {
     }
     /// When true, the next proposal whose expected sequence is below the room's last one is
     /// stored all the same, after the last, and acknowledged (then the switch is off): what
-    /// nats-server 2.9 does for concurrent publishes to a clustered stream (its issue #4320).
+    /// nats-server 2.9 does for concurrent publishes to a clustered stream (nats-io/nats-server#4320).
     package var storesNextStaleProposal: Bool {
         get { shared.storesNextStaleProposal }
         set { shared.storesNextStaleProposal = newValue }

@@ -4,7 +4,7 @@ import SnapSyncModel
 import SnapSyncStore
 import SnapSyncStoreTestSupport
 
-// MemoryRoomLog, the in-process RoomLog the cluster tests run on (#20): it must behave as the
+// MemoryRoomLog, the in-process RoomLog the cluster tests run on: it must behave as the
 // contract says JetStream does, or the hub tests prove nothing.
 
 @Suite(.unitTests) struct MemoryRoomLogTests {
@@ -106,7 +106,7 @@ import SnapSyncStoreTestSupport
         #expect(outcome == .stored(sequence: 5) && log.records(of: "r").map(\.sequence) == [3, 5])
     }
 
-    /// nats-server 2.9's #4320, once: a proposal expecting a sequence that is no longer the
+    /// nats-server 2.9's bug nats-io/nats-server#4320, once: a proposal expecting a sequence that is no longer the
     /// last is stored all the same, with its expectation.
     @Test func theRaceSwitchStoresOneStaleProposal() {
         let log = MemoryRoomLog()
