@@ -41,7 +41,8 @@ extension LocalRoomEngine {
         let (epoch, version) = (room.epoch, room.version)
         end(room, code: .roomDeleted, "room \(LogEscaping.line(room.name)) was deleted")
         hub.stats.roomsDeleted += 1
-        hub.logger.debug("room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
+        hub.logger.debug(
+            "room dropped", metadata: session.logMetadata(["room": "\(LogEscaping.line(roomName))", "epoch": "\(epoch)", "version": "\(version)"]))
         hub.send(.ack(requestID: requestID, epoch: epoch, version: version), to: session)
     }
 

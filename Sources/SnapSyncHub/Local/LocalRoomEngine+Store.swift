@@ -1,4 +1,4 @@
-// The server's side of the store (SnapSyncStore): loading recovered rooms, the store's
+// The local engine's side of the store (SnapSyncStore): loading recovered rooms, the store's
 // maintenance from the one-second timer, and the images of the rooms the store asks to
 // checkpoint.
 
