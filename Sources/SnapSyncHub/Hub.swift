@@ -43,9 +43,9 @@ package final class Hub {
     private var nextSessionID: UInt64 = 1
     /// Rooms by name, compared byte for byte (`RoomName`); a room lives as long as the hub
     /// (PROTOCOL.md §7).
-    package var rooms: [RoomName: Room] = [:]
+    var rooms: [RoomName: Room] = [:]
     /// Items of all rooms together (STATS `items`).
-    package var totalItems = 0
+    var totalItems = 0
     /// Rooms kept on disk only, not in `rooms` (sleeping rooms, LocalRoomEngine+Sleep.swift); 0
     /// without them.
     package var sleepingRoomCount = 0
@@ -75,8 +75,9 @@ package final class Hub {
     /// barrier began, when a failed follow is tried again. The one-second timer passes the same
     /// clock's `now` to `expireRooms`, `sleepIdleRooms` and `maintainReplicas`; tests set a
     /// manual one and pass instants of it, so that no real time can pass between a stamp and
-    /// the instant it is compared with.
-    package var monotonicNow: () -> ContinuousClock.Instant = { .now }
+    /// the instant it is compared with. Read on every write (`touch`): unchecked, as `stats`
+    /// (it is set once, before the loop runs).
+    @exclusivity(unchecked) package var monotonicNow: () -> ContinuousClock.Instant = { .now }
 
     /// Sessions with output queued in this pass, for the flush. Appended to once per session
     /// per pass (`markDirty`); unchecked for the reason given on `Session.output`.
@@ -85,7 +86,8 @@ package final class Hub {
     /// capacity); unchecked as `dirty`.
     @exclusivity(unchecked) var flushing: [Session] = []
     /// Called when `dirty` goes from empty to non-empty: the IO layer schedules its flush.
-    package var outputPending: () -> Void = {}
+    /// Read once per pass (`markDirty`); unchecked as `dirty`.
+    @exclusivity(unchecked) package var outputPending: () -> Void = {}
     /// Called when the store failed: nothing of this pass may reach a client (`fail`).
     package var storeFailed: (ServerError) -> Void = { _ in }
     /// Times each acknowledged write to the flush that sends its ACK; nil (and free) unless
@@ -117,6 +119,19 @@ package final class Hub {
         self.logger = logger
         self.roomBudget = RoomMemoryBudget(limit: configuration.maxRoomTotalBytes)
     }
+
+    /// The IO layer's counts on its hot paths (bytes read and sent, the pass's time), as
+    /// calls: `stats` is a struct in a class, which another module would check for exclusive
+    /// access and could copy whole on each `+=`.
+    package func countBytesIn(_ count: Int) { stats.bytesIn += UInt64(count) }
+    package func countBytesOut(_ count: Int) { stats.bytesOut += UInt64(count) }
+    package func recordPassTime(_ duration: Duration) { stats.passTimes.record(duration) }
+
+    /// Resident rooms and the items of all of them, for the metrics endpoint. The stored
+    /// properties stay internal: a property other modules can see is checked for exclusive
+    /// access at run time on every access, and these are touched on every write.
+    package var residentRoomCount: Int { rooms.count }
+    package var itemCount: Int { totalItems }
 
     /// The engine, when it is the single node's: for start-up (`restore`) and shutdown
     /// (`roomImages`), which only a store has.

@@ -1,11 +1,11 @@
 // Date only: FoundationEssentials, not all of Foundation, where it exists.
 #if canImport(FoundationEssentials)
-    package import FoundationEssentials
+    import FoundationEssentials
 #else
-    package import Foundation
+    import Foundation
 #endif
 package import Logging
-package import SnapSyncAuth
+import SnapSyncAuth
 import SnapSyncWire
 
 /// One client as the hub sees it: its id, where it is in its life, what it still has to be
@@ -32,53 +32,112 @@ package final class Session {
     }
 
     package let id: UInt64
-    package var state: State = .awaitingHello
+    // What the IO layer reads of the session is a computed property over storage it cannot
+    // name: another module accessing a stored property directly checks it for exclusive
+    // access at run time (about 80 instructions) and copies a struct out whole, on every flush.
+    // The flags' getters are inlinable, so that the flush reads them as plain loads; the hot
+    // ones are `@exclusivity(unchecked)` for the reason given on `output`.
+
+    /// Read on every delivery (`Hub.send(shared:to:)`).
+    package internal(set) var state: State {
+        @inlinable get { _state }
+        set { _state = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _state: State = .awaitingHello
     /// Set once the hub ended the session (`Hub.end`): it is forgotten, and its queue is empty.
-    package var isEnded = false
-    package var clientName = ""
+    package internal(set) var isEnded: Bool {
+        @inlinable get { _isEnded }
+        set { _isEnded = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _isEnded = false  // read once per delivery
+    var clientName = ""
     /// The protocol version WELCOME chose (PROTOCOL.md §8.2); its frames are decoded with it. A
     /// version 1 session is never a member of an outline room (`Hub+Outlines.swift`).
-    package var protocolVersion: UInt64 = ProtocolVersion.current
+    var protocolVersion: UInt64 = ProtocolVersion.current
     /// Who the session's token speaks for and what it grants (`Hub+Auth.swift`); nil when the
     /// daemon does not authenticate. Read once per request that needs a right.
-    package var principal: Principal?
+    var principal: Principal?
     /// When the token (`exp` plus the leeway) runs out, unless an AUTH replaces it first.
-    package var authDeadline: Date?
+    var authDeadline: Date?
     /// The client certificate the transport verified (mutual TLS), set before HELLO is read;
     /// nil on the plain port and without `--tls-client-ca`.
     package var clientCertificate: ClientCertificate?
     /// `principal` stands for `clientCertificate`, not a token (HELLO had no token and
     /// `--tls-client-grant` is set); an AUTH's token replaces it.
-    package var isAuthenticatedByCertificate = false
+    var isAuthenticatedByCertificate = false
 
     /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,
     /// Fan-out). Only the loop thread touches it, and never in overlapping accesses.
-    @exclusivity(unchecked) package var output: OutputQueue
+    @exclusivity(unchecked) var output: OutputQueue
     /// The rooms joined, each with this session's slot in the room's members (`Membership.swift`).
-    package var memberships = SessionRooms()
+    var memberships = SessionRooms()
     /// On the hub's dirty list, waiting for this pass's flush.
-    @exclusivity(unchecked) package var isDirty = false  // read once per delivery; see `output`
+    @exclusivity(unchecked) var isDirty = false  // read once per delivery; see `output`
     /// The transport cannot take more bytes now (the socket's send buffer is full): the session
     /// is not put on the dirty list, since a write would only say EAGAIN. The IO layer sets it.
-    package var isOutputBlocked = false
+    package var isOutputBlocked: Bool {
+        @inlinable get { _isOutputBlocked }
+        set { _isOutputBlocked = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _isOutputBlocked = false  // read once per delivery
     /// A request of this session waits for the engine's answer (the cluster's log), and the
     /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
     /// (Hub+DeferredInput.swift). Read once per frame; always false with the local engine.
-    package var isAwaitingLog = false
+    package internal(set) var isAwaitingLog: Bool {
+        get { _isAwaitingLog }
+        set { _isAwaitingLog = newValue }
+    }
+    @exclusivity(unchecked) private var _isAwaitingLog = false  // read once per frame
     /// Whole frames received while `isAwaitingLog`, oldest first from
     /// `deferredHead`, and their bytes.
-    package var deferredInput: [[UInt8]] = []
-    package var deferredHead = 0
-    package var deferredBytes = 0
+    var deferredInput: [[UInt8]] = []
+    var deferredHead = 0
+    var deferredBytes = 0
 
     /// The transport that carries the session (in the daemon, its `Connection`), held until the
     /// hub ends the session; nil for an in-process session.
-    package var transport: (any SessionTransport)?
+    package var transport: (any SessionTransport)? {
+        get { _transport }
+        set {
+            _transport = newValue
+            unretainedTransport = newValue
+        }
+    }
+    private var _transport: (any SessionTransport)?
+    /// `transport` without a reference count, for `Hub.finishPass`, which calls it once per
+    /// dirty session per pass: a call through the strong reference costs a retain and a
+    /// release each time. Safe because `_transport` holds the same object for as long as this
+    /// one is set, and both are set together.
+    @exclusivity(unchecked) unowned(unsafe) private(set) var unretainedTransport: (any SessionTransport)?
 
     package init(id: UInt64, outputCap: Int, meter: OutputMeter) {
         self.id = id
         self.output = OutputQueue(cap: outputCap, meter: meter)
+    }
+
+    // MARK: The transport's side of the output queue (once per flush, not per delivery)
+
+    /// Bytes are queued that the transport has not taken yet.
+    package var hasQueuedOutput: Bool { !output.isEmpty }
+
+    /// `OutputQueue.gather`: the unsent bytes, in order, as up to `capacity` spans.
+    package func gatherOutput(into spans: UnsafeMutablePointer<OutputSpan>, capacity: Int) -> Int {
+        output.gather(into: spans, capacity: capacity)
+    }
+
+    /// Drops everything queued (a TLS connection closing before its handshake is done: it could
+    /// not read it).
+    package func dropQueuedOutput() {
+        output.removeAll()
+    }
+
+    /// `OutputQueue.consume`: the transport took `count` bytes from the front.
+    /// - Returns: whether bytes are still queued (`hasQueuedOutput`), answered in the same call.
+    @discardableResult
+    package func consumeOutput(_ count: Int) -> Bool {
+        output.consume(count)
+        return !output.isEmpty
     }
 
     /// The peer, for logs (computed: only logs read it).

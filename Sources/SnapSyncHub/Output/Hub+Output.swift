@@ -81,7 +81,7 @@ extension Hub {
         swap(&dirty, &flushing)
         for session in flushing {
             session.isDirty = false
-            session.transport?.sendQueuedOutput()
+            session.unretainedTransport?.sendQueuedOutput()
         }
         flushing.removeAll(keepingCapacity: true)
         writeAckTimer?.flushed()

@@ -1,7 +1,7 @@
 import Logging
 import SnapSyncModel
 package import SnapSyncStore
-package import SnapSyncWire
+import SnapSyncWire
 
 /// Cluster mode's rooms (docs/cluster.md): every room is a replica of its subject in the
 /// cluster's log (`RoomLog`), resident while this node follows it. The first JOIN, write or
@@ -23,7 +23,13 @@ package final class ReplicatedRoomEngine: RoomEngine {
     package let log: any RoomLog
     /// The rooms this node follows in `log`, loaded or loading; a room is in the hub's `rooms`
     /// too once it has loaded.
-    package internal(set) var replicas: [RoomName: ReplicatedRoom] = [:]
+    var replicas: [RoomName: ReplicatedRoom] = [:]
+    /// How many rooms this node follows are in `phase` (the metrics' `snapsync_cluster_rooms`).
+    /// `replicas` itself stays internal: a property other modules can see is checked for
+    /// exclusive access at run time on every access, and it is read on every record.
+    package func followedRoomCount(in phase: ReplicatedRoom.Phase) -> Int {
+        replicas.values.count { $0.phase == phase }
+    }
     /// The token of the next proposal (`ReplicatedRoom.InFlight.token`).
     var nextProposalToken: UInt64 = 1
 

@@ -47,7 +47,7 @@ extension Connection {
                 endOfInput()
                 return
             case .bytes(let count, let mayHaveMore):
-                hub.stats.bytesIn += UInt64(count)
+                hub.countBytesIn(count)
                 received(count)
                 if session.isEnded || !mayHaveMore { return }
             }

@@ -27,6 +27,10 @@ final class Connection: SessionTransport {
     let fd: Int32
     let address: SocketAddress
     unowned let context: ConnectionContext
+    /// The context's flush, without a reference count: it sends this connection's output once
+    /// per pass (`sendQueuedOutput`), where a checked `unowned` load would cost a retain and a
+    /// release each time. The server owns the flush and ends every connection before it goes.
+    unowned(unsafe) let flush: OutputFlush
     /// The TLS session of a connection accepted on the TLS listener (`Connection+TLS.swift`);
     /// nil on the plain one. The hub never sees it: it queues plaintext either way.
     let tls: TLSSession?
@@ -63,6 +67,7 @@ final class Connection: SessionTransport {
         self.tls = tls
         self.address = address
         self.context = context
+        self.flush = context.flush
         self.lastInput = .now
         self.session = Session(id: id, outputCap: context.configuration.maxOutputBytes, meter: context.hub.outputMeter)
         session.transport = self
@@ -139,7 +144,7 @@ final class Connection: SessionTransport {
 
     /// The pass is committed: the flush sends what the hub queued.
     func sendQueuedOutput() {
-        context.flush.send(self)
+        flush.send(self)
     }
 
     func armTimer(_ timeout: Duration) {
@@ -214,6 +219,6 @@ final class Connection: SessionTransport {
 
     /// Bytes queued, or (TLS) a record's plaintext that OpenSSL must be asked again to send.
     var hasUnsentOutput: Bool {
-        !session.output.isEmpty || !(tls?.retryWrite.isEmpty ?? true)
+        session.hasQueuedOutput || !(tls?.retryWrite.isEmpty ?? true)
     }
 }

@@ -79,23 +79,27 @@ final class OutputFlush {
         isScheduled = false
         callbacksSinceScheduled = 0
         guard hub.hasQueuedOutput, hub.finishPass() else { return }
-        hub.stats.passTimes.record(.now - passOutputStarted)
+        hub.recordPassTime(.now - passOutputStarted)
     }
 
     /// Sends `connection`'s queued output, in the pass's flush.
     func send(_ connection: Connection) {
-        guard !connection.session.isEnded else { return }
+        let session = connection.session
+        guard !session.isEnded else { return }
+        let hasUnsentOutput: Bool
         if let tls = connection.tls {
             guard sendTLS(connection, tls) else { return }
+            hasUnsentOutput = connection.hasUnsentOutput
         } else {
-            guard sendPlain(connection) else { return }
+            guard let more = sendPlain(connection) else { return }
+            hasUnsentOutput = more
         }
-        if !connection.hasUnsentOutput {
+        if !hasUnsentOutput {
             connection.stopWaitingForWritable()
-            if connection.session.state == .closing {
+            if session.state == .closing {
                 connection.shutDownOutput()
                 if connection.isFullyDelivered {
-                    hub.end(connection.session, reason: "closed")
+                    hub.end(session, reason: "closed")
                 } else {
                     connection.armTimer(Connection.lingerPollInterval)
                 }
@@ -105,31 +109,34 @@ final class OutputFlush {
             do {
                 try connection.waitForWritable()
             } catch {
-                hub.end(connection.session, reason: "cannot watch for writability: \(error)")
+                hub.end(session, reason: "cannot watch for writability: \(error)")
             }
         }
     }
 
     /// Sends what the kernel takes, in gathering writes.
-    /// - Returns: false when the connection ended.
-    private func sendPlain(_ connection: Connection) -> Bool {
-        while !connection.session.output.isEmpty {
-            let count = connection.session.output.gather(into: spans, capacity: OutputQueue.maxIovecs)
+    /// - Returns: nil when the connection ended; else whether bytes are still queued.
+    private func sendPlain(_ connection: Connection) -> Bool? {
+        let session = connection.session
+        // `gatherOutput` is 0 when nothing is queued: one call asks and gathers.
+        var count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs)
+        while count > 0 {
             var requested = 0
             for index in 0..<count { requested += spans[index].count }
             let written: Int?
             do {
                 written = try Syscall.send(connection.fd, spans, count: count)
             } catch {
-                hub.end(connection.session, reason: error.isDisconnect ? "peer went away" : "\(error)")
-                return false
+                hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
+                return nil
             }
-            guard let written else { break }
-            connection.session.output.consume(written)
-            hub.stats.bytesOut += UInt64(written)
+            guard let written else { return true }
+            let more = session.consumeOutput(written)
+            hub.countBytesOut(written)
             // A short write means the send buffer is full; asking again would only say EAGAIN.
-            if written < requested { break }
+            guard more, written == requested else { return more }
+            count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs)
         }
-        return true
+        return false
     }
 }

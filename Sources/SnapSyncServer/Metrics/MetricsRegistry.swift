@@ -168,13 +168,13 @@ final class MetricsRegistry {
         set(connectionsAccepted, stats.connectionsAccepted)
         set(refusedTooMany, stats.connectionsRefused)
         set(refusedShuttingDown, stats.connectionsRefusedShuttingDown)
-        roomsResident.set(Int64(hub.rooms.count))
+        roomsResident.set(Int64(hub.residentRoomCount))
         roomsSleeping.set(Int64(hub.sleepingRoomCount))
         set(roomsDeleted, stats.roomsDeleted)
         set(roomsExpired, stats.roomsExpired)
         set(roomsEvicted, stats.roomsEvicted)
         set(roomsWoken, stats.roomsWoken)
-        items.set(Int64(hub.totalItems))
+        items.set(Int64(hub.itemCount))
         set(bytesIn, stats.bytesIn)
         set(bytesOut, stats.bytesOut)
         let traffic = hub.traffic
@@ -211,7 +211,7 @@ final class MetricsRegistry {
         let passes = stats.passTimes.merged
         loopPassP99.set(Double(passes.quantile(0.99)) / 1e6)
         loopPassMax.set(Double(passes.max) / 1e6)
-        for (phase, gauge) in clusterRooms { gauge.set(Int64(hub.replicatedEngine?.replicas.values.count { $0.phase == phase } ?? 0)) }
+        for (phase, gauge) in clusterRooms { gauge.set(Int64(hub.replicatedEngine?.followedRoomCount(in: phase) ?? 0)) }
         set(clusterVoidRecords, stats.clusterVoidRecords)
         set(clusterFollowFailures, stats.clusterFollowFailures)
     }

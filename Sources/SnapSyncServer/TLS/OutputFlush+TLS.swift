@@ -26,7 +26,7 @@ extension OutputFlush {
             // Only an ERROR can be queued before the handshake is done (its timeout, shutdown):
             // a client that has no TLS session could not read it, and SSL_write would try to
             // finish the handshake first. It is dropped and the connection closes.
-            connection.session.output.removeAll()
+            connection.session.dropQueuedOutput()
             return true
         }
         while true {
@@ -37,8 +37,8 @@ extension OutputFlush {
                 tls.retryWrite.withUnsafeBytes { record.copyMemory(from: $0) }
                 source = UnsafeRawBufferPointer(rebasing: record[0..<count])
             } else {
-                guard !connection.session.output.isEmpty else { return true }
-                source = nextRecord(of: connection.session.output)
+                guard connection.session.hasQueuedOutput else { return true }
+                source = nextRecord(of: connection.session)
             }
             let outcome: TLSSession.Outcome
             do {
@@ -49,14 +49,14 @@ extension OutputFlush {
             }
             switch outcome {
             case .bytes(let written):
-                connection.hub.stats.bytesOut += UInt64(written)
+                connection.hub.countBytesOut(written)
                 if isRetry {
                     // Less than asked only when the peer negotiated smaller records: the rest is
                     // the next write.
                     tls.retryWrite = written < source.count ? Array(source[written...]) : []
                 } else {
                     // Bytes past `written` were not handed over: they stay queued.
-                    connection.session.output.consume(written)
+                    connection.session.consumeOutput(written)
                 }
             case .wantWrite, .wantRead:
                 // OpenSSL holds this record now and must be given the same bytes again, whatever
@@ -64,7 +64,7 @@ extension OutputFlush {
                 // sent): they leave the queue for the retry buffer (at most one record).
                 if !isRetry {
                     tls.retryWrite = Array(source)
-                    connection.session.output.consume(source.count)
+                    connection.session.consumeOutput(source.count)
                 }
                 tls.writeWantsRead = outcome == .wantRead
                 return true
@@ -78,13 +78,13 @@ extension OutputFlush {
     /// The front of `output`, up to one record: the first chunk where it lies when it alone
     /// fills a record or is all that is pending, else a copy of the front chunks in `record`.
     /// Nothing is consumed.
-    private func nextRecord(of output: OutputQueue) -> UnsafeRawBufferPointer {
-        let first = output.gather(into: spans, capacity: 2)
+    private func nextRecord(of session: Session) -> UnsafeRawBufferPointer {
+        let first = session.gatherOutput(into: spans, capacity: 2)
         let front = spans[0]
         if first == 1 || front.count >= record.count {
             return UnsafeRawBufferPointer(start: front.base, count: min(front.count, record.count))
         }
-        let count = output.gather(into: spans, capacity: OutputQueue.maxIovecs)
+        let count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs)
         var filled = 0
         for index in 0..<count where filled < record.count {
             let take = min(spans[index].count, record.count - filled)
