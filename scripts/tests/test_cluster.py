@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 from tests.nats_client import Client, NATSError, Timeout
 from tests.support import SCRIPTS
@@ -64,6 +65,15 @@ def stored_msg_id(client, seq):
     return None
 
 
+def pinned_nats_version():
+    """SNAPSYNC_NATS_VERSION of scripts/deps.sh: the nats-server the project installs."""
+    with open(os.path.join(SCRIPTS, "deps.sh")) as f:
+        for line in f:
+            if line.startswith("SNAPSYNC_NATS_VERSION="):
+                return line.split("=", 1)[1].strip()
+    raise AssertionError("no SNAPSYNC_NATS_VERSION in scripts/deps.sh")
+
+
 def running(pid):
     """Whether pid is a live process (a zombie waiting for its reaper is not)."""
     try:
@@ -110,6 +120,12 @@ class ClusterTests(unittest.TestCase):
         status = self.cluster("status")
         self.assertEqual(status.returncode, 0, status.stdout)
         self.assertEqual(status.stdout.count(" running "), 3, status.stdout)
+        # The pinned server, not one from PATH, fsyncing every write before its ack.
+        for server in state["servers"]:
+            with urllib.request.urlopen("http://127.0.0.1:%d/varz" % server["monitor_port"], timeout=10) as r:
+                varz = json.load(r)
+            self.assertEqual(varz["version"], pinned_nats_version(), server["name"])
+            self.assertIs(varz["jetstream"]["config"]["sync_always"], True, server["name"])
 
         # up is idempotent: the same processes, nothing restarted.
         again = self.cluster("up")
