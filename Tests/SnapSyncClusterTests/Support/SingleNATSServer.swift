@@ -22,7 +22,10 @@ final class SingleNATSServer {
         var config = """
             host: 127.0.0.1
             port: -1
-            jetstream { store_dir: "\(directory)/js" }
+            jetstream {
+              store_dir: "\(directory)/js"
+              sync_interval: always
+            }
 
             """
         if let tls {
@@ -33,8 +36,8 @@ final class SingleNATSServer {
         try config.write(toFile: directory + "/nats-server.conf", atomically: true, encoding: .utf8)
         let log = directory + "/nats-server.log"
         process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["nats-server", "-c", directory + "/nats-server.conf", "-l", log]
+        process.executableURL = URL(fileURLWithPath: NATSServerBinary.path)
+        process.arguments = ["-c", directory + "/nats-server.conf", "-l", log]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

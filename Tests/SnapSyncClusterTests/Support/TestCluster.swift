@@ -8,10 +8,13 @@ final class TestCluster {
     /// `nats://127.0.0.1:PORT` of each server, from `scripts/cluster up`'s `NATS_URLS=` line.
     let urls: [String]
 
-    static var script: String {
+    /// The repository's root directory.
+    static var repository: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/cluster").path
+            .deletingLastPathComponent().deletingLastPathComponent().path
     }
+
+    static var script: String { repository + "/scripts/cluster" }
 
     init() throws {
         // A port `scripts/cluster` found free may be taken before its server binds it (clusters
