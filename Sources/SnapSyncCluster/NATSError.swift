@@ -32,9 +32,17 @@ public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// up and validate again.
     public static let wrongLastSequence: UInt32 = 10071
 
+    /// JetStream's "wrong last sequence" without the sequence
+    /// (`JSStreamWrongLastSequenceConstantErr`): how a replicated stream of nats-server 2.10 and
+    /// later refuses a publish whose subject has another expected-sequence publish in flight.
+    /// The same verdict as `wrongLastSequence`: another node's write came first.
+    public static let wrongLastSequenceInFlight: UInt32 = 10164
+
     /// JetStream's "stream name already in use" (`JSStreamNameExistErr`): the stream exists with
     /// another configuration.
     public static let streamNameExists: UInt32 = 10058
 
-    public var isWrongLastSequence: Bool { code == .jetStream(Self.wrongLastSequence) }
+    public var isWrongLastSequence: Bool {
+        code == .jetStream(Self.wrongLastSequence) || code == .jetStream(Self.wrongLastSequenceInFlight)
+    }
 }
