@@ -224,6 +224,9 @@ let package = Package(
         .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
+        // SnapSyncCluster's pure parts (the servers' versions it refuses), without a server.
+        .testTarget(name: "SnapSyncClusterUnitTests", dependencies: ["SnapSyncCluster", "SnapSyncTestThreads", .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
         .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads",
                                                          .product(name: "Logging", package: "swift-log")],

@@ -63,11 +63,16 @@ package final class JetStreamRoomLog: RoomLog {
     /// salt and the checkpoints bucket exist. All three connections reach the servers alike: over TLS when
     /// the URLs are `tls://`, trusting and showing what `tls` names. Blocking: call it before
     /// the loop runs.
+    ///
+    /// First of all, each server's version is read: one whose JetStream is known to lose
+    /// acknowledged writes is refused (`NATSServerVersionCheck`), or with `allowUnsafeServer`
+    /// logged as a warning.
     package static func connect(
         servers: [String], tls: NATSTLS = NATSTLS(), loop: EventLoop, retain: Int = 10_000, logger: Logger,
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5),
-        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
+        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts, allowUnsafeServer: Bool = false
     ) throws(NATSError) -> JetStreamRoomLog {
+        try NATSServerVersionCheck.check(servers: servers, allowUnsafe: allowUnsafeServer, logger: logger)
         let rooms = try StreamProvisioning.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
         if let replaced = rooms.replacedMaxMessagesPerSubject {
             // The update is kept (an operator changes the retention so), but the stream is

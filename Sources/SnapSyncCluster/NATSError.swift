@@ -11,6 +11,9 @@ public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
         case status(UInt32)
         /// A JetStream API error (`jsErrCode`, the server's `err_code`), e.g. 10071.
         case jetStream(UInt32)
+        /// A server cluster mode will not use: its version's JetStream is known to lose
+        /// acknowledged writes (`NATSServerVersionCheck`).
+        case refusedServer
     }
 
     public let operation: String

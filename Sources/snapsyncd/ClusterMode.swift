@@ -27,7 +27,8 @@ extension SnapsyncdCommand {
             // Blocking, before the loop runs: connect, and create the stream and the checkpoint
             // bucket if they are missing (docs/cluster.md, "traps": never block on the loop thread).
             let log = try JetStreamRoomLog.connect(
-                servers: servers, tls: tls, loop: loop, retain: clusterOptions.clusterRetain, logger: logger)
+                servers: servers, tls: tls, loop: loop, retain: clusterOptions.clusterRetain, logger: logger,
+                allowUnsafeServer: clusterOptions.clusterAllowUnsafeNatsServer)
             // A record is the DIFF frame plus its other fields and the message's headers: a
             // frame the servers would refuse to store must be refused by the daemon first, with
             // a typed REJECT (libnats refuses headers + payload over max_payload).

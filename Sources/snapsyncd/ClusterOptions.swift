@@ -40,6 +40,12 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: ArgumentHelp("PEM private key of --cluster-cert.", valueName: "file"))
     var clusterKey: String?
 
+    @Flag(
+        help:
+            "Cluster mode: start even when a NATS server is older than 2.10.23, whose JetStream is known to lose acknowledged writes (logged as a warning); without it such a server is refused (docs/cluster.md)."
+    )
+    var clusterAllowUnsafeNatsServer = false
+
     /// The NATS server URLs of `--cluster`, checked; empty without it.
     func servers() throws(ConfigurationError) -> [String] {
         guard let cluster else { return [] }
@@ -85,6 +91,9 @@ struct ClusterOptions: ParsableArguments {
             }
             if clusterCa != nil || clusterCert != nil || clusterKey != nil {
                 throw ConfigurationError(message: "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs")
+            }
+            if clusterAllowUnsafeNatsServer {
+                throw ConfigurationError(message: "--cluster-allow-unsafe-nats-server needs --cluster")
             }
             return
         }
