@@ -19,6 +19,10 @@ STREAM = "snapsync-rooms"
 SUBJECT = "snapsync.room.lobby"
 # The wrong-last-sequence error of a publish with Nats-Expected-Last-Subject-Sequence.
 WRONG_LAST_SEQUENCE = 10071
+# nats-server 2.11 and later: a publish whose Nats-Msg-Id is still being stored from an earlier
+# publish (one sent without a quorum, now being replicated) is answered with this, not held: the
+# answer is not yet known, and the publisher asks again, as for no answer at all.
+DUPLICATE_IN_PROCESS = 10158
 
 
 def publish(client, seq, msg_id, timeout=2.0):
@@ -34,14 +38,18 @@ def publish(client, seq, msg_id, timeout=2.0):
 
 def publish_until_answered(client, seq, msg_id, within=120.0):
     """Retries a publish with the same Msg-Id while the stream has no leader (no responders, or
-    no answer: several seconds when the killed server led it), as a node does after a timeout.
+    no answer: several seconds when the killed server led it), or while the same id is still
+    being stored (`DUPLICATE_IN_PROCESS`), as a node does after a timeout.
     Returns JetStream's answer (an ack, or a refusal with "error"). `within` bounds a hang, it
     is no figure."""
     last = None
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            return publish(client, seq, msg_id)
+            answer = publish(client, seq, msg_id)
+            if answer.get("error", {}).get("err_code") != DUPLICATE_IN_PROCESS:
+                return answer
+            last = answer
         except (Timeout, NATSError) as e:
             last = e
         time.sleep(0.25)
