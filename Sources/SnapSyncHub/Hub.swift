@@ -73,7 +73,7 @@ package final class Hub {
     /// The monotonic clock the hub stamps its instants with: when a room became idle (its TTL,
     /// its sleep, its unfollowing), when a replica began to wait for the log, when a read
     /// barrier began, when a failed follow is tried again. The one-second timer passes the same
-    /// clock's `now` to `expireRooms`, `sleepIdleRooms` and `maintainReplicas`; tests set a
+    /// clock's `now` to `maintainRooms` (the engine's `tick`); tests set a
     /// manual one and pass instants of it, so that no real time can pass between a stamp and
     /// the instant it is compared with. Read on every write (`touch`): unchecked, as `stats`
     /// (it is set once, before the loop runs).

@@ -13,7 +13,7 @@ import SnapSyncWire
 ///
 /// Everything runs on the loop's thread. An engine answers a request at once or later (the
 /// replicated one when the log has answered); a request that is answered later holds the
-/// session's next frames back (`Hub.awaitEngine`), so each session's answers keep its order.
+/// session's next frames back (`Hub.awaitLog`), so each session's answers keep its order.
 protocol RoomEngine: AnyObject {
     /// JOIN of a room whose name and read right the hub has checked, by a session under its
     /// limit of rooms.

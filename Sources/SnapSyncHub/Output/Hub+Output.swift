@@ -60,18 +60,16 @@ extension Hub {
             "unread output passed the limit of \(ConfigurationValue.describe(byteCount: configuration.maxOutputBytes))")
     }
 
-    /// Some session has output queued in this pass (`finishPass` has something to hand out).
-    package var hasQueuedOutput: Bool { !dirty.isEmpty }
-
     /// The end of a loop pass, called by the IO layer once per pass that queued output: commits
-    /// the pass's writes (`RoomEngine.commit`: the store's group commit), then hands each dirty session to its transport
-    /// (`SessionTransport.sendQueuedOutput`). So nothing a pass produced (a DIFF, an ACK, a
-    /// LEFT after a tombstone) reaches a client before the pass is durable. A failed commit
-    /// stops the daemon (`fail`) and sends nothing.
-    /// - Returns: false when the commit failed.
+    /// the pass's writes (`RoomEngine.commit`: the store's group commit), then hands each dirty
+    /// session to its transport (`SessionTransport.sendQueuedOutput`). So nothing a pass
+    /// produced (a DIFF, an ACK, a LEFT after a tombstone) reaches a client before the pass is
+    /// durable. A failed commit stops the daemon (`fail`) and sends nothing.
+    /// - Returns: whether output was committed and handed out: false when none was queued, or
+    ///   when the commit failed.
     /// - Complexity: O(dirty sessions) plus the commit (one group commit per pass).
     package func finishPass() -> Bool {
-        guard !dirty.isEmpty else { return true }
+        guard !dirty.isEmpty else { return false }
         do {
             try engine.commit()
         } catch {

@@ -78,7 +78,7 @@ final class OutputFlush {
     func flushPass() {
         isScheduled = false
         callbacksSinceScheduled = 0
-        guard hub.hasQueuedOutput, hub.finishPass() else { return }
+        guard hub.finishPass() else { return }
         hub.recordPassTime(.now - passOutputStarted)
     }
 
