@@ -45,6 +45,21 @@ public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// another configuration.
     public static let streamNameExists: UInt32 = 10058
 
+    /// JetStream's "duplicate message id is in process" (`JSStreamDuplicateMessageConflict`,
+    /// nats-server 2.11 and later): a publish whose `Nats-Msg-Id` another publish, not yet
+    /// stored, carries. Neither stored nor refused for good: what happened is known only once
+    /// the other publish settles, so the caller reads the log (or asks again) later.
+    public static let duplicateMessageInProcess: UInt32 = 10158
+
+    /// JetStream's "JetStream system temporarily unavailable" (`JSClusterNotAvailErr`): the
+    /// meta group or the stream's group has no leader at the moment (a server paused or
+    /// restarting). Worth asking again after a while.
+    public static let temporarilyUnavailable: UInt32 = 10008
+
+    public var isDuplicateInProcess: Bool { code == .jetStream(Self.duplicateMessageInProcess) }
+
+    public var isTemporarilyUnavailable: Bool { code == .jetStream(Self.temporarilyUnavailable) }
+
     public var isWrongLastSequence: Bool {
         code == .jetStream(Self.wrongLastSequence) || code == .jetStream(Self.wrongLastSequenceInFlight)
     }

@@ -66,7 +66,9 @@ package enum StreamProvisioning {
     }
 
     /// Publishes a new salt to `subject` if it has no message; a timeout is not an error (the
-    /// read that follows tells), nor is "wrong last sequence" (another client's is stored).
+    /// read that follows tells), nor is "wrong last sequence" (another client's is stored), nor
+    /// "duplicate message id is in process" (another node's proposal, with the same message id,
+    /// is being stored: the read that follows finds it, or finds none and asks again).
     private static func proposeSalt(_ admin: NATSAdminConnection, subject: String, identifier: String) throws(NATSError) {
         let proposal = Array(RoomSubjects.hex((0..<16).map { _ in UInt8.random(in: 0 ... .max) }).utf8)
         do throws(NATSError) {
@@ -81,7 +83,7 @@ package enum StreamProvisioning {
                     // small retention.
                     ("Nats-Msg-Id", subject),
                 ], identifier: identifier)
-        } catch  where error.isTimeout || error.isWrongLastSequence {
+        } catch  where error.isTimeout || error.isWrongLastSequence || error.isDuplicateInProcess {
             return
         }
     }
