@@ -269,7 +269,7 @@ let package = Package(
                 path: "Tests/SnapSyncClientTestSupport", swiftSettings: upcoming),
         // MemoryRoomLog, the cluster's log held in the process, for the store's and the hub's
         // tests: a RoomLog of SnapSyncStore's, kept out of the product. Not a product.
-        .target(name: "SnapSyncStoreTestSupport", dependencies: ["SnapSyncStore"],
+        .target(name: "SnapSyncStoreTestSupport", dependencies: ["SnapSyncStore", "SnapSyncWire"],
                 path: "Tests/SnapSyncStoreTestSupport", swiftSettings: upcoming),
         // `.ownThread`: suites of blocking tests run on a thread of their own, so that they
         // cannot hold Swift's cooperative pool (as wide as the cores) from the async tests.

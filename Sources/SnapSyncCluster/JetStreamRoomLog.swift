@@ -1,6 +1,7 @@
 package import Logging
 package import SnapSyncLoop
 package import SnapSyncStore
+package import SnapSyncWire
 
 /// `RoomLog` on NATS JetStream (Protocol/CLUSTER.md): a room's records are the messages of its
 /// subject in the stream `snapsync-rooms`, its checkpoint the value of its key in the bucket
@@ -218,13 +219,15 @@ package final class JetStreamRoomLog: RoomLog {
         }
     }
 
-    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
-        saveCheckpoint(image, history: history, sequence: sequence, completion: nil)
+    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64, chain: RoomChain?) {
+        saveCheckpoint(image, history: history, sequence: sequence, chain: chain, completion: nil)
     }
 
     /// `saveCheckpoint`, telling `completion` (once, on the loop thread, never inside this call)
     /// whether JetStream stored it.
-    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64, completion: ((_ stored: Bool) -> Void)?) {
+    package func saveCheckpoint(
+        _ image: RoomImage, history: [WriteRecord], sequence: UInt64, chain: RoomChain?, completion: ((_ stored: Bool) -> Void)?
+    ) {
         let room = image.room
         let notSaved = { [weak self] (why: String) in
             guard let self else { return }
@@ -234,13 +237,13 @@ package final class JetStreamRoomLog: RoomLog {
         }
         // The subject, the message id and JetStream's headers share max_payload with the value.
         let limit = connection.maxPayload - 1024
-        var value = RoomLogCheckpoint(image: image, history: history, sequence: sequence).encode()
+        var value = RoomLogCheckpoint(image: image, history: history, sequence: sequence, chain: chain).encode()
         if value.count > limit, !history.isEmpty {
             // The newest records that fit, found in one pass over the records' sizes, then one
             // more encoding: O(history + value), not an encoding per record dropped.
             if let dropped = CheckpointHistoryCut.oldestToDrop(valueSize: value.count, history: history, limit: limit) {
                 let full = value.count
-                value = RoomLogCheckpoint(image: image, history: Array(history[dropped...]), sequence: sequence).encode()
+                value = RoomLogCheckpoint(image: image, history: Array(history[dropped...]), sequence: sequence, chain: chain).encode()
                 logger.warning(
                     "checkpoint of room \(room) at sequence \(sequence) is \(full) bytes with its \(history.count) history records, over \(limit): saved without the \(dropped) oldest (\(value.count) bytes)"
                 )

@@ -204,7 +204,19 @@ package final class Hub {
     /// handles it.
     package func receive(frame: UnsafeRawBufferPointer, from session: Session) {
         if session.isAwaitingLog {
-            deferInput(frame, from: session)
+            // A write of the room the session's waiting writes are queued in joins them;
+            // anything else waits for them (Hub+DeferredInput.swift).
+            guard session.pipelinedRoom != nil,
+                let message = try? FrameDecoder.decode(
+                    frame: frame, limits: configuration.wire, accepting: .client, version: session.protocolVersion),
+                pipelines(message, from: session)
+            else {
+                deferInput(frame, from: session)
+                return
+            }
+            stats.framesIn += 1
+            traffic.received(type: frame.count > 4 ? frame[4] : 0, bytes: frame.count)
+            handle(message, from: session)
             return
         }
         stats.framesIn += 1

@@ -64,6 +64,11 @@ package final class Room {
     private var diffArena: OutputArena?
     /// The server's bound on all rooms' memory, asked before a write changes this room.
     var budget: RoomMemoryBudget?
+    /// Cluster mode: the room's chain at `version` (`RoomChain`, Protocol/CLUSTER.md §3), which
+    /// every record of the log names so that a replica on another history notices; nil when
+    /// not known (a room loaded from a checkpoint saved before checkpoints carried it, until
+    /// its next record). Not kept by a single node.
+    var chain: RoomChain?
     /// The room's time-to-live in seconds as SET_TTL set it (0: never expires); nil: the
     /// daemon's `--room-ttl` applies (LocalRoomEngine+Lifecycle.swift).
     var ttlSeconds: UInt64?
@@ -308,7 +313,10 @@ package final class Room {
         bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xf, radix: 16) }.joined()
     }
 
-    func precheck(expectedVersion: UInt64?, writeID: [UInt8], fingerprint: UInt64) -> WriteOutcome? {
+    /// The write id's earlier answer, or the compare-and-set's refusal against `version` (the
+    /// room's own unless a proposal validates against the versions before it, Room+Proposal.swift).
+    func precheck(expectedVersion: UInt64?, writeID: [UInt8], fingerprint: UInt64, at version: UInt64? = nil) -> WriteOutcome? {
+        let version = version ?? self.version
         // A retry must get its original answer even though the room has moved on since, so the
         // write id is looked up before the compare-and-set.
         if !writeID.isEmpty, let original = writeIDs.entry(of: writeID) {

@@ -20,6 +20,11 @@ protocol RoomEngine: AnyObject {
     func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session)
     /// MUTATE, REPLACE or REPLACE_SECTION, admitted by the hub.
     func write(_ write: AdmittedWrite, from session: Session)
+    /// Whether a write of `roomName` would be queued behind the writes already waiting there,
+    /// answered after them (never at once): the hub then hands a session's next write over
+    /// without waiting for its previous ones (Hub+DeferredInput.swift). False for an engine
+    /// that answers at once.
+    func queuesWrite(toRoom roomName: String) -> Bool
     /// DROP, admitted by the hub (the `admin` right).
     func drop(requestID: UInt64, roomName: String, from session: Session)
     /// SET_TTL, admitted by the hub (the `write` right).

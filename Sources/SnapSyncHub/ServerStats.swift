@@ -37,6 +37,16 @@ package struct ServerStats {
     /// damage, a log that cannot be reached); both stay 0 on a single node.
     package var clusterVoidRecords: UInt64 = 0
     package var clusterFollowFailures: UInt64 = 0
+    /// Records this node proposed, and the writes they carried (several per record when writes
+    /// wait for the one in flight).
+    package var clusterRecordsProposed: UInt64 = 0
+    package var clusterWritesProposed: UInt64 = 0
+    /// Proposals validated and proposed again: another node's record won the room's next
+    /// sequence, or the record at the stored sequence was not this one.
+    package var clusterProposalsRetried: UInt64 = 0
+    /// Times a replica here was found on another history than the log's (a record that follows
+    /// another chain), and loaded again.
+    package var clusterDivergences: UInt64 = 0
     package var passTimes = PassTimeWindow()
 
     private(set) var framesInPerSecond: UInt64 = 0

@@ -84,11 +84,18 @@ package final class Session {
     /// A request of this session waits for the engine's answer (the cluster's log), and the
     /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
     /// (Hub+DeferredInput.swift). Read once per frame; always false with the local engine.
-    package internal(set) var isAwaitingLog: Bool {
-        get { _isAwaitingLog }
-        set { _isAwaitingLog = newValue }
+    package var isAwaitingLog: Bool { _logWaits > 0 }
+    /// How many of this session's requests wait for the log: one, or several writes of one
+    /// room queued behind each other in that room's queue (`pipelinedRoom`).
+    var logWaits: Int {
+        get { _logWaits }
+        set { _logWaits = newValue }
     }
-    @exclusivity(unchecked) private var _isAwaitingLog = false  // read once per frame
+    @exclusivity(unchecked) private var _logWaits = 0  // read once per frame
+    /// The room whose queue holds every request of this session that waits for the log, when
+    /// they are all writes: a next write of that room joins them there at once
+    /// (`Hub.receive`), instead of waiting for them to be answered. nil otherwise.
+    var pipelinedRoom: String?
     /// Whole frames received while `isAwaitingLog`, oldest first from
     /// `deferredHead`, and their bytes.
     var deferredInput: [[UInt8]] = []

@@ -1,3 +1,5 @@
+package import SnapSyncWire
+
 /// Cluster mode's seam, beside `RoomStore`: the room's total order is a replicated log
 /// (NATS JetStream), one subject per room. The Hub proposes records and applies what the log
 /// delivers; it never applies its own write before the log has ordered it.
@@ -25,7 +27,7 @@ package protocol RoomLog: AnyObject {
     func lastSequence(room: String, completion: @escaping (Result<UInt64, StoreError>) -> Void)
     /// Saves `image` as the room's checkpoint covering the subject up to `sequence` (fire and
     /// forget: a failure is logged by the log and counted, never fatal; the next one replaces it).
-    func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64)
+    func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64, chain: RoomChain?)
     /// The epoch of the room's incarnation that begins after subject sequence `sequence` (0: its
     /// first; else the sequence of the tombstone that ended the previous one). Deterministic and
     /// the same on every node, never 0, so no record is needed to create a room and a JOIN of a
@@ -33,13 +35,48 @@ package protocol RoomLog: AnyObject {
     func epoch(room: String, after sequence: UInt64) -> UInt64
 }
 
-/// One record of a room's subject.
+/// One record of a room's subject (Protocol/CLUSTER.md §3).
 package enum RoomLogEntry: Sendable, Equatable {
-    /// An applied write (version = the previous + 1 in `epoch`), with its write id and DIFF frame.
+    /// One or more writes, the room's next versions, with the room's chain before the first
+    /// and after the last (kind 0x07): what a node proposes.
+    case writes(ChainedWrites)
+    /// DROP: the incarnation `epoch` ended at `version`, whose chain was `chain` (kind 0x08);
+    /// the next incarnation's epoch is `RoomLog.epoch(room:after:)` of this record's sequence,
+    /// at version 0, empty, its chain `RoomChain.start(epoch:)`.
+    case chainedTombstone(epoch: UInt64, version: UInt64, chain: RoomChain)
+    /// A write without a chain (kinds 0x01 and 0x06), as nodes wrote before records carried
+    /// one: still applied, its chain computed.
     case write(WriteRecord)
-    /// DROP: the incarnation `epoch` ended at `version`; the next incarnation's epoch is
-    /// `RoomLog.epoch(room:after:)` of this record's sequence, at version 0, empty.
+    /// A tombstone without a chain (kind 0x04), as nodes wrote before records carried one.
     case tombstone(epoch: UInt64, version: UInt64)
+}
+
+/// Consecutive versions of one incarnation, as one record of the log: several writes proposed
+/// at once travel in one round trip to the log (the cluster's group commit).
+package struct ChainedWrites: Sendable, Equatable {
+    /// The writes, oldest first: one room and epoch, versions consecutive.
+    package var records: [WriteRecord]
+    /// The room's chain before the first write: what the proposer's replica had.
+    package var chainBefore: RoomChain
+    /// The chain after the last write (`chainBefore` advanced by every DIFF frame).
+    package var chainAfter: RoomChain
+
+    package init(records: [WriteRecord], chainBefore: RoomChain, chainAfter: RoomChain) {
+        precondition(!records.isEmpty, "a record holds at least one write")
+        self.records = records
+        self.chainBefore = chainBefore
+        self.chainAfter = chainAfter
+    }
+
+    /// The writes of `records` after `chain`, the chain after them computed.
+    /// - Complexity: O(total size of the DIFF frames), one SHA-256 pass.
+    package init(records: [WriteRecord], after chain: RoomChain) {
+        self.init(records: records, chainBefore: chain, chainAfter: records.reduce(chain) { $0.next(frame: $1.diffFrame) })
+    }
+
+    package var epoch: UInt64 { records[0].epoch }
+    package var firstVersion: UInt64 { records[0].version }
+    package var lastVersion: UInt64 { records[records.count - 1].version }
 }
 
 package enum RoomLogEvent {
@@ -60,10 +97,14 @@ package struct RoomLogCheckpoint: Sendable {
     package var image: RoomImage
     package var history: [WriteRecord]
     package var sequence: UInt64
-    package init(image: RoomImage, history: [WriteRecord], sequence: UInt64) {
+    /// The room's chain at the image's version; nil in a checkpoint saved before checkpoints
+    /// carried it.
+    package var chain: RoomChain?
+    package init(image: RoomImage, history: [WriteRecord], sequence: UInt64, chain: RoomChain?) {
         self.image = image
         self.history = history
         self.sequence = sequence
+        self.chain = chain
     }
 }
 

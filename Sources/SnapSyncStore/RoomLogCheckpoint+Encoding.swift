@@ -3,17 +3,28 @@ internal import SnapSyncWire
 // A room's checkpoint as cluster mode stores it, as one value of a key-value bucket
 // (Protocol/CLUSTER.md, "Checkpoints"):
 //
+//   "SNAPCHN1"               8 bytes, a value that carries the room's chain
+//   chain                    32 bytes, the room's chain at the checkpoint's version
 //   varint sequence          the room subject's sequence the checkpoint covers
 //   checkpoint file bytes    exactly a checkpoint file of docs/persistence.md ("SNAPCKP1", the
 //                            header record, the snapshot, the history records; no TTL record)
 //
-// The file format is reused as is, so its checksums and digest check a value read back.
+// A value saved before checkpoints carried the chain is the last two fields alone; it cannot be
+// taken for the new layout (its first byte would be 0x53 only for sequence 83, and then its
+// second is the file's "S", not "N"). The file format is reused as is, so its checksums and
+// digest check a value read back.
 
 extension RoomLogCheckpoint {
+    private static let chainMagic = Array("SNAPCHN1".utf8)
+
     /// The value's bytes.
     /// - Complexity: O(size of the snapshot + history), as `CheckpointFile.encode`.
     package func encode() -> [UInt8] {
         var out: [UInt8] = []
+        if let chain {
+            out.append(contentsOf: Self.chainMagic)
+            out.appendChain(chain)
+        }
         out.appendVarint(sequence)
         out.append(
             contentsOf: CheckpointFile.encode(
@@ -25,12 +36,18 @@ extension RoomLogCheckpoint {
     /// `diffFrames` are the history's DIFF frames. Any damage is `.corrupt`.
     package init(value: [UInt8], key: String) throws(StoreError) {
         let path = "checkpoint \(key)"
-        let (sequence, fileStart): (UInt64, Int)
+        let (sequence, chain, fileStart): (UInt64, RoomChain?, Int)
         do {
-            (sequence, fileStart) = try value.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> (UInt64, Int) in
+            (sequence, chain, fileStart) = try value.withUnsafeBufferPointer {
+                (p) throws(FieldReader.Failure) -> (UInt64, RoomChain?, Int) in
                 var r = FieldReader(p, from: 0, to: p.count)
+                var chain: RoomChain?
+                if value.starts(with: Self.chainMagic) {
+                    _ = try r.raw(Self.chainMagic.count, "magic")
+                    chain = try r.chain("chain")
+                }
                 let sequence = try r.varint("sequence")
-                return (sequence, p.count - r.remaining)
+                return (sequence, chain, p.count - r.remaining)
             }
         } catch {
             throw StoreError.corrupt(path: path, offset: 0, reason: error.what)
@@ -40,6 +57,6 @@ extension RoomLogCheckpoint {
             image: RoomImage(
                 room: file.room, epoch: file.epoch, version: file.version, snapshot: file.snapshot,
                 diffFrames: file.history.map(\.diffFrame)),
-            history: file.history, sequence: sequence)
+            history: file.history, sequence: sequence, chain: chain)
     }
 }

@@ -297,7 +297,7 @@ extension RealNATSCluster {
             let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [SnapshotElement("i", payload: "q")])])
             let image = RoomImage(room: room, epoch: epoch, version: 2, snapshot: snapshot, diffFrames: records[0..<2].map(\.diffFrame))
             var stored: Bool?
-            a.saveCheckpoint(image, history: Array(records[0..<2]), sequence: sequences[1]) { stored = $0 }
+            a.saveCheckpoint(image, history: Array(records[0..<2]), sequence: sequences[1], chain: nil) { stored = $0 }
             try runLoop(loop, until: { stored != nil }, "the checkpoint's answer")
             #expect(stored == true)
             #expect(a.checkpointFailures == 0)
@@ -337,12 +337,12 @@ extension RealNATSCluster {
             }
 
             var stored: Bool?
-            a.saveCheckpoint(try image(2 * half + 10, version: 1), history: [large], sequence: 2) { stored = $0 }
+            a.saveCheckpoint(try image(2 * half + 10, version: 1), history: [large], sequence: 2, chain: nil) { stored = $0 }
             try runLoop(loop, until: { stored != nil }, "the first checkpoint's answer")
             #expect(stored == false)
             #expect(a.checkpointFailures == 1)
             stored = nil
-            a.saveCheckpoint(try image(half, version: 3), history: [large] + newer, sequence: 3) { stored = $0 }
+            a.saveCheckpoint(try image(half, version: 3), history: [large] + newer, sequence: 3, chain: nil) { stored = $0 }
             try runLoop(loop, until: { stored != nil }, "the second checkpoint's answer")
             #expect(stored == true)
             #expect(a.checkpointFailures == 1)
@@ -379,7 +379,7 @@ extension RealNATSCluster {
             }
             let image = RoomImage(room: room, epoch: 1 << 40, version: 140, snapshot: snapshot)
             func size(_ kept: ArraySlice<WriteRecord>) -> Int {
-                RoomLogCheckpoint(image: image, history: Array(kept), sequence: 99).encode().count
+                RoomLogCheckpoint(image: image, history: Array(kept), sequence: 99, chain: nil).encode().count
             }
             let full = size(history[...])
             let bare = size([])

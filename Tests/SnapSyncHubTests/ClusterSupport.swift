@@ -59,3 +59,26 @@ extension Message {
         return nil
     }
 }
+
+extension MemoryRoomLog {
+    /// How many writes the room's records carry (a record may carry several).
+    func writeCount(of room: String) -> Int {
+        records(of: room).reduce(0) { count, record in
+            switch record.entry {
+            case .writes(let writes): count + writes.records.count
+            case .write: count + 1
+            case .tombstone, .chainedTombstone: count
+            }
+        }
+    }
+}
+
+extension RoomLogEntry {
+    /// "epoch/version" of a tombstone, chained or not; nil for writes.
+    var endedPosition: String? {
+        switch self {
+        case .tombstone(let epoch, let version), .chainedTombstone(let epoch, let version, _): "\(epoch)/\(version)"
+        case .writes, .write: nil
+        }
+    }
+}

@@ -75,8 +75,11 @@ import SnapSyncWire
         cluster.settle()
         cluster.log.interruptFollow(of: "room")
         cluster.settle()
-        for (index, id) in ["b", "c", "d"].enumerated() { other.mutate(writer, "room", addItem(id), requestID: UInt64(2 + index)) }
-        cluster.settle()
+        // One record each (writes that wait go together in one record).
+        for (index, id) in ["b", "c", "d"].enumerated() {
+            other.mutate(writer, "room", addItem(id), requestID: UInt64(2 + index))
+            cluster.settle()
+        }
         return (cluster, node, other, member, writer)
     }
 

@@ -1,4 +1,5 @@
 package import SnapSyncStore
+package import SnapSyncWire
 
 /// A `RoomLog` held in this process: one ordered list of records per room, numbered by one
 /// sequence shared by all rooms (like a JetStream stream's, so a room's sequences have gaps),
@@ -34,6 +35,9 @@ package final class MemoryRoomLog: RoomLog {
         var losesCheckpoints = false
         var failFollows: Set<String> = []
         var beforeProposing: ((String) -> Void)?
+        /// `losesNextProposal`: whether it is armed, and whether the lost record still reaches
+        /// its proposer's follow.
+        var losesNextProposal: (armed: Bool, deliveredToProposer: Bool) = (false, false)
         let epochSalt: UInt64
 
         init(epochSalt: UInt64) {
@@ -118,6 +122,15 @@ package final class MemoryRoomLog: RoomLog {
     package var failFollows: Set<String> {
         get { shared.failFollows }
         set { shared.failFollows = newValue }
+    }
+
+    /// Arms a fault of the engine itself, as JetStream's stores diverging under a partition: the
+    /// next proposal that would be stored is acknowledged, `.stored` at the sequence the next
+    /// record will have, but not stored, so the next record stored by anyone takes that
+    /// sequence. With `deliveredToProposer` its record also reaches the proposing node's follow
+    /// (as from a server that held it before it was lost), and no other.
+    package func losesNextProposal(deliveredToProposer: Bool) {
+        shared.losesNextProposal = (true, deliveredToProposer)
     }
 
     /// Called with the room at the start of each proposal of any node, before the log decides
@@ -252,6 +265,20 @@ package final class MemoryRoomLog: RoomLog {
             enqueue { completion(.superseded) }
             return
         }
+        if shared.losesNextProposal.armed {
+            let sequence = shared.lastSequence + 1
+            let delivered = shared.losesNextProposal.deliveredToProposer
+            shared.losesNextProposal = (false, false)
+            enqueue { completion(.stored(sequence: sequence)) }
+            if delivered, let follower = follows[room] {
+                enqueue {
+                    guard follower.isActive, follower.started, sequence > follower.delivered else { return }
+                    follower.delivered = sequence
+                    follower.events(.record(sequence: sequence, expected: expectedSequence, entry))
+                }
+            }
+            return
+        }
         if shared.acknowledgeBeforeDelivering {
             let sequence = shared.lastSequence + 1
             enqueue { completion(.stored(sequence: sequence)) }
@@ -262,11 +289,11 @@ package final class MemoryRoomLog: RoomLog {
         }
     }
 
-    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64) {
+    package func saveCheckpoint(_ image: RoomImage, history: [WriteRecord], sequence: UInt64, chain: RoomChain?) {
         if shared.losesCheckpoints { return }
         shared.savedCheckpoints.append((image.room, sequence))
         if let saved = shared.checkpoints[image.room], saved.sequence >= sequence { return }
-        shared.checkpoints[image.room] = RoomLogCheckpoint(image: image, history: history, sequence: sequence)
+        shared.checkpoints[image.room] = RoomLogCheckpoint(image: image, history: history, sequence: sequence, chain: chain)
     }
 
     package func epoch(room: String, after sequence: UInt64) -> UInt64 {

@@ -50,8 +50,8 @@ import SnapSyncWire
 
     @Test func otherKindsAndDamagedRecordsAreRefusedNamingTheProblem() {
         for (bytes, reason) in [
-            ([UInt8](), "record kind none is not a write (1 or 6) or a tombstone (4)"),
-            ([0x05, 0, 1, 1, 60], "record kind 5 is not a write (1 or 6) or a tombstone (4)"),
+            ([UInt8](), "record kind none is not a write (1, 6 or 7) or a tombstone (4 or 8)"),
+            ([0x05, 0, 1, 1, 60], "record kind 5 is not a write (1, 6 or 7) or a tombstone (4 or 8)"),
             // A fingerprint must go with a write id.
             ([0x06, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0], "a fingerprint without a write_id"),
             ([0x06, 0, 1, 1, 1, 0xaa, 0, 0, 0, 0], "fingerprint runs past the end"),
@@ -60,5 +60,63 @@ import SnapSyncWire
         ] {
             #expect(throws: StoreError.corrupt(path: "room log record", offset: 0, reason: reason)) { try RoomLogEntry(payload: bytes) }
         }
+    }
+
+    /// The worked example of CLUSTER.md §3 (computed there with Python's hashlib): two writes of
+    /// lobby, epoch 1, versions 1 and 2, the first with write id ab cd and its fingerprint, the
+    /// second anonymous; then the tombstone of version 2.
+    @Test func chainedRecordsMatchTheSpecsExample() throws {
+        let start = RoomChain.start(epoch: 1)
+        #expect(start.description == "b365380cb163b003cbe971a16f1439556d27067b5314c1960d0f62e8fe06851c")
+        let first = WriteRecord(room: "lobby", epoch: 1, version: 1, writeID: [0xab, 0xcd], fingerprint: 0xc809_0e04_a466_da8c, diffFrame: [0xde, 0xad, 0xbe])
+        let second = WriteRecord(room: "lobby", epoch: 1, version: 2, writeID: [], diffFrame: [0xca, 0xfe])
+        let writes = ChainedWrites(records: [first, second], after: start)
+        #expect(writes.chainAfter.description == "fe513c174c1b3f3b0a60231fced8fe2a16ba39bcbc52cfa2e9eb3997a665e161")
+        let bytes = RoomLogEntry.writes(writes).encode(room: "lobby")
+        #expect(
+            hex(bytes)
+                == "07056c6f6262790101b365380cb163b003cbe971a16f1439556d27067b5314c1960d0f62e8fe06851c0202abcd01c8090e04a466da8c03deadbe000002cafefe513c174c1b3f3b0a60231fced8fe2a16ba39bcbc52cfa2e9eb3997a665e161"
+        )
+        #expect(try RoomLogEntry(payload: bytes) == .writes(writes))
+        let tombstone = RoomLogEntry.chainedTombstone(epoch: 1, version: 2, chain: writes.chainAfter)
+        let tombstoneBytes = tombstone.encode(room: "lobby")
+        #expect(hex(tombstoneBytes) == "08056c6f6262790102fe513c174c1b3f3b0a60231fced8fe2a16ba39bcbc52cfa2e9eb3997a665e161")
+        #expect(try RoomLogEntry(payload: tombstoneBytes) == tombstone)
+    }
+
+    @Test func damagedChainedRecordsAreRefusedNamingTheField() {
+        let chain = [UInt8](repeating: 7, count: 32)
+        let head: [UInt8] = [0x07, 1, 0x72, 1, 1] + chain
+        let short = Array(chain.prefix(31))
+        var cases: [([UInt8], String)] = []
+        cases.append((head + [0] + chain, "count is 0"))
+        cases.append((head + [1, 0, 2], "fingerprint presence is 2, not 0 or 1"))
+        cases.append((head + [1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0] + chain, "a fingerprint without a write_id"))
+        cases.append((head + [1, 0, 0, 1, 0xaa] + short, "chain_after runs past the end"))
+        cases.append((head + [1, 0, 0, 1, 0xaa] + chain + [0], "1 bytes left after the record's fields"))
+        cases.append(([0x07, 1, 0x72, 1, 1] + Array(chain.prefix(5)), "chain_before runs past the end"))
+        cases.append(([0x08, 1, 0x72, 1, 1] + short, "chain runs past the end"))
+        for (bytes, reason) in cases {
+            #expect(throws: StoreError.corrupt(path: "room log record", offset: 0, reason: reason)) { try RoomLogEntry(payload: bytes) }
+        }
+    }
+
+    /// A checkpoint value carries the chain after "SNAPCHN1"; one saved before values carried
+    /// it still reads, with no chain, even at sequence 83 (whose varint is "S").
+    @Test func aCheckpointValueCarriesTheChainAndOldValuesStillRead() throws {
+        let image = RoomImage(room: "r", epoch: 1, version: 0, snapshot: Snapshot())
+        let chained = RoomLogCheckpoint(image: image, history: [], sequence: 83, chain: .start(epoch: 1))
+        let value = chained.encode()
+        #expect(Array(value.prefix(8)) == Array("SNAPCHN1".utf8))
+        let read = try RoomLogCheckpoint(value: value, key: "72")
+        #expect(read.chain == .start(epoch: 1) && read.sequence == 83 && read.image.version == 0)
+        let old = RoomLogCheckpoint(image: image, history: [], sequence: 83, chain: nil).encode()
+        #expect(old.first == 83)
+        let readOld = try RoomLogCheckpoint(value: old, key: "72")
+        #expect(readOld.chain == nil && readOld.sequence == 83)
+    }
+
+    private func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String($0 >> 4, radix: 16) + String($0 & 0xf, radix: 16) }.joined()
     }
 }

@@ -67,6 +67,9 @@ extension LocalRoomEngine {
     /// SET_TTL (admitted: the name, the `write` right): the room (created if new), storage;
     /// then the TTL is the room's (and logged), its idle time starts again, and the ACK carries
     /// its position.
+    /// Never: this engine answers every write at once.
+    func queuesWrite(toRoom roomName: String) -> Bool { false }
+
     func setTTL(requestID: UInt64, roomName: String, seconds: UInt64, from session: Session) {
         guard let room = room(named: roomName, requestID: requestID, countedAsWrite: false, for: session) else { return }
         if let rejection = prepareStore(forRequest: "SET_TTL", room: room.name) {

@@ -6,7 +6,8 @@ import SnapSyncWire
 /// Cluster mode: one room this node follows in the cluster's log (`RoomLog`), kept across
 /// the room's incarnations (a DROP's tombstone replaces `room` with the next one and the follow
 /// goes on). Where the room stands in the log (`logSequence`), what waits for it to load, and its
-/// writes: one proposal in flight, the others in a bounded FIFO.
+/// writes: one record in flight (carrying up to `maxWritesPerRecord` writes), the others in a
+/// bounded FIFO.
 package final class ReplicatedRoom {
     package enum Phase {
         /// Followed, the log has not yet delivered everything it held: requests wait.
@@ -38,26 +39,31 @@ package final class ReplicatedRoom {
         var session: Session
         var writeID: [UInt8]
         var kind: Kind
-        /// Proposals superseded so far (at most `ReplicatedRoom.maxAttempts`).
-        var attempts = 0
+        /// When it was queued (an instant of `Hub.monotonicNow`): a write that loses races to
+        /// other nodes' writes is proposed again until `retryWindow` after this.
+        var queuedAt: ContinuousClock.Instant
         /// `WriteAckTimer.start()`'s stamp, 0 when not timed.
         var received: UInt64 = 0
         /// A read barrier has passed: the replica holds every record the log had acknowledged
         /// when the write arrived, so an answer without the log may come from it.
         var barrierPassed = false
+
+        var isDrop: Bool { if case .drop = kind { true } else { false } }
     }
 
-    /// The write proposed and not yet answered.
+    /// The record proposed and not yet answered: one DROP's tombstone, or one or more writes.
     struct InFlight {
-        var write: PendingWrite
+        /// The writes the record carries, in version order (one DROP alone).
+        var writes: [PendingWrite]
         /// Matches the log's completion to this proposal (a completion for an older one is
         /// ignored).
         var token: UInt64
         /// The room's `logSequence` the proposal expected.
         var expected: UInt64
         /// What this node validated, to install without decoding when the record comes back
-        /// right after `expected` (`Room.applyLogged`); nil for a DROP.
-        var prepared: (ops: [SnapshotOperation], result: Snapshot)?
+        /// right after `expected` (`Room.applyLogged`): each write's ops and the snapshot the
+        /// last one leads to; nil for a DROP.
+        var prepared: (ops: [[SnapshotOperation]], result: Snapshot)?
         /// The record proposed, to recognise it.
         var entry: RoomLogEntry
         /// The log's `.stored(sequence)`, once it came.
@@ -65,9 +71,11 @@ package final class ReplicatedRoom {
         /// The log refused it (`.superseded`): propose again once the room has moved past
         /// `expected`.
         var superseded = false
-        /// (epoch, version) of each record applied since the proposal, by sequence: the ACK's
-        /// position once `.stored` names one of them.
-        var applied: [UInt64: (epoch: UInt64, version: UInt64)] = [:]
+        /// The records applied since the proposal, by sequence: whether each was this very
+        /// record. The writes are acknowledged only when the one at `storedAt` is: a record
+        /// there that is another (the log lost this one, or answered for another node's record
+        /// with the same message id) means they were not stored, and go again.
+        var applied: [UInt64: Bool] = [:]
         /// Sequences of records voided since the proposal (`ReplicatedRoomEngine.void`): a `.stored` naming one
         /// means the log took the proposal but no replica applies it, so it goes again.
         var voided: Set<UInt64> = []
@@ -111,8 +119,14 @@ package final class ReplicatedRoom {
     /// Writes waiting, oldest first.
     private var waiting = Deque<PendingWrite>()
 
-    /// Proposals of one write the log may supersede before it is refused.
-    static let maxAttempts = 8
+    /// How long a write that keeps losing races to other nodes' writes is validated and proposed
+    /// again before it is refused (it is not refused for losing a race: contention is not a
+    /// failure of the log).
+    static let retryWindow = Duration.seconds(10)
+    /// The most writes one record carries. Their DIFF frames together stay within the hub's
+    /// frame limit (cluster mode lowers it to fit the servers' `max_payload`), which a single
+    /// write's frame meets alone (`Room.checkFrameSize`).
+    static let maxWritesPerRecord = 64
     /// Writes that may wait for one room beyond the one in flight.
     static let maxWaiting = 1024
     /// A follow that has not caught up, or a proposal whose record (stored) or the record that
@@ -137,10 +151,14 @@ package final class ReplicatedRoom {
         return true
     }
 
-    /// Puts `write` back first (a superseded proposal, validated again before the others).
-    func requeueFirst(_ write: PendingWrite) {
-        waiting.prepend(write)
+    /// Puts `writes` back first, in their order (a superseded proposal, validated again before
+    /// the others).
+    func requeueFirst(_ writes: [PendingWrite]) {
+        waiting.insert(contentsOf: writes, at: waiting.startIndex)
     }
+
+    /// The first waiting write, left in the queue.
+    var firstWaiting: PendingWrite? { waiting.first }
 
     func dequeue() -> PendingWrite? {
         waiting.popFirst()

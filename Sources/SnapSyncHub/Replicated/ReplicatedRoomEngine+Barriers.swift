@@ -143,7 +143,7 @@ extension ReplicatedRoomEngine {
                     ))
             } else {
                 write.barrierPassed = true
-                replica.requeueFirst(write)
+                replica.requeueFirst([write])
             }
             proposeNext(replica)
         }

@@ -107,11 +107,15 @@ extension ReplicatedRoomEngine {
             room = Room(
                 name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: hub.configuration.wire,
                 maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history, idleSince: hub.monotonicNow())
+            // A checkpoint of version 0 is an incarnation's start, whose chain every node knows.
+            room.chain = checkpoint.chain ?? (image.version == 0 ? .start(epoch: image.epoch) : nil)
             replica.logSequence = checkpoint.sequence
         } else {
+            let epoch = log.epoch(room: replica.name, after: 0)
             room = Room(
-                name: replica.name, epoch: log.epoch(room: replica.name, after: 0), version: 0, snapshot: Snapshot(),
-                limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
+                name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
+                maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
+            room.chain = .start(epoch: epoch)
             replica.logSequence = 0
         }
         replica.room = room

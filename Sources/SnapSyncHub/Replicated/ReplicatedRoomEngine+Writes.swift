@@ -5,16 +5,20 @@ import SnapSyncWire
 // Cluster mode's write path: a write is validated against the replica without changing it
 // (`Room.propose`), its record proposed to the room's log expecting the room's last sequence,
 // and the room changes only when the log delivers the record (ReplicatedRoomEngine+Records.swift), on
-// every node alike. The writer's ACK needs both the log's `.stored(sequence)` and the record at
-// that sequence applied here, in either order. One proposal per room is in flight; the other
-// writes wait in a bounded FIFO, which keeps each client's order.
+// every node alike. The writer's ACK needs both the log's `.stored(sequence)` and, applied here at
+// that sequence, the very record proposed, in either order. One record per room is in flight; the
+// writes that arrive meanwhile wait in a bounded FIFO, which keeps each client's order, and go
+// together in the next record (up to `ReplicatedRoom.maxWritesPerRecord`), each validated against
+// what the ones before it lead to: one round trip to the log for all of them, as a single node
+// makes one fsync for a batch.
 
 extension ReplicatedRoomEngine {
     /// MUTATE, REPLACE or REPLACE_SECTION, admitted by the hub: into the room's queue.
     func write(_ write: AdmittedWrite, from session: Session) {
         submit(
             ReplicatedRoom.PendingWrite(
-                requestID: write.requestID, session: session, writeID: write.writeID, kind: .write(write.request), received: write.received),
+                requestID: write.requestID, session: session, writeID: write.writeID, kind: .write(write.request),
+                queuedAt: hub.monotonicNow(), received: write.received),
             to: write.roomName)
     }
 
@@ -23,22 +27,34 @@ extension ReplicatedRoomEngine {
     /// room is loaded even at `--max-rooms`, as a single node drops a room it does not hold
     /// without loading it; it is let go once answered (`releaseIfOverLimit`).
     func drop(requestID: UInt64, roomName: String, from session: Session) {
-        submit(ReplicatedRoom.PendingWrite(requestID: requestID, session: session, writeID: [], kind: .drop), to: roomName)
+        submit(
+            ReplicatedRoom.PendingWrite(requestID: requestID, session: session, writeID: [], kind: .drop, queuedAt: hub.monotonicNow()),
+            to: roomName)
     }
 
+    /// Whether `submit` would queue a write of `roomName` (answered after the writes waiting
+    /// there) rather than refuse it at once: the hub hands a session's next write of the room
+    /// over then, without waiting for its previous ones.
+    func queuesWrite(toRoom roomName: String) -> Bool {
+        guard let replica = replicas[RoomName(roomName)] else { return false }
+        return replica.phase != .broken && replica.waitingCount < ReplicatedRoom.maxWaiting
+    }
+
+    /// Queues `write` in the room's queue (the session waits for its answer), or refuses it at
+    /// once (the session does not wait).
     private func submit(_ write: ReplicatedRoom.PendingWrite, to roomName: String) {
         let replica: ReplicatedRoom
-        let isDrop = if case .drop = write.kind { true } else { false }
-        switch self.replica(named: roomName, beyondLimit: isDrop) {
+        switch self.replica(named: roomName, beyondLimit: write.isDrop) {
         case .success(let found): replica = found
         case .failure(let rejection):
-            refuse(write, rejection)
+            refuse(write, rejection, awaited: false)
             return
         }
         if replica.phase == .broken {
             refuse(
                 write,
-                Rejection(.storageFailure, "room \(LogEscaping.line(roomName)): this node is following the cluster's log again; retry"))
+                Rejection(.storageFailure, "room \(LogEscaping.line(roomName)): this node is following the cluster's log again; retry"),
+                awaited: false)
             return
         }
         guard replica.enqueue(write) else {
@@ -47,24 +63,22 @@ extension ReplicatedRoomEngine {
                 Rejection(
                     .storageFailure,
                     "room \(LogEscaping.line(roomName)): \(ReplicatedRoom.maxWaiting) writes already wait for the cluster's log; nothing was applied"
-                ))
+                ), awaited: false)
             return
         }
-        hub.awaitLog(write.session)
+        hub.awaitLog(write.session, writeOf: write.isDrop ? nil : roomName)
         proposeNext(replica)
     }
 
-    /// Proposes the first waiting write that needs the log, answering the ones before it that
-    /// do not (refused, duplicates, and, after a read barrier, writes that change nothing and
-    /// DROPs of a room at version 0). Nothing while the room loads, while a proposal or a
-    /// barrier is in flight, or while its follow is broken.
+    /// Proposes the waiting writes that need the log, as one record, answering the ones before
+    /// them that do not (refused, duplicates, and, after a read barrier, writes that change
+    /// nothing and DROPs of a room at version 0). Nothing while the room loads, while a record
+    /// or a barrier is in flight, or while its follow is broken.
     func proposeNext(_ replica: ReplicatedRoom) {
         guard replica.phase == .current, replica.inFlight == nil, replica.writeBarrier == nil else { return }
         while let room = replica.room, let write = replica.dequeue() {
             // A write whose client has gone is dropped unanswered and unapplied.
             guard !write.session.isEnded else { continue }
-            let entry: RoomLogEntry
-            var prepared: (ops: [SnapshotOperation], result: Snapshot)?
             switch write.kind {
             case .drop:
                 // A room never written in this incarnation is no room (PROTOCOL.md §11.19): no
@@ -80,7 +94,14 @@ extension ReplicatedRoomEngine {
                     hub.logAnswered(write.session)
                     continue
                 }
-                entry = .tombstone(epoch: room.epoch, version: room.version)
+                let entry: RoomLogEntry =
+                    if let chain = room.chain {
+                        .chainedTombstone(epoch: room.epoch, version: room.version, chain: chain)
+                    } else {
+                        .chainedTombstone(epoch: room.epoch, version: room.version, chain: .unknown)
+                    }
+                send(entry, of: [write], prepared: nil, for: replica)
+                return
             case .write(let request):
                 switch room.propose(request, writeID: write.writeID, scratch: &hub.diffBuffer) {
                 case .unchanged(let fingerprint):
@@ -101,26 +122,71 @@ extension ReplicatedRoomEngine {
                     settle(write, outcome, in: room)
                     continue
                 case .write(let version, let frame, let ops, let result, let fingerprint):
-                    entry = .write(
-                        WriteRecord(
-                            room: room.name, epoch: room.epoch, version: version, writeID: write.writeID, fingerprint: fingerprint,
-                            diffFrame: frame))
-                    prepared = (ops, result)
+                    proposeWrites(
+                        first: write,
+                        WriteRecord(room: room.name, epoch: room.epoch, version: version, writeID: write.writeID, fingerprint: fingerprint, diffFrame: frame),
+                        ops: ops, result: result, in: room, of: replica)
+                    return
                 }
             }
-            let token = nextProposalToken
-            nextProposalToken += 1
-            replica.inFlight = ReplicatedRoom.InFlight(
-                write: write, token: token, expected: replica.logSequence, prepared: prepared, entry: entry)
-            log.propose(room: replica.name, expectedSequence: replica.logSequence, messageID: write.writeID, entry: entry) {
-                [weak self, weak replica] outcome in
-                guard let self, let replica else { return }
-                self.proposalAnswered(replica, token: token, outcome)
-                self.hub.resumeSessions()
-            }
-            return
         }
         releaseIfOverLimit(replica)
+    }
+
+    /// Proposes `first` (validated: `record`, with its ops and the snapshot it leads to) and
+    /// the waiting writes behind it that validate against what it leads to, one after the other,
+    /// as one record. It stops at the first write that does not make a new version there (a
+    /// refusal, a duplicate, a write that changes nothing, a DROP, a write id already in the
+    /// record): that one is validated against the room itself once this record is applied.
+    private func proposeWrites(
+        first: ReplicatedRoom.PendingWrite, _ record: WriteRecord, ops: [SnapshotOperation], result: Snapshot, in room: Room,
+        of replica: ReplicatedRoom
+    ) {
+        var writes = [first]
+        var records = [record]
+        var allOps = [ops]
+        var base = ProposalBase(snapshot: result, version: record.version)
+        var frameBytes = record.diffFrame.count
+        let maxFrameBytes = hub.configuration.wire.maxFrameBytes
+        while writes.count < ReplicatedRoom.maxWritesPerRecord, let next = replica.firstWaiting, !next.session.isEnded,
+            case .write(let request) = next.kind,
+            next.writeID.isEmpty || !writes.contains(where: { $0.writeID == next.writeID })
+        {
+            guard
+                case .write(let version, let frame, let ops, let result, let fingerprint) = room.propose(
+                    request, writeID: next.writeID, after: base, scratch: &hub.diffBuffer),
+                frameBytes + frame.count <= maxFrameBytes
+            else { break }
+            _ = replica.dequeue()
+            writes.append(next)
+            records.append(
+                WriteRecord(room: room.name, epoch: room.epoch, version: version, writeID: next.writeID, fingerprint: fingerprint, diffFrame: frame))
+            allOps.append(ops)
+            base = ProposalBase(snapshot: result, version: version)
+            frameBytes += frame.count
+        }
+        let entry = RoomLogEntry.writes(ChainedWrites(records: records, after: room.chain ?? .unknown))
+        send(entry, of: writes, prepared: (allOps, base.snapshot), for: replica)
+    }
+
+    /// Proposes `entry`, carrying `writes`, expecting the room's last sequence; its message id
+    /// is the first write's (Protocol/CLUSTER.md §4).
+    private func send(
+        _ entry: RoomLogEntry, of writes: [ReplicatedRoom.PendingWrite], prepared: (ops: [[SnapshotOperation]], result: Snapshot)?,
+        for replica: ReplicatedRoom
+    ) {
+        let token = nextProposalToken
+        nextProposalToken += 1
+        replica.inFlight = ReplicatedRoom.InFlight(
+            writes: writes, token: token, expected: replica.logSequence, prepared: prepared, entry: entry)
+        hub.stats.clusterRecordsProposed += 1
+        hub.stats.clusterWritesProposed += UInt64(writes.count)
+        log.propose(room: replica.name, expectedSequence: replica.logSequence, messageID: writes[0].writeID, entry: entry) {
+            [weak self, weak replica] outcome in
+            guard let self, let replica else { return }
+            self.proposalAnswered(replica, token: token, outcome)
+            self.hub.resumeSessions()
+        }
     }
 
     /// A room loaded past `--max-rooms` (by a DROP) is unfollowed as soon as nothing here uses
@@ -151,21 +217,23 @@ extension ReplicatedRoomEngine {
             if replica.logSequence > flight.expected { retryProposal(of: replica) }
         case .failed(let error):
             replica.inFlight = nil
-            refuse(
-                flight.write,
-                Rejection(
-                    .storageFailure,
-                    "room \(LogEscaping.line(replica.name)): the cluster's log did not confirm the write (\(error)); it may still be applied: a retry with the same write id is safe"
-                ))
+            for write in flight.writes {
+                refuse(
+                    write,
+                    Rejection(
+                        .storageFailure,
+                        "room \(LogEscaping.line(replica.name)): the cluster's log did not confirm the write (\(error)); it may still be applied: a retry with the same write id is safe"
+                    ))
+            }
             proposeNext(replica)
         }
     }
 
-    /// A record at `sequence` was applied: the ACK if it is the proposal's, or the proposal
-    /// validated again if the log superseded it.
-    func recordApplied(to replica: ReplicatedRoom, at sequence: UInt64, epoch: UInt64, version: UInt64) {
+    /// A record at `sequence` was applied (`ours`: the very record in flight): the ACKs if the
+    /// log stored the proposal there, or the proposal validated again if the log superseded it.
+    func recordApplied(to replica: ReplicatedRoom, at sequence: UInt64, ours: Bool) {
         guard var flight = replica.inFlight else { return }
-        flight.applied[sequence] = (epoch, version)
+        flight.applied[sequence] = ours
         replica.inFlight = flight
         if let stored = flight.storedAt, stored <= sequence {
             finishProposal(of: replica)
@@ -188,66 +256,69 @@ extension ReplicatedRoomEngine {
         }
     }
 
-    /// Stored and applied: the writer's ACK (at the version the record made, or, for a repeat of
-    /// a write id the log had stored, the original's), then the next write. A record the log
-    /// stored under this write's message id but made by another write with the same id (its
-    /// fingerprint differs) is `write_id_conflict`, as the room's window would have answered.
+    /// Stored, and the record at the stored sequence applied: if it is the very record proposed,
+    /// each write's ACK at the version it made (and a checkpoint when one is due), then the next
+    /// writes. If it is another record, the log did not store this one there: it answered for
+    /// another node's record with the same message id (the same write retried through that
+    /// node), or lost it (JetStream's stores diverged). Then no write is acknowledged; each is
+    /// validated again, where a retry finds its write id applied (the original's ACK) and a
+    /// compare-and-set finds the version moved (`version_mismatch`): one version is never
+    /// acknowledged to two writes.
     private func finishProposal(of replica: ReplicatedRoom) {
         guard let flight = replica.inFlight, let stored = flight.storedAt else { return }
-        if flight.voided.contains(stored) {
+        guard flight.applied[stored] == true, !flight.voided.contains(stored) else {
             retryProposal(of: replica)
             return
         }
         replica.inFlight = nil
-        let write = flight.write
-        if let room = replica.room, case .write(let record) = flight.entry, let fingerprint = record.fingerprint,
-            case .rejected(let conflict)? = room.precheck(expectedVersion: nil, writeID: record.writeID, fingerprint: fingerprint)
-        {
-            refuse(write, conflict)
-        } else if let (epoch, version) = flight.applied[stored] {
+        switch flight.entry {
+        case .writes(let writes):
+            for (write, record) in zip(flight.writes, writes.records) {
+                hub.send(.ack(requestID: write.requestID, epoch: record.epoch, version: record.version), to: write.session)
+                hub.logAnswered(write.session)
+                if write.received != 0 { hub.writeAckTimer?.acknowledged(write.received) }
+            }
+            let interval = UInt64(hub.configuration.clusterCheckpointInterval)
+            if writes.lastVersion / interval != (writes.firstVersion - 1) / interval { saveCheckpoint(of: replica) }
+        case .chainedTombstone(let epoch, let version, _), .tombstone(let epoch, let version):
+            let write = flight.writes[0]
             hub.send(.ack(requestID: write.requestID, epoch: epoch, version: version), to: write.session)
             hub.logAnswered(write.session)
-            if write.received != 0 { hub.writeAckTimer?.acknowledged(write.received) }
-            switch flight.entry {
-            case .write: if version % UInt64(hub.configuration.clusterCheckpointInterval) == 0 { saveCheckpoint(of: replica) }
             // The next incarnation's first checkpoint (empty, at the tombstone's sequence at
             // the earliest): its versions count from 0 again, so without it a room dropped
             // more often than every checkpoint interval would never be checkpointed, and a
             // follow would replay records the stream's retention no longer holds.
-            case .tombstone: saveCheckpoint(of: replica)
-            }
-        } else if let room = replica.room, let original = room.writeIDs.entry(of: write.writeID) {
-            // The log had this write id stored before the proposal (a retry the replica had
-            // applied before this node validated it: only when its id had left the window).
-            hub.send(.ack(requestID: write.requestID, epoch: room.epoch, version: original.version), to: write.session)
-            hub.logAnswered(write.session)
-        } else {
-            refuse(
-                write,
-                Rejection(
-                    .storageFailure,
-                    "room \(LogEscaping.line(replica.name)): the cluster's log holds this write id at sequence \(stored), older than this node's history of the room"
-                ))
+            saveCheckpoint(of: replica)
+        case .write:
+            preconditionFailure("a node proposes chained records only")
         }
         proposeNext(replica)
     }
 
-    /// The log superseded the proposal and the room has moved past what it expected: the write
-    /// goes first again and is validated from scratch (a compare-and-set now fails, a write id
-    /// now in the window gets its original's ACK), at most `ReplicatedRoom.maxAttempts` times.
+    /// The log superseded the proposal and the room has moved past what it expected (or the
+    /// record at its sequence is another): its writes go first again and are validated from
+    /// scratch against the room as it now is (a compare-and-set now fails, a write id now
+    /// applied gets its original's ACK). Losing a race is not a failure: a write is refused only
+    /// when it has been losing them for `ReplicatedRoom.retryWindow`.
     private func retryProposal(of replica: ReplicatedRoom) {
-        guard var write = replica.inFlight?.write else { return }
+        guard let flight = replica.inFlight else { return }
         replica.inFlight = nil
-        write.attempts += 1
-        if write.attempts >= ReplicatedRoom.maxAttempts {
-            refuse(
-                write,
-                Rejection(
-                    .storageFailure,
-                    "room \(LogEscaping.line(replica.name)): concurrent writes won \(write.attempts) times; nothing was applied"))
-        } else {
-            replica.requeueFirst(write)
+        hub.stats.clusterProposalsRetried += 1
+        let now = hub.monotonicNow()
+        var again: [ReplicatedRoom.PendingWrite] = []
+        for write in flight.writes {
+            if now - write.queuedAt >= ReplicatedRoom.retryWindow {
+                refuse(
+                    write,
+                    Rejection(
+                        .storageFailure,
+                        "room \(LogEscaping.line(replica.name)): other nodes' writes kept winning the room's next version for \(ReplicatedRoom.retryWindow); nothing was applied"
+                    ))
+            } else {
+                again.append(write)
+            }
         }
+        replica.requeueFirst(again)
         proposeNext(replica)
     }
 
@@ -256,7 +327,7 @@ extension ReplicatedRoomEngine {
     func refuseWrites(of replica: ReplicatedRoom, _ rejection: Rejection) {
         if let flight = replica.inFlight {
             replica.inFlight = nil
-            refuse(flight.write, rejection)
+            for write in flight.writes { refuse(write, rejection) }
         }
         if let barrier = replica.writeBarrier, case .write(let write) = barrier.waiter {
             replica.writeBarrier = nil
@@ -266,10 +337,11 @@ extension ReplicatedRoomEngine {
         while let write = replica.dequeue() { refuse(write, rejection) }
     }
 
-    func refuse(_ write: ReplicatedRoom.PendingWrite, _ rejection: Rejection) {
+    /// REJECT for `write`; `awaited`: it was queued, so its session waits for this answer.
+    func refuse(_ write: ReplicatedRoom.PendingWrite, _ rejection: Rejection, awaited: Bool = true) {
         if case .write = write.kind { hub.countRejectedWrite(rejection.code) }
         hub.send(rejection.message(requestID: write.requestID), to: write.session)
-        hub.logAnswered(write.session)
+        if awaited { hub.logAnswered(write.session) }
     }
 
     /// A write answered without the log (`Room.propose`'s `.settled`, or `Room.unchanged`).

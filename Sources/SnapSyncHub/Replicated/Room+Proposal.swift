@@ -8,6 +8,17 @@ import SnapSyncWire
 // n items and sections (its arrays and indexes are copied on the first change), where the
 // single-node path applies in place in O(ops). The copy is kept: when the log delivers this very
 // record next, it becomes the room's snapshot in O(1) (`applyLogged(_:prepared:)`).
+//
+// Writes proposed together in one record (ReplicatedRoomEngine+Writes.swift) are validated one
+// after the other, each against the state the ones before it lead to (`ProposalBase`), as the
+// single node validates each write of a batch it commits with one fsync.
+
+/// The state a write is validated against: the room's, or what the writes proposed before it in
+/// the same record make of it.
+struct ProposalBase {
+    var snapshot: Snapshot
+    var version: UInt64
+}
 
 extension Room {
     /// A write validated against the replica.
@@ -27,35 +38,42 @@ extension Room {
     /// room.
     /// - Parameter scratch: a reusable buffer the DIFF is encoded into (emptied first).
     /// - Complexity: O(n) for the snapshot's copy, plus what the single-node method costs.
-    func propose(_ request: WriteRequest, writeID: [UInt8], scratch: inout [UInt8]) -> Proposal {
+    /// - Parameter base: what the writes proposed before this one in the same record lead to;
+    ///   nil: the room as it is.
+    func propose(_ request: WriteRequest, writeID: [UInt8], after base: ProposalBase? = nil, scratch: inout [UInt8]) -> Proposal {
+        let base = base ?? ProposalBase(snapshot: snapshot, version: version)
         switch request {
         case .mutate(let ops, let expectedVersion):
-            return proposeMutate(ops, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
+            return proposeMutate(ops, expectedVersion: expectedVersion, writeID: writeID, base: base, scratch: &scratch)
         case .replace(let target, let expectedVersion):
-            return proposeReplace(target, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
+            return proposeReplace(target, expectedVersion: expectedVersion, writeID: writeID, base: base, scratch: &scratch)
         case .replaceSection(let section, let items, let expectedVersion):
-            return proposeReplaceSection(section, items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
+            return proposeReplaceSection(section, items, expectedVersion: expectedVersion, writeID: writeID, base: base, scratch: &scratch)
         }
     }
 
     private func proposeMutate(
-        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
+        _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase, scratch: inout [UInt8]
     ) -> Proposal {
         let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.mutate(ops, expectedVersion: expectedVersion, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return .settled(outcome) }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint, at: base.version) {
+            return .settled(outcome)
+        }
         let full = budget?.admit(growth: 0, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         return proposeApplying(
-            ops, fingerprint: writeID.isEmpty ? nil : fingerprint, refusingWith: full, withOpIndex: true, scratch: &scratch)
+            ops, fingerprint: writeID.isEmpty ? nil : fingerprint, refusingWith: full, withOpIndex: true, base: base, scratch: &scratch)
     }
 
     private func proposeReplace(
-        _ target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
+        _ target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase, scratch: inout [UInt8]
     ) -> Proposal {
         let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return .settled(outcome) }
-        if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= snapshot.canonicalByteCount {
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint, at: base.version) {
+            return .settled(outcome)
+        }
+        if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= base.snapshot.canonicalByteCount {
             return .settled(.rejected(full))
         }
         if target.canonicalByteCount > limits.model.maxSnapshotBytes {
@@ -65,13 +83,13 @@ extension Room {
                         .snapshotTooLarge,
                         "the snapshot's encoding is \(target.canonicalByteCount) bytes, over the limit of \(limits.model.maxSnapshotBytes)")))
         }
-        let ops = snapshot.difference(to: target, limits: limits.model)
+        let ops = base.snapshot.difference(to: target, limits: limits.model)
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
-        let next = version + 1
+        let next = base.version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
         if let rejection = checkFrameSize(size)
-            ?? budget?.admit(growth: target.canonicalByteCount - snapshot.canonicalByteCount + size, to: self)
+            ?? budget?.admit(growth: target.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self)
         {
             return .settled(.rejected(rejection))
         }
@@ -80,20 +98,23 @@ extension Room {
     }
 
     private func proposeReplaceSection(
-        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
+        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase,
+        scratch: inout [UInt8]
     ) -> Proposal {
         let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
-        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint) { return .settled(outcome) }
+        if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint, at: base.version) {
+            return .settled(outcome)
+        }
         let ops: [SnapshotOperation]
         do {
-            ops = try snapshot.operations(replacingSection: section, with: items, limits: limits.model)
+            ops = try base.snapshot.operations(replacingSection: section, with: items, limits: limits.model)
         } catch {
             return .settled(.rejected(Rejection(error, withOpIndex: false)))
         }
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         // The ops are the server's, so a refusal names no op.
         return proposeApplying(
-            ops, fingerprint: writeID.isEmpty ? nil : fingerprint, refusingWith: nil, withOpIndex: false, scratch: &scratch)
+            ops, fingerprint: writeID.isEmpty ? nil : fingerprint, refusingWith: nil, withOpIndex: false, base: base, scratch: &scratch)
     }
 
     /// The DIFF of `ops` at version + 1, checked against the frame limit, applied to a copy of
@@ -102,20 +123,20 @@ extension Room {
     /// given instead of the bound's own.
     /// - Complexity: O(n) for the copy, plus that of `Snapshot.apply` and of encoding the DIFF.
     private func proposeApplying(
-        _ ops: [SnapshotOperation], fingerprint: UInt64?, refusingWith full: Rejection?, withOpIndex: Bool,
+        _ ops: [SnapshotOperation], fingerprint: UInt64?, refusingWith full: Rejection?, withOpIndex: Bool, base: ProposalBase,
         scratch: inout [UInt8]
     ) -> Proposal {
-        let next = version + 1
+        let next = base.version + 1
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
         if let rejection = checkFrameSize(size) { return .settled(.rejected(rejection)) }
-        var result = snapshot
+        var result = base.snapshot
         do {
             try result.apply(ops, limits: limits.model)
         } catch {
             return .settled(.rejected(Rejection(error, withOpIndex: withOpIndex)))
         }
-        if let refusal = budget?.admit(growth: result.canonicalByteCount - snapshot.canonicalByteCount + size, to: self) {
+        if let refusal = budget?.admit(growth: result.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self) {
             return .settled(.rejected(full ?? refusal))
         }
         return .write(version: next, frame: scratch, ops: ops, result: result, fingerprint: fingerprint)

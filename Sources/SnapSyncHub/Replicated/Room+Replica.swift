@@ -20,12 +20,14 @@ extension Room {
     /// the record's fingerprint (a record without one, written before fingerprints were kept,
     /// makes any write reusing the id its retry).
     /// - Parameters:
-    ///   - prepared: the snapshot this record leads to and its ops, when this node validated it
-    ///     against the room as it is now (`propose`): then nothing is decoded or applied.
+    ///   - prepared: the write's ops, when this node validated it against the room as it is now
+    ///     (`propose`), with the snapshot the record's last write leads to for that one (nil for
+    ///     the writes before it): then nothing is decoded or applied, and the snapshot is left as
+    ///     it is until the last write installs the result.
     /// - Returns: the DIFF frame, shared, for the members.
     /// - Complexity: O(1) with `prepared`; else O(frame) to decode plus `Snapshot.apply`'s cost.
     func applyLogged(
-        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: Snapshot)?
+        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: Snapshot?)?
     ) throws(ReplicaError) -> OutputChunk {
         guard record.epoch == epoch, record.version == version + 1 else {
             throw ReplicaError(
@@ -35,7 +37,7 @@ extension Room {
         let ops: [SnapshotOperation]
         if let prepared {
             ops = prepared.ops
-            snapshot = prepared.result
+            if let result = prepared.result { snapshot = result }
         } else {
             let message: Message
             do {

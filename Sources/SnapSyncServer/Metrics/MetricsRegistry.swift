@@ -51,6 +51,10 @@ final class MetricsRegistry {
     private let clusterRooms: [(phase: ReplicatedRoom.Phase, gauge: Prometheus.Gauge)]
     private let clusterVoidRecords: Prometheus.Counter
     private let clusterFollowFailures: Prometheus.Counter
+    private let clusterRecordsProposed: Prometheus.Counter
+    private let clusterWritesProposed: Prometheus.Counter
+    private let clusterProposalsRetried: Prometheus.Counter
+    private let clusterDivergences: Prometheus.Counter
 
     /// Buckets in seconds: an fdatasync takes from tens of microseconds (nothing dirty, a fast
     /// SSD) to seconds (a slow or saturated disk; `everysec` waits for one past 2 s).
@@ -148,6 +152,17 @@ final class MetricsRegistry {
         clusterFollowFailures = counter(
             "snapsync_cluster_follow_failures_total",
             "Cluster mode: follows of a room that failed (a lost consumer, a gap, damage, no log); each is retried, backing off to 64 s.")
+        clusterRecordsProposed = counter(
+            "snapsync_cluster_records_proposed_total", "Cluster mode: records this node proposed to the log (each carries one or more writes).")
+        clusterWritesProposed = counter(
+            "snapsync_cluster_writes_proposed_total", "Cluster mode: writes carried by the records this node proposed (a write proposed again counts again).")
+        clusterProposalsRetried = counter(
+            "snapsync_cluster_proposals_retried_total",
+            "Cluster mode: proposals validated and proposed again because another node's record took the room's next place (contention, not a failure).")
+        clusterDivergences = counter(
+            "snapsync_cluster_divergences_total",
+            "Cluster mode: times a replica here was found on another history than the log's (a record following another chain) and loaded again; its members were sent LEFT."
+        )
         loopPassMax = gauge("snapsync_loop_pass_max_seconds", "Longest loop flush pass over the last 10-20 s (STATS loop_pass_max_us).")
 
         fsyncTimer = timer(
@@ -214,6 +229,10 @@ final class MetricsRegistry {
         for (phase, gauge) in clusterRooms { gauge.set(Int64(hub.replicatedEngine?.followedRoomCount(in: phase) ?? 0)) }
         set(clusterVoidRecords, stats.clusterVoidRecords)
         set(clusterFollowFailures, stats.clusterFollowFailures)
+        set(clusterRecordsProposed, stats.clusterRecordsProposed)
+        set(clusterWritesProposed, stats.clusterWritesProposed)
+        set(clusterProposalsRetried, stats.clusterProposalsRetried)
+        set(clusterDivergences, stats.clusterDivergences)
     }
 
     /// The text exposition format (version 0.0.4).

@@ -23,7 +23,8 @@ enum SeenEvent: Equatable, CustomStringConvertible {
         switch self {
         case .base(let s): "base(\(s.map(String.init) ?? "nil"))"
         case .record(let s, .write(let w)): "record(\(s), v\(w.version) \(w.writeID))"
-        case .record(let s, .tombstone(let e, let v)): "record(\(s), tombstone \(e)/\(v))"
+        case .record(let s, .tombstone(let e, let v)), .record(let s, .chainedTombstone(let e, let v, _)): "record(\(s), tombstone \(e)/\(v))"
+        case .record(let s, .writes(let w)): "record(\(s), v\(w.firstVersion)...\(w.lastVersion))"
         case .current: "current"
         case .failed: "failed"
         }
