@@ -5,6 +5,7 @@ import SnapSyncStore
 import SnapSyncStoreTestSupport
 import SnapSyncWire
 @testable import SnapSyncHub
+@testable import SnapSyncServer
 
 // Cluster mode when the log itself misbehaves (Protocol/CLUSTER.md §3, "The room's chain"): a
 // record acknowledged and then lost, two nodes that saw different records at one sequence, a
@@ -46,6 +47,9 @@ import SnapSyncWire
         }
         #expect(room == "room" && code == ErrorCode.storageFailure.rawValue && message.contains("join again"))
         #expect(a.hub.stats.clusterDivergences == 1 && a.hub.rooms["room"] == nil && onA.memberships.isEmpty)
+        let metrics = MetricsRegistry(build: [])
+        metrics.update(from: a.hub, connections: 0)
+        #expect(String(decoding: metrics.exposition(), as: UTF8.self).contains("snapsync_cluster_divergences_total 1\n"))
 
         #expect(a.join(onA, "room", requestID: 4).isEmpty)
         cluster.settle()
@@ -164,6 +168,10 @@ import SnapSyncWire
         // w0 alone (nothing waited yet); w1 and w2; w3 refused against version 3; w4 and w5.
         #expect(sizes == [1, 2, 2])
         #expect(a.hub.stats.clusterRecordsProposed == 3 && a.hub.stats.clusterWritesProposed == 5)
+        let metrics = MetricsRegistry(build: [])
+        metrics.update(from: a.hub, connections: 0)
+        let text = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(text.contains("snapsync_cluster_records_proposed_total 3\n") && text.contains("snapsync_cluster_writes_proposed_total 5\n"))
         #expect(b.drain(reader).compactMap(\.diffVersion) == [1, 2, 3, 4, 5])
         let positions = cluster.positions("room")
         #expect(positions.count == 2 && Set(positions.map(\.digest)).count == 1)
