@@ -158,7 +158,13 @@ public final class NATSConnection {
     /// Closes the connection; publishes still pending complete with a `NATS_CONNECTION_CLOSED`
     /// error. Loop thread.
     public func close() {
-        guard let connection else { return }
+        guard let connection else {
+            // An init that failed to connect (cluster mode's start tries again, with a new
+            // connection): its mailbox's event must not stay on the loop.
+            mailbox?.close()
+            mailbox = nil
+            return
+        }
         for subscription in subscriptions.values { natsSubscription_Destroy(subscription) }
         subscriptions.removeAll()
         natsSubscription_Destroy(inboxSubscription)
