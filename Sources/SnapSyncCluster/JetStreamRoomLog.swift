@@ -68,13 +68,21 @@ package final class JetStreamRoomLog: RoomLog {
     /// First of all, each server's version is read: one whose JetStream is known to lose
     /// acknowledged writes is refused (`NATSServerVersionCheck`), or with `allowUnsafeServer`
     /// logged as a warning.
+    ///
+    /// Each step (the version check with the rooms stream, the bucket, the connection) that
+    /// fails because the servers cannot serve yet is tried again as `retry` says; the version
+    /// check goes with the stream, so a server that did not answer it is checked again on the
+    /// next attempt, once it may be up. `ClusterStartRetry.once` (the default) tries once.
     package static func connect(
         servers: [String], tls: NATSTLS = NATSTLS(), loop: EventLoop, retain: Int = 10_000, logger: Logger,
         requestTimeout: Duration = .seconds(5), heartbeat: Duration = .seconds(5),
-        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts, allowUnsafeServer: Bool = false
+        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts, allowUnsafeServer: Bool = false,
+        retry: ClusterStartRetry = .once
     ) throws(NATSError) -> JetStreamRoomLog {
-        try NATSServerVersionCheck.check(servers: servers, allowUnsafe: allowUnsafeServer, logger: logger)
-        let rooms = try StreamProvisioning.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
+        let rooms = try retry.run("stream \(RoomSubjects.roomsStream)") { () throws(NATSError) -> StreamInfo in
+            try NATSServerVersionCheck.check(servers: servers, allowUnsafe: allowUnsafeServer, logger: logger)
+            return try StreamProvisioning.ensureStream(.rooms(retain: retain), servers: servers, tls: tls)
+        }
         if let replaced = rooms.replacedMaxMessagesPerSubject {
             // The update is kept (an operator changes the retention so), but the stream is
             // shared: the node started last sets it for all.
@@ -84,8 +92,12 @@ package final class JetStreamRoomLog: RoomLog {
             )
         }
         guard let salt = rooms.salt else { preconditionFailure("StreamSpec.rooms has a salt subject, so ensureStream reads a salt") }
-        try StreamProvisioning.ensureStream(.checkpoints, servers: servers, tls: tls)
-        let connection = try NATSConnection(servers: servers, tls: tls, loop: loop)
+        _ = try retry.run("bucket snapsync-checkpoints") { () throws(NATSError) in
+            try StreamProvisioning.ensureStream(.checkpoints, servers: servers, tls: tls)
+        }
+        let connection = try retry.run("the connection to NATS") { () throws(NATSError) in
+            try NATSConnection(servers: servers, tls: tls, loop: loop)
+        }
         do {
             return try JetStreamRoomLog(
                 connection: connection, loop: loop, salt: salt, logger: logger,

@@ -158,7 +158,13 @@ public final class NATSConnection {
     /// Closes the connection; publishes still pending complete with a `NATS_CONNECTION_CLOSED`
     /// error. Loop thread.
     public func close() {
-        guard let connection else { return }
+        guard let connection else {
+            // An init that failed to connect (cluster mode's start tries again, with a new
+            // connection): its mailbox's event must not stay on the loop.
+            mailbox?.close()
+            mailbox = nil
+            return
+        }
         for subscription in subscriptions.values { natsSubscription_Destroy(subscription) }
         subscriptions.removeAll()
         natsSubscription_Destroy(inboxSubscription)
@@ -557,6 +563,27 @@ extension NATSError {
 
     /// `NATS_NOT_FOUND`, as `notFound` makes it.
     var isNotFound: Bool { code == .status(NATS_NOT_FOUND.rawValue) }
+
+    /// A failure that servers give while they cannot serve *yet*, which cluster mode's start
+    /// waits out (`ClusterStartRetry`): no server reachable (`NATS_NO_SERVER`: refused, or none
+    /// answered its handshake in time), no answer in time, no responders, a connection lost
+    /// meanwhile, a salt not stored yet (`notFound`), and JetStream without a leader or without
+    /// enough servers for a stream's replicas (10008, 10009, 10005). Not an authentication or
+    /// TLS failure, a bad argument, a refused server or another JetStream refusal: those are
+    /// permanent.
+    package var isTransientAtStart: Bool {
+        switch code {
+        case .status(let status):
+            let transient = [
+                NATS_NO_SERVER, NATS_TIMEOUT, NATS_NO_RESPONDERS, NATS_NOT_FOUND, NATS_CONNECTION_CLOSED, NATS_CONNECTION_DISCONNECTED,
+            ]
+            return transient.contains { $0.rawValue == status }
+        case .jetStream(let code):
+            return [NATSError.temporarilyUnavailable, NATSError.clusterNotLeader, NATSError.clusterNoPeers].contains(code)
+        case .refusedServer, .startDeadline:
+            return false
+        }
+    }
 
     /// An answer of `operation` that SnapSync cannot use, as libnats's generic failure
     /// (`NATS_ERR`), for code outside this file, which has no libnats status to give.

@@ -14,6 +14,9 @@ public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
         /// A server cluster mode will not use: its version's JetStream is known to lose
         /// acknowledged writes (`NATSServerVersionCheck`).
         case refusedServer
+        /// Cluster mode's start gave up: the servers could not serve before its deadline
+        /// (`ClusterStartRetry`, `--cluster-start-timeout`).
+        case startDeadline
     }
 
     public let operation: String
@@ -55,6 +58,14 @@ public struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// meta group or the stream's group has no leader at the moment (a server paused or
     /// restarting). Worth asking again after a while.
     public static let temporarilyUnavailable: UInt32 = 10008
+
+    /// JetStream's "no suitable peers for placement" (`JSClusterNoPeersErr`): too few servers
+    /// of the cluster are up to place a stream's replicas, as while servers restart.
+    public static let clusterNoPeers: UInt32 = 10005
+
+    /// JetStream's "JetStream cluster can not handle request" (`JSClusterNotLeaderErr`): the
+    /// server asked is not, or no longer, the leader the request needs (a leader election).
+    public static let clusterNotLeader: UInt32 = 10009
 
     public var isDuplicateInProcess: Bool { code == .jetStream(Self.duplicateMessageInProcess) }
 

@@ -14,7 +14,8 @@ package enum StreamProvisioning {
     ///
     /// A cluster just started may not answer JetStream's API for a while (its meta leader is
     /// being elected): no responders at once, or no answer within `timeout`. So a few attempts,
-    /// a second apart.
+    /// a second apart; cluster mode's start waits longer around this, with backoff
+    /// (`ClusterStartRetry`), for servers that cannot serve for a while.
     @discardableResult
     package static func ensureStream(
         _ spec: StreamSpec, servers: [String], tls: NATSTLS = NATSTLS(), timeout: Duration = .seconds(10)

@@ -31,13 +31,16 @@ package final class StartupNotifier {
 
     package var isEnabled: Bool { notifier.isEnabled }
 
-    /// Tells systemd "still working: `status`" when the last message is `interval` old.
+    /// Tells systemd "still working: `status`" when the last message is `interval` old, asking
+    /// for `extendBy` (this notifier's own when nil) more: a caller whose steps may each take
+    /// longer than that (cluster mode's wait for NATS, bounded by its own deadline) asks for
+    /// the time up to that deadline instead.
     /// - Returns: whether a message was sent.
     @discardableResult
-    package func progress(_ status: String, now: ContinuousClock.Instant = .now) -> Bool {
+    package func progress(_ status: String, extendBy: Duration? = nil, now: ContinuousClock.Instant = .now) -> Bool {
         guard notifier.isEnabled, now - lastSent >= interval else { return false }
         lastSent = now
-        let (seconds, attoseconds) = extendBy.components
+        let (seconds, attoseconds) = (extendBy ?? self.extendBy).components
         let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
         do {
             try notifier.notify("EXTEND_TIMEOUT_USEC=\(microseconds)\nSTATUS=\(status)")

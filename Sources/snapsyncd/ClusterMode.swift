@@ -26,9 +26,11 @@ extension SnapsyncdCommand {
             let loop = try EventLoop(locking: true)
             // Blocking, before the loop runs: connect, and create the stream and the checkpoint
             // bucket if they are missing (docs/cluster.md, "traps": never block on the loop thread).
+            // Nothing listens yet, so no client is told WELCOME by a node that cannot serve, and
+            // READY=1 waits until the server listens, after this.
             let log = try JetStreamRoomLog.connect(
                 servers: servers, tls: tls, loop: loop, retain: clusterOptions.clusterRetain, logger: logger,
-                allowUnsafeServer: clusterOptions.clusterAllowUnsafeNatsServer)
+                allowUnsafeServer: clusterOptions.clusterAllowUnsafeNatsServer, retry: startRetry(logger: logger))
             // A record is the DIFF frame plus its other fields and the message's headers: a
             // frame the servers would refuse to store must be refused by the daemon first, with
             // a typed REJECT (libnats refuses headers + payload over max_payload).
@@ -57,6 +59,26 @@ extension SnapsyncdCommand {
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure
+        }
+    }
+
+    /// How the start waits for NATS servers that cannot serve yet (`--cluster-start-timeout`):
+    /// each wait logged as a warning, and systemd told that the node is still starting, so that
+    /// neither the unit's TimeoutStartSec= nor a restart loop ends a node that would serve once
+    /// the servers recover.
+    func startRetry(logger: Logger) -> ClusterStartRetry {
+        let startup = StartupNotifier(logger: logger)
+        return ClusterStartRetry(timeout: .seconds(clusterOptions.clusterStartTimeout)) { wait in
+            logger.warning(
+                "NATS cannot serve yet; waiting for \(wait.step)",
+                metadata: [
+                    "error": "\(wait.error)", "attempt": "\(wait.attempt)", "retry_in": "\(ClusterStartRetry.seconds(wait.delay)) s",
+                    "gives_up_in": "\((wait.delay + wait.remaining).components.seconds) s",
+                ])
+            // Until the deadline and a minute beyond (an attempt under way when it passes still
+            // ends, then the node exits on its own): one step may take longer than the usual
+            // extension (a server that accepts but does not answer takes libnats's timeouts).
+            startup.progress("waiting for NATS: \(wait.step): \(wait.error.text)", extendBy: wait.delay + wait.remaining + .seconds(60))
         }
     }
 

@@ -46,6 +46,12 @@ struct ClusterOptions: ParsableArguments {
     )
     var clusterAllowUnsafeNatsServer = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Cluster mode: how long a starting node waits for NATS servers that cannot serve yet (not reachable, no answer, JetStream temporarily unavailable or without a leader), trying again with a backoff from 0.5 s doubling up to 10 s and telling systemd it is still starting; then it exits with status 1 naming what it waited for. 0 tries once. A permanent failure (refused server version, authentication, TLS, stream conflict) exits at once.",
+            valueName: "seconds"))
+    var clusterStartTimeout: Int = 300
+
     /// The NATS server URLs of `--cluster`, checked; empty without it.
     func servers() throws(ConfigurationError) -> [String] {
         guard let cluster else { return [] }
@@ -95,6 +101,9 @@ struct ClusterOptions: ParsableArguments {
             if clusterAllowUnsafeNatsServer {
                 throw ConfigurationError(message: "--cluster-allow-unsafe-nats-server needs --cluster")
             }
+            if clusterStartTimeout != 300 {
+                throw ConfigurationError(message: "--cluster-start-timeout needs --cluster")
+            }
             return
         }
         _ = try servers()
@@ -104,6 +113,7 @@ struct ClusterOptions: ParsableArguments {
         if dataDir != nil { throw ConfigurationError(message: "--cluster keeps rooms in JetStream: --data-dir does not apply") }
         if roomTTL { throw ConfigurationError(message: "--room-ttl is not supported with --cluster (docs/cluster.md)") }
         if let roomIdle, roomIdle != "off" { throw ConfigurationError(message: "--room-idle is not supported with --cluster (docs/cluster.md)") }
+        guard clusterStartTimeout >= 0 else { throw ConfigurationError(message: "--cluster-start-timeout must be 0 or more seconds") }
         guard clusterCheckpointEvery >= 1 else { throw ConfigurationError(message: "--cluster-checkpoint-every must be at least 1") }
         // A room loads from its checkpoint plus the records after it: the stream must keep at
         // least the records between two checkpoints, with margin for a checkpoint that failed.

@@ -22,8 +22,9 @@ struct SnapsyncdCommand: ParsableCommand {
             (binary: 64KiB, 16MiB); durations take ms, s, m, h (500ms, 10s). SIGTERM or SIGINT \
             shut down cleanly: stop accepting, flush, close every connection, checkpoint the rooms \
             written since their checkpoint when the log to replay is long, exit 0. Under systemd \
-            (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery, READY=1 once \
-            recovered and listening, and STOPPING=1 at shutdown. With --auth-keys every client \
+            (NOTIFY_SOCKET) it sends EXTEND_TIMEOUT_USEC every 5 s of a long recovery (in cluster \
+            mode, while it waits for NATS servers that cannot serve yet), READY=1 once recovered (or \
+            connected to NATS) and listening, and STOPPING=1 at shutdown. With --auth-keys every client \
             needs a signed token (docs/auth.md; snapsyncd keygen and snapsyncd token make keys and \
             tokens), and SIGHUP reloads the key file without dropping connections. With \
             --tls-listen it also serves TLS (docs/tls.md); SIGHUP reloads the certificate and key \

@@ -85,7 +85,7 @@ extension ServerIntegration {
                 "--max-rooms", "--max-rooms-per-connection", "--max-items-per-room", "--max-sections-per-room",
                 "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes", "--max-input-bytes",
                 "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout",
-                "--cluster", "--cluster-ca", "--cluster-cert", "--cluster-key", "--cluster-allow-unsafe-nats-server",
+                "--cluster", "--cluster-ca", "--cluster-cert", "--cluster-key", "--cluster-allow-unsafe-nats-server", "--cluster-start-timeout",
             ] {
                 #expect(output.contains(flag), "--help does not mention \(flag)")
             }
@@ -106,6 +106,8 @@ extension ServerIntegration {
             (["--cluster", "nats://127.0.0.1:1,tls://127.0.0.1:2"], "--cluster mixes nats:// and tls:// URLs"),
             (["--cluster-ca", "/nonexistent/ca.pem"], "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs"),
             (["--cluster-allow-unsafe-nats-server"], "--cluster-allow-unsafe-nats-server needs --cluster"),
+            (["--cluster-start-timeout", "60"], "--cluster-start-timeout needs --cluster"),
+            (["--cluster", "nats://127.0.0.1:1", "--cluster-start-timeout=-1"], "--cluster-start-timeout must be 0 or more seconds"),
             (
                 ["--cluster", "nats://127.0.0.1:1", "--cluster-ca", "/nonexistent/ca.pem"],
                 "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs"

@@ -28,6 +28,8 @@ import SnapSyncHub
         #expect(notifier.progress("working", now: t0 + .seconds(5)))
         #expect(!notifier.progress("again", now: t0 + .seconds(9)))
         #expect(notifier.progress("later", now: t0 + .seconds(11)))
+        // A caller whose steps are longer asks for more (cluster mode, up to its deadline).
+        #expect(notifier.progress("waiting", extendBy: .seconds(90), now: t0 + .seconds(16)))
         var received: [String] = []
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
@@ -35,7 +37,11 @@ import SnapSyncHub
             if n <= 0 { break }
             received.append(String(decoding: buffer[0..<n], as: UTF8.self))
         }
-        #expect(received == ["EXTEND_TIMEOUT_USEC=30000000\nSTATUS=working", "EXTEND_TIMEOUT_USEC=30000000\nSTATUS=later"])
+        #expect(
+            received == [
+                "EXTEND_TIMEOUT_USEC=30000000\nSTATUS=working", "EXTEND_TIMEOUT_USEC=30000000\nSTATUS=later",
+                "EXTEND_TIMEOUT_USEC=90000000\nSTATUS=waiting",
+            ])
         // Without NOTIFY_SOCKET nothing is sent.
         let off = StartupNotifier(
             notifier: SystemdNotifier(socket: nil), logger: Logger(label: "test.startup") { _ in SwiftLogNoOpLogHandler() },

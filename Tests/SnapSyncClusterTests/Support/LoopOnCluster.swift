@@ -30,11 +30,11 @@ final class LoopOnCluster {
     func connect(
         servers: [String]? = nil, retain: Int = 10_000, logger: Logger = testLogger,
         requestTimeout: Duration = .seconds(60), heartbeat: Duration = .seconds(5),
-        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts
+        recoveryAttempts: Int = JetStreamRoomLog.defaultRecoveryAttempts, retry: ClusterStartRetry = .once
     ) throws -> JetStreamRoomLog {
         let log = try JetStreamRoomLog.connect(
             servers: servers ?? cluster.urls, loop: loop, retain: retain, logger: logger,
-            requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts)
+            requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts, retry: retry)
         logs.append(log)
         return log
     }

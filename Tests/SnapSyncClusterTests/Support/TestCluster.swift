@@ -48,11 +48,25 @@ final class TestCluster {
 
     /// SIGKILL to server `index` (0, 1, 2), by its pid in `cluster.json`.
     func kill(server index: Int) throws {
+        Foundation.kill(try pid(server: index), SIGKILL)
+    }
+
+    /// SIGSTOP to server `index`: its sockets stay open, but it answers nothing (connections are
+    /// accepted by the kernel and then hear no INFO) until `resume`.
+    func pause(server index: Int) throws {
+        Foundation.kill(try pid(server: index), SIGSTOP)
+    }
+
+    func resume(server index: Int) throws {
+        Foundation.kill(try pid(server: index), SIGCONT)
+    }
+
+    private func pid(server index: Int) throws -> pid_t {
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/cluster.json"))
         guard let state = try JSONSerialization.jsonObject(with: data) as? [String: Any],
             let servers = state["servers"] as? [[String: Any]], let pid = servers[index]["pid"] as? Int
         else { throw TestClusterError(message: "no pid of server \(index) in \(directory)/cluster.json") }
-        Foundation.kill(pid_t(pid), SIGKILL)
+        return pid_t(pid)
     }
 
     /// Starts again the servers that are down, on their ports and stores.
