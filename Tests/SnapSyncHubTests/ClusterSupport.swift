@@ -38,6 +38,17 @@ struct ClusterHarness {
         }
     }
 
+    /// Every node holds the room, at one version (`version`, when given) with one digest and
+    /// one chain, and its snapshot satisfies the model's invariants.
+    func expectConverged(_ room: String, version: UInt64? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+        let held = nodes.compactMap { $0.hub.rooms[RoomName(room)] }
+        #expect(held.count == nodes.count, "\(nodes.count - held.count) nodes do not hold \(room)", sourceLocation: sourceLocation)
+        #expect(Set(held.map(\.version)).count == 1 && Set(held.map(\.digest)).count == 1, sourceLocation: sourceLocation)
+        #expect(Set(held.map(\.chain)).count == 1, "the nodes' chains differ", sourceLocation: sourceLocation)
+        if let version { #expect(held.first?.version == version, sourceLocation: sourceLocation) }
+        checkInvariants(room, sourceLocation: sourceLocation)
+    }
+
     /// The room's snapshot satisfies the model's invariants on every node holding it.
     func checkInvariants(_ room: String, sourceLocation: SourceLocation = #_sourceLocation) {
         for node in nodes where node.hub.rooms[RoomName(room)] != nil {
