@@ -197,6 +197,8 @@ package final class JetStreamRoomLog: RoomLog {
                     completion(.stored(sequence: ack.sequence))
                 case .failure(let error) where error.isWrongLastSequence:
                     completion(.superseded)
+                case .failure(let error) where error.isDuplicateInProcess:
+                    completion(.pending)
                 case .failure(let error):
                     completion(.failed(.logUnavailable("propose to room \(room) after sequence \(expectedSequence): \(error)")))
                 }

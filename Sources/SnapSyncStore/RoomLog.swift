@@ -113,6 +113,10 @@ package enum ProposalOutcome: Sendable, Equatable {
     case stored(sequence: UInt64)
     /// Refused: the subject's last sequence is not the expected one (another node wrote first).
     case superseded
+    /// Not decided yet: another publish with the same message id (the same write, through
+    /// another node, at the same position) is being stored. Proposing the same entry again a
+    /// little later gets that one's outcome (`.stored` at its sequence) or decides this one.
+    case pending
     /// No answer (timeout), no quorum, no connection: the entry may still be stored later.
     case failed(StoreError)
 }

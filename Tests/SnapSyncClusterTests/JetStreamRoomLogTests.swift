@@ -552,7 +552,7 @@ extension RealNATSCluster {
                     case .stored(let s):
                         try runLoop(loop, until: { onB.sequences.contains(s) }, "record \(s) on B")
                         return
-                    case .superseded, .failed:
+                    case .superseded, .failed, .pending:
                         // Whatever was stored reaches B's follow; wait a little for it, then retry.
                         try? runLoop(loop, until: { onB.records.count > seen }, bound: .seconds(2), "a record on B")
                     }

@@ -198,4 +198,30 @@ import SnapSyncWire
         #expect(writer.logWaits == 0 && writer.pipelinedRoom == nil)
         cluster.checkInvariants("room")
     }
+
+    /// The same write through two nodes at once (a client that retried it elsewhere): JetStream
+    /// answers the second publish "duplicate message id is in process" (`.pending`) while the
+    /// first is stored. The node asks again at its next tick and gets the first one's outcome:
+    /// one ACK at the version the write made, not `storage_failure`.
+    @Test func aWriteWhoseTwinIsBeingStoredIsAskedAgainNotRefused() throws {
+        let cluster = ClusterHarness(nodes: 2)
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let onA = a.connect(), onB = b.connect()
+        a.join(onA, "room")
+        b.join(onB, "room")
+        cluster.settle()
+        _ = (a.drain(onA), b.drain(onB))
+        cluster.log.answersNextProposalPending = true
+        a.mutate(onA, "room", addItem("twin", first: true), requestID: 1, writeID: [7])
+        b.mutate(onB, "room", addItem("twin", first: true), requestID: 2, writeID: [7])
+        cluster.settle()
+        #expect(b.drain(onB).compactMap(\.ackVersion) == [1])
+        #expect(a.drain(onA).compactMap(\.ackVersion).isEmpty && a.hub.replicas["room"]?.inFlight?.pending == true)
+        a.hub.maintainReplicas(now: a.later(.seconds(1)))
+        cluster.settle()
+        let answers = a.drain(onA)
+        #expect(answers.compactMap(\.ackVersion) == [1] && answers.compactMap(\.errorCode).isEmpty)
+        #expect(cluster.log.writeCount(of: "room") == 1)
+        cluster.expectConverged("room", version: 1)
+    }
 }

@@ -38,6 +38,7 @@ package final class MemoryRoomLog: RoomLog {
         /// `losesNextProposal`: whether it is armed, and whether the lost record still reaches
         /// its proposer's follow.
         var losesNextProposal: (armed: Bool, deliveredToProposer: Bool) = (false, false)
+        var answersNextProposalPending = false
         let epochSalt: UInt64
 
         init(epochSalt: UInt64) {
@@ -131,6 +132,13 @@ package final class MemoryRoomLog: RoomLog {
     /// (as from a server that held it before it was lost), and no other.
     package func losesNextProposal(deliveredToProposer: Bool) {
         shared.losesNextProposal = (true, deliveredToProposer)
+    }
+
+    /// When true, the next proposal is answered `.pending` and not stored (as JetStream answers
+    /// a publish whose message id another publish in flight carries); then the switch is off.
+    package var answersNextProposalPending: Bool {
+        get { shared.answersNextProposalPending }
+        set { shared.answersNextProposalPending = newValue }
     }
 
     /// Called with the room at the start of each proposal of any node, before the log decides
@@ -250,6 +258,11 @@ package final class MemoryRoomLog: RoomLog {
             let error = shared.failProposals.error
             if shared.storeFailedProposals { _ = store(room: room, expected: expectedSequence, messageID: messageID, entry: entry) }
             enqueue { completion(.failed(error)) }
+            return
+        }
+        if shared.answersNextProposalPending {
+            shared.answersNextProposalPending = false
+            enqueue { completion(.pending) }
             return
         }
         // De-duplication first, as JetStream does: a repeat of a proposal (same write id, same

@@ -71,6 +71,9 @@ package final class ReplicatedRoom {
         /// The log refused it (`.superseded`): propose again once the room has moved past
         /// `expected`.
         var superseded = false
+        /// The log has another publish of the same message id in flight (`.pending`): the same
+        /// entry is proposed again at the next tick (`ReplicatedRoomEngine.maintainReplicas`).
+        var pending = false
         /// The records applied since the proposal, by sequence: whether each was this very
         /// record. The writes are acknowledged only when the one at `storedAt` is: a record
         /// there that is another (the log lost this one, or answered for another node's record

@@ -213,8 +213,8 @@ extension ReplicatedRoomEngine {
 
     // MARK: The one-second timer
 
-    /// Gives up the read barriers waiting for `ReplicatedRoom.stallSeconds`, follows again the rooms
-    /// whose follow failed, ends the follows stalled for as long, and stops following the rooms nobody here uses (no member,
+    /// Gives up the read barriers waiting for `ReplicatedRoom.stallSeconds`, proposes again the
+    /// records the log left undecided (`.pending`), follows again the rooms whose follow failed, ends the follows stalled for as long, and stops following the rooms nobody here uses (no member,
     /// nothing in flight or waiting) idle for `clusterIdleSeconds`.
     /// - Complexity: O(followed rooms) per call, once a second.
     package func maintainReplicas(now: ContinuousClock.Instant) {
@@ -228,6 +228,7 @@ extension ReplicatedRoomEngine {
                 stalled.append(replica)
                 continue
             }
+            if replica.inFlight?.pending == true, replica.phase == .current { publish(replica) }
             switch replica.phase {
             case .broken:
                 if replica.isUnused {

@@ -175,13 +175,23 @@ extension ReplicatedRoomEngine {
         _ entry: RoomLogEntry, of writes: [ReplicatedRoom.PendingWrite], prepared: (ops: [[SnapshotOperation]], result: Snapshot)?,
         for replica: ReplicatedRoom
     ) {
-        let token = nextProposalToken
-        nextProposalToken += 1
         replica.inFlight = ReplicatedRoom.InFlight(
-            writes: writes, token: token, expected: replica.logSequence, prepared: prepared, entry: entry)
+            writes: writes, token: 0, expected: replica.logSequence, prepared: prepared, entry: entry)
         hub.stats.clusterRecordsProposed += 1
         hub.stats.clusterWritesProposed += UInt64(writes.count)
-        log.propose(room: replica.name, expectedSequence: replica.logSequence, messageID: writes[0].writeID, entry: entry) {
+        publish(replica)
+    }
+
+    /// Publishes the record in flight (again, after `.pending`), under a new token: an answer
+    /// to an earlier publish of it is ignored.
+    func publish(_ replica: ReplicatedRoom) {
+        guard var flight = replica.inFlight else { return }
+        let token = nextProposalToken
+        nextProposalToken += 1
+        flight.token = token
+        flight.pending = false
+        replica.inFlight = flight
+        log.propose(room: replica.name, expectedSequence: flight.expected, messageID: flight.writes[0].writeID, entry: flight.entry) {
             [weak self, weak replica] outcome in
             guard let self, let replica else { return }
             self.proposalAnswered(replica, token: token, outcome)
@@ -209,6 +219,11 @@ extension ReplicatedRoomEngine {
                 // Its record is owed: bounded as a stalled follow (`ReplicatedRoom.stallSeconds`).
                 replica.waitingSince = hub.monotonicNow()
             }
+        case .pending:
+            // The same write, through another node at the same position, is being stored: its
+            // outcome is this one's. Asked again at the next tick; meanwhile its record may come.
+            flight.pending = true
+            replica.inFlight = flight
         case .superseded:
             flight.superseded = true
             replica.inFlight = flight
