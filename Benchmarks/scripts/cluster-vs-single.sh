@@ -11,5 +11,5 @@ out=$(scripts/cluster up 2>&1) || { echo "$out"; exit 1; }
 nodes=$(echo "$out" | sed -n 's/^SNAPSYNC_NODES=//p')
 natspids=$(python3 -c "import json;d=json.load(open('$dir/cluster.json'));print(','.join(str(s['pid']) for s in d['servers']))" 2>/dev/null)
 echo "== $label $(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg) nodes=$nodes nats=$natspids"
-Benchmarks/.build/release/snapsync-bench cluster --nodes "$nodes" ${natspids:+--also-pids $natspids} --start-single --server-binary "$bin" --fsync always --rooms 3 --in-flight 8 --repeat 1 2>&1 | tail -25
+Benchmarks/.build/release/snapsync-bench cluster --nodes "$nodes" ${natspids:+--also-pids $natspids} --start-single --server-binary "$bin" --fsync always --rooms 3 --in-flight ${IN_FLIGHT:-8} --repeat 1 2>&1 | tail -25
 scripts/cluster down >/dev/null 2>&1
