@@ -224,4 +224,33 @@ import SnapSyncWire
         #expect(cluster.log.writeCount(of: "room") == 1)
         cluster.expectConverged("room", version: 1)
     }
+
+    /// A record of several writes fits the servers' `max_payload` as one write does: writes go
+    /// together only while their frames, and each one's other fields, fit `max_frame_bytes`.
+    @Test func aRecordOfSeveralWritesStaysWithinTheFrameLimit() throws {
+        let cluster = ClusterHarness(nodes: 1) { $0.wire.maxFrameBytes = 1024 }
+        let node = cluster.nodes[0]
+        let writers = (0..<6).map { _ in node.connect() }
+        node.join(writers[0], "room")
+        cluster.settle()
+        _ = node.drain(writers[0])
+        let payload = String(repeating: "p", count: 290)
+        for (index, writer) in writers.enumerated() {
+            let item = [SnapshotOperation.appendItems([hubElement("w\(index)", payload)], toSection: "s")]
+            node.mutate(writer, "room", (index == 0 ? [.appendSections([hubElement("s")])] : []) + item, requestID: UInt64(index))
+        }
+        cluster.settle()
+        #expect(writers.map { node.drain($0).compactMap(\.ackVersion) } == [[1], [2], [3], [4], [5], [6]])
+        let records = cluster.log.records(of: "room")
+        let sizes = records.map { record -> Int in
+            if case .writes(let writes) = record.entry { return writes.records.count }
+            return 0
+        }
+        #expect(sizes == [1, 2, 2, 1])
+        for record in records {
+            let frames = record.entry.encode(room: "room").count
+            #expect(frames <= 1024 + 200, "a record of \(frames) bytes")
+        }
+        cluster.expectConverged("room", version: 6)
+    }
 }

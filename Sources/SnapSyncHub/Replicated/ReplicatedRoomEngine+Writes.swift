@@ -146,7 +146,11 @@ extension ReplicatedRoomEngine {
         var records = [record]
         var allOps = [ops]
         var base = ProposalBase(snapshot: result, version: record.version)
-        var frameBytes = record.diffFrame.count
+        // The record must fit the servers' max_payload, which the frame limit is set under with
+        // room for one write's other fields and the headers (Protocol/CLUSTER.md §8): every
+        // write added counts its own fields too (write id, fingerprint, lengths: at most 48).
+        let perWrite = 48
+        var recordBytes = record.diffFrame.count + perWrite
         let maxFrameBytes = hub.configuration.wire.maxFrameBytes
         while writes.count < ReplicatedRoom.maxWritesPerRecord, let next = replica.firstWaiting, !next.session.isEnded,
             case .write(let request) = next.kind,
@@ -155,7 +159,7 @@ extension ReplicatedRoomEngine {
             guard
                 case .write(let version, let frame, let ops, let result, let fingerprint) = room.propose(
                     request, writeID: next.writeID, after: base, scratch: &hub.diffBuffer),
-                frameBytes + frame.count <= maxFrameBytes
+                recordBytes + frame.count + perWrite <= maxFrameBytes
             else { break }
             _ = replica.dequeue()
             writes.append(next)
@@ -163,7 +167,7 @@ extension ReplicatedRoomEngine {
                 WriteRecord(room: room.name, epoch: room.epoch, version: version, writeID: next.writeID, fingerprint: fingerprint, diffFrame: frame))
             allOps.append(ops)
             base = ProposalBase(snapshot: result, version: version)
-            frameBytes += frame.count
+            recordBytes += frame.count + perWrite
         }
         let entry = RoomLogEntry.writes(ChainedWrites(records: records, after: room.chain ?? .unknown))
         send(entry, of: writes, prepared: (allOps, base.snapshot), for: replica)
