@@ -319,6 +319,15 @@ class Nemesis:
                         votes[leader] = votes.get(leader, 0) + 1
         return max(votes, key=votes.get) if votes else None
 
+    def heal(self, *args):
+        """A fault's heal: a failure (a server or node not healthy within scripts/cluster's
+        bound) is noted, and the wait for health that follows every fault decides."""
+        done = self.cluster(*args, check=False)
+        if done.returncode != 0:
+            self.notes.append("scripts/cluster %s: exit %d: %s" % (" ".join(args), done.returncode,
+                                                                   done.stderr.strip()[-500:]))
+            self.log("scripts/cluster %s failed (exit %d)" % (" ".join(args), done.returncode))
+
     def wait_healthy(self):
         """Until every server's /healthz and every node's HELLO answer (bounded)."""
         deadline = time.monotonic() + HEALTHY_WITHIN
@@ -328,7 +337,9 @@ class Nemesis:
                 return True
             if time.monotonic() > deadline:
                 self.notes.append("not healthy %g s after a heal:\n%s" % (HEALTHY_WITHIN, done.stdout))
-                self.log("not healthy within %g s" % HEALTHY_WITHIN)
+                self.log("not healthy within %g s; scripts/cluster up" % HEALTHY_WITHIN)
+                # What is down is started again; one that stays unhealthy fails the final heal.
+                self.heal("up")
                 return False
             time.sleep(0.5)
 
@@ -346,21 +357,21 @@ class Nemesis:
             self.cluster("kill", victim)
             time.sleep(hold)
             self.log("start %s" % victim)
-            self.cluster("start", victim)
+            self.heal("start", victim)
         elif kind in ("kill-server", "kill-leader"):
             victim = leader if kind == "kill-leader" else self.rng.choice(servers)
             self.log("kill -9 server %s%s" % (victim, " (stream leader)" if victim == leader else ""))
             self.cluster("kill", victim)
             time.sleep(hold)
             self.log("start %s" % victim)
-            self.cluster("start", victim)
+            self.heal("start", victim)
         elif kind in ("pause-node", "pause-leader"):
             victim = self.rng.choice(nodes) if kind == "pause-node" else leader
             self.log("SIGSTOP %s%s for %.1f s" % (victim, " (stream leader)" if victim == leader else "", hold))
             self.cluster("pause", victim)
             time.sleep(hold)
             self.log("SIGCONT %s" % victim)
-            self.cluster("resume", victim)
+            self.heal("resume", victim)
         elif kind == "quorum-loss":
             # Two servers killed, or hung (SIGSTOP: their connections stay open, nothing answers).
             victims = sorted(self.rng.sample(servers, 2))
@@ -370,14 +381,14 @@ class Nemesis:
             self.cluster("pause" if paused else "kill", *victims)
             time.sleep(hold)
             self.log("%s %s" % ("SIGCONT" if paused else "start", " ".join(victims)))
-            self.cluster("resume" if paused else "start", *victims)
+            self.heal("resume" if paused else "start", *victims)
         elif kind == "partition-leader":
             hold = self.rng.uniform(8.0, 12.0)
             self.log("partition stream leader %s from the other servers for %.1f s" % (leader, hold))
             self.cluster("partition", leader)
             time.sleep(hold)
             self.log("heal %s" % leader)
-            self.cluster("heal", leader)
+            self.heal("heal", leader)
         elif kind == "isolate-server":
             victim = self.rng.choice(servers)
             hold = self.rng.uniform(5.0, 10.0)
@@ -386,7 +397,7 @@ class Nemesis:
             self.cluster("isolate", victim)
             time.sleep(hold)
             self.log("heal %s" % victim)
-            self.cluster("heal", victim)
+            self.heal("heal", victim)
         else:
             raise ValueError(kind)
         self.wait_healthy()
