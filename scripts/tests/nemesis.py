@@ -97,6 +97,7 @@ class Reader(threading.Thread):
         self.room = room
         self.segments = segments
         self.conn = None
+        self.node = home
         self.position = (None, -1)
         self.joins = []
         self.errors = []
@@ -279,6 +280,8 @@ class Nemesis:
         self.outcomes = {room: {} for room in ROOMS}
         self.cluster_up = False
         self.final = {}
+        self.fault_count = 0
+        self.write_counts = {}
 
     # -- the cluster ----------------------------------------------------------------------
 
@@ -445,8 +448,8 @@ class Nemesis:
         for room in ROOMS:
             for node in range(len(ports)):
                 name = "%s-w%d" % (room.decode(), node + 1)
-                # ~30% of the writes compare-and-set (every third); paced, so that the rooms stay
-                # within the nodes' history however long the run.
+                # ~30% of the writes compare-and-set (every third); paced (50 ms between a
+                # writer's writes), so that a short run stays within the nodes' history.
                 w = Writer(name, ports, node, room, self.segments[room], 10 ** 9, cas_every=3, pause=0.05,
                            ops=nemesis_ops, failover=True)
                 self.writers.append(w)
@@ -543,8 +546,6 @@ class Nemesis:
             self.problems.extend("%s: %s" % (room.decode(), p) for p in problems)
             replicas = {r.name: replica_of(self.segments[room], r.name) for r in self.readers if r.room == room}
             self.problems.extend(check_final(room.decode(), log, self.outcomes[room], final[room], replicas))
-            self.logs = getattr(self, "logs", {})
-            self.logs[room] = log
             self.log("%s: %d versions, final %s" % (room.decode(), len(log), sorted(
                 {(s.get("epoch"), s.get("version"), s.get("digest", b"").hex()[:12]) for s in final[room].values()})))
 
@@ -656,7 +657,7 @@ class Nemesis:
                 print("  - %s" % p, file=sys.stderr)
         else:
             print("nemesis: passed (seed %d, %.0f s, %d faults, writes %s)" % (
-                self.seed, took, getattr(self, "fault_count", 0), getattr(self, "write_counts", {})), file=sys.stderr)
+                self.seed, took, self.fault_count, self.write_counts), file=sys.stderr)
         if report:
             print("nemesis: report in %s" % report, file=sys.stderr)
 
