@@ -18,7 +18,8 @@ everything is healed, the writers stop, and the checks judge what the clients re
    same bytes, and every connection's view is gap-free (tests/cluster_history.py);
 4. every node and every reader's replica (built from the SNAPSHOT it was sent and the DIFFs
    that followed) end on the same (epoch, version, digest), within a bounded wait after the
-   faults are healed; each node's digest is also that of the history replayed from empty.
+   faults are healed; each node's digest is also that of the history replayed from empty. The
+   digest is of the content; when clients are sent the room's hash chain, it belongs here too.
 
 A failing run leaves a report directory (seed, fault timeline, the problems, history excerpts
 around them, every write's outcome, the servers' and nodes' logs) and says where.
