@@ -415,7 +415,8 @@ class Nemesis:
         return kinds
 
     def acked(self):
-        return sum(1 for w in self.writers for o in w.outcomes.values() if o[0] == "acked")
+        # A copy (one C call, so atomic under the GIL): the writers add outcomes meanwhile.
+        return sum(1 for w in self.writers for o in w.outcomes.copy().values() if o[0] == "acked")
 
     # -- the run --------------------------------------------------------------------------
 
@@ -492,7 +493,7 @@ class Nemesis:
             if w.is_alive():
                 self.problems.append("liveness: %s still writing %g s after the heal" % (w.name, WRITERS_STOP_WITHIN))
         for w in self.writers:
-            self.outcomes[w.room].update(w.outcomes)
+            self.outcomes[w.room].update(w.outcomes.copy())     # one still writing adds more
             self.problems.extend("writer: %s" % e for e in w.errors)
         counts = {}
         for room in ROOMS:
