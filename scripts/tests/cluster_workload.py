@@ -27,9 +27,14 @@ RETRY_PAUSE = 0.2
 class Writer(threading.Thread):
     """Writes `count` times to `room`, starting on node `first` of `ports`, `pause` seconds
     apart; every `cas_every`-th write is conditional on the version this writer has seen.
-    Setting `stop` ends it after the write in progress."""
+    Setting `stop` ends it after the write in progress. `ops(write_id)` makes a write's
+    operations (default: section `main`'s payload becomes the write id). With `failover`, an
+    attempt answered `storage_failure` is retried through the next node (a node cut from the
+    NATS majority may refuse writes for as long as the partition lasts), as after a lost
+    connection; without it, through the same node."""
 
-    def __init__(self, name, ports, first, room, segments, count, cas_every=3, pause=0.0):
+    def __init__(self, name, ports, first, room, segments, count, cas_every=3, pause=0.0, ops=write_ops,
+                 failover=False):
         super().__init__(name=name, daemon=True)
         self.client = name
         self.ports = ports
@@ -39,6 +44,8 @@ class Writer(threading.Thread):
         self.count = count
         self.cas_every = cas_every
         self.pause = pause
+        self.make_ops = ops
+        self.failover = failover
         self.conn = None
         self.outcomes = {}
         self.answers = []           # (write id, attempt's answer) for every attempt
@@ -119,7 +126,7 @@ class Writer(threading.Thread):
             # goes on, and a JOIN from the position held resumes it (PROTOCOL.md §8.4).
             self.rejoin()
         expected = self.conn.position(self.room)[1] if cas else None
-        ops = write_ops(write_id)
+        ops = self.make_ops(write_id)
         indeterminate = False
         deadline = time.monotonic() + WRITE_WITHIN
         while True:
@@ -147,6 +154,9 @@ class Writer(threading.Thread):
                     self.outcomes[write_id] = ("indeterminate",)
                     return
                 time.sleep(RETRY_PAUSE)
+                if self.failover:
+                    self.node += 1
+                    self.reconnect()
                 continue
             if code != VERSION_MISMATCH or expected is None:
                 self.errors.append("%s: write %r: REJECT %s: %s" % (self.client, write_id, wire.error_name(code),
