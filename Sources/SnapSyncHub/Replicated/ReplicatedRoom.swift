@@ -114,7 +114,8 @@ package final class ReplicatedRoom {
     var joins: [PendingJoin] = []
     var inFlight: InFlight?
     /// The read barriers of the room (JOINs whose resume is ahead of the replica, and the write
-    /// barrier), sharing the log's answers: each session has one request waiting at most.
+    /// barrier), sharing the log's answers: each session has one request in them at most (its
+    /// later requests wait behind it, in its deferred input or in the room's queue).
     var barriers = ReadBarrierQueue()
     /// The write at the head of the queue, waiting for a read barrier before it is answered
     /// without the log: the writes behind it wait. Also in `barriers` until the log answers.
