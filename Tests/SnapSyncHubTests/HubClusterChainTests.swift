@@ -253,4 +253,39 @@ import SnapSyncWire
         }
         cluster.expectConverged("room", version: 6)
     }
+
+    /// A replica on another history whose follow broke, followed again from a checkpoint past
+    /// it: its members are not caught up from the checkpoint's history (that would apply the
+    /// log's DIFFs on a state the log never had) but sent LEFT, since its chain does not lead to
+    /// the checkpoint's. A replica merely behind is caught up (`aClientResumesOnAnotherNode…`).
+    @Test func aReplicaOnAnotherHistoryFollowedAgainFromACheckpointSendsLeft() throws {
+        let cluster = ClusterHarness(nodes: 2) { $0.clusterCheckpointInterval = 2 }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let member = a.connect(), writer = b.connect()
+        a.join(member, "room")
+        b.join(writer, "room")
+        cluster.settle()
+        _ = (a.drain(member), b.drain(writer))
+        cluster.log.losesNextProposal(deliveredToProposer: true)
+        a.mutate(member, "room", addItem("lost", first: true), requestID: 1, writeID: [1])
+        cluster.settle()
+        #expect(a.drain(member).compactMap(\.ackVersion) == [1])
+        cluster.log.interruptFollow(of: "room")
+        cluster.settle()
+        for (index, id) in ["kept", "two", "three"].enumerated() {
+            b.mutate(writer, "room", addItem(id, first: index == 0), requestID: UInt64(2 + index))
+            cluster.settle()
+        }
+        #expect(cluster.log.checkpoint(of: "room")?.image.version == 2)
+        a.hub.maintainReplicas(now: a.later(.seconds(1)))
+        cluster.settle()
+        let answers = a.drain(member)
+        #expect(answers.compactMap(\.diffVersion).isEmpty, "caught up on another history: \(answers)")
+        guard case .left(_, let code, _)? = answers.last else {
+            Issue.record("no LEFT: \(answers)")
+            return
+        }
+        #expect(code == ErrorCode.storageFailure.rawValue && a.hub.stats.clusterDivergences == 1)
+        cluster.expectConverged("room", version: 3)
+    }
 }

@@ -54,6 +54,9 @@ class Connection:
         self.answers = {}
         self.current = {}           # room -> its segment, while a member
         self.left = []              # LEFT messages
+        # Rooms a LEFT storage_failure ended: the node's copy may have left the room's one
+        # history, so the replica is dropped and the next JOIN has no resume (PROTOCOL.md §8.4).
+        self.resync = set()
         self.ended = {}             # room -> the segment a LEFT ended (its position stays known)
         self.welcome = None
         self.closed = None          # why the connection ended, once it has
@@ -123,6 +126,8 @@ class Connection:
                 segment = self.current.pop(msg["room"], None)
                 if segment is not None:
                     self.ended[msg["room"]] = segment
+                if msg["code"] == wire.ERROR_NAMES["storage_failure"]:
+                    self.resync.add(msg["room"])
                 self.left.append(msg)
             elif "request_id" in msg:
                 self.answers[msg["request_id"]] = msg

@@ -87,8 +87,10 @@ def nemesis_ops(write_id):
 
 class Reader(threading.Thread):
     """A member of `room` on node `home` that records every DIFF (as segments, like the writers)
-    and, after a lost connection or a LEFT, joins again from its position, on its home node if it
-    answers, else on the next one. Its replica is rebuilt from its segments (`replica_of`)."""
+    and, after a lost connection or a LEFT, joins again from its position (after a LEFT
+    storage_failure, without one: its node's copy may have left the room's history), on its home
+    node if it answers, else on the next one. Its replica is rebuilt from its segments
+    (`replica_of`)."""
 
     def __init__(self, name, ports, home, room, segments):
         super().__init__(name=name, daemon=True)
@@ -141,6 +143,11 @@ class Reader(threading.Thread):
         if epoch is None:
             epoch, version = self.position
         resume = {"epoch": epoch, "version": version} if epoch is not None else None
+        with self.conn.cond:
+            if self.room in self.conn.resync:
+                # LEFT storage_failure: the replica may hold a state the room never had.
+                self.conn.resync.discard(self.room)
+                resume = None
         try:
             answer = self.conn.join(self.room, resume, ANSWER_WITHIN)
         except (ConnectionLost, NoAnswer) as e:

@@ -121,8 +121,18 @@ extension ReplicatedRoomEngine {
         replica.room = room
         hub.install(room)
         guard let old else { return }
+        // A replica whose follow failed (a record that did not follow it) may have been on
+        // another history than the log's: its members are brought up to date from the
+        // checkpoint's history only if the replica's chain leads to the checkpoint's.
+        let continues = checkpoint.map { Self.chain(of: old, leadsTo: $0) } ?? true
+        if !continues {
+            hub.logger.error(
+                "room \(LogEscaping.line(room.name)) diverged from the cluster's log: this node's copy at version \(old.version) of epoch \(old.epoch) does not lead to the checkpoint at version \(room.version); its members are sent LEFT"
+            )
+            hub.stats.clusterDivergences += 1
+        }
         for member in members {
-            if hub.refuseOutline(room, to: member) == nil,
+            if continues, hub.refuseOutline(room, to: member) == nil,
                 case .catchup(_, _, let frames) = hub.answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
             {
                 hub.addMember(member, to: room)
@@ -135,6 +145,21 @@ extension ReplicatedRoomEngine {
                     to: member)
             }
         }
+    }
+
+    /// Whether `old`'s chain, advanced by the DIFFs of `checkpoint`'s history after `old`'s
+    /// version, is the checkpoint's chain: `old` is then a state of the history the checkpoint
+    /// ends. True when that cannot be told (a chain not known, another epoch, a history that
+    /// does not reach back to `old`): a catch-up is then refused by `Hub.answerJoin` anyway, or
+    /// the chains were not kept.
+    /// - Complexity: O(size of the history's frames after `old`).
+    static func chain(of old: Room, leadsTo checkpoint: RoomLogCheckpoint) -> Bool {
+        guard let chain = old.chain, let target = checkpoint.chain, old.epoch == checkpoint.image.epoch,
+            old.version <= checkpoint.image.version
+        else { return true }
+        let later = checkpoint.history.filter { $0.version > old.version }
+        guard later.count == Int(checkpoint.image.version - old.version) else { return true }
+        return later.reduce(chain) { $0.next(frame: $1.diffFrame) } == target
     }
 
     /// The room as the log has it is over this node's content limits: this node cannot serve
