@@ -287,4 +287,29 @@ import SnapSyncWire
         #expect(code == ErrorCode.storageFailure.rawValue && a.hub.stats.clusterDivergences == 1)
         cluster.expectConverged("room", version: 3)
     }
+
+    /// The writes of one record are admitted by the rooms' memory bound one on top of the other,
+    /// as a single node admits the writes of a batch: the record never takes the rooms past
+    /// `--max-room-total-bytes`; the writes that would are refused `server_full`.
+    @Test func aRecordOfSeveralWritesStaysWithinTheMemoryBound() throws {
+        let limit = 3000
+        let cluster = ClusterHarness(nodes: 1) { $0.maxRoomTotalBytes = limit }
+        let node = cluster.nodes[0]
+        let writers = (0..<6).map { _ in node.connect() }
+        node.join(writers[0], "room")
+        cluster.settle()
+        _ = node.drain(writers[0])
+        let payload = String(repeating: "p", count: 250)
+        for (index, writer) in writers.enumerated() {
+            let item = [SnapshotOperation.appendItems([hubElement("w\(index)", payload)], toSection: "s")]
+            node.mutate(writer, "room", (index == 0 ? [.appendSections([hubElement("s")])] : []) + item, requestID: UInt64(index))
+        }
+        cluster.settle()
+        let answers = writers.map { node.drain($0).filter { $0.diffVersion == nil } }
+        let acked = answers.filter { $0.first?.ackVersion != nil }.count
+        #expect(acked >= 2 && acked < 6, "\(answers)")
+        #expect(answers.allSatisfy { $0.first?.ackVersion != nil || $0.first?.errorCode == .serverFull })
+        #expect(node.hub.roomBudget.total <= limit, "the rooms hold \(node.hub.roomBudget.total) bytes")
+        cluster.expectConverged("room", version: UInt64(acked))
+    }
 }

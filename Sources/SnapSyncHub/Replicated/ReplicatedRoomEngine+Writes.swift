@@ -145,7 +145,12 @@ extension ReplicatedRoomEngine {
         var writes = [first]
         var records = [record]
         var allOps = [ops]
-        var base = ProposalBase(snapshot: result, version: record.version)
+        // What each write adds, as the room budget counts it, so that the next is admitted on
+        // top of the ones before it in the record.
+        func growth(from before: Snapshot, to after: Snapshot, frame: [UInt8]) -> Int {
+            after.canonicalByteCount - before.canonicalByteCount + frame.count + 2 * RoomMemoryBudget.bytesPerRememberedID
+        }
+        var base = ProposalBase(snapshot: result, version: record.version, growth: growth(from: room.snapshot, to: result, frame: record.diffFrame))
         // The record must fit the servers' max_payload, which the frame limit is set under with
         // room for one write's other fields and the headers (Protocol/CLUSTER.md §8): every
         // write added counts its own fields too (write id, fingerprint, lengths: at most 48).
@@ -166,7 +171,7 @@ extension ReplicatedRoomEngine {
             records.append(
                 WriteRecord(room: room.name, epoch: room.epoch, version: version, writeID: next.writeID, fingerprint: fingerprint, diffFrame: frame))
             allOps.append(ops)
-            base = ProposalBase(snapshot: result, version: version)
+            base = ProposalBase(snapshot: result, version: version, growth: base.growth + growth(from: base.snapshot, to: result, frame: frame))
             recordBytes += frame.count + perWrite
         }
         let entry = RoomLogEntry.writes(ChainedWrites(records: records, after: room.chain ?? .unknown))

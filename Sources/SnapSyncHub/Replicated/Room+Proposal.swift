@@ -18,6 +18,9 @@ import SnapSyncWire
 struct ProposalBase {
     var snapshot: Snapshot
     var version: UInt64
+    /// What the earlier writes of the record add to the room's memory, as the room budget counts
+    /// it (`RoomMemoryBudget.admit`): a write is admitted on top of them.
+    var growth = 0
 }
 
 extension Room {
@@ -59,7 +62,7 @@ extension Room {
         if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint, at: base.version) {
             return .settled(outcome)
         }
-        let full = budget?.admit(growth: 0, to: self)
+        let full = budget?.admit(growth: base.growth, to: self)
         if let full, ops.isEmpty || !ops.contains(where: \.canShrink) { return .settled(.rejected(full)) }
         if ops.isEmpty { return .unchanged(fingerprint: fingerprint) }
         return proposeApplying(
@@ -73,7 +76,7 @@ extension Room {
         if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint, at: base.version) {
             return .settled(outcome)
         }
-        if let full = budget?.admit(growth: 0, to: self), target.canonicalByteCount >= base.snapshot.canonicalByteCount {
+        if let full = budget?.admit(growth: base.growth, to: self), target.canonicalByteCount >= base.snapshot.canonicalByteCount {
             return .settled(.rejected(full))
         }
         if target.canonicalByteCount > limits.model.maxSnapshotBytes {
@@ -89,7 +92,7 @@ extension Room {
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
         if let rejection = checkFrameSize(size)
-            ?? budget?.admit(growth: target.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self)
+            ?? budget?.admit(growth: base.growth + target.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self)
         {
             return .settled(.rejected(rejection))
         }
@@ -136,7 +139,7 @@ extension Room {
         } catch {
             return .settled(.rejected(Rejection(error, withOpIndex: withOpIndex)))
         }
-        if let refusal = budget?.admit(growth: result.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self) {
+        if let refusal = budget?.admit(growth: base.growth + result.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self) {
             return .settled(.rejected(full ?? refusal))
         }
         return .write(version: next, frame: scratch, ops: ops, result: result, fingerprint: fingerprint)
