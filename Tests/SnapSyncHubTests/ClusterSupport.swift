@@ -72,6 +72,17 @@ extension Message {
 }
 
 extension MemoryRoomLog {
+    /// How many writes each of the room's records carries, oldest first (0 for a tombstone).
+    func writesPerRecord(of room: String) -> [Int] {
+        records(of: room).map { record in
+            switch record.entry {
+            case .writes(let writes): writes.records.count
+            case .write: 1
+            case .tombstone, .chainedTombstone: 0
+            }
+        }
+    }
+
     /// How many writes the room's records carry (a record may carry several).
     func writeCount(of room: String) -> Int {
         records(of: room).reduce(0) { count, record in

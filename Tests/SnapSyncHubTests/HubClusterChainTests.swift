@@ -12,6 +12,23 @@ import SnapSyncWire
 // record whose proposer was on another history. And the writes that wait, proposed together.
 
 @Suite(.unitTests) struct HubClusterChainTests {
+    /// Six sessions of `node` that each append an item with a payload of `bytes` bytes to
+    /// section "s" of "room" (the first makes the section), the room loaded first: the first
+    /// write is proposed alone, the others wait for it; then everything settles.
+    private static func sixWritersOfOneItem(of bytes: Int, on node: HubHarness, in cluster: ClusterHarness) -> [Session] {
+        let writers = (0..<6).map { _ in node.connect() }
+        node.join(writers[0], "room")
+        cluster.settle()
+        _ = node.drain(writers[0])
+        let payload = String(repeating: "p", count: bytes)
+        for (index, writer) in writers.enumerated() {
+            let item = [SnapshotOperation.appendItems([hubElement("w\(index)", payload)], toSection: "s")]
+            node.mutate(writer, "room", (index == 0 ? [.appendSections([hubElement("s")])] : []) + item, requestID: UInt64(index))
+        }
+        cluster.settle()
+        return writers
+    }
+
     /// Two nodes, a session on each that has joined "room" (their SNAPSHOTs read).
     private static func aMemberOnEachOfTwoNodes() -> (ClusterHarness, HubHarness, HubHarness, Session, Session) {
         let cluster = ClusterHarness(nodes: 2)
@@ -157,11 +174,7 @@ import SnapSyncWire
         cluster.settle()
         let acks = writers.map { a.drain($0).compactMap(\.ackVersion) }
         #expect(acks == [[1], [2], [3], [], [4], [5]])
-        let records = cluster.log.records(of: "room").map(\.entry)
-        let sizes = records.map { entry -> Int in
-            if case .writes(let writes) = entry { return writes.records.count }
-            return 0
-        }
+        let sizes = cluster.log.writesPerRecord(of: "room")
         // w0 alone (nothing waited yet); w1 and w2; w3 refused against version 3; w4 and w5.
         #expect(sizes == [1, 2, 2])
         #expect(a.hub.stats.clusterRecordsProposed == 3 && a.hub.stats.clusterWritesProposed == 5)
@@ -194,10 +207,7 @@ import SnapSyncWire
         let answers = node.drain(writer).filter { $0.diffVersion == nil }
         #expect(answers.map(\.requestID) == [10, 11, 12, 13, 14, 20, 21])
         #expect(answers.compactMap(\.ackVersion) == [1, 2, 3, 4, 5, 1, 6])
-        let sizes = cluster.log.records(of: "room").map { entry -> Int in
-            if case .writes(let writes) = entry.entry { return writes.records.count }
-            return 0
-        }
+        let sizes = cluster.log.writesPerRecord(of: "room")
         // w0 alone; w1...w4, queued while it was in flight, together; w5 after "other".
         #expect(sizes == [1, 4, 1])
         #expect(writer.logWaits == 0 && writer.pipelinedRoom == nil)
@@ -229,24 +239,11 @@ import SnapSyncWire
     @Test func aRecordOfSeveralWritesStaysWithinTheFrameLimit() throws {
         let cluster = ClusterHarness(nodes: 1) { $0.wire.maxFrameBytes = 1024 }
         let node = cluster.nodes[0]
-        let writers = (0..<6).map { _ in node.connect() }
-        node.join(writers[0], "room")
-        cluster.settle()
-        _ = node.drain(writers[0])
-        let payload = String(repeating: "p", count: 290)
-        for (index, writer) in writers.enumerated() {
-            let item = [SnapshotOperation.appendItems([hubElement("w\(index)", payload)], toSection: "s")]
-            node.mutate(writer, "room", (index == 0 ? [.appendSections([hubElement("s")])] : []) + item, requestID: UInt64(index))
-        }
-        cluster.settle()
+        let writers = Self.sixWritersOfOneItem(of: 290, on: node, in: cluster)
         #expect(writers.map { node.drain($0).compactMap(\.ackVersion) } == [[1], [2], [3], [4], [5], [6]])
-        let records = cluster.log.records(of: "room")
-        let sizes = records.map { record -> Int in
-            if case .writes(let writes) = record.entry { return writes.records.count }
-            return 0
-        }
+        let sizes = cluster.log.writesPerRecord(of: "room")
         #expect(sizes == [1, 2, 2, 1])
-        for record in records {
+        for record in cluster.log.records(of: "room") {
             let frames = record.entry.encode(room: "room").count
             #expect(frames <= 1024 + 200, "a record of \(frames) bytes")
         }
@@ -295,21 +292,44 @@ import SnapSyncWire
         let limit = 3000
         let cluster = ClusterHarness(nodes: 1) { $0.maxRoomTotalBytes = limit }
         let node = cluster.nodes[0]
-        let writers = (0..<6).map { _ in node.connect() }
-        node.join(writers[0], "room")
-        cluster.settle()
-        _ = node.drain(writers[0])
-        let payload = String(repeating: "p", count: 250)
-        for (index, writer) in writers.enumerated() {
-            let item = [SnapshotOperation.appendItems([hubElement("w\(index)", payload)], toSection: "s")]
-            node.mutate(writer, "room", (index == 0 ? [.appendSections([hubElement("s")])] : []) + item, requestID: UInt64(index))
-        }
-        cluster.settle()
+        let writers = Self.sixWritersOfOneItem(of: 250, on: node, in: cluster)
         let answers = writers.map { node.drain($0).filter { $0.diffVersion == nil } }
         let acked = answers.filter { $0.first?.ackVersion != nil }.count
         #expect(acked >= 2 && acked < 6, "\(answers)")
         #expect(answers.allSatisfy { $0.first?.ackVersion != nil || $0.first?.errorCode == .serverFull })
         #expect(node.hub.roomBudget.total <= limit, "the rooms hold \(node.hub.roomBudget.total) bytes")
         cluster.expectConverged("room", version: UInt64(acked))
+    }
+
+    /// A node that loaded the room from a checkpoint saved before checkpoints carried the chain
+    /// does not know it: its record names the zero chain before it, and every replica, those
+    /// that know the room's chain included, takes the record's chain after as the room's.
+    @Test func aRecordOfAProposerThatDoesNotKnowTheChainSetsItEverywhere() throws {
+        let cluster = ClusterHarness(nodes: 1)
+        let old = cluster.nodes[0]
+        let writer = old.connect()
+        old.join(writer, "room")
+        for (index, id) in ["a", "b"].enumerated() {
+            old.mutate(writer, "room", addItem(id, first: index == 0), requestID: UInt64(index))
+            cluster.settle()
+        }
+        let room = try #require(old.hub.rooms["room"])
+        let last = try #require(cluster.log.records(of: "room").last?.sequence)
+        cluster.log.saveCheckpoint(
+            RoomImage(room: "room", epoch: room.epoch, version: room.version, snapshot: room.snapshot), history: [], sequence: last,
+            chain: nil)
+        let upgraded = cluster.addNode()
+        let client = upgraded.connect()
+        upgraded.join(client, "room")
+        cluster.settle()
+        #expect(upgraded.hub.rooms["room"]?.chain == nil)
+        upgraded.mutate(client, "room", addItem("c"), requestID: 9)
+        cluster.settle()
+        #expect(upgraded.drain(client).compactMap(\.ackVersion) == [3])
+        #expect(old.drain(writer).compactMap(\.diffVersion) == [1, 2, 3])
+        #expect(old.hub.stats.clusterFollowFailures == 0 && old.hub.replicas["room"]?.phase == .current)
+        let chains = [old, upgraded].map { $0.hub.rooms["room"]?.chain }
+        #expect(chains[0] != nil && chains[0] == chains[1])
+        #expect(old.hub.rooms["room"]?.digest == upgraded.hub.rooms["room"]?.digest)
     }
 }

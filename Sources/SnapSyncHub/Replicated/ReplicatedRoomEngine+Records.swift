@@ -42,9 +42,12 @@ extension ReplicatedRoomEngine {
                 return
             }
             guard checkChain(writes.chainBefore, at: sequence, in: replica, room: room) else { return }
-            // The proposer's own chain after, checked before anything changes: a record whose
-            // frames do not make it is damage, whoever reads it.
-            let after = writes.records.reduce(room.chain ?? writes.chainBefore) { $0.next(frame: $1.diffFrame) }
+            // The record's chain after, checked before anything changes: a record whose frames do
+            // not make it is damage, whoever reads it. From its own chain before, which the room's
+            // is now (or is not known, or is the zero chain of a proposer that did not know it:
+            // then the chain after becomes the room's). This node's own record was hashed when it
+            // was proposed.
+            let after = ours ? writes.chainAfter : writes.records.reduce(writes.chainBefore) { $0.next(frame: $1.diffFrame) }
             guard after == writes.chainAfter else {
                 stopFollowing(
                     replica,

@@ -94,13 +94,9 @@ extension ReplicatedRoomEngine {
                     hub.logAnswered(write.session)
                     continue
                 }
-                let entry: RoomLogEntry =
-                    if let chain = room.chain {
-                        .chainedTombstone(epoch: room.epoch, version: room.version, chain: chain)
-                    } else {
-                        .chainedTombstone(epoch: room.epoch, version: room.version, chain: .unknown)
-                    }
-                send(entry, of: [write], prepared: nil, for: replica)
+                send(
+                    .chainedTombstone(epoch: room.epoch, version: room.version, chain: room.chain ?? .unknown), of: [write], prepared: nil,
+                    for: replica)
                 return
             case .write(let request):
                 switch room.propose(request, writeID: write.writeID, scratch: &hub.diffBuffer) {
@@ -145,12 +141,7 @@ extension ReplicatedRoomEngine {
         var writes = [first]
         var records = [record]
         var allOps = [ops]
-        // What each write adds, as the room budget counts it, so that the next is admitted on
-        // top of the ones before it in the record.
-        func growth(from before: Snapshot, to after: Snapshot, frame: [UInt8]) -> Int {
-            after.canonicalByteCount - before.canonicalByteCount + frame.count + 2 * RoomMemoryBudget.bytesPerRememberedID
-        }
-        var base = ProposalBase(snapshot: result, version: record.version, growth: growth(from: room.snapshot, to: result, frame: record.diffFrame))
+        var base = ProposalBase(snapshot: room.snapshot, version: room.version).after(record.version, result, frameBytes: record.diffFrame.count)
         // The record must fit the servers' max_payload, which the frame limit is set under with
         // room for one write's other fields and the headers (Protocol/CLUSTER.md §8): every
         // write added counts its own fields too (write id, fingerprint, lengths: at most 48).
@@ -171,7 +162,7 @@ extension ReplicatedRoomEngine {
             records.append(
                 WriteRecord(room: room.name, epoch: room.epoch, version: version, writeID: next.writeID, fingerprint: fingerprint, diffFrame: frame))
             allOps.append(ops)
-            base = ProposalBase(snapshot: result, version: version, growth: base.growth + growth(from: base.snapshot, to: result, frame: frame))
+            base = base.after(version, result, frameBytes: frame.count)
             recordBytes += frame.count + perWrite
         }
         let entry = RoomLogEntry.writes(ChainedWrites(records: records, after: room.chain ?? .unknown))

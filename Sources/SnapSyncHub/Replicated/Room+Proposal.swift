@@ -21,6 +21,20 @@ struct ProposalBase {
     /// What the earlier writes of the record add to the room's memory, as the room budget counts
     /// it (`RoomMemoryBudget.admit`): a write is admitted on top of them.
     var growth = 0
+
+    /// The growth a write leading to `result` with a DIFF of `frameBytes` adds on top of this
+    /// base's (what `RoomMemoryBudget.admit` is asked to admit for it).
+    func growth(to result: Snapshot, frameBytes: Int) -> Int {
+        growth + result.canonicalByteCount - snapshot.canonicalByteCount + frameBytes
+    }
+
+    /// The base for the record's next write, once a write made `version` and `result`: the
+    /// growth counts that write's own remembered frame and write id too, as the budget does.
+    func after(_ version: UInt64, _ result: Snapshot, frameBytes: Int) -> ProposalBase {
+        ProposalBase(
+            snapshot: result, version: version,
+            growth: growth(to: result, frameBytes: frameBytes) + 2 * RoomMemoryBudget.bytesPerRememberedID)
+    }
 }
 
 extension Room {
@@ -92,7 +106,7 @@ extension Room {
         scratch.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
         if let rejection = checkFrameSize(size)
-            ?? budget?.admit(growth: base.growth + target.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self)
+            ?? budget?.admit(growth: base.growth(to: target, frameBytes: size), to: self)
         {
             return .settled(.rejected(rejection))
         }
@@ -139,7 +153,7 @@ extension Room {
         } catch {
             return .settled(.rejected(Rejection(error, withOpIndex: withOpIndex)))
         }
-        if let refusal = budget?.admit(growth: base.growth + result.canonicalByteCount - base.snapshot.canonicalByteCount + size, to: self) {
+        if let refusal = budget?.admit(growth: base.growth(to: result, frameBytes: size), to: self) {
             return .settled(.rejected(full ?? refusal))
         }
         return .write(version: next, frame: scratch, ops: ops, result: result, fingerprint: fingerprint)
