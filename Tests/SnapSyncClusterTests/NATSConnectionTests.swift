@@ -1,5 +1,5 @@
 import SnapSyncLoop
-import SnapSyncCluster
+@testable import SnapSyncCluster
 import Testing
 
 #if canImport(Glibc)
@@ -27,6 +27,23 @@ extension RealNATSCluster {
             return outcome!
         }
 
+        /// The first publish of a test, retried while nothing serves the subject yet: a stream just
+        /// made reaches the other servers' interest over the routes a moment later, and meanwhile a
+        /// connection to one of them gets no responders (or a timeout while the stream elects its
+        /// leader). The same message id makes a retry after a timeout the same entry.
+        static func publishOnceServed(
+            _ connection: NATSConnection, _ loop: EventLoop, subject: String, id: String, bound: Duration = .seconds(30)
+        ) throws -> (result: Result<PublishAck, NATSError>, onLoopThread: Bool) {
+            let deadline = ContinuousClock.now + bound
+            while true {
+                let outcome = try publish(connection, loop, subject: subject, after: 0, id: id)
+                guard case let .failure(error) = outcome.result, error.isNoResponders || error.isTimeout,
+                    ContinuousClock.now < deadline
+                else { return outcome }
+                usleep(100_000)
+            }
+        }
+
         @Test func publishesAreOrderedPerSubjectDeduplicatedAndAckedOnTheLoopThread() throws {
             let cluster = try TestCluster()
             defer { try? cluster.down() }
@@ -39,7 +56,7 @@ extension RealNATSCluster {
             defer { connection.close() }
 
             let lobby = "snapsync.room.lobby"
-            let first = try Self.publish(connection, loop, subject: lobby, after: 0, id: "w1")
+            let first = try Self.publishOnceServed(connection, loop, subject: lobby, id: "w1")
             #expect(first.onLoopThread)
             // The stream's first sequences are the salt's (snapsync.salt), one per proposal stored.
             let s1 = try first.result.get().sequence
@@ -81,7 +98,7 @@ extension RealNATSCluster {
             let connection = try NATSConnection(servers: [cluster.urls[0]], loop: loop)
             defer { connection.close() }
             let room = "snapsync.room.quorum"
-            let s1 = try Self.publish(connection, loop, subject: room, after: 0, id: "q1").result.get().sequence
+            let s1 = try Self.publishOnceServed(connection, loop, subject: room, id: "q1").result.get().sequence
             #expect(s1 > 0)
 
             try cluster.kill(server: 1)
