@@ -507,9 +507,9 @@ NOTES = {
     "LayoutRule": "Breaks a rule of a layout: empty HELLO versions, write_id over 32 bytes, bad magic.",
     "InvalidUtf8": "A `string` field that is not UTF-8. Receivers MAY reject it (section 2); the reference "
                    "implementations do, with `malformed_frame`. An implementation that does not validate MAY skip these.",
-    "ContentRule": "A whole, well-formed SNAPSHOT, REPLACE or DIFF whose content breaks a model rule or "
-                   "limit. The error is the rule's code (20-32), not malformed_frame: a server answers a "
-                   "REPLACE like this with REJECT. `identifier` is the one that REJECT carries (JSON form), "
+    "ContentRule": "A whole, well-formed SNAPSHOT, REPLACE, REPLACE_SECTION or DIFF whose content breaks a model "
+                   "rule or limit. The error is the rule's code (20-32, or 53 outline_too_deep in version 2), not "
+                   "malformed_frame: a server answers a REPLACE or REPLACE_SECTION like this with REJECT. `identifier` is the one that REJECT carries (JSON form), "
                    "or null for a rule about no one identifier (counts, size).",
     "MultiRule": "A ContentRule case that breaks two or more rules: `error` is the first in the order of "
                  "section 4 (size first, then each section followed by its items, element by element).",
@@ -1247,6 +1247,10 @@ def outline_batch_vectors():
          "outline_too_deep", 0, "n")
     case("append_children: a duplicate element before the depth", ["MultiRule"], room,
          [append_children("a11", el("b"))], "duplicate_item", 0, "b")
+    # Every element shares the level, so the depth fails at the first element whose own checks
+    # pass, before a later element repeats it (section 6, step 3).
+    case("append_children repeating an element under an item at the deepest level: the depth, at the first",
+         ["MultiRule"], room, [append_children("a11", el("n"), el("n"))], "outline_too_deep", 0, "n")
     case("move_item_to_parent whose subtree would go too deep", [], room, [move_item_to_parent("a1", "a2")],
          "outline_too_deep", 0, "a1")
     case("move_item whose subtree would go too deep", [], room, [move_item("c", pl("before", "a11"))],
