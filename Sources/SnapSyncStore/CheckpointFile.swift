@@ -7,8 +7,11 @@ internal import SnapSyncWire
 // complete or absent: any damage in one is corruption, never a torn write.
 //
 //   0  magic "SNAPCKP1" (8 bytes)
-//   8  record: kind 0x02, string room, varint epoch, varint version, digest (32 bytes),
-//              varint history_count
+//   8  record: kind 0x09, string room, varint epoch, varint version, digest (32 bytes),
+//              varint history_count, chain (32 bytes: the room's chain before the first history
+//              record, at version - history_count)
+//        or kind 0x02 with the same fields but the chain, as written before checkpoints held
+//              one (still read: the chain is then HistoryChain.beforeHistory's)
 //      record: the snapshot's canonical encoding (PROTOCOL.md §4)
 //      history_count records: log write records (kind 0x01 or 0x06) for the versions just before and
 //              up to `version`, oldest first, so that CATCHUP still works after a restart
@@ -29,28 +32,34 @@ struct CheckpointFile {
     var history: [WriteRecord]
     /// The room's TTL as its last SET_TTL set it (its serial and seconds), nil when none was set.
     var ttl: (serial: UInt64, seconds: UInt64)? = nil
+    /// The room's chain before `history.first` (at `version - history.count`), as the file holds
+    /// it; nil in a file written before checkpoints held one (`HistoryChain.beforeHistory`).
+    var chain: RoomChain? = nil
 
     static func fileName(_ sequence: UInt64) -> String { "ckpt-\(hex16(sequence)).snap" }
     static func sequence(ofFileName name: String) -> UInt64? { parseNumbered(name, prefix: "ckpt-", suffix: ".snap") }
 
-    /// The file's bytes.
+    /// The file's bytes: with a header of kind 0x09 carrying `chain` (the chain before
+    /// `history.first`), or, when `chain` is nil, of kind 0x02 without one (the layout of
+    /// before checkpoints held a chain; cluster mode's checkpoint values still use it).
     /// - Complexity: O(size of the snapshot + history): one encoding pass, one checksum pass,
     ///   one SHA-256 pass for the digest.
     static func encode(
         room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
-        history: [WriteRecord], ttl: (serial: UInt64, seconds: UInt64)? = nil
+        history: [WriteRecord], ttl: (serial: UInt64, seconds: UInt64)? = nil, chain: RoomChain? = nil
     ) -> [UInt8] {
         var encoding: [UInt8] = []
         snapshot.encodeCanonical(into: &encoding)
-        var header: [UInt8] = [PayloadKind.checkpointHeader.rawValue]
+        var header: [UInt8] = [(chain == nil ? PayloadKind.checkpointHeader : PayloadKind.checkpointHeaderWithChain).rawValue]
         header.appendString(room)
         header.appendVarint(epoch)
         header.appendVarint(version)
         header.append(contentsOf: snapshot.digest.bytes)
         header.appendVarint(UInt64(history.count))
+        if let chain { header.appendChain(chain) }
         var out = magic
         out.reserveCapacity(
-            64 + encoding.count
+            96 + encoding.count
                 + history.reduce(0) {
                     $0 + WriteRecord.payloadSizeUpperBound(room: $1.room, writeID: $1.writeID, frameCount: $1.diffFrame.count)
                         + RecordFraming.headerSize
@@ -105,7 +114,8 @@ struct CheckpointFile {
             expected &+= 1
         }
         let ttl = try reader.ttlAndEnd(room: room, epoch: epoch)
-        return CheckpointFile(room: room, epoch: epoch, version: version, snapshot: snapshot, history: history, ttl: ttl)
+        return CheckpointFile(
+            room: room, epoch: epoch, version: version, snapshot: snapshot, history: history, ttl: ttl, chain: header.chain)
     }
 }
 

@@ -12,6 +12,8 @@ struct CheckpointReader {
         var version: UInt64
         var digest: [UInt8]
         var historyCount: UInt64
+        /// The chain before the history (kind 0x09); nil in a header of kind 0x02.
+        var chain: RoomChain?
     }
 
     let bytes: [UInt8]
@@ -54,12 +56,14 @@ struct CheckpointReader {
         do throws(FieldReader.Failure) {
             return try bytes.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> Header in
                 var r = FieldReader(p, from: range.lowerBound, to: range.upperBound)
-                guard try r.u8("kind") == PayloadKind.checkpointHeader.rawValue else {
+                let kind = try r.u8("kind")
+                guard kind == PayloadKind.checkpointHeader.rawValue || kind == PayloadKind.checkpointHeaderWithChain.rawValue else {
                     throw FieldReader.Failure(what: "the first record is not a checkpoint header")
                 }
-                let header = Header(
+                var header = Header(
                     room: try r.string("room"), epoch: try r.varint("epoch"), version: try r.varint("version"),
-                    digest: try r.raw(32, "digest"), historyCount: try r.varint("history_count"))
+                    digest: try r.raw(32, "digest"), historyCount: try r.varint("history_count"), chain: nil)
+                if kind == PayloadKind.checkpointHeaderWithChain.rawValue { header.chain = try r.chain("chain") }
                 guard r.isAtEnd else { throw FieldReader.Failure(what: "bytes left after the header's fields") }
                 // The history is the writes that made versions version-count+1 ... version, and
                 // no write makes version 0.

@@ -137,6 +137,9 @@ struct Recovery {
         /// The TTL of the room's latest SET_TTL (0: never), and that SET_TTL's serial.
         var ttlSeconds: UInt64? = nil
         var ttlSerial: UInt64 = 0
+        /// The room's chain before `history.first` (at `version - history.count`), at `version`
+        /// when `history` is empty; nil when unknown (docs/persistence.md, "Room chains").
+        var chain: RoomChain? = nil
     }
 
     var rooms: [RoomName: RoomState] = [:]
@@ -202,7 +205,8 @@ struct Recovery {
                 epoch: checkpoint.epoch, version: checkpoint.version,
                 snapshot: checkpoint.snapshot, history: checkpoint.history,
                 checkpointFile: name, checkpointVersion: checkpoint.version,
-                pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0)
+                pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0,
+                chain: HistoryChain.beforeHistory(of: checkpoint))
             checkpointsLoaded += 1
             reportProgress()
         }
@@ -339,7 +343,7 @@ struct Recovery {
         let ops: [SnapshotOperation]
         do {
             let message = try FrameDecoder.decode(frame: write.diffFrame, limits: Self.permissiveLimits, accepting: .server)
-            guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps) = message,
+            guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps, _) = message,
                 diffRoom == write.room, diffEpoch == write.epoch, diffVersion == write.version
             else {
                 throw corrupt("the record of \(write.room) at \(write.epoch)/\(write.version) does not hold that room's DIFF frame")
@@ -360,7 +364,10 @@ struct Recovery {
                 RoomName(write.room),
                 default: RoomState(
                     epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
-                    checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil)])
+                    checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil,
+                    // A new room, no checkpoint: its log starts at version 1 (the guard above),
+                    // so its chain is the incarnation's start. Never guessed otherwise.
+                    chain: write.version == 1 ? .start(epoch: write.epoch) : nil)])
         recordsReplayed += 1
         if recordsReplayed % Self.progressInterval == 0 { reportProgress() }
     }
@@ -376,10 +383,17 @@ struct Recovery {
         }
         room.version = write.version
         if room.pinnedSegment == nil { room.pinnedSegment = segment }
-        if room.history.last.map({ $0.version + 1 != write.version }) ?? false { room.history.removeAll() }
+        if room.history.last.map({ $0.version + 1 != write.version }) ?? false {
+            // Not the next version of the history (replay never gets here: the history ends at
+            // the room's version): the chain before this write is not known.
+            room.history.removeAll()
+            room.chain = nil
+        }
         room.history.append(write)
         if room.history.count >= 2 * max(historyLimit, 1) {
-            room.history.removeFirst(room.history.count - historyLimit)
+            let dropCount = room.history.count - historyLimit
+            room.chain = HistoryChain.advance(room.chain, over: room.history[..<dropCount])
+            room.history.removeFirst(dropCount)
         }
     }
 
@@ -394,9 +408,10 @@ struct Recovery {
 
     func recoveredRooms() -> [RecoveredRoom] {
         rooms.map { name, room in
-            RecoveredRoom(
+            let (history, chain) = HistoryChain.suffix(room.history, options.historyLimit, chain: room.chain)
+            return RecoveredRoom(
                 name: name.string, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                history: Array(room.history.suffix(options.historyLimit)), ttlSeconds: room.ttlSeconds)
+                history: history, ttlSeconds: room.ttlSeconds, chain: chain)
         }.sorted { $0.name < $1.name }
     }
 

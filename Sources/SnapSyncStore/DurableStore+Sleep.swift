@@ -101,9 +101,11 @@ extension DurableStore: SleepingRoomStore {
                     "holds room \(checkpoint.room) at \(checkpoint.epoch)/\(checkpoint.version), but room \(room) went to sleep at \(sleeper.epoch)/\(sleeper.version) in it"
             )
         }
+        let (history, chain) = HistoryChain.suffix(
+            checkpoint.history, options.historyLimit, chain: HistoryChain.beforeHistory(of: checkpoint))
         return RecoveredRoom(
             name: room, epoch: checkpoint.epoch, version: checkpoint.version, snapshot: checkpoint.snapshot,
-            history: Array(checkpoint.history.suffix(options.historyLimit)), ttlSeconds: checkpoint.ttl?.seconds)
+            history: history, ttlSeconds: checkpoint.ttl?.seconds, chain: chain)
     }
 
     /// Tracks `room` (from `loadSleeping`) as a resident room again: its checkpoint holds it

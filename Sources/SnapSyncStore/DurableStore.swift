@@ -468,10 +468,13 @@ package final class DurableStore: RoomStore {
                     room: name, epoch: image.epoch, version: version,
                     writeID: ids[version]?.id ?? [], fingerprint: ids[version]?.fingerprint, diffFrame: frame))
         }
+        // The image's chain is before its first frame: moved over the frames not kept, it is the
+        // chain before the checkpoint's history.
+        let chain = image.chain.map { image.diffFrames.dropLast(frames.count).reduce($0) { $0.next(frame: $1) } }
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,
             snapshot: image.snapshot, history: history,
-            ttl: track.flatMap { track in track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) } })
+            ttl: track.flatMap { track in track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) } }, chain: chain)
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
         return (bytes, sequence)

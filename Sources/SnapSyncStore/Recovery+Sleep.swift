@@ -60,6 +60,7 @@ extension Recovery {
         rooms[key] = RoomState(
             epoch: checkpoint.epoch, version: checkpoint.version, snapshot: checkpoint.snapshot,
             history: checkpoint.history, checkpointFile: name, checkpointVersion: checkpoint.version,
-            pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0)
+            pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0,
+            chain: HistoryChain.beforeHistory(of: checkpoint))
     }
 }

@@ -1,4 +1,5 @@
 package import SnapSyncModel
+package import SnapSyncWire
 
 /// A room's current state, as the daemon pushes it to the store for a checkpoint of a room the
 /// store said is due (`RoomStore.maintain()`, `DurableStore.roomsDueAtClose()`). It must include
@@ -13,12 +14,21 @@ package struct RoomImage: Sendable {
     /// them) so that CATCHUP works across a restart even after the log holding them is
     /// deleted. May be empty; only the last `StoreOptions.historyLimit` are kept.
     package var diffFrames: [[UInt8]]
+    /// The room's chain (`RoomChain`) before `diffFrames.first`, i.e. at version
+    /// `version - diffFrames.count`; at `version` when `diffFrames` is empty. Nil when the
+    /// daemon does not know it. Kept in the checkpoint (advanced over the frames the store does
+    /// not keep), so that the room's chain continues across a restart and a sleep.
+    package var chain: RoomChain?
 
-    package init(room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, diffFrames: [[UInt8]] = []) {
+    package init(
+        room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, diffFrames: [[UInt8]] = [],
+        chain: RoomChain? = nil
+    ) {
         self.room = room
         self.epoch = epoch
         self.version = version
         self.snapshot = snapshot
         self.diffFrames = diffFrames
+        self.chain = chain
     }
 }

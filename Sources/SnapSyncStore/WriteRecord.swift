@@ -40,6 +40,9 @@ enum PayloadKind: UInt8 {
     case writeWithFingerprint = 0x06
     /// A checkpoint's first record: which room, at which position, with which digest.
     case checkpointHeader = 0x02
+    /// A checkpoint's first record, with the room's chain before its history (the header of a
+    /// checkpoint written since checkpoints hold the chain).
+    case checkpointHeaderWithChain = 0x09
     /// A log record: a room ended (DROP or expiry); `LifecycleRecord.tombstone`.
     case tombstone = 0x04
     /// A log record, and a checkpoint's optional last record: a room's TTL; `LifecycleRecord.ttl`.

@@ -322,7 +322,7 @@ import SnapSyncWire
 extension Rooms {
     /// Replays a logged write as recovery would (for building expectations).
     mutating func replay(_ w: WriteRecord) {
-        guard case .diff(_, _, _, let ops)? = try? FrameDecoder.decode(frame: w.diffFrame) else {
+        guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: w.diffFrame) else {
             Issue.record("bad DIFF frame in a test write")
             return
         }

@@ -180,16 +180,30 @@ struct Rooms {
         }
     }
 
-    func image(_ name: String) -> RoomImage? {
+    /// The room as the daemon pushes it for a checkpoint: its last 20 DIFF frames, and its
+    /// chain before them (`chain(of:epoch:at:)`) unless `withChain` is false (what a daemon
+    /// that did not know the room's chain pushes).
+    func image(_ name: String, withChain: Bool = true) -> RoomImage? {
         rooms[name].map {
-            RoomImage(
+            let frames = writes(of: name).filter { [epoch = $0.epoch] in $0.epoch == epoch }.suffix(20)
+            return RoomImage(
                 room: name, epoch: $0.epoch, version: $0.version, snapshot: $0.snapshot,
-                diffFrames: writes(of: name).suffix(20).map(\.diffFrame))
+                diffFrames: frames.map(\.diffFrame),
+                chain: withChain ? chain(of: name, epoch: $0.epoch, at: $0.version - UInt64(frames.count)) : nil)
         }
     }
 
     /// The writes of one room, in order.
     func writes(of room: String) -> [WriteRecord] { writes.filter { $0.room == room } }
+
+    /// The room's chain at `version`, computed from the writes made here, independently of the
+    /// store: `RoomChain.start(epoch:)` moved over the DIFF frames of versions 1 ... `version`
+    /// of the incarnation `epoch`, in order. Nil when those writes are not all here.
+    func chain(of room: String, epoch: UInt64, at version: UInt64) -> RoomChain? {
+        let frames = writes.filter { $0.room == room && $0.epoch == epoch && $0.version <= version }
+        guard frames.map(\.version) == Array(0..<version).map({ $0 + 1 }) else { return nil }
+        return frames.reduce(RoomChain.start(epoch: epoch)) { $0.next(frame: $1.diffFrame) }
+    }
 }
 
 /// What the daemon's one-second timer does: `maintain`, then the images of the rooms it says
@@ -245,6 +259,23 @@ func expectSameRooms(
         #expect(r.version == e.version, "version of \(r.name)", sourceLocation: sourceLocation)
         #expect(r.snapshot == e.snapshot, "snapshot of \(r.name)", sourceLocation: sourceLocation)
         #expect(throws: Never.self, sourceLocation: sourceLocation) { try r.snapshot.checkInvariants() }
+    }
+    expectSameChains(recovered, expected, sourceLocation: sourceLocation)
+}
+
+/// Each recovered room's chain, before its history and at its version, is the one computed
+/// from the writes made (`Rooms.chain(of:epoch:at:)`).
+func expectSameChains(
+    _ recovered: [RecoveredRoom], _ expected: Rooms,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    for r in recovered {
+        let before = expected.chain(of: r.name, epoch: r.epoch, at: r.version - UInt64(r.history.count))
+        #expect(before != nil, "the writes of \(r.name) are known", sourceLocation: sourceLocation)
+        #expect(r.chain == before, "chain of \(r.name) before its history", sourceLocation: sourceLocation)
+        #expect(
+            r.chainAtVersion == expected.chain(of: r.name, epoch: r.epoch, at: r.version), "chain of \(r.name) at its version",
+            sourceLocation: sourceLocation)
     }
 }
 
