@@ -64,6 +64,10 @@ public enum ResyncReason: Hashable, Sendable, CustomStringConvertible {
     case diffFailed(BatchError)
     /// A DIFF's version was not the replica's + 1, or its epoch was not the replica's.
     case outOfSequence(expected: RoomPosition, received: RoomPosition)
+    /// A DIFF's chain (protocol version 3, PROTOCOL.md §9) was not the one the replica's chain
+    /// and that DIFF lead to: the replica does not hold the room's state (the server, a relay
+    /// or this replica went wrong), so it is dropped and the room joined afresh.
+    case diverged(expected: RoomChain, received: RoomChain)
 
     public var description: String {
         switch self {
@@ -71,6 +75,7 @@ public enum ResyncReason: Hashable, Sendable, CustomStringConvertible {
         case .digestMismatch: "a snapshot's digest did not match its content"
         case .diffFailed(let error): "a diff did not apply: \(error)"
         case .outOfSequence(let expected, let received): "expected \(expected), received \(received)"
+        case .diverged(let expected, let received): "the replica diverged from the room: its chain leads to \(expected), the server's DIFF names \(received)"
         }
     }
 }

@@ -122,14 +122,14 @@ extension SnapSyncClient {
         default:
             guard case .ready = link else { return violation("\(message.type.name) before WELCOME") }
             switch message {
-            case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot):
+            case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot, let chain):
                 handleSnapshot(
                     requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version),
-                    reason: reason, digest: digest, snapshot: snapshot)
+                    reason: reason, digest: digest, snapshot: snapshot, chain: chain)
             case .catchup(let requestID, let room, let epoch, let from, let to):
                 handleCatchUp(requestID: requestID, room: room, epoch: epoch, from: from, to: to)
-            case .diff(let room, let epoch, let version, let operations):
-                handleDiff(room: room, position: RoomPosition(epoch: epoch, version: version), operations: operations)
+            case .diff(let room, let epoch, let version, let operations, let chain):
+                handleDiff(room: room, position: RoomPosition(epoch: epoch, version: version), operations: operations, chain: chain)
             case .ack(let requestID, let epoch, let version):
                 handleAck(requestID: requestID, position: RoomPosition(epoch: epoch, version: version))
             case .reject(let requestID, let code, let opIndex, let identifier, let text):

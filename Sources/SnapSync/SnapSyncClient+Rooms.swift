@@ -11,7 +11,7 @@ extension SnapSyncClient {
     /// kind says how it got here.
     func handleSnapshot(
         requestID: UInt64, room: String, position: RoomPosition, reason: SnapshotReason,
-        digest: SnapshotDigest, snapshot: Snapshot
+        digest: SnapshotDigest, snapshot: Snapshot, chain: RoomChain? = nil
     ) {
         guard case .join(let joined)? = requests.removeValue(forKey: requestID), joined == room else {
             return violation("SNAPSHOT of \(room) answers no JOIN of it (request \(requestID))")
@@ -48,6 +48,7 @@ extension SnapSyncClient {
         entry.loaded = true
         entry.resyncReason = nil
         entry.distrusted = false
+        entry.chain = chain
         let calls = entry.joinCalls
         rooms[room] = entry
         let base = kind == .initial ? Snapshot() : old.snapshot
@@ -73,16 +74,17 @@ extension SnapSyncClient {
             rooms[room]!.distrusted = true
             return resync(room, .outOfSequence(expected: replica.position, received: RoomPosition(epoch: epoch, version: from)))
         }
-        entry.phase = .catchingUp(CatchUp(epoch: epoch, version: from, toVersion: to, working: replica.snapshot, operations: []))
+        entry.phase = .catchingUp(
+            CatchUp(epoch: epoch, version: from, toVersion: to, working: replica.snapshot, operations: [], chain: entry.chain))
         rooms[room] = entry
         if to == from { finishCatchUp(room) }
     }
 
-    func handleDiff(room: String, position: RoomPosition, operations: [SnapshotOperation]) {
+    func handleDiff(room: String, position: RoomPosition, operations: [SnapshotOperation], chain: RoomChain? = nil) {
         // Take the entry out while advancing it, so that a catch-up's working snapshot is not
         // shared with the dictionary's copy (which would cost a full copy per DIFF).
         guard var entry = rooms.removeValue(forKey: room) else { return }  // left; DIFFs were in flight
-        let outcome = Self.advance(&entry, to: position, by: operations, limits: serverLimits.model)
+        let outcome = Self.advance(&entry, to: position, by: operations, chain: chain, limits: serverLimits.model)
         rooms[room] = entry
         switch outcome {
         case .ignored:
@@ -93,6 +95,7 @@ extension SnapSyncClient {
             finishCatchUp(room)
         case .broken(let reason, let fresh):
             if fresh { rooms[room]!.distrusted = true }
+            if case .diverged = reason { divergences += 1 }
             resync(room, reason)
         }
     }
@@ -108,7 +111,7 @@ extension SnapSyncClient {
     /// Applies one DIFF to a room's state under the server's limits (PROTOCOL.md §5: a replica
     /// applies a DIFF with the rules the server applied it with), or says why it cannot be.
     static func advance(
-        _ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation],
+        _ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation], chain: RoomChain? = nil,
         limits: Limits
     ) -> DiffOutcome {
         switch entry.phase {
@@ -119,6 +122,11 @@ extension SnapSyncClient {
             entry.phase = .detached  // drops the enum's reference to the working snapshot
             let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.version + 1)
             guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: true) }
+            let next: RoomChain?
+            switch Self.chain(after: catchUp.chain, room: entry.replica.room, position: position, operations: operations, received: chain) {
+            case .follows(let chain): next = chain
+            case .diverged(let reason): return .broken(reason, fresh: true)
+            }
             do {
                 try catchUp.working.apply(operations, limits: limits)
             } catch {
@@ -126,6 +134,7 @@ extension SnapSyncClient {
             }
             catchUp.operations += operations
             catchUp.version = position.version
+            catchUp.chain = next
             entry.phase = .catchingUp(catchUp)
             return catchUp.version == catchUp.toVersion ? .caughtUp : .ignored
         case .live:
@@ -134,6 +143,10 @@ extension SnapSyncClient {
             if position.epoch == current.position.epoch && position.version <= current.position.version { return .ignored }
             let expected = RoomPosition(epoch: current.position.epoch, version: current.position.version + 1)
             guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: false) }
+            switch Self.chain(after: entry.chain, room: entry.replica.room, position: position, operations: operations, received: chain) {
+            case .follows(let next): entry.chain = next
+            case .diverged(let reason): return .broken(reason, fresh: true)
+            }
             // A copy of the previous snapshot, which the previous change still holds: O(n).
             var snapshot = current.snapshot
             do {
@@ -151,10 +164,34 @@ extension SnapSyncClient {
         }
     }
 
+    /// The chain after a DIFF whose chain field is `received` (nil: the connection's version has
+    /// none), applied to a replica whose chain is `held` (PROTOCOL.md §9, "The room's chain"):
+    /// the hash of `held` and the DIFF's frame without its chain, which is the canonical
+    /// encoding of the DIFF's fields (the decoder refuses any other: minimal varints, known
+    /// flag values), so it is encoded again here rather than kept from the socket. A chain of
+    /// 32 zero bytes on either side is one the server does not know: taken, not compared.
+    /// - Complexity: O(size of the DIFF): one encoding and one SHA-256.
+    static func chain(
+        after held: RoomChain?, room: String, position: RoomPosition, operations: [SnapshotOperation], received: RoomChain?
+    ) -> ChainCheck {
+        guard let received else { return .follows(nil) }
+        guard let held, held != .unknown, received != .unknown else { return .follows(received) }
+        let frame = FrameEncoder().encode(.diff(room: room, epoch: position.epoch, version: position.version, ops: operations))
+        let expected = held.next(frame: frame)
+        return expected == received ? .follows(received) : .diverged(.diverged(expected: expected, received: received))
+    }
+
+    enum ChainCheck {
+        /// The DIFF follows the replica; the replica's chain after it.
+        case follows(RoomChain?)
+        case diverged(ResyncReason)
+    }
+
     /// The catch-up reached its target version: publish it as one change.
     func finishCatchUp(_ room: String) {
         guard var entry = rooms[room], case .catchingUp(let catchUp) = entry.phase else { return }
         entry.phase = .live
+        entry.chain = catchUp.chain
         entry.resyncReason = nil
         rooms[room] = entry
         let old = entry.replica.current
@@ -174,14 +211,14 @@ extension SnapSyncClient {
     ///
     /// A replica that is merely behind (a gap, another epoch) resumes from its position: a
     /// CATCHUP if the history still has the versions, else a SNAPSHOT. A replica whose content is
-    /// suspect (a DIFF did not apply, a digest did not match) asks for a fresh SNAPSHOT. A
+    /// suspect (a DIFF did not apply, a digest or a chain did not match) asks for a fresh SNAPSHOT. A
     /// SNAPSHOT answer is published as `.resync(reason)`.
     func resync(_ room: String, _ reason: ResyncReason) {
         guard rooms[room] != nil else { return }
         eventSink.yield(.resyncing(room: room, reason: reason))
         rooms[room]!.resyncReason = reason
         switch reason {
-        case .digestMismatch, .diffFailed: rooms[room]!.distrusted = true
+        case .digestMismatch, .diffFailed, .diverged: rooms[room]!.distrusted = true
         case .historyUnavailable, .outOfSequence: break
         }
         rooms[room]!.phase = .detached

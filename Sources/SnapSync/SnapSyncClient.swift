@@ -48,9 +48,13 @@ public actor SnapSyncClient {
     public nonisolated var endpoint: Endpoint? { endpointBox.withLockedValue { $0 } }
     /// The server's limits, from the last WELCOME (the protocol's defaults before).
     public internal(set) var serverLimits = WireLimits.default
-    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 2, or 1 from a server
-    /// without outlines.
+    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 3, or 2 from a server
+    /// whose DIFFs carry no chain, or 1 from one without outlines.
     public internal(set) var protocolVersion = ProtocolVersion.current
+    /// How many times a replica was found to have diverged from its room (a DIFF's chain was not
+    /// the one the replica leads to, `ResyncReason.diverged`) and joined again, since this client
+    /// was made: a count an app can export as a metric.
+    public internal(set) var divergences = 0
     /// The session id and server name of the last WELCOME.
     public internal(set) var session: (id: UInt64, serverName: String)?
 
@@ -158,6 +162,9 @@ public actor SnapSyncClient {
         /// next JOIN is fresh, not a resume from its position.
         var distrusted = false
         var digestFailures = 0
+        /// The room's chain at the replica's position (protocol version 3), which the next DIFF
+        /// must lead from; nil on an older version.
+        var chain: RoomChain?
     }
     enum Phase {
         /// Not joined on the current connection (or no connection).
@@ -173,6 +180,8 @@ public actor SnapSyncClient {
         var toVersion: UInt64
         var working: Snapshot
         var operations: [SnapshotOperation]
+        /// The chain at `version`.
+        var chain: RoomChain?
     }
     var rooms: [String: RoomEntry] = [:]
 

@@ -34,7 +34,7 @@ extension Hub {
         let base = room.history.baseVersion
         for (offset, frame) in (room.history.frames(after: base) ?? []).enumerated() {
             let message = try? FrameDecoder.decode(frame: frame.bytes, limits: Self.replayLimits, accepting: .server)
-            if case .diff(_, _, _, let ops)? = message, ops.contains(where: \.isOutlineOperation) {
+            if case .diff(_, _, _, let ops, _)? = message, ops.contains(where: \.isOutlineOperation) {
                 newest = base + UInt64(offset) + 1
             }
         }

@@ -136,7 +136,7 @@ extension Hub {
             sendSnapshot(requestID: requestID, room: room, reason: reason, to: session)
         case .catchup(let from, let to, let frames):
             send(.catchup(requestID: requestID, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to), to: session)
-            for frame in frames { send(shared: frame, to: session) }
+            sendHistory(frames, after: from, of: room, to: session)
         }
         // Joining again re-answers with the state but does not subscribe twice.
         if !alreadyJoined && session.state != .closing { addMember(session, to: room) }

@@ -64,19 +64,38 @@ extension Hub {
     /// state through `self`, not through the engine's reference to the hub, which cost about 4
     /// instructions per delivery (callgrind).
     @inline(never)
-    func fanOut(_ diff: OutputChunk, in room: Room) {
+    func fanOut(_ diff: OutputChunk, version: UInt64, in room: Room) {
         // Members are copied first: a member cut off as a slow consumer leaves the room,
         // which would otherwise reorder the array under the loop.
         let members = room.members.sessions
         // A DIFF that makes or keeps the room an outline, or carries a version 2 op, is no
         // frame for a version 1 member: it is sent LEFT in its place (PROTOCOL.md §8.2).
         let needsOutlines = room.snapshot.isOutline || room.lastDiffHasOutlineOps
+        // Version 3 members share one copy that ends with the chain, made for the first of them.
+        var chained: OutputChunk?
         for member in members {
-            if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
+            if ProtocolVersion.hasChain(version: member.protocolVersion) {
+                let copy = chained ?? room.chainedDiff(diff, version: version)
+                chained = copy
+                send(shared: copy, to: member)
+            } else if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
                 leaveForOutline(member, room: room)
             } else {
                 send(shared: diff, to: member)
             }
+        }
+    }
+
+    /// Sends `frames`, the DIFFs of `room`'s history after `version` (a CATCHUP's), to
+    /// `session`: as they are, or, to a version 3 session, each with the room's chain after it.
+    /// - Complexity: O(frames); a copy of each for version 3.
+    func sendHistory(_ frames: [OutputChunk], after version: UInt64, of room: Room, to session: Session) {
+        guard ProtocolVersion.hasChain(version: session.protocolVersion) else {
+            for frame in frames { send(shared: frame, to: session) }
+            return
+        }
+        for (frame, chain) in zip(frames, room.chains(after: version)) {
+            send(shared: .frozen(RoomChain.chainedDiffFrame(frame.bytes, chain: chain)), to: session)
         }
     }
 

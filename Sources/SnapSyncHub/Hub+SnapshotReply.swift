@@ -55,7 +55,8 @@ extension Hub {
         let emptyFrame = FrameEncoder().encode(
             .snapshot(
                 requestID: requestID, room: room.name, epoch: room.epoch, version: room.version,
-                reason: reason, digest: room.digest, snapshot: Snapshot()), into: &encodeBuffer)
+                reason: reason, digest: room.digest, snapshot: Snapshot(),
+                chain: ProtocolVersion.hasChain(version: session.protocolVersion) ? room.chain ?? .unknown : nil), into: &encodeBuffer)
         encodeBuffer.removeLast()
         let size = emptyFrame - 1 + body.count
         let length = UInt32(size - 4)

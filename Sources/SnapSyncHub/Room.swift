@@ -60,14 +60,17 @@ package final class Room {
     /// Sessions that have joined (`Membership.swift`).
     /// Read once per DIFF; unchecked for the reason given on `Session.output`.
     @exclusivity(unchecked) var members = RoomMembers()
-    /// Where this room's DIFF chunks are written, back to back (`arena(for:)`).
+    /// Where this room's DIFF chunks are written, back to back (`arena(for:in:)`).
     private var diffArena: OutputArena?
+    /// Where the version 3 copies of them are (`chainedDiff`), made only for such members.
+    private var chainedArena: OutputArena?
     /// The server's bound on all rooms' memory, asked before a write changes this room.
     var budget: RoomMemoryBudget?
-    /// Cluster mode: the room's chain at `version` (`RoomChain`, Protocol/CLUSTER.md §3), which
-    /// every record of the log names so that a replica on another history notices; nil when
-    /// not known (a room loaded from a checkpoint saved before checkpoints carried it, until
-    /// its next record). Not kept by a single node.
+    /// The room's chain at `version` (`RoomChain`, PROTOCOL.md §9), which version 3 members get
+    /// in SNAPSHOT and DIFF, and every cluster record names so that a replica on another
+    /// history notices. Advanced by `commit` for every version. Nil when not known: only in
+    /// cluster mode, for a room loaded from a checkpoint saved before checkpoints carried it,
+    /// until its next record names one (members are sent `RoomChain.unknown` meanwhile).
     var chain: RoomChain?
     /// The room's time-to-live in seconds as SET_TTL set it (0: never expires); nil: the
     /// daemon's `--room-ttl` applies (LocalRoomEngine+Lifecycle.swift).
@@ -90,17 +93,20 @@ package final class Room {
         name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes,
         idleSince: ContinuousClock.Instant = .now
     ) {
+        let epoch = UInt64.random(in: 1...UInt64.max)
         self.init(
-            name: name, epoch: UInt64.random(in: 1...UInt64.max), version: 0, snapshot: Snapshot(), limits: limits,
-            maxHistoryBytes: maxHistoryBytes, idleSince: idleSince)
+            name: name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: limits,
+            maxHistoryBytes: maxHistoryBytes, chain: .start(epoch: epoch), idleSince: idleSince)
     }
 
     /// A room at a known position, e.g. one restored from the store, optionally with the
     /// writes of its latest versions (oldest first, the last one at `version`; ignored unless
     /// their versions are consecutive and end there), idle since `idleSince`.
+    /// - Parameter chain: the room's chain before the first of `recent` (at `version` when
+    ///   there is none); nil when not known. The chain at `version` is computed from it.
     init(
         name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
-        maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [],
+        maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [], chain: RoomChain? = nil,
         idleSince: ContinuousClock.Instant = .now
     ) {
         self.name = name
@@ -113,12 +119,15 @@ package final class Room {
             recent.count <= version && recent.last.map { $0.version == version } ?? false
             && zip(recent, recent.dropFirst()).allSatisfy { $0.version + 1 == $1.version }
         let start = usable ? version - UInt64(recent.count) : version
-        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start)
+        var chain = usable || recent.isEmpty ? chain : nil
+        self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start, chain: chain ?? .unknown)
         self.writeIDs = WriteIDWindow(maxCount: limits.historyCount)
         for entry in usable ? recent : [] {
-            history.append(.frozen(entry.diffFrame), version: entry.version)
+            chain = chain?.next(frame: entry.diffFrame)
+            history.append(.frozen(entry.diffFrame), version: entry.version, chain: chain ?? .unknown)
             writeIDs.remember(entry.writeID, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
         }
+        self.chain = chain
     }
 
     /// `--history-bytes`'s default.
@@ -167,6 +176,30 @@ package final class Room {
             return .snapshot(reason: .resync)
         }
         return .catchup(from: resume.version, to: version, frames: frames)
+    }
+
+    /// The room's chain after the DIFF of `version` (the room's own version or one in history):
+    /// `RoomChain.unknown` when not known.
+    /// - Complexity: O(1).
+    func chain(atVersion version: UInt64) -> RoomChain {
+        version == self.version ? chain ?? .unknown : history.chain(at: version) ?? .unknown
+    }
+
+    /// A version 3 member's copy of the DIFF `diff` of `version`: the same frame with the
+    /// room's chain after it at the end (PROTOCOL.md §11.13), written back to back with the
+    /// room's other such copies, as the DIFFs themselves are (`arena(for:)`).
+    /// - Complexity: O(frame), one copy.
+    func chainedDiff(_ diff: OutputChunk, version: UInt64) -> OutputChunk {
+        let frame = RoomChain.chainedDiffFrame(diff.bytes, chain: chain(atVersion: version))
+        return frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count, in: &chainedArena), copying: $0) }
+    }
+
+    /// The chains after the DIFFs `answerJoin` gives a client at `version`, in their order: the
+    /// last is the room's chain now.
+    func chains(after version: UInt64) -> [RoomChain] {
+        var chains = history.chains(after: version) ?? []
+        if !chains.isEmpty { chains[chains.count - 1] = chain ?? .unknown }
+        return chains
     }
 
     // MARK: Writing
@@ -353,11 +386,11 @@ package final class Room {
     /// from 1 KiB up to 64 KiB (a larger frame gets an arena of its own size). So a quiet room
     /// holds at most twice what its recent DIFFs need, and a busy one writes its DIFFs back to
     /// back in 64 KiB blocks. O(1).
-    private func arena(for count: Int) -> OutputArena {
-        if let arena = diffArena, arena.freeCapacity >= count { return arena }
-        let grown = min(Room.maxArenaBytes, max(Room.minArenaBytes, 2 * (diffArena?.capacity ?? 0)))
+    private func arena(for count: Int, in current: inout OutputArena?) -> OutputArena {
+        if let arena = current, arena.freeCapacity >= count { return arena }
+        let grown = min(Room.maxArenaBytes, max(Room.minArenaBytes, 2 * (current?.capacity ?? 0)))
         let arena = OutputArena(capacity: max(count, grown))
-        diffArena = arena
+        current = arena
         return arena
     }
 
@@ -367,8 +400,11 @@ package final class Room {
     func commit(version next: UInt64, writeID: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
         lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
         if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
-        let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count), copying: $0) }
-        history.append(chunk, version: next)
+        let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count, in: &diffArena), copying: $0) }
+        // One SHA-256 of the frame per version (O(frame)), on a single node as in the cluster:
+        // the chain must be known at every version a client may resume from.
+        chain = chain?.next(frame: frame)
+        history.append(chunk, version: next, chain: chain ?? .unknown)
         writeIDs.remember(writeID, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)
     }

@@ -1,4 +1,5 @@
 import DequeModule
+import SnapSyncWire
 
 /// A room's recent DIFF frames, for resume (CATCHUP) — the encoded frames themselves, the very
 /// chunks that were queued to the members, so keeping history costs no copy.
@@ -15,15 +16,22 @@ struct RoomHistory {
     /// Kept frames, oldest first. An evicted frame leaves at once, so that its memory goes with
     /// it (the bounds are on memory).
     private var frames = Deque<OutputChunk>()
+    /// The room's chain after each kept frame, in the same order (`RoomChain.unknown` where the
+    /// room's chain was not known): what a version 3 member's copy of the frame ends with.
+    private var chains = Deque<RoomChain>()
+    /// The room's chain at `baseVersion`, before the oldest kept frame: what a checkpoint keeps
+    /// with these frames (`RoomImage.chain`).
+    private(set) var baseChain: RoomChain
     /// Total bytes of the kept frames.
     private(set) var byteCount = 0
     /// The room's version: the newest frame's version, or the version history started at.
     private(set) var lastVersion: UInt64
 
-    init(maxCount: Int, maxBytes: Int, version: UInt64) {
+    init(maxCount: Int, maxBytes: Int, version: UInt64, chain: RoomChain = .unknown) {
         self.maxCount = maxCount
         self.maxBytes = maxBytes
         self.lastVersion = version
+        self.baseChain = chain
     }
 
     /// Frames kept.
@@ -34,13 +42,15 @@ struct RoomHistory {
 
     /// Records the DIFF that moved the room from `lastVersion` to `version`, then evicts the
     /// oldest frames until both bounds hold (a frame larger than `maxBytes` is not kept at all).
-    mutating func append(_ frame: OutputChunk, version: UInt64) {
+    mutating func append(_ frame: OutputChunk, version: UInt64, chain: RoomChain) {
         precondition(version == lastVersion + 1, "history versions must be contiguous")
         lastVersion = version
         frames.append(frame)
+        chains.append(chain)
         byteCount += frame.count
         while count > 0 && (count > maxCount || byteCount > maxBytes) {
             byteCount -= frames.removeFirst().count
+            baseChain = chains.removeFirst()
         }
     }
 
@@ -49,5 +59,18 @@ struct RoomHistory {
     func frames(after version: UInt64) -> [OutputChunk]? {
         guard version >= baseVersion, version <= lastVersion else { return nil }
         return Array(frames.dropFirst(Int(version - baseVersion)))
+    }
+
+    /// The chain kept with the frame of `version`, or nil when that frame is not kept.
+    /// - Complexity: O(1).
+    func chain(at version: UInt64) -> RoomChain? {
+        guard version > baseVersion, version <= lastVersion else { return nil }
+        return chains[Int(version - baseVersion) - 1]
+    }
+
+    /// The chains after the frames `frames(after: version)` returns, in the same order.
+    func chains(after version: UInt64) -> [RoomChain]? {
+        guard version >= baseVersion, version <= lastVersion else { return nil }
+        return Array(chains.dropFirst(Int(version - baseVersion)))
     }
 }

@@ -15,7 +15,7 @@ struct ByteReader {
     /// version 2 opcode.
     let version: UInt64
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>, message: MessageType, version: UInt64 = ProtocolVersion.current) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>, message: MessageType, version: UInt64 = ProtocolVersion.unchained) {
         self.cursor = ByteCursor(bytes)
         self.message = message
         self.version = version
@@ -80,6 +80,12 @@ struct ByteReader {
     /// `n` raw bytes, copied out.
     mutating func raw(_ n: Int, _ field: StaticString) throws(WireError) -> [UInt8] {
         do { return Array(try cursor.raw(n)) } catch { throw fail(field, error) }
+    }
+
+    /// A `chain` field (version 3): 32 raw bytes.
+    mutating func chain(_ field: StaticString) throws(WireError) -> RoomChain {
+        let bytes = try raw(RoomChain.byteCount, field)
+        return RoomChain(bytes: bytes)!
     }
 
     mutating func bytesField(_ field: StaticString) throws(WireError) -> [UInt8] {

@@ -25,7 +25,7 @@ public struct FrameDecoder: Sendable {
     /// client from the WELCOME it receives. Version 1 knows no REPLACE_SECTION, no opcodes
     /// 0x17/0x18 and no `levels` part. Until then, the current version (HELLO and WELCOME read
     /// the same in every version).
-    public var version: UInt64 = ProtocolVersion.current
+    public var version: UInt64 = ProtocolVersion.unchained
 
     private var buffer: [UInt8] = []
     private var readIndex = 0
@@ -65,7 +65,7 @@ public struct FrameDecoder: Sendable {
     /// is `malformed_frame`: fewer bytes than the length says ("truncated frame"), or more
     /// ("trailing bytes").
     public static func decode(
-        frame: [UInt8], limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.current
+        frame: [UInt8], limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.unchained
     ) throws(WireError) -> Message {
         try frame.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
             try decode(frame: UnsafeRawBufferPointer(all), limits: limits, accepting: accepting, version: version)
@@ -76,7 +76,7 @@ public struct FrameDecoder: Sendable {
     /// the same rules as `decode(frame:)` with an array.
     /// - Complexity: O(frame bytes); nothing is copied but the decoded fields.
     public static func decode(
-        frame all: UnsafeRawBufferPointer, limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.current
+        frame all: UnsafeRawBufferPointer, limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.unchained
     ) throws(WireError) -> Message {
         guard all.count >= 4 else {
             throw WireError.malformed("truncated frame: \(all.count) bytes, the length prefix alone is 4")
@@ -96,7 +96,7 @@ public struct FrameDecoder: Sendable {
 
     /// Decodes one body (type byte + fields), without the length prefix.
     public static func decode(
-        body: [UInt8], limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.current
+        body: [UInt8], limits: WireLimits = .default, accepting: Sender = .either, version: UInt64 = ProtocolVersion.unchained
     ) throws(WireError) -> Message {
         try body.withUnsafeBufferPointer { (all) throws(WireError) -> Message in
             try decodeBody(all, limits: limits, accepting: accepting, version: version)

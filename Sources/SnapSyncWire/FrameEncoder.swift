@@ -119,13 +119,14 @@ public struct FrameEncoder: Sendable {
         case .auth(let requestID, let credentials):
             b.appendVarint(requestID)
             b.appendBytes(credentials)
-        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot):
+        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snapshot, let chain):
             b.appendVarint(requestID)
             b.appendString(room)
             b.appendVarint(epoch)
             b.appendVarint(version)
             b.append(reason.rawValue)
             b.append(contentsOf: digest.bytes)
+            if let chain { b.appendChain(chain) }
             b.appendSnapshot(snapshot)
         case .catchup(let requestID, let room, let epoch, let fromVersion, let toVersion):
             b.appendVarint(requestID)
@@ -133,11 +134,12 @@ public struct FrameEncoder: Sendable {
             b.appendVarint(epoch)
             b.appendVarint(fromVersion)
             b.appendVarint(toVersion)
-        case .diff(let room, let epoch, let version, let ops):
+        case .diff(let room, let epoch, let version, let ops, let chain):
             b.appendString(room)
             b.appendVarint(epoch)
             b.appendVarint(version)
             b.appendOperations(ops)
+            if let chain { b.appendChain(chain) }
         case .ack(let requestID, let epoch, let version):
             b.appendVarint(requestID)
             b.appendVarint(epoch)

@@ -45,15 +45,18 @@ public enum Message: Sendable {
     /// Give a room a time-to-live (§11.20): it expires once it has had no member and no write
     /// for `seconds`; 0 means it never expires, whatever the server's default.
     case setTTL(requestID: UInt64, room: String, seconds: UInt64)
-    /// The room's whole state at (`epoch`, `version`), answering a JOIN.
+    /// The room's whole state at (`epoch`, `version`), answering a JOIN. `chain` is the room's
+    /// chain at `version` (version 3, §9 "The room's chain"); nil in the layouts of versions 1
+    /// and 2, which have no such field.
     case snapshot(
         requestID: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
-        digest: SnapshotDigest, snapshot: Snapshot)
+        digest: SnapshotDigest, snapshot: Snapshot, chain: RoomChain? = nil)
     /// Answer to a JOIN whose resume position is in history: exactly `toVersion - fromVersion`
     /// DIFF frames follow, for versions `fromVersion + 1 ... toVersion`.
     case catchup(requestID: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
     /// One applied batch: the room moved from `version - 1` to `version` within `epoch`.
-    case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation])
+    /// `chain` is the room's chain after it (version 3); nil in versions 1 and 2.
+    case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation], chain: RoomChain? = nil)
     case ack(requestID: UInt64, epoch: UInt64, version: UInt64)
     /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32).
     case reject(requestID: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
@@ -149,7 +152,7 @@ extension Message {
         switch self {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
             .replaceSection(let id, _, _, _, _, _),
-            .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
+            .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
             id
         case .hello, .welcome, .error, .ping, .pong, .diff, .left:

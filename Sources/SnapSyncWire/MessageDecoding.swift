@@ -95,9 +95,10 @@ extension ByteReader {
                 throw fail("reason", "unknown reason \(reasonByte) (must be 0 initial or 1 resync)")
             }
             let digest = SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "digest"))
+            let chain = ProtocolVersion.hasChain(version: self.version) ? try chain("chain") : nil
             result = .snapshot(
                 requestID: requestID, room: room, epoch: epoch, version: version, reason: reason,
-                digest: digest, snapshot: try snapshot(requestID: requestID, limits: limits))
+                digest: digest, snapshot: try snapshot(requestID: requestID, limits: limits), chain: chain)
         case .catchup:
             let requestID = try varint("request_id")
             let room = try string("room")
@@ -108,7 +109,9 @@ extension ByteReader {
             let room = try string("room")
             let epoch = try varint("epoch")
             let version = try varint("version")
-            result = .diff(room: room, epoch: epoch, version: version, ops: try operations(limits: limits.model))
+            let ops = try operations(limits: limits.model)
+            let chain = ProtocolVersion.hasChain(version: self.version) ? try chain("chain") : nil
+            result = .diff(room: room, epoch: epoch, version: version, ops: ops, chain: chain)
         case .ack:
             let requestID = try varint("request_id")
             let epoch = try varint("epoch")

@@ -11,16 +11,16 @@ import Crypto
 /// The DIFF frame is the whole frame members receive (PROTOCOL.md §11.13), its 4-byte length
 /// prefix included: the bytes the cluster's records carry (Protocol/CLUSTER.md §3). 32 bytes, no
 /// truncation: a chain is compared, never searched, so its size costs only the record's bytes.
-package struct RoomChain: Hashable, Sendable, CustomStringConvertible {
+public struct RoomChain: Hashable, Sendable, CustomStringConvertible {
     /// The 32 bytes, as four big-endian words (no heap allocation per value).
     private var words: (UInt64, UInt64, UInt64, UInt64)
 
-    package static let byteCount = 32
+    public static let byteCount = 32
 
     /// 32 zero bytes: what a record names as the chain before it when its proposer did not know
     /// the room's chain (a room loaded from a checkpoint saved before checkpoints carried one).
     /// Replicas then take the record's chain after as the room's, without comparing.
-    package static let unknown = RoomChain(words: (0, 0, 0, 0))
+    public static let unknown = RoomChain(words: (0, 0, 0, 0))
 
     private init(words: (UInt64, UInt64, UInt64, UInt64)) {
         self.words = words
@@ -28,7 +28,7 @@ package struct RoomChain: Hashable, Sendable, CustomStringConvertible {
 
     /// The chain of an incarnation before its first write.
     /// - Complexity: O(1), one SHA-256 block.
-    package static func start(epoch: UInt64) -> RoomChain {
+    public static func start(epoch: UInt64) -> RoomChain {
         var input = Array("snapsync-chain".utf8)
         input.append(0)
         input.appendBigEndian(epoch)
@@ -37,7 +37,7 @@ package struct RoomChain: Hashable, Sendable, CustomStringConvertible {
 
     /// The chain after the version whose DIFF frame is `frame`.
     /// - Complexity: O(frame).
-    package func next(frame: UnsafeRawBufferPointer) -> RoomChain {
+    public func next(frame: UnsafeRawBufferPointer) -> RoomChain {
         var hasher = SHA256()
         withUnsafeBytes(of: words) { hasher.update(bufferPointer: $0) }
         hasher.update(bufferPointer: frame)
@@ -45,12 +45,28 @@ package struct RoomChain: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `next(frame:)` of a frame held in an array.
-    package func next(frame: [UInt8]) -> RoomChain {
+    public func next(frame: [UInt8]) -> RoomChain {
         frame.withUnsafeBytes { next(frame: $0) }
     }
 
+    /// The chain after a version 3 DIFF frame (PROTOCOL.md §11.13), which ends with the chain
+    /// field it is checked against: hashed as the frame without that field, i.e. its length
+    /// prefix 32 less and its last 32 bytes left out, which is the same DIFF's frame in
+    /// versions 1 and 2 (the bytes the chain is defined over).
+    /// - Precondition: `frame` is a whole frame of at least 4 + 1 + 32 bytes.
+    /// - Complexity: O(frame), no copy.
+    public func next(chainedDiffFrame frame: UnsafeRawBufferPointer) -> RoomChain {
+        precondition(frame.count >= 4 + 1 + Self.byteCount, "not a version 3 DIFF frame")
+        var hasher = SHA256()
+        withUnsafeBytes(of: words) { hasher.update(bufferPointer: $0) }
+        let length = UInt32(frame.count - 4 - Self.byteCount).bigEndian
+        withUnsafeBytes(of: length) { hasher.update(bufferPointer: $0) }
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: frame[4..<(frame.count - Self.byteCount)]))
+        return RoomChain(digest: hasher.finalize())
+    }
+
     /// The chain whose bytes are `bytes` (exactly `byteCount` of them).
-    package init?(bytes: some Collection<UInt8>) {
+    public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         withUnsafeMutableBytes(of: &words) { raw in
@@ -68,18 +84,18 @@ package struct RoomChain: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The 32 bytes, in order.
-    package var bytes: [UInt8] { withUnsafeBytes(of: words) { Array($0) } }
+    public var bytes: [UInt8] { withUnsafeBytes(of: words) { Array($0) } }
 
-    package static func == (a: RoomChain, b: RoomChain) -> Bool {
+    public static func == (a: RoomChain, b: RoomChain) -> Bool {
         a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
     }
 
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         withUnsafeBytes(of: words) { hasher.combine(bytes: $0) }
     }
 
     /// Lowercase hex, as logs and errors name a chain.
-    package var description: String {
+    public var description: String {
         bytes.map { byte in
             let digits = Array("0123456789abcdef")
             return "\(digits[Int(byte >> 4)])\(digits[Int(byte & 0x0f)])"
@@ -91,5 +107,22 @@ extension Array where Element == UInt8 {
     /// Appends the chain's 32 bytes.
     package mutating func appendChain(_ chain: RoomChain) {
         append(contentsOf: chain.bytes)
+    }
+}
+
+extension RoomChain {
+    /// The version 3 frame of the DIFF whose version 1 and 2 frame is `frame`, with `chain`,
+    /// the room's chain after it: the same bytes, the length prefix 32 more, the chain at the
+    /// end (PROTOCOL.md §11.13).
+    /// - Complexity: O(frame), one copy.
+    package static func chainedDiffFrame(_ frame: UnsafeRawBufferPointer, chain: RoomChain) -> [UInt8] {
+        precondition(frame.count >= 5, "not a DIFF frame")
+        var out = [UInt8]()
+        out.reserveCapacity(frame.count + byteCount)
+        let length = UInt32(frame.count - 4 + byteCount)
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: length >> UInt32(shift))) }
+        out.append(contentsOf: frame[4...])
+        out.appendChain(chain)
+        return out
     }
 }

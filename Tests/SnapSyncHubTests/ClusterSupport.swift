@@ -60,7 +60,7 @@ struct ClusterHarness {
 extension Message {
     /// The version of a SNAPSHOT, nil for anything else.
     var snapshotVersion: UInt64? {
-        if case .snapshot(_, _, _, let version, _, _, _) = self { return version }
+        if case .snapshot(_, _, _, let version, _, _, _, _) = self { return version }
         return nil
     }
 

@@ -60,7 +60,7 @@ import SnapSyncWire
         #expect(harness.hub.rooms["board:2"] == nil && session.memberships.isEmpty)
         #expect(harness.hub.stats.forbidden == 1)
         let allowed = harness.join(session, "board:1", requestID: 5)
-        guard case .snapshot(5, "board:1", _, 0, .initial, _, _) = allowed.first else {
+        guard case .snapshot(5, "board:1", _, 0, .initial, _, _, _) = allowed.first else {
             Issue.record("expected SNAPSHOT, got \(allowed)")
             return
         }
@@ -91,7 +91,7 @@ import SnapSyncWire
         #expect(harness.join(mallory, "doc:\u{E1}").map(\.errorCode) == [.forbidden])
         // "doc:a" + U+0301 is `==` to "doc:\u{E1}" as a Swift String, but not in bytes.
         let other = harness.join(mallory, "doc:a\u{301}")
-        guard case .snapshot(_, _, _, let version, _, _, let snapshot) = other.first else {
+        guard case .snapshot(_, _, _, let version, _, _, let snapshot, _) = other.first else {
             Issue.record("expected a SNAPSHOT, got \(other)")
             return
         }

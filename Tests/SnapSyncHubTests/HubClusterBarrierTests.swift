@@ -116,7 +116,7 @@ import SnapSyncWire
         node.hub.maintainReplicas(now: node.clock.now)
         let answer = node.drain(client)
         #expect(answer.count == 2 && answer.first?.snapshotVersion == 10 && answer.last == .pong(nonce: 5))
-        guard case .snapshot(1, "room", epoch, 10, .resync, _, _) = answer.first else {
+        guard case .snapshot(1, "room", epoch, 10, .resync, _, _, _) = answer.first else {
             Issue.record("not SNAPSHOT resync at 10: \(answer)")
             return
         }
@@ -138,7 +138,7 @@ import SnapSyncWire
         #expect(node.join(client, "room", resume: RoomPosition(epoch: epoch, version: 2), requestID: 2).isEmpty)
         cluster.settle()
         let answer = node.drain(client)
-        guard answer.count == 1, case .snapshot(2, "room", epoch, 1, .resync, _, _) = answer[0] else {
+        guard answer.count == 1, case .snapshot(2, "room", epoch, 1, .resync, _, _, _) = answer[0] else {
             Issue.record("not SNAPSHOT resync at 1: \(answer)")
             return
         }
@@ -249,7 +249,7 @@ import SnapSyncWire
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
         let answer = node.drain(client)
-        guard answer.count == 2, case .snapshot(1, "room", epoch, 1, .resync, _, _) = answer[0] else {
+        guard answer.count == 2, case .snapshot(1, "room", epoch, 1, .resync, _, _, _) = answer[0] else {
             Issue.record("not SNAPSHOT resync at 1: \(answer)")
             return
         }

@@ -23,7 +23,7 @@ import SnapSyncWire
         let expected = cluster.log.epoch(room: "room", after: 0)
         for (node, session) in zip(cluster.nodes, sessions) {
             let answer = node.drain(session)
-            guard answer.count == 1, case .snapshot(1, "room", let epoch, 0, .initial, _, let snapshot) = answer[0] else {
+            guard answer.count == 1, case .snapshot(1, "room", let epoch, 0, .initial, _, let snapshot, _) = answer[0] else {
                 Issue.record("not SNAPSHOT(initial) at version 0: \(answer)")
                 continue
             }
@@ -294,7 +294,7 @@ import SnapSyncWire
         let positions = cluster.positions("todo")
         #expect(positions.count == 3 && positions.allSatisfy { $0.epoch == next && $0.version == 0 })
         for (node, member) in zip(cluster.nodes, members) {
-            guard case .snapshot(_, _, let epoch, 0, .initial, _, _) = node.join(member, "todo").first else {
+            guard case .snapshot(_, _, let epoch, 0, .initial, _, _, _) = node.join(member, "todo").first else {
                 Issue.record("no SNAPSHOT")
                 continue
             }

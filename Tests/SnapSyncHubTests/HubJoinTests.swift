@@ -16,7 +16,7 @@ import SnapSyncWire
         let reader = harness.connect()
         let answer = harness.join(reader, "room", requestID: 5)
         let room = try #require(harness.hub.rooms["room"])
-        guard answer.count == 1, case .snapshot(5, "room", let epoch, 1, .initial, let digest, let snapshot) = answer[0] else {
+        guard answer.count == 1, case .snapshot(5, "room", let epoch, 1, .initial, let digest, let snapshot, _) = answer[0] else {
             Issue.record("expected one SNAPSHOT(initial) at version 1, got \(answer)")
             return
         }
@@ -30,7 +30,7 @@ import SnapSyncWire
         let session = harness.connect()
         harness.join(session, "room")
         let again = harness.join(session, "room", requestID: 2)
-        guard again.count == 1, case .snapshot(2, "room", _, 0, .initial, _, _) = again[0] else {
+        guard again.count == 1, case .snapshot(2, "room", _, 0, .initial, _, _, _) = again[0] else {
             Issue.record("expected SNAPSHOT for the second JOIN, got \(again)")
             return
         }
@@ -84,7 +84,7 @@ import SnapSyncWire
         let reader = harness.connect()
         for position in [RoomPosition(epoch: epoch, version: 1), RoomPosition(epoch: epoch &+ 1, version: 3), RoomPosition(epoch: epoch, version: 9)] {
             let answer = harness.join(reader, "room", resume: position)
-            guard answer.count == 1, case .snapshot(_, "room", epoch, 4, .resync, _, _) = answer[0] else {
+            guard answer.count == 1, case .snapshot(_, "room", epoch, 4, .resync, _, _, _) = answer[0] else {
                 Issue.record("expected SNAPSHOT(resync) at version 4 for \(position), got \(answer)")
                 continue
             }

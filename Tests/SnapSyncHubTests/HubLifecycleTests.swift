@@ -49,7 +49,7 @@ internal import Glibc
         harness.mutate(session, "r", addItem("z", first: true))
         _ = harness.drain(session)
         let answer = harness.join(session, "r", resume: position)
-        guard case .snapshot(_, _, let epoch, let version, let reason, _, let snapshot) = answer.first else {
+        guard case .snapshot(_, _, let epoch, let version, let reason, _, let snapshot, _) = answer.first else {
             Issue.record("no SNAPSHOT: \(answer)")
             return
         }
@@ -108,7 +108,7 @@ internal import Glibc
             let seen = harness.drain(joiner)
             let room = harness.hub.rooms["race"]
             if dropFirst {
-                guard case .snapshot(_, _, let epoch, 0, .resync, _, _) = seen.first else {
+                guard case .snapshot(_, _, let epoch, 0, .resync, _, _, _) = seen.first else {
                     Issue.record("expected a SNAPSHOT resync of a new room: \(seen)")
                     continue
                 }

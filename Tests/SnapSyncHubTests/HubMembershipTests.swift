@@ -30,7 +30,7 @@ import SnapSyncWire
         #expect(refused.map(\.errorCode) == [.tooManyRoomsForConnection] && refused.first?.requestID == 3)
         #expect(harness.hub.rooms["c"] == nil && session.memberships.count == 2)
         let rejoin = harness.join(session, "b", requestID: 4)
-        guard rejoin.count == 1, case .snapshot(4, "b", _, _, _, _, _) = rejoin[0] else {
+        guard rejoin.count == 1, case .snapshot(4, "b", _, _, _, _, _, _) = rejoin[0] else {
             Issue.record("expected SNAPSHOT for the re-join, got \(rejoin)")
             return
         }

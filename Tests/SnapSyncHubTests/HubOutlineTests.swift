@@ -24,7 +24,9 @@ import SnapSyncWire
 
     @Test func helloChoosesTheHighestVersionOfferedThatTheServerSpeaks() {
         let harness = HubHarness()
-        for (offered, chosen) in [([2, 1], 2), ([1], 1), ([1, 2], 2), ([3, 2], 2), ([3, 1], 1)] as [([UInt64], UInt64)] {
+        for (offered, chosen) in [([3, 2, 1], 3), ([2, 1], 2), ([1], 1), ([1, 2], 2), ([3, 2], 3), ([3, 1], 3), ([4, 2], 2), ([4, 1], 1)]
+            as [([UInt64], UInt64)]
+        {
             let session = harness.hub.openSession()
             harness.send(.hello(versions: offered, clientName: "x", credentials: []), from: session)
             guard case .welcome(let version, _, _, let limits) = harness.drain(session).first else {
@@ -33,11 +35,11 @@ import SnapSyncWire
             }
             #expect(version == chosen, "\(offered)")
             #expect(session.protocolVersion == chosen)
-            // max_outline_depth (key 9) only in a version 2 WELCOME.
-            #expect(limits.contains { $0.key == LimitKey.maxOutlineDepth.rawValue } == (chosen == 2), "\(offered)")
+            // max_outline_depth (key 9) only in a WELCOME of version 2 or later.
+            #expect(limits.contains { $0.key == LimitKey.maxOutlineDepth.rawValue } == (chosen >= 2), "\(offered)")
         }
         let session = harness.hub.openSession()
-        harness.send(.hello(versions: [3], clientName: "x", credentials: []), from: session)
+        harness.send(.hello(versions: [4], clientName: "x", credentials: []), from: session)
         #expect(harness.drain(session).first?.errorCode == .unsupportedVersion)
     }
 
@@ -63,7 +65,7 @@ import SnapSyncWire
         #expect(answers.map(\.diffVersion) == [1, nil])
         #expect(answers.last?.ackVersion == 1)
         let reader = harness.connect()
-        guard case .snapshot(_, _, _, _, _, let digest, let snapshot) = harness.join(reader, "room").first else {
+        guard case .snapshot(_, _, _, _, _, let digest, let snapshot, _) = harness.join(reader, "room").first else {
             Issue.record("no SNAPSHOT")
             return
         }
@@ -151,7 +153,7 @@ import SnapSyncWire
         #expect(harness.hub.rooms["room"]?.snapshot.isOutline == false)
         let old = harness.connect(versions: [1])
         let answer = harness.join(old, "room", resume: RoomPosition(epoch: epoch, version: 1))
-        guard case .snapshot(_, _, _, let version, let reason, _, _) = answer.first else {
+        guard case .snapshot(_, _, _, let version, let reason, _, _, _) = answer.first else {
             Issue.record("version 1 resume answered \(answer)")
             return
         }
@@ -194,7 +196,7 @@ import SnapSyncWire
         harness.send(request, from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [2])
         let diffs = harness.drain(member)
-        guard case .diff(_, _, 2, let ops) = diffs.first, diffs.count == 1 else {
+        guard case .diff(_, _, 2, let ops, _) = diffs.first, diffs.count == 1 else {
             Issue.record("member got \(diffs)")
             return
         }

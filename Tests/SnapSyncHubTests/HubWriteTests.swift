@@ -78,7 +78,7 @@ import SnapSyncStore
         harness.send(.replace(requestID: 9, room: "room", expectedVersion: 1, writeID: [], snapshot: target), from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [1, 2])
         let diffs = harness.drain(member)
-        guard diffs.count == 1, case .diff("room", _, 2, let ops) = diffs[0] else {
+        guard diffs.count == 1, case .diff("room", _, 2, let ops, _) = diffs[0] else {
             Issue.record("expected one DIFF at version 2, got \(diffs)")
             return
         }

@@ -51,7 +51,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.version == 1)
         #expect(diff.isFrozen)
         let message = try decode(diff)
-        guard case .diff(let name, let epoch, let diffVersion, let diffOps) = message else {
+        guard case .diff(let name, let epoch, let diffVersion, let diffOps, _) = message else {
             Issue.record("not a DIFF: \(message)")
             return
         }
@@ -213,7 +213,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         }
         #expect(version == 2)
         #expect(room.snapshot == target)
-        guard case .diff(_, _, 2, let ops) = try decode(diff) else {
+        guard case .diff(_, _, 2, let ops, _) = try decode(diff) else {
             Issue.record("not a DIFF at version 2")
             return
         }
@@ -354,17 +354,21 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
             let b = [UInt8](repeating: 2, count: 100).withUnsafeBytes { OutputChunk(copying: $0) }
             first = a
             second = b
-            history.append(a, version: 1)
-            history.append(b, version: 2)
+            history.append(a, version: 1, chain: .unknown)
+            history.append(b, version: 2, chain: .unknown)
         }
         #expect(first != nil && second != nil)
         for v in 3...5 {
-            history.append([UInt8](repeating: UInt8(v), count: 100).withUnsafeBytes { OutputChunk(copying: $0) }, version: UInt64(v))
+            history.append(
+                [UInt8](repeating: UInt8(v), count: 100).withUnsafeBytes { OutputChunk(copying: $0) }, version: UInt64(v), chain: .start(epoch: UInt64(v)))
         }
         #expect(first == nil, "an evicted frame is still referenced")
         #expect(second == nil, "an evicted frame is still referenced")
         #expect(history.count == 2 && history.baseVersion == 3)
         #expect(history.frames(after: 3)?.map { $0.array } == [[UInt8](repeating: 4, count: 100), [UInt8](repeating: 5, count: 100)])
+        // Each frame's chain goes with it.
+        #expect(history.chains(after: 3) == [.start(epoch: 4), .start(epoch: 5)])
+        #expect(history.chain(at: 5) == .start(epoch: 5) && history.chain(at: 3) == nil)
     }
 }
 

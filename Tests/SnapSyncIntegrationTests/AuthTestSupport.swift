@@ -113,7 +113,7 @@ extension RawClient {
 extension Message {
     /// The version of a DIFF, nil for anything else.
     var diffVersion: UInt64? {
-        if case .diff(_, _, let version, _) = self { return version }
+        if case .diff(_, _, let version, _, _) = self { return version }
         return nil
     }
 }

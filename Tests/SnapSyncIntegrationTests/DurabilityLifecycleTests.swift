@@ -21,7 +21,7 @@ extension DaemonDurability {
             for n in 0..<3 {
                 try writer.mustMutate("doc", (n == 0 ? [.appendSections([.named("s")])] : []) + [.appendItems([.named("i\(n)")], toSection: "s")])
             }
-            guard case .snapshot(_, _, let epoch, 3, _, _, _) = try member.join("doc") else {
+            guard case .snapshot(_, _, let epoch, 3, _, _, _, _) = try member.join("doc") else {
                 Issue.record("the member did not get the room at version 3")
                 return
             }
@@ -38,7 +38,7 @@ extension DaemonDurability {
             #expect(try reader.stats()["rooms"] == 0)
             // The old position: a resync of a new, empty room, never a CATCHUP.
             let resumed = try reader.join("doc", resume: RoomPosition(epoch: epoch, version: 3))
-            guard case .snapshot(_, _, let newEpoch, let version, let reason, _, let snapshot) = resumed else {
+            guard case .snapshot(_, _, let newEpoch, let version, let reason, _, let snapshot, _) = resumed else {
                 Issue.record("expected SNAPSHOT, got \(summary(resumed))")
                 return
             }

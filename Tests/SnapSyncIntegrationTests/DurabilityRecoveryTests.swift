@@ -103,7 +103,7 @@ extension DaemonDurability {
             var replica = held.snapshot
             for version in 3...4 as ClosedRange<UInt64> {
                 let diff = try again.receive()
-                guard case .diff(_, let e, let v, let ops) = diff else {
+                guard case .diff(_, let e, let v, let ops, _) = diff else {
                     Issue.record("expected DIFF, got \(diff)")
                     return
                 }

@@ -33,7 +33,7 @@ extension ServerIntegration {
                 guard case .ack(_, _, let acked) = try writer.receive() else { Issue.record("writer lost its ACK"); return }
                 version += 1
                 #expect(acked == version)
-                guard case .diff(_, _, let seen, _) = try fast.receive() else { Issue.record("the fast subscriber lost a DIFF"); return }
+                guard case .diff(_, _, let seen, _, _) = try fast.receive() else { Issue.record("the fast subscriber lost a DIFF"); return }
                 #expect(seen == version, "the fast subscriber sees every version in order")
                 if round % 10 == 9 { cutOff = try writer.stats()["slow_consumer_disconnects"] == 1 }
             }
@@ -45,7 +45,7 @@ extension ServerIntegration {
             #expect(code == .slowConsumer)
             var last = start.version
             for message in before {
-                guard case .diff(_, _, let seen, _) = message else { Issue.record("unexpected \(summary(message))"); continue }
+                guard case .diff(_, _, let seen, _, _) = message else { Issue.record("unexpected \(summary(message))"); continue }
                 #expect(seen == last + 1)
                 last = seen
             }

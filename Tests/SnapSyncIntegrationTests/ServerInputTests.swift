@@ -40,8 +40,8 @@ extension ServerIntegration {
                     let answered =
                         messages.count == 4
                         && { if case .welcome = messages[0] { true } else { false } }()
-                        && { if case .snapshot(1, _, _, 0, .initial, _, _) = messages[1] { true } else { false } }()
-                        && { if case .diff(_, _, 1, _) = messages[2] { true } else { false } }()
+                        && { if case .snapshot(1, _, _, 0, .initial, _, _, _) = messages[1] { true } else { false } }()
+                        && { if case .diff(_, _, 1, _, _) = messages[2] { true } else { false } }()
                         && { if case .ack(2, _, 1) = messages[3] { true } else { false } }()
                     if answered {
                         complete += 1

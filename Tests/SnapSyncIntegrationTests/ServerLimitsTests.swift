@@ -35,7 +35,7 @@ extension ServerIntegration {
                     .replace(requestID: $0, room: "r", expectedVersion: nil, writeID: [], snapshot: target)
                 }
                 guard case .ack = answer else { Issue.record("round \(round): \(summary(answer))"); return }
-                for case .diff(_, _, _, let ops) in frames {
+                for case .diff(_, _, _, let ops, _) in frames {
                     for (k, op) in ops.enumerated() {
                         do { try replica.apply(op, limits: limits) } catch {
                             Issue.record("round \(round): op \(k) of the DIFF refused under the room limits: \(error)")

@@ -69,7 +69,7 @@ extension ServerIntegration {
             #expect(try waitUntil { try writer.stats()["frames_in"]! >= framesBefore + UInt64(storm.count) + 1 })
             let version = try writer.mustMutate("chat", [.appendSections([.named("after")])])
             let (diff, _) = try reader.receive(until: { if case .diff = $0 { true } else { false } })
-            guard case .diff("chat", _, let diffVersion, _) = diff else { Issue.record("expected DIFF, got \(summary(diff))"); return }
+            guard case .diff("chat", _, let diffVersion, _, _) = diff else { Issue.record("expected DIFF, got \(summary(diff))"); return }
             #expect(diffVersion == version && version == chat.version + 1)
             let rssAfter = try #require(residentBytes(of: daemon.pid))
 
@@ -77,7 +77,7 @@ extension ServerIntegration {
             for (index, client) in storm.enumerated() {
                 do {
                     switch try client.receive() {
-                    case .snapshot(1, rooms[index], _, _, _, _, let snapshot) where snapshot.numberOfItems == 3: answered += 1
+                    case .snapshot(1, rooms[index], _, _, _, _, let snapshot, _) where snapshot.numberOfItems == 3: answered += 1
                     case .error(let code, let message):
                         #expect(ErrorCode(rawValue: code) == .slowConsumer && message.contains("--max-output-total-bytes"), "\(message)")
                         toldSlow += 1

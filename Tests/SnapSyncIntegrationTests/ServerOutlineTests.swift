@@ -97,7 +97,7 @@ extension ServerIntegration {
             }
             #expect(from == held.version && to == written)
             var replica = held.snapshot
-            guard case .diff(_, _, _, let ops) = try resumed.receive() else {
+            guard case .diff(_, _, _, let ops, _) = try resumed.receive() else {
                 Issue.record("no DIFF")
                 return
             }

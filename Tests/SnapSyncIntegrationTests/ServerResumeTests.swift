@@ -32,7 +32,7 @@ extension ServerIntegration {
             #expect(resumer.isQuiet(for: 0.2))
             // And it is a member now: the next DIFF arrives.
             try writer.mustMutate("r", [.appendSections([.named("after")])])
-            guard case .diff(_, _, 11, _) = try resumer.receive() else { Issue.record("no live DIFF after the catch-up"); return }
+            guard case .diff(_, _, 11, _, _) = try resumer.receive() else { Issue.record("no live DIFF after the catch-up"); return }
         }
 
         @Test func aCurrentPositionGetsAnEmptyCatchup() throws {
@@ -60,7 +60,7 @@ extension ServerIntegration {
             }
             _ = try (0..<4).map { _ in try resumer.receive() }
             let answer = try RawClient.ready(daemon).join("r", resume: .init(epoch: start.epoch, version: 5))
-            guard case .snapshot(_, _, let epoch, let version, .resync, let digest, let snapshot) = answer else {
+            guard case .snapshot(_, _, let epoch, let version, .resync, let digest, let snapshot, _) = answer else {
                 Issue.record("expected SNAPSHOT resync, got \(summary(answer))")
                 return
             }
@@ -76,7 +76,7 @@ extension ServerIntegration {
             _ = try write(3, to: "r", by: writer, seenBy: member)
             for position in [RoomPosition(epoch: start.epoch &+ 1, version: 3), .init(epoch: start.epoch, version: 4)] {
                 let answer = try RawClient.ready(daemon).join("r", resume: position)
-                guard case .snapshot(_, _, start.epoch, 3, .resync, _, let snapshot) = answer else {
+                guard case .snapshot(_, _, start.epoch, 3, .resync, _, let snapshot, _) = answer else {
                     Issue.record("\(position): expected SNAPSHOT resync at version 3, got \(summary(answer))")
                     continue
                 }
@@ -85,7 +85,7 @@ extension ServerIntegration {
             // A room the daemon has never seen is created; a resume position there is from
             // another epoch by definition.
             let answer = try RawClient.ready(daemon).join("new", resume: .init(epoch: 5, version: 5))
-            guard case .snapshot(_, "new", _, 0, .resync, _, let empty) = answer, empty.isEmpty else {
+            guard case .snapshot(_, "new", _, 0, .resync, _, let empty, _) = answer, empty.isEmpty else {
                 Issue.record("expected SNAPSHOT resync of an empty room, got \(summary(answer))")
                 return
             }

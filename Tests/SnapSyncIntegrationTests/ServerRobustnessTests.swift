@@ -114,7 +114,7 @@ extension ServerIntegration {
                 try client.send(raw: [byte])
                 usleep(1_000)
             }
-            guard case .snapshot(9, "drip", _, 0, .initial, _, _) = try client.receive() else { Issue.record("expected SNAPSHOT"); return }
+            guard case .snapshot(9, "drip", _, 0, .initial, _, _, _) = try client.receive() else { Issue.record("expected SNAPSHOT"); return }
         }
 
         @Test func manyFramesInOneWriteAreAllAnsweredInOrder() throws {

@@ -36,7 +36,7 @@ extension ServerIntegration {
                 while acks.count < rounds || diffs.count < 2 * rounds {
                     let message = try client.receive()
                     switch message {
-                    case .diff(_, _, let version, _):
+                    case .diff(_, _, let version, _, _):
                         diffs.append(message)
                         mine.insert(version)
                     case .ack(let id, _, let version):
@@ -52,13 +52,13 @@ extension ServerIntegration {
             }
             // Every version exactly once, in order, and both saw the same sequence.
             let versions = streams[0].map { message -> UInt64 in
-                if case .diff(_, _, let version, _) = message { return version } else { return 0 }
+                if case .diff(_, _, let version, _, _) = message { return version } else { return 0 }
             }
             #expect(versions == Array((start.version + 1)...(start.version + UInt64(2 * rounds))))
             #expect(streams[0] == streams[1])
             // Replaying the DIFFs on the first snapshot gives the room's state.
             var replica = start.snapshot
-            for case .diff(_, _, _, let ops) in streams[0] { try replica.apply(ops, limits: .unlimited) }
+            for case .diff(_, _, _, let ops, _) in streams[0] { try replica.apply(ops, limits: .unlimited) }
             let fresh = try RawClient.ready(daemon).state(of: "chat")
             #expect(replica == fresh.snapshot)
             #expect(replica.digest == fresh.digest)
@@ -172,7 +172,7 @@ extension ServerIntegration {
             let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeID: [], snapshot: target) }
             guard case .ack(_, _, let version) = answer else { Issue.record("expected ACK, got \(summary(answer))"); return }
             #expect(version == before.version + 1)
-            guard case .diff(_, _, version, let ops) = try member.receive() else { Issue.record("expected one DIFF"); return }
+            guard case .diff(_, _, version, let ops, _) = try member.receive() else { Issue.record("expected one DIFF"); return }
             var replica = before.snapshot
             try replica.apply(ops, limits: .unlimited)
             #expect(replica == target)

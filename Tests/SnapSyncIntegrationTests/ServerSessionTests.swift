@@ -90,7 +90,7 @@ extension ServerIntegration {
             encoder.encode(.ping(nonce: 42), into: &bytes)
             try client.send(raw: bytes)
             guard case .welcome = try client.receive() else { Issue.record("WELCOME first"); return }
-            guard case .snapshot(1, "r", _, 0, .initial, _, _) = try client.receive() else { Issue.record("then the SNAPSHOT"); return }
+            guard case .snapshot(1, "r", _, 0, .initial, _, _, _) = try client.receive() else { Issue.record("then the SNAPSHOT"); return }
             guard case .pong(42) = try client.receive() else { Issue.record("then the PONG"); return }
         }
 

@@ -39,7 +39,7 @@ extension RawClient {
     /// A fresh JOIN's SNAPSHOT, checked: reason initial, digest matching the snapshot.
     func state(of room: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> RoomState {
         let answer = try join(room)
-        guard case .snapshot(_, let name, let epoch, let version, let reason, let digest, let snapshot) = answer else {
+        guard case .snapshot(_, let name, let epoch, let version, let reason, let digest, let snapshot, _) = answer else {
             throw RawClientError.unexpected("expected SNAPSHOT", answer)
         }
         #expect(name == room && reason == .initial, sourceLocation: sourceLocation)
@@ -88,8 +88,8 @@ extension RawClient {
 /// A message in a few words, for failure messages (frames can carry megabytes).
 func summary(_ message: Message) -> String {
     switch message {
-    case .diff(let room, _, let version, let ops): "DIFF \(room) v\(version) (\(ops.count) ops)"
-    case .snapshot(let id, let room, _, let version, let reason, _, let snapshot):
+    case .diff(let room, _, let version, let ops, _): "DIFF \(room) v\(version) (\(ops.count) ops)"
+    case .snapshot(let id, let room, _, let version, let reason, _, let snapshot, _):
         "SNAPSHOT #\(id) \(room) v\(version) \(reason) (\(snapshot.numberOfItems) items)"
     case .error(let code, let text): "ERROR \(code) \(text)"
     default: "\(message)".count > 200 ? String("\(message)".prefix(200)) + "…" : "\(message)"

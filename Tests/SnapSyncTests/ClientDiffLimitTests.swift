@@ -24,7 +24,7 @@ struct ClientDiffLimitTests {
             guard case .hello = try peer.request() else { throw ScriptedPeer.Failure(description: "expected HELLO") }
             peer.send(
                 .welcome(
-                    version: ProtocolVersion.current, sessionID: 1, serverName: "scripted",
+                    version: 2, sessionID: 1, serverName: "scripted",
                     limits: [Message.LimitEntry(.maxItemsPerRoom, 2)]))
             var request = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 1, reason: .initial, digest: s1.digest, snapshot: s1))

@@ -93,8 +93,9 @@ final class ScriptedPeer {
         _ = frame.withUnsafeBytes { peerSend(connection, $0.baseAddress, $0.count) }
     }
 
-    /// HELLO → WELCOME.
-    func handshake(credentials expected: String = "", sessionID: UInt64 = 1, version: UInt64 = ProtocolVersion.current) throws {
+    /// HELLO → WELCOME. Version 2 unless told: the scripts' SNAPSHOTs and DIFFs carry no chain,
+    /// which version 3 has (a script that says version 3 sends them with one).
+    func handshake(credentials expected: String = "", sessionID: UInt64 = 1, version: UInt64 = 2) throws {
         let credentials = try hello()
         guard credentials == expected else {
             throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
@@ -249,15 +250,66 @@ struct ClientScriptedServerTests {
         await client.close()
     }
 
-    @Test("a version 1 server: HELLO offers [2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
+    @Test(
+        "version 3: each DIFF's chain is checked against the replica's; one that does not follow (a DIFF altered on the way) is a divergence: a fresh JOIN, .diverged with both chains, counted",
+        .timeLimit(.minutes(5)))
+    func divergedReplica() async throws {
+        let peer = try ScriptedPeer()
+        let room = "r"
+        let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let c3 = RoomChain.start(epoch: 7).next(frame: [1, 2, 3])  // any chain: the client takes the SNAPSHOT's
+        let d4: [SnapshotOperation] = [.appendItems(["b"], toSection: "s")]
+        let c4 = c3.next(frame: FrameEncoder().encode(.diff(room: room, epoch: 7, version: 4, ops: d4)))
+        // What the server sent for version 5, and what reached the client: another item.
+        let sent5: [SnapshotOperation] = [.appendItems(["c"], toSection: "s")]
+        let received5: [SnapshotOperation] = [.appendItems(["x"], toSection: "s")]
+        let c5 = c4.next(frame: FrameEncoder().encode(.diff(room: room, epoch: 7, version: 5, ops: sent5)))
+        let s5 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b"), SnapshotElement("c")])])
+        let watching = DispatchSemaphore(value: 0)
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake(version: 3)
+            var request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s3.digest, snapshot: s3, chain: c3))
+            guard watching.wait(timeout: .now() + hangBound.seconds) == .success else {
+                throw ScriptedPeer.Failure(description: "the test never watched")
+            }
+            peer.send(.diff(room: room, epoch: 7, version: 4, ops: d4, chain: c4))
+            peer.send(.diff(room: room, epoch: 7, version: 5, ops: received5, chain: c5))
+            // It applies, but the replica is not the room: joined afresh, not resumed.
+            request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 5, reason: .initial, digest: s5.digest, snapshot: s5, chain: c5))
+        }
+
+        let client = SnapSyncClient(configuration: peer.configuration())
+        let events = EventLog.start(client)
+        try await client.connect()
+        #expect(await client.protocolVersion == 3)
+        let replica = try await client.join(room)
+        let log = ChangeLog.start(replica)
+        watching.signal()
+        let changes = try await log.wait(for: "the resync at version 5") { $0.last?.position.version == 5 }
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        let diverged = ResyncReason.diverged(
+            expected: c4.next(frame: FrameEncoder().encode(.diff(room: room, epoch: 7, version: 5, ops: received5))), received: c5)
+        #expect(changes.map(\.kind) == [.initial, .diff, .resync(diverged)])
+        #expect(changes.last?.snapshot == s5)
+        let resyncs = await events.events.compactMap { if case .resyncing(_, let reason) = $0 { reason } else { nil } }
+        #expect(resyncs == [diverged])
+        #expect(await client.divergences == 1)
+        await client.close()
+    }
+
+    @Test("a version 1 server: HELLO offers [3, 2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
     func versionOneServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
         let flat = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let script = play(peer) { peer in
             try peer.accept()
-            guard case .hello(let versions, _, _) = try peer.request(), versions == [2, 1] else {
-                throw ScriptedPeer.Failure(description: "expected HELLO offering [2, 1]")
+            guard case .hello(let versions, _, _) = try peer.request(), versions == [3, 2, 1] else {
+                throw ScriptedPeer.Failure(description: "expected HELLO offering [3, 2, 1]")
             }
             peer.send(.welcome(version: 1, sessionID: 1, serverName: "v1", limits: []))
             let join = try peer.expectJoin(room, resume: nil)

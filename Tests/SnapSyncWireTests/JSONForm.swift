@@ -217,7 +217,7 @@ enum JSONForm {
             o["items"] = sectionItems(items)
         case .stats(let requestID):
             o["request_id"] = .uint(requestID)
-        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snap):
+        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snap, _):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)
@@ -231,7 +231,7 @@ enum JSONForm {
             o["epoch"] = .uint(epoch)
             o["from_version"] = .uint(from)
             o["to_version"] = .uint(to)
-        case .diff(let room, let epoch, let version, let ops):
+        case .diff(let room, let epoch, let version, let ops, _):
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)
             o["version"] = .uint(version)

@@ -20,7 +20,7 @@ import SnapSyncModel
             decoder.append(JSONForm.bytes(fromHex: entry["hex"]!.string!))
             let message = try #require(try decoder.nextMessage())
             #expect(JSONForm.message(message) == entry["message"])
-            guard case .diff(let room, let e, let v, let ops) = message else {
+            guard case .diff(let room, let e, let v, let ops, _) = message else {
                 Issue.record("not a DIFF: \(message)")
                 return
             }

@@ -20,7 +20,7 @@ import SnapSyncModel
             let decoded = try FrameDecoder.decode(frame: frame, limits: .init(model: .unlimited))
             #expect(decoded == message, "seed \(seed): \(message)")
             #expect(JSONForm.message(decoded) == JSONForm.message(message))
-            if case .snapshot(_, _, _, _, _, _, let a) = message, case .snapshot(_, _, _, _, _, _, let b) = decoded {
+            if case .snapshot(_, _, _, _, _, _, let a, _) = message, case .snapshot(_, _, _, _, _, _, let b, _) = decoded {
                 #expect(a == b)
                 try b.checkInvariants()
             }

@@ -23,7 +23,7 @@ import SnapSyncModel
             // Exactly one encoding per message.
             #expect(FrameEncoder().encode(message) == v.bytes, "\(v)")
             // The generator's SHA-256 agrees with the model's digest.
-            if case .snapshot(_, _, _, _, _, let digest, let snapshot) = message {
+            if case .snapshot(_, _, _, _, _, let digest, let snapshot, _) = message {
                 #expect(snapshot.digest == digest, "\(v)")
             }
         } else {

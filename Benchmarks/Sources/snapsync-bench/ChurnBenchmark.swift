@@ -240,7 +240,7 @@
                 BenchSystem.writeAll(fd, BenchFrames.join(requestID: requestID, room: room))
                 let frame = reader.expect(.snapshot, context: "JOIN \(room)")
                 let ms = Double(BenchSystem.nowNs() - t0) / 1e6
-                guard case .snapshot(_, room, _, let version, _, let digest, let snapshot) = reader.decode(frame, context: "SNAPSHOT") else {
+                guard case .snapshot(_, room, _, let version, _, let digest, let snapshot, _) = reader.decode(frame, context: "SNAPSHOT") else {
                     BenchSystem.die("JOIN \(room): a SNAPSHOT of another room")
                 }
                 let want = expected(i)

@@ -76,7 +76,8 @@ extension LocalRoomEngine {
         let images = written.lazy.map { room in
             RoomImage(
                 room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                diffFrames: (room.history.frames(after: room.historyBaseVersion) ?? []).map(\.array))
+                diffFrames: (room.history.frames(after: room.historyBaseVersion) ?? []).map(\.array),
+                chain: room.chain == nil ? nil : room.history.baseChain)
         }
         let asleep: Int
         do {
@@ -134,6 +135,7 @@ extension LocalRoomEngine {
         let room = Room(
             name: name, epoch: loaded.epoch, version: loaded.version, snapshot: loaded.snapshot,
             limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: loaded.history,
+            chain: loaded.chain ?? .unknown,
             idleSince: hub.monotonicNow())
         room.budget = hub.roomBudget
         room.ttlSeconds = loaded.ttlSeconds

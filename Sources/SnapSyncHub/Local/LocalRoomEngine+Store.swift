@@ -29,6 +29,7 @@ extension LocalRoomEngine {
             let room = Room(
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
                 limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: r.history,
+                chain: r.chain ?? .unknown,
                 idleSince: now)
             room.budget = hub.roomBudget
             room.ttlSeconds = r.ttlSeconds
@@ -80,7 +81,7 @@ extension LocalRoomEngine {
             let frames = room.history.frames(after: room.historyBaseVersion) ?? []
             return RoomImage(
                 room: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                diffFrames: frames.map(\.array))
+                diffFrames: frames.map(\.array), chain: room.chain == nil ? nil : room.history.baseChain)
         }
     }
 

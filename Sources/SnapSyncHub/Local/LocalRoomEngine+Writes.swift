@@ -34,7 +34,7 @@ extension LocalRoomEngine {
             // write reusing the id after a restart is still told apart from a retry.
             let fingerprint = writeID.isEmpty ? nil : room.writeIDs.entry(of: writeID)?.fingerprint
             store.append(room: room.name, epoch: room.epoch, version: version, writeID: writeID, fingerprint: fingerprint, diffFrame: diff.bytes)
-            hub.fanOut(diff, in: room)
+            hub.fanOut(diff, version: version, in: room)
             hub.send(.ack(requestID: requestID, epoch: room.epoch, version: version), to: session)
             if received != 0 { hub.writeAckTimer?.acknowledged(received) }
         case .unchanged(let version), .duplicate(let version):

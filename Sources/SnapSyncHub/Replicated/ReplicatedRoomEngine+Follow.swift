@@ -136,7 +136,7 @@ extension ReplicatedRoomEngine {
                 case .catchup(_, _, let frames) = hub.answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
             {
                 hub.addMember(member, to: room)
-                for frame in frames { hub.send(shared: frame, to: member) }
+                hub.sendHistory(frames, after: old.version, of: room, to: member)
             } else {
                 hub.send(
                     .left(

@@ -84,7 +84,6 @@ extension ReplicatedRoomEngine {
                 stopFollowing(replica, error)
                 return
             }
-            room.chain = room.chain?.next(frame: record.diffFrame)
             finishApplying([diff], in: room, replica: replica, at: sequence, itemsBefore: itemsBefore, ours: ours)
         case .chainedTombstone(let epoch, let version, let chain):
             guard checkTombstone(epoch: epoch, version: version, at: sequence, in: replica, room: room),
@@ -149,7 +148,8 @@ extension ReplicatedRoomEngine {
         hub.touch(room)
         hub.totalItems += room.snapshot.numberOfItems - itemsBefore
         hub.roomBudget.update(room)
-        for diff in diffs { hub.fanOut(diff, in: room) }
+        let first = room.version - UInt64(diffs.count) + 1
+        for (offset, diff) in diffs.enumerated() { hub.fanOut(diff, version: first + UInt64(offset), in: room) }
         recordApplied(to: replica, at: sequence, ours: ours)
     }
 

@@ -45,7 +45,7 @@ extension Room {
             } catch {
                 throw ReplicaError(room: name, sequence: sequence, reason: "its DIFF frame does not decode: \(error)")
             }
-            guard case .diff(let room, let epoch, let version, let decoded) = message, room == name, epoch == record.epoch,
+            guard case .diff(let room, let epoch, let version, let decoded, _) = message, room == name, epoch == record.epoch,
                 version == record.version
             else {
                 throw ReplicaError(room: name, sequence: sequence, reason: "its frame is not this version's DIFF of the room")

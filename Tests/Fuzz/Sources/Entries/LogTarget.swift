@@ -99,7 +99,7 @@ enum LogTarget {
         let decoded = Result { () throws(WireError) -> Message in
             try FrameDecoder.decode(frame: write.diffFrame, limits: permissive, accepting: .server)
         }
-        guard case .success(.diff(let name, let epoch, let version, let ops)) = decoded,
+        guard case .success(.diff(let name, let epoch, let version, let ops, _)) = decoded,
             name == write.room, epoch == write.epoch, version == write.version
         else { return }
         var room = rooms[name] ?? Room(epoch: epoch, version: 0)

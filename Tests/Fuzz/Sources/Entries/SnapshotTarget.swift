@@ -51,7 +51,7 @@ enum SnapshotTarget {
             try FrameDecoder.decode(body: body, limits: limits, accepting: .server)
         }
         return decoded.map { message in
-            guard case .snapshot(_, _, _, _, _, _, let snapshot) = message else {
+            guard case .snapshot(_, _, _, _, _, _, let snapshot, _) = message else {
                 preconditionFailure("a SNAPSHOT body decoded as \(message.type.name)")
             }
             return snapshot

@@ -103,7 +103,7 @@ enum WireTarget {
         }
         try law(once == .success(message), "decode(frame:) gives \(once) for a frame the stream decoded")
         switch message {
-        case .replace(_, _, _, _, let snapshot), .snapshot(_, _, _, _, _, _, let snapshot):
+        case .replace(_, _, _, _, let snapshot), .snapshot(_, _, _, _, _, _, let snapshot, _):
             try invariants(snapshot, "\(message.type.name).snapshot")
             var canonical: [UInt8] = []
             FrameEncoder.encodeSnapshot(snapshot, into: &canonical)
@@ -115,7 +115,7 @@ enum WireTarget {
             room = snapshot
         case .mutate(_, _, _, _, let ops):
             try applyAtomically(ops, to: &room, limits: limits.model)
-        case .diff(let name, let epoch, let version, let ops):
+        case .diff(let name, let epoch, let version, let ops, _):
             var diff: [UInt8] = []
             FrameEncoder().encodeDiff(room: name, epoch: epoch, version: version, ops: ops, into: &diff)
             try law(diff == frame, "encodeDiff differs from the DIFF frame it was decoded from")
