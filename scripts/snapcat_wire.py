@@ -19,7 +19,7 @@ import hashlib
 import json
 
 PROTOCOL_VERSION = 2
-# What snapcat offers in HELLO, most preferred first (PROTOCOL.md section 8.2).
+# What snapcat offers in HELLO, highest first; the server takes the highest it speaks, whatever the order (PROTOCOL.md section 8.2).
 SUPPORTED_VERSIONS = [2, 1]
 # Version 2 additions that a version 1 connection does not have (section 8.2).
 V2_OPCODES = {0x17, 0x18}

@@ -5,7 +5,7 @@ import SnapSyncWire
 /// Nothing was applied when a request is rejected.
 package struct Rejection: Error, Hashable, Sendable, CustomStringConvertible {
     var code: ErrorCode
-    /// The failing operation (codes 20–32).
+    /// The failing operation of a MUTATE (codes 20–32 and 51–53, PROTOCOL.md §6).
     var opIndex: Int?
     /// The identifier the failed rule is about, if any.
     var identifier: Identifier?

@@ -3,7 +3,7 @@ public import SnapSyncModel
 /// The error codes of Protocol/PROTOCOL.md §6, one case per row.
 ///
 /// Codes 1–19 travel in ERROR (the connection ends), 20 and up in REJECT (one request failed).
-/// Codes 20–32 map one-to-one onto the model's `Violation`.
+/// Codes 20–32 and 51–53 map one-to-one onto the model's `Violation`.
 public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case malformedFrame = 1
     case frameTooLarge = 2

@@ -58,7 +58,7 @@ public enum Message: Sendable {
     /// `chain` is the room's chain after it (version 3); nil in versions 1 and 2.
     case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation], chain: RoomChain? = nil)
     case ack(requestID: UInt64, epoch: UInt64, version: UInt64)
-    /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32).
+    /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32 and 51–53, PROTOCOL.md §6).
     case reject(requestID: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
     case statsReply(requestID: UInt64, stats: [Stat])
     /// The server removed this connection from `room` (after an AUTH whose grants no longer
