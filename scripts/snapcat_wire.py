@@ -18,9 +18,16 @@ Representation used throughout (the "native" form):
 import hashlib
 import json
 
+# The layout a frame is read in unless the connection's version is given: version 2, without the
+# chain field of version 3 (which logs, vectors of versions 1 and 2, and the chain's input use).
 PROTOCOL_VERSION = 2
-# What snapcat offers in HELLO, highest first; the server takes the highest it speaks, whatever the order (PROTOCOL.md section 8.2).
-SUPPORTED_VERSIONS = [2, 1]
+# What snapcat offers in HELLO, highest first; the server takes the highest it speaks, whatever
+# the order (PROTOCOL.md section 8.2).
+SUPPORTED_VERSIONS = [3, 2, 1]
+# The first version whose SNAPSHOT and DIFF carry the room's chain (section 9).
+CHAIN_VERSION = 3
+CHAIN_BYTES = 32
+ZERO_CHAIN = bytes(CHAIN_BYTES)
 # Version 2 additions that a version 1 connection does not have (section 8.2).
 V2_OPCODES = {0x17, 0x18}
 V2_MESSAGES = {0x18}
@@ -568,10 +575,11 @@ MESSAGES = {
                                ("section", "bytes"), ("items", "section_items")]),
     0x20: ("SNAPSHOT", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                         ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
-                        ("snapshot", "snapshot")]),
+                        ("chain", "chain"), ("snapshot", "snapshot")]),
     0x21: ("CATCHUP", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                        ("from_version", "varint"), ("to_version", "varint")]),
-    0x22: ("DIFF", [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops")]),
+    0x22: ("DIFF", [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops"),
+                    ("chain", "chain")]),
     0x23: ("ACK", [("request_id", "varint"), ("epoch", "varint"), ("version", "varint")]),
     0x24: ("REJECT", [("request_id", "varint"), ("code", "varint"), ("op_index", "opt_varint"),
                       ("identifier", "opt_bytes"), ("message", "string")]),
@@ -594,7 +602,7 @@ def _read_field(r, kind, name):
         return r.bytes_(name)
     if kind == "string":
         return r.string(name)
-    if kind == "digest":
+    if kind in ("digest", "chain"):
         return r.digest(name)
     if kind == "magic":
         return r.magic(name)
@@ -641,9 +649,9 @@ def _enc_field(kind, v):
         return enc_u8(v)
     if kind in ("bytes", "string"):
         return enc_bytes(v)
-    if kind == "digest":
+    if kind in ("digest", "chain"):
         if len(v) != 32:
-            raise ValueError("digest must be 32 bytes")
+            raise ValueError("%s must be 32 bytes" % kind)
         return bytes(v)
     if kind == "magic":
         if len(v) != 4:
@@ -696,6 +704,8 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
     r = Reader(body, 1, version)
     msg = {"type": name}
     for field, kind in fields:
+        if kind == "chain" and version < CHAIN_VERSION:
+            continue    # versions 1 and 2 have no chain field; the message has no "chain"
         msg[field] = _read_field(r, kind, field)
     if r.remaining():
         raise _malformed("%d bytes left over after the last field of %s" % (r.remaining(), name))
@@ -710,7 +720,8 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
 
 def encode_body(msg):
     code, fields = MESSAGE_CODES[msg["type"]]
-    return bytes([code]) + b"".join(_enc_field(kind, msg[field]) for field, kind in fields)
+    return bytes([code]) + b"".join(_enc_field(kind, msg[field]) for field, kind in fields
+                                    if kind != "chain" or msg.get(field) is not None)
 
 
 def encode_frame(msg):
@@ -906,7 +917,7 @@ def _field_to_json(kind, v):
         return None
     if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
         return v
-    if kind in ("bytes", "digest", "magic", "opt_bytes", "write_id"):
+    if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id"):
         return bytes_to_json(v)
     if kind == "string":
         return string_to_json(v)
@@ -930,7 +941,7 @@ def _field_from_json(kind, v):
         return None
     if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
         return v
-    if kind in ("bytes", "digest", "magic", "opt_bytes", "write_id"):
+    if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id"):
         return bytes_from_json(v)
     if kind == "string":
         return string_from_json(v)
@@ -954,6 +965,8 @@ def message_to_json(msg):
     _, fields = MESSAGE_CODES[msg["type"]]
     out = {"type": msg["type"]}
     for field, kind in fields:
+        if kind == "chain" and msg.get(field) is None:
+            continue
         out[field] = _field_to_json(kind, msg[field])
     return out
 
@@ -964,6 +977,8 @@ def message_from_json(j):
     _, fields = MESSAGE_CODES[j["type"]]
     msg = {"type": j["type"]}
     for field, kind in fields:
+        if kind == "chain" and j.get(field) is None:
+            continue
         msg[field] = _field_from_json(kind, j.get(field))
     return msg
 
@@ -1288,3 +1303,33 @@ class Snapshot:
         finally:
             work.limits = None
         return work
+
+
+# ---------------------------------------------------------------------------------------------
+# The room's chain (PROTOCOL.md section 9, "The room's chain"; version 3).
+
+def chain_start(epoch):
+    """chain(epoch, 0)."""
+    return hashlib.sha256(b"snapsync-chain\x00" + epoch.to_bytes(8, "big")).digest()
+
+
+def unchained_diff_frame(frame):
+    """The version 1 and 2 frame of a version 3 DIFF frame (length prefix included): its chain
+    field left out and its length 32 less, the bytes the chain is computed over."""
+    if len(frame) < 4 + 1 + CHAIN_BYTES:
+        raise ValueError("not a version 3 DIFF frame")
+    return (len(frame) - 4 - CHAIN_BYTES).to_bytes(4, "big") + bytes(frame[4:len(frame) - CHAIN_BYTES])
+
+
+def chain_next(chain, unchained_frame):
+    """chain(v) from chain(v - 1) and the version 1 and 2 DIFF frame of version v."""
+    return hashlib.sha256(bytes(chain) + bytes(unchained_frame)).digest()
+
+
+def chain_follows(held, frame, received):
+    """Whether a version 3 DIFF frame whose chain field is `received` follows a replica whose
+    chain is `held`: a zero chain on either side is one the server does not know, not compared."""
+    if held is None or held == ZERO_CHAIN or received == ZERO_CHAIN:
+        return True
+    return chain_next(held, unchained_diff_frame(frame)) == received
+

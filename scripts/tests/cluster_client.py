@@ -95,7 +95,9 @@ class Connection:
                     return
                 splitter.feed(data)
                 for frame in splitter.frames():
-                    self._handle(frame, wire.decode_frame(frame, wire.SERVER_TO_CLIENT))
+                    # WELCOME reads the same in every version; the rest in the one it chose.
+                    version = self.welcome["version"] if self.welcome else wire.PROTOCOL_VERSION
+                    self._handle(frame, wire.decode_frame(frame, wire.SERVER_TO_CLIENT, version=version))
         except (OSError, wire.WireError) as e:
             self._end(str(e))
 
@@ -113,6 +115,8 @@ class Connection:
                 base = msg["version"] if kind == "SNAPSHOT" else msg["from_version"]
                 segment = {"client": self.client, "epoch": msg["epoch"], "base": base, "diffs": [],
                            "answer": kind}
+                # The room's chain (version 3): the answer's, then each DIFF's (cluster_history).
+                segment["chains"] = [(base, msg["chain"])] if msg.get("chain") is not None else []
                 if kind == "SNAPSHOT":
                     segment.update(reason=msg["reason"], digest=msg["digest"], snapshot=msg["snapshot"])
                 self.segments.append(segment)
@@ -121,6 +125,10 @@ class Connection:
             elif kind == "DIFF":
                 segment = self.current.get(msg["room"])
                 if segment is not None:
+                    if msg.get("chain") is not None:
+                        # Kept as versions 1 and 2 frame it, the bytes the chain is computed over.
+                        frame = wire.unchained_diff_frame(frame)
+                        segment["chains"].append((msg["version"], msg["chain"]))
                     segment["diffs"].append((msg["version"], write_id_of(msg["ops"]), frame))
             elif kind == "LEFT":
                 segment = self.current.pop(msg["room"], None)

@@ -17,11 +17,20 @@ Inputs:
   the write was not applied) or ``("indeterminate",)`` (``storage_failure``, or the connection
   ended before the answer, and no attempt was acked: it may be in the room at most once).
 
+  A segment of a version 3 connection also has ``"chains": [(version, chain), ...]``: the room's
+  chain at its answer's version (a SNAPSHOT's) and after each DIFF (PROTOCOL.md section 9), and
+  ``diff_bytes`` is the DIFF's frame without its chain, as versions 1 and 2 encode it.
+
 The check (``check_room``) returns ``(log, problems)``: the room's sequence as the clients saw it
 (version -> (write id, DIFF bytes)) and a list of violations, empty when the history is one
 sequence in which every acknowledged write appears exactly once, at its acknowledged version,
 no rejected write appears, and no write appears twice.
 """
+
+
+import hashlib
+
+ZERO_CHAIN = bytes(32)
 
 
 def check_room(segments, writes):
@@ -56,6 +65,26 @@ def check_room(segments, writes):
         missing = [v for v in range(1, max(log) + 1) if v not in log]
         if missing:
             problems.append("versions never seen by any client: %s" % missing)
+
+    # The room's chain: one value per version whoever delivered it, each the hash of the one
+    # before and that version's DIFF (a zero chain is one a node did not know: not compared).
+    chains, chain_seen_by = {}, {}
+    for s in segments:
+        if s["epoch"] != epoch:
+            continue
+        for version, chain in s.get("chains", []):
+            if chain == ZERO_CHAIN:
+                continue
+            if version not in chains:
+                chains[version], chain_seen_by[version] = chain, s["client"]
+            elif chains[version] != chain:
+                problems.append("two chains at v=%d: %s saw %s, %s saw %s" % (
+                    version, chain_seen_by[version], chains[version].hex()[:16], s["client"], chain.hex()[:16]))
+    for version in sorted(chains):
+        if version - 1 in chains and version in log:
+            if hashlib.sha256(chains[version - 1] + log[version][1]).digest() != chains[version]:
+                problems.append("the chain at v=%d is not the hash of v=%d's chain and v=%d's DIFF"
+                                % (version, version - 1, version))
 
     # Each write id where its outcome allows it.
     where = {}

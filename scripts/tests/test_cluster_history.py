@@ -3,6 +3,8 @@ finds each kind of violation it exists for."""
 
 import unittest
 
+import hashlib
+
 from tests.cluster_history import check_room
 
 E = 7
@@ -36,6 +38,35 @@ class HistoryCheckTests(unittest.TestCase):
         log, problems = check_room(segments, writes)
         self.assertEqual(problems, [])
         self.assertEqual({v: w for v, (w, _) in log.items()}, {1: b"w1", 2: b"w2", 3: b"w4", 4: b"w6"})
+
+    def chained(self):
+        """The valid history as version 3 connections see it: the chain of each version."""
+        segments, writes = self.valid()
+        chain = {0: hashlib.sha256(b"start").digest()}
+        for version, (_, diff_bytes) in sorted(check_room(segments, writes)[0].items()):
+            chain[version] = hashlib.sha256(chain[version - 1] + diff_bytes).digest()
+        for s in segments:
+            s["chains"] = [(s["base"], chain[s["base"]])] + [(v, chain[v]) for v, _, _ in s["diffs"]]
+        return segments, writes, chain
+
+    def test_chains_that_follow_the_diffs_pass(self):
+        segments, writes, _ = self.chained()
+        self.assertEqual(check_room(segments, writes)[1], [])
+
+    def test_a_chain_that_does_not_follow_is_found(self):
+        # The same DIFFs everywhere, but one node's chain at v3 is another history's (a node on
+        # another history, which no DIFF byte shows).
+        segments, writes, chain = self.chained()
+        other = hashlib.sha256(b"another history").digest()
+        segments[2]["chains"] = [(v, other if v == 3 else c) for v, c in segments[2]["chains"]]
+        self.assertEqual(check_room(segments, writes)[1], [
+            "two chains at v=3: a saw %s, b saw %s" % (chain[3].hex()[:16], other.hex()[:16])])
+        # Every client's chain at v3 the other one: it is not the hash of v2's and v3's DIFF.
+        for s in segments:
+            s["chains"] = [(v, other if v == 3 else c) for v, c in s["chains"]]
+        self.assertEqual(check_room(segments, writes)[1], [
+            "the chain at v=3 is not the hash of v=2's chain and v=3's DIFF",
+            "the chain at v=4 is not the hash of v=3's chain and v=4's DIFF"])
 
     def test_a_fork_is_found(self):
         segments, writes = self.valid()

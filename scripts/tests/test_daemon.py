@@ -41,7 +41,7 @@ class SessionTests(DaemonTestCase):
                             "append-items lobby to main a=hello b\nshow lobby\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
         lines = done.stdout.splitlines()
-        self.assertRegex(lines[0], r"^WELCOME v=2 session=\d+ server=")
+        self.assertRegex(lines[0], r"^WELCOME v=3 session=\d+ server=")
         m = re.match(r"^SNAPSHOT #1 lobby e=(\d+) v=0 initial digest=([0-9a-f]{16}) 0 sections, 0 items$",
                      lines[1])
         self.assertTrue(m, self.explain(done))
@@ -174,11 +174,17 @@ class SessionTests(DaemonTestCase):
                          self.explain(done))
         welcome, snapshot, diff, ack, reject, stats, pong = frames
         self.assertEqual(set(welcome), {"type", "version", "session_id", "server_name", "limits"})
-        self.assertEqual(welcome["version"], 2)
+        self.assertEqual(welcome["version"], 3)
         self.assertEqual(set(snapshot), {"type", "request_id", "room", "epoch", "version", "reason",
-                                         "digest", "snapshot"})
+                                         "digest", "chain", "snapshot"})
         self.assertEqual((snapshot["request_id"], snapshot["room"], snapshot["version"]), (1, "lobby", 0))
-        self.assertEqual(set(diff), {"type", "room", "epoch", "version", "ops"})
+        self.assertEqual(set(diff), {"type", "room", "epoch", "version", "ops", "chain"})
+        # The room's chain (PROTOCOL.md section 9), computed here independently: a new room's
+        # chain(e, 0), then the hash of it and the DIFF as version 2 frames it.
+        s, d = wire.message_from_json(snapshot), wire.message_from_json(diff)
+        self.assertEqual(s["chain"], wire.chain_start(s["epoch"]))
+        unchained = wire.encode_frame({k: v for k, v in d.items() if k != "chain"})
+        self.assertEqual(d["chain"], wire.chain_next(s["chain"], unchained))
         self.assertEqual(wire.message_from_json(diff)["ops"], [
             {"op": "append_sections", "elements": [{"id": b"main", "payload": b"\xff"}]}])
         self.assertEqual(ack, {"type": "ACK", "request_id": 2, "epoch": snapshot["epoch"], "version": 1})
@@ -340,7 +346,7 @@ class OutlineTests(DaemonTestCase):
                             "move-item o a1 to-parent c\n"
                             "join o\nshow o\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
-        self.assertTrue(done.stdout.startswith("WELCOME v=2 "), self.explain(done))
+        self.assertTrue(done.stdout.startswith("WELCOME v=3 "), self.explain(done))
         self.assertIn("max_outline_depth=64", done.stdout.splitlines()[0])
         self.assertEqual(len(re.findall(r"^ACK #\d+ o ", done.stdout, re.M)), 7, self.explain(done))
         tree = done.stdout.split("\n<o ")[1].splitlines()[1:]
