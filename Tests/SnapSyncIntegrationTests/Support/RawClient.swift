@@ -124,7 +124,10 @@ final class RawClient {
         let deadline = now() + (timeout ?? self.timeout)
         while true {
             do {
-                if let message = try decoder.nextMessage() { return message }
+                if let message = try decoder.nextMessage() {
+                    followVersion(of: message)
+                    return message
+                }
             } catch {
                 throw RawClientError.decode(error)
             }
@@ -134,6 +137,12 @@ final class RawClient {
             }
             try readAvailable()
         }
+    }
+
+    /// After WELCOME, later frames are decoded as the version it chose (version 3's SNAPSHOT and
+    /// DIFF carry the room's chain), however HELLO was sent.
+    private func followVersion(of message: Message) {
+        if case .welcome(let version, _, _, _) = message { decoder.version = version }
     }
 
     /// Receives frames until one matches; the frames skipped are returned with it.
@@ -154,7 +163,10 @@ final class RawClient {
         var messages: [Message] = []
         while true {
             do {
-                while let message = try decoder.nextMessage() { messages.append(message) }
+                while let message = try decoder.nextMessage() {
+                    followVersion(of: message)
+                    messages.append(message)
+                }
             } catch {
                 throw RawClientError.decode(error)
             }
