@@ -397,13 +397,20 @@ package final class Room {
     static let minArenaBytes = 1024
     static let maxArenaBytes = 64 * 1024
 
-    func commit(version next: UInt64, writeID: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation]) -> WriteOutcome {
+    /// Makes `frame` the room's next version.
+    /// - Parameter chainAfter: the room's chain after it, when the caller has it already (a
+    ///   cluster record, whose chain after each write is computed once to check the record);
+    ///   nil: the room's own chain advanced over `frame`.
+    func commit(
+        version next: UInt64, writeID: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation],
+        chainAfter: RoomChain? = nil
+    ) -> WriteOutcome {
         lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
         if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
         let chunk = frame.withUnsafeBytes { OutputChunk(in: arena(for: $0.count, in: &diffArena), copying: $0) }
         // One SHA-256 of the frame per version (O(frame)), on a single node as in the cluster:
         // the chain must be known at every version a client may resume from.
-        chain = chain?.next(frame: frame)
+        chain = chainAfter ?? chain?.next(frame: frame)
         history.append(chunk, version: next, chain: chain ?? .unknown)
         writeIDs.remember(writeID, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)

@@ -49,22 +49,6 @@ public struct RoomChain: Hashable, Sendable, CustomStringConvertible {
         frame.withUnsafeBytes { next(frame: $0) }
     }
 
-    /// The chain after a version 3 DIFF frame (PROTOCOL.md §11.13), which ends with the chain
-    /// field it is checked against: hashed as the frame without that field, i.e. its length
-    /// prefix 32 less and its last 32 bytes left out, which is the same DIFF's frame in
-    /// versions 1 and 2 (the bytes the chain is defined over).
-    /// - Precondition: `frame` is a whole frame of at least 4 + 1 + 32 bytes.
-    /// - Complexity: O(frame), no copy.
-    public func next(chainedDiffFrame frame: UnsafeRawBufferPointer) -> RoomChain {
-        precondition(frame.count >= 4 + 1 + Self.byteCount, "not a version 3 DIFF frame")
-        var hasher = SHA256()
-        withUnsafeBytes(of: words) { hasher.update(bufferPointer: $0) }
-        let length = UInt32(frame.count - 4 - Self.byteCount).bigEndian
-        withUnsafeBytes(of: length) { hasher.update(bufferPointer: $0) }
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: frame[4..<(frame.count - Self.byteCount)]))
-        return RoomChain(digest: hasher.finalize())
-    }
-
     /// The chain whose bytes are `bytes` (exactly `byteCount` of them).
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }

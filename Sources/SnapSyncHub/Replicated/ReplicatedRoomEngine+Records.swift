@@ -45,9 +45,15 @@ extension ReplicatedRoomEngine {
             // The record's chain after, checked before anything changes: a record whose frames do
             // not make it is damage, whoever reads it. From its own chain before, which the room's
             // is now (or is not known, or is the zero chain of a proposer that did not know it:
-            // then the chain after becomes the room's). This node's own record was hashed when it
-            // was proposed.
-            let after = ours ? writes.chainAfter : writes.records.reduce(writes.chainBefore) { $0.next(frame: $1.diffFrame) }
+            // then the chain after becomes the room's). The chain after each write, computed here
+            // once (one SHA-256 per frame), is the one each version gets (`Room.commit`).
+            var chains: [RoomChain] = []
+            chains.reserveCapacity(writes.records.count)
+            var after = writes.chainBefore
+            for record in writes.records {
+                after = after.next(frame: record.diffFrame)
+                chains.append(after)
+            }
             guard after == writes.chainAfter else {
                 stopFollowing(
                     replica,
@@ -65,14 +71,14 @@ extension ReplicatedRoomEngine {
                     diffs.append(
                         try room.applyLogged(
                             record, sequence: sequence,
-                            prepared: prepared.map { (ops: $0.ops[index], result: index == writes.records.count - 1 ? $0.result : nil) }))
+                            prepared: prepared.map { (ops: $0.ops[index], result: index == writes.records.count - 1 ? $0.result : nil) },
+                            chainAfter: chains[index]))
                 } catch {
                     // Part of the record is applied: the room is no state of the log's.
                     diverged(replica, room: room, error)
                     return
                 }
             }
-            room.chain = after
             finishApplying(diffs, in: room, replica: replica, at: sequence, itemsBefore: itemsBefore, ours: ours)
         case .write(let record):
             let prepared = ours ? replica.inFlight?.prepared : nil

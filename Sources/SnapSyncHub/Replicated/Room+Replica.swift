@@ -24,10 +24,13 @@ extension Room {
     ///     (`propose`), with the snapshot the record's last write leads to for that one (nil for
     ///     the writes before it): then nothing is decoded or applied, and the snapshot is left as
     ///     it is until the last write installs the result.
+    ///   - chainAfter: the room's chain after this write, as the record's check computed it (nil
+    ///     for a record of the kind without chains: the room's own is advanced).
     /// - Returns: the DIFF frame, shared, for the members.
     /// - Complexity: O(1) with `prepared`; else O(frame) to decode plus `Snapshot.apply`'s cost.
     func applyLogged(
-        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: Snapshot?)?
+        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: Snapshot?)?,
+        chainAfter: RoomChain? = nil
     ) throws(ReplicaError) -> OutputChunk {
         guard record.epoch == epoch, record.version == version + 1 else {
             throw ReplicaError(
@@ -59,7 +62,8 @@ extension Room {
         }
         guard
             case .applied(_, let chunk) = commit(
-                version: record.version, writeID: record.writeID, fingerprint: record.fingerprint, frame: record.diffFrame, ops: ops)
+                version: record.version, writeID: record.writeID, fingerprint: record.fingerprint, frame: record.diffFrame, ops: ops,
+                chainAfter: chainAfter)
         else { preconditionFailure("commit applies") }
         return chunk
     }
