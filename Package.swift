@@ -120,6 +120,9 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 // NIOLockedValueBox: the state NIO's threads and the client's tasks share.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // The divergence counter an app's metrics backend sees (a no-op until the app
+                // bootstraps one): SnapSyncClient+Verify.swift.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 // BSD sockets and BoringSSL off Apple platforms only: there Network.framework
                 // carries the connection and its TLS (ClientTransport.swift says why). The same
                 // platforms as the sources' `#if !canImport(Network)`, for those NIO supports.

@@ -31,6 +31,8 @@ ZERO_CHAIN = bytes(CHAIN_BYTES)
 # Version 2 additions that a version 1 connection does not have (section 8.2).
 V2_OPCODES = {0x17, 0x18}
 V2_MESSAGES = {0x18}
+# Version 3 additions that versions 1 and 2 do not have: VERIFY and DIGEST (section 8.2).
+V3_MESSAGES = {0x19, 0x27}
 MAGIC = b"SNAP"
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 MAX_WRITE_ID_BYTES = 32
@@ -573,6 +575,7 @@ MESSAGES = {
     0x18: ("REPLACE_SECTION", [("request_id", "varint"), ("room", "string"),
                                ("expected_version", "opt_varint"), ("write_id", "write_id"),
                                ("section", "bytes"), ("items", "section_items")]),
+    0x19: ("VERIFY", [("request_id", "varint"), ("room", "string")]),
     0x20: ("SNAPSHOT", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                         ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
                         ("chain", "chain"), ("snapshot", "snapshot")]),
@@ -585,12 +588,14 @@ MESSAGES = {
                       ("identifier", "opt_bytes"), ("message", "string")]),
     0x25: ("STATS_REPLY", [("request_id", "varint"), ("stats", "stats")]),
     0x26: ("LEFT", [("room", "string"), ("code", "varint"), ("message", "string")]),
+    0x27: ("DIGEST", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
+                      ("version", "varint"), ("digest", "digest"), ("chain", "chain")]),
 }
 MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
 CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH", "DROP",
-                    "SET_TTL", "REPLACE_SECTION"}
+                    "SET_TTL", "REPLACE_SECTION", "VERIFY"}
 SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
-                    "REJECT", "STATS_REPLY", "LEFT"}
+                    "REJECT", "STATS_REPLY", "LEFT", "DIGEST"}
 
 
 def _read_field(r, kind, name):
@@ -692,13 +697,13 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
     (by name; defaults for the rest) bound the content of SNAPSHOT, REPLACE and DIFF, which is
     checked once the whole frame has decoded (section 12); MUTATE ops are left to whoever applies
     them. ``version`` is the connection's (section 8.2): version 1 knows no REPLACE_SECTION, no
-    opcodes 0x17/0x18 and no levels part.
+    opcodes 0x17/0x18 and no levels part; versions 1 and 2 no chain fields, VERIFY or DIGEST.
     """
     if not body:
         raise _malformed("empty frame body (L must be at least 1)")
     mtype = body[0]
     if (mtype not in MESSAGES or (accept is not None and MESSAGES[mtype][0] not in accept)
-            or (version < 2 and mtype in V2_MESSAGES)):
+            or (version < 2 and mtype in V2_MESSAGES) or (version < CHAIN_VERSION and mtype in V3_MESSAGES)):
         raise WireError("unknown_message_type", "message type 0x%02x" % mtype)
     name, fields = MESSAGES[mtype]
     r = Reader(body, 1, version)

@@ -308,15 +308,30 @@ def set_ttl(request_id, room, seconds):
             {"type": "SET_TTL", "request_id": request_id, "room": room, "seconds": seconds})
 
 
+def verify(request_id, room):
+    return (u8(0x19) + varint(request_id) + text(room),
+            {"type": "VERIFY", "request_id": request_id, "room": room})
+
+
+def digest_reply(request_id, room, epoch, version, digest_bytes, chain):
+    body = u8(0x27) + varint(request_id) + text(room) + varint(epoch) + varint(version) + digest_bytes + chain
+    return body, {"type": "DIGEST", "request_id": request_id, "room": room, "epoch": epoch, "version": version,
+                  "digest": jb(digest_bytes), "chain": jb(chain)}
+
+
 REASONS = {"initial": 0, "resync": 1}
 
 
-def snapshot(request_id, room, epoch, version, reason, snap, digest_bytes=None):
+def snapshot(request_id, room, epoch, version, reason, snap, digest_bytes=None, chain=None):
+    """`chain`: version 3's field (section 9), before `snapshot`; None for versions 1 and 2."""
     d = digest(snap) if digest_bytes is None else digest_bytes
     body = (u8(0x20) + varint(request_id) + text(room) + varint(epoch) + varint(version) + u8(REASONS[reason])
-            + d + enc_snapshot(snap))
-    return body, {"type": "SNAPSHOT", "request_id": request_id, "room": room, "epoch": epoch, "version": version,
-                  "reason": reason, "digest": jb(d), "snapshot": snapshot_json(snap)}
+            + d + (chain or b"") + enc_snapshot(snap))
+    js = {"type": "SNAPSHOT", "request_id": request_id, "room": room, "epoch": epoch, "version": version,
+          "reason": reason, "digest": jb(d), "snapshot": snapshot_json(snap)}
+    if chain is not None:
+        js["chain"] = jb(chain)
+    return body, js
 
 
 def catchup(request_id, room, epoch, from_version, to_version):
@@ -325,9 +340,13 @@ def catchup(request_id, room, epoch, from_version, to_version):
                   "from_version": from_version, "to_version": to_version}
 
 
-def diff(room, epoch, version, ops):
-    body = u8(0x22) + text(room) + varint(epoch) + varint(version) + lst(ops, enc_op)
-    return body, {"type": "DIFF", "room": room, "epoch": epoch, "version": version, "ops": [op_json(o) for o in ops]}
+def diff(room, epoch, version, ops, chain=None):
+    """`chain`: version 3's field (section 9), at the end; None for versions 1 and 2."""
+    body = u8(0x22) + text(room) + varint(epoch) + varint(version) + lst(ops, enc_op) + (chain or b"")
+    js = {"type": "DIFF", "room": room, "epoch": epoch, "version": version, "ops": [op_json(o) for o in ops]}
+    if chain is not None:
+        js["chain"] = jb(chain)
+    return body, js
 
 
 def ack(request_id, epoch, version):
@@ -351,6 +370,18 @@ def stats_reply(request_id, pairs):
 def left(room, code, message):
     return (u8(0x26) + text(room) + varint(code) + text(message),
             {"type": "LEFT", "room": room, "code": code, "message": message})
+
+
+# The room's chain (section 9, version 3).
+
+def chain_start(epoch):
+    return hashlib.sha256(b"snapsync-chain\x00" + epoch.to_bytes(8, "big")).digest()
+
+
+def chain_next(chain, diff_frame):
+    """The chain after a version whose DIFF frame, as versions 1 and 2 encode it (length prefix
+    included), is `diff_frame`."""
+    return hashlib.sha256(chain + diff_frame).digest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,6 +549,8 @@ NOTES = {
               "varint per item, a section starting below the roots, a jump of more than one level, or "
               "all levels 0. Always malformed_frame.",
     "Version1": "Decode as a version 1 connection does: a version 2 frame that version 1 refuses (section 8.2).",
+    "Version2": "Decode as a version 2 connection does: a version 3 frame that version 2 refuses or reads "
+                "otherwise (section 8.2).",
     "ContentUnchecked": "Valid at the wire level although the content breaks a limit: MUTATE ops are checked by "
                         "applying them, which gives the REJECT its op_index, not by the decoder.",
 }
@@ -783,7 +816,8 @@ def message_vectors():
 
     # --- the worked examples of PROTOCOL.md ----------------------------------------------------
     for name, (built, _) in doc_examples().items():
-        if name not in LIFECYCLE_EXAMPLES and name not in OUTLINE_EXAMPLES and name != "snapshot-outline":
+        if (name not in LIFECYCLE_EXAMPLES and name not in OUTLINE_EXAMPLES and name not in CHAIN_EXAMPLES
+                and name != "snapshot-outline"):
             s.valid("PROTOCOL.md example " + name, ["Example"], built)
 
     # --- authentication (section 8.4): AUTH, LEFT and their codes. Last in the file, so that the
@@ -864,6 +898,8 @@ LIFECYCLE_EXAMPLES = ["DROP", "LEFT-room_deleted", "SET_TTL"]
 # Version 2 examples: vectors of outline.json, not messages.json (snapshot-outline is a bare field,
 # pinned by the SNAPSHOT-outline frame that carries it).
 OUTLINE_EXAMPLES = ["HELLO-v2", "WELCOME-v2", "SNAPSHOT-outline", "DIFF-outline", "REPLACE_SECTION"]
+# Version 3 examples: vectors of chain.json.
+CHAIN_EXAMPLES = ["HELLO-v3", "SNAPSHOT-v3", "DIFF-v3", "VERIFY", "DIGEST"]
 
 
 # Small limits, so that boundaries can be shown in small frames.
@@ -1434,10 +1470,10 @@ LAYOUTS = {
     "STATS": (0x14, [("request_id", "varint")]),
     "AUTH": (0x15, [("request_id", "varint"), ("credentials", "bytes")]),
     "SNAPSHOT": (0x20, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
-                        ("reason", "reason"), ("digest", "digest"), ("snapshot", "snapshot")]),
+                        ("reason", "reason"), ("digest", "digest"), ("chain", "chain"), ("snapshot", "snapshot")]),
     "CATCHUP": (0x21, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                        ("from_version", "varint"), ("to_version", "varint")]),
-    "DIFF": (0x22, [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops")]),
+    "DIFF": (0x22, [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops"), ("chain", "chain")]),
     "ACK": (0x23, [("request_id", "varint"), ("epoch", "varint"), ("version", "varint")]),
     "REJECT": (0x24, [("request_id", "varint"), ("code", "code"), ("op_index", "opt_varint"),
                       ("identifier", "opt_bytes"), ("message", "string")]),
@@ -1447,6 +1483,9 @@ LAYOUTS = {
     "SET_TTL": (0x17, [("request_id", "varint"), ("room", "string"), ("seconds", "varint")]),
     "REPLACE_SECTION": (0x18, [("request_id", "varint"), ("room", "string"), ("expected_version", "opt_varint"),
                                ("write_id", "bytes"), ("section", "bytes"), ("items", "section_items")]),
+    "VERIFY": (0x19, [("request_id", "varint"), ("room", "string")]),
+    "DIGEST": (0x27, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
+                      ("digest", "digest"), ("chain", "chain")]),
 }
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
@@ -1606,6 +1645,8 @@ class Annotator:
             self.add(u8(REASONS[v]), "reason: %s" % v)
         elif kind == "digest":
             self.add(unjb(v), "digest (SHA-256 of the snapshot field)")
+        elif kind == "chain":
+            self.add(unjb(v), "chain (section 9)")
         elif kind == "ops":
             self.varint("ops", len(v), note=" (count)")
             for k, op in enumerate(v):
@@ -1640,6 +1681,8 @@ def annotated(built, direction=None):
         code, fields = LAYOUTS[js["type"]]
         a.add(u8(code), "type: %s" % js["type"])
         for name, kind in fields:
+            if kind == "chain" and name not in js:
+                continue    # versions 1 and 2: no chain field
             a.field(name, kind, js[name])
         assert b"".join(r[0] for r in a.rows) == body, js["type"]
         rows = [(len(body).to_bytes(4, "big"), "length: %d" % len(body))] + a.rows
@@ -1653,9 +1696,89 @@ def annotated(built, direction=None):
     return "\n".join(line.rstrip() for line in lines)
 
 
+def chain_vectors():
+    """Version 3 frames (section 8.2): SNAPSHOT and DIFF with their `chain`, VERIFY and DIGEST, and
+    how they break; `Version2` tests are decoded as version 2."""
+    s = Suite()
+    chain = bytes(range(0x40, 0x60))        # 32 bytes that read as text: the JSON form's string
+    binary = bytes(range(0xE0, 0x100))      # 32 bytes that do not: its {"hex": ...} form
+    for name in CHAIN_EXAMPLES:
+        s.valid("PROTOCOL.md example " + name, ["Example"], doc_examples()[name][0])
+    s.valid("WELCOME version 3 (the limits of version 2)", [],
+            welcome(3, 1, "snapsyncd/1.0", [(1, 1 << 24), (9, OUTLINE_DEPTH_DEFAULT)]))
+    s.valid("DIFF with a chain of binary bytes", [], diff("r", EPOCH, 2, [delete_items("a")], chain=binary))
+    s.valid("DIFF with the zero chain (unknown to the server, section 9)", ["EdgeCase"],
+            diff("r", EPOCH, 3, [delete_items("a")], chain=bytes(32)))
+    s.valid("SNAPSHOT of an empty room at version 0 with its chain", ["EdgeCase"],
+            snapshot(1, "r", EPOCH, 0, "initial", [], chain=chain_start(EPOCH)))
+    s.valid("SNAPSHOT of an outline with its chain (chain before the snapshot field)", [],
+            snapshot(2, "groceries", WALK_EPOCH, 7, "resync", GROCERIES, chain=chain))
+    s.valid("VERIFY of an empty room name", ["EdgeCase"], verify(0, ""))
+    s.valid("DIGEST of an empty room at version 0", ["EdgeCase"],
+            digest_reply(3, "r", EPOCH, 0, digest([]), chain_start(EPOCH)))
+    s.valid("DIGEST with binary digest and chain", [], digest_reply((1 << 64) - 1, "r", (1 << 64) - 1, (1 << 64) - 1, binary, binary))
+
+    diff_v3 = diff("r", EPOCH, 2, [delete_items("a")], chain=chain)[0]
+    snap_v3 = snapshot(1, "r", EPOCH, 1, "initial", [], chain=chain)[0]
+    digest_v3 = digest_reply(3, "r", EPOCH, 0, digest([]), chain)[0]
+    for cut in (1, 31, 32):
+        s.invalid_body("DIFF whose chain lacks its last %d bytes" % cut, ["FieldOverrun"], diff_v3[:-cut], "malformed_frame")
+        s.invalid_body("DIGEST whose chain lacks its last %d bytes" % cut, ["FieldOverrun"], digest_v3[:-cut],
+                       "malformed_frame")
+    s.invalid_body("SNAPSHOT whose chain and snapshot are cut after 20 bytes of chain", ["FieldOverrun"],
+                   snap_v3[:-(32 - 20) - 1], "malformed_frame")
+    s.invalid_body("DIFF with a byte after its chain", ["TrailingBytes"], diff_v3 + b"\x00", "malformed_frame")
+    s.invalid_body("DIGEST with a byte after its chain", ["TrailingBytes"], digest_v3 + b"\x00", "malformed_frame")
+    s.invalid_body("VERIFY with a byte after its room", ["TrailingBytes"], verify(1, "r")[0] + b"\x00",
+                   "malformed_frame")
+    s.invalid_body("VERIFY whose room runs past the body", ["FieldOverrun"], u8(0x19) + varint(1) + varint(5) + b"r",
+                   "malformed_frame")
+    # What a version 2 connection makes of version 3 frames.
+    s.invalid_body("VERIFY on a version 2 connection", ["Version2", "UnknownType"], verify(1, "r")[0],
+                   "unknown_message_type")
+    s.invalid_body("DIGEST on a version 2 connection", ["Version2", "UnknownType"], digest_v3, "unknown_message_type")
+    s.invalid_body("A version 3 DIFF read as version 2: its chain is 32 trailing bytes", ["Version2", "TrailingBytes"],
+                   diff_v3, "malformed_frame")
+    return s.tests
+
+
+def chain_file():
+    doc = vector_file("chain", chain_vectors(), DEFAULT_LIMITS, [
+        "Protocol version 3: decode as a version 3 connection does, except the tests flagged Version2,",
+        "which a version 2 connection decodes (section 8.2). Default limits. Each test is one frame, `hex`",
+        "holding the 4-byte length prefix and the body; results as in messages.json.",
+        "`chains` holds histories of the room's chain (section 9): from `start` = chain(epoch, 0), each",
+        "`diffs` entry gives the DIFF frame of the next version as versions 1 and 2 encode it (length",
+        "prefix included) and the chain after it, SHA-256(previous chain || frame).",
+    ], version=3)
+    history = []
+    for version, ops in enumerate(TODO_HISTORY, start=1):
+        history.append({"version": version, "hex": frame(diff("todo", WALK_EPOCH, version, ops)[0]).hex(),
+                        "chain": todo_chains()[version].hex()})
+    doc["chains"] = [{"comment": "the walkthrough's room todo (PROTOCOL.md section 15) and the version 3 examples",
+                      "epoch": WALK_EPOCH, "start": todo_chains()[0].hex(), "diffs": history}]
+    return doc
+
+
 # The messages shown in PROTOCOL.md: one example per message, and a whole session.
 WALK_EPOCH = 0x1F2E3D4C5B6A7988
 TODO_V3 = [(el("today", "Today"), [el("milk", "Buy milk")])]
+# The DIFFs that built TODO_V3 (versions 1 to 3), then the walkthrough's DIFF of version 4.
+TODO_HISTORY = [[append_sections(el("today", "Today"))],
+                [append_items("today", el("milk", "Buy milk"), el("tea"))],
+                [delete_items("tea")],
+                [append_items("today", el("eggs", "Buy eggs"))]]
+TODO_V4 = [(el("today", "Today"), [el("milk", "Buy milk"), el("eggs", "Buy eggs")])]
+
+
+def todo_chains():
+    """chain(WALK_EPOCH, v) for v = 0 ... 4 of the walkthrough's room."""
+    chains = [chain_start(WALK_EPOCH)]
+    for version, ops in enumerate(TODO_HISTORY, start=1):
+        chains.append(chain_next(chains[-1], frame(diff("todo", WALK_EPOCH, version, ops)[0])))
+    return chains
+
+
 GROCERIES = [(el("groceries", "Groceries"), [at(0, el("fruit", "Fruit")), at(1, el("apple")), at(1, el("pear")),
                                             at(0, el("bread"))])]
 
@@ -1707,6 +1830,13 @@ def doc_examples():
         "REPLACE_SECTION": (replace_section(13, "groceries", 7, b"", "groceries",
                                             [at(0, el("fruit", "Fruit")), at(1, el("apple")), at(0, el("bread"))]),
                             "client -> server"),
+        # Version 3 (chain.json): the room of the walkthrough, its chain from TODO_HISTORY.
+        "HELLO-v3": (hello([3, 2, 1], "demo"), "client -> server"),
+        "SNAPSHOT-v3": (snapshot(1, "todo", WALK_EPOCH, 3, "initial", TODO_V3, chain=todo_chains()[3]),
+                        "server -> client"),
+        "DIFF-v3": (diff("todo", WALK_EPOCH, 4, eggs, chain=todo_chains()[4]), "server -> client"),
+        "VERIFY": (verify(14, "todo"), "client -> server"),
+        "DIGEST": (digest_reply(14, "todo", WALK_EPOCH, 4, digest(TODO_V4), todo_chains()[4]), "server -> client"),
     }
 
 
@@ -1796,6 +1926,7 @@ def outputs():
             "which a version 1 connection decodes (section 8.2). Default limits, but max_outline_depth 4.",
         ], version=2),
         "outline_batches.json": outline_batch_vectors(),
+        "chain.json": chain_file(),
     }
 
 

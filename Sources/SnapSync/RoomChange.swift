@@ -68,6 +68,10 @@ public enum ResyncReason: Hashable, Sendable, CustomStringConvertible {
     /// and that DIFF lead to: the replica does not hold the room's state (the server, a relay
     /// or this replica went wrong), so it is dropped and the room joined afresh.
     case diverged(expected: RoomChain, received: RoomChain)
+    /// `SnapSyncClient.verify(_:)`: the room's digest at the replica's position (`expected`, the
+    /// server's) is not the replica's own (`computed`): the replica's state is wrong although
+    /// the DIFFs that built it were right (a fault of this process or of the client's apply).
+    case corrupted(expected: SnapshotDigest, computed: SnapshotDigest)
 
     public var description: String {
         switch self {
@@ -76,6 +80,7 @@ public enum ResyncReason: Hashable, Sendable, CustomStringConvertible {
         case .diffFailed(let error): "a diff did not apply: \(error)"
         case .outOfSequence(let expected, let received): "expected \(expected), received \(received)"
         case .diverged(let expected, let received): "the replica diverged from the room: its chain leads to \(expected), the server's DIFF names \(received)"
+        case .corrupted(let expected, let computed): "the replica's state is not the room's: the room's digest is \(expected), the replica's \(computed)"
         }
     }
 }

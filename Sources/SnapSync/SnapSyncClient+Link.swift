@@ -139,6 +139,8 @@ extension SnapSyncClient {
                 handleReject(requestID: requestID, rejection)
             case .left(let room, let code, let text):
                 handleLeft(room: room, code: code, message: text)
+            case .digest(let requestID, let room, let epoch, let version, let digest, let chain):
+                handleDigest(requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version), digest: digest, chain: chain)
             case .statsReply:
                 // This client sends no STATS.
                 violation("STATS_REPLY answers no request")
@@ -200,6 +202,14 @@ extension SnapSyncClient {
         refreshTask = nil
         token = nil
         outstandingPing = nil
+        // A DROP or VERIFY is not resent on the next connection: its caller hears now.
+        for request in requests.values {
+            switch request {
+            case .drop(let room, let call): complete(call, .failure(.connectionLost("DROP \(room): \(reason)")))
+            case .verify(let room, let call): complete(call, .failure(.connectionLost("VERIFY \(room): \(reason)")))
+            case .join, .leave, .write, .auth: break
+            }
+        }
         requests = [:]
         for room in rooms.keys { rooms[room]!.phase = .detached }
         guard state != .closed else { return }

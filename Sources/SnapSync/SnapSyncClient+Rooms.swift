@@ -95,7 +95,7 @@ extension SnapSyncClient {
             finishCatchUp(room)
         case .broken(let reason, let fresh):
             if fresh { rooms[room]!.distrusted = true }
-            if case .diverged = reason { divergences += 1 }
+            if case .diverged = reason { countDivergence(reason) }
             resync(room, reason)
         }
     }
@@ -218,7 +218,7 @@ extension SnapSyncClient {
         eventSink.yield(.resyncing(room: room, reason: reason))
         rooms[room]!.resyncReason = reason
         switch reason {
-        case .digestMismatch, .diffFailed, .diverged: rooms[room]!.distrusted = true
+        case .digestMismatch, .diffFailed, .diverged, .corrupted: rooms[room]!.distrusted = true
         case .historyUnavailable, .outOfSequence: break
         }
         rooms[room]!.phase = .detached
@@ -273,6 +273,8 @@ extension SnapSyncClient {
             refreshAcknowledged(fresh)
         case .join(let room)?:
             violation("ACK answers JOIN \(room) (request \(requestID))")
+        case .verify(let room, _)?:
+            violation("ACK answers VERIFY \(room) (request \(requestID))")
         case nil:
             violation("ACK answers no request (request \(requestID))")
         }
@@ -299,6 +301,8 @@ extension SnapSyncClient {
                 rejection.code == .forbidden ? .forbidden(room: room, right: "read", message: rejection.message) : .rejected(rejection)
             if entry.loaded { eventSink.yield(.roomLost(room: room, error: error)) }
             for call in entry.joinCalls { complete(call, .failure(error)) }
+        case .verify(let room, let call)?:
+            complete(call, .failure(rejection.code == .notJoined ? .notJoined(room: room) : .rejected(rejection)))
         case .auth?:
             // A server answers AUTH with ACK, or refuses it with ERROR and closes.
             violation("REJECT answers AUTH (request \(requestID))")

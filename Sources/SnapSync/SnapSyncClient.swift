@@ -52,8 +52,9 @@ public actor SnapSyncClient {
     /// whose DIFFs carry no chain, or 1 from one without outlines.
     public internal(set) var protocolVersion = ProtocolVersion.current
     /// How many times a replica was found to have diverged from its room (a DIFF's chain was not
-    /// the one the replica leads to, `ResyncReason.diverged`) and joined again, since this client
-    /// was made: a count an app can export as a metric.
+    /// the one the replica leads to, `ResyncReason.diverged`, or `verify(_:)` found another
+    /// state) and joined again, since this client was made. Also counted, by reason, in the
+    /// swift-metrics counter `snapsync_client_divergences_total` (`SnapSyncClient+Verify.swift`).
     public internal(set) var divergences = 0
     /// The session id and server name of the last WELCOME.
     public internal(set) var session: (id: UInt64, serverName: String)?
@@ -124,6 +125,7 @@ public actor SnapSyncClient {
         case done
         case position(RoomPosition)
         case replica(RoomReplica)
+        case verification(Verification)
     }
     var nextCallID: UInt64 = 0
     var calls: [UInt64: Call] = [:]
@@ -143,6 +145,8 @@ public actor SnapSyncClient {
         case write(call: UInt64)
         /// A refresh: the token becomes the connection's when acknowledged.
         case auth(SessionToken)
+        /// `verify(_:)`: answered by DIGEST.
+        case verify(room: String, call: UInt64)
     }
     var nextRequestID: UInt64 = 0
     var requests: [UInt64: Request] = [:]
@@ -371,6 +375,15 @@ public actor SnapSyncClient {
     /// with its write id after the reconnect, and the server must answer with the original ACK.
     @_spi(Testing) public func loseNextWriteAcknowledgement() {
         loseNextWriteAck = true
+    }
+
+    /// Changes `room`'s replica in place, with no change published and no DIFF, as a fault of
+    /// this process would: what `verify(_:)` exists to find.
+    @_spi(Testing) public func damageReplica(_ room: String, _ damage: @Sendable (inout Snapshot) -> Void) {
+        rooms[room]?.replica.broadcast.publish { state -> RoomChange? in
+            damage(&state.snapshot)
+            return nil
+        }
     }
 
     @_spi(Testing) public func resumeReconnecting() {

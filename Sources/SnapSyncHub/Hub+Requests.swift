@@ -4,7 +4,7 @@ import SnapSyncModel
 import SnapSyncWire
 
 // What the server does with each message (PROTOCOL.md §3, §7): the handshake, PING/PONG, STATS,
-// LEAVE; and, for every request that names a room, the prologue (`admit`: the name, the right)
+// LEAVE, VERIFY; and, for every request that names a room, the prologue (`admit`: the name, the right)
 // before the engine's part (RoomEngine.swift).
 
 extension Hub {
@@ -54,7 +54,9 @@ extension Hub {
         case .setTTL(let requestID, let room, let seconds):
             guard admit(requestID: requestID, roomName: room, right: .write, from: session) else { return }
             engine.setTTL(requestID: requestID, roomName: room, seconds: seconds, from: session)
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left:
+        case .verify(let requestID, let room):
+            verify(requestID: requestID, roomName: room, from: session)
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
             close(session, error: .unknownMessageType, "\(message.type.name) is sent by the server only")
@@ -149,5 +151,22 @@ extension Hub {
         }
         removeMember(session, from: room)
         send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
+    }
+
+    /// VERIFY (PROTOCOL.md §11.22): the room's digest and chain at its version, which is the
+    /// position of the last SNAPSHOT or DIFF of it queued for this member, since both engines
+    /// queue a room's DIFF to every member as the version is applied; the DIGEST goes behind it
+    /// in the same queue. Only a member may ask: it is the one holding a replica to compare.
+    /// - Complexity: O(1) when the room's digest at this version is already known (a JOIN or
+    ///   an earlier VERIFY computed it), else O(size of the room) once per version.
+    private func verify(requestID: UInt64, roomName: String, from session: Session) {
+        guard let room = session.memberships[roomName] else {
+            send(Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName))").message(requestID: requestID), to: session)
+            return
+        }
+        send(
+            .digest(
+                requestID: requestID, room: room.name, epoch: room.epoch, version: room.version, digest: room.digest,
+                chain: room.chain ?? .unknown), to: session)
     }
 }

@@ -173,6 +173,16 @@ public struct FrameEncoder: Sendable {
             b.appendVarint(requestID)
             b.appendString(room)
             b.appendVarint(seconds)
+        case .verify(let requestID, let room):
+            b.appendVarint(requestID)
+            b.appendString(room)
+        case .digest(let requestID, let room, let epoch, let version, let digest, let chain):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendVarint(epoch)
+            b.appendVarint(version)
+            b.append(contentsOf: digest.bytes)
+            b.appendChain(chain)
         }
     }
 

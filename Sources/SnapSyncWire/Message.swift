@@ -45,6 +45,9 @@ public enum Message: Sendable {
     /// Give a room a time-to-live (§11.20): it expires once it has had no member and no write
     /// for `seconds`; 0 means it never expires, whatever the server's default.
     case setTTL(requestID: UInt64, room: String, seconds: UInt64)
+    /// Ask for the room's digest and chain at this connection's position in it (version 3,
+    /// §11.22): answered by DIGEST, which a replica compares with its own state.
+    case verify(requestID: UInt64, room: String)
     /// The room's whole state at (`epoch`, `version`), answering a JOIN. `chain` is the room's
     /// chain at `version` (version 3, §9 "The room's chain"); nil in the layouts of versions 1
     /// and 2, which have no such field.
@@ -64,6 +67,10 @@ public enum Message: Sendable {
     /// The server removed this connection from `room` (after an AUTH whose grants no longer
     /// cover it, §8.4): no more DIFFs for it follow. `code` is raw, as in ERROR and REJECT.
     case left(room: String, code: UInt64, message: String)
+    /// Answer to VERIFY (version 3, §11.23): the SHA-256 digest (§4) and the chain (§9) of the
+    /// room at (`epoch`, `version`), the position of the last SNAPSHOT or DIFF of `room` sent on
+    /// this connection before it.
+    case digest(requestID: UInt64, room: String, epoch: UInt64, version: UInt64, digest: SnapshotDigest, chain: RoomChain)
 }
 
 extension Message {
@@ -134,6 +141,8 @@ extension Message {
         case .left: .left
         case .drop: .drop
         case .setTTL: .setTTL
+        case .verify: .verify
+        case .digest: .digest
         }
     }
 
@@ -153,7 +162,7 @@ extension Message {
         case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
             .replaceSection(let id, _, _, _, _, _),
             .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
-            .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _):
+            .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _), .verify(let id, _), .digest(let id, _, _, _, _, _):
             id
         case .hello, .welcome, .error, .ping, .pong, .diff, .left:
             nil
@@ -189,8 +198,10 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case auth = 0x15
     case drop = 0x16
     case setTTL = 0x17
-    /// Version 2 only (§8.2).
+    /// Version 2 and later (§8.2).
     case replaceSection = 0x18
+    /// Version 3 and later (§8.2).
+    case verify = 0x19
     case snapshot = 0x20
     case catchup = 0x21
     case diff = 0x22
@@ -198,11 +209,13 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case reject = 0x24
     case statsReply = 0x25
     case left = 0x26
+    /// Version 3 and later (§8.2).
+    case digest = 0x27
 
     public var sentBy: Sender {
         switch self {
-        case .hello, .join, .leave, .mutate, .replace, .replaceSection, .stats, .auth, .drop, .setTTL: .client
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left: .server
+        case .hello, .join, .leave, .mutate, .replace, .replaceSection, .stats, .auth, .drop, .setTTL, .verify: .client
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest: .server
         case .ping, .pong: .either
         }
     }
@@ -231,11 +244,17 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         case .drop: "DROP"
         case .setTTL: "SET_TTL"
         case .replaceSection: "REPLACE_SECTION"
+        case .verify: "VERIFY"
+        case .digest: "DIGEST"
         }
     }
 
     /// Whether a connection of protocol `version` has this message type (§8.2).
     public func exists(inVersion version: UInt64) -> Bool {
-        self != .replaceSection || ProtocolVersion.hasOutlines(version)
+        switch self {
+        case .replaceSection: ProtocolVersion.hasOutlines(version)
+        case .verify, .digest: ProtocolVersion.hasChain(version: version)
+        default: true
+        }
     }
 }

@@ -144,6 +144,16 @@ extension ByteReader {
             let requestID = try varint("request_id")
             let room = try string("room")
             result = .setTTL(requestID: requestID, room: room, seconds: try varint("seconds"))
+        case .verify:
+            let requestID = try varint("request_id")
+            result = .verify(requestID: requestID, room: try string("room"))
+        case .digest:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let epoch = try varint("epoch")
+            let version = try varint("version")
+            let digest = SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "digest"))
+            result = .digest(requestID: requestID, room: room, epoch: epoch, version: version, digest: digest, chain: try chain("chain"))
         }
         guard isAtEnd else {
             throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")

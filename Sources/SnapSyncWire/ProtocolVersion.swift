@@ -1,7 +1,8 @@
 /// The protocol versions this codec speaks (PROTOCOL.md §8.2): one place for the daemon that
 /// answers HELLO, the client that sends it, and the tools.
 public enum ProtocolVersion {
-    /// The version PROTOCOL.md describes: version 2 plus the room's chain in SNAPSHOT and DIFF.
+    /// The version PROTOCOL.md describes: version 2 plus the room's chain in SNAPSHOT and DIFF
+    /// and the VERIFY request.
     /// A WELCOME to a client that offers it names it.
     public static let current: UInt64 = 3
     /// Every version spoken, highest first: what a HELLO offers (the server takes the highest
@@ -24,6 +25,6 @@ public enum ProtocolVersion {
     public static func hasOutlines(_ version: UInt64) -> Bool { version >= 2 }
 
     /// Whether `version` has the room's chain: a `chain` field in SNAPSHOT (before `snapshot`)
-    /// and at the end of DIFF (version 3 and later).
+    /// and at the end of DIFF, and VERIFY / DIGEST (version 3 and later).
     public static func hasChain(version: UInt64) -> Bool { version >= 3 }
 }

@@ -8,7 +8,7 @@ Usage: Tests/Fuzz/make-corpus.py          write the vector seeds (named vector-<
        Tests/Fuzz/make-corpus.py --check  fail if the committed ones differ from what it would write
 
 Wire seeds start with the control byte of the wire target (Sources/Entries/WireTarget.swift): bits 0-1
-accepting side (0 client, 1 server, 2 either), bit 2 the tight limits of limits.json, bits 3-7
+accepting side (0 client, 1 server, 2 either; 3 either in protocol version 3's layouts), bit 2 the tight limits of limits.json, bits 3-7
 the chunk size minus one.
 """
 import hashlib
@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.path.join(HERE, "..", "..", "Protocol", "vectors")
 SEEDS = os.path.join(HERE, "seeds")
 
-CLIENT, SERVER, EITHER, TIGHT = 0, 1, 2, 4
+CLIENT, SERVER, EITHER, EITHER_V3, TIGHT = 0, 1, 2, 3, 4
 CLIENT_TYPES = {0x01, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18}
 SERVER_TYPES = {0x02, 0x03, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26}
 
@@ -55,6 +55,11 @@ def seeds():
         kind = frame[4] if len(frame) > 4 else None
         side = CLIENT if kind in CLIENT_TYPES else SERVER if kind in SERVER_TYPES else EITHER
         out.append(("wire", control(side, chunk=1 + (i * 5) % 32) + frame))
+    # Protocol version 3: the chain fields, VERIFY and DIGEST. Version2 tests are read otherwise.
+    for i, test in enumerate(load("chain.json")["tests"]):
+        if "Version2" in test["flags"]:
+            continue
+        out.append(("wire", control(EITHER_V3, chunk=1 + (i * 3) % 32) + bytes.fromhex(test["hex"])))
     replay = load("replay.json")
     # A client's view of a room: its SNAPSHOT-worthy start, then every DIFF in one stream.
     out.append(("wire", control(SERVER, chunk=32) + b"".join(bytes.fromhex(d["hex"]) for d in replay["diffs"])))

@@ -50,4 +50,40 @@ struct ClientChainDaemonTests {
         #expect(await reader.divergences == 0)
         for client in [reader, writer, truth] { await client.close() }
     }
+
+    @Test(
+        "verify: a replica that holds the room is confirmed; one damaged in memory (its DIFFs were right, so the chain cannot see it) is found by the room's digest, dropped, joined afresh and reported",
+        .timeLimit(.minutes(5)))
+    func verifyFindsADamagedReplica() async throws {
+        let daemon = try DaemonProcess.start()
+        defer { daemon.stop() }
+        let room = "verify"
+        let reader = try await connectedClient(daemon, "reader")
+        let events = EventLog.start(reader)
+        let writer = try await connectedClient(daemon, "writer")
+        let replica = try await reader.join(room)
+        try await writer.mutate(room, [.appendSections([SnapshotElement("s")])])
+        for k in 0..<5 { try await writer.mutate(room, [.appendItems([SnapshotElement("a\(k)", payload: "p\(k)")], toSection: "s")]) }
+        try await eventually("the reader at version 6") { replica.position.version == 6 }
+        #expect(try await reader.verify(room) == .holds(replica.position))
+
+        await reader.damageReplica(room) { snapshot in
+            try! snapshot.apply([.updateItems([SnapshotElement("a2", payload: "not what the room holds")], .reload)], limits: .unlimited)
+        }
+        guard case .diverged(.corrupted(let expected, let computed)) = try await reader.verify(room) else {
+            Issue.record("expected the damaged replica to be found by its digest")
+            return
+        }
+        #expect(expected != computed)
+        let truth = try await connectedClient(daemon, "truth")
+        let fresh = try await truth.join(room)
+        try await eventually("the reader joined afresh") { replica.snapshot == fresh.snapshot }
+        #expect(expected == fresh.snapshot.digest)
+        #expect(await reader.divergences == 1)
+        #expect(try await reader.verify(room) == .holds(fresh.position))
+        let resyncs = await events.events.filter { if case .resyncing(room, .corrupted) = $0 { true } else { false } }
+        #expect(resyncs.count == 1)
+        await #expect(throws: SnapSyncError.notJoined(room: "elsewhere")) { try await reader.verify("elsewhere") }
+        for client in [reader, writer, truth] { await client.close() }
+    }
 }

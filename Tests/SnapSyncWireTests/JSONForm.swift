@@ -217,13 +217,14 @@ enum JSONForm {
             o["items"] = sectionItems(items)
         case .stats(let requestID):
             o["request_id"] = .uint(requestID)
-        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snap, _):
+        case .snapshot(let requestID, let room, let epoch, let version, let reason, let digest, let snap, let chain):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)
             o["version"] = .uint(version)
             o["reason"] = .string(reason == .initial ? "initial" : "resync")
             o["digest"] = bytes(digest.bytes)
+            if let chain { o["chain"] = bytes(chain.bytes) }
             o["snapshot"] = snapshot(snap)
         case .catchup(let requestID, let room, let epoch, let from, let to):
             o["request_id"] = .uint(requestID)
@@ -231,11 +232,12 @@ enum JSONForm {
             o["epoch"] = .uint(epoch)
             o["from_version"] = .uint(from)
             o["to_version"] = .uint(to)
-        case .diff(let room, let epoch, let version, let ops, _):
+        case .diff(let room, let epoch, let version, let ops, let chain):
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)
             o["version"] = .uint(version)
             o["ops"] = .array(ops.map { JSONForm.op($0) })
+            if let chain { o["chain"] = bytes(chain.bytes) }
         case .ack(let requestID, let epoch, let version):
             o["request_id"] = .uint(requestID)
             o["epoch"] = .uint(epoch)
@@ -263,6 +265,16 @@ enum JSONForm {
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["seconds"] = .uint(seconds)
+        case .verify(let requestID, let room):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+        case .digest(let requestID, let room, let epoch, let version, let digest, let chain):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["epoch"] = .uint(epoch)
+            o["version"] = .uint(version)
+            o["digest"] = bytes(digest.bytes)
+            o["chain"] = bytes(chain.bytes)
         }
         return .object(o)
     }

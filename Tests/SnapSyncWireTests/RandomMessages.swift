@@ -6,6 +6,14 @@ import SnapSyncWire
 /// byte strings and non-ASCII text.
 struct MessageFactory {
     var rng: SplitMix64
+    /// The protocol version whose layouts the messages take: from 3 on, SNAPSHOT and DIFF carry
+    /// a chain, and VERIFY and DIGEST exist.
+    var version: UInt64 = ProtocolVersion.unchained
+
+    mutating func chain() -> RoomChain? {
+        guard ProtocolVersion.hasChain(version: version) else { return nil }
+        return RoomChain(bytes: (0..<RoomChain.byteCount).map { _ in UInt8.random(in: 0...255, using: &rng) })!
+    }
 
     mutating func uint() -> UInt64 {
         switch Int.random(in: 0..<6, using: &rng) {
@@ -113,7 +121,7 @@ struct MessageFactory {
     }
 
     mutating func message() -> Message {
-        switch Int.random(in: 0..<21, using: &rng) {
+        switch Int.random(in: 0..<(ProtocolVersion.hasChain(version: version) ? 23 : 21), using: &rng) {
         case 0: return .hello(versions: (0..<Int.random(in: 1...3, using: &rng)).map { _ in uint() }, clientName: text(), credentials: bytes())
         case 1:
             return .welcome(
@@ -131,9 +139,9 @@ struct MessageFactory {
             let snap = snapshot()
             return .snapshot(
                 requestID: uint(), room: text(), epoch: uint(), version: uint(),
-                reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap)
+                reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap, chain: chain())
         case 11: return .catchup(requestID: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint())
-        case 12: return .diff(room: text(), epoch: uint(), version: uint(), ops: ops())
+        case 12: return .diff(room: text(), epoch: uint(), version: uint(), ops: ops(), chain: chain())
         case 13: return .ack(requestID: uint(), epoch: uint(), version: uint())
         case 14: return .reject(requestID: uint(), code: uint(), opIndex: optional { $0.uint() }, identifier: optional { $0.id() }, message: text())
         case 15: return .auth(requestID: uint(), credentials: bytes(max: 300))
@@ -144,6 +152,10 @@ struct MessageFactory {
             return .replaceSection(
                 requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeID: bytes(max: 32), section: id(),
                 items: sectionItems())
+        case 21: return .verify(requestID: uint(), room: text())
+        case 22:
+            return .digest(
+                requestID: uint(), room: text(), epoch: uint(), version: uint(), digest: snapshot().digest, chain: chain()!)
         default: return .statsReply(requestID: uint(), stats: (0..<Int.random(in: 0...4, using: &rng)).map { _ in Message.Stat(name: text(), value: uint()) })
         }
     }

@@ -6,9 +6,9 @@ import SnapSyncModel
 
 /// Law: for every message m, decode(encode(m)) == m, and the frame is consumed exactly.
 @Suite(.unitTests) struct RoundTripTests {
-    @Test(arguments: [1, 2, 3, 0x5EED] as [UInt64])
-    func randomMessagesRoundTrip(seed: UInt64) throws {
-        var factory = MessageFactory(rng: SplitMix64(seed: seed))
+    @Test(arguments: [1, 2, 3, 0x5EED] as [UInt64], [ProtocolVersion.unchained, ProtocolVersion.current])
+    func randomMessagesRoundTrip(seed: UInt64, version: UInt64) throws {
+        var factory = MessageFactory(rng: SplitMix64(seed: seed), version: version)
         let encoder = FrameEncoder()
         var stream: [UInt8] = []
         var messages: [Message] = []
@@ -17,7 +17,7 @@ import SnapSyncModel
             let frame = encoder.encode(message)
             let size = encoder.encode(message, into: &stream)
             #expect(size == frame.count)
-            let decoded = try FrameDecoder.decode(frame: frame, limits: .init(model: .unlimited))
+            let decoded = try FrameDecoder.decode(frame: frame, limits: .init(model: .unlimited), version: version)
             #expect(decoded == message, "seed \(seed): \(message)")
             #expect(JSONForm.message(decoded) == JSONForm.message(message))
             if case .snapshot(_, _, _, _, _, _, let a, _) = message, case .snapshot(_, _, _, _, _, _, let b, _) = decoded {
@@ -28,6 +28,7 @@ import SnapSyncModel
         }
         // The same messages as one stream, fed in irregular chunks.
         var decoder = FrameDecoder(limits: .init(model: .unlimited))
+        decoder.version = version
         var decoded: [Message] = []
         var offset = 0
         var rng = SplitMix64(seed: seed)
@@ -68,7 +69,7 @@ import SnapSyncModel
                 bytes[i] = UInt8.random(in: 0...255, using: &rng)
             }
             do {
-                let m = try FrameDecoder.decode(frame: bytes, limits: v.limits)
+                let m = try FrameDecoder.decode(frame: bytes, limits: v.limits, version: v.version)
                 // Whatever decodes re-encodes to the same bytes: there is one encoding.
                 #expect(FrameEncoder().encode(m) == bytes)
                 decodedCount += 1

@@ -39,6 +39,25 @@ import SnapSyncModel
         }
     }
 
+    /// chain.json's histories: `RoomChain.start` gives each `start`, and `next(frame:)` each
+    /// chain after a DIFF frame; each frame decodes as version 2 to the version it names.
+    @Test func chainHistories() throws {
+        #expect(!Vectors.chains.isEmpty)
+        for history in Vectors.chains {
+            var chain = RoomChain.start(epoch: history.epoch)
+            #expect(chain.bytes == history.start)
+            for (index, step) in history.steps.enumerated() {
+                guard case .diff(_, let epoch, let version, _, nil) = try FrameDecoder.decode(frame: step.frame) else {
+                    Issue.record("step \(index) is not a version 2 DIFF")
+                    return
+                }
+                #expect(epoch == history.epoch && version == UInt64(index + 1))
+                chain = chain.next(frame: step.frame)
+                #expect(chain.bytes == step.chain, "after version \(version)")
+            }
+        }
+    }
+
     /// PROTOCOL.md §16: version 2 reads every version 1 vector as version 1 does, but for the
     /// one whose bytes it gives a meaning (type 0x18, a REPLACE_SECTION cut short).
     @Test func versionOneVectorsReadTheSameInVersionTwo() {

@@ -20,7 +20,8 @@ enum Vectors {
         /// For ContentRule vectors: the identifier the error carries (`.null`: none).
         let identifier: JSON?
         let limits: WireLimits
-        /// The protocol version to decode with: the file's, or 1 for a test flagged Version1.
+        /// The protocol version to decode with: the file's, or 1 for a test flagged Version1, 2
+        /// for one flagged Version2.
         let version: UInt64
 
         var description: String { "\(file) #\(tcId): \(comment)" }
@@ -59,12 +60,33 @@ enum Vectors {
                 flags: flags,
                 bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
                 valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
-                identifier: t["identifier"], limits: limits, version: flags.contains("Version1") ? 1 : version)
+                identifier: t["identifier"], limits: limits,
+                version: flags.contains("Version1") ? 1 : flags.contains("Version2") ? 2 : version)
         }
     }
 
-    /// Version 1 vectors (messages, limits) and version 2 ones (outline), PROTOCOL.md §16.
-    static let files = ["messages.json", "limits.json", "outline.json"]
+    /// Version 1 vectors (messages, limits), version 2 ones (outline) and version 3 ones
+    /// (chain), PROTOCOL.md §16.
+    static let files = ["messages.json", "limits.json", "outline.json", "chain.json"]
+
+    /// One history of chain.json's `chains`: the chain at version 0, then each version's DIFF
+    /// frame (version 2 layout) and the chain after it.
+    struct ChainHistory: Sendable {
+        let epoch: UInt64
+        let start: [UInt8]
+        let steps: [(frame: [UInt8], chain: [UInt8])]
+    }
+
+    static let chains: [ChainHistory] = {
+        let doc = try! JSON.parse(file: directory.appendingPathComponent("chain.json").path)
+        return doc["chains"]!.array!.map { history in
+            ChainHistory(
+                epoch: history["epoch"]!.uint!, start: JSONForm.bytes(fromHex: history["start"]!.string!),
+                steps: history["diffs"]!.array!.map {
+                    (JSONForm.bytes(fromHex: $0["hex"]!.string!), JSONForm.bytes(fromHex: $0["chain"]!.string!))
+                })
+        }
+    }()
     static let all: [Case] = files.flatMap(load)
     static var valid: [Case] { all.filter(\.valid) }
 }

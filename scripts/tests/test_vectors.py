@@ -1,9 +1,10 @@
 """Every vector in Protocol/vectors/*.json against snapcat's own codec and model.
 
-messages.json, limits.json (protocol version 1) and outline.json (version 2), Wycheproof style: a
-valid frame decodes to `message` (JSON form, PROTOCOL.md section 14) and `message` encodes back to
-the exact bytes; an invalid one fails with the named error, decoded as the file's version says
-(flag Version1: as version 1). batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
+messages.json, limits.json (protocol version 1), outline.json (version 2) and chain.json (version
+3), Wycheproof style: a valid frame decodes to `message` (JSON form, PROTOCOL.md section 14) and
+`message` encodes back to the exact bytes; an invalid one fails with the named error, decoded as
+the file's version says (flag Version1: as version 1, Version2: as version 2). chain.json's
+`chains`: the room's chain computed over each DIFF frame. batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
 SHA-256. Each frame is also fed to the stream decoder byte by byte, whole, all at once, and cut.
 """
 
@@ -23,7 +24,9 @@ def load(name):
 
 def version_of(doc, test):
     """The protocol version a vector is decoded with (PROTOCOL.md section 16)."""
-    return 1 if "Version1" in test["flags"] else doc["protocolVersion"]
+    if "Version1" in test["flags"]:
+        return 1
+    return 2 if "Version2" in test["flags"] else doc["protocolVersion"]
 
 
 # The two version 1 vectors whose bytes version 2 gives a meaning (PROTOCOL.md section 16).
@@ -49,7 +52,7 @@ class FrameVectorTests(unittest.TestCase):
 
     def test_the_expected_files_are_there(self):
         names = {n for n, _ in self.files}
-        self.assertLessEqual({"messages.json", "limits.json", "outline.json"}, names)
+        self.assertLessEqual({"messages.json", "limits.json", "outline.json", "chain.json"}, names)
         for name, doc in self.files:
             self.assertIn(doc["protocolVersion"], wire.SUPPORTED_VERSIONS, name)
             self.assertEqual(doc.get("numberOfTests", len(doc["tests"])), len(doc["tests"]), name)
@@ -156,11 +159,26 @@ class FrameVectorTests(unittest.TestCase):
         self.assertEqual(changed, V1_ONLY_COMMENTS)
 
 
+class ChainVectorTests(unittest.TestCase):
+    def test_chain_histories(self):
+        histories = load("chain.json")["chains"]
+        self.assertTrue(histories)
+        for history in histories:
+            chain = wire.chain_start(history["epoch"])
+            self.assertEqual(chain.hex(), history["start"])
+            for step in history["diffs"]:
+                frame = bytes.fromhex(step["hex"])
+                msg = wire.decode_frame(frame, version=2)
+                self.assertEqual((msg["type"], msg["epoch"], msg["version"]), ("DIFF", history["epoch"], step["version"]))
+                chain = wire.chain_next(chain, frame)
+                self.assertEqual(chain.hex(), step["chain"], step["version"])
+
+
 class CoverageTests(unittest.TestCase):
     """The vectors and PROTOCOL.md cover everything snapcat's codec knows, and nothing less."""
 
     def test_every_message_type_has_a_valid_vector(self):
-        types = {t["message"]["type"] for name in ("messages.json", "outline.json")
+        types = {t["message"]["type"] for name in ("messages.json", "outline.json", "chain.json")
                  for t in load(name)["tests"] if t["result"] == "valid"}
         self.assertEqual(types, {name for name, _ in wire.MESSAGES.values()})
 

@@ -4,8 +4,9 @@ import SnapSyncWire
 /// Frame and message decoding, as a peer does it: bytes arrive in chunks and `nextMessage()` is
 /// called until it returns nil.
 ///
-/// Input: byte 0 chooses the decoder (bits 0–1: accepting client, server or either; bit 2: tight
-/// limits; bits 3–7: chunk size 1–32); the rest is the byte stream. Laws:
+/// Input: byte 0 chooses the decoder (bits 0–1: accepting client, server or either in protocol
+/// version 2's layouts, or (3) either in version 3's, with the chain fields, VERIFY and DIGEST;
+/// bit 2: tight limits; bits 3–7: chunk size 1–32); the rest is the byte stream. Laws:
 /// - nil consumes nothing; a frame-level error consumes nothing and repeats; any other error
 ///   consumes exactly its frame, and the one-shot `decode(frame:)` agrees with the stream decoder
 ///   on every frame, message or error;
@@ -26,9 +27,11 @@ enum WireTarget {
         guard let control = input.first else { return }
         let stream = Array(input.dropFirst())
         let accepting: Sender = [.client, .server, .either, .either][Int(control & 3)]
+        let version = control & 3 == 3 ? ProtocolVersion.current : ProtocolVersion.unchained
         let limits = control & 4 != 0 ? tight : .default
         let chunk = Int(control >> 3) + 1
         var decoder = FrameDecoder(limits: limits, accepting: accepting)
+        decoder.version = version
         var room = Snapshot()
         var appended = 0
         var consumed = 0
@@ -43,7 +46,7 @@ enum WireTarget {
                 case .success(.none):
                     try law(frame.isEmpty, "nextMessage() returned nil but consumed \(frame.count) bytes")
                 case .success(.some(let message)):
-                    try check(message, frame: frame, limits: limits, accepting: accepting, room: &room)
+                    try check(message, frame: frame, limits: limits, accepting: accepting, version: version, room: &room)
                     continue
                 case .failure(let error):
                     try law(!error.detail.isEmpty, "\(error.code.name) without a detail")
@@ -60,7 +63,7 @@ enum WireTarget {
                     }
                     try law(frame.count >= 5, "an error consumed \(frame.count) bytes, less than a frame")
                     let once = Result { () throws(WireError) -> Message in
-                        try FrameDecoder.decode(frame: frame, limits: limits, accepting: accepting)
+                        try FrameDecoder.decode(frame: frame, limits: limits, accepting: accepting, version: version)
                     }
                     try law(once == .failure(error), "decode(frame:) gives \(once), the stream decoder \(error)")
                     if let requestID = error.requestID {
@@ -80,7 +83,7 @@ enum WireTarget {
         if consumed < stream.count {
             let rest = Array(stream[consumed...])
             let once = Result { () throws(WireError) -> Message in
-                try FrameDecoder.decode(frame: rest, limits: limits, accepting: accepting)
+                try FrameDecoder.decode(frame: rest, limits: limits, accepting: accepting, version: version)
             }
             guard case .failure(let error) = once, error.code == .malformedFrame else {
                 throw LawViolation(description: "\(rest.count) bytes the stream decoder holds as incomplete decode whole: \(once)")
@@ -89,7 +92,7 @@ enum WireTarget {
     }
 
     static func check(
-        _ message: Message, frame: [UInt8], limits: WireLimits, accepting: Sender,
+        _ message: Message, frame: [UInt8], limits: WireLimits, accepting: Sender, version: UInt64,
         room: inout Snapshot
     ) throws(LawViolation) {
         let sender = message.type.sentBy
@@ -99,7 +102,7 @@ enum WireTarget {
         let encoded = FrameEncoder().encode(message)
         try law(encoded == frame, "\(message.type.name) re-encodes to \(encoded.count) bytes that differ from its \(frame.count)-byte frame")
         let once = Result { () throws(WireError) -> Message in
-            try FrameDecoder.decode(frame: frame, limits: limits, accepting: accepting)
+            try FrameDecoder.decode(frame: frame, limits: limits, accepting: accepting, version: version)
         }
         try law(once == .success(message), "decode(frame:) gives \(once) for a frame the stream decoded")
         switch message {
@@ -115,10 +118,19 @@ enum WireTarget {
             room = snapshot
         case .mutate(_, _, _, _, let ops):
             try applyAtomically(ops, to: &room, limits: limits.model)
-        case .diff(let name, let epoch, let version, let ops, _):
+        case .diff(let name, let epoch, let diffVersion, let ops, let chain):
             var diff: [UInt8] = []
-            FrameEncoder().encodeDiff(room: name, epoch: epoch, version: version, ops: ops, into: &diff)
-            try law(diff == frame, "encodeDiff differs from the DIFF frame it was decoded from")
+            FrameEncoder().encodeDiff(room: name, epoch: epoch, version: diffVersion, ops: ops, into: &diff)
+            // Version 3's frame is that frame with the chain after it (PROTOCOL.md §9).
+            var unchained = frame
+            if let chain {
+                try law(Array(frame.suffix(RoomChain.byteCount)) == chain.bytes, "a DIFF's chain is not its last 32 bytes")
+                unchained = Array(frame.dropLast(RoomChain.byteCount))
+                let length = UInt32(unchained.count - 4)
+                unchained.replaceSubrange(0..<4, with: withUnsafeBytes(of: length.bigEndian, Array.init))
+            }
+            try law((chain != nil) == ProtocolVersion.hasChain(version: version), "a DIFF's chain does not match its version")
+            try law(diff == unchained, "encodeDiff differs from the DIFF frame it was decoded from")
             try applyAtomically(ops, to: &room, limits: limits.model)
         default:
             break
