@@ -623,7 +623,10 @@ def _read_field(r, kind, name):
         return r.list_(lambda w: {"name": r.string("stat name"), "value": r.varint("stat value")},
                        name)
     if kind == "opt_position":
-        return r.opt(lambda w: {"epoch": r.varint("epoch"), "version": r.varint("version")}, name)
+        # Version 3: the replica's chain at that position follows (section 9).
+        return r.opt(lambda w: dict({"epoch": r.varint("epoch"), "version": r.varint("version")},
+                                    **({"chain": r.digest("resume.chain")} if r.version >= CHAIN_VERSION else {})),
+                     name)
     if kind == "opt_varint":
         return r.opt(r.varint, name)
     if kind == "opt_bytes":
@@ -669,7 +672,8 @@ def _enc_field(kind, v):
     if kind == "stats":
         return enc_list(v, lambda s: enc_bytes(s["name"]) + enc_varint(s["value"]))
     if kind == "opt_position":
-        return enc_opt(v, lambda p: enc_varint(p["epoch"]) + enc_varint(p["version"]))
+        return enc_opt(v, lambda p: enc_varint(p["epoch"]) + enc_varint(p["version"])
+                       + (_enc_field("chain", p["chain"]) if p.get("chain") is not None else b""))
     if kind == "opt_varint":
         return enc_opt(v, enc_varint)
     if kind == "opt_bytes":
@@ -931,7 +935,8 @@ def _field_to_json(kind, v):
     if kind == "stats":
         return [{"name": string_to_json(s["name"]), "value": s["value"]} for s in v]
     if kind == "opt_position":
-        return {"epoch": v["epoch"], "version": v["version"]}
+        return dict({"epoch": v["epoch"], "version": v["version"]},
+                    **({"chain": bytes_to_json(v["chain"])} if v.get("chain") is not None else {}))
     if kind == "ops":
         return [op_to_json(o) for o in v]
     if kind == "snapshot":
@@ -955,7 +960,8 @@ def _field_from_json(kind, v):
     if kind == "stats":
         return [{"name": string_from_json(s["name"]), "value": s["value"]} for s in v]
     if kind == "opt_position":
-        return {"epoch": v["epoch"], "version": v["version"]}
+        return dict({"epoch": v["epoch"], "version": v["version"]},
+                    **({"chain": bytes_from_json(v["chain"])} if v.get("chain") is not None else {}))
     if kind == "ops":
         return [op_from_json(o) for o in v]
     if kind == "snapshot":

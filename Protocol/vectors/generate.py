@@ -257,10 +257,14 @@ def pong(nonce):
     return u8(0x05) + varint(nonce), {"type": "PONG", "nonce": nonce}
 
 
-def join(request_id, room, resume=None):
-    body = u8(0x10) + varint(request_id) + text(room) + opt(resume, lambda p: varint(p[0]) + varint(p[1]))
-    return body, {"type": "JOIN", "request_id": request_id, "room": room,
-                  "resume": None if resume is None else {"epoch": resume[0], "version": resume[1]}}
+def join(request_id, room, resume=None, chain=None):
+    """`chain`: version 3's field of the resume position (section 9); None for versions 1 and 2."""
+    body = (u8(0x10) + varint(request_id) + text(room)
+            + opt(resume, lambda p: varint(p[0]) + varint(p[1]) + (chain or b"")))
+    position = None if resume is None else {"epoch": resume[0], "version": resume[1]}
+    if position is not None and chain is not None:
+        position["chain"] = jb(chain)
+    return body, {"type": "JOIN", "request_id": request_id, "room": room, "resume": position}
 
 
 def leave(request_id, room):
@@ -899,7 +903,7 @@ LIFECYCLE_EXAMPLES = ["DROP", "LEFT-room_deleted", "SET_TTL"]
 # pinned by the SNAPSHOT-outline frame that carries it).
 OUTLINE_EXAMPLES = ["HELLO-v2", "WELCOME-v2", "SNAPSHOT-outline", "DIFF-outline", "REPLACE_SECTION"]
 # Version 3 examples: vectors of chain.json.
-CHAIN_EXAMPLES = ["HELLO-v3", "SNAPSHOT-v3", "DIFF-v3", "VERIFY", "DIGEST"]
+CHAIN_EXAMPLES = ["HELLO-v3", "JOIN-resume-v3", "SNAPSHOT-v3", "DIFF-v3", "VERIFY", "DIGEST"]
 
 
 # Small limits, so that boundaries can be shown in small frames.
@@ -1630,6 +1634,8 @@ class Annotator:
                 self.add(b"\x01", "resume: present")
                 self.varint("epoch", v["epoch"], 1)
                 self.varint("version", v["version"], 1)
+                if "chain" in v:
+                    self.add(unjb(v["chain"]), "  chain (section 9)")
         elif kind == "opt_varint":
             if v is None:
                 self.add(b"\x00", "%s: absent" % name)
@@ -1713,6 +1719,9 @@ def chain_vectors():
             snapshot(1, "r", EPOCH, 0, "initial", [], chain=chain_start(EPOCH)))
     s.valid("SNAPSHOT of an outline with its chain (chain before the snapshot field)", [],
             snapshot(2, "groceries", WALK_EPOCH, 7, "resync", GROCERIES, chain=chain))
+    s.valid("JOIN without resume: no chain either", ["EdgeCase"], join(1, "r"))
+    s.valid("JOIN resuming with the zero chain (the client does not know it)", ["EdgeCase"],
+            join(2, "r", (EPOCH, 7), chain=bytes(32)))
     s.valid("VERIFY of an empty room name", ["EdgeCase"], verify(0, ""))
     s.valid("DIGEST of an empty room at version 0", ["EdgeCase"],
             digest_reply(3, "r", EPOCH, 0, digest([]), chain_start(EPOCH)))
@@ -1721,6 +1730,11 @@ def chain_vectors():
     diff_v3 = diff("r", EPOCH, 2, [delete_items("a")], chain=chain)[0]
     snap_v3 = snapshot(1, "r", EPOCH, 1, "initial", [], chain=chain)[0]
     digest_v3 = digest_reply(3, "r", EPOCH, 0, digest([]), chain)[0]
+    join_v3 = join(2, "r", (EPOCH, 7), chain=binary)[0]
+    s.invalid_body("JOIN whose resume chain lacks its last byte", ["FieldOverrun"], join_v3[:-1], "malformed_frame")
+    s.invalid_body("JOIN resuming without its chain", ["FieldOverrun"], join(2, "r", (EPOCH, 7))[0], "malformed_frame")
+    s.invalid_body("A version 3 JOIN read as version 2: its chain is 32 trailing bytes", ["Version2", "TrailingBytes"],
+                   join_v3, "malformed_frame")
     for cut in (1, 31, 32):
         s.invalid_body("DIFF whose chain lacks its last %d bytes" % cut, ["FieldOverrun"], diff_v3[:-cut], "malformed_frame")
         s.invalid_body("DIGEST whose chain lacks its last %d bytes" % cut, ["FieldOverrun"], digest_v3[:-cut],
@@ -1832,6 +1846,7 @@ def doc_examples():
                             "client -> server"),
         # Version 3 (chain.json): the room of the walkthrough, its chain from TODO_HISTORY.
         "HELLO-v3": (hello([3, 2, 1], "demo"), "client -> server"),
+        "JOIN-resume-v3": (join(5, "todo", (WALK_EPOCH, 4), chain=todo_chains()[4]), "client -> server"),
         "SNAPSHOT-v3": (snapshot(1, "todo", WALK_EPOCH, 3, "initial", TODO_V3, chain=todo_chains()[3]),
                         "server -> client"),
         "DIFF-v3": (diff("todo", WALK_EPOCH, 4, eggs, chain=todo_chains()[4]), "server -> client"),

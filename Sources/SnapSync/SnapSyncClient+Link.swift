@@ -314,13 +314,16 @@ extension SnapSyncClient {
         return nextRequestID
     }
 
-    /// JOIN, resuming from the replica's position unless the replica is new or distrusted.
+    /// JOIN, resuming from the replica's position unless the replica is new or distrusted; on
+    /// version 3 with its chain there, so that a replica on another history than the room's is
+    /// sent a SNAPSHOT rather than DIFFs that would not lead it to the room (PROTOCOL.md §9).
     func sendJoin(_ room: String) {
         guard case .ready(let connection) = link, let entry = rooms[room] else { return }
         let requestID = newRequest(.join(room: room))
         rooms[room]!.phase = .joining(requestID: requestID)
         let resume = entry.loaded && !entry.distrusted ? entry.replica.position : nil
-        connection.send(.join(requestID: requestID, room: room, resume: resume))
+        let chain = resume != nil && ProtocolVersion.hasChain(version: protocolVersion) ? entry.chain ?? .unknown : nil
+        connection.send(.join(requestID: requestID, room: room, resume: resume, chain: chain))
     }
 
     func sendLeave(_ room: String, call: UInt64?) {

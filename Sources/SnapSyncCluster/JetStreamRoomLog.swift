@@ -251,13 +251,14 @@ package final class JetStreamRoomLog: RoomLog {
         }
         // The subject, the message id and JetStream's headers share max_payload with the value.
         let limit = connection.maxPayload - 1024
-        var value = RoomLogCheckpoint(image: image, history: history, sequence: sequence, chain: chain).encode()
+        let checkpoint = RoomLogCheckpoint(image: image, history: history, sequence: sequence, chain: chain)
+        var value = checkpoint.encode()
         if value.count > limit, !history.isEmpty {
             // The newest records that fit, found in one pass over the records' sizes, then one
             // more encoding: O(history + value), not an encoding per record dropped.
             if let dropped = CheckpointHistoryCut.oldestToDrop(valueSize: value.count, history: history, limit: limit) {
                 let full = value.count
-                value = RoomLogCheckpoint(image: image, history: Array(history[dropped...]), sequence: sequence, chain: chain).encode()
+                value = checkpoint.droppingOldest(dropped).encode()
                 logger.warning(
                     "checkpoint of room \(room) at sequence \(sequence) is \(full) bytes with its \(history.count) history records, over \(limit): saved without the \(dropped) oldest (\(value.count) bytes)"
                 )

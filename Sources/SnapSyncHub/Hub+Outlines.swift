@@ -19,7 +19,7 @@ extension Hub {
     /// session gets SNAPSHOT `resync` instead of a CATCHUP whose DIFFs it could not read.
     /// - Complexity: O(1), but for the first version 1 resume of a room (resident), which scans
     ///   its history once (`outlineOpVersion(of:)`).
-    func answerJoin(_ room: Room, resume: RoomPosition?, for session: Session) -> Room.JoinAnswer {
+    func answerJoin(_ room: Room, resume: ResumePoint?, for session: Session) -> Room.JoinAnswer {
         let answer = room.answerJoin(resume: resume)
         guard !ProtocolVersion.hasOutlines(session.protocolVersion), case .catchup(let from, _, _) = answer else { return answer }
         return outlineOpVersion(of: room) > from ? .snapshot(reason: .resync) : answer

@@ -28,8 +28,8 @@ extension Hub {
             send(.pong(nonce: nonce), to: session)
         case .pong:
             break  // Any frame proves the peer alive; the IO layer already noted it.
-        case .join(let requestID, let room, let resume):
-            join(requestID: requestID, roomName: room, resume: resume, from: session)
+        case .join(let requestID, let room, let resume, let chain):
+            join(requestID: requestID, roomName: room, resume: resume.map { ResumePoint(position: $0, chain: chain) }, from: session)
         case .leave(let requestID, let room):
             leave(requestID: requestID, roomName: room, from: session)
         case .mutate(let requestID, let room, let expectedVersion, let writeID, let ops):
@@ -109,7 +109,7 @@ extension Hub {
             AdmittedWrite(requestID: requestID, roomName: roomName, writeID: writeID, request: request, received: received), from: session)
     }
 
-    private func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
+    private func join(requestID: UInt64, roomName: String, resume: ResumePoint?, from session: Session) {
         // The right before anything else: a denied JOIN creates no room and no membership.
         guard admit(requestID: requestID, roomName: roomName, right: .read, from: session) else { return }
         let alreadyJoined = session.memberships[roomName] != nil
@@ -127,7 +127,7 @@ extension Hub {
     /// Answers a JOIN of `room` (SNAPSHOT, or CATCHUP and the DIFFs) and makes the session a
     /// member, once the engine has the room (at once on a single node; in cluster mode once it
     /// has loaded, ReplicatedRoomEngine+Follow.swift).
-    func completeJoin(requestID: UInt64, room: Room, resume: RoomPosition?, from session: Session) {
+    func completeJoin(requestID: UInt64, room: Room, resume: ResumePoint?, from session: Session) {
         let alreadyJoined = session.memberships[room.name] != nil
         if let rejection = refuseOutline(room, to: session) {
             send(rejection.message(requestID: requestID), to: session)

@@ -167,13 +167,19 @@ package final class Room {
 
     /// Decides how to answer a JOIN: a fresh JOIN gets SNAPSHOT(initial); a resume position in
     /// this epoch and inside history gets CATCHUP plus the missing DIFFs (none when the client
-    /// is current); anything else (another epoch, too old, ahead of the room) gets
-    /// SNAPSHOT(resync).
+    /// is current), unless its chain is not the room's at that version (PROTOCOL.md §9: the
+    /// replica is on another history, and the DIFFs would not lead it to the room); anything else
+    /// (another epoch, too old, ahead of the room, another chain) gets SNAPSHOT(resync). A chain
+    /// that either side does not know (zero) is not compared.
     /// - Complexity: O(1) (the frames are a slice of history).
-    func answerJoin(resume: RoomPosition?) -> JoinAnswer {
+    func answerJoin(resume: ResumePoint?) -> JoinAnswer {
         guard let resume else { return .snapshot(reason: .initial) }
         guard resume.epoch == epoch, let frames = history.frames(after: resume.version) else {
             return .snapshot(reason: .resync)
+        }
+        if let claimed = resume.chain, claimed != .unknown {
+            let held = chain(atVersion: resume.version)
+            if held != .unknown && held != claimed { return .snapshot(reason: .resync) }
         }
         return .catchup(from: resume.version, to: version, frames: frames)
     }

@@ -17,7 +17,7 @@ import SnapSyncWire
 protocol RoomEngine: AnyObject {
     /// JOIN of a room whose name and read right the hub has checked, by a session under its
     /// limit of rooms.
-    func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session)
+    func join(requestID: UInt64, roomName: String, resume: ResumePoint?, from session: Session)
     /// MUTATE, REPLACE or REPLACE_SECTION, admitted by the hub.
     func write(_ write: AdmittedWrite, from session: Session)
     /// Whether a write of `roomName` would be queued behind the writes already waiting there,

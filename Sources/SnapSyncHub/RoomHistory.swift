@@ -61,9 +61,11 @@ struct RoomHistory {
         return Array(frames.dropFirst(Int(version - baseVersion)))
     }
 
-    /// The chain kept with the frame of `version`, or nil when that frame is not kept.
+    /// The chain after the frame of `version`, or before the oldest frame kept when `version` is
+    /// `baseVersion`; nil for any other version.
     /// - Complexity: O(1).
     func chain(at version: UInt64) -> RoomChain? {
+        if version == baseVersion { return baseChain }
         guard version > baseVersion, version <= lastVersion else { return nil }
         return chains[Int(version - baseVersion) - 1]
     }

@@ -7,7 +7,9 @@ internal import SnapSyncWire
 //   chain                    32 bytes, the room's chain at the checkpoint's version
 //   varint sequence          the room subject's sequence the checkpoint covers
 //   checkpoint file bytes    exactly a checkpoint file of docs/persistence.md ("SNAPCKP1", the
-//                            header record, the snapshot, the history records; no TTL record)
+//                            header record, the snapshot, the history records; no TTL record),
+//                            its header of kind 0x09 with the chain before the history when the
+//                            image's `chain` is known, else 0x02
 //
 // A value saved before checkpoints carried the chain is the last two fields alone; it cannot be
 // taken for the new layout (its first byte would be 0x53 only for sequence 83, and then its
@@ -28,8 +30,28 @@ extension RoomLogCheckpoint {
         out.appendVarint(sequence)
         out.append(
             contentsOf: CheckpointFile.encode(
-                room: image.room, epoch: image.epoch, version: image.version, snapshot: image.snapshot, history: history))
+                room: image.room, epoch: image.epoch, version: image.version, snapshot: image.snapshot, history: history,
+                chain: image.chain))
         return out
+    }
+
+    /// The same checkpoint without its `count` oldest history records: the chain before the
+    /// history is advanced over them.
+    /// - Complexity: O(bytes of the records dropped), one SHA-256 each.
+    package func droppingOldest(_ count: Int) -> RoomLogCheckpoint {
+        var image = image
+        image.chain = history.prefix(count).reduce(image.chain) { chain, record in chain?.next(frame: record.diffFrame) }
+        image.diffFrames = Array(image.diffFrames.dropFirst(count))
+        return RoomLogCheckpoint(image: image, history: Array(history.dropFirst(count)), sequence: sequence, chain: chain)
+    }
+
+    /// Whether the image's chain before the history, advanced over the history, is the chain at
+    /// the checkpoint's version: then the chain after each kept DIFF is known. False when either
+    /// is not known (a value saved before checkpoints carried them) or they disagree.
+    /// - Complexity: O(bytes of the history), one SHA-256 per record.
+    package var chainBeforeHistoryLeadsToItsChain: Bool {
+        guard let before = image.chain, let chain else { return false }
+        return history.reduce(before) { $0.next(frame: $1.diffFrame) } == chain
     }
 
     /// Decodes a value read from the bucket under `key` (named in errors). The image's
@@ -56,7 +78,7 @@ extension RoomLogCheckpoint {
         self.init(
             image: RoomImage(
                 room: file.room, epoch: file.epoch, version: file.version, snapshot: file.snapshot,
-                diffFrames: file.history.map(\.diffFrame)),
+                diffFrames: file.history.map(\.diffFrame), chain: file.chain),
             history: file.history, sequence: sequence, chain: chain)
     }
 }

@@ -82,13 +82,14 @@ public struct FrameEncoder: Sendable {
             b.appendString(message)
         case .ping(let nonce), .pong(let nonce):
             b.appendVarint(nonce)
-        case .join(let requestID, let room, let resume):
+        case .join(let requestID, let room, let resume, let chain):
             b.appendVarint(requestID)
             b.appendString(room)
             if let resume {
                 b.append(0x01)
                 b.appendVarint(resume.epoch)
                 b.appendVarint(resume.version)
+                if let chain { b.appendChain(chain) }
             } else {
                 b.append(0x00)
             }

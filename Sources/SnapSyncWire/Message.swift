@@ -24,7 +24,10 @@ public enum Message: Sendable {
     /// Echoes the PING's nonce.
     case pong(nonce: UInt64)
     /// Subscribe to a room, optionally resuming from a position the client already holds.
-    case join(requestID: UInt64, room: String, resume: RoomPosition?)
+    /// `chain` is the replica's chain at that position (version 3, §9: a resume whose chain is
+    /// not the room's there gets a SNAPSHOT `resync`); nil without `resume` and in versions 1
+    /// and 2, whose layouts have no such field.
+    case join(requestID: UInt64, room: String, resume: RoomPosition?, chain: RoomChain? = nil)
     case leave(requestID: UInt64, room: String)
     /// Apply `ops` atomically. `expectedVersion` makes it a compare-and-set; a non-empty
     /// `writeID` (0–32 bytes) makes it idempotent.
@@ -159,7 +162,7 @@ extension Message {
     /// WELCOME, ERROR, PING, PONG, DIFF and LEFT.
     public var requestID: UInt64? {
         switch self {
-        case .join(let id, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
+        case .join(let id, _, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
             .replaceSection(let id, _, _, _, _, _),
             .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _), .verify(let id, _), .digest(let id, _, _, _, _, _):

@@ -47,11 +47,13 @@ extension ByteReader {
             let requestID = try varint("request_id")
             let room = try string("room")
             var resume: RoomPosition?
+            var chain: RoomChain?
             if try flag("resume") {
                 let epoch = try varint("resume.epoch")
                 resume = RoomPosition(epoch: epoch, version: try varint("resume.version"))
+                if ProtocolVersion.hasChain(version: self.version) { chain = try self.chain("resume.chain") }
             }
-            result = .join(requestID: requestID, room: room, resume: resume)
+            result = .join(requestID: requestID, room: room, resume: resume, chain: chain)
         case .leave:
             let requestID = try varint("request_id")
             result = .leave(requestID: requestID, room: try string("room"))

@@ -24,7 +24,8 @@ public enum ProtocolVersion {
     /// `move_item_to_parent` and REPLACE_SECTION (version 2 and later).
     public static func hasOutlines(_ version: UInt64) -> Bool { version >= 2 }
 
-    /// Whether `version` has the room's chain: a `chain` field in SNAPSHOT (before `snapshot`)
-    /// and at the end of DIFF, and VERIFY / DIGEST (version 3 and later).
+    /// Whether `version` has the room's chain: a `chain` field in SNAPSHOT (before `snapshot`),
+    /// at the end of DIFF and of JOIN's resume position, and VERIFY / DIGEST (version 3 and
+    /// later).
     public static func hasChain(version: UInt64) -> Bool { version >= 3 }
 }

@@ -82,7 +82,7 @@ import SnapSyncWire
         cluster.settle()
         #expect(node.hub.rooms["room"]?.version == 10)
         let client = node.connect()
-        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 12)), from: client)
+        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 12), chain: .unknown), from: client)
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
         #expect(node.drain(client).isEmpty && client.isAwaitingLog)
@@ -107,7 +107,7 @@ import SnapSyncWire
         storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
         cluster.settle()
         let client = node.connect()
-        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 12)), from: client)
+        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 12), chain: .unknown), from: client)
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
         node.hub.maintainReplicas(now: node.later(.seconds(ReplicatedRoom.stallSeconds - 1)))
@@ -160,7 +160,7 @@ import SnapSyncWire
         storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...12)
         let clients = (0..<100).map { _ in node.connect() }
         for (index, client) in clients.enumerated() {
-            node.send(.join(requestID: UInt64(index), room: "room", resume: RoomPosition(epoch: epoch, version: 11)), from: client)
+            node.send(.join(requestID: UInt64(index), room: "room", resume: RoomPosition(epoch: epoch, version: 11), chain: .unknown), from: client)
             node.send(.ping(nonce: UInt64(index)), from: client)
         }
         cluster.settle()
@@ -185,11 +185,11 @@ import SnapSyncWire
         let node = cluster.nodes[1]
         storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 11...11)
         let first = node.connect(), second = node.connect()
-        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 11)), from: first)
+        node.send(.join(requestID: 1, room: "room", resume: RoomPosition(epoch: epoch, version: 11), chain: .unknown), from: first)
         // Version 12 is acknowledged after the first barrier's request was sent, before the
         // second JOIN arrives.
         storeWrites(in: cluster.log, room: "room", epoch: epoch, versions: 12...12)
-        node.send(.join(requestID: 2, room: "room", resume: RoomPosition(epoch: epoch, version: 12)), from: second)
+        node.send(.join(requestID: 2, room: "room", resume: RoomPosition(epoch: epoch, version: 12), chain: .unknown), from: second)
         cluster.settle()
         let answers = (node.drain(first), node.drain(second))
         guard case .catchup(1, "room", epoch, 11, _) = answers.0.first, case .catchup(2, "room", epoch, 12, 12) = answers.1.first else {

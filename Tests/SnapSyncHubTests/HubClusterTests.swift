@@ -387,8 +387,16 @@ import SnapSyncWire
             return
         }
         #expect(late.hub.rooms["room"]?.digest == cluster.nodes[0].hub.rooms["room"]?.digest)
-        // The checkpoint carries the chain at its version, so the tail's chain checks hold.
+        // The checkpoint carries the chain at its version, so the tail's chain checks hold; and
+        // the chain before its history, so the CATCHUP's DIFFs through that history carry the
+        // chain after each (none is unknown), the writer's.
         #expect(checkpoint.chain != nil && late.hub.rooms["room"]?.chain == cluster.nodes[0].hub.rooms["room"]?.chain)
+        #expect(checkpoint.image.chain == cluster.nodes[0].hub.rooms["room"]?.chain(atVersion: 0))
+        let sent = answer.dropFirst().compactMap { if case .diff(_, _, let version, _, let chain?) = $0 { (version, chain) } else { nil } }
+        #expect(sent.map(\.0) == [3, 4, 5])
+        for (version, chain) in sent {
+            #expect(chain != .unknown && chain == cluster.nodes[0].hub.rooms["room"]?.chain(atVersion: version), "v\(version)")
+        }
         late.mutate(session, "room", addItem("c"), requestID: 9, writeID: [3])
         cluster.settle()
         #expect(late.drain(session).compactMap(\.ackVersion) == [3])
@@ -529,7 +537,7 @@ import SnapSyncWire
         other.mutate(writer, "room", addItem("b"), requestID: 2)
         other.mutate(writer, "room", addItem("c"), requestID: 3)
         cluster.settle()
-        strict.send(.join(requestID: 7, room: "room", resume: RoomPosition(epoch: epoch, version: 3)), from: client)
+        strict.send(.join(requestID: 7, room: "room", resume: RoomPosition(epoch: epoch, version: 3), chain: .unknown), from: client)
         cluster.settle()
         #expect(strict.drain(client).isEmpty && strict.hub.replicas["room"]?.barriers.joinCount == 1)
         strict.hub.maintainReplicas(now: strict.later(.seconds(1)))

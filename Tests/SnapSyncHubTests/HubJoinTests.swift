@@ -76,6 +76,36 @@ import SnapSyncWire
         }
     }
 
+    /// Version 3 (PROTOCOL.md §9): a resume whose chain is not the room's at its version is on
+    /// another history and gets SNAPSHOT resync; the room's chain, or a zero one, gets CATCHUP;
+    /// the chain before the oldest DIFF kept is compared too.
+    @Test func resumingWithAnotherChainGetsSnapshotResync() throws {
+        let harness = HubHarness { $0.wire.historyCount = 2 }
+        let writer = harness.connect()
+        for (index, id) in ["a", "b", "c", "d"].enumerated() { harness.mutate(writer, "room", addItem(id, first: index == 0)) }
+        let room = try #require(harness.hub.rooms["room"])
+        #expect(room.historyBaseVersion == 2)
+        let reader = harness.connect()
+        let other = try #require(RoomChain(bytes: [UInt8](repeating: 7, count: RoomChain.byteCount)))
+        func answer(_ version: UInt64, _ chain: RoomChain, requestID: UInt64) -> [Message] {
+            harness.send(.join(requestID: requestID, room: "room", resume: RoomPosition(epoch: room.epoch, version: version), chain: chain), from: reader)
+            return harness.drain(reader)
+        }
+        for version: UInt64 in [2, 3, 4] {
+            let right = answer(version, room.chain(atVersion: version), requestID: version)
+            #expect(right.first.map { if case .catchup(_, _, _, version, 4) = $0 { true } else { false } } == true, "\(right)")
+            let unknown = answer(version, .unknown, requestID: 10 + version)
+            #expect(unknown.first.map { if case .catchup = $0 { true } else { false } } == true, "\(unknown)")
+            let wrong = answer(version, other, requestID: 20 + version)
+            guard wrong.count == 1, case .snapshot(_, _, _, 4, .resync, _, _, let chain) = wrong[0] else {
+                Issue.record("expected SNAPSHOT(resync) for another chain at version \(version), got \(wrong)")
+                return
+            }
+            #expect(chain == room.chain)
+        }
+        #expect(room.chain(atVersion: 2) != .unknown)
+    }
+
     @Test func resumingOutsideHistoryOrInAnotherEpochGetsSnapshotResync() throws {
         let harness = HubHarness { $0.wire.historyCount = 2 }
         let writer = harness.connect()

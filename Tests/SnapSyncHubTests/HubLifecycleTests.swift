@@ -97,7 +97,7 @@ internal import Glibc
             _ = harness.drain(dropper)
             let oldEpoch = try #require(harness.hub.rooms["race"]).epoch
             let drop = Message.drop(requestID: 1, room: "race")
-            let join = Message.join(requestID: 2, room: "race", resume: RoomPosition(epoch: oldEpoch, version: 1))
+            let join = Message.join(requestID: 2, room: "race", resume: RoomPosition(epoch: oldEpoch, version: 1), chain: .unknown)
             if dropFirst {
                 harness.send(drop, from: dropper)
                 harness.send(join, from: joiner)

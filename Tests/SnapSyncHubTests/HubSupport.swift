@@ -89,8 +89,11 @@ struct HubHarness {
 
     /// Joins `room` and reads the answer.
     @discardableResult
-    func join(_ session: Session, _ room: String, resume: RoomPosition? = nil, requestID: UInt64 = 1) -> [Message] {
-        send(.join(requestID: requestID, room: room, resume: resume), from: session)
+    /// On version 3 a resume carries a chain: `chain`, or by default the zero one (not known,
+    /// so not compared).
+    func join(_ session: Session, _ room: String, resume: RoomPosition? = nil, chain: RoomChain? = nil, requestID: UInt64 = 1) -> [Message] {
+        let chain = resume != nil && ProtocolVersion.hasChain(version: session.protocolVersion) ? chain ?? .unknown : nil
+        send(.join(requestID: requestID, room: room, resume: resume, chain: chain), from: session)
         return drain(session)
     }
 

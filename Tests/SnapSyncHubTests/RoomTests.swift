@@ -318,7 +318,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     @Test func positionOutsideHistoryOrAnotherEpochGetsResync() {
         let (room, _) = roomAtFive()
         for position in [
-            RoomPosition(epoch: 77, version: 1), .init(epoch: 77, version: 0),
+            ResumePoint(epoch: 77, version: 1), .init(epoch: 77, version: 0),
             .init(epoch: 78, version: 5), .init(epoch: 77, version: 6),
         ] {
             guard case .snapshot(.resync) = room.answerJoin(resume: position) else {
@@ -368,7 +368,9 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(history.frames(after: 3)?.map { $0.array } == [[UInt8](repeating: 4, count: 100), [UInt8](repeating: 5, count: 100)])
         // Each frame's chain goes with it.
         #expect(history.chains(after: 3) == [.start(epoch: 4), .start(epoch: 5)])
-        #expect(history.chain(at: 5) == .start(epoch: 5) && history.chain(at: 3) == nil)
+        // The chain before the oldest frame kept is the evicted frame's; older ones are gone.
+        #expect(history.chain(at: 5) == .start(epoch: 5) && history.chain(at: 3) == .start(epoch: 3))
+        #expect(history.chain(at: 2) == nil && history.chain(at: 6) == nil)
     }
 }
 

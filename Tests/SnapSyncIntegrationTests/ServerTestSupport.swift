@@ -31,9 +31,11 @@ struct RoomState {
 }
 
 extension RawClient {
-    /// JOINs `room` (fresh, or resuming) and returns the answer.
-    func join(_ room: String, resume: RoomPosition? = nil) throws -> Message {
-        try request { .join(requestID: $0, room: room, resume: resume) }.answer
+    /// JOINs `room` (fresh, or resuming) and returns the answer. On a version 3 connection a
+    /// resume carries `chain`, by default the zero one (not known, so not compared).
+    func join(_ room: String, resume: RoomPosition? = nil, chain: RoomChain? = nil) throws -> Message {
+        let chain = resume != nil && ProtocolVersion.hasChain(version: decoder.version) ? chain ?? .unknown : nil
+        return try request { .join(requestID: $0, room: room, resume: resume, chain: chain) }.answer
     }
 
     /// A fresh JOIN's SNAPSHOT, checked: reason initial, digest matching the snapshot.

@@ -116,6 +116,39 @@ import SnapSyncWire
         #expect(readOld.chain == nil && readOld.sequence == 83)
     }
 
+    /// The chain before the history travels in the embedded checkpoint file (header kind 0x09),
+    /// and dropping the oldest records (a value over the servers' max_payload) advances it.
+    @Test func aCheckpointValueCarriesTheChainBeforeItsHistory() throws {
+        let epoch: UInt64 = 9
+        var snapshot = Snapshot()
+        var chain = RoomChain.start(epoch: epoch)
+        var history: [WriteRecord] = []
+        var chains = [chain]
+        for version in 1...4 as ClosedRange<UInt64> {
+            let ops: [SnapshotOperation] =
+                version == 1 ? [.appendSections([SnapshotElement("s")])] : [.appendItems([SnapshotElement("i\(version)")], toSection: "s")]
+            try snapshot.apply(ops, limits: .unlimited)
+            let frame = FrameEncoder().encode(.diff(room: "r", epoch: epoch, version: version, ops: ops))
+            chain = chain.next(frame: frame)
+            chains.append(chain)
+            history.append(WriteRecord(room: "r", epoch: epoch, version: version, writeID: [], fingerprint: nil, diffFrame: frame))
+        }
+        let image = RoomImage(room: "r", epoch: epoch, version: 4, snapshot: snapshot, diffFrames: history.map(\.diffFrame), chain: chains[0])
+        let checkpoint = RoomLogCheckpoint(image: image, history: history, sequence: 12, chain: chains[4])
+        let read = try RoomLogCheckpoint(value: checkpoint.encode(), key: "72")
+        #expect(read.image.chain == chains[0] && read.chain == chains[4] && read.history.count == 4)
+        #expect(read.chainBeforeHistoryLeadsToItsChain)
+        let cut = checkpoint.droppingOldest(3)
+        #expect(cut.image.chain == chains[3] && cut.history.map(\.version) == [4] && cut.image.diffFrames.count == 1)
+        #expect(try RoomLogCheckpoint(value: cut.encode(), key: "72").chainBeforeHistoryLeadsToItsChain)
+        // Another chain before the history does not lead to the checkpoint's: not trusted.
+        var wrong = checkpoint
+        wrong.image.chain = chains[1]
+        #expect(!wrong.chainBeforeHistoryLeadsToItsChain)
+        wrong.image.chain = nil
+        #expect(!wrong.chainBeforeHistoryLeadsToItsChain)
+    }
+
     private func hex(_ bytes: [UInt8]) -> String {
         bytes.map { String($0 >> 4, radix: 16) + String($0 & 0xf, radix: 16) }.joined()
     }

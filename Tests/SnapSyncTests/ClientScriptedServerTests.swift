@@ -132,7 +132,7 @@ final class ScriptedPeer {
     /// Expects a JOIN of `room` with `resume`; returns its request id.
     func expectJoin(_ room: String, resume: RoomPosition?) throws -> UInt64 {
         let message = try request()
-        guard case .join(let requestID, room, let received) = message, received == resume else {
+        guard case .join(let requestID, room, let received, _) = message, received == resume else {
             throw Failure(description: "expected JOIN \(room) resume \(String(describing: resume)), got \(message)")
         }
         return requestID

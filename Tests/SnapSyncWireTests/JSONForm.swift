@@ -189,10 +189,15 @@ enum JSONForm {
             o["message"] = .string(message)
         case .ping(let nonce), .pong(let nonce):
             o["nonce"] = .uint(nonce)
-        case .join(let requestID, let room, let resume):
+        case .join(let requestID, let room, let resume, let chain):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
-            o["resume"] = resume.map { .object(["epoch": .uint($0.epoch), "version": .uint($0.version)]) } ?? .null
+            o["resume"] =
+                resume.map { position in
+                    var fields: [String: JSON] = ["epoch": .uint(position.epoch), "version": .uint(position.version)]
+                    if let chain { fields["chain"] = bytes(chain.bytes) }
+                    return .object(fields)
+                } ?? .null
         case .leave(let requestID, let room):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)

@@ -130,7 +130,9 @@ struct MessageFactory {
         case 2: return .error(code: uint(), message: text())
         case 3: return .ping(nonce: uint())
         case 4: return .pong(nonce: uint())
-        case 5: return .join(requestID: uint(), room: text(), resume: optional { RoomPosition(epoch: $0.uint(), version: $0.uint()) })
+        case 5:
+            let resume = optional { RoomPosition(epoch: $0.uint(), version: $0.uint()) }
+            return .join(requestID: uint(), room: text(), resume: resume, chain: resume == nil ? nil : chain())
         case 6: return .leave(requestID: uint(), room: text())
         case 7: return .mutate(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeID: bytes(max: 32), ops: ops())
         case 8: return .replace(requestID: uint(), room: text(), expectedVersion: optional { $0.uint() }, writeID: bytes(max: 32), snapshot: snapshot())

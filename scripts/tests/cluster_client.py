@@ -156,7 +156,13 @@ class Connection:
             return self.answers.pop(rid)
 
     def join(self, room, resume=None, timeout=30.0):
-        """JOIN, and for a CATCHUP also its DIFFs: returns the answer once they are all here."""
+        """JOIN, and for a CATCHUP also its DIFFs: returns the answer once they are all here. On
+        version 3 a resume carries the chain held at its position (PROTOCOL.md section 9; zero
+        when not known), so that a view on another history is answered with a SNAPSHOT."""
+        if resume is not None:
+            chain = resume.get("chain") if self.welcome["version"] >= wire.CHAIN_VERSION else None
+            resume = dict(resume, chain=None if self.welcome["version"] < wire.CHAIN_VERSION
+                          else chain or wire.ZERO_CHAIN)
         answer = self.request({"type": "JOIN", "room": room, "resume": resume}, timeout)
         if answer["type"] == "CATCHUP":
             with self.cond:
@@ -185,6 +191,12 @@ class Connection:
             if segment is None:
                 return None, -1
             return segment["epoch"], segment["diffs"][-1][0] if segment["diffs"] else segment["base"]
+
+    def held_chain(self, room):
+        """The room's chain at `position(room)`, when this connection was told it; else None."""
+        with self.cond:
+            segment = self.current.get(room) or self.ended.get(room)
+            return segment["chains"][-1][1] if segment and segment["chains"] else None
 
     def close(self):
         try:

@@ -73,13 +73,15 @@ class Writer(threading.Thread):
         """Connects to a node (the current one, else the next ones) and (re)joins the room from
         the position held, as a client library does after a connection loss."""
         position = self.conn.position(self.room) if self.conn else (None, -1)
+        chain = self.conn.held_chain(self.room) if self.conn else None
         if self.conn:
             self.conn.close()
             self.conn = None
         deadline = time.monotonic() + WRITE_WITHIN
         while True:
             self.node, conn = connect_any(self.ports, self.node, self.client, self.segments)
-            resume = {"epoch": position[0], "version": position[1]} if position[0] is not None else None
+            resume = ({"epoch": position[0], "version": position[1], "chain": chain}
+                      if position[0] is not None else None)
             try:
                 answer = conn.join(self.room, resume, ANSWER_WITHIN)
             except ConnectionLost:

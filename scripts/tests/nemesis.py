@@ -140,9 +140,10 @@ class Reader(threading.Thread):
 
     def _join(self):
         epoch, version = self.conn.position(self.room)
+        chain = self.conn.held_chain(self.room)
         if epoch is None:
             epoch, version = self.position
-        resume = {"epoch": epoch, "version": version} if epoch is not None else None
+        resume = {"epoch": epoch, "version": version, "chain": chain} if epoch is not None else None
         with self.conn.cond:
             if self.room in self.conn.resync:
                 # LEFT storage_failure: the replica may hold a state the room never had.

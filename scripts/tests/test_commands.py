@@ -14,7 +14,9 @@ def sent(parser, line):
     for action in parser.parse(line):
         if action[0] == "send":
             frame = wire.encode_frame(action[1])
-            decoded = wire.decode_frame(frame)
+            # A resume with a chain is version 3's layout (PROTOCOL.md section 9).
+            resume = action[1].get("resume") or {}
+            decoded = wire.decode_frame(frame, version=3 if resume.get("chain") is not None else 2)
             assert decoded == action[1], (decoded, action[1])
             out.append(decoded)
     return out
@@ -45,9 +47,9 @@ class CommandTests(unittest.TestCase):
         self.assertEqual(l, {"type": "LEAVE", "request_id": 3, "room": b"lobby"})
 
     def test_join_resume_uses_the_replica_position(self):
-        p = snapcat.CommandParser(lambda room: (9, 4) if room == b"lobby" else None)
+        p = snapcat.CommandParser(lambda room: (9, 4, b"c" * 32) if room == b"lobby" else None)
         [j] = sent(p, "join lobby resume")
-        self.assertEqual(j["resume"], {"epoch": 9, "version": 4})
+        self.assertEqual(j["resume"], {"epoch": 9, "version": 4, "chain": b"c" * 32})
         with self.assertRaises(snapcat.UsageError):
             p.parse("join other resume")
 

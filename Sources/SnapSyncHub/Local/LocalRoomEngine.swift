@@ -34,7 +34,7 @@ package final class LocalRoomEngine: RoomEngine {
         self.sleepStore = hub.configuration.roomIdle == nil ? nil : store as? any SleepingRoomStore
     }
 
-    func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
+    func join(requestID: UInt64, roomName: String, resume: ResumePoint?, from session: Session) {
         guard let room = room(named: roomName, requestID: requestID, countedAsWrite: false, for: session) else { return }
         hub.completeJoin(requestID: requestID, room: room, resume: resume, from: session)
     }

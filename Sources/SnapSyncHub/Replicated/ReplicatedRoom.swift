@@ -24,7 +24,7 @@ package final class ReplicatedRoom {
     /// A JOIN that waits for the room to load.
     struct PendingJoin {
         var requestID: UInt64
-        var resume: RoomPosition?
+        var resume: ResumePoint?
         var session: Session
     }
 

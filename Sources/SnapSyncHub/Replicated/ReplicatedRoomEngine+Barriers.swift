@@ -18,7 +18,7 @@ extension ReplicatedRoomEngine {
     /// the position is ahead of the replica in its epoch, or in another epoch (one this replica
     /// may not have reached yet: it knows no other).
     /// - Complexity: O(1).
-    static func resumeNeedsBarrier(_ resume: RoomPosition?, room: Room) -> Bool {
+    static func resumeNeedsBarrier(_ resume: ResumePoint?, room: Room) -> Bool {
         guard let resume else { return false }
         return resume.epoch != room.epoch || resume.version > room.version
     }

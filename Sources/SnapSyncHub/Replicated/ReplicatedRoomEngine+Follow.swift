@@ -54,7 +54,7 @@ extension ReplicatedRoomEngine {
     /// JOIN in cluster mode: answered at once from a loaded room (even one whose follow broke:
     /// reads go on), or when the room has loaded; a resume ahead of the replica first waits for
     /// a read barrier (ReplicatedRoomEngine+Barriers.swift).
-    func join(requestID: UInt64, roomName: String, resume: RoomPosition?, from session: Session) {
+    func join(requestID: UInt64, roomName: String, resume: ResumePoint?, from session: Session) {
         let replica: ReplicatedRoom
         switch self.replica(named: roomName) {
         case .success(let found): replica = found
@@ -106,16 +106,20 @@ extension ReplicatedRoomEngine {
             let image = checkpoint.image
             room = Room(
                 name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: hub.configuration.wire,
-                maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history, idleSince: hub.monotonicNow())
-            // A checkpoint of version 0 is an incarnation's start, whose chain every node knows.
-            room.chain = checkpoint.chain ?? (image.version == 0 ? .start(epoch: image.epoch) : nil)
+                maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history,
+                // The chain before the history, when it leads to the checkpoint's (then the chain
+                // after each kept DIFF is known); a checkpoint of version 0 is an incarnation's
+                // start, whose chain every node knows.
+                chain: checkpoint.chainBeforeHistoryLeadsToItsChain
+                    ? image.chain : image.version == 0 && checkpoint.history.isEmpty ? .start(epoch: image.epoch) : nil,
+                idleSince: hub.monotonicNow())
+            room.chain = checkpoint.chain ?? room.chain
             replica.logSequence = checkpoint.sequence
         } else {
             let epoch = log.epoch(room: replica.name, after: 0)
             room = Room(
                 name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
-                maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
-            room.chain = .start(epoch: epoch)
+                maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), idleSince: hub.monotonicNow())
             replica.logSequence = 0
         }
         replica.room = room
@@ -133,7 +137,8 @@ extension ReplicatedRoomEngine {
         }
         for member in members {
             if continues, hub.refuseOutline(room, to: member) == nil,
-                case .catchup(_, _, let frames) = hub.answerJoin(room, resume: RoomPosition(epoch: old.epoch, version: old.version), for: member)
+                case .catchup(_, _, let frames) = hub.answerJoin(
+                    room, resume: ResumePoint(position: RoomPosition(epoch: old.epoch, version: old.version)), for: member)
             {
                 hub.addMember(member, to: room)
                 hub.sendHistory(frames, after: old.version, of: room, to: member)

@@ -167,8 +167,7 @@ extension ReplicatedRoomEngine {
         let epoch = log.epoch(room: replica.name, after: sequence)
         let next = Room(
             name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
-            maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
-        next.chain = .start(epoch: epoch)
+            maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), idleSince: hub.monotonicNow())
         replica.room = next
         hub.install(next)
         replica.logSequence = sequence
@@ -231,8 +230,12 @@ extension ReplicatedRoomEngine {
     func saveCheckpoint(of replica: ReplicatedRoom) {
         guard let room = replica.room else { return }
         let history = room.historyRecords()
+        // The chain before the history too, so that a node loading it knows the chain after each
+        // kept DIFF, which a version 3 CATCHUP through that history carries.
+        let before = room.chain(atVersion: room.historyBaseVersion)
         let image = RoomImage(
-            room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot, diffFrames: history.map(\.diffFrame))
+            room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot, diffFrames: history.map(\.diffFrame),
+            chain: before == .unknown ? nil : before)
         log.saveCheckpoint(image, history: history, sequence: replica.logSequence, chain: room.chain)
     }
 }

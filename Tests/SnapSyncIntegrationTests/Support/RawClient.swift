@@ -17,7 +17,7 @@ import SnapSyncWire
 /// Every wait uses poll(2) with a timeout; `RawClientError.timeout` says what was awaited.
 final class RawClient {
     let fd: Int32
-    private var decoder = FrameDecoder(limits: WireLimits(maxFrameBytes: 64 << 20), accepting: .server)
+    private(set) var decoder = FrameDecoder(limits: WireLimits(maxFrameBytes: 64 << 20), accepting: .server)
     private var nextRequestID: UInt64 = 1
     /// Default seconds to wait for anything. Generous: CI runs on 2 loaded cores.
     var timeout: Double = 60
