@@ -17,6 +17,7 @@ struct SnapSyncBench: ParsableCommand {
             DiffBenchmark.self,
             ApplyBenchmark.self,
             CodecBenchmark.self,
+            CatchUpBenchmark.self,
         ]
         // The fan-out benchmark drives sockets through Glibc (epoll); it exists on Linux only.
         #if canImport(Glibc)
