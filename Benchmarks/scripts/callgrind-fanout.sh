@@ -7,6 +7,8 @@
 #
 #   Benchmarks/scripts/callgrind-fanout.sh SNAPSYNCD SNAPSYNC-BENCH SUBSCRIBERS [PAYLOAD] [SHORT LONG]
 #
+# FANOUT_ARGS adds options to the fanout runs, e.g. FANOUT_ARGS="--protocol-version 3".
+#
 # Prints one line: subscribers, payload, instructions per delivery, and the two runs' figures.
 set -euo pipefail
 daemon=$1 bench=$2 subscribers=$3 payload=${4:-64} short=${5:-2} long=${6:-6}
@@ -32,7 +34,8 @@ run() {
         kill -0 "$pid" 2>/dev/null || { cat "$work/daemon.$seconds.log" >&2; exit 1; }
         sleep 0.1
     done
-    "$bench" fanout --host 127.0.0.1 --port "$port" --subscribers "$subscribers" --payload "$payload" \
+    # shellcheck disable=SC2086 # FANOUT_ARGS is a list of options
+    "$bench" fanout --host 127.0.0.1 --port "$port" --subscribers "$subscribers" --payload "$payload" ${FANOUT_ARGS:-} \
         --mode throughput --duration "$seconds" --warmup 0.5 --no-pin --json >"$work/fanout.$seconds.json"
     kill -INT "$pid"
     wait "$pid" || true

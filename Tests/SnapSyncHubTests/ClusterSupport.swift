@@ -26,6 +26,18 @@ struct ClusterHarness {
         HubHarness(log: MemoryRoomLog(sharing: log), configure)
     }
 
+    /// Two nodes, a session on each that has joined "room" (their SNAPSHOTs read).
+    static func aMemberOnEachOfTwoNodes() -> (ClusterHarness, HubHarness, HubHarness, Session, Session) {
+        let cluster = ClusterHarness(nodes: 2)
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let onA = a.connect(), onB = b.connect()
+        a.join(onA, "room")
+        b.join(onB, "room")
+        cluster.settle()
+        _ = (a.drain(onA), b.drain(onB))
+        return (cluster, a, b, onA, onB)
+    }
+
     /// Runs every queued event and completion of every node.
     func settle() {
         log.runAll()

@@ -29,18 +29,6 @@ import SnapSyncWire
         return writers
     }
 
-    /// Two nodes, a session on each that has joined "room" (their SNAPSHOTs read).
-    private static func aMemberOnEachOfTwoNodes() -> (ClusterHarness, HubHarness, HubHarness, Session, Session) {
-        let cluster = ClusterHarness(nodes: 2)
-        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
-        let onA = a.connect(), onB = b.connect()
-        a.join(onA, "room")
-        b.join(onB, "room")
-        cluster.settle()
-        _ = (a.drain(onA), b.drain(onB))
-        return (cluster, a, b, onA, onB)
-    }
-
     /// Node A's write is acknowledged and delivered to A, then lost by the log (JetStream's
     /// stores diverging): B's write takes its sequence. A cannot tell until B's next record,
     /// which follows B's chain: A's members are sent LEFT, its replica is forgotten, and a join
@@ -48,7 +36,7 @@ import SnapSyncWire
     /// would apply B's second write on top of its own and both would sit at version 2 with
     /// different rooms.
     @Test func aNodeOnAnotherHistorySendsItsMembersLeftAndLoadsTheRoomAgain() throws {
-        let (cluster, a, b, onA, onB) = Self.aMemberOnEachOfTwoNodes()
+        let (cluster, a, b, onA, onB) = ClusterHarness.aMemberOnEachOfTwoNodes()
 
         cluster.log.losesNextProposal(deliveredToProposer: true)
         a.mutate(onA, "room", addItem("lost", first: true), requestID: 1, writeID: [1])
@@ -219,7 +207,7 @@ import SnapSyncWire
     /// first is stored. The node asks again at its next tick and gets the first one's outcome:
     /// one ACK at the version the write made, not `storage_failure`.
     @Test func aWriteWhoseTwinIsBeingStoredIsAskedAgainNotRefused() throws {
-        let (cluster, a, b, onA, onB) = Self.aMemberOnEachOfTwoNodes()
+        let (cluster, a, b, onA, onB) = ClusterHarness.aMemberOnEachOfTwoNodes()
         cluster.log.answersNextProposalPending = true
         a.mutate(onA, "room", addItem("twin", first: true), requestID: 1, writeID: [7])
         b.mutate(onB, "room", addItem("twin", first: true), requestID: 2, writeID: [7])

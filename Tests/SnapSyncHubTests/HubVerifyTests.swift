@@ -59,12 +59,7 @@ import SnapSyncWire
     }
 
     @Test func membersOnEveryNodeOfAClusterGetTheSameDigest() throws {
-        let cluster = ClusterHarness(nodes: 2)
-        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
-        let onA = a.connect(), onB = b.connect()
-        a.join(onA, "room")
-        b.join(onB, "room")
-        cluster.settle()
+        let (cluster, a, b, onA, onB) = ClusterHarness.aMemberOnEachOfTwoNodes()
         a.mutate(onA, "room", addItem("a", first: true))
         cluster.settle()
         b.mutate(onB, "room", [.appendItems([hubElement("b")], toSection: nil)])

@@ -132,6 +132,15 @@ class ChainTests(unittest.TestCase):
         self.assertNotIn("its chain", done.stderr)
         self.assertIn("replica of board diverged: DIGEST v=3: the room's digest", done.stderr)
 
+    def test_verify_is_not_sent_on_a_version_2_connection(self):
+        hello = wire.encode_frame({"type": "HELLO", "magic": wire.MAGIC, "versions": [2],
+                                   "client_name": b"old", "credentials": b""}).hex()
+        done = run_snapcat(self.daemon.port, "raw %s\nsleep 0.5\nverify board\nping\n" % hello, "-n", "-q", "1")
+        self.assertIn("WELCOME v=2", done.stdout, done.stdout + done.stderr)
+        self.assertIn("verify needs protocol version 3; this connection speaks version 2: not sent", done.stderr)
+        self.assertIn("PONG", done.stdout)
+        self.assertEqual(done.returncode, 2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -14,10 +14,11 @@ enum BenchFrames {
     static let section: Identifier = "s"
     static let item: Identifier = "i"
 
-    /// HELLO for version 2, whose DIFF ends with the payload the measured loops read in place;
-    /// version 3 appends the room's chain after it (PROTOCOL.md §11.13).
-    static func hello(clientName: String = "snapsync-bench") -> [UInt8] {
-        encoder.encode(.hello(versions: [ProtocolVersion.unchained], clientName: clientName, credentials: []))
+    /// HELLO for `version`: by default 2, whose DIFF ends with the payload the measured loops
+    /// read in place; version 3 appends the room's chain after it (PROTOCOL.md §11.13), which
+    /// the fan-out loop skips (`fanout --protocol-version 3`).
+    static func hello(clientName: String = "snapsync-bench", version: UInt64 = ProtocolVersion.unchained) -> [UInt8] {
+        encoder.encode(.hello(versions: [version], clientName: clientName, credentials: []))
     }
 
     static func join(requestID: UInt64, room: String) -> [UInt8] {

@@ -5,6 +5,7 @@
 #if canImport(Glibc)
     import ArgumentParser
     import Glibc
+    import SnapSyncWire
 
     struct FanoutCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -44,6 +45,11 @@
 
         @Option(help: "Payload sizes in bytes (at least 16), comma-separated.")
         var payload: String = "64,1024"
+
+        @Option(
+            name: .customLong("protocol-version"),
+            help: "The subscribers' protocol version: 2 (the default, as earlier figures), or 3, whose DIFFs carry the room's chain.")
+        var protocolVersion: UInt64 = ProtocolVersion.unchained
 
         @Option(help: "throughput (closed loop), latency (open loop) or both.")
         var mode: Mode = .both
@@ -93,6 +99,9 @@
                 throw ValidationError("--payload takes sizes of at least 16 bytes (the send stamp and sequence number) separated by commas")
             }
             if let compare, compare != "redis" { throw ValidationError("--compare supports only redis") }
+            guard protocolVersion >= 2, ProtocolVersion.supported.contains(protocolVersion) else {
+                throw ValidationError("--protocol-version must be 2 or 3 (version 1's DIFF is version 2's)")
+            }
             if window < 1 { throw ValidationError("--window must be at least 1") }
             if repeatCount < 1 { throw ValidationError("--repeat must be at least 1") }
             if rate <= 0 { throw ValidationError("--rate must be positive") }
@@ -179,7 +188,7 @@
                                     window: m == "throughput" ? window : 0,
                                     rate: m == "latency" ? rate : 0,
                                     warmupNs: UInt64(warmup * 1e9), durationNs: UInt64(duration * 1e9),
-                                    serverCore: pin && port == nil ? serverCPU : nil)
+                                    serverCore: pin && port == nil ? serverCPU : nil, protocolVersion: protocolVersion)
                                 // Short, as in the reference instrument ("room"): every delivery carries
                                 // the name, and with a 35-byte name Redis's 64 B messages grew from 99 to
                                 // 130 bytes, which cost it a quarter of its throughput. Unique per run, so
@@ -194,7 +203,7 @@
                                     }
                                     connections = FanoutSetup.snapsync(
                                         host: daemonHost, port: daemonPort, room: room,
-                                        subscribers: count, payloadBytes: size, tls: tls)
+                                        subscribers: count, payloadBytes: size, tls: tls, protocolVersion: protocolVersion)
                                     pid = daemonPID
                                 case .redis:
                                     connections = FanoutSetup.redis(port: process!.port, channel: room, subscribers: count, tls: tls)

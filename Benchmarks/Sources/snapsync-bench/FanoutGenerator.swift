@@ -39,6 +39,9 @@
         var drainNs: UInt64 = 5_000_000_000
         /// The CPU the server is pinned to, if it is: its /proc/stat busy time is reported too.
         var serverCore: Int? = nil
+        /// The subscribers' protocol version: from 3 on, each DIFF ends with the room's chain
+        /// (the server makes one chained copy of each DIFF for such members).
+        var protocolVersion: UInt64 = ProtocolVersion.unchained
 
         var mode: String { window > 0 ? "throughput" : "latency" }
     }
@@ -88,7 +91,10 @@
         /// SnapSync: the publisher creates the room's layout (section "s", item "i"), then every
         /// subscriber says HELLO and JOINs and gets its SNAPSHOT. The publisher does not join.
         /// With `tls`, every connection is a TLS client of `BenchTLS` (prepared by the caller).
-        static func snapsync(host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int, tls: Bool) -> FanoutConnections {
+        static func snapsync(
+            host: String, port: Int, room: String, subscribers: Int, payloadBytes: Int, tls: Bool,
+            protocolVersion: UInt64 = ProtocolVersion.unchained
+        ) -> FanoutConnections {
             let publisher = connect(host: host, port: port, tls: tls)
             var reader = BenchFrameReader(fd: publisher)
             BenchSystem.writeAll(publisher, BenchFrames.hello(clientName: "snapsync-bench publisher"))
@@ -109,7 +115,7 @@
                 var pending: [Int32] = []
                 for _ in index..<upper {
                     let fd = connect(host: host, port: port, tls: tls)
-                    BenchSystem.writeAll(fd, BenchFrames.hello() + BenchFrames.join(requestID: 1, room: room))
+                    BenchSystem.writeAll(fd, BenchFrames.hello(version: protocolVersion) + BenchFrames.join(requestID: 1, room: room))
                     pending.append(fd)
                 }
                 for fd in pending {
@@ -194,6 +200,8 @@
         /// SnapSync: the bytes just before the payload in every DIFF of the benchmark's write.
         let diffOpsPrefix: UnsafeMutablePointer<UInt8>
         let diffOpsPrefixCount: Int
+        /// SnapSync: the bytes after the payload in every DIFF: the room's chain from version 3 on.
+        let chainBytes: Int
         /// Cuts SnapSync frames; a frame must fit a connection's carry buffer.
         let cutter = FrameCutter(maxBodyBytes: FanoutGenerator.carryCapacity - 4)
         let messagePrefix: [UInt8]  // Redis: a subscriber's frame before the payload
@@ -253,6 +261,7 @@
             diffOpsPrefix = .allocate(capacity: opsPrefix.count)
             diffOpsPrefix.initialize(from: opsPrefix, count: opsPrefix.count)
             diffOpsPrefixCount = opsPrefix.count
+            chainBytes = ProtocolVersion.hasChain(version: load.protocolVersion) ? RoomChain.byteCount : 0
             messagePrefix = RESP.messagePrefix(channel: connections.room, payloadBytes: load.payloadBytes)
 
             epfd = epoll_create1(0)
@@ -367,7 +376,8 @@
 
         /// Cuts SnapSync frames in `p[0..<n]` for connection `token`; returns the bytes consumed
         /// (whole frames only). A DIFF is the benchmark's if the bytes before its last
-        /// `payloadBytes` are `diffOpsPrefix`: O(1) per frame, nothing decoded.
+        /// `payloadBytes` (and its chain, `chainBytes`) are `diffOpsPrefix`: O(1) per frame,
+        /// nothing decoded.
         mutating func scanSnapSync(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
             let bytes = UnsafeRawBufferPointer(start: p, count: n)
             var offset = 0
@@ -383,7 +393,7 @@
                 offset += frame.count
                 switch frame[4] {
                 case MessageType.diff.rawValue where token != publisherToken:
-                    let payloadStart = frame.count - load.payloadBytes
+                    let payloadStart = frame.count - load.payloadBytes - chainBytes
                     let prefixStart = payloadStart - diffOpsPrefixCount
                     guard prefixStart > 5, memcmp(frame.baseAddress! + prefixStart, diffOpsPrefix, diffOpsPrefixCount) == 0 else {
                         fail("a DIFF that is not the benchmark's update_items")
