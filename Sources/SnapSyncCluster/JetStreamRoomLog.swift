@@ -132,7 +132,7 @@ package final class JetStreamRoomLog: RoomLog {
         connection.onConnectionChange = { [weak self] url in
             guard let self else { return }
             if let url {
-                self.logger.info("reconnected to NATS at \(url)")
+                self.logger.info("reconnected to NATS at \(NATSURLRedaction.redacted(url))")
             } else {
                 self.logger.warning("lost the connection to NATS; reconnecting (followed rooms recover their consumers)")
             }

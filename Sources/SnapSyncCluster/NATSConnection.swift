@@ -51,7 +51,7 @@ public final class NATSConnection {
     /// `loop`, made with locking after `EventLoop.enableThreadedAccess()`. Blocks for the
     /// handshake only.
     package init(servers: [String], tls: NATSTLS = NATSTLS(), loop: EventLoop, name: String = "snapsyncd") throws(NATSError) {
-        let identifier = servers.joined(separator: ",")
+        let identifier = NATSURLRedaction.redacted(servers)
         self.loop = loop
         mailbox = nil
         var inbox: UnsafeMutablePointer<natsInbox>?
@@ -339,7 +339,7 @@ final class NATSAdminConnection {
         let options = try NATSConnection.makeOptions(servers: servers, tls: tls, name: "snapsyncd-admin", identifier: identifier)
         defer { natsOptions_Destroy(options) }
         try natsCheck(natsOptions_SetTimeout(options, timeoutMilliseconds), "natsOptions_SetTimeout", identifier)
-        try NATSConnection.connect(&connection, options, servers: servers, identifier: "\(servers.joined(separator: ",")) for \(identifier)")
+        try NATSConnection.connect(&connection, options, servers: servers, identifier: "\(NATSURLRedaction.redacted(servers)) for \(identifier)")
         var jsOptions = jsOptions()
         try natsCheck(jsOptions_Init(&jsOptions), "jsOptions_Init", identifier)
         jsOptions.Wait = timeoutMilliseconds

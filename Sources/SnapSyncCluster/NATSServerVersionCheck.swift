@@ -17,18 +17,20 @@ package enum NATSServerVersionCheck {
         probe: (String) -> Result<NATSServerProbe.Info, NATSServerProbe.ProbeFailure> = { NATSServerProbe.info(url: $0) }
     ) throws(NATSError) {
         for url in servers {
+            // As logs and errors show it: no credentials.
+            let shown = NATSURLRedaction.redacted(url)
             switch probe(url) {
             case .failure(let failure):
-                logger.notice("could not learn the version of the nats-server at \(url) (\(failure)); not checked")
+                logger.notice("could not learn the version of the nats-server at \(shown) (\(failure)); not checked")
             case .success(let info):
                 guard let reason = refusal(info) else {
-                    logger.debug("nats-server \(info.name ?? "?") at \(url) is version \(info.version)")
+                    logger.debug("nats-server \(info.name ?? "?") at \(shown) is version \(info.version)")
                     continue
                 }
-                let server = "nats-server \(info.name ?? "?") at \(url) is version \(info.version)"
+                let server = "nats-server \(info.name ?? "?") at \(shown) is version \(info.version)"
                 guard allowUnsafe else {
                     throw NATSError(
-                        operation: "server version check", identifier: url, code: .refusedServer,
+                        operation: "server version check", identifier: shown, code: .refusedServer,
                         text:
                             "\(server): \(reason). Upgrade it (docs/cluster.md, section Which nats-server), or start with --cluster-allow-unsafe-nats-server to use it anyway"
                     )

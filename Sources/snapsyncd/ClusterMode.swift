@@ -43,7 +43,7 @@ extension SnapsyncdCommand {
                 configuration.wire.model.maxSnapshotBytes = min(
                     configuration.wire.model.maxSnapshotBytes, ServerConfiguration.snapshotBytes(forFrameBytes: frameLimit))
             }
-            logger.info("cluster mode", metadata: ["nats": "\(servers.joined(separator: ","))", "retain": "\(clusterOptions.clusterRetain)"])
+            logger.info("cluster mode", metadata: ["nats": "\(NATSURLRedaction.redacted(servers))", "retain": "\(clusterOptions.clusterRetain)"])
             let metrics = try metricsListen.map { listen throws(ServerError) in
                 try MetricsEndpoint(
                     listen: listen, loop: loop, logger: logger,

@@ -58,7 +58,7 @@ struct ClusterOptions: ParsableArguments {
         let urls = cluster.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
         guard !urls.isEmpty else { throw ConfigurationError(message: "--cluster needs at least one nats://host:port URL") }
         for url in urls where !(url.hasPrefix("nats://") || url.hasPrefix("tls://")) {
-            throw ConfigurationError(message: "--cluster: \(url) is not a nats://host:port or tls://host:port URL")
+            throw ConfigurationError(message: "--cluster: \(NATSURLRedaction.redacted(url)) is not a nats://host:port or tls://host:port URL")
         }
         guard NATSTLS.required(by: urls) != nil else {
             throw ConfigurationError(

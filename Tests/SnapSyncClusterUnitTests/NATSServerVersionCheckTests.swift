@@ -66,6 +66,21 @@ import SnapSyncTestThreads
         #expect(lines.all.contains { $0.hasPrefix("notice: could not learn the version of the nats-server at nats://a:4222") })
     }
 
+    /// `--cluster` URLs may carry a user and password (or a token): no log line or error shows them.
+    @Test func credentialsInAURLAreNeverShown() throws {
+        let lines = Lines()
+        let url = "nats://alice:s3cret@b:4222"
+        try check([url: Self.old, "tls://tok3n@c:4222": .failure(.init(message: "down"))], allowUnsafe: true, lines: lines).get()
+        #expect(lines.all.contains { $0.hasPrefix("warning: nats-server n2 at nats://***@b:4222 is version 2.9.10") })
+        #expect(lines.all.contains { $0.hasPrefix("notice: could not learn the version of the nats-server at tls://***@c:4222") })
+        #expect(!lines.all.contains { $0.contains("s3cret") || $0.contains("tok3n") })
+        guard case .failure(let error) = check([url: Self.old], allowUnsafe: false) else { Issue.record("accepted"); return }
+        #expect(error.identifier == "nats://***@b:4222" && !"\(error)".contains("s3cret"))
+        #expect(NATSURLRedaction.redacted("nats://h:4222") == "nats://h:4222")
+        #expect(NATSURLRedaction.redacted("nats://u:p@[::1]:4222/x@y") == "nats://***@[::1]:4222/x@y")
+        #expect(NATSURLRedaction.redacted(["nats://a@h", "nats://k"]) == "nats://***@h,nats://k")
+    }
+
     @Test func anUnreadableVersionIsRefused() {
         let result = check(["nats://a:4222": .success(.init(version: "main", name: nil))], allowUnsafe: false)
         guard case .failure(let error) = result else { Issue.record("accepted"); return }
