@@ -84,6 +84,7 @@ ERROR_CODES = {
     52: "move_into_own_subtree",
     53: "outline_too_deep",
     54: "outline_unsupported",
+    55: "busy",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 

@@ -1502,7 +1502,7 @@ ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_t
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
                45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden",
                49: "room_deleted", 50: "room_expired", 51: "parent_not_found", 52: "move_into_own_subtree",
-               53: "outline_too_deep", 54: "outline_unsupported"}
+               53: "outline_too_deep", 54: "outline_unsupported", 55: "busy"}
 
 
 def unjb(v):
@@ -1723,6 +1723,8 @@ def chain_vectors():
     s.valid("JOIN resuming with the zero chain (the client does not know it)", ["EdgeCase"],
             join(2, "r", (EPOCH, 7), chain=bytes(32)))
     s.valid("VERIFY of an empty room name", ["EdgeCase"], verify(0, ""))
+    s.valid("REJECT busy answering a VERIFY", [],
+            reject(4, 55, None, None, "room r (2000000 bytes) had its digest computed 0.2 seconds ago; retry later"))
     s.valid("DIGEST of an empty room at version 0", ["EdgeCase"],
             digest_reply(3, "r", EPOCH, 0, digest([]), chain_start(EPOCH)))
     s.valid("DIGEST with binary digest and chain", [], digest_reply((1 << 64) - 1, "r", (1 << 64) - 1, (1 << 64) - 1, binary, binary))

@@ -34,7 +34,9 @@ extension SnapSyncClient {
     /// follow does; it is counted in `divergences`. Costs the server one hash of the room per
     /// version asked about, and this client one hash of its replica.
     /// - Throws: `.notJoined` when this client has not joined `room` or its first snapshot has not
-    ///   arrived; `.unsupportedByServer` on a connection of protocol version 1 or 2;
+    ///   arrived; `.unsupportedByServer` on a connection of protocol version 1 or 2; `.rejected`
+    ///   with code `busy` when the server declines to hash a large room again so soon (retry
+    ///   a little later);
     ///   `.connectionLost` when not connected or when the connection drops before the answer;
     ///   `.timedOut` after `requestTimeout`.
     public func verify(_ room: String) async throws(SnapSyncError) -> Verification {

@@ -158,11 +158,26 @@ extension Hub {
     /// queue a room's DIFF to every member as the version is applied; the DIGEST goes behind it
     /// in the same queue. Only a member may ask: it is the one holding a replica to compare.
     /// - Complexity: O(1) when the room's digest at this version is already known (a JOIN or
-    ///   an earlier VERIFY computed it), else O(size of the room) once per version.
+    ///   an earlier VERIFY computed it), else O(size of the room) once per version; for a room
+    ///   over `verifyFreeDigestBytes`, at most once per `verifyDigestInterval` whoever asks
+    ///   (REJECT busy in between), so that members of a busy, large room cannot keep the loop
+    ///   hashing.
     private func verify(requestID: UInt64, roomName: String, from session: Session) {
         guard let room = session.memberships[roomName] else {
             send(Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName))").message(requestID: requestID), to: session)
             return
+        }
+        if !room.isDigestKnown && room.snapshot.canonicalByteCount > configuration.verifyFreeDigestBytes {
+            let now = monotonicNow()
+            if let last = room.lastVerifyDigest, now - last < configuration.verifyDigestInterval {
+                send(
+                    Rejection(
+                        .busy,
+                        "room \(LogEscaping.line(roomName)) (\(room.snapshot.canonicalByteCount) bytes) had its digest computed \(now - last) ago; a room this large is hashed for VERIFY at most once per \(configuration.verifyDigestInterval): retry later"
+                    ).message(requestID: requestID), to: session)
+                return
+            }
+            room.lastVerifyDigest = now
         }
         send(
             .digest(

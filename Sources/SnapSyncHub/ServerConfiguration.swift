@@ -46,6 +46,13 @@ package struct ServerConfiguration: Sendable {
     package var maxRoomTotalBytes = 8 * 1024 * 1024 * 1024
     /// Bytes of DIFF frames each room keeps for resume (besides `wire.historyCount` frames).
     package var historyBytes = 4 * 1024 * 1024
+    /// VERIFY's bound on the loop's time: a room whose canonical encoding is larger than
+    /// `verifyFreeDigestBytes` (hashing it takes more than about a millisecond) has its digest
+    /// computed for a VERIFY at most once per `verifyDigestInterval`; a VERIFY that would need
+    /// another sooner gets REJECT `busy`. A digest already known at the room's version (a JOIN
+    /// or a VERIFY computed it) is always answered.
+    package var verifyFreeDigestBytes = 1024 * 1024
+    package var verifyDigestInterval: Duration = .seconds(1)
     /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no
     /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.
     package var roomTTL: Duration?

@@ -55,6 +55,10 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     /// A version 1 connection's JOIN of an outline room (REJECT), or a room that became an
     /// outline while a version 1 connection was a member (LEFT) (§8.2).
     case outlineUnsupported = 54
+    /// REJECT only (version 3): a costly request declined for now, nothing done; retry later.
+    /// The daemon sends it for a VERIFY of a large room whose digest at that version it has not
+    /// computed, within `verifyDigestInterval` of the last such computation for the room.
+    case busy = 55
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -110,6 +114,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .moveIntoOwnSubtree: "move_into_own_subtree"
         case .outlineTooDeep: "outline_too_deep"
         case .outlineUnsupported: "outline_unsupported"
+        case .busy: "busy"
         }
     }
 

@@ -58,6 +58,39 @@ import SnapSyncWire
         #expect(old.state == .closing)
     }
 
+    /// A large room (here: any, the free size being 0) is hashed for VERIFY at most once per
+    /// interval, whoever asks; a digest already known at the room's version is always sent.
+    @Test func aLargeRoomIsHashedForVerifyAtMostOncePerInterval() throws {
+        let harness = HubHarness {
+            $0.verifyFreeDigestBytes = 0
+            $0.verifyDigestInterval = .seconds(1)
+        }
+        let writer = harness.connect(), reader = harness.connect()
+        harness.mutate(writer, "room", addItem("a", first: true))
+        harness.join(reader, "room")
+        harness.mutate(writer, "room", [.appendItems([hubElement("b")], toSection: nil)])
+        _ = harness.drain(writer)
+        func verify(_ session: Session, _ requestID: UInt64) -> Message? {
+            harness.send(.verify(requestID: requestID, room: "room"), from: session)
+            return harness.drain(session).last
+        }
+        guard case .digest(_, _, _, 2, _, _)? = verify(reader, 1) else { Issue.record("the first VERIFY is answered"); return }
+        // Known at this version: answered again, from any member, however soon.
+        harness.join(writer, "room")
+        guard case .digest(_, _, _, 2, _, _)? = verify(writer, 2) else { Issue.record("a known digest is answered"); return }
+        // A new version within the interval: declined, nothing else happens.
+        harness.mutate(writer, "room", [.appendItems([hubElement("c")], toSection: nil)])
+        _ = harness.drain(writer)
+        harness.clock.advance(by: .milliseconds(500))
+        #expect(verify(reader, 3)?.errorCode == .busy)
+        #expect(verify(writer, 4)?.errorCode == .busy)
+        #expect(reader.state != .closing && harness.hub.rooms["room"]?.members.count == 2)
+        // Once the interval has passed, the room is hashed again.
+        harness.clock.advance(by: .milliseconds(500))
+        guard case .digest(_, _, _, 3, let digest, _)? = verify(reader, 5) else { Issue.record("answered after the interval"); return }
+        #expect(digest == harness.hub.rooms["room"]?.snapshot.digest)
+    }
+
     @Test func membersOnEveryNodeOfAClusterGetTheSameDigest() throws {
         let (cluster, a, b, onA, onB) = ClusterHarness.aMemberOnEachOfTwoNodes()
         a.mutate(onA, "room", addItem("a", first: true))
