@@ -1,6 +1,8 @@
+import Glibc
 import SnapSyncLoop
 import Logging
 import SnapSyncCluster
+import SnapSyncStore
 
 /// The set-up of most room-log tests: a real JetStream cluster (`TestCluster`), an event loop
 /// (with locking, as cluster mode's) that the test runs (`runLoop`), and the nodes' room logs on
@@ -36,7 +38,27 @@ final class LoopOnCluster {
             servers: servers ?? cluster.urls, loop: loop, retain: retain, logger: logger,
             requestTimeout: requestTimeout, heartbeat: heartbeat, recoveryAttempts: recoveryAttempts, retry: retry)
         logs.append(log)
+        try awaitStreamInterest(log)
         return log
+    }
+
+    /// Waits (at most `bound`) until a publish to a room subject through `log`'s server reaches
+    /// the rooms stream. Right after the stream is made, the server a connection is attached to
+    /// may not have learned the stream's interest over the routes yet, and answers a publish "no
+    /// responders": set-up, not what any test checks. The probe proposes to a room of its own
+    /// after a sequence no subject has, so the stream refuses it (`.superseded`) and stores
+    /// nothing. Gives up quietly when the bound passes: a test of a cluster without a quorum
+    /// sees its own failure.
+    private func awaitStreamInterest(_ log: JetStreamRoomLog, bound: Duration = .seconds(30)) throws {
+        let deadline = ContinuousClock.now + bound
+        let probe = WriteRecord(room: "stream interest probe", epoch: 1, version: 1, writeID: [], diffFrame: [0])
+        while ContinuousClock.now < deadline {
+            var outcome: ProposalOutcome?
+            log.propose(room: probe.room, expectedSequence: 1 << 62, messageID: [], entry: .write(probe)) { outcome = $0 }
+            try runLoop(loop, until: { outcome != nil }, "the stream interest probe")
+            guard case .failed? = outcome else { return }
+            usleep(100_000)
+        }
     }
 
     func down() {
