@@ -146,13 +146,13 @@ package final class Room {
         return nil
     }
 
-    /// SHA-256 of the snapshot, computed once per version.
-    /// - Complexity: O(n) the first time after a change, O(1) after.
     /// Whether `digest` is known at the room's version (costs nothing to read).
     var isDigestKnown: Bool { cachedDigest?.version == version }
     /// When a VERIFY last had this room's digest computed, for `ServerConfiguration.verifyDigestInterval`.
     var lastVerifyDigest: ContinuousClock.Instant?
 
+    /// SHA-256 of the snapshot, computed once per version.
+    /// - Complexity: O(n) the first time after a change, O(1) after.
     var digest: SnapshotDigest {
         if let cachedDigest, cachedDigest.version == version { return cachedDigest.digest }
         let digest = snapshot.digest

@@ -35,23 +35,15 @@ extension RoomLogCheckpoint {
         return out
     }
 
-    /// The same checkpoint without its `count` oldest history records: the chain before the
-    /// history is advanced over them.
+    /// The same checkpoint without its `count` oldest history records, its chain before the
+    /// history advanced over them (`HistoryChain`).
     /// - Complexity: O(bytes of the records dropped), one SHA-256 each.
     package func droppingOldest(_ count: Int) -> RoomLogCheckpoint {
+        let kept = HistoryChain.suffix(history, history.count - count, chain: image.chain)
         var image = image
-        image.chain = history.prefix(count).reduce(image.chain) { chain, record in chain?.next(frame: record.diffFrame) }
-        image.diffFrames = Array(image.diffFrames.dropFirst(count))
-        return RoomLogCheckpoint(image: image, history: Array(history.dropFirst(count)), sequence: sequence, chain: chain)
-    }
-
-    /// Whether the image's chain before the history, advanced over the history, is the chain at
-    /// the checkpoint's version: then the chain after each kept DIFF is known. False when either
-    /// is not known (a value saved before checkpoints carried them) or they disagree.
-    /// - Complexity: O(bytes of the history), one SHA-256 per record.
-    package var chainBeforeHistoryLeadsToItsChain: Bool {
-        guard let before = image.chain, let chain else { return false }
-        return history.reduce(before) { $0.next(frame: $1.diffFrame) } == chain
+        image.chain = kept.chain
+        image.diffFrames = kept.history.map(\.diffFrame)
+        return RoomLogCheckpoint(image: image, history: kept.history, sequence: sequence, chain: chain)
     }
 
     /// Decodes a value read from the bucket under `key` (named in errors). The image's

@@ -27,8 +27,10 @@ struct ClusterHarness {
     }
 
     /// Two nodes, a session on each that has joined "room" (their SNAPSHOTs read).
-    static func aMemberOnEachOfTwoNodes() -> (ClusterHarness, HubHarness, HubHarness, Session, Session) {
-        let cluster = ClusterHarness(nodes: 2)
+    static func aMemberOnEachOfTwoNodes(
+        _ configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) -> (ClusterHarness, HubHarness, HubHarness, Session, Session) {
+        let cluster = ClusterHarness(nodes: 2, configure)
         let (a, b) = (cluster.nodes[0], cluster.nodes[1])
         let onA = a.connect(), onB = b.connect()
         a.join(onA, "room")

@@ -243,13 +243,7 @@ import SnapSyncWire
     /// log's DIFFs on a state the log never had) but sent LEFT, since its chain does not lead to
     /// the checkpoint's. A replica merely behind is caught up (`aClientResumesOnAnotherNode…`).
     @Test func aReplicaOnAnotherHistoryFollowedAgainFromACheckpointSendsLeft() throws {
-        let cluster = ClusterHarness(nodes: 2) { $0.clusterCheckpointInterval = 2 }
-        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
-        let member = a.connect(), writer = b.connect()
-        a.join(member, "room")
-        b.join(writer, "room")
-        cluster.settle()
-        _ = (a.drain(member), b.drain(writer))
+        let (cluster, a, b, member, writer) = ClusterHarness.aMemberOnEachOfTwoNodes { $0.clusterCheckpointInterval = 2 }
         cluster.log.losesNextProposal(deliveredToProposer: true)
         a.mutate(member, "room", addItem("lost", first: true), requestID: 1, writeID: [1])
         cluster.settle()

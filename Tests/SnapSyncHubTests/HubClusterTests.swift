@@ -360,6 +360,28 @@ import SnapSyncWire
         cluster.checkInvariants("room")
     }
 
+    /// A checkpoint whose chain before its history does not lead to its own chain (damage, or
+    /// a node's bug): the node that loads it takes the checkpoint's chain, and the history's
+    /// chains are unknown (zero in a CATCHUP), not made up from the wrong start.
+    @Test func aCheckpointWhoseHistoryDoesNotLeadToItsChainLeavesTheHistorysChainsUnknown() throws {
+        let cluster = ClusterHarness { $0.clusterCheckpointInterval = 2 }
+        let writer = cluster.nodes[0].connect()
+        for (index, id) in ["a", "b", "c", "d"].enumerated() {
+            cluster.nodes[0].mutate(writer, "room", addItem(id, first: index == 0), requestID: UInt64(index))
+            cluster.settle()
+        }
+        let saved = try #require(cluster.log.checkpoint(of: "room"))
+        #expect(saved.image.version == 4 && saved.history.count == 4 && saved.image.chain != nil)
+        cluster.log.damageCheckpoint(of: "room") { $0.image.chain = .start(epoch: 12345) }
+        let late = cluster.addNode()
+        late.join(late.connect(), "room")
+        cluster.log.runAll()
+        let room = try #require(late.hub.rooms["room"])
+        let writersRoom = try #require(cluster.nodes[0].hub.rooms["room"])
+        #expect(room.chain == writersRoom.chain && room.chain != nil)
+        #expect(room.chain(atVersion: 3) == .unknown && writersRoom.chain(atVersion: 3) != .unknown)
+    }
+
     @Test func theProposingNodeCheckpointsAndANewNodeLoadsFromIt() throws {
         let cluster = ClusterHarness { $0.clusterCheckpointInterval = 2 }
         let writer = cluster.nodes[0].connect()

@@ -196,6 +196,13 @@ package final class MemoryRoomLog: RoomLog {
         shared.checkpoints[room]
     }
 
+    /// Changes the stored checkpoint of `room` in place, as damage or a faulty node would.
+    package func damageCheckpoint(of room: String, _ damage: (inout RoomLogCheckpoint) -> Void) {
+        guard var checkpoint = shared.checkpoints[room] else { return }
+        damage(&checkpoint)
+        shared.checkpoints[room] = checkpoint
+    }
+
     /// Checkpoints saved by any node, in order.
     package var savedCheckpoints: [(room: String, sequence: UInt64)] { shared.savedCheckpoints }
 

@@ -160,9 +160,8 @@ class Connection:
         version 3 a resume carries the chain held at its position (PROTOCOL.md section 9; zero
         when not known), so that a view on another history is answered with a SNAPSHOT."""
         if resume is not None:
-            chain = resume.get("chain") if self.welcome["version"] >= wire.CHAIN_VERSION else None
-            resume = dict(resume, chain=None if self.welcome["version"] < wire.CHAIN_VERSION
-                          else chain or wire.ZERO_CHAIN)
+            chained = self.welcome["version"] >= wire.CHAIN_VERSION
+            resume = dict(resume, chain=(resume.get("chain") or wire.ZERO_CHAIN) if chained else None)
         answer = self.request({"type": "JOIN", "room": room, "resume": resume}, timeout)
         if answer["type"] == "CATCHUP":
             with self.cond:

@@ -77,6 +77,27 @@ extension ReplicatedRoomEngine {
 
     // MARK: Loading
 
+    /// The room a checkpoint holds. Its chain before the history, advanced over the history by
+    /// `Room.init` (one SHA-256 per DIFF), gives the chain after each kept DIFF, which a version 3
+    /// CATCHUP through it carries; when that does not end at the checkpoint's own chain, the
+    /// history's chains are not trusted (unknown) and the checkpoint's chain alone is taken.
+    /// A checkpoint of version 0 is an incarnation's start, whose chain every node knows.
+    func room(named name: String, from checkpoint: RoomLogCheckpoint) -> Room {
+        let image = checkpoint.image
+        func make(chainBeforeHistory: RoomChain?) -> Room {
+            Room(
+                name: name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: hub.configuration.wire,
+                maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history, chain: chainBeforeHistory,
+                idleSince: hub.monotonicNow())
+        }
+        var room = make(chainBeforeHistory: image.chain ?? (image.version == 0 && checkpoint.history.isEmpty ? .start(epoch: image.epoch) : nil))
+        if let chain = checkpoint.chain, room.chain != chain {
+            if room.chain != nil { room = make(chainBeforeHistory: nil) }
+            room.chain = chain
+        }
+        return room
+    }
+
     /// `.base`: the room as the checkpoint has it, or empty at the first epoch. Following again
     /// after a failure keeps the replica unless the checkpoint is past it (the log delivers only
     /// the records after the checkpoint): then the replica is replaced by the checkpoint's room,
@@ -103,17 +124,7 @@ extension ReplicatedRoomEngine {
         }
         let room: Room
         if let checkpoint {
-            let image = checkpoint.image
-            room = Room(
-                name: replica.name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: hub.configuration.wire,
-                maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history,
-                // The chain before the history, when it leads to the checkpoint's (then the chain
-                // after each kept DIFF is known); a checkpoint of version 0 is an incarnation's
-                // start, whose chain every node knows.
-                chain: checkpoint.chainBeforeHistoryLeadsToItsChain
-                    ? image.chain : image.version == 0 && checkpoint.history.isEmpty ? .start(epoch: image.epoch) : nil,
-                idleSince: hub.monotonicNow())
-            room.chain = checkpoint.chain ?? room.chain
+            room = self.room(named: replica.name, from: checkpoint)
             replica.logSequence = checkpoint.sequence
         } else {
             let epoch = log.epoch(room: replica.name, after: 0)
