@@ -33,6 +33,10 @@ V2_OPCODES = {0x17, 0x18}
 V2_MESSAGES = {0x18}
 # Version 3 additions that versions 1 and 2 do not have: VERIFY and DIGEST (section 8.2).
 V3_MESSAGES = {0x19, 0x27}
+# Field kinds only version 3 has: a DIFF's and SNAPSHOT's chain, and CATCHUP's `folded`
+# (section 11.12: opt<digest>, None for the replayed form). A message of version 1 or 2 has no key
+# for them at all; one of version 3 has CATCHUP's "folded" always (None or the 32-byte digest).
+V3_FIELD_KINDS = {"chain", "v3_opt_digest"}
 MAGIC = b"SNAP"
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 MAX_WRITE_ID_BYTES = 32
@@ -581,7 +585,7 @@ MESSAGES = {
                         ("version", "varint"), ("reason", "reason"), ("digest", "digest"),
                         ("chain", "chain"), ("snapshot", "snapshot")]),
     0x21: ("CATCHUP", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
-                       ("from_version", "varint"), ("to_version", "varint")]),
+                       ("from_version", "varint"), ("to_version", "varint"), ("folded", "v3_opt_digest")]),
     0x22: ("DIFF", [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops"),
                     ("chain", "chain")]),
     0x23: ("ACK", [("request_id", "varint"), ("epoch", "varint"), ("version", "varint")]),
@@ -632,6 +636,8 @@ def _read_field(r, kind, name):
         return r.opt(r.varint, name)
     if kind == "opt_bytes":
         return r.opt(r.bytes_, name)
+    if kind == "v3_opt_digest":
+        return r.opt(r.digest, name)
     if kind == "write_id":
         wid = r.bytes_(name)
         if len(wid) > MAX_WRITE_ID_BYTES:
@@ -679,6 +685,8 @@ def _enc_field(kind, v):
         return enc_opt(v, enc_varint)
     if kind == "opt_bytes":
         return enc_opt(v, enc_bytes)
+    if kind == "v3_opt_digest":
+        return enc_opt(v, lambda d: _enc_field("digest", d))
     if kind == "write_id":
         if len(v) > MAX_WRITE_ID_BYTES:
             raise ValueError("write_id is longer than %d bytes" % MAX_WRITE_ID_BYTES)
@@ -714,8 +722,8 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
     r = Reader(body, 1, version)
     msg = {"type": name}
     for field, kind in fields:
-        if kind == "chain" and version < CHAIN_VERSION:
-            continue    # versions 1 and 2 have no chain field; the message has no "chain"
+        if kind in V3_FIELD_KINDS and version < CHAIN_VERSION:
+            continue    # versions 1 and 2 have no such field; the message has no key for it
         msg[field] = _read_field(r, kind, field)
     if r.remaining():
         raise _malformed("%d bytes left over after the last field of %s" % (r.remaining(), name))
@@ -728,10 +736,21 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
     return msg
 
 
+def _has_field(msg, field, kind):
+    """Whether a message (native or JSON form) has a field: a version 3 only field is left out
+    when the message is of version 1 or 2, which a chain of None or no CATCHUP "folded" key says
+    (CATCHUP's "folded": None is version 3's replayed form, encoded as flag 0x00)."""
+    if kind == "chain":
+        return msg.get(field) is not None
+    if kind == "v3_opt_digest":
+        return field in msg
+    return True
+
+
 def encode_body(msg):
     code, fields = MESSAGE_CODES[msg["type"]]
     return bytes([code]) + b"".join(_enc_field(kind, msg[field]) for field, kind in fields
-                                    if kind != "chain" or msg.get(field) is not None)
+                                    if _has_field(msg, field, kind))
 
 
 def encode_frame(msg):
@@ -927,7 +946,7 @@ def _field_to_json(kind, v):
         return None
     if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
         return v
-    if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id"):
+    if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id", "v3_opt_digest"):
         return bytes_to_json(v)
     if kind == "string":
         return string_to_json(v)
@@ -952,7 +971,7 @@ def _field_from_json(kind, v):
         return None
     if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
         return v
-    if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id"):
+    if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id", "v3_opt_digest"):
         return bytes_from_json(v)
     if kind == "string":
         return string_from_json(v)
@@ -977,7 +996,7 @@ def message_to_json(msg):
     _, fields = MESSAGE_CODES[msg["type"]]
     out = {"type": msg["type"]}
     for field, kind in fields:
-        if kind == "chain" and msg.get(field) is None:
+        if not _has_field(msg, field, kind):
             continue
         out[field] = _field_to_json(kind, msg[field])
     return out
@@ -989,7 +1008,7 @@ def message_from_json(j):
     _, fields = MESSAGE_CODES[j["type"]]
     msg = {"type": j["type"]}
     for field, kind in fields:
-        if kind == "chain" and j.get(field) is None:
+        if not _has_field(j, field, kind):
             continue
         msg[field] = _field_from_json(kind, j.get(field))
     return msg

@@ -338,10 +338,19 @@ def snapshot(request_id, room, epoch, version, reason, snap, digest_bytes=None, 
     return body, js
 
 
-def catchup(request_id, room, epoch, from_version, to_version):
+def catchup(request_id, room, epoch, from_version, to_version, v3=False, folded=None):
+    """`v3`: version 3's layout, whose last field is `folded opt<digest>` (section 11.12): None for the
+    replay form, else the digest of the room's state at `to_version` (the folded form). Versions 1
+    and 2 have no such field."""
+    assert v3 or folded is None
     body = u8(0x21) + varint(request_id) + text(room) + varint(epoch) + varint(from_version) + varint(to_version)
-    return body, {"type": "CATCHUP", "request_id": request_id, "room": room, "epoch": epoch,
-                  "from_version": from_version, "to_version": to_version}
+    js = {"type": "CATCHUP", "request_id": request_id, "room": room, "epoch": epoch,
+          "from_version": from_version, "to_version": to_version}
+    if v3:
+        assert folded is None or len(folded) == 32
+        body += opt(folded, lambda d: d)
+        js["folded"] = None if folded is None else jb(folded)
+    return body, js
 
 
 def diff(room, epoch, version, ops, chain=None):
@@ -594,7 +603,7 @@ DEFAULT_LIMITS = {
     "max_sections_per_room": 100_000,
     "max_rooms_per_connection": 64,
     "max_snapshot_bytes": 16 * 1024 * 1024 - 64 * 1024,
-    "history_count": 1024,
+    "history_count": 16_384,
 }
 
 LIMIT_KEYS = {name: k + 1 for k, name in enumerate(DEFAULT_LIMITS)}
@@ -903,7 +912,8 @@ LIFECYCLE_EXAMPLES = ["DROP", "LEFT-room_deleted", "SET_TTL"]
 # pinned by the SNAPSHOT-outline frame that carries it).
 OUTLINE_EXAMPLES = ["HELLO-v2", "WELCOME-v2", "SNAPSHOT-outline", "DIFF-outline", "REPLACE_SECTION"]
 # Version 3 examples: vectors of chain.json.
-CHAIN_EXAMPLES = ["HELLO-v3", "JOIN-resume-v3", "SNAPSHOT-v3", "DIFF-v3", "VERIFY", "DIGEST"]
+CHAIN_EXAMPLES = ["HELLO-v3", "JOIN-resume-v3", "SNAPSHOT-v3", "DIFF-v3", "VERIFY", "DIGEST", "CATCHUP-v3",
+                  "CATCHUP-folded", "DIFF-folded"]
 
 
 # Small limits, so that boundaries can be shown in small frames.
@@ -1476,7 +1486,7 @@ LAYOUTS = {
     "SNAPSHOT": (0x20, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
                         ("reason", "reason"), ("digest", "digest"), ("chain", "chain"), ("snapshot", "snapshot")]),
     "CATCHUP": (0x21, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
-                       ("from_version", "varint"), ("to_version", "varint")]),
+                       ("from_version", "varint"), ("to_version", "varint"), ("folded", "folded")]),
     "DIFF": (0x22, [("room", "string"), ("epoch", "varint"), ("version", "varint"), ("ops", "ops"), ("chain", "chain")]),
     "ACK": (0x23, [("request_id", "varint"), ("epoch", "varint"), ("version", "varint")]),
     "REJECT": (0x24, [("request_id", "varint"), ("code", "code"), ("op_index", "opt_varint"),
@@ -1653,6 +1663,12 @@ class Annotator:
             self.add(unjb(v), "digest (SHA-256 of the snapshot field)")
         elif kind == "chain":
             self.add(unjb(v), "chain (section 9)")
+        elif kind == "folded":
+            if v is None:
+                self.add(b"\x00", "folded: absent (replay form)")
+            else:
+                self.add(b"\x01", "folded: present")
+                self.add(unjb(v), "digest at to_version (as SNAPSHOT's)", 1)
         elif kind == "ops":
             self.varint("ops", len(v), note=" (count)")
             for k, op in enumerate(v):
@@ -1687,8 +1703,8 @@ def annotated(built, direction=None):
         code, fields = LAYOUTS[js["type"]]
         a.add(u8(code), "type: %s" % js["type"])
         for name, kind in fields:
-            if kind == "chain" and name not in js:
-                continue    # versions 1 and 2: no chain field
+            if kind in ("chain", "folded") and name not in js:
+                continue    # versions 1 and 2: no chain field, no folded field
             a.field(name, kind, js[name])
         assert b"".join(r[0] for r in a.rows) == body, js["type"]
         rows = [(len(body).to_bytes(4, "big"), "length: %d" % len(body))] + a.rows
@@ -1729,6 +1745,30 @@ def chain_vectors():
             digest_reply(3, "r", EPOCH, 0, digest([]), chain_start(EPOCH)))
     s.valid("DIGEST with binary digest and chain", [], digest_reply((1 << 64) - 1, "r", (1 << 64) - 1, (1 << 64) - 1, binary, binary))
 
+    # CATCHUP's `folded` field (section 11.12): the replay form (absent) and the folded form.
+    s.valid("CATCHUP of zero versions, replay form (the client is current)", ["EdgeCase"],
+            catchup(2, "r", EPOCH, 20, 20, v3=True))
+    s.valid("CATCHUP folded, whose digest reads as text (a JSON string)", [],
+            catchup(3, "r", EPOCH, 17, 20, v3=True, folded=chain))
+    s.valid("CATCHUP folded with binary digest and maximal varints", ["EdgeCase"],
+            catchup((1 << 64) - 1, "r", (1 << 64) - 1, (1 << 64) - 3, (1 << 64) - 1, v3=True, folded=binary))
+    catchup_replay_v3 = catchup(2, "r", EPOCH, 17, 20, v3=True)[0]
+    catchup_folded_v3 = catchup(3, "r", EPOCH, 17, 20, v3=True, folded=binary)[0]
+    s.invalid_body("CATCHUP without its folded flag", ["FieldOverrun"], catchup(2, "r", EPOCH, 17, 20)[0],
+                   "malformed_frame")
+    s.invalid_body("CATCHUP with folded flag 0x02", ["BadFlag"], catchup_replay_v3[:-1] + b"\x02", "malformed_frame")
+    for cut in (1, 31, 32):
+        s.invalid_body("CATCHUP folded whose digest lacks its last %d bytes" % cut, ["FieldOverrun"],
+                       catchup_folded_v3[:-cut], "malformed_frame")
+    s.invalid_body("CATCHUP replay form with a byte after its flag", ["TrailingBytes"], catchup_replay_v3 + b"\x00",
+                   "malformed_frame")
+    s.invalid_body("CATCHUP folded with a byte after its digest", ["TrailingBytes"], catchup_folded_v3 + b"\x00",
+                   "malformed_frame")
+    s.invalid_body("A version 3 CATCHUP (replay form) read as version 2: its flag is a trailing byte",
+                   ["Version2", "TrailingBytes"], catchup_replay_v3, "malformed_frame")
+    s.invalid_body("A version 3 CATCHUP (folded form) read as version 2: 33 trailing bytes",
+                   ["Version2", "TrailingBytes"], catchup_folded_v3, "malformed_frame")
+
     diff_v3 = diff("r", EPOCH, 2, [delete_items("a")], chain=chain)[0]
     snap_v3 = snapshot(1, "r", EPOCH, 1, "initial", [], chain=chain)[0]
     digest_v3 = digest_reply(3, "r", EPOCH, 0, digest([]), chain)[0]
@@ -1766,6 +1806,12 @@ def chain_file():
         "`chains` holds histories of the room's chain (section 9): from `start` = chain(epoch, 0), each",
         "`diffs` entry gives the DIFF frame of the next version as versions 1 and 2 encode it (length",
         "prefix included) and the chain after it, SHA-256(previous chain || frame).",
+        "`foldedCatchups` (section 11.12): a replica's `start` (version, chain, state), the folded CATCHUP",
+        "and its one DIFF (version 3 frames, `hex` and `message`), and `end`: the replica's state after",
+        "applying the DIFF's ops to `start` under `limits`, and the chain it takes from the DIFF. `holds`:",
+        "whether the digest of `end` is the CATCHUP's `folded` (false: the replica discards its state).",
+        "`replay`, when present: the replay form of the same answer (CATCHUP, then one chained DIFF per",
+        "version), which leads from `start` to the same `end` and chain.",
     ], version=3)
     history = []
     for version, ops in enumerate(TODO_HISTORY, start=1):
@@ -1773,22 +1819,116 @@ def chain_file():
                         "chain": todo_chains()[version].hex()})
     doc["chains"] = [{"comment": "the walkthrough's room todo (PROTOCOL.md section 15) and the version 3 examples",
                       "epoch": WALK_EPOCH, "start": todo_chains()[0].hex(), "diffs": history}]
+    doc["foldedCatchups"] = folded_catchups()
     return doc
+
+
+def state_json(version, snap, chain=None):
+    """A replica's state: version, canonical encoding (section 4), its SHA-256, the JSON form and,
+    when given, the chain the replica holds."""
+    out = {"version": version, "hex": enc_snapshot(snap).hex(), "digest": digest(snap).hex(),
+           "snapshot": snapshot_json(snap)}
+    if chain is not None:
+        out["chain"] = chain.hex()
+    return out
+
+
+def frame_json(built):
+    body, js = built
+    return {"hex": frame(body).hex(), "message": js}
+
+
+def folded_catchups():
+    """Section 11.12 end to end, version 3: a replica at `start` resumes (JOIN-resume-v3) and gets a
+    folded CATCHUP and its one DIFF. It applies the DIFF's ops to its state, takes the DIFF's
+    chain, and compares the digest of what it holds with the CATCHUP's `folded`: `holds` says
+    whether they are equal. `end` is the replica's state after the DIFF, whichever. `replay`,
+    where given, is the other form of the same answer: the CATCHUP and the DIFFs of every version,
+    each chained to the one before from `start.chain`, ending at the same state and chain."""
+    catchup_folded = doc_examples()["CATCHUP-folded"][0]
+    diff_folded = doc_examples()["DIFF-folded"][0]
+    # The server's choice (section 11.12): snapsyncd folds only when the folded answer is smaller.
+    replay_frames = [frame(doc_examples()["CATCHUP-v3"][0][0])] + [
+        frame(diff("todo", WALK_EPOCH, v, TODO_HISTORY[v - 1], chain=todo_chains()[v])[0]) for v in (5, 6, 7)]
+    assert len(frame(catchup_folded[0])) + len(frame(diff_folded[0])) < sum(map(len, replay_frames))
+    # A replica whose chain is the room's but whose state is not (an apply gone wrong: version 3's
+    # delete of `tea` was lost): the resume passes the chain check, the DIFF applies, the digest
+    # tells.
+    damaged = [(el("today", "Today"), [el("milk", "Buy milk"), el("tea"), el("eggs", "Buy eggs")])]
+    return [
+        {"comment": "the room todo from version 4 to version 7 (PROTOCOL.md section 11.12's examples)",
+         "room": "todo", "epoch": WALK_EPOCH,
+         "start": state_json(4, TODO_V4, todo_chains()[4]),
+         "catchup": frame_json(catchup_folded), "diff": frame_json(diff_folded),
+         "holds": True,
+         "end": state_json(7, applied(TODO_V4, TODO_FOLDED_4_7), todo_chains()[7]),
+         "replay": [frame_json(doc_examples()["CATCHUP-v3"][0])] + [
+             frame_json(diff("todo", WALK_EPOCH, v, TODO_HISTORY[v - 1], chain=todo_chains()[v])) for v in (5, 6, 7)]},
+        {"comment": "the same answer to a replica at version 4 with the room's chain but not its state "
+                    "(it still holds tea): the digest does not match, so the replica is discarded and "
+                    "JOINs again without resume",
+         "room": "todo", "epoch": WALK_EPOCH,
+         "start": state_json(4, damaged, todo_chains()[4]),
+         "catchup": frame_json(catchup_folded), "diff": frame_json(diff_folded),
+         "holds": False,
+         "end": state_json(7, applied(damaged, TODO_FOLDED_4_7), todo_chains()[7])},
+    ]
 
 
 # The messages shown in PROTOCOL.md: one example per message, and a whole session.
 WALK_EPOCH = 0x1F2E3D4C5B6A7988
 TODO_V3 = [(el("today", "Today"), [el("milk", "Buy milk")])]
-# The DIFFs that built TODO_V3 (versions 1 to 3), then the walkthrough's DIFF of version 4.
+# The DIFF of version 5 (PROTOCOL.md's DIFF-ops example): a section inserted, an item moved, a
+# payload reconfigured.
+TODO_V5_OPS = [insert_sections(pl("before", "today"), el("later")), move_item("eggs", pl("before", "milk")),
+               update_items("reconfigure", el("milk", "Buy oat milk"))]
+# The DIFFs that built TODO_V3 (versions 1 to 3), the walkthrough's DIFF of version 4, then three
+# more versions: what a replica resuming from version 4 is caught up on (section 11.12).
 TODO_HISTORY = [[append_sections(el("today", "Today"))],
                 [append_items("today", el("milk", "Buy milk"), el("tea"))],
                 [delete_items("tea")],
-                [append_items("today", el("eggs", "Buy eggs"))]]
+                [append_items("today", el("eggs", "Buy eggs"))],
+                TODO_V5_OPS,
+                [delete_items("eggs"), append_items("today", el("bread", "Buy bread"))],
+                [move_item_to_section("milk", "later")]]
 TODO_V4 = [(el("today", "Today"), [el("milk", "Buy milk"), el("eggs", "Buy eggs")])]
+TODO_V7 = [(el("later"), [el("milk", "Buy oat milk")]), (el("today", "Today"), [el("bread", "Buy bread")])]
+# The folded DIFF of a CATCHUP from version 4 to version 7 (section 11.12): one batch taking
+# TODO_V4 to TODO_V7, ordered as a REPLACE's (section 5: deletes, updates, then inserts and moves).
+# A delete, an update, two inserts and a move: the three versions' changes without the move of
+# `eggs` (deleted since) and with `milk`'s two changes in two ops.
+TODO_FOLDED_4_7 = [delete_items("eggs"), update_items("reconfigure", el("milk", "Buy oat milk")),
+                   insert_sections(pl("before", "today"), el("later")), move_item_to_section("milk", "later"),
+                   append_items("today", el("bread", "Buy bread"))]
+
+
+def applied(snap, *batches):
+    """`snap` with `batches` applied in the model (sections 5 and 7)."""
+    model = Model(snap)
+    for ops in batches:
+        for op in ops:
+            model.apply(op)
+    return model.snap()
+
+
+def todo_states():
+    """The walkthrough room's state at each version 0 ... 7, from TODO_HISTORY."""
+    states = [[]]
+    for ops in TODO_HISTORY:
+        states.append(applied(states[-1], ops))
+    return states
+
+
+# The constants agree with the history they are written from, and the folded batch with the
+# versions it folds.
+assert enc_snapshot(todo_states()[3]) == enc_snapshot(TODO_V3)
+assert enc_snapshot(todo_states()[4]) == enc_snapshot(TODO_V4)
+assert enc_snapshot(todo_states()[7]) == enc_snapshot(TODO_V7)
+assert enc_snapshot(applied(TODO_V4, TODO_FOLDED_4_7)) == enc_snapshot(TODO_V7)
 
 
 def todo_chains():
-    """chain(WALK_EPOCH, v) for v = 0 ... 4 of the walkthrough's room."""
+    """chain(WALK_EPOCH, v) for v = 0 ... 7 of the walkthrough's room."""
     chains = [chain_start(WALK_EPOCH)]
     for version, ops in enumerate(TODO_HISTORY, start=1):
         chains.append(chain_next(chains[-1], frame(diff("todo", WALK_EPOCH, version, ops)[0])))
@@ -1823,10 +1963,7 @@ def doc_examples():
         "ACK": (ack(2, WALK_EPOCH, 4), "server -> client"),
         "REJECT": (reject(3, 23, 0, "bread", "item bread does not exist"), "server -> client"),
         "STATS_REPLY": (stats_reply(8, [("rooms", 1), ("connections", 2)]), "server -> client"),
-        "DIFF-ops": (diff("todo", WALK_EPOCH, 5, [insert_sections(pl("before", "today"), el("later")),
-                                                  move_item("eggs", pl("before", "milk")),
-                                                  update_items("reconfigure", el("milk", "Buy oat milk"))]),
-                     "server -> client"),
+        "DIFF-ops": (diff("todo", WALK_EPOCH, 5, TODO_V5_OPS), "server -> client"),
         "AUTH": (auth(9, TOKEN), "client -> server"),
         "LEFT": (left("board:2", 48, "token of alice grants no read on room board:2"), "server -> client"),
         "REJECT-forbidden": (reject(10, 48, None, None, "token of alice grants no write on room board:2"),
@@ -1854,6 +1991,11 @@ def doc_examples():
         "DIFF-v3": (diff("todo", WALK_EPOCH, 4, eggs, chain=todo_chains()[4]), "server -> client"),
         "VERIFY": (verify(14, "todo"), "client -> server"),
         "DIGEST": (digest_reply(14, "todo", WALK_EPOCH, 4, digest(TODO_V4), todo_chains()[4]), "server -> client"),
+        # The answers to JOIN-resume-v3 once the room is at version 7 (section 11.12): the replay
+        # form (the DIFFs of versions 5, 6 and 7 follow), or the folded form and its one DIFF.
+        "CATCHUP-v3": (catchup(5, "todo", WALK_EPOCH, 4, 7, v3=True), "server -> client"),
+        "CATCHUP-folded": (catchup(5, "todo", WALK_EPOCH, 4, 7, v3=True, folded=digest(TODO_V7)), "server -> client"),
+        "DIFF-folded": (diff("todo", WALK_EPOCH, 7, TODO_FOLDED_4_7, chain=todo_chains()[7]), "server -> client"),
     }
 
 

@@ -126,8 +126,8 @@ extension SnapSyncClient {
                 handleSnapshot(
                     requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version),
                     reason: reason, digest: digest, snapshot: snapshot, chain: chain)
-            case .catchup(let requestID, let room, let epoch, let from, let to):
-                handleCatchUp(requestID: requestID, room: room, epoch: epoch, from: from, to: to)
+            case .catchup(let requestID, let room, let epoch, let from, let to, let form):
+                handleCatchUp(requestID: requestID, room: room, epoch: epoch, from: from, to: to, form: form)
             case .diff(let room, let epoch, let version, let operations, let chain):
                 handleDiff(room: room, position: RoomPosition(epoch: epoch, version: version), operations: operations, chain: chain)
             case .ack(let requestID, let epoch, let version):

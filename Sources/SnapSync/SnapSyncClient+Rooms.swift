@@ -60,7 +60,9 @@ extension SnapSyncClient {
         for call in calls { complete(call, .success(.replica(entry.replica))) }
     }
 
-    func handleCatchUp(requestID: UInt64, room: String, epoch: UInt64, from: UInt64, to: UInt64) {
+    /// CATCHUP: the DIFFs that follow take the replica to `to`, one per version or (version 3,
+    /// `form` folded) one for them all.
+    func handleCatchUp(requestID: UInt64, room: String, epoch: UInt64, from: UInt64, to: UInt64, form: CatchupForm? = nil) {
         guard case .join(let joined)? = requests.removeValue(forKey: requestID), joined == room else {
             return violation("CATCHUP of \(room) answers no JOIN of it (request \(requestID))")
         }
@@ -69,13 +71,19 @@ extension SnapSyncClient {
             return
         }
         let replica = entry.replica.current
-        guard entry.loaded, epoch == replica.position.epoch, from == replica.position.version, to >= from else {
+        var foldedDigest: SnapshotDigest?
+        if case .folded(let digest)? = form { foldedDigest = digest }
+        guard entry.loaded, epoch == replica.position.epoch, from == replica.position.version, to >= from,
+            foldedDigest == nil || to > from
+        else {
             // The server answered a resume from another position: do not resume again.
             rooms[room]!.distrusted = true
             return resync(room, .outOfSequence(expected: replica.position, received: RoomPosition(epoch: epoch, version: from)))
         }
         entry.phase = .catchingUp(
-            CatchUp(epoch: epoch, version: from, toVersion: to, working: replica.snapshot, operations: [], chain: entry.chain))
+            CatchUp(
+                epoch: epoch, version: from, toVersion: to, working: replica.snapshot, operations: [], chain: entry.chain,
+                foldedDigest: foldedDigest))
         rooms[room] = entry
         if to == from { finishCatchUp(room) }
     }
@@ -95,7 +103,10 @@ extension SnapSyncClient {
             finishCatchUp(room)
         case .broken(let reason, let fresh):
             if fresh { rooms[room]!.distrusted = true }
-            if case .diverged = reason { countDivergence(reason) }
+            switch reason {
+            case .diverged, .corrupted: countDivergence(reason)
+            default: break
+            }
             resync(room, reason)
         }
     }
@@ -120,6 +131,9 @@ extension SnapSyncClient {
             return .ignored
         case .catchingUp(var catchUp):
             entry.phase = .detached  // drops the enum's reference to the working snapshot
+            if let digest = catchUp.foldedDigest {
+                return Self.applyFolded(&catchUp, digest: digest, &entry, at: position, by: operations, chain: chain, limits: limits)
+            }
             let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.version + 1)
             guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: true) }
             let next: RoomChain?
@@ -162,6 +176,31 @@ extension SnapSyncClient {
                     position: position, operations: operations, snapshot: snapshot,
                     updates: BatchUpdates(from: current.snapshot, to: snapshot, operations: operations)))
         }
+    }
+
+    /// The one DIFF of a folded catch-up (PROTOCOL.md §11.12): at the CATCHUP's `to_version`,
+    /// applied to the replica's state, which must then have the CATCHUP's digest. Its chain is
+    /// the room's at that version and is taken, not computed: the replica did not see the DIFFs
+    /// it folds, and the digest checks the state instead.
+    /// - Complexity: the apply plus O(n) for the digest.
+    static func applyFolded(
+        _ catchUp: inout CatchUp, digest: SnapshotDigest, _ entry: inout RoomEntry, at position: RoomPosition,
+        by operations: [SnapshotOperation], chain: RoomChain?, limits: Limits
+    ) -> DiffOutcome {
+        let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.toVersion)
+        guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: true) }
+        do {
+            try catchUp.working.apply(operations, limits: limits)
+        } catch {
+            return .broken(.diffFailed(error), fresh: true)
+        }
+        let computed = catchUp.working.digest
+        guard computed == digest else { return .broken(.corrupted(expected: digest, computed: computed), fresh: true) }
+        catchUp.operations = operations
+        catchUp.version = position.version
+        catchUp.chain = chain
+        entry.phase = .catchingUp(catchUp)
+        return .caughtUp
     }
 
     /// The chain after a DIFF whose chain field is `received` (nil: the connection's version has

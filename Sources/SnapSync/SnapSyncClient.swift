@@ -186,6 +186,9 @@ public actor SnapSyncClient {
         var operations: [SnapshotOperation]
         /// The chain at `version`.
         var chain: RoomChain?
+        /// A folded catch-up (PROTOCOL.md §11.12): one DIFF to `toVersion` follows, after which
+        /// the state must have this digest.
+        var foldedDigest: SnapshotDigest? = nil
     }
     var rooms: [String: RoomEntry] = [:]
 

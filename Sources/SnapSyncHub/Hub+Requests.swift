@@ -133,12 +133,15 @@ extension Hub {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
-        switch answerJoin(room, resume: resume, for: session) {
+        switch folding(answerJoin(room, resume: resume, for: session), of: room, for: session) {
         case .snapshot(let reason):
             sendSnapshot(requestID: requestID, room: room, reason: reason, to: session)
         case .catchup(let from, let to, let frames):
-            send(.catchup(requestID: requestID, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to), to: session)
+            let form: CatchupForm? = ProtocolVersion.hasChain(version: session.protocolVersion) ? .replay : nil
+            send(.catchup(requestID: requestID, room: room.name, epoch: room.epoch, fromVersion: from, toVersion: to, form: form), to: session)
             sendHistory(frames, after: from, of: room, to: session)
+        case .folded(let fold):
+            sendFolded(fold, requestID: requestID, of: room, to: session)
         }
         // Joining again re-answers with the state but does not subscribe twice.
         if !alreadyJoined && session.state != .closing { addMember(session, to: room) }

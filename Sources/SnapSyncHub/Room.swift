@@ -33,6 +33,8 @@ package final class Room {
         case snapshot(reason: SnapshotReason)
         /// CATCHUP(from, to) followed by exactly these DIFF frames (versions from+1 ... to).
         case catchup(from: UInt64, to: UInt64, frames: [OutputChunk])
+        /// A version 3 CATCHUP(from, to) folded into one DIFF (`Hub+FoldedCatchup.swift`).
+        case folded(FoldedCatchup)
     }
 
     let name: String
@@ -46,6 +48,13 @@ package final class Room {
     /// Bytes of DIFF frames kept for resume (`--history-bytes`), besides `limits.historyCount`.
     let maxHistoryBytes: Int
     private(set) var history: RoomHistory
+    /// The room's state at a version in its history, from which a resume is folded; nil when
+    /// the room does not fold resumes (`--no-fold-resumes`) or its base failed to advance.
+    private(set) var resumeBase: ResumeBase?
+    /// The last folded catch-up computed, reused while it is current (`Room+Folding.swift`).
+    var lastFold: FoldedCatchup?
+    /// When a folded catch-up of this room was last computed, for `ServerConfiguration.foldInterval`.
+    var lastFoldTime: ContinuousClock.Instant?
     private(set) var writeIDs: WriteIDWindow
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
     /// Whether the DIFF of the last applied write holds an op only protocol version 2 has
@@ -91,12 +100,12 @@ package final class Room {
     /// A new, empty room at version 0 with a fresh random nonzero epoch.
     convenience init(
         name: String, limits: WireLimits = .default, maxHistoryBytes: Int = Room.defaultHistoryBytes,
-        idleSince: ContinuousClock.Instant = .now
+        foldsResumes: Bool = true, idleSince: ContinuousClock.Instant = .now
     ) {
         let epoch = UInt64.random(in: 1...UInt64.max)
         self.init(
             name: name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: limits,
-            maxHistoryBytes: maxHistoryBytes, chain: .start(epoch: epoch), idleSince: idleSince)
+            maxHistoryBytes: maxHistoryBytes, chain: .start(epoch: epoch), foldsResumes: foldsResumes, idleSince: idleSince)
     }
 
     /// A room at a known position, e.g. one restored from the store, optionally with the
@@ -104,10 +113,12 @@ package final class Room {
     /// their versions are consecutive and end there), idle since `idleSince`.
     /// - Parameter chain: the room's chain before the first of `recent` (at `version` when
     ///   there is none); nil when not known. The chain at `version` is computed from it.
+    /// - Parameter foldsResumes: whether the room keeps a resume base (`ResumeBase`), which
+    ///   starts at `version`: the state before it is not known.
     init(
         name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
         maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [], chain: RoomChain? = nil,
-        idleSince: ContinuousClock.Instant = .now
+        foldsResumes: Bool = true, idleSince: ContinuousClock.Instant = .now
     ) {
         self.name = name
         self.idleSince = idleSince
@@ -125,9 +136,11 @@ package final class Room {
         for entry in usable ? recent : [] {
             chain = chain?.next(frame: entry.diffFrame)
             history.append(.frozen(entry.diffFrame), version: entry.version, chain: chain ?? .unknown)
+            while history.evictOldest() != nil {}
             writeIDs.remember(entry.writeID, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
         }
         self.chain = chain
+        if foldsResumes { resumeBase = ResumeBase(version: version, snapshot: snapshot) }
     }
 
     /// `--history-bytes`'s default.
@@ -423,6 +436,11 @@ package final class Room {
         // the chain must be known at every version a client may resume from.
         chain = chainAfter ?? chain?.next(frame: frame)
         history.append(chunk, version: next, chain: chain ?? .unknown)
+        while let (evicted, evictedVersion) = history.evictOldest() {
+            // The base takes each DIFF the history lets go of, so it can always be brought to any
+            // version still in the history (ResumeBase.swift).
+            if resumeBase?.advance(past: evicted.bytes, version: evictedVersion) == false { resumeBase = nil }
+        }
         writeIDs.remember(writeID, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)
     }

@@ -4,7 +4,8 @@ import SnapSyncWire
 /// A room's recent DIFF frames, for resume (CATCHUP) — the encoded frames themselves, the very
 /// chunks that were queued to the members, so keeping history costs no copy.
 ///
-/// Bounded twice: at most `maxCount` frames and at most `maxBytes` bytes; the oldest go first.
+/// Bounded twice: at most `maxCount` frames and at most `maxBytes` bytes; the oldest go first
+/// (`evictOldest`, which the room calls after each `append` so that its resume base follows).
 /// Versions are contiguous: the frame at position i (from the oldest) is the DIFF to version
 /// `baseVersion + 1 + i`, and the newest is the DIFF to `lastVersion`, the room's version.
 ///
@@ -40,18 +41,26 @@ struct RoomHistory {
     /// The oldest version a client may resume from: it then receives every kept frame.
     var baseVersion: UInt64 { lastVersion - UInt64(count) }
 
-    /// Records the DIFF that moved the room from `lastVersion` to `version`, then evicts the
-    /// oldest frames until both bounds hold (a frame larger than `maxBytes` is not kept at all).
+    /// Records the DIFF that moved the room from `lastVersion` to `version`. The history may
+    /// then be over its bounds: the caller evicts with `evictOldest` until it is not.
     mutating func append(_ frame: OutputChunk, version: UInt64, chain: RoomChain) {
         precondition(version == lastVersion + 1, "history versions must be contiguous")
         lastVersion = version
         frames.append(frame)
         chains.append(chain)
         byteCount += frame.count
-        while count > 0 && (count > maxCount || byteCount > maxBytes) {
-            byteCount -= frames.removeFirst().count
-            baseChain = chains.removeFirst()
-        }
+    }
+
+    /// Removes the oldest frame while the history is over a bound, and returns it with its
+    /// version; nil once both bounds hold (a frame larger than `maxBytes` is not kept at all).
+    /// - Complexity: O(1).
+    mutating func evictOldest() -> (frame: OutputChunk, version: UInt64)? {
+        guard count > 0 && (count > maxCount || byteCount > maxBytes) else { return nil }
+        let version = baseVersion + 1
+        let frame = frames.removeFirst()
+        byteCount -= frame.count
+        baseChain = chains.removeFirst()
+        return (frame, version)
     }
 
     /// The frames a client at `version` needs to reach `lastVersion`, oldest first; `nil` when

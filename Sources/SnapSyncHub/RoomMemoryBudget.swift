@@ -4,7 +4,8 @@ import SnapSyncWire
 /// The memory of all rooms together, bounded by `--max-room-total-bytes` (PROTOCOL.md §12,
 /// `server_full`).
 ///
-/// A room is counted as its canonical snapshot bytes, plus its DIFF history bytes, plus
+/// A room is counted as its canonical snapshot bytes, plus its resume base's once it has parted
+/// from the snapshot (`Room.resumeBaseBytes`), plus its DIFF history bytes, plus
 /// `bytesPerRememberedID` for each DIFF frame and write id it remembers (the objects, index
 /// entries and arena slack around them). Those are the parts of a room that writes grow; what the
 /// daemon holds in memory for them is a measured multiple of this count (README, "Memory").
@@ -37,7 +38,7 @@ final class RoomMemoryBudget {
 
     /// What `room` counts for now.
     static func bytes(of room: Room) -> Int {
-        room.snapshot.canonicalByteCount + room.historyBytes
+        room.snapshot.canonicalByteCount + room.resumeBaseBytes + room.historyBytes
             + bytesPerRememberedID * (room.historyCount + room.writeIDCount)
     }
 

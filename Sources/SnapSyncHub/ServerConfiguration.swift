@@ -53,6 +53,18 @@ package struct ServerConfiguration: Sendable {
     /// or a VERIFY computed it) is always answered.
     package var verifyFreeDigestBytes = 1024 * 1024
     package var verifyDigestInterval: Duration = .seconds(1)
+    /// Whether rooms keep a resume base and answer a version 3 resume with one folded DIFF
+    /// when that is smaller than the DIFFs missed (`--no-fold-resumes` turns it off; PROTOCOL.md
+    /// §11.12, Room+Folding.swift). The base costs a second copy of each written room's state.
+    package var foldResumes = true
+    /// A catch-up whose replayed DIFFs are fewer bytes than this is replayed without trying a
+    /// fold: the saving could not pay for an O(n) fold.
+    package var foldMinimumReplayBytes = 4096
+    /// The folds' bound on the loop's time, as VERIFY's: a room whose canonical encoding is
+    /// larger than `foldFreeBytes` has a new fold computed at most once per `foldInterval`;
+    /// a resume in between is replayed.
+    package var foldFreeBytes = 1024 * 1024
+    package var foldInterval: Duration = .seconds(1)
     /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no
     /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.
     package var roomTTL: Duration?
@@ -142,9 +154,11 @@ package struct ServerConfiguration: Sendable {
                 "--max-output-total-bytes must be at least --max-output-bytes (\(maxOutputBytes)) and at least --max-frame-bytes plus \(ConfigurationValue.describe(byteCount: Self.inputBudgetMargin)) (\(wire.maxFrameBytes + Self.inputBudgetMargin)), so that one connection's queue fits, not \(maxOutputTotalBytes)"
             )
         }
-        guard maxRoomTotalBytes >= wire.model.maxSnapshotBytes + historyBytes else {
+        // With folding, a room's resume base counts as a second snapshot.
+        let fullRoom = (foldResumes ? 2 : 1) * wire.model.maxSnapshotBytes + historyBytes
+        guard maxRoomTotalBytes >= fullRoom else {
             throw fail(
-                "--max-room-total-bytes must be at least --max-snapshot-bytes plus --history-bytes (\(wire.model.maxSnapshotBytes + historyBytes)), so that one full room fits, not \(maxRoomTotalBytes)"
+                "--max-room-total-bytes must be at least \(foldResumes ? "twice --max-snapshot-bytes (a room and its resume base)" : "--max-snapshot-bytes") plus --history-bytes (\(fullRoom)), so that one full room fits, not \(maxRoomTotalBytes)"
             )
         }
         if let roomIdle, roomIdle <= .zero { throw fail("--room-idle must be positive, or off") }

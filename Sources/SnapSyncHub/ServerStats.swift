@@ -32,6 +32,10 @@ package struct ServerStats {
     /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back.
     package var roomsEvicted: UInt64 = 0
     package var roomsWoken: UInt64 = 0
+    /// Resumes answered with one folded DIFF (PROTOCOL.md §11.12), and resumes replayed because
+    /// a large room had computed a fold less than `foldInterval` before.
+    package var foldedCatchups: UInt64 = 0
+    package var foldsDeferred: UInt64 = 0
     /// Cluster mode: records every replica skipped as void (nats-server 2.9's stale
     /// expectations, Protocol/CLUSTER.md §3), and follows of a room that failed (lost, a gap,
     /// damage, a log that cannot be reached); both stay 0 on a single node.
@@ -81,6 +85,8 @@ package struct ServerStats {
             ("rooms_sleeping", UInt64(sleepingRooms)),
             ("rooms_evicted", roomsEvicted),
             ("rooms_woken", roomsWoken),
+            ("catchups_folded", foldedCatchups),
+            ("catchup_folds_deferred", foldsDeferred),
             ("rooms_deleted", roomsDeleted),
             ("rooms_expired", roomsExpired),
             ("items", UInt64(items)),

@@ -1,6 +1,11 @@
 /// A broken internal invariant of `Snapshot`: always a bug in SnapSync, never bad input.
 public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
     public var description: String
+
+    /// A violation of an invariant of something built on snapshots (a room and its history).
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 extension Snapshot {

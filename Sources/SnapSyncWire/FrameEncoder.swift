@@ -129,12 +129,19 @@ public struct FrameEncoder: Sendable {
             b.append(contentsOf: digest.bytes)
             if let chain { b.appendChain(chain) }
             b.appendSnapshot(snapshot)
-        case .catchup(let requestID, let room, let epoch, let fromVersion, let toVersion):
+        case .catchup(let requestID, let room, let epoch, let fromVersion, let toVersion, let form):
             b.appendVarint(requestID)
             b.appendString(room)
             b.appendVarint(epoch)
             b.appendVarint(fromVersion)
             b.appendVarint(toVersion)
+            switch form {
+            case nil: break
+            case .replay?: b.append(0x00)
+            case .folded(let digest)?:
+                b.append(0x01)
+                b.append(contentsOf: digest.bytes)
+            }
         case .diff(let room, let epoch, let version, let ops, let chain):
             b.appendString(room)
             b.appendVarint(epoch)

@@ -57,9 +57,11 @@ public enum Message: Sendable {
     case snapshot(
         requestID: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
         digest: SnapshotDigest, snapshot: Snapshot, chain: RoomChain? = nil)
-    /// Answer to a JOIN whose resume position is in history: exactly `toVersion - fromVersion`
-    /// DIFF frames follow, for versions `fromVersion + 1 ... toVersion`.
-    case catchup(requestID: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64)
+    /// Answer to a JOIN whose resume position the server can serve: the DIFF frames that take
+    /// the replica from `fromVersion` to `toVersion` follow, one per version, or (version 3)
+    /// one folded DIFF (`CatchupForm`). `form` is nil in the layouts of versions 1 and 2,
+    /// which have no such field.
+    case catchup(requestID: UInt64, room: String, epoch: UInt64, fromVersion: UInt64, toVersion: UInt64, form: CatchupForm? = nil)
     /// One applied batch: the room moved from `version - 1` to `version` within `epoch`.
     /// `chain` is the room's chain after it (version 3); nil in versions 1 and 2.
     case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation], chain: RoomChain? = nil)
@@ -164,7 +166,7 @@ extension Message {
         switch self {
         case .join(let id, _, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
             .replaceSection(let id, _, _, _, _, _),
-            .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _),
+            .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _), .verify(let id, _), .digest(let id, _, _, _, _, _):
             id
         case .hello, .welcome, .error, .ping, .pong, .diff, .left:

@@ -106,7 +106,12 @@ extension ByteReader {
             let room = try string("room")
             let epoch = try varint("epoch")
             let from = try varint("from_version")
-            result = .catchup(requestID: requestID, room: room, epoch: epoch, fromVersion: from, toVersion: try varint("to_version"))
+            let to = try varint("to_version")
+            var form: CatchupForm?
+            if ProtocolVersion.hasChain(version: self.version) {
+                form = try flag("folded") ? .folded(digest: SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "folded"))) : .replay
+            }
+            result = .catchup(requestID: requestID, room: room, epoch: epoch, fromVersion: from, toVersion: to, form: form)
         case .diff:
             let room = try string("room")
             let epoch = try varint("epoch")

@@ -29,12 +29,13 @@ public struct WireLimits: Hashable, Sendable {
     public var model: Limits
     /// Most rooms one connection may have joined at once. Default 64.
     public var maxRoomsPerConnection: Int
-    /// How many recent versions a room keeps for resume and idempotent writes. Default 1024.
+    /// How many recent versions a room keeps for resume and idempotent writes: its resume window,
+    /// in versions (the daemon also bounds its bytes, `--history-bytes`). Default 16,384.
     public var historyCount: Int
 
     public init(
         maxFrameBytes: Int = 16 * 1024 * 1024, model: Limits = .default,
-        maxRoomsPerConnection: Int = 64, historyCount: Int = 1024
+        maxRoomsPerConnection: Int = 64, historyCount: Int = 16_384
     ) {
         self.maxFrameBytes = maxFrameBytes
         self.model = model

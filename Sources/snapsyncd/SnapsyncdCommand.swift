@@ -173,17 +173,27 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
-            "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least --max-snapshot-bytes plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
+            "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least twice --max-snapshot-bytes (once without --fold-resumes) plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
         transform: ConfigurationValue.byteCount)
     var maxRoomTotalBytes: Int = defaults.maxRoomTotalBytes
 
-    @Option(help: "DIFFs each room keeps for resume and for write-id deduplication.")
+    @Option(
+        help:
+            "Versions each room keeps for resume and write-id deduplication (with --history-bytes, the resume window): a JOIN resuming within it gets the DIFFs it missed, or one folded DIFF."
+    )
     var historyCount: Int = defaults.wire.historyCount
 
     @Option(
-        help: "Bytes of DIFFs each room keeps for resume. (default: \(size(defaults.historyBytes)))",
+        help: "Bytes of DIFFs each room keeps for resume (the resume window's size). (default: \(size(defaults.historyBytes)))",
         transform: ConfigurationValue.byteCount)
     var historyBytes: Int = defaults.historyBytes
+
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Answer a protocol version 3 resume with one DIFF from the client's version to the room's when that is smaller than the DIFFs it missed. Each written room keeps a second copy of its state for this (counted in --max-room-total-bytes)."
+    )
+    var foldResumes = defaults.foldResumes
 
     @Option(
         help: ArgumentHelp(
@@ -275,6 +285,7 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.maxOutputTotalBytes = maxOutputTotalBytes
         configuration.maxRoomTotalBytes = maxRoomTotalBytes
         configuration.historyBytes = historyBytes
+        configuration.foldResumes = foldResumes
         configuration.roomTTL = roomTtl
         if let roomIdle {
             let idle = roomIdle == "off" ? .zero : try ConfigurationValue.duration(roomIdle)

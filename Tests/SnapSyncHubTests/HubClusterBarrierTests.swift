@@ -38,7 +38,7 @@ import SnapSyncWire
         node.send(.ping(nonce: 5), from: client)
         cluster.settle()
         let answer = node.drain(client)
-        guard let first = answer.first, case .catchup(1, "room", epoch, 11, 12) = first else {
+        guard let first = answer.first, case .catchup(1, "room", epoch, 11, 12, _) = first else {
             Issue.record("not CATCHUP 11...12: \(answer)")
             return
         }
@@ -61,7 +61,7 @@ import SnapSyncWire
         #expect(node.join(client, "room", resume: RoomPosition(epoch: next, version: 0)).isEmpty)
         cluster.settle()
         let answer = node.drain(client)
-        guard answer.count == 1, case .catchup(1, "room", next, 0, 0) = answer[0] else {
+        guard answer.count == 1, case .catchup(1, "room", next, 0, 0, _) = answer[0] else {
             Issue.record("not CATCHUP 0...0 in the next epoch: \(answer)")
             return
         }
@@ -89,7 +89,7 @@ import SnapSyncWire
         node.hub.maintainReplicas(now: node.later(.seconds(1)))
         cluster.settle()
         let answer = node.drain(client)
-        guard answer.count == 2, case .catchup(1, "room", epoch, 12, 12) = answer[0] else {
+        guard answer.count == 2, case .catchup(1, "room", epoch, 12, 12, _) = answer[0] else {
             Issue.record("not CATCHUP 12...12: \(answer)")
             return
         }
@@ -167,7 +167,7 @@ import SnapSyncWire
         #expect(log.lastSequenceCalls <= 2)
         for (index, client) in clients.enumerated() {
             let answer = node.drain(client)
-            guard answer.count == 3, case .catchup(UInt64(index), "room", epoch, 11, 12) = answer[0] else {
+            guard answer.count == 3, case .catchup(UInt64(index), "room", epoch, 11, 12, _) = answer[0] else {
                 Issue.record("client \(index): not CATCHUP 11...12: \(answer)")
                 return
             }
@@ -192,7 +192,7 @@ import SnapSyncWire
         node.send(.join(requestID: 2, room: "room", resume: RoomPosition(epoch: epoch, version: 12), chain: .unknown), from: second)
         cluster.settle()
         let answers = (node.drain(first), node.drain(second))
-        guard case .catchup(1, "room", epoch, 11, _) = answers.0.first, case .catchup(2, "room", epoch, 12, 12) = answers.1.first else {
+        guard case .catchup(1, "room", epoch, 11, _, _) = answers.0.first, case .catchup(2, "room", epoch, 12, 12, _) = answers.1.first else {
             Issue.record("not CATCHUPs from 11 and from 12: \(answers)")
             return
         }
@@ -219,7 +219,7 @@ import SnapSyncWire
         cluster.settle()
         #expect(log.lastSequenceCalls == 2 && node.drain(writer).map(\.ackVersion) == [3])
         for client in clients {
-            guard case .catchup(1, "room", epoch, 3, 3) = node.drain(client).first else {
+            guard case .catchup(1, "room", epoch, 3, 3, _) = node.drain(client).first else {
                 Issue.record("not CATCHUP 3...3")
                 return
             }
@@ -268,7 +268,7 @@ import SnapSyncWire
         let epoch = try #require(node.hub.rooms["room"]).epoch
         _ = node.drain(client)
         let answer = node.join(client, "room", resume: RoomPosition(epoch: epoch, version: 1), requestID: 2)
-        guard answer.count == 1, case .catchup(2, "room", epoch, 1, 1) = answer[0] else {
+        guard answer.count == 1, case .catchup(2, "room", epoch, 1, 1, _) = answer[0] else {
             Issue.record("not CATCHUP 1...1: \(answer)")
             return
         }

@@ -352,7 +352,7 @@ import SnapSyncWire
         #expect(cluster.nodes[2].join(resumed, "room", resume: RoomPosition(epoch: epoch, version: 1)).isEmpty)
         cluster.settle()
         let answer = cluster.nodes[2].drain(resumed)
-        guard let first = answer.first, case .catchup(_, "room", epoch, 1, 3) = first else {
+        guard let first = answer.first, case .catchup(_, "room", epoch, 1, 3, _) = first else {
             Issue.record("not CATCHUP 1...3: \(answer)")
             return
         }
@@ -404,7 +404,7 @@ import SnapSyncWire
         late.join(session, "room", resume: RoomPosition(epoch: epoch, version: 2))
         cluster.log.runAll()
         let answer = late.drain(session)
-        guard let first = answer.first, case .catchup(_, "room", epoch, 2, 5) = first else {
+        guard let first = answer.first, case .catchup(_, "room", epoch, 2, 5, _) = first else {
             Issue.record("not CATCHUP 2...5: \(answer)")
             return
         }

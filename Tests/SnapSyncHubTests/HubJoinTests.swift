@@ -64,13 +64,13 @@ import SnapSyncWire
         let epoch = try #require(harness.hub.rooms["room"]).epoch
         let reader = harness.connect()
         let answer = harness.join(reader, "room", resume: RoomPosition(epoch: epoch, version: 1), requestID: 3)
-        guard answer.count == 3, case .catchup(3, "room", epoch, 1, 3) = answer[0] else {
+        guard answer.count == 3, case .catchup(3, "room", epoch, 1, 3, _) = answer[0] else {
             Issue.record("expected CATCHUP(1, 3) and two DIFFs, got \(answer)")
             return
         }
         #expect(answer.dropFirst().map(\.diffVersion) == [2, 3])
         let current = harness.join(reader, "room", resume: RoomPosition(epoch: epoch, version: 3), requestID: 4)
-        guard current.count == 1, case .catchup(4, "room", epoch, 3, 3) = current[0] else {
+        guard current.count == 1, case .catchup(4, "room", epoch, 3, 3, _) = current[0] else {
             Issue.record("expected an empty CATCHUP(3, 3), got \(current)")
             return
         }
@@ -93,7 +93,7 @@ import SnapSyncWire
         }
         for version: UInt64 in [2, 3, 4] {
             let right = answer(version, room.chain(atVersion: version), requestID: version)
-            #expect(right.first.map { if case .catchup(_, _, _, version, 4) = $0 { true } else { false } } == true, "\(right)")
+            #expect(right.first.map { if case .catchup(_, _, _, version, 4, _) = $0 { true } else { false } } == true, "\(right)")
             let unknown = answer(version, .unknown, requestID: 10 + version)
             #expect(unknown.first.map { if case .catchup = $0 { true } else { false } } == true, "\(unknown)")
             let wrong = answer(version, other, requestID: 20 + version)

@@ -127,7 +127,7 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         #expect(s.hub.sleepingRoomCount == 1)
 
         let answer = s.harness.join(watcher, "r", resume: RoomPosition(epoch: epoch, version: 1), requestID: 5)
-        guard case .catchup(5, "r", epoch, 1, 3) = answer.first else {
+        guard case .catchup(5, "r", epoch, 1, 3, _) = answer.first else {
             Issue.record("no CATCHUP from 1 to 3 after a sleep: \(answer)")
             return
         }

@@ -133,13 +133,13 @@ struct HubHarness {
         return messages
     }
 
-    /// The room's snapshot satisfies every invariant of the model.
+    /// The room satisfies every invariant: the model's, and its resume base's (`Room.checkInvariants`).
     func checkInvariants(_ room: String, sourceLocation: SourceLocation = #_sourceLocation) {
         guard let room = hub.rooms[RoomName(room)] else {
             Issue.record("no room \(room)", sourceLocation: sourceLocation)
             return
         }
-        #expect(throws: Never.self, sourceLocation: sourceLocation) { try room.snapshot.checkInvariants() }
+        #expect(throws: Never.self, sourceLocation: sourceLocation) { try room.checkInvariants() }
     }
 }
 

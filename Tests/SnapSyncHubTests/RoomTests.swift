@@ -30,7 +30,7 @@ private func mustApply(
         Issue.record("write was not applied", sourceLocation: sourceLocation)
         return nil
     }
-    #expect(throws: Never.self, sourceLocation: sourceLocation) { try room.snapshot.checkInvariants() }
+    #expect(throws: Never.self, sourceLocation: sourceLocation) { try room.checkInvariants() }
     return diff
 }
 
@@ -82,7 +82,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         #expect(room.version == 1)
         #expect(room.historyCount == 1)
         // A rejected write's id is not remembered: retrying it is a fresh attempt.
-        #expect(throws: Never.self) { try room.snapshot.checkInvariants() }
+        #expect(throws: Never.self) { try room.checkInvariants() }
         guard case .rejected = room.mutate([.deleteItems(["missing"])], expectedVersion: nil, writeID: [1, 2], scratch: &scratch) else {
             Issue.record("a rejected write id was remembered")
             return
@@ -356,11 +356,15 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
             second = b
             history.append(a, version: 1, chain: .unknown)
             history.append(b, version: 2, chain: .unknown)
+            #expect(history.evictOldest() == nil, "within its bounds")
         }
         #expect(first != nil && second != nil)
         for v in 3...5 {
             history.append(
                 [UInt8](repeating: UInt8(v), count: 100).withUnsafeBytes { OutputChunk(copying: $0) }, version: UInt64(v), chain: .start(epoch: UInt64(v)))
+            // One over the count: the oldest goes, with its version, and then nothing more.
+            #expect(history.evictOldest()?.version == UInt64(v - 2))
+            #expect(history.evictOldest() == nil)
         }
         #expect(first == nil, "an evicted frame is still referenced")
         #expect(second == nil, "an evicted frame is still referenced")

@@ -95,7 +95,7 @@ extension DaemonDurability {
             defer { restarted.stop() }
             let again = try RawClient.ready(restarted)
             let answer = try again.join("resume", resume: RoomPosition(epoch: held.epoch, version: held.version))
-            guard case .catchup(_, _, let epoch, let from, let to) = answer else {
+            guard case .catchup(_, _, let epoch, let from, let to, _) = answer else {
                 Issue.record("expected CATCHUP after restart, got \(answer)")
                 return
             }
@@ -156,7 +156,7 @@ extension DaemonDurability {
             defer { restarted.stop() }
             let again = try RawClient.ready(restarted)
             let answer = try again.join("ckpt", resume: RoomPosition(epoch: held.epoch, version: held.version))
-            guard case .catchup(_, _, let epoch, let from, let to) = answer else {
+            guard case .catchup(_, _, let epoch, let from, let to, _) = answer else {
                 Issue.record("expected CATCHUP, got \(answer)")
                 return
             }
@@ -167,7 +167,7 @@ extension DaemonDurability {
             // Resuming from before the checkpoint also works: history came back from it.
             let early = try RawClient.ready(restarted)
             let earlyAnswer = try early.join("ckpt", resume: RoomPosition(epoch: held.epoch, version: 10))
-            guard case .catchup(_, _, _, 10, 32) = earlyAnswer else {
+            guard case .catchup(_, _, _, 10, 32, _) = earlyAnswer else {
                 Issue.record("expected CATCHUP 10→32, got \(earlyAnswer)")
                 return
             }

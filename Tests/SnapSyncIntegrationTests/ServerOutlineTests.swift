@@ -91,7 +91,7 @@ extension ServerIntegration {
             #expect(after.snapshot.digest == before.snapshot.digest && Self.levels(after.snapshot) == Self.levels(before.snapshot))
             // Resume from the checkpointed position: CATCHUP with the REPLACE_SECTION's DIFF.
             let resumed = try RawClient.ready(daemon, versions: [2, 1])
-            guard case .catchup(_, _, _, let from, let to) = try resumed.join("o", resume: RoomPosition(epoch: held.epoch, version: held.version)) else {
+            guard case .catchup(_, _, _, let from, let to, _) = try resumed.join("o", resume: RoomPosition(epoch: held.epoch, version: held.version)) else {
                 Issue.record("no CATCHUP")
                 return
             }

@@ -26,7 +26,7 @@ extension ServerIntegration {
             let diffs = try write(10, to: "r", by: writer, seenBy: member)
             let resumer = try RawClient.ready(daemon)
             let answer = try resumer.join("r", resume: .init(epoch: start.epoch, version: 3))
-            guard case .catchup(_, "r", start.epoch, 3, 10) = answer else { Issue.record("expected CATCHUP 3...10, got \(summary(answer))"); return }
+            guard case .catchup(_, "r", start.epoch, 3, 10, _) = answer else { Issue.record("expected CATCHUP 3...10, got \(summary(answer))"); return }
             let caughtUp = try (0..<7).map { _ in try resumer.receive() }
             #expect(caughtUp == Array(diffs[3...]), "versions 4...10, byte for byte as the live member got them")
             #expect(resumer.isQuiet(for: 0.2))
@@ -42,7 +42,7 @@ extension ServerIntegration {
             let start = try member.state(of: "r")
             _ = try write(2, to: "r", by: writer, seenBy: member)
             let answer = try RawClient.ready(daemon).join("r", resume: .init(epoch: start.epoch, version: 2))
-            guard case .catchup(_, _, _, 2, 2) = answer else { Issue.record("expected CATCHUP 2...2, got \(summary(answer))"); return }
+            guard case .catchup(_, _, _, 2, 2, _) = answer else { Issue.record("expected CATCHUP 2...2, got \(summary(answer))"); return }
         }
 
         @Test func aPositionOlderThanHistoryGetsResync() throws {
@@ -54,7 +54,7 @@ extension ServerIntegration {
             let current = try RawClient.ready(daemon).state(of: "r")
             let resumer = try RawClient.ready(daemon)
             // History keeps versions 7...10: position 6 is the oldest that can catch up.
-            guard case .catchup(_, _, _, 6, 10) = try resumer.join("r", resume: .init(epoch: start.epoch, version: 6)) else {
+            guard case .catchup(_, _, _, 6, 10, _) = try resumer.join("r", resume: .init(epoch: start.epoch, version: 6)) else {
                 Issue.record("position 6 is inside the history")
                 return
             }

@@ -39,7 +39,7 @@ extension ServerIntegration {
             daemon = try dir.start(arguments)
             client = try RawClient.ready(daemon)
             let resumed = try client.join("a", resume: RoomPosition(epoch: a.epoch, version: 1))
-            guard case .catchup(_, "a", a.epoch, 1, 2) = resumed else {
+            guard case .catchup(_, "a", a.epoch, 1, 2, _) = resumed else {
                 Issue.record("CATCHUP across a sleep and a restart expected: \(summary(resumed))")
                 return
             }

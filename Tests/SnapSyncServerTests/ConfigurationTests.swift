@@ -78,7 +78,7 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
         #expect(configuration.wire.model.maxSections == 100_000)
         #expect(configuration.wire.maxRoomsPerConnection == 64)
         #expect(configuration.wire.model.maxSnapshotBytes == 16 << 20 - 64 << 10)
-        #expect(configuration.wire.historyCount == 1024)
+        #expect(configuration.wire.historyCount == 16_384)
         #expect(ServerConfiguration.snapshotBytes(forFrameBytes: 16 << 20) == configuration.wire.model.maxSnapshotBytes)
     }
 
@@ -119,10 +119,21 @@ private func message(_ change: (inout ServerConfiguration) -> Void) -> String? {
             message {
                 $0.maxOutputBytes = 1 << 20; $0.maxOutputTotalBytes = (16 << 20) + (128 << 10)
             } == nil)
+        // One full room: its snapshot, its resume base (a second snapshot) unless it does not
+        // fold resumes, and its history.
+        let snapshot = (16 << 20) - (64 << 10)
         #expect(
-            message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) - 1 }?.contains("--max-room-total-bytes") == true,
-            "below one full room: max snapshot bytes plus history bytes")
-        #expect(message { $0.maxRoomTotalBytes = (16 << 20) - (64 << 10) + (4 << 20) } == nil)
+            message { $0.maxRoomTotalBytes = 2 * snapshot + (4 << 20) - 1 }?.contains("--max-room-total-bytes") == true,
+            "below one full room: twice the max snapshot bytes plus history bytes")
+        #expect(message { $0.maxRoomTotalBytes = 2 * snapshot + (4 << 20) } == nil)
+        #expect(
+            message {
+                $0.foldResumes = false; $0.maxRoomTotalBytes = snapshot + (4 << 20) - 1
+            }?.contains("--max-room-total-bytes") == true)
+        #expect(
+            message {
+                $0.foldResumes = false; $0.maxRoomTotalBytes = snapshot + (4 << 20)
+            } == nil)
     }
 }
 

@@ -101,6 +101,9 @@ final class ScriptedPeer {
             throw Failure(description: "expected HELLO with credentials \"\(expected)\", got \"\(credentials)\"")
         }
         send(.welcome(version: version, sessionID: sessionID, serverName: "scripted", limits: []))
+        // The client's frames from here on are in the chosen version's layouts (a version 3
+        // JOIN's resume carries a chain).
+        decoder.version = version
     }
 
     /// Receives a HELLO offering the current version; returns its credentials.
@@ -297,6 +300,81 @@ struct ClientScriptedServerTests {
         #expect(changes.last?.snapshot == s5)
         let resyncs = await events.events.compactMap { if case .resyncing(_, let reason) = $0 { reason } else { nil } }
         #expect(resyncs == [diverged])
+        #expect(await client.divergences == 1)
+        await client.close()
+    }
+
+    @Test(
+        "version 3: a folded CATCHUP's one DIFF takes the replica to to_version as one change, its chain is taken and the next DIFF is checked from it; a folded DIFF whose result is not the CATCHUP's digest is a divergence: a fresh JOIN, .corrupted, counted",
+        .timeLimit(.minutes(5)))
+    func foldedCatchUp() async throws {
+        let peer = try ScriptedPeer()
+        let room = "r"
+        let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b"), SnapshotElement("c")])])
+        let c3 = RoomChain.start(epoch: 7).next(frame: [3])
+        // Versions 4...6 folded: c moved first, b updated, d appended.
+        let folded: [SnapshotOperation] = [
+            .moveItem("c", .before("a")), .updateItems([SnapshotElement("b", payload: "B")], .reload), .appendItems(["d"], toSection: "s"),
+        ]
+        func applying(_ ops: [SnapshotOperation], to state: Snapshot) throws -> Snapshot {
+            var state = state
+            try state.apply(ops, limits: .unlimited)
+            return state
+        }
+        let s6 = try applying(folded, to: s3)
+        let c6 = RoomChain.start(epoch: 7).next(frame: [6])  // the room's: taken, not computed
+        let d7: [SnapshotOperation] = [.deleteItems(["a"])]
+        let c7 = c6.next(frame: FrameEncoder().encode(.diff(room: room, epoch: 7, version: 7, ops: d7)))
+        let s7 = try applying(d7, to: s6)
+        // A second fold whose DIFF was altered on the way: it applies, but not to the digest.
+        let sent: [SnapshotOperation] = [.appendItems(["e"], toSection: "s")]
+        let received: [SnapshotOperation] = [.appendItems(["x"], toSection: "s")]
+        let s9 = try applying(sent, to: s7)
+        let damaged = try applying(received, to: s7)
+        let c9 = RoomChain.start(epoch: 7).next(frame: [9])
+        let watching = DispatchSemaphore(value: 0)
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake(version: 3)
+            var request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s3.digest, snapshot: s3, chain: c3))
+            guard watching.wait(timeout: .now() + hangBound.seconds) == .success else {
+                throw ScriptedPeer.Failure(description: "the test never watched")
+            }
+            // A gap: the replica resumes from version 3 and is answered with one folded DIFF.
+            peer.send(.diff(room: room, epoch: 7, version: 5, ops: [], chain: c6))
+            request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 3))
+            peer.send(
+                .catchup(requestID: request, room: room, epoch: 7, fromVersion: 3, toVersion: 6, form: .folded(digest: s6.digest)))
+            peer.send(.diff(room: room, epoch: 7, version: 6, ops: folded, chain: c6))
+            peer.send(.diff(room: room, epoch: 7, version: 7, ops: d7, chain: c7))
+            // Another gap, and a folded DIFF altered on the way.
+            peer.send(.diff(room: room, epoch: 7, version: 9, ops: [], chain: c9))
+            request = try peer.expectJoin(room, resume: .init(epoch: 7, version: 7))
+            peer.send(
+                .catchup(requestID: request, room: room, epoch: 7, fromVersion: 7, toVersion: 9, form: .folded(digest: s9.digest)))
+            peer.send(.diff(room: room, epoch: 7, version: 9, ops: received, chain: c9))
+            request = try peer.expectJoin(room, resume: nil)
+            peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 9, reason: .initial, digest: s9.digest, snapshot: s9, chain: c9))
+        }
+
+        let client = SnapSyncClient(configuration: peer.configuration())
+        let events = EventLog.start(client)
+        try await client.connect()
+        let replica = try await client.join(room)
+        let log = ChangeLog.start(replica)
+        watching.signal()
+        let changes = try await log.wait(for: "the resync at version 9") { $0.last?.position.version == 9 }
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        let corrupted = ResyncReason.corrupted(expected: s9.digest, computed: damaged.digest)
+        #expect(changes.map(\.kind) == [.initial, .catchUp, .diff, .resync(corrupted)])
+        // The catch-up is one change from version 3 to 6 carrying the folded ops.
+        #expect(changes[1].previousPosition?.version == 3 && changes[1].position.version == 6)
+        #expect(changes[1].snapshot == s6 && changes[1].operations == folded)
+        #expect(changes[2].snapshot == s7 && changes.last?.snapshot == s9)
+        let resyncs = await events.events.compactMap { if case .resyncing(_, let reason) = $0 { reason } else { nil } }
+        #expect(resyncs.contains(corrupted))
         #expect(await client.divergences == 1)
         await client.close()
     }

@@ -74,6 +74,6 @@ import SnapSyncModel
         #expect(WireLimits.default.model.maxSnapshotBytes == 16 * 1024 * 1024 - 64 * 1024)
         #expect(WireLimits.default.model.maxIdentifierBytes == 256)
         #expect(WireLimits.default.maxRoomsPerConnection == 64)
-        #expect(WireLimits.default.historyCount == 1024)
+        #expect(WireLimits.default.historyCount == 16_384)
     }
 }

@@ -231,7 +231,7 @@ enum JSONForm {
             o["digest"] = bytes(digest.bytes)
             if let chain { o["chain"] = bytes(chain.bytes) }
             o["snapshot"] = snapshot(snap)
-        case .catchup(let requestID, let room, let epoch, let from, let to):
+        case .catchup(let requestID, let room, let epoch, let from, let to, _):
             o["request_id"] = .uint(requestID)
             o["room"] = .string(room)
             o["epoch"] = .uint(epoch)

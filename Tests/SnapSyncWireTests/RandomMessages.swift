@@ -142,7 +142,12 @@ struct MessageFactory {
             return .snapshot(
                 requestID: uint(), room: text(), epoch: uint(), version: uint(),
                 reason: Bool.random(using: &rng) ? .initial : .resync, digest: snap.digest, snapshot: snap, chain: chain())
-        case 11: return .catchup(requestID: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint())
+        case 11:
+            var form: CatchupForm?
+            if ProtocolVersion.hasChain(version: version) {
+                form = Bool.random(using: &rng) ? .replay : .folded(digest: snapshot().digest)
+            }
+            return .catchup(requestID: uint(), room: text(), epoch: uint(), fromVersion: uint(), toVersion: uint(), form: form)
         case 12: return .diff(room: text(), epoch: uint(), version: uint(), ops: ops(), chain: chain())
         case 13: return .ack(requestID: uint(), epoch: uint(), version: uint())
         case 14: return .reject(requestID: uint(), code: uint(), opIndex: optional { $0.uint() }, identifier: optional { $0.id() }, message: text())

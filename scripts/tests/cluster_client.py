@@ -6,6 +6,14 @@ codec), one reader thread per connection.
 The tests' writes set section ``main``'s payload to their write id (``write_ops``), so the
 write id of a DIFF can be read back from its ops (``write_id_of``): the DIFF frame itself has no
 write id field.
+
+A version 3 resume may be answered with a folded CATCHUP (PROTOCOL.md section 11.12): one DIFF at
+the CATCHUP's to_version in place of the DIFFs of every version after from_version. That DIFF is
+not one of the room's history, so it is not among the segment's ``diffs``: it is kept as the
+segment's ``folded`` record, and the chain it carries (the room's at to_version, which the
+connection takes, not computes) joins ``chains`` at its version. Its state digest is checked by
+whoever holds the state at from_version (tests/cluster_history.py against the history replayed,
+tests/nemesis.py's ``replica_of`` against a reader's replica).
 """
 
 import socket
@@ -41,11 +49,21 @@ def write_id_of(ops):
     return None
 
 
+def folded_end(segment):
+    """The version a segment's folded catch-up brought it to, once its DIFF came; else None."""
+    folded = segment.get("folded")
+    return folded["version"] if folded and "version" in folded else None
+
+
 class Connection:
     """One client connection to one node. `segments` (shared by the test) gets a segment per JOIN
-    answer: {"client", "epoch", "base", "diffs": [(version, write_id, frame)], ...}."""
+    answer: {"client", "epoch", "base", "diffs": [(version, write_id, frame)], ...}; a folded
+    CATCHUP's also has "folded": {"from", "to", "digest"} and, once its one DIFF came, "version",
+    "write_id", "diff" (its frame without the chain) and "chain" (taken: also in "chains").
+    `versions` is what HELLO offers (default: every version snapcat_wire speaks); [2, 1] gets a
+    CATCHUP that replays every version, never a folded one."""
 
-    def __init__(self, port, client, segments, host="127.0.0.1", timeout=5.0):
+    def __init__(self, port, client, segments, host="127.0.0.1", timeout=5.0, versions=None):
         self.client = client
         self.segments = segments
         self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -63,7 +81,7 @@ class Connection:
         self.next_id = 1
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        self._send({"type": "HELLO", "magic": wire.MAGIC, "versions": wire.SUPPORTED_VERSIONS,
+        self._send({"type": "HELLO", "magic": wire.MAGIC, "versions": list(versions or wire.SUPPORTED_VERSIONS),
                     "client_name": b"cluster-test " + client.encode(), "credentials": b""})
         with self.cond:
             if not self.cond.wait_for(lambda: self.welcome or self.closed, timeout):
@@ -119,12 +137,24 @@ class Connection:
                 segment["chains"] = [(base, msg["chain"])] if msg.get("chain") is not None else []
                 if kind == "SNAPSHOT":
                     segment.update(reason=msg["reason"], digest=msg["digest"], snapshot=msg["snapshot"])
+                elif msg.get("folded") is not None:
+                    segment["folded"] = {"from": msg["from_version"], "to": msg["to_version"],
+                                         "digest": msg["folded"]}
                 self.segments.append(segment)
                 self.current[msg["room"]] = segment
                 self.answers[msg["request_id"]] = msg
             elif kind == "DIFF":
                 segment = self.current.get(msg["room"])
-                if segment is not None:
+                folded = segment.get("folded") if segment is not None else None
+                if folded is not None and "version" not in folded and not segment["diffs"]:
+                    # The folded CATCHUP's one DIFF: its chain is taken (the versions between were
+                    # not sent); what it stands for is checked against the state digest.
+                    folded.update(version=msg["version"], write_id=write_id_of(msg["ops"]),
+                                  diff=wire.unchained_diff_frame(frame) if msg.get("chain") is not None else frame,
+                                  chain=msg.get("chain"))
+                    if msg.get("chain") is not None:
+                        segment["chains"].append((msg["version"], msg["chain"]))
+                elif segment is not None:
                     if msg.get("chain") is not None:
                         # Kept as versions 1 and 2 frame it, the bytes the chain is computed over.
                         frame = wire.unchained_diff_frame(frame)
@@ -189,10 +219,14 @@ class Connection:
             segment = self.current.get(room) or self.ended.get(room)
             if segment is None:
                 return None, -1
-            return segment["epoch"], segment["diffs"][-1][0] if segment["diffs"] else segment["base"]
+            if segment["diffs"]:
+                return segment["epoch"], segment["diffs"][-1][0]
+            end = folded_end(segment)
+            return segment["epoch"], segment["base"] if end is None else end
 
     def held_chain(self, room):
-        """The room's chain at `position(room)`, when this connection was told it; else None."""
+        """The room's chain at `position(room)`, when this connection was told it (after a folded
+        catch-up, the one its DIFF carried, taken); else None."""
         with self.cond:
             segment = self.current.get(room) or self.ended.get(room)
             return segment["chains"][-1][1] if segment and segment["chains"] else None
@@ -206,16 +240,17 @@ class Connection:
         self.reader.join(timeout=5)
 
 
-def connect_any(ports, first, client, segments, within=30.0):
+def connect_any(ports, first, client, segments, within=30.0, versions=None):
     """A connection to the first node of `ports` (from index `first`, round the list) that
-    accepts one; retries for up to `within` seconds (a bound on a hang, no figure)."""
+    accepts one; retries for up to `within` seconds (a bound on a hang, no figure). `versions`:
+    what HELLO offers (Connection)."""
     deadline = time.monotonic() + within
     errors = []
     while True:
         for k in range(len(ports)):
             index = (first + k) % len(ports)
             try:
-                return index, Connection(ports[index], client, segments)
+                return index, Connection(ports[index], client, segments, versions=versions)
             except (OSError, ConnectionLost, NoAnswer) as e:
                 errors.append("%d: %s" % (ports[index], e))
         if time.monotonic() > deadline:

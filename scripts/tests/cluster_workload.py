@@ -187,7 +187,8 @@ def first_write(ports, room, segments):
 def read_everywhere(ports, room, segments, at_least, within=120.0):
     """Every node's view of `room` once they agree: waits (bounded) until a fresh JOIN on each
     node answers the same (epoch, version), at least `at_least`; then a JOIN resuming from
-    (epoch, 0) on each node, whose CATCHUP and DIFFs go to `segments` as "reader-<port>".
+    (epoch, 0) on each node, on protocol version 2, whose CATCHUP and DIFFs go to `segments` as
+    "reader-<port>".
     Returns the fresh SNAPSHOTs, one per node, and raises AssertionError if they never agree."""
     deadline = time.monotonic() + within
     while True:
@@ -207,7 +208,9 @@ def read_everywhere(ports, room, segments, at_least, within=120.0):
         time.sleep(RETRY_PAUSE)
     epoch = snapshots[0]["epoch"]
     for port in ports:
-        _, conn = connect_any([port], 0, "reader-%d" % port, segments)
+        # Version 2: its resumes are always replayed, one DIFF per version (a version 3 one
+        # may be folded into one DIFF, PROTOCOL.md §11.12), so this read sees every version.
+        _, conn = connect_any([port], 0, "reader-%d" % port, segments, versions=[2, 1])
         try:
             answer = conn.join(room, {"epoch": epoch, "version": 0}, ANSWER_WITHIN)
             if answer["type"] != "CATCHUP":

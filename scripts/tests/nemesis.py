@@ -189,8 +189,10 @@ def replay(log):
 
 def replica_of(segments, client):
     """The replica a client built from what it was sent: each SNAPSHOT replaces it, each
-    CATCHUP must continue it from its position, each DIFF applies to it at the next version.
-    Returns (epoch, version, Snapshot or None, problems)."""
+    CATCHUP must continue it from its position, each DIFF applies to it at the next version; a
+    folded CATCHUP's one DIFF (PROTOCOL.md section 11.12) applies to it at the CATCHUP's
+    from_version, after which its digest must be the CATCHUP's (the chain was taken, so this is
+    the DIFF's only check). Returns (epoch, version, Snapshot or None, problems)."""
     epoch, version, state, problems = None, -1, None, []
     for s in [s for s in segments if s["client"] == client]:
         if s["answer"] == "SNAPSHOT":
@@ -202,6 +204,21 @@ def replica_of(segments, client):
             problems.append("%s: CATCHUP from %s:%d while its replica is at %s:%d" % (
                 client, s["epoch"], s["base"], epoch, version))
             epoch, version, state = s["epoch"], s["base"], None
+        folded = s.get("folded")
+        if folded and "version" in folded:
+            if state is not None:
+                try:
+                    apply_diff(state, folded["diff"])
+                except Exception as e:
+                    problems.append("%s: the folded DIFF %d:%d..%d does not apply to its replica: %s" % (
+                        client, epoch, folded["from"], folded["version"], e))
+                    state = None
+                else:
+                    if state.digest() != folded["digest"]:
+                        problems.append("%s: after the folded DIFF %d:%d..%d its replica's digest is %s, the "
+                                        "CATCHUP's %s" % (client, epoch, folded["from"], folded["version"],
+                                                          state.digest().hex()[:16], folded["digest"].hex()[:16]))
+            version = folded["version"]
         for v, _, frame in s["diffs"]:
             if state is not None:
                 try:
@@ -220,7 +237,10 @@ def check_final(room, log, outcomes, snapshots, replicas):
     acked = {w for w, o in outcomes.items() if o[0] == "acked" and w != b"setup"}
     refused = {w for w, o in outcomes.items() if o[0] == "rejected"}
     logged = {w for w, _ in log.values() if w != b"setup"}
-    expected = replay(log) if log else None
+    # A log with a version no client saw DIFF by DIFF (check_room reports it: e.g. one only folded
+    # catch-ups went over) cannot be replayed nor stand for the writes applied.
+    complete = bool(log) and all(v in log for v in range(1, max(log) + 1))
+    expected = replay(log) if complete else None
     positions = {}
     for node, snap in sorted(snapshots.items()):
         if snap["type"] != "SNAPSHOT":
@@ -244,7 +264,7 @@ def check_final(room, log, outcomes, snapshots, replicas):
         applied = sorted(refused & set(counts))
         if applied:
             problems.append("%s: %s holds %d refused write(s): %s" % (room, node, len(applied), applied[:10]))
-        if log and snap["version"] == max(log):
+        if complete and snap["version"] == max(log):
             if set(counts) != logged:
                 problems.append("%s: %s's items differ from the history's writes: only in state %s, only in "
                                 "history %s" % (room, node, sorted(set(counts) - logged)[:10],
@@ -561,7 +581,9 @@ class Nemesis:
 
     def final_read(self, room):
         """Each node's history from version 0 (CATCHUP), recorded as a reader's, so the check sees
-        every version each node holds, also those no reader happened to see."""
+        every version each node holds, also those no reader happened to see. A node that folds the
+        catch-up (one DIFF, PROTOCOL.md section 11.12: its chain and digest are checked) is read
+        again on a version 2 connection, whose CATCHUP replays every version."""
         epochs = {s["epoch"] for s in self.segments[room]}
         for node in self.state()["nodes"]:
             for epoch in sorted(e for e in epochs if e is not None):
@@ -572,6 +594,13 @@ class Nemesis:
                         answer = conn.join(room, {"epoch": epoch, "version": 0}, ANSWER_WITHIN)
                     finally:
                         conn.close()
+                    if answer["type"] == "CATCHUP" and answer.get("folded") is not None:
+                        _, conn = connect_any([node["port"]], 0, "final-%s-v2" % node["name"], self.segments[room],
+                                              within=30.0, versions=[2, 1])
+                        try:
+                            answer = conn.join(room, {"epoch": epoch, "version": 0}, ANSWER_WITHIN)
+                        finally:
+                            conn.close()
                 except (ConnectionLost, NoAnswer) as e:
                     self.problems.append("%s: final read on %s: %s" % (room.decode(), node["name"], e))
                     continue
@@ -627,10 +656,17 @@ class Nemesis:
         with open(os.path.join(root, "history.json"), "w") as f:
             json.dump({room.decode(): {
                 "outcomes": {w.decode(errors="replace"): list(o) for w, o in self.outcomes[room].items()},
-                "segments": [{"client": s["client"], "answer": s["answer"], "epoch": s["epoch"], "base": s["base"],
-                              "diffs": [[v, (w or b"").decode(errors="replace"), d.hex()] for v, w, d in s["diffs"]]}
-                             for s in self.segments[room]]} for room in ROOMS}, f)
+                "segments": [self.segment_json(s) for s in self.segments[room]]} for room in ROOMS}, f)
         return root
+
+    @staticmethod
+    def segment_json(s):
+        """A segment for history.json; a folded catch-up's record with its bytes in hex."""
+        out = {"client": s["client"], "answer": s["answer"], "epoch": s["epoch"], "base": s["base"],
+               "diffs": [[v, (w or b"").decode(errors="replace"), d.hex()] for v, w, d in s["diffs"]]}
+        if s.get("folded"):
+            out["folded"] = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in s["folded"].items()}
+        return out
 
     def excerpt(self, room):
         """For each version a problem names (or the last ones), who saw which write there."""

@@ -4,7 +4,8 @@ messages.json, limits.json (protocol version 1), outline.json (version 2) and ch
 3), Wycheproof style: a valid frame decodes to `message` (JSON form, PROTOCOL.md section 14) and
 `message` encodes back to the exact bytes; an invalid one fails with the named error, decoded as
 the file's version says (flag Version1: as version 1, Version2: as version 2). chain.json's
-`chains`: the room's chain computed over each DIFF frame. batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
+`chains`: the room's chain computed over each DIFF frame; its `foldedCatchups`: a folded CATCHUP
+and its DIFF applied to a replica (section 11.12). batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
 SHA-256. Each frame is also fed to the stream decoder byte by byte, whole, all at once, and cut.
 """
 
@@ -172,6 +173,91 @@ class ChainVectorTests(unittest.TestCase):
                 self.assertEqual((msg["type"], msg["epoch"], msg["version"]), ("DIFF", history["epoch"], step["version"]))
                 chain = wire.chain_next(chain, frame)
                 self.assertEqual(chain.hex(), step["chain"], step["version"])
+
+    def test_catchup_forms(self):
+        # Section 11.12: version 3 CATCHUPs carry `folded` (None: the replay form), older ones
+        # have no such field.
+        forms = []
+        for name, doc in frame_files():
+            for t in doc["tests"]:
+                if t["result"] != "valid" or t["message"]["type"] != "CATCHUP":
+                    continue
+                with self.subTest(file=name, tcId=t["tcId"], comment=t["comment"]):
+                    version = version_of(doc, t)
+                    msg = wire.decode_frame(bytes.fromhex(t["hex"]), limits=doc["limits"], version=version)
+                    if version < 3:
+                        self.assertNotIn("folded", msg)
+                        continue
+                    self.assertIn("folded", msg)
+                    forms.append(msg["folded"] is not None)
+                    if msg["folded"] is not None:
+                        self.assertEqual(msg["folded"], wire.bytes_from_json(t["message"]["folded"]))
+        self.assertGreaterEqual(forms.count(False), 2)
+        self.assertGreaterEqual(forms.count(True), 2)
+
+    def state(self, state):
+        """A scenario's state: its Snapshot, checked against its encoding and digest, and its chain."""
+        snap = wire.Snapshot(wire.snapshot_from_json(state["snapshot"]))
+        self.assertEqual(snap.encode().hex(), state["hex"])
+        self.assertEqual(snap.digest().hex(), state["digest"])
+        return snap, bytes.fromhex(state["chain"])
+
+    def frame(self, entry):
+        """A scenario's frame, decoded as version 3 to its `message` and encoded back to its bytes."""
+        data = bytes.fromhex(entry["hex"])
+        msg = wire.decode_frame(data, version=3)
+        self.assertEqual(wire.message_to_json(msg), entry["message"])
+        self.assertEqual(wire.encode_frame(msg), data)
+        return msg, data
+
+    def test_folded_catchups(self):
+        # Section 11.12 end to end: the folded DIFF applied to the replica's state at from_version
+        # gives `end`; the replica takes the DIFF's chain; the digest matches exactly when `holds`.
+        # `replay`, the other form of the same answer, leads to the same state and chain.
+        doc = load("chain.json")
+        scenarios = doc.get("foldedCatchups", [])
+        self.assertGreaterEqual(len(scenarios), 2)
+        self.assertEqual({s["holds"] for s in scenarios}, {True, False})
+        self.assertTrue(any("replay" in s for s in scenarios))
+        for s in scenarios:
+            with self.subTest(comment=s["comment"]):
+                start, start_chain = self.state(s["start"])
+                end, end_chain = self.state(s["end"])
+                v, r = s["start"]["version"], s["end"]["version"]
+                catchup, _ = self.frame(s["catchup"])
+                self.assertEqual(catchup["type"], "CATCHUP")
+                self.assertEqual((catchup["room"].decode(), catchup["epoch"]), (s["room"], s["epoch"]))
+                self.assertEqual((catchup["from_version"], catchup["to_version"]), (v, r))
+                self.assertGreaterEqual(r, v + 2)
+                self.assertEqual(len(catchup["folded"] or b""), 32, "not the folded form")
+                diff, diff_frame = self.frame(s["diff"])
+                self.assertEqual((diff["type"], diff["room"], diff["epoch"]), ("DIFF", catchup["room"], catchup["epoch"]))
+                self.assertEqual(diff["version"], r, "one DIFF, at to_version")
+                # The chain cannot be computed from the replica's: it is taken.
+                self.assertNotEqual(wire.chain_next(start_chain, wire.unchained_diff_frame(diff_frame)), diff["chain"])
+                self.assertEqual(diff["chain"], end_chain)
+                replica = start.apply_batch(diff["ops"], limits=doc["limits"])
+                replica.check_invariants()
+                self.assertEqual(wire.snapshot_to_json(replica.sections), s["end"]["snapshot"])
+                self.assertEqual(replica.encode(), end.encode())
+                self.assertEqual(replica.digest() == catchup["folded"], s["holds"])
+                if "replay" not in s:
+                    continue
+                first, _ = self.frame(s["replay"][0])
+                self.assertEqual({k: first[k] for k in ("type", "room", "epoch", "from_version", "to_version")},
+                                 {k: catchup[k] for k in ("type", "room", "epoch", "from_version", "to_version")})
+                self.assertIsNone(first["folded"], "the replay form")
+                self.assertEqual(len(s["replay"]) - 1, r - v)
+                replayed, held = start, start_chain
+                for k, entry in enumerate(s["replay"][1:]):
+                    msg, data = self.frame(entry)
+                    self.assertEqual((msg["type"], msg["version"]), ("DIFF", v + k + 1))
+                    held = wire.chain_next(held, wire.unchained_diff_frame(data))
+                    self.assertEqual(held, msg["chain"])
+                    replayed = replayed.apply_batch(msg["ops"], limits=doc["limits"])
+                self.assertEqual(replayed.encode(), replica.encode())
+                self.assertEqual(replayed.digest(), catchup["folded"])
+                self.assertEqual(held, diff["chain"])
 
 
 class CoverageTests(unittest.TestCase):

@@ -43,49 +43,16 @@ struct CatchUpBenchmark: ParsableCommand {
     var seed: UInt64 = 0xCA7C
 
     func run() throws {
-        var base = Snapshot()
-        var next = 0
-        var sectionIDs: [Identifier] = []
-        for s in 0..<sections {
-            let section = Identifier(uint64: UInt64(1 << 62) + UInt64(s))
-            sectionIDs.append(section)
-            var items: [SnapshotElement] = []
-            for _ in 0..<itemsPerSection {
-                items.append(DiffCases.item(next))
-                next += 1
-            }
-            try base.apply([.appendSections([SnapshotElement(section)]), .appendItems(items, toSection: section)], limits: .unlimited)
-        }
+        let base = try CatchUpLoad.room(sections: sections, itemsPerSection: itemsPerSection)
         let encoder = FrameEncoder()
         for count in missed {
-            var rng = SplitMix64(seed: seed ^ UInt64(count))
+            var load = CatchUpLoad(room: base, seed: seed ^ UInt64(count))
             var room = base
-            var live = Array(0..<next)
-            var fresh = next
             var writes: [[SnapshotOperation]] = []
             var replayBytes = 0
             writes.reserveCapacity(count)
             for version in 1...count {
-                let pick = Int.random(in: 0..<live.count, using: &rng)
-                let key = live[pick]
-                let id = Identifier(uint64: UInt64(key))
-                let update: [SnapshotOperation] = [.updateItems([DiffCases.item(key, version: UInt64(version))], .reload)]
-                let ops: [SnapshotOperation]
-                switch Int.random(in: 0..<10, using: &rng) {
-                case 0..<4:
-                    ops = update
-                case 4..<6:
-                    let other = live[Int.random(in: 0..<live.count, using: &rng)]
-                    ops = other == key ? update : [.moveItem(id, .after(Identifier(uint64: UInt64(other))))]
-                case 6..<8:
-                    ops = [.insertItems([DiffCases.item(fresh)], .after(id))]
-                    live.append(fresh)
-                    fresh += 1
-                default:
-                    ops = [.deleteItems([id])]
-                    live.swapAt(pick, live.count - 1)
-                    live.removeLast()
-                }
+                let ops = load.nextWrite(version: version)
                 try room.apply(ops, limits: .unlimited)
                 writes.append(ops)
                 replayBytes += encoder.encode(.diff(room: "catchup", epoch: 1, version: UInt64(version), ops: ops)).count
@@ -128,6 +95,63 @@ struct CatchUpBenchmark: ParsableCommand {
                 "folded_apply_ms": .decimal(Bench.median(apply.cpu) / 1e6, digits: 2),
                 "runs": .int(runs),
             ])
+        }
+    }
+}
+
+/// The catch-up benchmarks' room and writes, shared by `catchup` (in process) and `resume` (the
+/// daemon): a room of sections × items (8-byte identifiers, 16-byte payloads), then single-op
+/// writes, seeded: 40% payload updates, 20% moves (after a random item, any section), 20%
+/// inserts (after a random item), 20% deletes, each on a random live item.
+struct CatchUpLoad {
+    private var rng: SplitMix64
+    private var live: [Int]
+    private var fresh: Int
+
+    /// The room before the writes.
+    static func room(sections: Int, itemsPerSection: Int) throws -> Snapshot {
+        var room = Snapshot()
+        for (section, items) in layout(sections: sections, itemsPerSection: itemsPerSection) {
+            try room.apply([.appendSections([SnapshotElement(section)]), .appendItems(items, toSection: section)], limits: .unlimited)
+        }
+        return room
+    }
+
+    /// The room's sections and their items, in order.
+    static func layout(sections: Int, itemsPerSection: Int) -> [(Identifier, [SnapshotElement])] {
+        (0..<sections).map { s in
+            (Identifier(uint64: UInt64(1 << 62) + UInt64(s)), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) })
+        }
+    }
+
+    init(room: Snapshot, seed: UInt64) {
+        rng = SplitMix64(seed: seed)
+        live = Array(0..<room.numberOfItems)
+        fresh = room.numberOfItems
+    }
+
+    /// The write that makes `version`.
+    mutating func nextWrite(version: Int) -> [SnapshotOperation] {
+        let pick = Int.random(in: 0..<live.count, using: &rng)
+        let key = live[pick]
+        let id = Identifier(uint64: UInt64(key))
+        let update: [SnapshotOperation] = [.updateItems([DiffCases.item(key, version: UInt64(version))], .reload)]
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0..<4:
+            return update
+        case 4..<6:
+            let other = live[Int.random(in: 0..<live.count, using: &rng)]
+            return other == key ? update : [.moveItem(id, .after(Identifier(uint64: UInt64(other))))]
+        case 6..<8:
+            defer {
+                live.append(fresh)
+                fresh += 1
+            }
+            return [.insertItems([DiffCases.item(fresh)], .after(id))]
+        default:
+            live.swapAt(pick, live.count - 1)
+            live.removeLast()
+            return [.deleteItems([id])]
         }
     }
 }

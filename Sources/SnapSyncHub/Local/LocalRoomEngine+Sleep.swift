@@ -136,7 +136,7 @@ extension LocalRoomEngine {
             name: name, epoch: loaded.epoch, version: loaded.version, snapshot: loaded.snapshot,
             limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: loaded.history,
             chain: loaded.chain ?? .unknown,
-            idleSince: hub.monotonicNow())
+            foldsResumes: hub.configuration.foldResumes, idleSince: hub.monotonicNow())
         room.budget = hub.roomBudget
         room.ttlSeconds = loaded.ttlSeconds
         if let ttl = loaded.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }

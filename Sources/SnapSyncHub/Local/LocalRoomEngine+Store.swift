@@ -30,7 +30,7 @@ extension LocalRoomEngine {
                 name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
                 limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: r.history,
                 chain: r.chain ?? .unknown,
-                idleSince: now)
+                foldsResumes: hub.configuration.foldResumes, idleSince: now)
             room.budget = hub.roomBudget
             room.ttlSeconds = r.ttlSeconds
             if let ttl = r.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }

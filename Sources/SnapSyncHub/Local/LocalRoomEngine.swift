@@ -74,7 +74,9 @@ package final class LocalRoomEngine: RoomEngine {
             return .failure(Rejection(.tooManyRooms, "the server is at its limit of \(hub.configuration.maxRooms) rooms"))
         }
         if let woken = wake(name) { return woken }
-        let room = Room(name: name, limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, idleSince: hub.monotonicNow())
+        let room = Room(
+            name: name, limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, foldsResumes: hub.configuration.foldResumes,
+            idleSince: hub.monotonicNow())
         room.budget = hub.roomBudget
         hub.rooms[key] = room
         hub.logger.debug("room created", metadata: ["room": "\(LogEscaping.line(name))", "epoch": "\(room.epoch)"])

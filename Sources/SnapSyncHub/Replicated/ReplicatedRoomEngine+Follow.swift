@@ -88,7 +88,7 @@ extension ReplicatedRoomEngine {
             Room(
                 name: name, epoch: image.epoch, version: image.version, snapshot: image.snapshot, limits: hub.configuration.wire,
                 maxHistoryBytes: hub.configuration.historyBytes, history: checkpoint.history, chain: chainBeforeHistory,
-                idleSince: hub.monotonicNow())
+                foldsResumes: hub.configuration.foldResumes, idleSince: hub.monotonicNow())
         }
         var room = make(chainBeforeHistory: image.chain ?? (image.version == 0 && checkpoint.history.isEmpty ? .start(epoch: image.epoch) : nil))
         if let chain = checkpoint.chain, room.chain != chain {
@@ -130,7 +130,8 @@ extension ReplicatedRoomEngine {
             let epoch = log.epoch(room: replica.name, after: 0)
             room = Room(
                 name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
-                maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), idleSince: hub.monotonicNow())
+                maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), foldsResumes: hub.configuration.foldResumes,
+                idleSince: hub.monotonicNow())
             replica.logSequence = 0
         }
         replica.room = room

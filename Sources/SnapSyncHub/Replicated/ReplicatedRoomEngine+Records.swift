@@ -167,7 +167,8 @@ extension ReplicatedRoomEngine {
         let epoch = log.epoch(room: replica.name, after: sequence)
         let next = Room(
             name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
-            maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), idleSince: hub.monotonicNow())
+            maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), foldsResumes: hub.configuration.foldResumes,
+            idleSince: hub.monotonicNow())
         replica.room = next
         hub.install(next)
         replica.logSequence = sequence

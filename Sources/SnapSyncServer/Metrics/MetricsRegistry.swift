@@ -31,6 +31,8 @@ final class MetricsRegistry {
     private let roomsExpired: Prometheus.Counter
     private let roomsEvicted: Prometheus.Counter
     private let roomsWoken: Prometheus.Counter
+    private let catchupsFolded: Prometheus.Counter
+    private let catchupFoldsDeferred: Prometheus.Counter
     private let items: Prometheus.Gauge
     private let bytesIn: Prometheus.Counter
     private let bytesOut: Prometheus.Counter
@@ -98,6 +100,10 @@ final class MetricsRegistry {
         roomsExpired = counter("snapsync_rooms_expired_total", "Rooms removed when their time-to-live ran out (STATS rooms_expired).")
         roomsEvicted = counter("snapsync_rooms_evicted_total", "Rooms evicted from memory to sleep on disk (STATS rooms_evicted).")
         roomsWoken = counter("snapsync_rooms_woken_total", "Sleeping rooms loaded back into memory (STATS rooms_woken).")
+        catchupsFolded = counter("snapsync_catchups_folded_total", "Resumes answered with one folded DIFF (STATS catchups_folded).")
+        catchupFoldsDeferred = counter(
+            "snapsync_catchup_folds_deferred_total",
+            "Resumes of a large room replayed because it had folded one within the second (STATS catchup_folds_deferred).")
         items = gauge("snapsync_items", "Items of all resident rooms together (STATS items).")
         bytesIn = counter("snapsync_received_bytes_total", "Bytes read from client sockets (STATS bytes_in).")
         bytesOut = counter("snapsync_sent_bytes_total", "Bytes the kernel accepted for client sockets (STATS bytes_out).")
@@ -189,6 +195,8 @@ final class MetricsRegistry {
         set(roomsExpired, stats.roomsExpired)
         set(roomsEvicted, stats.roomsEvicted)
         set(roomsWoken, stats.roomsWoken)
+        set(catchupsFolded, stats.foldedCatchups)
+        set(catchupFoldsDeferred, stats.foldsDeferred)
         items.set(Int64(hub.itemCount))
         set(bytesIn, stats.bytesIn)
         set(bytesOut, stats.bytesOut)

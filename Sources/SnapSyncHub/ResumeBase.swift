@@ -1,0 +1,59 @@
+import SnapSyncModel
+import SnapSyncWire
+
+/// The room as it was at one version inside its history: what a folded catch-up
+/// (PROTOCOL.md §11.12) rebuilds the state of a resuming replica from.
+///
+/// A DIFF cannot be undone without the state before it, so the state at a version `v` in the
+/// history is rebuilt forwards: this base, then the history's DIFFs up to `v`. The base follows
+/// the history's oldest end: each DIFF the history evicts that is newer than the base is applied
+/// to it (`advance`), so the base never needs a DIFF the history no longer holds. That costs
+/// one more apply per write once the history is full, and the memory of a second snapshot,
+/// which the memory budget counts (`Room.resumeBaseBytes`).
+///
+/// A base may be newer than the history's oldest version: a room loaded from the store or a
+/// cluster checkpoint starts with its base at its loaded version, because the state before it
+/// is not known. Resumes from between the two are replayed, never folded.
+struct ResumeBase {
+    /// The version the snapshot is the room's state at.
+    private(set) var version: UInt64
+    private(set) var snapshot: Snapshot
+
+    /// The base at `version` with `snapshot`. Sharing the room's snapshot costs nothing now but
+    /// one copy of it at the room's next write, when the two part.
+    init(version: UInt64, snapshot: Snapshot) {
+        self.version = version
+        self.snapshot = snapshot
+    }
+
+    /// History frames were checked against the room's limits when written; reading them back
+    /// applies them as they were applied.
+    static let frameLimits: WireLimits = {
+        var limits = WireLimits()
+        limits.maxFrameBytes = Int(UInt32.max)
+        limits.model = .unlimited
+        return limits
+    }()
+
+    /// The room's state after `frame`, the DIFF of `frameVersion`, applied to `state`; nil when
+    /// the frame is not a DIFF that applies (a bug: the room applied it to this very state).
+    /// - Complexity: O(frame) to decode plus the apply.
+    static func applying(_ frame: UnsafeRawBufferPointer, to state: inout Snapshot) -> Bool {
+        guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: frameLimits, accepting: .server) else {
+            return false
+        }
+        return (try? state.apply(ops, limits: .unlimited)) != nil
+    }
+
+    /// Moves the base past the DIFF of `frameVersion`, which the history is evicting; a frame
+    /// at or before the base is already in it. False when the frame does not apply (the base
+    /// is then unusable).
+    /// - Complexity: O(frame) plus the apply, for a frame newer than the base; O(1) otherwise.
+    mutating func advance(past frame: UnsafeRawBufferPointer, version frameVersion: UInt64) -> Bool {
+        guard frameVersion > version else { return true }
+        precondition(frameVersion == version + 1, "the base follows the history one version at a time")
+        guard Self.applying(frame, to: &snapshot) else { return false }
+        version = frameVersion
+        return true
+    }
+}

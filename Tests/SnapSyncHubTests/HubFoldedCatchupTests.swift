@@ -1,0 +1,253 @@
+import Testing
+import SnapSyncTestThreads
+import SnapSyncModel
+import SnapSyncWire
+import SnapSyncStore
+@testable import SnapSyncHub
+
+// The folded CATCHUP (PROTOCOL.md §11.12): a version 3 resume gets the net change since its
+// version as one DIFF when that is smaller than the DIFFs it missed, rebuilt from the room's
+// resume base (ResumeBase.swift, Room+Folding.swift).
+
+@Suite(.unitTests) struct HubFoldedCatchupTests {
+    /// Writes `count` payload updates of the items `a`…`d` (each DIFF carries one), so that
+    /// the replay grows with `count` and the net change stays four items.
+    private func updates(_ harness: HubHarness, _ writer: Session, count: Int, tag: String = "") {
+        for index in 0..<count {
+            let id = ["a", "b", "c", "d"][index % 4]
+            harness.mutate(writer, "room", [.updateItems([hubElement(id, "\(tag)\(index) of \(id), long enough to weigh")], .reload)])
+        }
+        _ = harness.drain(writer)
+    }
+
+    private func seed(_ harness: HubHarness, _ writer: Session) {
+        harness.mutate(writer, "room", addItem("a", first: true))
+        harness.mutate(writer, "room", [.appendItems(["b", "c", "d", "e"].map { hubElement($0) }, toSection: "s")])
+        _ = harness.drain(writer)
+    }
+
+    /// The replica's state and position, as a client holds them after a SNAPSHOT.
+    private func replica(_ harness: HubHarness, _ session: Session) throws -> (snapshot: Snapshot, epoch: UInt64, version: UInt64, chain: RoomChain) {
+        guard case .snapshot(_, _, let epoch, let version, _, _, let snapshot, let chain?)? = harness.join(session, "room").first else {
+            throw TestFailure("no SNAPSHOT")
+        }
+        return (snapshot, epoch, version, chain)
+    }
+
+    @Test func aResumeAfterManyWritesGetsOneDiffToTheRoomNow() throws {
+        let harness = HubHarness()
+        let writer = harness.connect(), reader = harness.connect()
+        seed(harness, writer)
+        let held = try replica(harness, reader)
+        harness.send(.leave(requestID: 2, room: "room"), from: reader)
+        _ = harness.drain(reader)
+        updates(harness, writer, count: 300)
+        updates(harness, writer, count: 0)
+        harness.mutate(writer, "room", [.moveItem("a", .after("e")), .deleteItems(["c"]), .insertItems([hubElement("x", "X")], .before("b"))])
+        _ = harness.drain(writer)
+        harness.checkInvariants("room")
+        let room = try #require(harness.hub.rooms["room"])
+        let answer = harness.join(reader, "room", resume: RoomPosition(epoch: held.epoch, version: held.version), chain: held.chain, requestID: 5)
+        guard answer.count == 2, case .catchup(5, "room", held.epoch, held.version, room.version, .folded(let digest)?) = answer[0],
+            case .diff("room", held.epoch, room.version, let ops, let chain?) = answer[1]
+        else {
+            Issue.record("expected a folded CATCHUP and one DIFF, got \(answer.count) messages: \(answer.first.map { "\($0)" } ?? "")")
+            return
+        }
+        #expect(digest == room.snapshot.digest && chain == room.chain && chain != .unknown)
+        var state = held.snapshot
+        try state.apply(ops, limits: room.limits.model)
+        #expect(state == room.snapshot && state.digest == digest)
+        // Minimal: the net change, not the 300 updates (four payloads, a move, a delete, an insert).
+        #expect(ops.count <= 7, "\(ops)")
+        #expect(harness.hub.stats.foldedCatchups == 1)
+        // The member then follows live DIFFs chained from the chain it took.
+        harness.mutate(writer, "room", [.deleteItems(["x"])])
+        guard case .diff(_, _, let next, let liveOps, let liveChain?)? = harness.drain(reader).first else {
+            Issue.record("no live DIFF after the folded catch-up")
+            return
+        }
+        let frame = FrameEncoder().encode(.diff(room: "room", epoch: held.epoch, version: next, ops: liveOps))
+        #expect(next == room.version && liveChain == chain.next(frame: frame))
+        harness.checkInvariants("room")
+    }
+
+    @Test func aFewSmallDiffsAreReplayedAsBefore() throws {
+        let harness = HubHarness()
+        let writer = harness.connect(), reader = harness.connect()
+        seed(harness, writer)
+        let held = try replica(harness, reader)
+        updates(harness, writer, count: 5)
+        _ = harness.drain(reader)
+        let answer = harness.join(reader, "room", resume: RoomPosition(epoch: held.epoch, version: held.version), chain: held.chain, requestID: 5)
+        guard case .catchup(5, _, _, held.version, held.version + 5, .replay?) = answer.first else {
+            Issue.record("expected a replayed CATCHUP, got \(answer.first.map { "\($0)" } ?? "nothing")")
+            return
+        }
+        #expect(answer.count == 6 && harness.hub.stats.foldedCatchups == 0)
+    }
+
+    @Test func versionTwoAndAFoldlessDaemonReplay() throws {
+        for (versions, folds) in [([UInt64(2)], true), ([ProtocolVersion.current], false)] {
+            let harness = HubHarness { $0.foldResumes = folds }
+            let writer = harness.connect(), reader = harness.connect(versions: versions)
+            seed(harness, writer)
+            guard case .snapshot(_, _, let epoch, let version, _, _, _, _)? = harness.join(reader, "room").first else {
+                Issue.record("no SNAPSHOT")
+                return
+            }
+            updates(harness, writer, count: 300)
+            _ = harness.drain(reader)
+            let answer = harness.join(reader, "room", resume: RoomPosition(epoch: epoch, version: version), requestID: 5)
+            let expectedForm: CatchupForm? = versions == [2] ? nil : .replay
+            guard case .catchup(5, _, _, version, let to, expectedForm) = answer.first, answer.count == Int(to - version) + 1 else {
+                Issue.record("expected a replay for versions \(versions), folding \(folds): \(answer.first.map { "\($0)" } ?? "nothing")")
+                return
+            }
+            #expect(harness.hub.rooms["room"]?.resumeBase == nil || folds)
+            #expect(harness.hub.stats.foldedCatchups == 0)
+        }
+    }
+
+    /// The base follows the history's oldest end: with a short history it has taken most of
+    /// the DIFFs, and every version the history still reaches is rebuilt exactly.
+    @Test func theBaseFollowsTheHistorysEvictions() throws {
+        let harness = HubHarness { $0.wire.historyCount = 40 }
+        let writer = harness.connect()
+        seed(harness, writer)
+        var states: [UInt64: Snapshot] = [:]
+        var rng = SeededGenerator(seed: 11)
+        for index in 0..<200 {
+            let room = try #require(harness.hub.rooms["room"])
+            states[room.version] = room.snapshot
+            let ids = room.snapshot.itemIdentifiers
+            let pick = ids[Int.random(in: 0..<ids.count, using: &rng)]
+            let ops: [SnapshotOperation] =
+                switch index % 4 {
+                case 0: [.insertItems([hubElement("n\(index)", "new")], .after(pick))]
+                case 1: [.updateItems([SnapshotElement(pick, payload: Payload("u\(index)"))], .reload)]
+                case 2: [.moveItem(pick, .before(ids[0]))]
+                default: ids.count > 3 ? [.deleteItems([pick])] : [.appendItems([hubElement("m\(index)")], toSection: "s")]
+                }
+            harness.mutate(writer, "room", ops)
+            harness.checkInvariants("room")
+        }
+        let room = try #require(harness.hub.rooms["room"])
+        let base = try #require(room.resumeBase)
+        #expect(base.version == room.historyBaseVersion && room.historyCount == 40)
+        for version in room.historyBaseVersion...room.version - 1 {
+            #expect(room.state(atVersion: version) == states[version], "version \(version)")
+            let fold = try #require(room.foldedCatchup(from: version))
+            guard case .diff(_, _, room.version, let ops, room.chain)? = try? FrameDecoder.decode(frame: fold.frame.array, version: 3) else {
+                Issue.record("the fold from \(version) is not a chained DIFF to \(room.version)")
+                continue
+            }
+            var state = try #require(states[version])
+            try state.apply(ops, limits: room.limits.model)
+            #expect(state == room.snapshot, "the fold from \(version)")
+        }
+        #expect(room.state(atVersion: room.historyBaseVersion - 1) == nil)
+        // The base is a second state, and the memory budget counts it.
+        #expect(room.resumeBaseBytes == base.snapshot.canonicalByteCount && room.resumeBaseBytes > 0)
+        #expect(RoomMemoryBudget.bytes(of: room) >= room.snapshot.canonicalByteCount + room.resumeBaseBytes)
+    }
+
+    /// A room loaded with history knows no state before its load: resumes from before it are
+    /// replayed, resumes from after it folded.
+    @Test func aLoadedRoomFoldsOnlyFromItsLoad() throws {
+        let source = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), chain: .start(epoch: 9))
+        var scratch: [UInt8] = []
+        var records: [WriteRecord] = []
+        _ = source.mutate(
+            addItem("a", first: true) + [.appendItems([hubElement("b"), hubElement("c")], toSection: "s")], expectedVersion: nil, writeID: [], scratch: &scratch
+        )
+        for index in 0..<50 {
+            guard
+                case .applied(let version, let diff) = source.mutate(
+                    [.updateItems([hubElement(["a", "b"][index % 2], "payload \(index), long enough to weigh something")], .reload)],
+                    expectedVersion: nil, writeID: [], scratch: &scratch)
+            else { throw TestFailure("write \(index) not applied") }
+            records.append(WriteRecord(room: "room", epoch: 9, version: version, writeID: [], fingerprint: nil, diffFrame: diff.array))
+        }
+        let loaded = Room(
+            name: "room", epoch: 9, version: source.version, snapshot: source.snapshot, history: records, chain: source.chain(atVersion: 1))
+        #expect(loaded.chain == source.chain && loaded.resumeBase?.version == 51)
+        #expect(!loaded.canFold(from: 10) && loaded.foldedCatchup(from: 10) == nil)
+        for index in 0..<60 {
+            _ = loaded.mutate(
+                [.updateItems([hubElement("c", "later \(index), long enough to weigh something")], .reload)], expectedVersion: nil, writeID: [],
+                scratch: &scratch)
+        }
+        #expect(throws: Never.self) { try loaded.checkInvariants() }
+        let fold = try #require(loaded.foldedCatchup(from: 51))
+        #expect(fold.from == 51 && fold.to == 111 && fold.digest == loaded.snapshot.digest)
+        #expect(!loaded.canFold(from: 50))
+    }
+
+    /// A room over `foldFreeBytes` computes a new fold at most once per `foldInterval`; in
+    /// between, a resume from elsewhere is replayed, and one from the same place shares the fold.
+    @Test func aLargeRoomFoldsAtMostOncePerInterval() throws {
+        let harness = HubHarness {
+            $0.foldFreeBytes = 0
+            $0.foldInterval = .seconds(1)
+        }
+        let writer = harness.connect()
+        seed(harness, writer)
+        let readers = (0..<3).map { _ in harness.connect() }
+        let early = try replica(harness, readers[0])
+        _ = try replica(harness, readers[1])
+        updates(harness, writer, count: 100)
+        let middle = try replica(harness, readers[2])
+        updates(harness, writer, count: 100, tag: "again ")
+        func resume(_ session: Session, _ held: (snapshot: Snapshot, epoch: UInt64, version: UInt64, chain: RoomChain)) -> CatchupForm? {
+            _ = harness.drain(session)
+            guard
+                case .catchup(_, _, _, _, _, let form)? = harness.join(
+                    session, "room", resume: RoomPosition(epoch: held.epoch, version: held.version), chain: held.chain, requestID: 8
+                ).first
+            else { return nil }
+            return form
+        }
+        guard case .folded? = resume(readers[0], early) else { Issue.record("the first resume is folded"); return }
+        #expect(resume(readers[2], middle) == .replay && harness.hub.stats.foldsDeferred == 1)
+        // The same position again: the fold is the room's last, and costs nothing.
+        guard case .folded? = resume(readers[1], early) else { Issue.record("the same fold is shared"); return }
+        harness.clock.advance(by: .seconds(2))
+        guard case .folded? = resume(readers[2], middle) else { Issue.record("after the interval a new fold is computed"); return }
+        #expect(harness.hub.stats.foldedCatchups == 3 && harness.hub.stats.foldsDeferred == 1)
+    }
+
+    /// A resume whose chain is not the room's at its version is still a resync, folding or not.
+    @Test func aForkedResumeIsStillResynced() throws {
+        let harness = HubHarness()
+        let writer = harness.connect(), reader = harness.connect()
+        seed(harness, writer)
+        let held = try replica(harness, reader)
+        updates(harness, writer, count: 300)
+        _ = harness.drain(reader)
+        let forged = RoomChain.start(epoch: 12345)
+        let answer = harness.join(reader, "room", resume: RoomPosition(epoch: held.epoch, version: held.version), chain: forged, requestID: 5)
+        guard case .snapshot(5, _, _, _, .resync, _, _, _)? = answer.first else {
+            Issue.record("expected SNAPSHOT resync, got \(answer.first.map { "\($0)" } ?? "nothing")")
+            return
+        }
+    }
+}
+
+private struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// SplitMix64: the same writes on every run.
+private struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
