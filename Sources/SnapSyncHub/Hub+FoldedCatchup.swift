@@ -12,8 +12,9 @@ extension Hub {
     /// room's base reaches back to the resume, and the folded DIFF is smaller than the replayed
     /// ones (and their chains).
     /// - Complexity: O(frames replayed) to weigh the replay; when a fold is computed, O(n) in
-    ///   the room, at most once per `foldInterval` for a room over `foldFreeBytes` (a resume in
-    ///   between is replayed: the answer is still right, only larger).
+    ///   the room plus the DIFFs from its base; for rooms over `foldFreeBytes`, at most one
+    ///   such fold per `foldInterval` in the whole daemon (a resume in between is replayed: the
+    ///   answer is still right, only larger), so that resumes cannot keep the loop folding.
     func folding(_ answer: Room.JoinAnswer, of room: Room, for session: Session) -> Room.JoinAnswer {
         guard ProtocolVersion.hasChain(version: session.protocolVersion), case .catchup(let from, let to, let frames) = answer,
             to - from >= 2, room.canFold(from: from)
@@ -23,11 +24,11 @@ extension Hub {
         let isCurrent = room.lastFold.map { $0.from == from && $0.to == to } ?? false
         if !isCurrent && room.snapshot.canonicalByteCount > configuration.foldFreeBytes {
             let now = monotonicNow()
-            if let last = room.lastFoldTime, now - last < configuration.foldInterval {
+            if let last = lastLargeFold, now - last < configuration.foldInterval {
                 stats.foldsDeferred += 1
                 return answer
             }
-            room.lastFoldTime = now
+            lastLargeFold = now
         }
         guard let fold = room.foldedCatchup(from: from), fold.frame.count + 1 + SnapshotDigest.byteCount < replayBytes else {
             return answer

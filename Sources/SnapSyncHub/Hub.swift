@@ -36,6 +36,10 @@ package final class Hub {
     /// Sessions whose waiting request the engine answered, whose deferred frames are handled
     /// next (Hub+DeferredInput.swift), and whether that is under way.
     var sessionsToResume: [Session] = []
+    /// When a fold of a room over `foldFreeBytes` was last computed, in any room: such folds
+    /// cost the loop O(size of the room) each, so the daemon computes at most one per
+    /// `foldInterval` (Hub+FoldedCatchup.swift).
+    var lastLargeFold: ContinuousClock.Instant?
     var isResumingSessions = false
 
     /// Open sessions by id.

@@ -53,8 +53,6 @@ package final class Room {
     private(set) var resumeBase: ResumeBase?
     /// The last folded catch-up computed, reused while it is current (`Room+Folding.swift`).
     var lastFold: FoldedCatchup?
-    /// When a folded catch-up of this room was last computed, for `ServerConfiguration.foldInterval`.
-    var lastFoldTime: ContinuousClock.Instant?
     private(set) var writeIDs: WriteIDWindow
     private var cachedDigest: (version: UInt64, digest: SnapshotDigest)?
     /// Whether the DIFF of the last applied write holds an op only protocol version 2 has

@@ -60,9 +60,10 @@ package struct ServerConfiguration: Sendable {
     /// A catch-up whose replayed DIFFs are fewer bytes than this is replayed without trying a
     /// fold: the saving could not pay for an O(n) fold.
     package var foldMinimumReplayBytes = 4096
-    /// The folds' bound on the loop's time, as VERIFY's: a room whose canonical encoding is
-    /// larger than `foldFreeBytes` has a new fold computed at most once per `foldInterval`;
-    /// a resume in between is replayed.
+    /// The folds' bound on the loop's time: a fold of a room whose canonical encoding is larger
+    /// than `foldFreeBytes` is computed at most once per `foldInterval` in the whole daemon
+    /// (each costs O(size of the room), tens of milliseconds for 100,000 items); a resume that
+    /// would need another sooner is replayed.
     package var foldFreeBytes = 1024 * 1024
     package var foldInterval: Duration = .seconds(1)
     /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no

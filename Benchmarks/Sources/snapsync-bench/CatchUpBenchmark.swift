@@ -3,7 +3,8 @@
 // DIFF from the room at the replica's version to the room now (the minimal batch of
 // `Snapshot.difference(to:)`, the same one REPLACE computes), the folded catch-up a resume could
 // get. In process, on the model and the codec: bytes as framed on the wire, and times to compute
-// and to apply. It does not measure how a server would get the room at the old version.
+// and to apply. How the daemon gets the room at the old version, and the whole resume through
+// it, is `resume` (ResumeBenchmark.swift).
 
 import ArgumentParser
 import SnapSyncModel
