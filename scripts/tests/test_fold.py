@@ -20,6 +20,7 @@ from tests.cluster_history import check_room
 from tests.nemesis import replica_of
 from tests.support import Daemon, Interactive, snapcat, wire
 from tests.test_chain import Relay
+from tests.test_commands import CapturedOutput
 
 E = 5
 ROOM = b"board"
@@ -203,22 +204,6 @@ class WireTests(unittest.TestCase):
             self.assertEqual(wire.message_from_json(j), msg)
         self.assertEqual(wire.message_from_json(wire.message_to_json(CATCHUP)), CATCHUP)
         self.assertEqual(wire.encode_frame(wire.message_from_json(wire.message_to_json(CATCHUP))).hex(), V2_CATCHUP)
-
-
-class CapturedOutput:
-    json_mode = False
-
-    def __init__(self):
-        self.lines, self.notes = [], []
-
-    def line(self, text):
-        self.lines.append(text)
-
-    def note(self, text):
-        self.notes.append(text)
-
-    def frame_bytes(self, direction, frame):
-        pass
 
 
 def frame_of(msg):

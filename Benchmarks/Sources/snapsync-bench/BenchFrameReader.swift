@@ -77,6 +77,22 @@
             }
         }
 
+        /// Sends `frames` (MUTATEs), at most `window` unanswered at a time, and reads an ACK
+        /// for each; exits on a REJECT or ERROR.
+        mutating func pipeline(_ frames: [[UInt8]], window: Int) {
+            var sent = 0, acked = 0
+            while acked < frames.count {
+                var batch: [UInt8] = []
+                while sent < frames.count && sent - acked < window {
+                    batch += frames[sent]
+                    sent += 1
+                }
+                if !batch.isEmpty { BenchSystem.writeAll(fd, batch) }
+                expect(.ack, context: "MUTATE \(acked + 1) of \(frames.count)")
+                acked += 1
+            }
+        }
+
         /// The server's limits from its WELCOME.
         mutating func expectWelcome(context: String) -> WireLimits {
             guard case .welcome(_, _, _, let limits) = decode(expect(.welcome, context: context), context: context) else {

@@ -28,32 +28,22 @@ struct CatchUpBenchmark: ParsableCommand {
             folded_apply_ms applies it.
             """)
 
-    @Option(help: "Sections in the room.")
-    var sections: Int = 100
-
-    @Option(help: "Items per section.")
-    var itemsPerSection: Int = 1000
-
-    @Option(parsing: .upToNextOption, help: "Missed versions, one case each.")
-    var missed: [Int] = [1000, 10_000, 100_000]
+    @OptionGroup var load: CatchUpLoadOptions
 
     @Option(help: "Timed runs per measurement (the median is reported).")
     var runs: Int = 5
 
-    @Option(help: "Seed of the writes.")
-    var seed: UInt64 = 0xCA7C
-
     func run() throws {
-        let base = try CatchUpLoad.room(sections: sections, itemsPerSection: itemsPerSection)
+        let base = try CatchUpLoad.room(sections: load.sections, itemsPerSection: load.itemsPerSection)
         let encoder = FrameEncoder()
-        for count in missed {
-            var load = CatchUpLoad(room: base, seed: seed ^ UInt64(count))
+        for count in load.missed {
+            var writer = CatchUpLoad(room: base, seed: load.seed ^ UInt64(count))
             var room = base
             var writes: [[SnapshotOperation]] = []
             var replayBytes = 0
             writes.reserveCapacity(count)
             for version in 1...count {
-                let ops = load.nextWrite(version: version)
+                let ops = writer.nextWrite(version: version)
                 try room.apply(ops, limits: .unlimited)
                 writes.append(ops)
                 replayBytes += encoder.encode(.diff(room: "catchup", epoch: 1, version: UInt64(version), ops: ops)).count
@@ -98,6 +88,21 @@ struct CatchUpBenchmark: ParsableCommand {
             ])
         }
     }
+}
+
+/// The room and the writes of `catchup` and `resume`.
+struct CatchUpLoadOptions: ParsableArguments {
+    @Option(help: "Sections in the room.")
+    var sections: Int = 100
+
+    @Option(help: "Items per section.")
+    var itemsPerSection: Int = 1000
+
+    @Option(parsing: .upToNextOption, help: "Missed versions, one case each.")
+    var missed: [Int] = [1000, 10_000, 100_000]
+
+    @Option(help: "Seed of the writes.")
+    var seed: UInt64 = 0xCA7C
 }
 
 /// The catch-up benchmarks' room and writes, shared by `catchup` (in process) and `resume` (the

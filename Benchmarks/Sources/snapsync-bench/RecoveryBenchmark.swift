@@ -210,18 +210,6 @@
             BenchFrames.mutate(requestID: requestID, room: "big", ops: ops)
         }
 
-        mutating func pipeline(_ frames: [[UInt8]], window: Int) {
-            var sent = 0, acked = 0
-            while acked < frames.count {
-                var batch: [UInt8] = []
-                while sent < frames.count && sent - acked < window {
-                    batch += frames[sent]
-                    sent += 1
-                }
-                if !batch.isEmpty { BenchSystem.writeAll(fd, batch) }
-                reader.expect(.ack, context: "MUTATE \(acked + 1) of \(frames.count)")
-                acked += 1
-            }
-        }
+        mutating func pipeline(_ frames: [[UInt8]], window: Int) { reader.pipeline(frames, window: window) }
     }
 #endif

@@ -28,20 +28,10 @@
                 and whether the resumed state is the room's (its digest).
                 """)
 
-        @Option(help: "Sections in the room.")
-        var sections: Int = 100
+        @OptionGroup var load: CatchUpLoadOptions
 
-        @Option(help: "Items per section.")
-        var itemsPerSection: Int = 1000
-
-        @Option(parsing: .upToNextOption, help: "Missed versions, one case each.")
-        var missed: [Int] = [1000, 10_000, 100_000]
-
-        @Option(help: "Timed resumes per case (the median is reported).")
+        @Option(help: "Timed resumes per case (the first and the median of the others are reported).")
         var runs: Int = 3
-
-        @Option(help: "Seed of the writes.")
-        var seed: UInt64 = 0xCA7C
 
         @Option(help: "The daemon's --history-count (the resume window); default: every version of the run.")
         var window: Int?
@@ -52,18 +42,18 @@
         @OptionGroup var server: ServerBinaryOption
 
         func validate() throws {
-            guard sections >= 1, itemsPerSection >= 1 else { throw ValidationError("--sections and --items-per-section must be positive") }
-            guard missed.allSatisfy({ $0 >= 2 }) else { throw ValidationError("--missed values must be at least 2") }
+            guard load.sections >= 1, load.itemsPerSection >= 1 else { throw ValidationError("--sections and --items-per-section must be positive") }
+            guard load.missed.allSatisfy({ $0 >= 2 }) else { throw ValidationError("--missed values must be at least 2") }
             guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
         }
 
         func run() throws {
             let binary = ServerBinaries.daemon(explicit: server.serverBinary)
-            let layout = CatchUpLoad.layout(sections: sections, itemsPerSection: itemsPerSection)
-            let start = try CatchUpLoad.room(sections: sections, itemsPerSection: itemsPerSection)
-            for count in missed {
+            let layout = CatchUpLoad.layout(sections: load.sections, itemsPerSection: load.itemsPerSection)
+            let start = try CatchUpLoad.room(sections: load.sections, itemsPerSection: load.itemsPerSection)
+            for count in load.missed {
                 for mode in ["folded", "replayed", "snapshot"] {
-                    let history = self.window ?? (preceding + count + sections + 16)
+                    let history = self.window ?? (preceding + count + load.sections + 16)
                     let window = ["--history-count", String(history), "--history-bytes", "1GiB", "--fsync", "no"]
                     let daemon = ServerProcess.startDaemon(
                         binary: binary, arguments: window + (mode == "replayed" ? ["--no-fold-resumes"] : []), cpu: nil)
@@ -75,10 +65,10 @@
                                 requestID: UInt64(index + 1), room: Self.room,
                                 ops: [.appendSections([SnapshotElement(section.0)]), .appendItems(section.1, toSection: section.0)])
                         }, window: 8)
-                    var load = CatchUpLoad(room: start, seed: seed ^ UInt64(count))
+                    var writes = CatchUpLoad(room: start, seed: load.seed ^ UInt64(count))
                     if preceding > 0 {
                         writer.pipeline(
-                            (1...preceding).map { BenchFrames.mutate(requestID: UInt64($0), room: Self.room, ops: load.nextWrite(version: $0)) },
+                            (1...preceding).map { BenchFrames.mutate(requestID: UInt64($0), room: Self.room, ops: writes.nextWrite(version: $0)) },
                             window: 64)
                     }
                     var reader = ResumeClient(host: daemon.host, port: daemon.port, version: 3)
@@ -86,7 +76,7 @@
                     reader.close()
                     writer.pipeline(
                         (preceding + 1...preceding + count).map {
-                            BenchFrames.mutate(requestID: UInt64($0), room: Self.room, ops: load.nextWrite(version: $0))
+                            BenchFrames.mutate(requestID: UInt64($0), room: Self.room, ops: writes.nextWrite(version: $0))
                         }, window: 64)
                     var truth = ResumeClient(host: daemon.host, port: daemon.port, version: 3)
                     let now = truth.joinFresh()
@@ -163,19 +153,7 @@
 
         func close() { _ = Glibc.close(fd) }
 
-        mutating func pipeline(_ frames: [[UInt8]], window: Int) {
-            var sent = 0, acked = 0
-            while acked < frames.count {
-                var batch: [UInt8] = []
-                while sent < frames.count && sent - acked < window {
-                    batch += frames[sent]
-                    sent += 1
-                }
-                if !batch.isEmpty { BenchSystem.writeAll(fd, batch) }
-                reader.expect(.ack, context: "MUTATE \(acked + 1) of \(frames.count)")
-                acked += 1
-            }
-        }
+        mutating func pipeline(_ frames: [[UInt8]], window: Int) { reader.pipeline(frames, window: window) }
 
         /// A fresh JOIN: the room's state, position and chain.
         mutating func joinFresh() -> Held {
