@@ -133,7 +133,7 @@ extension Hub {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
-        switch cheapestAnswer(answerJoin(room, resume: resume, for: session), of: room, for: session) {
+        switch folding(answerJoin(room, resume: resume, for: session), of: room, for: session) {
         case .snapshot(let reason):
             sendSnapshot(requestID: requestID, room: room, reason: reason, to: session)
         case .catchup(let from, let to, let frames):

@@ -68,8 +68,7 @@ package struct ServerConfiguration: Sendable {
     package var foldInterval: Duration = .seconds(1)
     /// Rooms larger than this (canonical bytes) are never folded: a fold costs the loop about
     /// 30-100 ms per 100,000 items (docs/benchmarks.md, "resume"), too long a stall beyond a few
-    /// MiB while folds run on the loop. Their resumes are replayed, or sent the SNAPSHOT when
-    /// that is smaller.
+    /// MiB while folds run on the loop. Their resumes are replayed.
     package var foldMaxBytes = 4 * 1024 * 1024
     /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no
     /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.

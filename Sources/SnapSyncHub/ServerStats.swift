@@ -36,8 +36,6 @@ package struct ServerStats {
     /// a large room had computed a fold less than `foldInterval` before.
     package var foldedCatchups: UInt64 = 0
     package var foldsDeferred: UInt64 = 0
-    /// Resumes the history could serve answered with the SNAPSHOT, smaller than their DIFFs.
-    package var resumesSentSnapshot: UInt64 = 0
     /// Cluster mode: records every replica skipped as void (nats-server 2.9's stale
     /// expectations, Protocol/CLUSTER.md §3), and follows of a room that failed (lost, a gap,
     /// damage, a log that cannot be reached); both stay 0 on a single node.
@@ -89,7 +87,6 @@ package struct ServerStats {
             ("rooms_woken", roomsWoken),
             ("catchups_folded", foldedCatchups),
             ("catchup_folds_deferred", foldsDeferred),
-            ("resumes_sent_snapshot", resumesSentSnapshot),
             ("rooms_deleted", roomsDeleted),
             ("rooms_expired", roomsExpired),
             ("items", UInt64(items)),

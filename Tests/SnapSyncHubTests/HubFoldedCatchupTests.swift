@@ -230,41 +230,6 @@ import SnapSyncStore
         harness.checkInvariants("other")
     }
 
-    /// DIFFs over 64 KiB and larger than the room's state are not replayed when they cannot be
-    /// folded: the SNAPSHOT is sent (a resync); under 64 KiB they are, whatever the room's size.
-    @Test func aReplayLargerThanTheRoomIsASnapshot() throws {
-        for (versions, folds, big) in [([UInt64(2)], true, true), ([ProtocolVersion.current], false, true), ([UInt64(2)], true, false)] {
-            let harness = HubHarness { $0.foldResumes = folds }
-            let writer = harness.connect(), reader = harness.connect(versions: versions)
-            seed(harness, writer)
-            guard case .snapshot(_, _, let epoch, let version, _, _, _, _)? = harness.join(reader, "room").first else {
-                Issue.record("no SNAPSHOT")
-                return
-            }
-            let payload = String(repeating: "p", count: big ? 300 : 100)
-            for index in 0..<300 {
-                harness.mutate(writer, "room", [.updateItems([hubElement(["a", "b"][index % 2], "\(index) \(payload)")], .reload)])
-            }
-            _ = harness.drain(writer)
-            _ = harness.drain(reader)
-            let answer = harness.join(reader, "room", resume: RoomPosition(epoch: epoch, version: version), requestID: 5)
-            let room = try #require(harness.hub.rooms["room"])
-            if big {
-                guard case .snapshot(5, _, _, room.version, .resync, _, let snapshot, _)? = answer.first, answer.count == 1 else {
-                    Issue.record("expected SNAPSHOT resync for versions \(versions), folding \(folds): \(answer.first.map { "\($0)" } ?? "nothing")")
-                    continue
-                }
-                #expect(snapshot == room.snapshot && harness.hub.stats.resumesSentSnapshot == 1)
-            } else {
-                guard case .catchup(5, _, _, version, room.version, _)? = answer.first, answer.count == 301 else {
-                    Issue.record("expected the 300 DIFFs (under 64 KiB): \(answer.first.map { "\($0)" } ?? "nothing")")
-                    continue
-                }
-                #expect(harness.hub.stats.resumesSentSnapshot == 0)
-            }
-        }
-    }
-
     /// A room over `foldMaxBytes` is never folded: its resumes are replayed.
     @Test func aRoomOverTheFoldLimitIsReplayed() throws {
         let harness = HubHarness { $0.foldMaxBytes = 64 }

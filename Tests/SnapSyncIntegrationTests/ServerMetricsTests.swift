@@ -16,7 +16,7 @@ extension ServerIntegration {
             "snapsync_build_info", "snapsync_connections", "snapsync_connections_accepted_total",
             "snapsync_connections_refused_total", "snapsync_rooms", "snapsync_rooms_deleted_total",
             "snapsync_rooms_expired_total", "snapsync_rooms_evicted_total", "snapsync_rooms_woken_total",
-            "snapsync_catchups_folded_total", "snapsync_catchup_folds_deferred_total", "snapsync_resumes_sent_snapshot_total",
+            "snapsync_catchups_folded_total", "snapsync_catchup_folds_deferred_total",
             "snapsync_items", "snapsync_received_bytes_total", "snapsync_sent_bytes_total",
             "snapsync_frames_received_total", "snapsync_frame_bytes_received_total", "snapsync_frames_sent_total",
             "snapsync_frame_bytes_sent_total", "snapsync_writes_applied_total", "snapsync_writes_rejected_total",

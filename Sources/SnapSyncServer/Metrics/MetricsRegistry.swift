@@ -33,7 +33,6 @@ final class MetricsRegistry {
     private let roomsWoken: Prometheus.Counter
     private let catchupsFolded: Prometheus.Counter
     private let catchupFoldsDeferred: Prometheus.Counter
-    private let resumesSentSnapshot: Prometheus.Counter
     private let items: Prometheus.Gauge
     private let bytesIn: Prometheus.Counter
     private let bytesOut: Prometheus.Counter
@@ -104,9 +103,7 @@ final class MetricsRegistry {
         catchupsFolded = counter("snapsync_catchups_folded_total", "Resumes answered with one folded DIFF (STATS catchups_folded).")
         catchupFoldsDeferred = counter(
             "snapsync_catchup_folds_deferred_total",
-            "Resumes of a large room replayed because a large room was folded within the second (STATS catchup_folds_deferred).")
-        resumesSentSnapshot = counter(
-            "snapsync_resumes_sent_snapshot_total", "Resumes the history could serve answered with the smaller SNAPSHOT (STATS resumes_sent_snapshot).")
+            "Resumes of a large room replayed because it had folded one within the second (STATS catchup_folds_deferred).")
         items = gauge("snapsync_items", "Items of all resident rooms together (STATS items).")
         bytesIn = counter("snapsync_received_bytes_total", "Bytes read from client sockets (STATS bytes_in).")
         bytesOut = counter("snapsync_sent_bytes_total", "Bytes the kernel accepted for client sockets (STATS bytes_out).")
@@ -200,7 +197,6 @@ final class MetricsRegistry {
         set(roomsWoken, stats.roomsWoken)
         set(catchupsFolded, stats.foldedCatchups)
         set(catchupFoldsDeferred, stats.foldsDeferred)
-        set(resumesSentSnapshot, stats.resumesSentSnapshot)
         items.set(Int64(hub.itemCount))
         set(bytesIn, stats.bytesIn)
         set(bytesOut, stats.bytesOut)
