@@ -238,6 +238,7 @@ let package = Package(
         // SnapSyncServer only for the two checks of the hub's wiring into the daemon (its
         // metrics exposition, its start in cluster mode).
         .testTarget(name: "SnapSyncHubTests", dependencies: ["SnapSyncHub", "SnapSyncServer", "SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel",
+                                                      "SnapSyncTestSupport",
                                                       .product(name: "DequeModule", package: "swift-collections"),
                                                       "SnapSyncAuth", "SnapSyncTestThreads", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),

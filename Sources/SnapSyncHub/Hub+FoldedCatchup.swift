@@ -5,7 +5,7 @@ import SnapSyncWire
 // resume the history can serve gets the net change since its version as one DIFF, computed from
 // the room's resume base (ResumeBase.swift, Room+Folding.swift), whenever that is smaller than
 // the DIFFs it missed. What it saves grows with the versions missed; what it costs is O(n) in
-// the room, so it is tried only where it can pay, and bounded for large rooms as VERIFY is.
+// the room, on the loop, so it is tried only where it can pay, and large rooms are bounded.
 
 extension Hub {
     /// `answer`, or the same catch-up folded into one DIFF when `session` speaks version 3, the

@@ -35,8 +35,9 @@ struct ResumeBase {
         return limits
     }()
 
-    /// The room's state after `frame`, the DIFF of `frameVersion`, applied to `state`; nil when
-    /// the frame is not a DIFF that applies (a bug: the room applied it to this very state).
+    /// Applies `frame`, a DIFF frame of the room's history, to `state`, the room's state before
+    /// it; false when the frame is not a DIFF that applies there (a bug: the room applied it to
+    /// that very state).
     /// - Complexity: O(frame) to decode plus the apply.
     static func applying(_ frame: UnsafeRawBufferPointer, to state: inout Snapshot) -> Bool {
         guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: frameLimits, accepting: .server) else {

@@ -434,6 +434,8 @@ package final class Room {
         // the chain must be known at every version a client may resume from.
         chain = chainAfter ?? chain?.next(frame: frame)
         history.append(chunk, version: next, chain: chain ?? .unknown)
+        // A fold to the version before is of no more use; it may hold a large frame.
+        lastFold = nil
         while let (evicted, evictedVersion) = history.evictOldest() {
             // The base takes each DIFF the history lets go of, so it can always be brought to any
             // version still in the history (ResumeBase.swift).

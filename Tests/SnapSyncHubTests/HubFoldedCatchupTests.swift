@@ -3,6 +3,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire
 import SnapSyncStore
+import SnapSyncTestSupport
 @testable import SnapSyncHub
 
 // The folded CATCHUP (PROTOCOL.md §11.12): a version 3 resume gets the net change since its
@@ -116,7 +117,7 @@ import SnapSyncStore
         let writer = harness.connect()
         seed(harness, writer)
         var states: [UInt64: Snapshot] = [:]
-        var rng = SeededGenerator(seed: 11)
+        var rng = SplitMix64(seed: 11)
         for index in 0..<200 {
             let room = try #require(harness.hub.rooms["room"])
             states[room.version] = room.snapshot
@@ -268,17 +269,4 @@ import SnapSyncStore
 private struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// SplitMix64: the same writes on every run.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
