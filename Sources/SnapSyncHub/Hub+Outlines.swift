@@ -33,7 +33,7 @@ extension Hub {
         var newest: UInt64 = 0
         let base = room.history.baseVersion
         for (offset, frame) in (room.history.frames(after: base) ?? []).enumerated() {
-            let message = try? FrameDecoder.decode(frame: frame.bytes, limits: Self.replayLimits, accepting: .server)
+            let message = try? FrameDecoder.decode(frame: frame.bytes, limits: .permissive, accepting: .server)
             if case .diff(_, _, _, let ops, _)? = message, ops.contains(where: \.isOutlineOperation) {
                 newest = base + UInt64(offset) + 1
             }
@@ -52,13 +52,4 @@ extension Hub {
                 message: "room \(LogEscaping.line(room.name)) became an outline, which protocol version \(member.protocolVersion) cannot show"),
             to: member)
     }
-
-    /// History frames were checked against the room's limits when written; reading them back
-    /// only asks whether they hold version 2 ops.
-    private static let replayLimits: WireLimits = {
-        var limits = WireLimits()
-        limits.maxFrameBytes = Int(UInt32.max)
-        limits.model = .unlimited
-        return limits
-    }()
 }

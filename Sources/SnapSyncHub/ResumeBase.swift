@@ -26,21 +26,12 @@ struct ResumeBase {
         self.snapshot = snapshot
     }
 
-    /// History frames were checked against the room's limits when written; reading them back
-    /// applies them as they were applied.
-    static let frameLimits: WireLimits = {
-        var limits = WireLimits()
-        limits.maxFrameBytes = Int(UInt32.max)
-        limits.model = .unlimited
-        return limits
-    }()
-
     /// Applies `frame`, a DIFF frame of the room's history, to `state`, the room's state before
     /// it; false when the frame is not a DIFF that applies there (a bug: the room applied it to
     /// that very state).
     /// - Complexity: O(frame) to decode plus the apply.
     static func applying(_ frame: UnsafeRawBufferPointer, to state: inout Snapshot) -> Bool {
-        guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: frameLimits, accepting: .server) else {
+        guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: .permissive, accepting: .server) else {
             return false
         }
         return (try? state.apply(ops, limits: .unlimited)) != nil

@@ -342,7 +342,7 @@ struct Recovery {
         }
         let ops: [SnapshotOperation]
         do {
-            let message = try FrameDecoder.decode(frame: write.diffFrame, limits: Self.permissiveLimits, accepting: .server)
+            let message = try FrameDecoder.decode(frame: write.diffFrame, limits: .permissive, accepting: .server)
             guard case .diff(let diffRoom, let diffEpoch, let diffVersion, let diffOps, _) = message,
                 diffRoom == write.room, diffEpoch == write.epoch, diffVersion == write.version
             else {
@@ -396,15 +396,6 @@ struct Recovery {
             room.history.removeFirst(dropCount)
         }
     }
-
-    /// Limits for replay: none beyond what the formats allow, so that a write accepted once
-    /// loads again after an operator lowered a limit.
-    static let permissiveLimits: WireLimits = {
-        var limits = WireLimits()
-        limits.maxFrameBytes = Int(UInt32.max)
-        limits.model = .unlimited
-        return limits
-    }()
 
     func recoveredRooms() -> [RecoveredRoom] {
         rooms.map { name, room in

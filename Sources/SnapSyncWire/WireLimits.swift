@@ -45,6 +45,16 @@ public struct WireLimits: Hashable, Sendable {
 
     public static let `default` = WireLimits()
 
+    /// No limit beyond what the formats allow: for reading back frames a room already accepted
+    /// under its limits (a replayed log, a room's history), which must load again after an
+    /// operator lowered a limit.
+    package static let permissive: WireLimits = {
+        var limits = WireLimits()
+        limits.maxFrameBytes = Int(UInt32.max)
+        limits.model = .unlimited
+        return limits
+    }()
+
     /// The limits a server announced: each known key overrides `defaults`; unknown keys are
     /// ignored (§3). Values too large for `Int` saturate at `Int.max`.
     public init(welcome entries: [Message.LimitEntry], defaults: WireLimits = .default) {
