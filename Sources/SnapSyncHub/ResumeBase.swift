@@ -1,5 +1,5 @@
 import SnapSyncModel
-import SnapSyncWire
+import SnapSyncStore
 
 /// The room as it was at one version inside its history: what a folded catch-up
 /// (PROTOCOL.md §11.12) rebuilds the state of a resuming replica from.
@@ -11,9 +11,11 @@ import SnapSyncWire
 /// one more apply per write once the history is full, and the memory of a second snapshot,
 /// which the memory budget counts (`Room.resumeBaseBytes`).
 ///
-/// A base may be newer than the history's oldest version: a room loaded from the store or a
-/// cluster checkpoint starts with its base at its loaded version, because the state before it
-/// is not known. Resumes from between the two are replayed, never folded.
+/// A room loaded from the store gets the base its checkpoint kept (`HistoryBase`), so that it
+/// folds across a restart and a sleep. A base may be newer than the history's oldest version: a
+/// room loaded without one (a checkpoint written without it, or a cluster checkpoint) starts
+/// with its base at its loaded version, because the state before it is not known. Resumes from
+/// between the two are replayed, never folded.
 struct ResumeBase {
     /// The version the snapshot is the room's state at.
     private(set) var version: UInt64
@@ -28,13 +30,10 @@ struct ResumeBase {
 
     /// Applies `frame`, a DIFF frame of the room's history, to `state`, the room's state before
     /// it; false when the frame is not a DIFF that applies there (a bug: the room applied it to
-    /// that very state).
+    /// that very state). The store's rule, so a base it keeps and one kept here agree.
     /// - Complexity: O(frame) to decode plus the apply.
     static func applying(_ frame: UnsafeRawBufferPointer, to state: inout Snapshot) -> Bool {
-        guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: .permissive, accepting: .server) else {
-            return false
-        }
-        return (try? state.apply(ops, limits: .unlimited)) != nil
+        HistoryBase.apply(diffFrame: frame, to: &state)
     }
 
     /// Moves the base past the DIFF of `frameVersion`, which the history is evicting; a frame

@@ -111,12 +111,14 @@ package final class Room {
     /// their versions are consecutive and end there), idle since `idleSince`.
     /// - Parameter chain: the room's chain before the first of `recent` (at `version` when
     ///   there is none); nil when not known. The chain at `version` is computed from it.
-    /// - Parameter foldsResumes: whether the room keeps a resume base (`ResumeBase`), which
-    ///   starts at `version`: the state before it is not known.
+    /// - Parameter foldsResumes: whether the room keeps a resume base (`ResumeBase`).
+    /// - Parameter base: the room's state before the first of `recent` (the store's
+    ///   `HistoryBase`), where the resume base starts; without it (or when `recent` is not
+    ///   usable), the base starts at `version`: the state before it is not known.
     init(
         name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
         maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [], chain: RoomChain? = nil,
-        foldsResumes: Bool = true, idleSince: ContinuousClock.Instant = .now
+        base: Snapshot? = nil, foldsResumes: Bool = true, idleSince: ContinuousClock.Instant = .now
     ) {
         self.name = name
         self.idleSince = idleSince
@@ -131,14 +133,26 @@ package final class Room {
         var chain = usable || recent.isEmpty ? chain : nil
         self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start, chain: chain ?? .unknown)
         self.writeIDs = WriteIDWindow(maxCount: limits.historyCount)
+        if foldsResumes, usable, !recent.isEmpty, let base { resumeBase = ResumeBase(version: start, snapshot: base) }
         for entry in usable ? recent : [] {
             chain = chain?.next(frame: entry.diffFrame)
             history.append(.frozen(entry.diffFrame), version: entry.version, chain: chain ?? .unknown)
-            while history.evictOldest() != nil {}
+            while let (evicted, evictedVersion) = history.evictOldest() {
+                if resumeBase?.advance(past: evicted.bytes, version: evictedVersion) == false { resumeBase = nil }
+            }
             writeIDs.remember(entry.writeID, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
         }
         self.chain = chain
-        if foldsResumes { resumeBase = ResumeBase(version: version, snapshot: snapshot) }
+        if foldsResumes && resumeBase == nil { resumeBase = ResumeBase(version: version, snapshot: snapshot) }
+    }
+
+    /// A room as the store recovered or woke it, with the daemon's limits, idle since `idleSince`.
+    convenience init(recovered r: RecoveredRoom, configuration: ServerConfiguration, idleSince: ContinuousClock.Instant) {
+        self.init(
+            name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot, limits: configuration.wire,
+            maxHistoryBytes: configuration.historyBytes, history: r.history, chain: r.chain ?? .unknown, base: r.base,
+            foldsResumes: configuration.foldResumes, idleSince: idleSince)
+        ttlSeconds = r.ttlSeconds
     }
 
     /// `--history-bytes`'s default.

@@ -14,7 +14,10 @@ extension CheckpointFile {
         let header = try reader.header()
         // The snapshot and the history records: checksums only.
         for _ in 0...header.historyCount { _ = try reader.nextRecord() }
-        let ttl = try reader.ttlAndEnd(room: header.room, epoch: header.epoch)
+        let ttl = try reader.ttl(room: header.room, epoch: header.epoch)
+        // The resume base: its checksum only.
+        _ = try reader.optionalRecord(kind: PayloadKind.resumeBase.rawValue)
+        try reader.end()
         return (header.room, header.epoch, header.version, ttl)
     }
 }

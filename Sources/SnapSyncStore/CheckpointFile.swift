@@ -17,6 +17,8 @@ internal import SnapSyncWire
 //              up to `version`, oldest first, so that CATCHUP still works after a restart
 //              (history_count is at most `version`: no write makes version 0)
 //      optional record: the room's TTL (kind 0x05, LifecycleRecord.ttl), when one was set
+//      optional record: kind 0x0A, then the canonical encoding of the room's resume base, its
+//              state at version - history_count (HistoryBase), when the daemon keeps one
 //   the file ends right after the last record.
 //
 // Files are named ckpt-<16 hex digits>.snap by a sequence number, not by room, because room
@@ -35,6 +37,9 @@ struct CheckpointFile {
     /// The room's chain before `history.first` (at `version - history.count`), as the file holds
     /// it; nil in a file written before checkpoints held one (`HistoryChain.beforeHistory`).
     var chain: RoomChain? = nil
+    /// The room's state before `history.first` (at `version - history.count`): its resume base,
+    /// nil when the file holds none.
+    var base: Snapshot? = nil
 
     static func fileName(_ sequence: UInt64) -> String { "ckpt-\(hex16(sequence)).snap" }
     static func sequence(ofFileName name: String) -> UInt64? { parseNumbered(name, prefix: "ckpt-", suffix: ".snap") }
@@ -42,11 +47,13 @@ struct CheckpointFile {
     /// The file's bytes: with a header of kind 0x09 carrying `chain` (the chain before
     /// `history.first`), or, when `chain` is nil, of kind 0x02 without one (the layout of
     /// before checkpoints held a chain; cluster mode's checkpoint values still use it).
-    /// - Complexity: O(size of the snapshot + history): one encoding pass, one checksum pass,
-    ///   one SHA-256 pass for the digest.
+    /// With `base`, the room's state at `version - history.count`, in a last record.
+    /// - Complexity: O(size of the snapshot + history + base): one encoding pass, one checksum
+    ///   pass, one SHA-256 pass for the digest.
     static func encode(
         room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
-        history: [WriteRecord], ttl: (serial: UInt64, seconds: UInt64)? = nil, chain: RoomChain? = nil
+        history: [WriteRecord], ttl: (serial: UInt64, seconds: UInt64)? = nil, chain: RoomChain? = nil,
+        base: Snapshot? = nil
     ) -> [UInt8] {
         var encoding: [UInt8] = []
         snapshot.encodeCanonical(into: &encoding)
@@ -75,6 +82,13 @@ struct CheckpointFile {
         if let ttl {
             scratch.removeAll(keepingCapacity: true)
             LifecycleRecord.ttl(room: room, epoch: epoch, serial: ttl.serial, seconds: ttl.seconds).encodePayload(into: &scratch)
+            RecordFraming.append(payload: scratch, to: &out)
+        }
+        if let base {
+            scratch.removeAll(keepingCapacity: true)
+            scratch.reserveCapacity(1 + base.canonicalByteCount)
+            scratch.append(PayloadKind.resumeBase.rawValue)
+            base.encodeCanonical(into: &scratch)
             RecordFraming.append(payload: scratch, to: &out)
         }
         return out
@@ -113,9 +127,19 @@ struct CheckpointFile {
             history.append(write)
             expected &+= 1
         }
-        let ttl = try reader.ttlAndEnd(room: room, epoch: epoch)
+        let ttl = try reader.ttl(room: room, epoch: epoch)
+        var base: Snapshot?
+        if let (start, range) = try reader.optionalRecord(kind: PayloadKind.resumeBase.rawValue) {
+            do {
+                base = try SnapshotDecoding.decode(bytes, range: range.dropFirst())
+            } catch {
+                throw reader.corrupt(start, "resume base of room \(room): \(error.what)")
+            }
+        }
+        try reader.end()
         return CheckpointFile(
-            room: room, epoch: epoch, version: version, snapshot: snapshot, history: history, ttl: ttl, chain: header.chain)
+            room: room, epoch: epoch, version: version, snapshot: snapshot, history: history, ttl: ttl, chain: header.chain,
+            base: base)
     }
 }
 

@@ -1,8 +1,8 @@
 internal import SnapSyncWire
 
 /// Reads a checkpoint file's records in order (layout: CheckpointFile.swift): the magic, the
-/// header record, then whatever the caller reads, then the optional TTL record and the end of
-/// the file. What `CheckpointFile.decode` (the whole room) and `CheckpointFile.decodeHeader`
+/// header record, then whatever the caller reads, then the optional TTL and resume base records
+/// and the end of the file. What `CheckpointFile.decode` (the whole room) and `CheckpointFile.decodeHeader`
 /// (a room left asleep) share. Every error is `.corrupt` at the record's offset: checkpoints
 /// are written whole and renamed into place, so damage is never an unfinished write.
 struct CheckpointReader {
@@ -78,28 +78,38 @@ struct CheckpointReader {
         }
     }
 
-    /// The optional TTL record of `room` at `epoch` (nil when the file has none), then the end of
-    /// the file.
-    mutating func ttlAndEnd(room: String, epoch: UInt64) throws(StoreError) -> (serial: UInt64, seconds: UInt64)? {
-        var ttl: (serial: UInt64, seconds: UInt64)?
-        if offset < bytes.count {
-            let start = offset
-            let range = try nextRecord()
-            guard LifecycleRecord.kind(of: bytes, payload: range) == .ttl else {
-                throw corrupt(start, "a record follows the history, and it is not the room's TTL")
-            }
-            let record: LifecycleRecord
-            do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
-                throw corrupt(start, "TTL record: \(error.what)")
-            }
-            guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == room, ttlEpoch == epoch else {
-                throw corrupt(start, "the TTL record does not belong to \(room) at epoch \(epoch)")
-            }
-            ttl = (serial, seconds)
+    /// The optional TTL record of `room` at `epoch` (nil when the file has none).
+    mutating func ttl(room: String, epoch: UInt64) throws(StoreError) -> (serial: UInt64, seconds: UInt64)? {
+        guard let (start, range) = try optionalRecord(kind: PayloadKind.ttl.rawValue) else { return nil }
+        let record: LifecycleRecord
+        do { record = try LifecycleRecord(payload: bytes, range: range) } catch {
+            throw corrupt(start, "TTL record: \(error.what)")
         }
+        guard case .ttl(let ttlRoom, let ttlEpoch, let serial, let seconds) = record, ttlRoom == room, ttlEpoch == epoch else {
+            throw corrupt(start, "the TTL record does not belong to \(room) at epoch \(epoch)")
+        }
+        return (serial, seconds)
+    }
+
+    /// The next record when its payload starts with `kind` (its offset and payload), nil when
+    /// the file ends here or the next record is of another kind (left to be read).
+    mutating func optionalRecord(kind: UInt8) throws(StoreError) -> (start: Int, payload: Range<Int>)? {
+        guard offset < bytes.count else { return nil }
+        let start = offset
+        let range = try nextRecord()
+        guard !range.isEmpty, bytes[range.lowerBound] == kind else {
+            offset = start
+            return nil
+        }
+        return (start, range)
+    }
+
+    /// The end of the file: nothing may follow the records read.
+    mutating func end() throws(StoreError) {
         guard offset == bytes.count else {
-            throw corrupt(offset, "\(bytes.count - offset) bytes follow the last record")
+            throw corrupt(
+                offset,
+                "\(bytes.count - offset) bytes follow the last record a checkpoint holds (its history, then the room's TTL and resume base, each optional)")
         }
-        return ttl
     }
 }

@@ -140,6 +140,9 @@ struct Recovery {
         /// The room's chain before `history.first` (at `version - history.count`), at `version`
         /// when `history` is empty; nil when unknown (docs/persistence.md, "Room chains").
         var chain: RoomChain? = nil
+        /// The room's resume base: its state before `history.first`, like `chain`
+        /// (`HistoryBase`); nil when not kept (`StoreOptions.keepsResumeBases`) or not known.
+        var base: Snapshot? = nil
     }
 
     var rooms: [RoomName: RoomState] = [:]
@@ -206,7 +209,7 @@ struct Recovery {
                 snapshot: checkpoint.snapshot, history: checkpoint.history,
                 checkpointFile: name, checkpointVersion: checkpoint.version,
                 pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0,
-                chain: HistoryChain.beforeHistory(of: checkpoint))
+                chain: HistoryChain.beforeHistory(of: checkpoint), base: resumeBase(of: checkpoint))
             checkpointsLoaded += 1
             reportProgress()
         }
@@ -367,7 +370,8 @@ struct Recovery {
                     checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil,
                     // A new room, no checkpoint: its log starts at version 1 (the guard above),
                     // so its chain is the incarnation's start. Never guessed otherwise.
-                    chain: write.version == 1 ? .start(epoch: write.epoch) : nil)])
+                    chain: write.version == 1 ? .start(epoch: write.epoch) : nil,
+                    base: write.version == 1 && options.keepsResumeBases ? Snapshot() : nil)])
         recordsReplayed += 1
         if recordsReplayed % Self.progressInterval == 0 { reportProgress() }
     }
@@ -388,21 +392,30 @@ struct Recovery {
             // the room's version): the chain before this write is not known.
             room.history.removeAll()
             room.chain = nil
+            room.base = nil
         }
         room.history.append(write)
         if room.history.count >= 2 * max(historyLimit, 1) {
             let dropCount = room.history.count - historyLimit
             room.chain = HistoryChain.advance(room.chain, over: room.history[..<dropCount])
+            room.base = HistoryBase.advance(room.base, over: room.history[..<dropCount])
             room.history.removeFirst(dropCount)
         }
     }
 
+    /// The resume base recovery keeps for a room loaded from `checkpoint`: the one it holds, or
+    /// its snapshot when its history is empty; none unless the daemon keeps bases.
+    func resumeBase(of checkpoint: CheckpointFile) -> Snapshot? {
+        guard options.keepsResumeBases else { return nil }
+        return checkpoint.base ?? (checkpoint.history.isEmpty ? checkpoint.snapshot : nil)
+    }
+
     func recoveredRooms() -> [RecoveredRoom] {
         rooms.map { name, room in
-            let (history, chain) = HistoryChain.suffix(room.history, options.historyLimit, chain: room.chain)
+            let (history, chain, base) = HistoryChain.suffix(room.history, options.historyLimit, chain: room.chain, base: room.base)
             return RecoveredRoom(
                 name: name.string, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                history: history, ttlSeconds: room.ttlSeconds, chain: chain)
+                history: history, ttlSeconds: room.ttlSeconds, chain: chain, base: base)
         }.sorted { $0.name < $1.name }
     }
 

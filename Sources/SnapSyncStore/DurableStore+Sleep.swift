@@ -101,11 +101,12 @@ extension DurableStore: SleepingRoomStore {
                     "holds room \(checkpoint.room) at \(checkpoint.epoch)/\(checkpoint.version), but room \(room) went to sleep at \(sleeper.epoch)/\(sleeper.version) in it"
             )
         }
-        let (history, chain) = HistoryChain.suffix(
-            checkpoint.history, options.historyLimit, chain: HistoryChain.beforeHistory(of: checkpoint))
+        let (history, chain, base) = HistoryChain.suffix(
+            checkpoint.history, options.historyLimit, chain: HistoryChain.beforeHistory(of: checkpoint),
+            base: options.keepsResumeBases ? checkpoint.base : nil)
         return RecoveredRoom(
             name: room, epoch: checkpoint.epoch, version: checkpoint.version, snapshot: checkpoint.snapshot,
-            history: history, ttlSeconds: checkpoint.ttl?.seconds, chain: chain)
+            history: history, ttlSeconds: checkpoint.ttl?.seconds, chain: chain, base: base)
     }
 
     /// Tracks `room` (from `loadSleeping`) as a resident room again: its checkpoint holds it

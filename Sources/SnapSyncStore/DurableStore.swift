@@ -470,11 +470,18 @@ package final class DurableStore: RoomStore {
         }
         // The image's chain is before its first frame: moved over the frames not kept, it is the
         // chain before the checkpoint's history.
-        let chain = image.chain.map { image.diffFrames.dropLast(frames.count).reduce($0) { $0.next(frame: $1) } }
+        let dropped = image.diffFrames.dropLast(frames.count)
+        let chain = image.chain.map { dropped.reduce($0) { $0.next(frame: $1) } }
+        // The same for the resume base; none when the history is empty (it is the snapshot).
+        var base = history.isEmpty ? nil : image.base
+        for frame in dropped where base != nil {
+            if !frame.withUnsafeBytes({ HistoryBase.apply(diffFrame: $0, to: &base!) }) { base = nil }
+        }
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,
             snapshot: image.snapshot, history: history,
-            ttl: track.flatMap { track in track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) } }, chain: chain)
+            ttl: track.flatMap { track in track.ttlSeconds.map { (serial: track.ttlSerial, seconds: $0) } }, chain: chain,
+            base: base)
         let sequence = nextCheckpointSequence
         nextCheckpointSequence += 1
         return (bytes, sequence)

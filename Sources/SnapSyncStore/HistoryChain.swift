@@ -1,3 +1,4 @@
+internal import SnapSyncModel
 internal import SnapSyncWire
 
 // A room's history and the chain before it (docs/persistence.md, "Room chains"): wherever the
@@ -14,14 +15,16 @@ enum HistoryChain {
         chain.map { dropped.reduce($0) { $0.next(frame: $1.diffFrame) } }
     }
 
-    /// The last `limit` records of `history`, and the chain before them, given `chain`, the
-    /// chain before `history`.
+    /// The last `limit` records of `history`, and the chain and resume base (`HistoryBase`)
+    /// before them, given `chain` and `base`, those before `history`.
+    /// - Complexity: O(size of the dropped frames), plus their applies when there is a base.
     static func suffix(
-        _ history: [WriteRecord], _ limit: Int, chain: RoomChain?
-    ) -> (history: [WriteRecord], chain: RoomChain?) {
+        _ history: [WriteRecord], _ limit: Int, chain: RoomChain?, base: Snapshot? = nil
+    ) -> (history: [WriteRecord], chain: RoomChain?, base: Snapshot?) {
         let dropCount = max(0, history.count - max(0, limit))
-        guard dropCount > 0 else { return (history, chain) }
-        return (Array(history[dropCount...]), advance(chain, over: history[..<dropCount]))
+        guard dropCount > 0 else { return (history, chain, base) }
+        let dropped = history[..<dropCount]
+        return (Array(history[dropCount...]), advance(chain, over: dropped), HistoryBase.advance(base, over: dropped))
     }
 
     /// The chain before a checkpoint's history: the one the file holds; for a file written

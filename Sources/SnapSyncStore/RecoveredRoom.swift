@@ -21,10 +21,14 @@ package struct RecoveredRoom: Sendable {
     /// every history record's DIFF frame. Nil when unknown (docs/persistence.md, "Room
     /// chains", says when).
     package var chain: RoomChain? = nil
+    /// The room's state before `history.first` (at `version - history.count`), its resume base
+    /// (`HistoryBase`); nil when the store keeps none for it (`StoreOptions.keepsResumeBases`,
+    /// a checkpoint written without one).
+    package var base: Snapshot? = nil
 
     package init(
         name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, history: [WriteRecord],
-        ttlSeconds: UInt64? = nil, chain: RoomChain? = nil
+        ttlSeconds: UInt64? = nil, chain: RoomChain? = nil, base: Snapshot? = nil
     ) {
         self.name = name
         self.epoch = epoch
@@ -33,6 +37,7 @@ package struct RecoveredRoom: Sendable {
         self.history = history
         self.ttlSeconds = ttlSeconds
         self.chain = chain
+        self.base = base
     }
 
     /// The room's chain at `version`: `chain` advanced over the history's DIFF frames; nil when

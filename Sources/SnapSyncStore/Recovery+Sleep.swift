@@ -61,6 +61,6 @@ extension Recovery {
             epoch: checkpoint.epoch, version: checkpoint.version, snapshot: checkpoint.snapshot,
             history: checkpoint.history, checkpointFile: name, checkpointVersion: checkpoint.version,
             pinnedSegment: nil, ttlSeconds: checkpoint.ttl?.seconds, ttlSerial: checkpoint.ttl?.serial ?? 0,
-            chain: HistoryChain.beforeHistory(of: checkpoint))
+            chain: HistoryChain.beforeHistory(of: checkpoint), base: resumeBase(of: checkpoint))
     }
 }

@@ -19,10 +19,15 @@ package struct RoomImage: Sendable {
     /// daemon does not know it. Kept in the checkpoint (advanced over the frames the store does
     /// not keep), so that the room's chain continues across a restart and a sleep.
     package var chain: RoomChain?
+    /// The room's state before `diffFrames.first` (at `version - diffFrames.count`), its resume
+    /// base (`HistoryBase`), when the daemon keeps it and wants it to outlast a restart and a
+    /// sleep: the checkpoint then holds it too (docs/persistence.md, "The resume window and
+    /// folded catch-ups"). Nil: the checkpoint holds none.
+    package var base: Snapshot?
 
     package init(
         room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, diffFrames: [[UInt8]] = [],
-        chain: RoomChain? = nil
+        chain: RoomChain? = nil, base: Snapshot? = nil
     ) {
         self.room = room
         self.epoch = epoch
@@ -30,5 +35,6 @@ package struct RoomImage: Sendable {
         self.snapshot = snapshot
         self.diffFrames = diffFrames
         self.chain = chain
+        self.base = base
     }
 }

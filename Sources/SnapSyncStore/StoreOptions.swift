@@ -39,6 +39,10 @@ package struct StoreOptions: Sendable {
     /// every room that the log does not write after its checkpoint asleep, its checkpoint
     /// checksummed but not decoded, instead of loading every room into memory.
     package var sleepingRooms: Bool
+    /// The daemon folds resumes and keeps a resume base per room (`HistoryBase`): recovery
+    /// then keeps the bases checkpoints hold and moves them forward with the histories, so that
+    /// they outlast a restart and a sleep. False: recovery reads none.
+    package var keepsResumeBases: Bool
 
     package init(
         directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,
@@ -46,7 +50,7 @@ package struct StoreOptions: Sendable {
         checkpointInterval: Duration = .seconds(300), checkpointBytesPerCall: Int = 32 << 20,
         checkpointBatchDuration: Duration? = .milliseconds(50),
         historyLimit: Int = 1024, shutdownCheckpointBytes: Int = 1 << 20, backgroundThread: Bool = true,
-        sleepingRooms: Bool = false
+        sleepingRooms: Bool = false, keepsResumeBases: Bool = false
     ) {
         self.directory = directory
         self.fsync = fsync
@@ -60,6 +64,7 @@ package struct StoreOptions: Sendable {
         self.shutdownCheckpointBytes = shutdownCheckpointBytes
         self.backgroundThread = backgroundThread
         self.sleepingRooms = sleepingRooms
+        self.keepsResumeBases = keepsResumeBases
     }
 
     /// The largest record payload a write can need: the DIFF frame plus the room name (at most

@@ -47,6 +47,9 @@ enum PayloadKind: UInt8 {
     case tombstone = 0x04
     /// A log record, and a checkpoint's optional last record: a room's TTL; `LifecycleRecord.ttl`.
     case ttl = 0x05
+    /// A checkpoint's optional last record: the room's resume base, its state before the
+    /// history (`HistoryBase`), as the snapshot's canonical encoding after the kind.
+    case resumeBase = 0x0A
 }
 
 extension WriteRecord {

@@ -344,7 +344,7 @@ struct SnapsyncdCommand: ParsableCommand {
             directory: configuration.dataDirectory, fsync: FsyncPolicy(rawValue: fsync) ?? .always,
             segmentBytes: logSegmentBytes, maxDiffFrameBytes: configuration.wire.maxFrameBytes + 4,
             checkpointInterval: checkpointInterval, historyLimit: configuration.wire.historyCount,
-            sleepingRooms: configuration.roomIdle != nil)
+            sleepingRooms: configuration.roomIdle != nil, keepsResumeBases: configuration.foldResumes)
     }
 
     func validate() throws {

@@ -23,21 +23,25 @@ private struct SleepyHub {
     var store: DurableStore { harness.hub.store as! DurableStore }
     var hub: Hub { harness.hub }
 
-    init(idle: Duration? = .seconds(1), maxRooms: Int = 100_000, ttl: Duration? = nil) throws {
+    /// Folds every catch-up worth folding, however small (the rooms here are), when `foldsSmall`.
+    let foldsSmall: Bool
+
+    init(idle: Duration? = .seconds(1), maxRooms: Int = 100_000, ttl: Duration? = nil, foldsSmall: Bool = false) throws {
         var template = Array("/tmp/snapsync-sleep-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed: \(errno)")
         directory = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
-        harness = try Self.open(directory, idle: idle, maxRooms: maxRooms, ttl: ttl)
+        self.foldsSmall = foldsSmall
+        harness = try Self.open(directory, idle: idle, maxRooms: maxRooms, ttl: ttl, foldsSmall: foldsSmall)
     }
 
     static func options(_ directory: String) -> StoreOptions {
         StoreOptions(
             directory: directory + "/data", fsync: .always, segmentBytes: 64 << 10, maxDiffFrameBytes: 64 << 10,
-            preallocationBytes: 16 << 10, historyLimit: 16, backgroundThread: false, sleepingRooms: true)
+            preallocationBytes: 16 << 10, historyLimit: 16, backgroundThread: false, sleepingRooms: true, keepsResumeBases: true)
     }
 
-    static func open(_ directory: String, idle: Duration?, maxRooms: Int, ttl: Duration? = nil) throws -> HubHarness {
+    static func open(_ directory: String, idle: Duration?, maxRooms: Int, ttl: Duration? = nil, foldsSmall: Bool = false) throws -> HubHarness {
         let logger = Logger(label: "sleep-tests", factory: { _ in SwiftLogNoOpLogHandler() })
         let (store, recovered) = try DurableStore.open(options: options(directory), logger: logger)
         let harness = HubHarness(store: store) {
@@ -45,6 +49,7 @@ private struct SleepyHub {
             $0.maxRooms = maxRooms
             $0.roomTTL = ttl
             $0.wire.historyCount = 16
+            if foldsSmall { $0.foldMinimumReplayBytes = 0 }
         }
         harness.hub.sleepBatchDuration = nil
         try harness.hub.restore(recovered)
@@ -59,7 +64,7 @@ private struct SleepyHub {
     /// The store closed cleanly and opened again, in a new hub.
     mutating func restart(idle: Duration? = .seconds(1), maxRooms: Int = 100_000, ttl: Duration? = nil) throws {
         try store.close(checkpointing: hub.roomImages(store.roomsDueAtClose()))
-        harness = try Self.open(directory, idle: idle, maxRooms: maxRooms, ttl: ttl)
+        harness = try Self.open(directory, idle: idle, maxRooms: maxRooms, ttl: ttl, foldsSmall: foldsSmall)
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
@@ -133,6 +138,56 @@ private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt6
         }
         #expect(Array(answer.dropFirst()) == Array(diffs.dropFirst()))
         #expect(s.hub.stats.roomsWoken == 1)
+    }
+
+    /// The room's resume base sleeps in its checkpoint and outlasts a restart: a version 3
+    /// replica that left before the room slept resumes with one folded DIFF after the wake, and
+    /// again after a clean restart of the store and the hub.
+    @Test func aResumeFromBeforeASleepOrARestartIsFolded() throws {
+        var s = try SleepyHub(foldsSmall: true)
+        defer { s.remove() }
+        let writer = s.harness.connect(), reader = s.harness.connect()
+        s.harness.mutate(writer, "r", addItem("a", first: true))
+        s.harness.mutate(writer, "r", [.appendItems(["b", "c", "d"].map { hubElement($0) }, toSection: "s")])
+        guard case .snapshot(_, _, let epoch, let version, _, _, let held, let chain?)? = s.harness.join(reader, "r").first else {
+            Issue.record("no SNAPSHOT")
+            return
+        }
+        s.harness.send(.leave(requestID: 2, room: "r"), from: reader)
+        for index in 0..<12 {
+            s.harness.mutate(writer, "r", [.updateItems([hubElement(["a", "b", "c"][index % 3], "payload \(index)")], .reload)])
+        }
+        s.harness.mutate(writer, "r", [.moveItem("d", .before("a"))])
+        s.harness.send(.leave(requestID: 3, room: "r"), from: writer)
+        _ = s.harness.drain(writer)
+        _ = s.harness.drain(reader)
+
+        func expectFolded(_ label: String, requestID: UInt64) throws {
+            let answer = s.harness.join(reader, "r", resume: RoomPosition(epoch: epoch, version: version), chain: chain, requestID: requestID)
+            let room = try #require(s.hub.rooms["r"])
+            guard answer.count == 2, case .catchup(requestID, "r", epoch, version, room.version, .folded(let digest)?) = answer[0],
+                case .diff("r", epoch, room.version, let ops, _) = answer[1]
+            else {
+                Issue.record("\(label): expected a folded CATCHUP from \(version), got \(answer.count) messages: \(answer.first.map { "\($0)" } ?? "")")
+                return
+            }
+            var state = held
+            try state.apply(ops, limits: room.limits.model)
+            #expect(state == room.snapshot && digest == room.snapshot.digest, "\(label)")
+            #expect(ops.count <= 4, "\(label): the net change (three payloads, a move): \(ops)")
+            s.harness.send(.leave(requestID: requestID + 1, room: "r"), from: reader)
+            _ = s.harness.drain(reader)
+            s.harness.checkInvariants("r")
+        }
+
+        s.sweep()
+        #expect(s.hub.sleepingRoomCount == 1 && s.store.isAsleep("r"))
+        try expectFolded("after a sleep", requestID: 10)
+        #expect(s.hub.stats.roomsWoken == 1 && s.hub.stats.foldedCatchups == 1)
+
+        try s.restart()
+        try expectFolded("after a restart", requestID: 20)
+        #expect(s.hub.stats.foldedCatchups == 1)
     }
 
     @Test func aRetriedWriteIDIsStillDeduplicatedAfterASleep() throws {

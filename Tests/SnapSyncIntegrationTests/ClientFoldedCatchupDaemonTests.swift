@@ -6,6 +6,22 @@ import Testing
 // replica that was away for hundreds of versions gets the net change as one CATCHUP DIFF, which
 // the client publishes as one change UIKit can apply in one batch update.
 
+/// 300 writes to `room` (two sections, items i0…i39 in `s`): updates of a few hot items, moves,
+/// inserts, deletes and moves to the other section.
+private func writeMixedOps(_ writer: SnapSyncClient, _ room: String) async throws {
+    for k in 0..<300 {
+        let ops: [SnapshotOperation] =
+            switch k % 10 {
+            case 0: [.moveItem("i\(k % 40)", .after("i\((k + 17) % 40)"))]
+            case 1: [.insertItems([SnapshotElement("n\(k)", payload: "new \(k)")], .before("i\((k + 3) % 40)"))]
+            case 2 where k >= 20: [.deleteItems(["n\(k - 21)"])]
+            case 3: [.moveItemToSection("i\((k * 7) % 40)", section: "t")]
+            default: [.updateItems([SnapshotElement("i\(k % 5)", payload: "update \(k) of a few hot items")], .reload)]
+            }
+        try await writer.mutate(room, ops)
+    }
+}
+
 @Suite("A resume after many versions is one folded change", .serialized)
 struct ClientFoldedCatchupDaemonTests {
     @Test(
@@ -26,17 +42,7 @@ struct ClientFoldedCatchupDaemonTests {
         let before = replica.snapshot
 
         await reader.dropConnection(reconnect: false)
-        for k in 0..<300 {
-            let ops: [SnapshotOperation] =
-                switch k % 10 {
-                case 0: [.moveItem("i\(k % 40)", .after("i\((k + 17) % 40)"))]
-                case 1: [.insertItems([SnapshotElement("n\(k)", payload: "new \(k)")], .before("i\((k + 3) % 40)"))]
-                case 2 where k >= 20: [.deleteItems(["n\(k - 21)"])]
-                case 3: [.moveItemToSection("i\((k * 7) % 40)", section: "t")]
-                default: [.updateItems([SnapshotElement("i\(k % 5)", payload: "update \(k) of a few hot items")], .reload)]
-                }
-            try await writer.mutate(room, ops)
-        }
+        try await writeMixedOps(writer, room)
         let truth = try await connectedClient(daemon, "truth")
         let fresh = try await truth.join(room)
         #expect(fresh.position.version == 302)
@@ -64,6 +70,63 @@ struct ClientFoldedCatchupDaemonTests {
         try await writer.mutate(room, [.deleteItems(["i1"])])
         try await eventually("the reader at version 303") { replica.position.version == 303 }
         #expect(try await reader.verify(room) == .holds(replica.position))
+        #expect(await reader.divergences == 0)
+        for client in [reader, writer, truth] { await client.close() }
+    }
+
+    /// How the daemon goes away between the writes and the resume.
+    enum Away: String, CustomStringConvertible {
+        /// kill -9: the room comes back from the log alone (its base from the empty room).
+        case killed
+        /// The room sleeps in its checkpoint (`--room-idle`), then a clean stop and a start
+        /// leave it asleep: it wakes from the checkpoint at the JOIN.
+        case sleptThenStopped
+        var description: String { rawValue }
+    }
+
+    @Test(
+        "a replica away while 300 writes land and the daemon is killed, or the room sleeps and the daemon restarts, resumes with one folded catch-up change: the resume base outlasts both",
+        .timeLimit(.minutes(5)), arguments: [Away.killed, .sleptThenStopped])
+    func resumeAcrossARestart(away: Away) async throws {
+        let directory = try DurableDirectory()
+        defer { directory.remove() }
+        let flags = away == .sleptThenStopped ? ["--room-idle", "1s"] : []
+        var daemon = try directory.start(flags)
+        let port = daemon.port
+        let room = "fold"
+        let reader = try await connectedClient(daemon, "reader")
+        let writer = try await connectedClient(daemon, "writer")
+        let replica = try await reader.join(room)
+        let log = ChangeLog.start(replica)
+        try await writer.mutate(room, [.appendSections([SnapshotElement("s"), SnapshotElement("t")])])
+        try await writer.mutate(room, [.appendItems((0..<40).map { SnapshotElement("i\($0)", payload: "item \($0)") }, toSection: "s")])
+        try await eventually("the reader at version 2") { replica.position.version == 2 }
+        let held = replica.position
+        await reader.dropConnection(reconnect: false)
+        try await writeMixedOps(writer, room)
+
+        switch away {
+        case .killed:
+            daemon.kill()
+        case .sleptThenStopped:
+            try await eventually("the room asleep", timeout: .seconds(30)) { (try? RawClient.ready(daemon).stats()["rooms_sleeping"]) == 1 }
+            #expect(daemon.stop() == 0)
+        }
+        daemon = try directory.start(["--port", "\(port)"] + flags)
+        defer { daemon.stop() }
+
+        await reader.resumeReconnecting()
+        try await eventually("the reader at version 302") { replica.position.version == 302 }
+        let truth = try await connectedClient(daemon, "truth")
+        let fresh = try await truth.join(room)
+        #expect(fresh.position == replica.position && replica.snapshot == fresh.snapshot)
+        let changes = try await log.wait(for: "the catch-up") { $0.last?.position == fresh.position }
+        let after = changes.filter { $0.position.version > held.version }
+        #expect(after.count == 1 && after.first?.kind == .catchUp, "\(after.map { "\($0.kind) v\($0.version)" })")
+        if let change = after.first { #expect(change.operations.count < 150, "\(change.operations.count) ops") }
+        let stats = try RawClient.ready(daemon).stats()
+        #expect(stats["catchups_folded"] == 1, "\(daemon.log)")
+        if away == .sleptThenStopped { #expect(stats["rooms_woken"] == 1) }
         #expect(await reader.divergences == 0)
         for client in [reader, writer, truth] { await client.close() }
     }

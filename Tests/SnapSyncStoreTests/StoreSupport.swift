@@ -131,8 +131,15 @@ struct Rooms {
 
     var rooms: [String: Room] = [:]
     var writes: [WriteRecord] = []
+    /// With `keepsStates`, every room's state after each version (index 0: empty), so that a
+    /// test can know the state at any version without the store: a copy per write, for short
+    /// tests only.
+    var keepsStates = false
+    private(set) var states: [String: [Snapshot]] = [:]
 
     init() {}
+
+    init(keepingStates: Bool) { keepsStates = keepingStates }
 
     init(recovered: [RecoveredRoom]) {
         for r in recovered { rooms[r.name] = Room(epoch: r.epoch, version: r.version, snapshot: r.snapshot) }
@@ -149,6 +156,7 @@ struct Rooms {
         try r.snapshot.apply(ops, limits: .unlimited)
         r.version += 1
         rooms[room] = r
+        if keepsStates { states[room, default: [Snapshot()]].append(r.snapshot) }
         let write = WriteRecord(
             room: room, epoch: r.epoch, version: r.version, writeID: writeID, fingerprint: fingerprint,
             diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
@@ -191,6 +199,18 @@ struct Rooms {
                 diffFrames: frames.map(\.diffFrame),
                 chain: withChain ? chain(of: name, epoch: $0.epoch, at: $0.version - UInt64(frames.count)) : nil)
         }
+    }
+
+    /// The room's state at `version` (`keepsStates`); nil when not kept.
+    func state(of room: String, at version: UInt64) -> Snapshot? {
+        states[room].flatMap { version < $0.count ? $0[Int(version)] : nil }
+    }
+
+    /// `image(name)` with the room's resume base: its state before the image's frames.
+    func imageWithBase(_ name: String) -> RoomImage? {
+        guard var image = image(name) else { return nil }
+        image.base = state(of: name, at: image.version - UInt64(image.diffFrames.count))
+        return image
     }
 
     /// The writes of one room, in order.
@@ -240,12 +260,13 @@ func writeClosedLog(
 /// on how fast the disk is (`checkpointBatchStopsOnceItsTimeIsSpent` drives the budget).
 func smallOptions(
     _ directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 10,
-    historyLimit: Int = 16, backgroundThread: Bool = false
+    historyLimit: Int = 16, backgroundThread: Bool = false, keepsResumeBases: Bool = false
 ) -> StoreOptions {
     StoreOptions(
         directory: directory, fsync: fsync, segmentBytes: segmentBytes, maxDiffFrameBytes: 4 << 10,
         preallocationBytes: 16 << 10, checkpointInterval: .seconds(60),
-        checkpointBytesPerCall: 1 << 20, checkpointBatchDuration: nil, historyLimit: historyLimit, backgroundThread: backgroundThread)
+        checkpointBytesPerCall: 1 << 20, checkpointBatchDuration: nil, historyLimit: historyLimit, backgroundThread: backgroundThread,
+        keepsResumeBases: keepsResumeBases)
 }
 
 func expectSameRooms(

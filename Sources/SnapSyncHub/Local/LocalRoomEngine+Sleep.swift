@@ -73,12 +73,8 @@ extension LocalRoomEngine {
         // A room given a TTL is kept by the store even if never written (PROTOCOL.md §11.20), so
         // it sleeps in a checkpoint at version 0 rather than being forgotten.
         let written = candidates.filter { $0.version > 0 || $0.ttlSeconds != nil }
-        let images = written.lazy.map { room in
-            RoomImage(
-                room: room.name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                diffFrames: (room.history.frames(after: room.historyBaseVersion) ?? []).map(\.array),
-                chain: room.chain == nil ? nil : room.history.baseChain)
-        }
+        let kept = baseBytesKept
+        let images = written.lazy.map { $0.image(keepingBaseUpTo: kept) }
         let asleep: Int
         do {
             asleep = try store.evict(images, within: sleepBatchDuration)
@@ -132,13 +128,8 @@ extension LocalRoomEngine {
         }
         store.markAwake(loaded)
         sleepingExpiries.remove(RoomName(name))
-        let room = Room(
-            name: name, epoch: loaded.epoch, version: loaded.version, snapshot: loaded.snapshot,
-            limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: loaded.history,
-            chain: loaded.chain ?? .unknown,
-            foldsResumes: hub.configuration.foldResumes, idleSince: hub.monotonicNow())
+        let room = Room(recovered: loaded, configuration: hub.configuration, idleSince: hub.monotonicNow())
         room.budget = hub.roomBudget
-        room.ttlSeconds = loaded.ttlSeconds
         if let ttl = loaded.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }
         hub.rooms[RoomName(name)] = room
         hub.roomBudget.update(room)

@@ -26,13 +26,8 @@ extension LocalRoomEngine {
             }
         }
         for r in recovered {
-            let room = Room(
-                name: r.name, epoch: r.epoch, version: r.version, snapshot: r.snapshot,
-                limits: hub.configuration.wire, maxHistoryBytes: hub.configuration.historyBytes, history: r.history,
-                chain: r.chain ?? .unknown,
-                foldsResumes: hub.configuration.foldResumes, idleSince: now)
+            let room = Room(recovered: r, configuration: hub.configuration, idleSince: now)
             room.budget = hub.roomBudget
-            room.ttlSeconds = r.ttlSeconds
             if let ttl = r.ttlSeconds, ttl > 0 { lifecycle.roomsMayHaveTTL = true }
             hub.rooms[RoomName(r.name)] = room
             hub.roomBudget.update(room)
@@ -66,6 +61,10 @@ extension LocalRoomEngine {
         }
     }
 
+    /// The largest room whose resume base its checkpoints hold (`Room.image`): the largest
+    /// the hub folds; nil when it folds none.
+    var baseBytesKept: Int? { hub.configuration.foldResumes ? hub.configuration.foldMaxBytes : nil }
+
     /// The images of the rooms `names`, built one at a time as the store reads them (it stops
     /// once its checkpoint budget is spent, and nothing is copied for the rooms after that).
     /// A room the server does not hold is skipped, with a warning. Read it on the loop's
@@ -78,10 +77,7 @@ extension LocalRoomEngine {
                 hub.logger.warning("store: room \(LogEscaping.line(name)) has logged writes but the daemon no longer has it; its log is kept")
                 return nil
             }
-            let frames = room.history.frames(after: room.historyBaseVersion) ?? []
-            return RoomImage(
-                room: name, epoch: room.epoch, version: room.version, snapshot: room.snapshot,
-                diffFrames: frames.map(\.array), chain: room.chain == nil ? nil : room.history.baseChain)
+            return room.image(keepingBaseUpTo: baseBytesKept)
         }
     }
 

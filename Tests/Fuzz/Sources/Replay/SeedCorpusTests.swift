@@ -63,7 +63,11 @@ import SnapSyncWire
         try store.checkpoint(
             due.compactMap { name in
                 rooms[name].map {
-                    RoomImage(room: name, epoch: $0.epoch, version: UInt64($0.frames.count), snapshot: $0.snapshot, diffFrames: $0.frames)
+                    // With the chain and the resume base before the frames (the room at 0),
+                    // as the daemon gives them: the store moves both over the frames it drops.
+                    RoomImage(
+                        room: name, epoch: $0.epoch, version: UInt64($0.frames.count), snapshot: $0.snapshot, diffFrames: $0.frames,
+                        chain: .start(epoch: $0.epoch), base: Snapshot())
                 }
             })
         try store.close()
