@@ -133,7 +133,10 @@ extension Hub {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
-        switch folding(answerJoin(room, resume: resume, for: session), of: room, for: session) {
+        // Nil: the JOIN waits for a fold computed off the loop, and is handled again after it.
+        guard let answer = cheapestAnswer(answerJoin(room, resume: resume, for: session), of: room, requestID: requestID, resume: resume, for: session)
+        else { return }
+        switch answer {
         case .snapshot(let reason):
             sendSnapshot(requestID: requestID, room: room, reason: reason, to: session)
         case .catchup(let from, let to, let frames):

@@ -36,10 +36,14 @@ package final class Hub {
     /// Sessions whose waiting request the engine answered, whose deferred frames are handled
     /// next (Hub+DeferredInput.swift), and whether that is under way.
     var sessionsToResume: [Session] = []
-    /// When a fold of a room over `foldFreeBytes` was last computed, in any room: such folds
-    /// cost the loop O(size of the room) each, so the daemon computes at most one per
-    /// `foldInterval` (Hub+FoldedCatchup.swift).
+    /// Without an `offLoopWorker`: when a fold of a room over `foldFreeBytes` was last computed
+    /// on the loop, in any room; such folds cost the loop O(size of the room) each, so at most
+    /// one per `foldInterval` (Hub+FoldedCatchup.swift).
     var lastLargeFold: ContinuousClock.Instant?
+    /// Where folds of large rooms run (`OffLoopWorker`); nil: on the loop, bounded.
+    package var offLoopWorker: (any OffLoopWorker)?
+    /// The folds running off the loop, and the JOINs each will answer (Hub+FoldedCatchup.swift).
+    var foldsInFlight: [FoldKey: [FoldWaiter]] = [:]
     var isResumingSessions = false
 
     /// Open sessions by id.

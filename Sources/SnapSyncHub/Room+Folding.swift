@@ -4,12 +4,22 @@ import SnapSyncWire
 /// A version 3 catch-up folded into one DIFF (PROTOCOL.md §11.12): the frame a replica at
 /// `from` gets, in place of the DIFFs of every version after it, to reach `to`.
 struct FoldedCatchup {
+    let epoch: UInt64
     let from: UInt64
     let to: UInt64
     /// The DIFF frame, at version `to`, with the room's chain at `to` at its end.
     let frame: OutputChunk
     /// The room's state digest at `to`, which the replica checks its state against.
     let digest: SnapshotDigest
+    /// The room's chain at `to`: a fold computed off the loop is sent only to a room that still
+    /// has this chain there (the same history, whatever slept, woke or was written meanwhile).
+    let chain: RoomChain
+
+    /// `job`'s outcome as a shared frame.
+    init(job: FoldJob, outcome: FoldJob.Outcome) {
+        (epoch, from, to, frame) = (job.epoch, job.from, job.to, .frozen(outcome.frame))
+        (digest, chain) = (outcome.digest, job.chain)
+    }
 }
 
 extension Room {
@@ -38,24 +48,37 @@ extension Room {
         return state
     }
 
-    /// The catch-up of a replica at `from` folded into one DIFF to the room's version: the ops a
-    /// REPLACE from the room at `from` to the room now would apply, chained and with the room's
-    /// digest; nil when the base does not reach back to `from` or the DIFF would not fit the
-    /// clients' frame limit. The last one is kept (`lastFold`): a crowd resuming from where a
-    /// broadcast left them costs one fold.
-    /// - Complexity: O(1) when it is the last one; else O(n) in the room (a copy of the base,
-    ///   the diff, the digest) plus the DIFFs since the base.
+    /// What a fold of a replica at `from` to the room now is computed from (`FoldJob`); nil when
+    /// the base does not reach back to `from`.
+    /// - Complexity: O(bytes of the DIFFs from the base to `from`), copied; the snapshots are
+    ///   shared (a write to the room while the job holds them copies the room once).
+    func foldJob(from: UInt64) -> FoldJob? {
+        guard from < version, canFold(from: from), let base = resumeBase, let frames = history.frames(after: base.version) else {
+            return nil
+        }
+        return FoldJob(
+            room: name, epoch: epoch, from: from, to: version, base: base.snapshot, baseVersion: base.version,
+            framesToFrom: frames.prefix(Int(from - base.version)).map(\.array), target: snapshot, chain: chain ?? .unknown,
+            knownDigest: isDigestKnown ? digest : nil, limits: limits)
+    }
+
+    /// The catch-up of a replica at `from` folded into one DIFF to the room's version, computed
+    /// here (`FoldJob.run`): the ops a REPLACE from the room at `from` to the room now would
+    /// apply, chained and with the room's digest; nil when the base does not reach back to
+    /// `from` or the DIFF would not fit the clients' frame limit. The last one is kept
+    /// (`lastFold`): a crowd resuming from where a broadcast left them costs one fold.
+    /// - Complexity: O(1) when it is the last one; else `FoldJob.run`'s, O(n) in the room.
     func foldedCatchup(from: UInt64) -> FoldedCatchup? {
         if let lastFold, lastFold.from == from, lastFold.to == version { return lastFold }
-        guard from < version, let old = state(atVersion: from) else { return nil }
-        // Limited: every prefix of the DIFF applies under the room's limits, as replicas check.
-        let ops = old.difference(to: snapshot, limits: limits.model)
-        var frame: [UInt8] = []
-        let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: version, ops: ops, into: &frame)
-        guard checkFrameSize(size + RoomChain.byteCount) == nil else { return nil }
-        let chained = frame.withUnsafeBytes { RoomChain.chainedDiffFrame($0, chain: chain ?? .unknown) }
-        let fold = FoldedCatchup(from: from, to: version, frame: .frozen(chained), digest: digest)
-        lastFold = fold
+        guard let job = foldJob(from: from), let outcome = job.run() else { return nil }
+        return keep(outcome, of: job)
+    }
+
+    /// The fold `outcome` of `job` as a shared frame, kept as `lastFold` while the room is still
+    /// at the version it folds to.
+    func keep(_ outcome: FoldJob.Outcome, of job: FoldJob) -> FoldedCatchup {
+        let fold = FoldedCatchup(job: job, outcome: outcome)
+        if epoch == job.epoch && version == job.to { lastFold = fold }
         return fold
     }
 }

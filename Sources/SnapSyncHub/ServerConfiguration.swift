@@ -60,16 +60,19 @@ package struct ServerConfiguration: Sendable {
     /// A catch-up whose replayed DIFFs are fewer bytes than this is replayed without trying a
     /// fold: the saving could not pay for an O(n) fold.
     package var foldMinimumReplayBytes = 4096
-    /// The folds' bound on the loop's time: a fold of a room whose canonical encoding is larger
-    /// than `foldFreeBytes` is computed at most once per `foldInterval` in the whole daemon
-    /// (each costs O(size of the room), tens of milliseconds for 100,000 items); a resume that
+    /// A fold of a room whose canonical encoding is larger than this costs the loop more than
+    /// about 2 ms (6.5 ms for 10,000 items, 18 ms for 38,000, docs/benchmarks.md "resume"), and a
+    /// client can ask for one per JOIN, so it runs off the loop (`Hub.offLoopWorker`, the
+    /// daemon's `LoopWorker`) while the JOIN waits. Without a worker (the hub's unit tests) such
+    /// folds run on the loop, at most one per `foldInterval` in the whole daemon; a resume that
     /// would need another sooner is replayed.
-    package var foldFreeBytes = 1024 * 1024
+    package var foldFreeBytes = 64 * 1024
     package var foldInterval: Duration = .seconds(1)
-    /// Rooms larger than this (canonical bytes) are never folded: a fold costs the loop about
-    /// 30-100 ms per 100,000 items (docs/benchmarks.md, "resume"), too long a stall beyond a few
-    /// MiB while folds run on the loop. Their resumes are replayed.
-    package var foldMaxBytes = 4 * 1024 * 1024
+    /// Rooms larger than this (canonical bytes) are never folded, and their checkpoints hold no
+    /// resume base: a fold costs the worker about 0.26 s per 13 MB (500,000 items) and a few
+    /// copies of the room in memory (docs/benchmarks.md, "resume"). Their resumes are replayed. The default
+    /// is the default `--max-snapshot-bytes`, rounded up: every room the default limits admit.
+    package var foldMaxBytes = 16 * 1024 * 1024
     /// The time-to-live of rooms that set none with SET_TTL (`--room-ttl`): a room with no
     /// member and no write for this long expires (PROTOCOL.md §9). Nil: rooms never expire.
     package var roomTTL: Duration?

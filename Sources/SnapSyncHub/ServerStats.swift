@@ -32,8 +32,9 @@ package struct ServerStats {
     /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back.
     package var roomsEvicted: UInt64 = 0
     package var roomsWoken: UInt64 = 0
-    /// Resumes answered with one folded DIFF (PROTOCOL.md §11.12), and resumes replayed because
-    /// a large room had computed a fold less than `foldInterval` before.
+    /// Resumes answered with one folded DIFF (PROTOCOL.md §11.12), and resumes of a large room
+    /// replayed because `Hub.maxFoldsInFlight` other folds were running off the loop (or, with
+    /// no worker, one had been computed less than `foldInterval` before).
     package var foldedCatchups: UInt64 = 0
     package var foldsDeferred: UInt64 = 0
     /// Cluster mode: records every replica skipped as void (nats-server 2.9's stale

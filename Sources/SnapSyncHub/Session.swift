@@ -85,6 +85,9 @@ package final class Session {
     /// frames that follow it wait in `deferredInput`, so that answers keep the requests' order
     /// (Hub+DeferredInput.swift). Read once per frame; always false with the local engine.
     package var isAwaitingLog: Bool { _logWaits > 0 }
+    /// The fold computed off the loop for this session's JOIN `requestID` (nil: none could be),
+    /// while that JOIN is handled again with it (Hub+FoldedCatchup.swift).
+    var foldDone: (requestID: UInt64, fold: FoldedCatchup?)?
     /// How many of this session's requests wait for the log: one, or several writes of one
     /// room queued behind each other in that room's queue (`pipelinedRoom`).
     var logWaits: Int {

@@ -1,12 +1,13 @@
 package import NIOConcurrencyHelpers
 
-/// Hands `Delivery`s from other threads (libnats's delivery threads, in cluster mode) to the
-/// thread that runs an `EventLoop`: a locked FIFO plus one `CallbackEvent`, made active by `post`
-/// from any thread; its callback drains the FIFO on the loop thread.
+/// Hands `Delivery`s from other threads (libnats's delivery threads in cluster mode, the
+/// `LoopWorker`'s) to the thread that runs an `EventLoop`: a locked FIFO plus one wake-up, made
+/// by `post` from any thread, whose callback drains the FIFO on the loop thread.
 ///
-/// Making an event active from another thread needs a loop made with locking
-/// (`EventLoop(locking: true)` after `EventLoop.enableThreadedAccess()`). One wake-up serves any
-/// number of posts between two loop passes: `post` is O(1), a drain O(deliveries).
+/// The wake-up (`Waking`) is a `CallbackEvent` made active, which needs a loop made with locking
+/// (`EventLoop(locking: true)` after `EventLoop.enableThreadedAccess()`), or an eventfd the loop
+/// reads (`DescriptorWake`), which works on any loop. One wake-up serves any number of posts
+/// between two loop passes: `post` is O(1), a drain O(deliveries).
 ///
 /// The class is inlinable so that a mailbox of a concrete delivery type (the cluster's
 /// `LoopMailbox<LoopDelivery>`) is specialized in the module that names the type: a post and a
@@ -20,15 +21,29 @@ package final class LoopMailbox<Delivery: Sendable>: @unchecked Sendable {
     /// Whether the event is active already: a second post needs no second activation.
     @usableFromInline var armed = false
     @usableFromInline var event: CallbackEvent?
+    @usableFromInline var descriptorWake: DescriptorWake?
     /// The loop thread's only.
     @usableFromInline let deliver: (Delivery) -> Void
 
+    /// How a post wakes the loop.
+    package enum Waking {
+        /// `event_active` on a `CallbackEvent`: the loop must be made with locking.
+        case activation
+        /// An eventfd the loop reads (`DescriptorWake`): any loop.
+        case descriptor
+    }
+
     /// A mailbox whose deliveries run `deliver` on `loop`'s thread, at `priority`.
     @inlinable
-    package init(loop: EventLoop, priority: EventPriority, deliver: @escaping (Delivery) -> Void) throws(EventLoopError) {
+    package init(
+        loop: EventLoop, priority: EventPriority, waking: Waking = .activation, deliver: @escaping (Delivery) -> Void
+    ) throws(EventLoopError) {
         self.deliver = deliver
-        // Unowned: the mailbox owns the event and frees it (`close`, deinit) before it goes.
-        event = try CallbackEvent(loop: loop, priority: priority) { [unowned self] in self.drain() }
+        // Unowned: the mailbox owns the wake-up and frees it (`close`, deinit) before it goes.
+        switch waking {
+        case .activation: event = try CallbackEvent(loop: loop, priority: priority) { [unowned self] in self.drain() }
+        case .descriptor: descriptorWake = try DescriptorWake(loop: loop, priority: priority) { [unowned self] in self.drain() }
+        }
     }
 
     deinit { close() }
@@ -40,8 +55,11 @@ package final class LoopMailbox<Delivery: Sendable>: @unchecked Sendable {
             queue.append(delivery)
             let wake = !armed
             armed = true
-            // Under the lock, so that `close()` cannot free the event meanwhile.
-            if wake { event?.activate() }
+            // Under the lock, so that `close()` cannot free the wake-up meanwhile.
+            if wake {
+                event?.activate()
+                descriptorWake?.signal()
+            }
         }
     }
 
@@ -57,14 +75,16 @@ package final class LoopMailbox<Delivery: Sendable>: @unchecked Sendable {
         for delivery in batch { deliver(delivery) }
     }
 
-    /// Loop thread: frees the event; later posts are queued and never delivered.
+    /// Loop thread: frees the wake-up; later posts are queued and never delivered.
     @inlinable
     package func close() {
-        let event = lock.withLock {
-            let event = self.event
+        let (event, descriptorWake) = lock.withLock {
+            let taken = (self.event, self.descriptorWake)
             self.event = nil
-            return event
+            self.descriptorWake = nil
+            return taken
         }
         event?.close()
+        descriptorWake?.close()
     }
 }

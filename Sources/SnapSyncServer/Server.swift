@@ -20,7 +20,9 @@ package import SnapSyncLoop
 ///
 /// Threads: everything here runs on the loop's thread, and nothing is locked (in cluster mode
 /// the loop's base is made with locking, `EventLoop(locking:)`, because libnats's threads add
-/// and activate events on it; every callback still runs on the loop's thread). Rooms and
+/// and activate events on it; every callback still runs on the loop's thread). The one other
+/// thread of a single node, the `LoopWorker`'s, computes the folds of large rooms from values
+/// the hub hands it and posts each result back through a pipe the loop reads. Rooms and
 /// connections are kept so that they can later be sharded over one loop per core, following
 /// memcached: each shard gets its own `EventLoop` (EVENT_BASE_FLAG_NOLOCK) with its own rooms,
 /// connections, dirty list and scratch buffers; a room's DIFF for a member on another shard
@@ -44,6 +46,8 @@ package final class Server {
     var tlsContext: TLSContext?
     /// The TLS listener's bound address (with the real port when port 0 was asked for).
     package private(set) var tlsAddress: SocketAddress?
+    /// Where the hub's folds of large rooms run (`OffLoopWorker`), off this loop's thread.
+    private var worker: LoopWorker?
     private var statsTimer: Event?
     private var signalEvents: [Event] = []
     private var shutdownTimer: Event?
@@ -88,6 +92,12 @@ package final class Server {
         self.connectionContext = ConnectionContext(loop: self.loop, hub: hub, flush: flush)
         hub.storeFailed = { [unowned self] error in self.fail(error) }
         connectionContext.connectionEnded = { [unowned self] in self.finishShutdownIfIdle() }
+        do {
+            worker = try LoopWorker(loop: self.loop)
+        } catch {
+            throw ServerError("cannot set up the event loop: \(error)")
+        }
+        hub.offLoopWorker = worker
     }
 
     deinit {
@@ -261,6 +271,9 @@ package final class Server {
     }
 
     private func freeLoopEvents() {
+        hub.offLoopWorker = nil
+        worker?.close()
+        worker = nil
         flush.free()
         statsTimer?.free()
         shutdownTimer?.free()
@@ -321,3 +334,6 @@ package final class Server {
         try? server.statsTimer?.add(timeout: .seconds(1))
     }
 }
+
+/// The daemon's worker is where the hub's off-loop work runs.
+extension LoopWorker: OffLoopWorker {}

@@ -265,8 +265,3 @@ import SnapSyncTestSupport
         }
     }
 }
-
-private struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

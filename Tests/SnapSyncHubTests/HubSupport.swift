@@ -165,3 +165,27 @@ extension Message {
         return nil
     }
 }
+
+/// An `OffLoopWorker` the test runs step by step: `perform` only queues; `finish()` runs every
+/// queued work, then its completion, in order, as the daemon's worker would at a later pass.
+final class ManualWorker: OffLoopWorker {
+    private var queued: [() -> Void] = []
+    /// Works queued and not finished.
+    var count: Int { queued.count }
+
+    func perform<Result: Sendable>(_ work: @escaping @Sendable () -> Result, then done: @escaping (Result) -> Void) {
+        queued.append { done(work()) }
+    }
+
+    func finish() {
+        let jobs = queued
+        queued = []
+        for job in jobs { job() }
+    }
+}
+
+/// A test step that could not go on, with why.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

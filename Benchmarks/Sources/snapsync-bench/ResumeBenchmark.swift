@@ -25,6 +25,8 @@
                 answer's last byte of the first resume (first_ms: the daemon computes the fold) and \
                 the median of the --runs − 1 after it from the same position (again_ms: a crowd \
                 resuming from one place shares the room's last fold), each on a fresh connection, \
+                the longest round trip another client's requests took on the daemon's loop during \
+                the first (others_max_ms, LoopProbe: how long the resume held everybody else up), \
                 and whether the resumed state is the room's (its digest).
                 """)
 
@@ -83,11 +85,15 @@
                     truth.close()
                     var bytes = 0, kind = "", holds = true
                     var times: [Double] = []
-                    for _ in 0..<runs {
+                    var stall = (longestMs: Double.nan, probes: 0)
+                    for run in 0..<runs {
                         var client = ResumeClient(host: daemon.host, port: daemon.port, version: 3)
+                        // The first resume computes the fold: another client probes the loop meanwhile.
+                        let probe = run == 0 ? LoopProbe(host: daemon.host, port: daemon.port) : nil
                         let began = BenchSystem.nowNs()
                         let answer = mode == "snapshot" ? client.answerToFreshJoin() : client.answerToResume(from: held)
                         times.append(Double(BenchSystem.nowNs() - began) / 1e6)
+                        if let probe { stall = probe.stop() }
                         client.close()
                         bytes = answer.frames.reduce(0) { $0 + $1.count }
                         kind = answer.kind
@@ -100,6 +106,7 @@
                         "over_snapshot": .decimal(Double(bytes) / Double(now.snapshotFrameBytes), digits: 3),
                         "first_ms": .decimal(times[0], digits: 1),
                         "again_ms": times.count > 1 ? .decimal(Bench.median(Array(times.dropFirst())), digits: 1) : .number(.nan),
+                        "others_max_ms": .decimal(stall.longestMs, digits: 1), "others_probes": .int(stall.probes),
                         "state_right": .string(holds ? "yes" : "no"), "runs": .int(runs),
                     ])
                 }

@@ -103,7 +103,7 @@ final class MetricsRegistry {
         catchupsFolded = counter("snapsync_catchups_folded_total", "Resumes answered with one folded DIFF (STATS catchups_folded).")
         catchupFoldsDeferred = counter(
             "snapsync_catchup_folds_deferred_total",
-            "Resumes of a large room replayed because it had folded one within the second (STATS catchup_folds_deferred).")
+            "Resumes of a large room replayed because the worker was busy with other folds (STATS catchup_folds_deferred).")
         items = gauge("snapsync_items", "Items of all resident rooms together (STATS items).")
         bytesIn = counter("snapsync_received_bytes_total", "Bytes read from client sockets (STATS bytes_in).")
         bytesOut = counter("snapsync_sent_bytes_total", "Bytes the kernel accepted for client sockets (STATS bytes_out).")
