@@ -90,6 +90,11 @@ extension Snapshot {
         if sizeBound <= limits.maxSnapshotBytes, deepest < limits.maxOutlineDepth { return ops }
         var check = self
         if (try? check.apply(ops, limits: limits)) != nil { return ops }
+        // An outline near the depth limit: flatten first, which keeps every identity.
+        if forest, let flat = flattenedDifference(to: other) {
+            check = self
+            if (try? check.apply(flat, limits: limits)) != nil { return flat }
+        }
         return other.rebuild()
     }
 

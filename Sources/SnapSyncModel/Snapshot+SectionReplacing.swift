@@ -6,8 +6,10 @@
 // this one, and keeps the diff's properties: identities kept, minimal moves, every prefix within
 // the limits. Only the size bound is the room's, not the section's: when it could cross
 // `maxSnapshotBytes`, or the depth bound `maxOutlineDepth`, the batch is checked by applying it
-// to a copy of the room, with a fallback that deletes the section's items and appends the new
-// ones (each prefix shrinks, then grows towards the result).
+// to a copy of the room; when it fails, the flattened batch (`flattenedDifference(to:)`: every
+// item that changes parent first moved up to the roots, every identity kept) is checked, and
+// only when that fails too, a fallback deletes the section's items and appends the new ones
+// (each prefix shrinks, then grows towards the result; PROTOCOL.md §11.21's one exception).
 
 extension Snapshot {
     /// The batch that makes `section`'s items exactly `new`'s, hierarchy included, touching
@@ -77,6 +79,11 @@ extension Snapshot {
         if sizeBound <= limits.maxSnapshotBytes, deepest < limits.maxOutlineDepth { return ops }
         var check = self
         if (try? check.apply(ops, limits: limits)) != nil { return ops }
+        // Near the depth limit: flatten first, which keeps every identity.
+        if let flat = old.flattenedDifference(to: target) {
+            check = self
+            if (try? check.apply(flat, limits: limits)) != nil { return flat }
+        }
         // Delete the section's roots (each with its subtree), then append the new items.
         var rebuild: [SnapshotOperation] = []
         if let roots = rootItems(inSection: section), !roots.isEmpty { rebuild.append(.deleteItems(roots)) }

@@ -72,42 +72,55 @@ extension RandomOperations {
 /// The deepest level of a snapshot (0 when flat or empty).
 func deepestLevel(_ s: Snapshot) -> Int { s.itemLevels.max() ?? 0 }
 
-/// Items of `a` that keep their identity in any diff that deletes first: in `b`, in a section
-/// that survives, and under a parent that does too (computed from the public queries only).
+/// Items of `a` that keep their identity: in `b`, and in a section that survives (items of a
+/// deleted section are inserted again; a survivor under a deleted parent is moved out of it).
+/// Computed from the public queries only.
 func survivors(_ a: Snapshot, _ b: Snapshot) -> Set<Identifier> {
-    var alive = Set<Identifier>()
     let bSections = Set(b.sectionIdentifiers)
-    for id in a.itemIdentifiers where b.contains(item: id) && bSections.contains(a.sectionIdentifier(containingItem: id)!) {
-        // Depth-first order: a parent is decided before its children.
-        if let parent = a.parent(of: id), !alive.contains(parent) { continue }
-        alive.insert(id)
+    return Set(a.itemIdentifiers.filter { b.contains(item: $0) && bSections.contains(a.sectionIdentifier(containingItem: $0)!) })
+}
+
+/// `a` after the rescues a diff to `b` makes before its deletes, and how many: each survivor
+/// whose parent does not survive moved right after its topmost non-surviving ancestor, the
+/// deepest first (so that those after one ancestor end in `a`'s order), applied with the public
+/// `apply`.
+func rescued(_ a: Snapshot, _ b: Snapshot) -> (state: Snapshot, moves: Int) {
+    let alive = survivors(a, b)
+    var state = a
+    var moves = 0
+    for id in a.itemIdentifiers.reversed() where alive.contains(id) {
+        guard var top = a.parent(of: id), !alive.contains(top) else { continue }
+        while let up = a.parent(of: top), !alive.contains(up) { top = up }
+        try! state.apply([.moveItem(id, .after(top))], limits: .unlimited)
+        moves += 1
     }
-    return alive
+    return (state, moves)
 }
 
 /// The fewest single-subtree moves that turn `a` into `b` for a batch that deletes gone sections
-/// and items first (so an item under a gone ancestor is inserted again, not moved): for each
-/// sibling group of `b` (a section's roots, an item's children), the survivors that were already
-/// in that group, less a longest run of them that kept its order, plus every survivor that
-/// changed group.
+/// first and rescues survivors from gone items before deleting those (`rescued`): the rescues,
+/// then, from the rescued state, for each sibling group of `b` (a section's roots, an item's
+/// children), the survivors that were already in that group, less a longest run of them that
+/// kept its order, plus every survivor that changed group.
 func minimalForestMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
     let aSections = a.sectionIdentifiers
     let common = b.sectionIdentifiers.compactMap { aSections.firstIndex(of: $0) }
     let alive = survivors(a, b)
-    let aOrder = Dictionary(uniqueKeysWithValues: a.itemIdentifiers.enumerated().map { ($1, $0) })
-    var moves = 0
+    let (start, rescues) = rescued(a, b)
+    let order = Dictionary(uniqueKeysWithValues: start.itemIdentifiers.enumerated().map { ($1, $0) })
+    var moves = rescues
     func count(_ group: [Identifier], stays: (Identifier) -> Bool) {
         var staying: [Int] = []
         for id in group where alive.contains(id) {
-            if stays(id) { staying.append(aOrder[id]!) } else { moves += 1 }
+            if stays(id) { staying.append(order[id]!) } else { moves += 1 }
         }
         moves += staying.count - lisLength(staying)
     }
     for section in b.sectionIdentifiers {
-        count(b.rootItems(inSection: section)!) { a.parent(of: $0) == nil && a.sectionIdentifier(containingItem: $0) == section }
+        count(b.rootItems(inSection: section)!) { start.parent(of: $0) == nil && start.sectionIdentifier(containingItem: $0) == section }
     }
     for parent in b.itemIdentifiers {
-        count(b.children(of: parent)!) { a.parent(of: $0) == parent }
+        count(b.children(of: parent)!) { start.parent(of: $0) == parent }
     }
     return (common.count - lisLength(common), moves)
 }

@@ -91,6 +91,18 @@ import SnapSyncModel
             }
             let end = DiffLimitPropertyTests.applyPrefixes(ops, to: room, limits: limits, context: "seed \(seed), round \(round)")
             #expect(end == target, "seed \(seed), round \(round)")
+            // Near the depth limit too, every item that stays in the section keeps its identity:
+            // never deleted (nor taken along by a delete: it would have to be inserted again),
+            // never inserted.
+            let staying = Set(room.itemIdentifiers(inSection: section)!).intersection(new.items)
+            let touched = ops.reduce(into: Set<Identifier>()) { touched, op in
+                switch op {
+                case .deleteItems(let ids): touched.formUnion(ids)
+                case .appendItems(let e, _), .insertItems(let e, _), .appendChildren(let e, _): touched.formUnion(e.map(\.id))
+                default: break
+                }
+            }
+            #expect(touched.isDisjoint(with: staying), "seed \(seed), round \(round): \(ops)")
         }
     }
 
