@@ -45,5 +45,65 @@
             snapshot.reconfigureItems(update.reconfiguredItems)
             apply(snapshot, animatingDifferences: animatingDifferences && change.kind != .initial, completion: completion)
         }
+
+        /// Shows one section of an outline room's `change` through a section snapshot: every
+        /// item of the section with its hierarchy, this viewer's expanded items
+        /// (`RoomReplica.expansion`), then its reloads and reconfigures. UIKit shows the rows
+        /// under expanded items and draws the disclosure; they are the rows the replica's
+        /// lookups count. Does nothing when the change has no such section.
+        @MainActor
+        public func apply(_ change: RoomChange, to section: Identifier, animatingDifferences: Bool = true, completion: (() -> Void)? = nil) {
+            guard let update = DiffableSectionUpdate(change, section: section) else {
+                completion?()
+                return
+            }
+            var sectionSnapshot = NSDiffableDataSourceSectionSnapshot<Identifier>()
+            for run in update.runs { sectionSnapshot.append(run.items, to: run.parent) }
+            sectionSnapshot.expand(update.expandedItems)
+            let animated = animatingDifferences && change.kind != .initial
+            guard !update.reloadedItems.isEmpty || !update.reconfiguredItems.isEmpty else {
+                apply(sectionSnapshot, to: section, animatingDifferences: animated, completion: completion)
+                return
+            }
+            // A section snapshot carries no reloads: they go in a second apply, of the data
+            // source's snapshot, which already holds the section's new items (an apply on the
+            // main queue updates it before it returns).
+            apply(sectionSnapshot, to: section, animatingDifferences: animated)
+            var refreshed = self.snapshot()
+            refreshed.reloadItems(update.reloadedItems)
+            refreshed.reconfigureItems(update.reconfiguredItems)
+            apply(refreshed, animatingDifferences: animated, completion: completion)
+        }
+    }
+
+    extension NSDiffableDataSourceSectionSnapshot where ItemIdentifierType == Identifier {
+        /// The section snapshot of `section` (its items and hierarchy) with the items of
+        /// `expansion` expanded: what UIKit shows of it.
+        public init(_ section: SectionSnapshot, expansion: OutlineExpansion = OutlineExpansion()) {
+            self.init()
+            for item in section.items {
+                append([item], to: section.parent(of: item))
+                if expansion.isExpanded(item) { expand([item]) }
+            }
+        }
+    }
+
+    extension SectionSnapshot {
+        /// The items and hierarchy of a UIKit section snapshot, each item's payload from
+        /// `payload` (a section snapshot holds identifiers only), and its expanded items.
+        /// - Throws: `BatchError` as `append(_:to:)` does (an identifier too long, a payload too
+        ///   large for the default limits).
+        public static func from(
+            _ sectionSnapshot: NSDiffableDataSourceSectionSnapshot<Identifier>, payload: (Identifier) -> Payload = { _ in .empty }
+        ) throws(BatchError) -> (section: SectionSnapshot, expansion: OutlineExpansion) {
+            var section = SectionSnapshot()
+            var expansion = OutlineExpansion()
+            // `items` is depth-first: a parent comes before its children.
+            for item in sectionSnapshot.items {
+                try section.append([SnapshotElement(item, payload: payload(item))], to: sectionSnapshot.parent(of: item))
+                if sectionSnapshot.isExpanded(item) { expansion.expand(item) }
+            }
+            return (section, expansion)
+        }
     }
 #endif

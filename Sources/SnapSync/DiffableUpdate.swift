@@ -1,14 +1,22 @@
-/// What a diffable data source needs for one change: the new snapshot's layout by identifier,
-/// and which sections and items to reload or reconfigure. The UIKit and AppKit adapters build an
+/// What a diffable data source needs for one change: the rows' layout by identifier, and which
+/// sections and items to reload or reconfigure. The UIKit and AppKit adapters build an
 /// `NSDiffableDataSourceSnapshot` from it and apply it; this, their logic, compiles and is
 /// tested everywhere.
+///
+/// The layout is the change's **visible rows** (`RoomChange.visibleSnapshot`): for an outline
+/// room, the items under a collapsed item (this viewer's `RoomReplica.expansion`) are not listed,
+/// so the diffable snapshot counts the rows that `RoomReplica`'s lookups (`indexPath(for:)`,
+/// `itemIdentifier(for:)`, `numberOfItems(inSection:)`) count, and an `.expansion` change shows
+/// the rows that appear or go. A list draws each row's indentation from `level(of:)`. To let
+/// UIKit own the hierarchy and the disclosure instead, use section snapshots
+/// (`DiffableSectionUpdate`, `apply(_:to:)`). For a flat room the rows are the snapshot.
 ///
 /// The diffable data source computes its own batch from the two layouts, so it needs no index
 /// paths; it does refuse to reload or reconfigure an identifier that is not in the new
 /// snapshot, so every list here names only identifiers that are (an item that changed and then
 /// left is simply gone).
 public struct DiffableUpdate: Hashable, Sendable {
-    /// The sections in order, each with its items in order.
+    /// The sections in order, each with its visible rows' items in order.
     public var sections: [(section: Identifier, items: [Identifier])]
     /// Sections present before and after whose payload changed (`reloadSections`).
     public var reloadedSections: [Identifier]
@@ -17,9 +25,9 @@ public struct DiffableUpdate: Hashable, Sendable {
     /// Items present before and after whose content changed, to show in the same cell.
     public var reconfiguredItems: [Identifier]
 
-    /// The update for `change`. O(n) in the new snapshot.
+    /// The update for `change`: its visible rows. O(n) in the rows.
     public init(_ change: RoomChange) {
-        let snapshot = change.snapshot
+        let snapshot = change.visibleSnapshot
         sections = snapshot.sections.map { section in (section.id, snapshot.itemIdentifiers(inSection: section.id) ?? []) }
         reloadedSections = change.updates.reloadedSectionIdentifiers.filter { snapshot.contains(section: $0) }
         reloadedItems = change.updates.reloadedItemIdentifiers.filter { snapshot.contains(item: $0) }

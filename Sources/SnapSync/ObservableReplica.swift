@@ -24,6 +24,9 @@
         public private(set) var snapshot: Snapshot
         /// The snapshot's position.
         public private(set) var position: RoomPosition
+        /// The rows the lookups count: `snapshot` without an outline's items under collapsed
+        /// items (the replica's expansion); `snapshot` itself for a flat room.
+        public private(set) var visibleSnapshot: Snapshot
         /// The change that made `snapshot` current (nil until the first one arrives), for views
         /// that animate by its `updates`.
         public private(set) var lastChange: RoomChange?
@@ -40,6 +43,8 @@
             let current = replica.current
             snapshot = current.snapshot
             position = current.position
+            // Replaced by the stream's `.initial` change, which reads the rows with the snapshot.
+            visibleSnapshot = current.snapshot
             positions = SnapshotPositions(current.snapshot)
             follower = Task { [weak self] in
                 for await change in changes {
@@ -54,23 +59,26 @@
             follower?.cancel()
         }
 
-        /// The identifier of the section at `section` in `snapshot`, or nil. O(log n)
+        /// The identifier of the section at `section`, or nil (sections are never hidden). O(log n)
         public func sectionIdentifier(for section: Int) -> Identifier? { positions.sectionIdentifier(for: section) }
-        /// The identifier of the item at `indexPath` in `snapshot`, or nil. O(log n)
+        /// The identifier of the visible row at `indexPath`, or nil: rows are `visibleSnapshot`'s
+        /// (an outline's items under a collapsed item are not rows; a flat room's rows are `snapshot`). O(log n)
         public func itemIdentifier(for indexPath: ItemIndexPath) -> Identifier? { positions.itemIdentifier(for: indexPath) }
-        /// The index path of `item` in `snapshot`, or nil. O(log n)
+        /// The index path of `item`'s visible row, or nil (also when it is hidden under a collapsed item). O(log n)
         public func indexPath(for item: Identifier) -> ItemIndexPath? { positions.indexPath(for: item) }
-        /// The index of `section` in `snapshot`, or nil. O(log n)
+        /// The index of `section`, or nil. O(log n)
         public func index(ofSection section: Identifier) -> Int? { positions.index(ofSection: section) }
 
+        /// Visible rows in the section at `section`, or nil. O(log n)
+        public func numberOfItems(inSection section: Int) -> Int? { positions.numberOfItems(inSection: section) }
+
         private func apply(_ change: RoomChange) {
-            // The stream's first change is `.initial` at the snapshot read in `init` or later.
-            if change.kind == .initial && change.position == position && change.snapshot == snapshot {
-                lastChange = change
-                return
-            }
+            // Every change, the stream's first `.initial` one included: it carries the visible
+            // rows, which `init` could not read with the snapshot (an outline's lookups count
+            // them). O(n) once for `.initial`.
             positions.apply(change)
             snapshot = change.snapshot
+            visibleSnapshot = change.visibleSnapshot
             position = change.position
             lastChange = change
         }

@@ -34,6 +34,10 @@ public struct RoomChange: Sendable {
     /// The rows `updates` counts: `snapshot` without the items under collapsed items of an
     /// outline (`OutlineExpansion.visibleSnapshot`); `snapshot` itself for a flat room.
     public var visibleSnapshot: Snapshot
+    /// This viewer's expansion state after the change (`RoomReplica.expansion`): which items'
+    /// children `visibleSnapshot` shows. What a section snapshot route needs besides the
+    /// hierarchy (`DiffableSectionUpdate`).
+    public var expansion = OutlineExpansion()
 
     public init(
         kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,

@@ -75,6 +75,7 @@ extension RoomReplica {
                 from: old.visible, to: state.visible,
                 operations: Self.rowReconfigures(old: old, new: state))
             change.visibleSnapshot = state.visible
+            change.expansion = state.expansion
             state.positions.apply(change)
             return change
         }
@@ -120,6 +121,7 @@ extension RoomReplica.State {
             visible = change.snapshot
         }
         change.visibleSnapshot = visible
+        change.expansion = expansion
         positions.apply(change)
         return change
     }

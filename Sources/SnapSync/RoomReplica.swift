@@ -38,6 +38,7 @@ public final class RoomReplica: Sendable {
                 kind: .initial, room: room, previousPosition: nil, position: state.position, operations: [],
                 snapshot: state.snapshot, updates: BatchUpdates(from: Snapshot(), to: state.visible))
             change.visibleSnapshot = state.visible
+            change.expansion = state.expansion
             return change
         }
     }
@@ -49,15 +50,16 @@ public final class RoomReplica: Sendable {
     /// Both, read together.
     public var current: (snapshot: Snapshot, position: RoomPosition) { broadcast.read { ($0.snapshot, $0.position) } }
 
-    /// The identifier of the section at `section` in `snapshot`, or nil. O(log n) (`SnapshotPositions`).
+    /// The identifier of the section at `section`, or nil (sections are never hidden). O(log n) (`SnapshotPositions`).
     public func sectionIdentifier(for section: Int) -> Identifier? { broadcast.read { $0.positions.sectionIdentifier(for: section) } }
-    /// The identifier of the item at `indexPath` in `snapshot`, or nil. O(log n)
+    /// The identifier of the visible row at `indexPath`, or nil: rows are `visibleSnapshot`'s
+    /// (an outline's items under a collapsed item are not rows; a flat room's rows are `snapshot`). O(log n)
     public func itemIdentifier(for indexPath: ItemIndexPath) -> Identifier? { broadcast.read { $0.positions.itemIdentifier(for: indexPath) } }
-    /// The index path of `item` in `snapshot`, or nil. O(log n)
+    /// The index path of `item`'s visible row, or nil (also when it is hidden under a collapsed item). O(log n)
     public func indexPath(for item: Identifier) -> ItemIndexPath? { broadcast.read { $0.positions.indexPath(for: item) } }
-    /// The index of `section` in `snapshot`, or nil. O(log n)
+    /// The index of `section`, or nil. O(log n)
     public func index(ofSection section: Identifier) -> Int? { broadcast.read { $0.positions.index(ofSection: section) } }
-    /// Items in the section at `section`, or nil. O(log n)
+    /// Visible rows in the section at `section`, or nil. O(log n)
     public func numberOfItems(inSection section: Int) -> Int? { broadcast.read { $0.positions.numberOfItems(inSection: section) } }
 
     /// Makes `change` current, then delivers it. Only the client calls this, from its actor, so

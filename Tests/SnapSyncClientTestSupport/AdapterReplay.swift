@@ -34,13 +34,17 @@ package func expectAdapterReplays(
 
 /// Checks a `DiffableUpdate` against what `NSDiffableDataSourceSnapshot` refuses (an identifier
 /// twice; a reload or reconfigure of an identifier it does not hold) and against the change:
-/// its layout is the new snapshot's, and every item or section whose content changed and
-/// stayed is reloaded or reconfigured.
+/// its layout is the change's visible rows (what the replica's lookups count), and every item or
+/// section whose content changed and stayed a row is reloaded or reconfigured. `old` is the
+/// previous change's visible rows. Then, for every section, the `DiffableSectionUpdate`: its
+/// runs rebuild the section's items and hierarchy exactly, its expanded items are the viewer's,
+/// and the rows a section snapshot built from it shows (as UIKit computes them) are the change's
+/// visible rows of that section.
 package func expectDiffableUpdate(
     _ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let update = DiffableUpdate(change)
-    let new = change.snapshot
+    let new = change.visibleSnapshot
     let sections = update.sections.map(\.section), items = update.sections.flatMap(\.items)
     #expect(sections == new.sectionIdentifiers && items == new.itemIdentifiers, "layout\n\(comment())", sourceLocation: sourceLocation)
     #expect(Set(sections).count == sections.count && Set(items).count == items.count, "no identifier twice\n\(comment())", sourceLocation: sourceLocation)
@@ -55,6 +59,29 @@ package func expectDiffableUpdate(
     }
     for section in sections where old.contains(section: section) && old.payload(ofSection: section) != new.payload(ofSection: section) {
         #expect(update.reloadedSections.contains(section), "changed section \(section) is reloaded\n\(comment())", sourceLocation: sourceLocation)
+    }
+    for section in change.snapshot.sectionIdentifiers {
+        guard let sectionUpdate = DiffableSectionUpdate(change, section: section) else {
+            Issue.record("no section update for \(section)\n\(comment())", sourceLocation: sourceLocation)
+            continue
+        }
+        let all = change.snapshot.itemIdentifiers(inSection: section)!
+        #expect(sectionUpdate.runs.flatMap(\.items) == all, "section \(section): every item, in order\n\(comment())", sourceLocation: sourceLocation)
+        for run in sectionUpdate.runs {
+            #expect(!run.items.isEmpty, sourceLocation: sourceLocation)
+            for item in run.items {
+                #expect(change.snapshot.parent(of: item) == run.parent, "section \(section): parent of \(item)\n\(comment())", sourceLocation: sourceLocation)
+            }
+        }
+        #expect(
+            sectionUpdate.expandedItems == all.filter { change.expansion.isExpanded($0) && !(change.snapshot.children(of: $0)?.isEmpty ?? true) },
+            "section \(section): expanded items\n\(comment())", sourceLocation: sourceLocation)
+        #expect(
+            sectionUpdate.visibleItems == (new.itemIdentifiers(inSection: section) ?? []),
+            "section \(section): the section snapshot's rows are the visible rows\n\(comment())", sourceLocation: sourceLocation)
+        #expect(
+            Set(sectionUpdate.reloadedItems + sectionUpdate.reconfiguredItems).isSubset(of: Set(new.itemIdentifiers(inSection: section) ?? [])),
+            "section \(section): refreshes only its rows\n\(comment())", sourceLocation: sourceLocation)
     }
 }
 

@@ -121,7 +121,7 @@ package func expectConsistentStream(_ changes: [RoomChange], _ who: String, sour
             "\(who): \(change.kind) v\(previous.version) → v\(change.version)", sourceLocation: sourceLocation)
         // What the adapters do with it: the batch-update steps, and the diffable data source's.
         expectAdapterReplays(change, from: previous.snapshot, "\(who): \(change.kind) v\(change.version)", sourceLocation: sourceLocation)
-        expectDiffableUpdate(change, from: previous.snapshot, "\(who): \(change.kind) v\(change.version)", sourceLocation: sourceLocation)
+        expectDiffableUpdate(change, from: previous.visibleSnapshot, "\(who): \(change.kind) v\(change.version)", sourceLocation: sourceLocation)
     }
     // The lookups a data source makes, kept up to date change by change as an app would.
     var positions = SnapshotPositions()

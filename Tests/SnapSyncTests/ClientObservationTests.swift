@@ -46,5 +46,32 @@
             for await change in other { versions.append(change.version) }
             #expect(versions == [0, 1])
         }
+
+        @Test("an ObservableReplica of an outline counts the visible rows from the start, as the replica does")
+        @MainActor
+        func outlineRows() async throws {
+            let replica = RoomReplica(room: "r")
+            var snapshot = Snapshot()
+            try snapshot.appendSections(["s"])
+            try snapshot.apply([.appendItems(["a", "b"], toSection: "s"), .appendChildren(["a1", "a2"], toParent: "a")])
+            let operations: [SnapshotOperation] = [
+                .appendSections(["s"]), .appendItems(["a", "b"], toSection: "s"), .appendChildren(["a1", "a2"], toParent: "a"),
+            ]
+            replica.publish(
+                RoomChange(
+                    kind: .diff, room: "r", previousPosition: RoomPosition(epoch: 1, version: 0), position: RoomPosition(epoch: 1, version: 1),
+                    operations: operations, snapshot: snapshot, updates: BatchUpdates(from: Snapshot(), to: snapshot, operations: operations)))
+            let observed = ObservableReplica(replica)
+            let deadline = ContinuousClock.now + hangBound
+            while observed.lastChange == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            // Collapsed at first: the rows are a and b.
+            #expect(observed.numberOfItems(inSection: 0) == 2 && replica.numberOfItems(inSection: 0) == 2)
+            #expect(observed.indexPath(for: "a1") == nil && observed.indexPath(for: "b") == ItemIndexPath(item: 1, section: 0))
+            #expect(observed.visibleSnapshot.itemIdentifiers == ["a", "b"] && observed.snapshot.numberOfItems == 4)
+            replica.expand("a")
+            while observed.lastChange?.kind != .expansion, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.numberOfItems(inSection: 0) == 4 && observed.indexPath(for: "b") == ItemIndexPath(item: 3, section: 0))
+            replica.finish()
+        }
     }
 #endif

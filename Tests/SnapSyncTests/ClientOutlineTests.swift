@@ -64,6 +64,16 @@ struct ClientOutlineTests {
         #expect(replica.itemIdentifier(for: ItemIndexPath(item: 3, section: 0)) == "dog")
         #expect(replica.indexPath(for: "food") == ItemIndexPath(item: 4, section: 0))
 
+        // The diffable routes: the flat one lists the rows; the section snapshot one every item
+        // with its hierarchy and the expanded items, and UIKit shows the same rows.
+        #expect(DiffableUpdate(initial).sections.first?.items == ["smileys", "animals", "food"])
+        #expect(DiffableUpdate(expanded).sections.first?.items == ["smileys", "animals", "cat", "dog", "food"])
+        let section = try #require(DiffableSectionUpdate(expanded, section: "outline"))
+        #expect(section.runs.first == DiffableSectionUpdate.Run(parent: nil, items: ["smileys"]))
+        #expect(section.runs.flatMap(\.items) == expanded.snapshot.itemIdentifiers(inSection: "outline"))
+        #expect(section.expandedItems == ["animals"] && section.visibleItems == ["smileys", "animals", "cat", "dog", "food"])
+        expectDiffableUpdate(expanded, from: initial.visibleSnapshot, "expand")
+
         replica.expand(["cat", "smileys"])
         let more = await changes.next()!
         #expect(rows(more.visibleSnapshot)[0] == ["smileys", "grin", "wink", "animals", "cat", "tabby", "dog", "food"])
@@ -138,6 +148,8 @@ struct ClientOutlineTests {
                 let context =
                     "seed \(seed), step \(step): \(change.kind) \(change.operations)\nbefore:\n\(last.visibleSnapshot.visualDescription())after:\n\(change.visibleSnapshot.visualDescription())"
                 expectReplays(change.updates, from: last.visibleSnapshot, to: change.visibleSnapshot, operations: change.operations, context)
+                // Both diffable routes show exactly these rows (`expectDiffableUpdate`).
+                expectDiffableUpdate(change, from: last.visibleSnapshot, context)
                 // The rows are the items whose ancestors are all expanded, and the lookups count them.
                 let visible = change.snapshot.itemIdentifiers.filter { replica.expansion.isVisible($0, in: change.snapshot) }
                 #expect(change.visibleSnapshot.itemIdentifiers == visible, "\(context)")
