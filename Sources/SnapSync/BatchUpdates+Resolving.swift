@@ -16,10 +16,13 @@
 extension BatchUpdates {
     /// Resolves the change that turned `old` into `new`.
     ///
-    /// - Parameter operations: the batches that made the change, when known (a DIFF, a catch-up).
-    ///   They say which items and sections were updated and whether an item update is a reload
-    ///   or a reconfigure. Content changes they do not name (a resync has no operations) are found
-    ///   by comparing payloads and reported as reloads.
+    /// - Parameters:
+    ///   - old: the rows before the change.
+    ///   - new: the rows after it.
+    ///   - operations: the batches that made the change, when known (a DIFF, a catch-up).
+    ///     They say which items and sections were updated and whether an item update is a reload
+    ///     or a reconfigure. Content changes they do not name (a resync has no operations) are
+    ///     found by comparing payloads and reported as reloads.
     public init(from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation] = []) {
         self.init()
         var itemKinds: [Identifier: UpdateKind] = [:]

@@ -299,8 +299,11 @@ public actor SnapSyncClient {
 
     /// Applies `operations` to `room` atomically (MUTATE), whether or not this client has joined it.
     ///
-    /// - Parameter expectedVersion: compare-and-set: the server rejects the batch
-    ///   (`version_mismatch`) unless the room is at this version.
+    /// - Parameters:
+    ///   - room: the room to write (created if new).
+    ///   - operations: the batch, applied in order, all or nothing.
+    ///   - expectedVersion: compare-and-set: the server rejects the batch (`version_mismatch`)
+    ///     unless the room is at this version.
     /// - Returns: the room's position after the batch.
     /// - Throws: `.rejected` with the server's code, failing operation index and identifier;
     ///   connection errors; `.timedOut` after `requestTimeout`.
