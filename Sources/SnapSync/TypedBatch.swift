@@ -1,5 +1,7 @@
 /// A `BatchBuilder` with typed identifiers and items (`RoomCoding`): what
-/// `SnapSyncClient.perform(_:coding:)` hands its body. Each call encodes its values, then
+/// `SnapSyncClient.perform(_:coding:)` hands its body. It covers every operation the builder
+/// records: sections (with payloads), items, moves within and across sections, reloads and
+/// reconfigures, `deleteAllItems`, and an outline's children. Each call encodes its values, then
 /// validates and records the operation as the builder does; it throws
 /// `SnapSyncError.coding` when a value does not encode, `.invalidBatch` when the operation does
 /// not apply. A failed call records nothing.
@@ -26,6 +28,17 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
 
     public mutating func insertSections(_ sections: [SectionID], afterSection anchor: SectionID) throws(SnapSyncError) {
         try apply(.insertSections(try sectionElements(sections), .after(try section(anchor))))
+    }
+
+    /// Appends sections with payloads (a section's payload is bytes of the app's own; the
+    /// coding types items only).
+    public mutating func appendSections(_ sections: [(SectionID, Payload)]) throws(SnapSyncError) {
+        try apply(.appendSections(try sectionElements(sections)))
+    }
+
+    /// New payloads for existing sections, shown with fresh section views (`reloadSections`).
+    public mutating func reloadSections(_ sections: [(SectionID, Payload)]) throws(SnapSyncError) {
+        try apply(.updateSections(try sectionElements(sections)))
     }
 
     public mutating func deleteSections(_ sections: [SectionID]) throws(SnapSyncError) {
@@ -66,6 +79,26 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
         try apply(.moveItem(try item(moved), .after(try item(anchor))))
     }
 
+    /// Moves `moved` (with its children) to the end of `section`'s roots.
+    public mutating func moveItem(_ moved: ItemID, toSection section: SectionID) throws(SnapSyncError) {
+        try apply(.moveItemToSection(try item(moved), section: try self.section(section)))
+    }
+
+    /// Deletes every section and item (UIKit's `deleteAllItems`).
+    public mutating func deleteAllItems() throws(SnapSyncError) {
+        try apply(.deleteAllItems)
+    }
+
+    /// Appends `items` as the last children of `parent` (an outline, protocol version 2).
+    public mutating func appendChildren(_ items: [(ItemID, Item)], toParent parent: ItemID) throws(SnapSyncError) {
+        try apply(.appendChildren(try elements(items), toParent: try item(parent)))
+    }
+
+    /// Moves `moved` (with its children) to be the last child of `parent`.
+    public mutating func moveItem(_ moved: ItemID, toParent parent: ItemID) throws(SnapSyncError) {
+        try apply(.moveItemToParent(try item(moved), parent: try item(parent)))
+    }
+
     /// New content for existing items, shown by keeping their cells (`reconfigureItems`).
     public mutating func reconfigureItems(_ items: [(ItemID, Item)]) throws(SnapSyncError) {
         try apply(.updateItems(try elements(items), .reconfigure))
@@ -95,6 +128,12 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
     private func sectionElements(_ sections: [SectionID]) throws(SnapSyncError) -> [SnapshotElement] {
         var result: [SnapshotElement] = []
         for id in sections { result.append(SnapshotElement(try section(id))) }
+        return result
+    }
+
+    private func sectionElements(_ sections: [(SectionID, Payload)]) throws(SnapSyncError) -> [SnapshotElement] {
+        var result: [SnapshotElement] = []
+        for (id, payload) in sections { result.append(SnapshotElement(try section(id), payload: payload)) }
         return result
     }
 

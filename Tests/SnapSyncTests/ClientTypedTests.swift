@@ -33,6 +33,23 @@ struct ClientTypedTests {
         try batch.moveItem(2, beforeItem: 1)
         try batch.reconfigureItems([(1, Card(title: "write more tests", points: 5))])
         let snapshot = batch.snapshot
+        // Every other operation the builder records, typed.
+        var more = batch
+        try more.appendSections([("later", "Later")])
+        try more.reloadSections([("done", "Done!")])
+        try more.moveItem(1, toSection: "done")
+        try more.appendChildren([(3, Card(title: "sub-task", points: 1))], toParent: 2)
+        try more.moveItem(3, toParent: 1)
+        #expect(
+            Array(more.builder.operations.suffix(5)) == [
+                .appendSections([SnapshotElement("later", payload: "Later")]), .updateSections([SnapshotElement("done", payload: "Done!")]),
+                .moveItemToSection("1", section: "done"),
+                .appendChildren([try coding.element(3, Card(title: "sub-task", points: 1))], toParent: "2"),
+                .moveItemToParent("3", parent: "1"),
+            ])
+        #expect(more.snapshot.parent(of: "3") == "1" && more.snapshot.payload(ofSection: "done") == "Done!")
+        try more.deleteAllItems()
+        #expect(more.snapshot.numberOfItems == 0 && more.snapshot.numberOfSections == 0)
         #expect(try coding.sectionIdentifiers(in: snapshot) == ["todo", "done"])
         #expect(try coding.itemIdentifiers(inSection: "todo", in: snapshot) == [2, 1])
         #expect(try coding.itemIdentifiers(inSection: "nope", in: snapshot) == nil)
