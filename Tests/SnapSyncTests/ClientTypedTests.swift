@@ -25,7 +25,7 @@ struct ClientTypedTests {
     }
 
     @Test("a typed batch writes what the coding reads back")
-    func roundTrip() throws {
+    func roundTrip() async throws {
         let coding = RoomCoding<String, Int, Card>()
         var batch = TypedBatch(builder: BatchBuilder(base: Snapshot()), coding: coding)
         try batch.appendSections(["todo", "done"])
@@ -68,6 +68,23 @@ struct ClientTypedTests {
         #expect(try typed.sectionIdentifier(for: 1) == "done")
         #expect(try typed.index(ofSection: "done") == 1)
         #expect(try typed.item(2)?.title == "ship")
+
+        // The typed change stream: reads at the change's version, whatever the replica holds now.
+        var changes = typed.changes.makeAsyncIterator()
+        let first = try #require(await changes.next())
+        #expect(first.kind == .initial && first.position.version == 1)
+        #expect(try first.sectionIdentifiers() == ["todo", "done"] && first.itemIdentifiers(inSection: "todo") == [2, 1])
+        #expect(try first.visibleItemIdentifiers(inSection: "todo") == [2, 1] && first.item(1)?.points == 5)
+        var builder = TypedBatch(builder: BatchBuilder(base: snapshot), coding: coding)
+        try builder.deleteItems([2])
+        replica.publish(
+            RoomChange(
+                kind: .diff, room: "board", previousPosition: RoomPosition(epoch: 1, version: 1), position: RoomPosition(epoch: 1, version: 2),
+                operations: builder.builder.operations, snapshot: builder.snapshot,
+                updates: BatchUpdates(from: snapshot, to: builder.snapshot, operations: builder.builder.operations)))
+        let second = try #require(await changes.next())
+        #expect(second.kind == .diff && second.updates.deletedItems == [ItemIndexPath(item: 0, section: 0)])
+        #expect(try second.item(2) == nil && first.item(2)?.title == "ship", "each change reads its own version")
     }
 
     @Test("bytes that do not decode throw ElementCodingError naming the identifier")
