@@ -117,8 +117,12 @@ extension Hub {
         let waiters = foldsInFlight.removeValue(forKey: key) ?? []
         let fold = outcome.map { room?.keep($0, of: job) ?? FoldedCatchup(job: job, outcome: $0) }
         for waiter in waiters where !waiter.session.isEnded && waiter.session.state != .closing {
-            waiter.session.foldDone = (waiter.requestID, fold)
-            engine.join(requestID: waiter.requestID, roomName: key.room, resume: waiter.resume, from: waiter.session)
+            let session = waiter.session, waits = session.logWaits
+            session.foldDone = (waiter.requestID, fold)
+            engine.join(requestID: waiter.requestID, roomName: key.room, resume: waiter.resume, from: session)
+            // Answered or refused at once, the fold is done with (it may hold a large frame);
+            // deferred (a cluster room loading), the JOIN's later answer takes it.
+            if session.logWaits == waits { session.foldDone = nil }
         }
         for waiter in waiters { logAnswered(waiter.session) }
         resumeSessions()

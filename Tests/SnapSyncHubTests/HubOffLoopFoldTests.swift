@@ -80,6 +80,7 @@ import SnapSyncTestSupport
         let frame2 = FrameEncoder().encode(.diff(room: "room", epoch: position.epoch, version: folded + 2, ops: last))
         #expect(chain1 == foldChain.next(frame: frame1) && chain2 == chain1.next(frame: frame2) && chain2 == room.chain)
         #expect(harness.hub.stats.foldedCatchups == 1 && room.members.count == 1)
+        #expect(reader.foldDone == nil, "the fold is not kept once sent")
         // A member from then on: live DIFFs reach it.
         update(harness, writer, count: 1, tag: "live ")
         #expect(harness.drain(reader).compactMap(\.diffVersion) == [folded + 3])
@@ -157,6 +158,7 @@ import SnapSyncTestSupport
             return
         }
         #expect(epoch != position.epoch && snapshot.numberOfItems == 0 && harness.hub.stats.foldedCatchups == 0)
+        #expect(reader.foldDone == nil, "the fold of the room that is gone is not kept")
     }
 
     /// A session that goes away while its JOIN waits gets nothing, and the fold is not kept

@@ -6,6 +6,14 @@ import Testing
 // replica that was away for hundreds of versions gets the net change as one CATCHUP DIFF, which
 // the client publishes as one change UIKit can apply in one batch update.
 
+/// Versions 1 and 2 of `room`: sections `s` and `t`, items i0…i39 in `s`; returns once
+/// `replica` holds them.
+private func writeSetup(_ writer: SnapSyncClient, _ room: String, seenBy replica: RoomReplica) async throws {
+    try await writer.mutate(room, [.appendSections([SnapshotElement("s"), SnapshotElement("t")])])
+    try await writer.mutate(room, [.appendItems((0..<40).map { SnapshotElement("i\($0)", payload: "item \($0)") }, toSection: "s")])
+    try await eventually("the reader at version 2") { replica.position.version == 2 }
+}
+
 /// 300 writes to `room` (two sections, items i0…i39 in `s`): updates of a few hot items, moves,
 /// inserts, deletes and moves to the other section.
 private func writeMixedOps(_ writer: SnapSyncClient, _ room: String) async throws {
@@ -35,9 +43,7 @@ struct ClientFoldedCatchupDaemonTests {
         let writer = try await connectedClient(daemon, "writer")
         let replica = try await reader.join(room)
         let log = ChangeLog.start(replica)
-        try await writer.mutate(room, [.appendSections([SnapshotElement("s"), SnapshotElement("t")])])
-        try await writer.mutate(room, [.appendItems((0..<40).map { SnapshotElement("i\($0)", payload: "item \($0)") }, toSection: "s")])
-        try await eventually("the reader at version 2") { replica.position.version == 2 }
+        try await writeSetup(writer, room, seenBy: replica)
         let held = replica.position
         let before = replica.snapshot
 
@@ -98,9 +104,7 @@ struct ClientFoldedCatchupDaemonTests {
         let writer = try await connectedClient(daemon, "writer")
         let replica = try await reader.join(room)
         let log = ChangeLog.start(replica)
-        try await writer.mutate(room, [.appendSections([SnapshotElement("s"), SnapshotElement("t")])])
-        try await writer.mutate(room, [.appendItems((0..<40).map { SnapshotElement("i\($0)", payload: "item \($0)") }, toSection: "s")])
-        try await eventually("the reader at version 2") { replica.position.version == 2 }
+        try await writeSetup(writer, room, seenBy: replica)
         let held = replica.position
         await reader.dropConnection(reconnect: false)
         try await writeMixedOps(writer, room)
