@@ -1,4 +1,5 @@
 #if canImport(Observation)
+    import Foundation
     import NIOConcurrencyHelpers
     import Observation
     @testable import SnapSync
@@ -67,6 +68,7 @@
             // Collapsed at first: the rows are a and b.
             #expect(observed.numberOfItems(inSection: 0) == 2 && replica.numberOfItems(inSection: 0) == 2)
             #expect(observed.indexPath(for: "a1") == nil && observed.indexPath(for: "b") == ItemIndexPath(item: 1, section: 0))
+            #expect(observed.itemIdentifier(for: IndexPath(indexes: [0, 1])) == "b")
             #expect(observed.visibleSnapshot.itemIdentifiers == ["a", "b"] && observed.snapshot.numberOfItems == 4)
             replica.expand("a")
             while observed.lastChange?.kind != .expansion, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
