@@ -1,5 +1,6 @@
 import SnapSyncModel
 import SnapSyncWire
+import SnapSyncStore
 
 /// Everything a folded catch-up (PROTOCOL.md §11.12) is computed from, as values: the room's
 /// resume base and the DIFF frames that bring it to the replica's version, the room's state and
@@ -36,7 +37,7 @@ struct FoldJob: Sendable {
     func run() -> Outcome? {
         var state = base
         for frame in framesToFrom {
-            guard frame.withUnsafeBytes({ ResumeBase.applying($0, to: &state) }) else { return nil }
+            guard frame.withUnsafeBytes({ HistoryBase.apply(diffFrame: $0, to: &state) }) else { return nil }
         }
         let ops = state.difference(to: target, limits: limits.model)
         var frame: [UInt8] = []

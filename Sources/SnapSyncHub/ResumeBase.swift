@@ -28,14 +28,6 @@ struct ResumeBase {
         self.snapshot = snapshot
     }
 
-    /// Applies `frame`, a DIFF frame of the room's history, to `state`, the room's state before
-    /// it; false when the frame is not a DIFF that applies there (a bug: the room applied it to
-    /// that very state). The store's rule, so a base it keeps and one kept here agree.
-    /// - Complexity: O(frame) to decode plus the apply.
-    static func applying(_ frame: UnsafeRawBufferPointer, to state: inout Snapshot) -> Bool {
-        HistoryBase.apply(diffFrame: frame, to: &state)
-    }
-
     /// Moves the base past the DIFF of `frameVersion`, which the history is evicting; a frame
     /// at or before the base is already in it. False when the frame does not apply (the base
     /// is then unusable).
@@ -43,7 +35,9 @@ struct ResumeBase {
     mutating func advance(past frame: UnsafeRawBufferPointer, version frameVersion: UInt64) -> Bool {
         guard frameVersion > version else { return true }
         precondition(frameVersion == version + 1, "the base follows the history one version at a time")
-        guard Self.applying(frame, to: &snapshot) else { return false }
+        // The store's rule (`HistoryBase`), so a base it keeps and one kept here agree. False
+        // only for a bug: the room applied this frame to this very state.
+        guard HistoryBase.apply(diffFrame: frame, to: &snapshot) else { return false }
         version = frameVersion
         return true
     }

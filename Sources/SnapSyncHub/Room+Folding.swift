@@ -1,5 +1,6 @@
 import SnapSyncModel
 import SnapSyncWire
+import SnapSyncStore
 
 /// A version 3 catch-up folded into one DIFF (PROTOCOL.md §11.12): the frame a replica at
 /// `from` gets, in place of the DIFFs of every version after it, to reach `to`.
@@ -43,7 +44,7 @@ extension Room {
         guard canFold(from: target), let base = resumeBase, let frames = history.frames(after: base.version) else { return nil }
         var state = base.snapshot
         for frame in frames.prefix(Int(target - base.version)) {
-            guard ResumeBase.applying(frame.bytes, to: &state) else { return nil }
+            guard HistoryBase.apply(diffFrame: frame.bytes, to: &state) else { return nil }
         }
         return state
     }

@@ -5,7 +5,7 @@ package import NIOConcurrencyHelpers
 /// by `post` from any thread, whose callback drains the FIFO on the loop thread.
 ///
 /// The wake-up (`Waking`) is a `CallbackEvent` made active, which needs a loop made with locking
-/// (`EventLoop(locking: true)` after `EventLoop.enableThreadedAccess()`), or an eventfd the loop
+/// (`EventLoop(locking: true)` after `EventLoop.enableThreadedAccess()`), or a pipe the loop
 /// reads (`DescriptorWake`), which works on any loop. One wake-up serves any number of posts
 /// between two loop passes: `post` is O(1), a drain O(deliveries).
 ///
@@ -29,7 +29,7 @@ package final class LoopMailbox<Delivery: Sendable>: @unchecked Sendable {
     package enum Waking {
         /// `event_active` on a `CallbackEvent`: the loop must be made with locking.
         case activation
-        /// An eventfd the loop reads (`DescriptorWake`): any loop.
+        /// A pipe the loop reads (`DescriptorWake`): any loop.
         case descriptor
     }
 

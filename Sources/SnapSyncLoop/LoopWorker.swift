@@ -5,7 +5,7 @@ import Dispatch
 ///
 /// The work runs on one serial Dispatch queue (libdispatch's own thread, so at most one job at
 /// a time: on a 2-core machine the loop keeps the other core), in submission order. Each result
-/// comes back through a `LoopMailbox` woken by an eventfd (`.descriptor`), so the loop needs no
+/// comes back through a `LoopMailbox` woken by a pipe (`.descriptor`, `DescriptorWake`), so the loop needs no
 /// locking, and its completion runs on the loop's thread at a later pass, never inside
 /// `perform`. The completions stay on the loop's side, keyed by a ticket: only the work and its
 /// result cross threads, so only they must be `Sendable`.
@@ -27,9 +27,6 @@ package final class LoopWorker {
     }
 
     deinit { mailbox?.close() }
-
-    /// Jobs submitted whose completion has not run yet.
-    package var inFlight: Int { completions.count }
 
     /// Runs `work` on the worker's thread, then `done` with its result on the loop's thread.
     package func perform<Result: Sendable>(_ work: @escaping @Sendable () -> Result, then done: @escaping (Result) -> Void) {

@@ -21,16 +21,19 @@ package enum HistoryBase {
         return (try? state.apply(ops, limits: .unlimited)) != nil
     }
 
-    /// `base` moved forward over `dropped`, the oldest records of the history it stood before;
-    /// nil when `base` is, or when a frame does not apply.
+    /// `base` moved forward over `dropped`, the DIFF frames of the oldest records of the history
+    /// it stood before; nil when `base` is, or when a frame does not apply.
     /// - Complexity: O(size of the dropped frames) plus their applies; the base is mutated in
     ///   place (a copy only when it is shared).
-    static func advance(_ base: Snapshot?, over dropped: some Sequence<WriteRecord>) -> Snapshot? {
+    static func advance(_ base: Snapshot?, over dropped: some Sequence<[UInt8]>) -> Snapshot? {
         guard var state = base else { return nil }
-        for record in dropped {
-            let applied = record.diffFrame.withUnsafeBytes { apply(diffFrame: $0, to: &state) }
-            guard applied else { return nil }
+        for frame in dropped {
+            guard frame.withUnsafeBytes({ apply(diffFrame: $0, to: &state) }) else { return nil }
         }
         return state
+    }
+
+    static func advance(_ base: Snapshot?, over dropped: some Sequence<WriteRecord>) -> Snapshot? {
+        advance(base, over: dropped.lazy.map(\.diffFrame))
     }
 }
