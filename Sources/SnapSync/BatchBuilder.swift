@@ -13,17 +13,17 @@
 /// DIFFs still in flight; the server validates again, atomically, and its REJECT is what counts.
 /// A failed call leaves the builder as it was: the operation is neither applied nor recorded.
 ///
-/// Each call costs what `Snapshot.apply` costs for that operation; the first call copies the
+/// Each call costs what `RoomSnapshot.apply` costs for that operation; the first call copies the
 /// snapshot (copy-on-write, O(n)) unless the builder owns it alone.
 public struct BatchBuilder: Sendable {
     /// The snapshot as it will be if the server applies the batch to the same base.
-    public private(set) var snapshot: Snapshot
+    public private(set) var snapshot: RoomSnapshot
     /// The operations recorded so far, in order.
     public private(set) var operations: [SnapshotOperation] = []
     /// The limits operations are checked against: the server's, from WELCOME.
-    public let limits: Limits
+    public let limits: SnapshotLimits
 
-    public init(base: Snapshot, limits: Limits = .default) {
+    public init(base: RoomSnapshot, limits: SnapshotLimits = .default) {
         snapshot = base
         self.limits = limits
     }
@@ -37,11 +37,11 @@ public struct BatchBuilder: Sendable {
 }
 
 /// The UIKit-named mutators (`appendItems(_:toSection:)`, `moveItem(_:beforeItem:)`, ...) come
-/// from `SnapshotMutating`, as on `Snapshot`; here each one is also recorded.
+/// from `SnapshotMutating`, as on `RoomSnapshot`; here each one is also recorded.
 extension BatchBuilder: SnapshotMutating {
-    public var defaultLimits: Limits { limits }
+    public var defaultLimits: SnapshotLimits { limits }
 
-    public mutating func apply(_ operation: SnapshotOperation, limits: Limits) throws(BatchError) {
+    public mutating func apply(_ operation: SnapshotOperation, limits: SnapshotLimits) throws(BatchError) {
         do {
             try snapshot.apply(operation, limits: limits)
         } catch {

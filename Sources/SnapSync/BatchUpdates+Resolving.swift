@@ -3,7 +3,7 @@
 // Sections present in both are paired by identifier; of those, a longest run that kept its order
 // stays, the rest move. Within each surviving pair of sections the items are compared in order
 // first: a section whose item identifiers did not change (the common case: a DIFF touches a few
-// sections) costs only that comparison, and `Identifier`/`Payload` compare their shared storage
+// sections) costs only that comparison, and `SnapshotIdentifier`/`SnapshotPayload` compare their shared storage
 // first, so an untouched item of a copy-on-write snapshot costs a pointer comparison. Only the
 // items of sections that changed go through hash maps and a longest-increasing-subsequence pass.
 //
@@ -23,10 +23,10 @@ extension BatchUpdates {
     ///     They say which items and sections were updated and whether an item update is a reload
     ///     or a reconfigure. Content changes they do not name (a resync has no operations) are
     ///     found by comparing payloads and reported as reloads.
-    public init(from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation] = []) {
+    public init(from old: RoomSnapshot, to new: RoomSnapshot, operations: [SnapshotOperation] = []) {
         self.init()
-        var itemKinds: [Identifier: UpdateKind] = [:]
-        var updatedSections: Set<Identifier> = []
+        var itemKinds: [SnapshotIdentifier: SnapshotOperation.UpdateKind] = [:]
+        var updatedSections: Set<SnapshotIdentifier> = []
         for operation in operations {
             switch operation {
             case .updateItems(let elements, let kind):
@@ -62,10 +62,10 @@ extension BatchUpdates {
 }
 
 private struct Resolver {
-    let old: Snapshot
-    let new: Snapshot
-    let itemKinds: [Identifier: UpdateKind]
-    let updatedSections: Set<Identifier>
+    let old: RoomSnapshot
+    let new: RoomSnapshot
+    let itemKinds: [SnapshotIdentifier: SnapshotOperation.UpdateKind]
+    let updatedSections: Set<SnapshotIdentifier>
 
     let oldSections: [SnapshotElement]
     let newSections: [SnapshotElement]
@@ -81,7 +81,7 @@ private struct Resolver {
     /// Items that stay in place (in their order) and are reloaded: old and new index path.
     var reloads: [(from: ItemIndexPath, to: ItemIndexPath)] = []
 
-    init(old: Snapshot, new: Snapshot, itemKinds: [Identifier: UpdateKind], updatedSections: Set<Identifier>) {
+    init(old: RoomSnapshot, new: RoomSnapshot, itemKinds: [SnapshotIdentifier: SnapshotOperation.UpdateKind], updatedSections: Set<SnapshotIdentifier>) {
         self.old = old
         self.new = new
         self.itemKinds = itemKinds
@@ -93,7 +93,7 @@ private struct Resolver {
     }
 
     mutating func resolveSections(into updates: inout BatchUpdates) {
-        var newIndex: [Identifier: Int] = [:]
+        var newIndex: [SnapshotIdentifier: Int] = [:]
         newIndex.reserveCapacity(newSections.count)
         for (j, section) in newSections.enumerated() { newIndex[section.id] = j }
         var common: [(old: Int, new: Int)] = []
@@ -117,7 +117,7 @@ private struct Resolver {
                 keptOld[pair.old] = pair.new
                 keptNewFrom[pair.new] = pair.old
             } else if isMove(k) {
-                updates.movedSections.append(Move(from: pair.old, to: pair.new))
+                updates.movedSections.append(BatchUpdates.Move(from: pair.old, to: pair.new))
                 keptOld[pair.old] = pair.new
                 keptNewFrom[pair.new] = pair.old
             } else if stays[k] && !sectionsMove {
@@ -136,7 +136,7 @@ private struct Resolver {
     /// What an item of a changed section was in the old snapshot.
     struct OldItem {
         var path: ItemIndexPath
-        var payload: Payload
+        var payload: SnapshotPayload
         /// Its section survives (see `keptOld`), so the item can be deleted or moved on its own.
         var inKeptSection: Bool
     }
@@ -155,7 +155,7 @@ private struct Resolver {
 
         // 2. Every other section's items, keyed by identifier. Items of clean pairs cannot appear
         //    here: a clean pair holds the same identifiers on both sides.
-        var oldItems: [Identifier: OldItem] = [:]
+        var oldItems: [SnapshotIdentifier: OldItem] = [:]
         for (i, section) in oldSections.enumerated() where !cleanOld[i] {
             for (k, item) in old.items(inSection: section.id).enumerated() {
                 oldItems[item.id] = OldItem(
@@ -167,7 +167,7 @@ private struct Resolver {
         // 3. Walk the new side. Items staying in the same surviving section are collected per
         //    section for the order pass; everything else is decided here.
         for (j, section) in newSections.enumerated() where !cleanNew[j] {
-            var stayers: [(old: Int, new: Int, id: Identifier, kind: UpdateKind?)] = []
+            var stayers: [(old: Int, new: Int, id: SnapshotIdentifier, kind: SnapshotOperation.UpdateKind?)] = []
             for (k, item) in new.items(inSection: section.id).enumerated() {
                 let to = ItemIndexPath(item: k, section: j)
                 guard let before = oldItems[item.id] else {
@@ -182,7 +182,7 @@ private struct Resolver {
                         stayers.append((before.path.item, k, item.id, kind))
                     } else if kind != .reload {
                         // A reconfigure runs after the batch, at the new path: the cell moves and is kept.
-                        updates.movedItems.append(Move(from: before.path, to: to))
+                        updates.movedItems.append(BatchUpdates.Move(from: before.path, to: to))
                         if kind == .reconfigure { reconfigure(from: before.path, to: to, into: &updates) }
                     } else {
                         updates.deletedItems.append(before.path)
@@ -210,9 +210,9 @@ private struct Resolver {
                 case (true, .reconfigure?):
                     reconfigure(from: from, to: to, into: &updates)
                 case (false, nil):
-                    updates.movedItems.append(Move(from: from, to: to))
+                    updates.movedItems.append(BatchUpdates.Move(from: from, to: to))
                 case (false, .reconfigure?):
-                    updates.movedItems.append(Move(from: from, to: to))
+                    updates.movedItems.append(BatchUpdates.Move(from: from, to: to))
                     reconfigure(from: from, to: to, into: &updates)
                 case (false, .reload?):
                     // UIKit refuses to move and reload one item in a batch.
@@ -260,7 +260,7 @@ private struct Resolver {
     /// the pair is clean: its content updates are recorded and `true` is returned. Otherwise
     /// nothing is recorded.
     /// - Complexity: O(items in the sections), comparing bytes in place
-    ///   (`Snapshot.payloadChanges(inSection:comparedTo:marking:)`); identifiers are copied only
+    ///   (`RoomSnapshot.payloadChanges(inSection:comparedTo:marking:)`); identifiers are copied only
     ///   for the items reported.
     mutating func compareClean(oldSection i: Int, newSection j: Int, into updates: inout BatchUpdates) -> Bool {
         let id = oldSections[i].id
@@ -282,12 +282,12 @@ private struct Resolver {
 
     /// How an item present on both sides changed: the kind its update operations named, else a
     /// reload when the payload differs, else `nil`.
-    func updateKind(of id: Identifier, old: Payload, new: Payload) -> UpdateKind? {
+    func updateKind(of id: SnapshotIdentifier, old: SnapshotPayload, new: SnapshotPayload) -> SnapshotOperation.UpdateKind? {
         if !itemKinds.isEmpty, let kind = itemKinds[id] { return kind }
         return old == new ? nil : .reload
     }
 
-    func record(_ id: Identifier, _ kind: UpdateKind, into updates: inout BatchUpdates) {
+    func record(_ id: SnapshotIdentifier, _ kind: SnapshotOperation.UpdateKind, into updates: inout BatchUpdates) {
         switch kind {
         case .reload: updates.reloadedItemIdentifiers.append(id)
         case .reconfigure: updates.reconfiguredItemIdentifiers.append(id)

@@ -61,7 +61,7 @@ public struct BatchUpdates: Hashable, Sendable {
     /// New section indexes of sections added (with their items).
     public var insertedSections: [Int] = []
     /// Sections that kept their identity and content but changed place; their items travel with them.
-    public var movedSections: [Move<Int>] = []
+    public var movedSections: [BatchUpdates.Move<Int>] = []
     /// Old section indexes of sections whose payload changed (`reloadSections`); empty when a
     /// section moves (see "Reloads and moves").
     public var reloadedSections: [Int] = []
@@ -70,7 +70,7 @@ public struct BatchUpdates: Hashable, Sendable {
     /// New index paths of items added to surviving sections.
     public var insertedItems: [ItemIndexPath] = []
     /// Items that changed place (possibly across sections): old → new index path.
-    public var movedItems: [Move<ItemIndexPath>] = []
+    public var movedItems: [BatchUpdates.Move<ItemIndexPath>] = []
     /// Old index paths of items whose content changed and whose cells should be replaced, for
     /// `reloadItems(at:)` inside the batch. Only items UIKit places where they end up (see
     /// "Reloads and moves"); other changed items are a delete plus an insert.
@@ -85,11 +85,11 @@ public struct BatchUpdates: Hashable, Sendable {
     /// Every item present before and after whose content changed and should be reloaded, wherever
     /// it went (also those reported above as a delete plus an insert): for
     /// `NSDiffableDataSourceSnapshot.reloadItems(_:)`. Sorted by identifier.
-    public var reloadedItemIdentifiers: [Identifier] = []
+    public var reloadedItemIdentifiers: [SnapshotIdentifier] = []
     /// Likewise for items to reconfigure (`reconfigureItems(_:)`).
-    public var reconfiguredItemIdentifiers: [Identifier] = []
+    public var reconfiguredItemIdentifiers: [SnapshotIdentifier] = []
     /// Every section present before and after whose payload changed (`reloadSections(_:)`).
-    public var reloadedSectionIdentifiers: [Identifier] = []
+    public var reloadedSectionIdentifiers: [SnapshotIdentifier] = []
 
     public init() {}
 

@@ -31,12 +31,12 @@
         }
     }
 
-    extension NSCollectionViewDiffableDataSource where SectionIdentifierType == Identifier, ItemIdentifierType == Identifier {
+    extension NSCollectionViewDiffableDataSource where SectionIdentifierType == SnapshotIdentifier, ItemIdentifierType == SnapshotIdentifier {
         /// Shows `change`: its snapshot, with its reloads and reconfigures.
         @MainActor
         public func apply(_ change: RoomChange, animatingDifferences: Bool = true) {
             let update = DiffableUpdate(change)
-            var snapshot = NSDiffableDataSourceSnapshot<Identifier, Identifier>()
+            var snapshot = NSDiffableDataSourceSnapshot<SnapshotIdentifier, SnapshotIdentifier>()
             for (section, items) in update.sections {
                 snapshot.appendSections([section])
                 snapshot.appendItems(items, toSection: section)

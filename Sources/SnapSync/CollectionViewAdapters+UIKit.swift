@@ -30,12 +30,12 @@
         }
     }
 
-    extension UICollectionViewDiffableDataSource where SectionIdentifierType == Identifier, ItemIdentifierType == Identifier {
+    extension UICollectionViewDiffableDataSource where SectionIdentifierType == SnapshotIdentifier, ItemIdentifierType == SnapshotIdentifier {
         /// Shows `change`: its snapshot, with its reloads and reconfigures.
         @MainActor
         public func apply(_ change: RoomChange, animatingDifferences: Bool = true, completion: (() -> Void)? = nil) {
             let update = DiffableUpdate(change)
-            var snapshot = NSDiffableDataSourceSnapshot<Identifier, Identifier>()
+            var snapshot = NSDiffableDataSourceSnapshot<SnapshotIdentifier, SnapshotIdentifier>()
             for (section, items) in update.sections {
                 snapshot.appendSections([section])
                 snapshot.appendItems(items, toSection: section)
@@ -52,12 +52,12 @@
         /// under expanded items and draws the disclosure; they are the rows the replica's
         /// lookups count. Does nothing when the change has no such section.
         @MainActor
-        public func apply(_ change: RoomChange, to section: Identifier, animatingDifferences: Bool = true, completion: (() -> Void)? = nil) {
+        public func apply(_ change: RoomChange, to section: SnapshotIdentifier, animatingDifferences: Bool = true, completion: (() -> Void)? = nil) {
             guard let update = DiffableSectionUpdate(change, section: section) else {
                 completion?()
                 return
             }
-            var sectionSnapshot = NSDiffableDataSourceSectionSnapshot<Identifier>()
+            var sectionSnapshot = NSDiffableDataSourceSectionSnapshot<SnapshotIdentifier>()
             for run in update.runs { sectionSnapshot.append(run.items, to: run.parent) }
             sectionSnapshot.expand(update.expandedItems)
             let animated = animatingDifferences && change.kind != .initial
@@ -76,7 +76,7 @@
         }
     }
 
-    extension NSDiffableDataSourceSectionSnapshot where ItemIdentifierType == Identifier {
+    extension NSDiffableDataSourceSectionSnapshot where ItemIdentifierType == SnapshotIdentifier {
         /// The section snapshot of `section` (its items and hierarchy) with the items of
         /// `expansion` expanded: what UIKit shows of it.
         public init(_ section: SectionSnapshot, expansion: OutlineExpansion = OutlineExpansion()) {
@@ -94,7 +94,7 @@
         /// - Throws: `BatchError` as `append(_:to:)` does (an identifier too long, a payload too
         ///   large for the default limits).
         public static func from(
-            _ sectionSnapshot: NSDiffableDataSourceSectionSnapshot<Identifier>, payload: (Identifier) -> Payload = { _ in .empty }
+            _ sectionSnapshot: NSDiffableDataSourceSectionSnapshot<SnapshotIdentifier>, payload: (SnapshotIdentifier) -> SnapshotPayload = { _ in .empty }
         ) throws(BatchError) -> (section: SectionSnapshot, expansion: OutlineExpansion) {
             var section = SectionSnapshot()
             var expansion = OutlineExpansion()

@@ -8,28 +8,28 @@
 /// draws the disclosure itself: the rows it shows are `RoomChange.visibleSnapshot`'s for that
 /// section, so the replica's lookups (which count visible rows) agree with it.
 public struct DiffableSectionUpdate: Hashable, Sendable {
-    public var section: Identifier
+    public var section: SnapshotIdentifier
     /// The section's items in depth-first order, as runs of consecutive siblings:
     /// `append(items, to: parent)` run after run builds the hierarchy (nil: roots).
     public var runs: [Run]
     /// The items with children this viewer has expanded (`RoomChange.expansion`), in
     /// depth-first order: `expand(_:)` on the section snapshot.
-    public var expandedItems: [Identifier]
+    public var expandedItems: [SnapshotIdentifier]
     /// Visible rows whose content changed, to show with a fresh cell.
-    public var reloadedItems: [Identifier]
+    public var reloadedItems: [SnapshotIdentifier]
     /// Visible rows whose content (or level, children, expansion) changed, to show in the same
     /// cell.
-    public var reconfiguredItems: [Identifier]
+    public var reconfiguredItems: [SnapshotIdentifier]
 
     /// Consecutive siblings: children of `parent`, or roots when it is nil.
     public struct Run: Hashable, Sendable {
-        public var parent: Identifier?
-        public var items: [Identifier]
+        public var parent: SnapshotIdentifier?
+        public var items: [SnapshotIdentifier]
     }
 
     /// The update of `section` for `change`; nil when the change's snapshot has no such
     /// section. O(items in the section).
-    public init?(_ change: RoomChange, section: Identifier) {
+    public init?(_ change: RoomChange, section: SnapshotIdentifier) {
         let snapshot = change.snapshot
         guard let items = snapshot.itemIdentifiers(inSection: section) else { return nil }
         self.section = section
@@ -54,9 +54,9 @@ public struct DiffableSectionUpdate: Hashable, Sendable {
 
     /// The rows a section snapshot built from this update shows, as UIKit computes them: every
     /// root, and the children of an item shown and expanded. O(items)
-    public var visibleItems: [Identifier] {
-        var parentOf: [Identifier: Identifier] = [:]
-        var ordered: [Identifier] = []
+    public var visibleItems: [SnapshotIdentifier] {
+        var parentOf: [SnapshotIdentifier: SnapshotIdentifier] = [:]
+        var ordered: [SnapshotIdentifier] = []
         for run in runs {
             for item in run.items {
                 ordered.append(item)
@@ -64,8 +64,8 @@ public struct DiffableSectionUpdate: Hashable, Sendable {
             }
         }
         let expanded = Set(expandedItems)
-        var shown = Set<Identifier>()
-        var rows: [Identifier] = []
+        var shown = Set<SnapshotIdentifier>()
+        var rows: [SnapshotIdentifier] = []
         for item in ordered {
             if let parent = parentOf[item], !(shown.contains(parent) && expanded.contains(parent)) { continue }
             shown.insert(item)

@@ -17,13 +17,13 @@
 /// left is simply gone).
 public struct DiffableUpdate: Hashable, Sendable {
     /// The sections in order, each with its visible rows' items in order.
-    public var sections: [(section: Identifier, items: [Identifier])]
+    public var sections: [(section: SnapshotIdentifier, items: [SnapshotIdentifier])]
     /// Sections present before and after whose payload changed (`reloadSections`).
-    public var reloadedSections: [Identifier]
+    public var reloadedSections: [SnapshotIdentifier]
     /// Items present before and after whose content changed, to show with a fresh cell.
-    public var reloadedItems: [Identifier]
+    public var reloadedItems: [SnapshotIdentifier]
     /// Items present before and after whose content changed, to show in the same cell.
-    public var reconfiguredItems: [Identifier]
+    public var reconfiguredItems: [SnapshotIdentifier]
 
     /// The update for `change`: its visible rows. O(n) in the rows.
     public init(_ change: RoomChange) {

@@ -2,7 +2,7 @@
     public import Foundation  // JSONEncoder, JSONDecoder
 #endif
 
-/// Turns a typed value into the bytes of an `Identifier` or a `Payload` and back: the
+/// Turns a typed value into the bytes of an `SnapshotIdentifier` or a `SnapshotPayload` and back: the
 /// pluggable part of the typed façade (`RoomCoding`).
 ///
 /// `.string` for `LosslessStringConvertible` values (UTF-8, what `scripts/snapcat` shows),
@@ -20,7 +20,7 @@ public struct ElementCoder<Value: Sendable>: Sendable {
     }
 
     /// The value's bytes. The coder's error is described in the `ElementCodingError`.
-    public func encode(_ value: Value, as role: ElementCodingError.Role, identifier: Identifier? = nil) throws(ElementCodingError) -> [UInt8] {
+    public func encode(_ value: Value, as role: ElementCodingError.Role, identifier: SnapshotIdentifier? = nil) throws(ElementCodingError) -> [UInt8] {
         do {
             return try encodeBody(value)
         } catch {
@@ -29,7 +29,7 @@ public struct ElementCoder<Value: Sendable>: Sendable {
     }
 
     /// The value the bytes hold.
-    public func decode(_ bytes: [UInt8], as role: ElementCodingError.Role, identifier: Identifier?) throws(ElementCodingError) -> Value {
+    public func decode(_ bytes: [UInt8], as role: ElementCodingError.Role, identifier: SnapshotIdentifier?) throws(ElementCodingError) -> Value {
         do {
             return try decodeBody(bytes)
         } catch {
@@ -56,14 +56,14 @@ extension ElementCoder where Value: LosslessStringConvertible {
     }
 }
 
-extension ElementCoder where Value == Identifier {
+extension ElementCoder where Value == SnapshotIdentifier {
     /// The identifier's own bytes.
-    public static var identifier: ElementCoder { ElementCoder(encode: { $0.bytes }, decode: { Identifier($0) }) }
+    public static var identifier: ElementCoder { ElementCoder(encode: { $0.bytes }, decode: { SnapshotIdentifier($0) }) }
 }
 
-extension ElementCoder where Value == Payload {
+extension ElementCoder where Value == SnapshotPayload {
     /// The payload's own bytes.
-    public static var payload: ElementCoder { ElementCoder(encode: { $0.bytes }, decode: { Payload($0) }) }
+    public static var payload: ElementCoder { ElementCoder(encode: { $0.bytes }, decode: { SnapshotPayload($0) }) }
 }
 
 #if canImport(Foundation)

@@ -14,11 +14,11 @@ public struct ElementCodingError: Error, Hashable, Sendable, CustomStringConvert
     public var role: Role
     public var direction: Direction
     /// The identifier of the section or item concerned, when known (always when decoding).
-    public var identifier: Identifier?
+    public var identifier: SnapshotIdentifier?
     /// The coder's explanation (its error, described).
     public var message: String
 
-    public init(role: Role, direction: Direction, identifier: Identifier?, message: String) {
+    public init(role: Role, direction: Direction, identifier: SnapshotIdentifier?, message: String) {
         self.role = role
         self.direction = direction
         self.identifier = identifier

@@ -14,19 +14,19 @@
 
     extension SnapshotPositions {
         /// `itemIdentifier(for:)` with UIKit's `IndexPath`. O(log n)
-        public func itemIdentifier(for indexPath: IndexPath) -> Identifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
+        public func itemIdentifier(for indexPath: IndexPath) -> SnapshotIdentifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
     }
 
     extension RoomReplica {
         /// `itemIdentifier(for:)` with UIKit's `IndexPath`. O(log n)
-        public func itemIdentifier(for indexPath: IndexPath) -> Identifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
+        public func itemIdentifier(for indexPath: IndexPath) -> SnapshotIdentifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
     }
 
     #if canImport(Observation)
         @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
         extension ObservableReplica {
             /// `itemIdentifier(for:)` with UIKit's `IndexPath`: the visible row's item. O(log n)
-            public func itemIdentifier(for indexPath: IndexPath) -> Identifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
+            public func itemIdentifier(for indexPath: IndexPath) -> SnapshotIdentifier? { itemIdentifier(for: ItemIndexPath(indexPath)) }
         }
     #endif
 #endif

@@ -20,17 +20,19 @@ public struct ItemIndexPath: Hashable, Sendable, Comparable, CustomStringConvert
     public var description: String { "[\(section), \(item)]" }
 }
 
-/// A move in a batch update: `from` is a position before the update, `to` one after it.
-public struct Move<Position: Hashable & Sendable>: Hashable, Sendable {
-    public var from: Position
-    public var to: Position
+extension BatchUpdates {
+    /// A move in a batch update: `from` is a position before the update, `to` one after it.
+    public struct Move<Position: Hashable & Sendable>: Hashable, Sendable {
+        public var from: Position
+        public var to: Position
 
-    @inlinable public init(from: Position, to: Position) {
-        self.from = from
-        self.to = to
+        @inlinable public init(from: Position, to: Position) {
+            self.from = from
+            self.to = to
+        }
     }
 }
 
-extension Move: CustomStringConvertible {
+extension BatchUpdates.Move: CustomStringConvertible {
     public var description: String { "\(from) → \(to)" }
 }

@@ -11,31 +11,31 @@ public struct OutlineExpansion: Hashable, Sendable {
     /// Whether an item nobody expanded or collapsed is expanded.
     public var expandsByDefault: Bool
     /// The items whose state is not the default.
-    var exceptions: Set<Identifier>
+    var exceptions: Set<SnapshotIdentifier>
 
     /// Every item collapsed (UIKit's section snapshot starts so), or every item expanded; then
     /// `expanded` items expanded (over a collapsed default).
-    public init(expandsByDefault: Bool = false, expanded: some Sequence<Identifier> = [Identifier]()) {
+    public init(expandsByDefault: Bool = false, expanded: some Sequence<SnapshotIdentifier> = [SnapshotIdentifier]()) {
         self.expandsByDefault = expandsByDefault
         exceptions = expandsByDefault ? [] : Set(expanded)
     }
 
     /// O(1)
-    public func isExpanded(_ item: Identifier) -> Bool { expandsByDefault != exceptions.contains(item) }
+    public func isExpanded(_ item: SnapshotIdentifier) -> Bool { expandsByDefault != exceptions.contains(item) }
 
     /// O(1)
-    public mutating func expand(_ item: Identifier) {
+    public mutating func expand(_ item: SnapshotIdentifier) {
         if expandsByDefault { exceptions.remove(item) } else { exceptions.insert(item) }
     }
 
     /// O(1)
-    public mutating func collapse(_ item: Identifier) {
+    public mutating func collapse(_ item: SnapshotIdentifier) {
         if expandsByDefault { exceptions.insert(item) } else { exceptions.remove(item) }
     }
 
     /// Whether `item` is shown: it is in `snapshot` and each of its ancestors is expanded.
     /// - Complexity: O(depth)
-    public func isVisible(_ item: Identifier, in snapshot: Snapshot) -> Bool {
+    public func isVisible(_ item: SnapshotIdentifier, in snapshot: RoomSnapshot) -> Bool {
         guard snapshot.contains(item: item) else { return false }
         var ancestor = snapshot.parent(of: item)
         while let parent = ancestor {
@@ -48,7 +48,7 @@ public struct OutlineExpansion: Hashable, Sendable {
     /// `snapshot` without the items under a collapsed item: the rows a list shows, with their
     /// levels (a shown item's ancestors are shown). A flat snapshot is returned as it is.
     /// - Complexity: O(n) for an outline (a new snapshot); O(1) for a flat one.
-    public func visibleSnapshot(of snapshot: Snapshot) -> Snapshot {
+    public func visibleSnapshot(of snapshot: RoomSnapshot) -> RoomSnapshot {
         guard snapshot.isOutline else { return snapshot }
         var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
         var levels: [Int] = []
@@ -66,13 +66,13 @@ public struct OutlineExpansion: Hashable, Sendable {
             sections.append((section, items))
         }
         // A subset of a valid snapshot, closed under parents: neither step can fail.
-        var visible = try! Snapshot(sections, limits: .unlimited)
+        var visible = try! RoomSnapshot(sections, limits: .unlimited)
         try! visible.setOutlineLevels(levels, maxOutlineDepth: .max)
         return visible
     }
 
     /// Forgets the items `snapshot` no longer holds. O(items that differ from the default)
-    mutating func prune(keeping snapshot: Snapshot) {
+    mutating func prune(keeping snapshot: RoomSnapshot) {
         exceptions = exceptions.filter { snapshot.contains(item: $0) }
     }
 }

@@ -1,3 +1,5 @@
+import SnapSyncWire
+
 /// One change of a replica, as delivered by `RoomReplica.changes`.
 public struct RoomChange: Sendable {
     public enum Kind: Hashable, Sendable {
@@ -28,12 +30,12 @@ public struct RoomChange: Sendable {
     /// `.resync`, which replace the snapshot.
     public var operations: [SnapshotOperation]
     /// The replica's snapshot after the change.
-    public var snapshot: Snapshot
+    public var snapshot: RoomSnapshot
     /// The change resolved to index paths against the previous and this snapshot's visible rows.
     public var updates: BatchUpdates
     /// The rows `updates` counts: `snapshot` without the items under collapsed items of an
     /// outline (`OutlineExpansion.visibleSnapshot`); `snapshot` itself for a flat room.
-    public var visibleSnapshot: Snapshot
+    public var visibleSnapshot: RoomSnapshot
     /// This viewer's expansion state after the change (`RoomReplica.expansion`): which items'
     /// children `visibleSnapshot` shows. What a section snapshot route needs besides the
     /// hierarchy (`DiffableSectionUpdate`).
@@ -41,7 +43,7 @@ public struct RoomChange: Sendable {
 
     public init(
         kind: Kind, room: String, previousPosition: RoomPosition?, position: RoomPosition,
-        operations: [SnapshotOperation], snapshot: Snapshot, updates: BatchUpdates
+        operations: [SnapshotOperation], snapshot: RoomSnapshot, updates: BatchUpdates
     ) {
         self.kind = kind
         self.room = room

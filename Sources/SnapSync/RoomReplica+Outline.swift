@@ -17,19 +17,19 @@
 extension RoomReplica {
     /// Expands items: their children become visible rows (those under collapsed children stay
     /// hidden). Delivers an `.expansion` change when the room is an outline.
-    public func expand(_ items: [Identifier]) {
+    public func expand(_ items: [SnapshotIdentifier]) {
         changeExpansion { expansion in for item in items { expansion.expand(item) } }
     }
 
-    public func expand(_ item: Identifier) { expand([item]) }
+    public func expand(_ item: SnapshotIdentifier) { expand([item]) }
 
     /// Collapses items: their descendants' rows go. Delivers an `.expansion` change when the
     /// room is an outline.
-    public func collapse(_ items: [Identifier]) {
+    public func collapse(_ items: [SnapshotIdentifier]) {
         changeExpansion { expansion in for item in items { expansion.collapse(item) } }
     }
 
-    public func collapse(_ item: Identifier) { collapse([item]) }
+    public func collapse(_ item: SnapshotIdentifier) { collapse([item]) }
 
     /// This viewer's expansion state; setting it (for example to
     /// `OutlineExpansion(expandsByDefault: true)`, to start expanded) delivers the rows that change.
@@ -39,25 +39,25 @@ extension RoomReplica {
     }
 
     /// O(1)
-    public func isExpanded(_ item: Identifier) -> Bool { broadcast.read { $0.expansion.isExpanded(item) } }
+    public func isExpanded(_ item: SnapshotIdentifier) -> Bool { broadcast.read { $0.expansion.isExpanded(item) } }
 
     /// Whether the item is a row now: in the snapshot, every ancestor expanded. O(depth)
-    public func isVisible(_ item: Identifier) -> Bool { broadcast.read { $0.expansion.isVisible(item, in: $0.snapshot) } }
+    public func isVisible(_ item: SnapshotIdentifier) -> Bool { broadcast.read { $0.expansion.isVisible(item, in: $0.snapshot) } }
 
     /// The visible rows' items, section by section: what the lookups count. O(rows)
-    public var visibleItems: [Identifier] { broadcast.read { $0.visible.itemIdentifiers } }
+    public var visibleItems: [SnapshotIdentifier] { broadcast.read { $0.visible.itemIdentifiers } }
 
     /// The visible rows' items of one section, or nil when there is no such section. O(rows)
-    public func visibleItems(inSection section: Identifier) -> [Identifier]? {
+    public func visibleItems(inSection section: SnapshotIdentifier) -> [SnapshotIdentifier]? {
         broadcast.read { $0.visible.itemIdentifiers(inSection: section) }
     }
 
     /// `snapshot` without the items under collapsed items: the rows, with their levels.
-    public var visibleSnapshot: Snapshot { broadcast.read { $0.visible } }
+    public var visibleSnapshot: RoomSnapshot { broadcast.read { $0.visible } }
 
     /// One section's items with their hierarchy (`NSDiffableDataSourceSectionSnapshot`), or nil
     /// when there is no such section. O(items in the section)
-    public func sectionSnapshot(for section: Identifier) -> SectionSnapshot? {
+    public func sectionSnapshot(for section: SnapshotIdentifier) -> SectionSnapshot? {
         broadcast.read { $0.snapshot.sectionSnapshot(of: section) }
     }
 
@@ -136,8 +136,8 @@ struct RowTraits: Equatable {
 
     /// The traits of every visible row of `snapshot` (flat or not: the other end of a change may
     /// be an outline). O(n)
-    static func of(_ snapshot: Snapshot, _ expansion: OutlineExpansion) -> [Identifier: RowTraits] {
-        var result: [Identifier: RowTraits] = [:]
+    static func of(_ snapshot: RoomSnapshot, _ expansion: OutlineExpansion) -> [SnapshotIdentifier: RowTraits] {
+        var result: [SnapshotIdentifier: RowTraits] = [:]
         for section in snapshot.sectionIdentifiers {
             let ids = snapshot.itemIdentifiers(inSection: section)!
             let levels = ids.map { snapshot.level(of: $0)! }

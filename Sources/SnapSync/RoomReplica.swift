@@ -16,13 +16,13 @@ public final class RoomReplica: Sendable {
     public let room: String
 
     struct State: Sendable {
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         var position = RoomPosition(epoch: 0, version: 0)
         var positions = SnapshotPositions()
         /// This viewer's expanded items, and `snapshot` without what they hide: the rows the
         /// lookups and the changes' index paths count (`RoomReplica+Outline.swift`).
         var expansion = OutlineExpansion()
-        var visible = Snapshot()
+        var visible = RoomSnapshot()
     }
     let broadcast = Broadcast<State, RoomChange>(State())
 
@@ -36,7 +36,7 @@ public final class RoomReplica: Sendable {
         return broadcast.subscribe { state in
             var change = RoomChange(
                 kind: .initial, room: room, previousPosition: nil, position: state.position, operations: [],
-                snapshot: state.snapshot, updates: BatchUpdates(from: Snapshot(), to: state.visible))
+                snapshot: state.snapshot, updates: BatchUpdates(from: RoomSnapshot(), to: state.visible))
             change.visibleSnapshot = state.visible
             change.expansion = state.expansion
             return change
@@ -44,21 +44,21 @@ public final class RoomReplica: Sendable {
     }
 
     /// The snapshot at `position`.
-    public var snapshot: Snapshot { broadcast.read { $0.snapshot } }
+    public var snapshot: RoomSnapshot { broadcast.read { $0.snapshot } }
     /// The room's epoch and the version the snapshot is at.
     public var position: RoomPosition { broadcast.read { $0.position } }
     /// Both, read together.
-    public var current: (snapshot: Snapshot, position: RoomPosition) { broadcast.read { ($0.snapshot, $0.position) } }
+    public var current: (snapshot: RoomSnapshot, position: RoomPosition) { broadcast.read { ($0.snapshot, $0.position) } }
 
     /// The identifier of the section at `section`, or nil (sections are never hidden). O(log n) (`SnapshotPositions`).
-    public func sectionIdentifier(for section: Int) -> Identifier? { broadcast.read { $0.positions.sectionIdentifier(for: section) } }
+    public func sectionIdentifier(for section: Int) -> SnapshotIdentifier? { broadcast.read { $0.positions.sectionIdentifier(for: section) } }
     /// The identifier of the visible row at `indexPath`, or nil: rows are `visibleSnapshot`'s
     /// (an outline's items under a collapsed item are not rows; a flat room's rows are `snapshot`). O(log n)
-    public func itemIdentifier(for indexPath: ItemIndexPath) -> Identifier? { broadcast.read { $0.positions.itemIdentifier(for: indexPath) } }
+    public func itemIdentifier(for indexPath: ItemIndexPath) -> SnapshotIdentifier? { broadcast.read { $0.positions.itemIdentifier(for: indexPath) } }
     /// The index path of `item`'s visible row, or nil (also when it is hidden under a collapsed item). O(log n)
-    public func indexPath(for item: Identifier) -> ItemIndexPath? { broadcast.read { $0.positions.indexPath(for: item) } }
+    public func indexPath(for item: SnapshotIdentifier) -> ItemIndexPath? { broadcast.read { $0.positions.indexPath(for: item) } }
     /// The index of `section`, or nil. O(log n)
-    public func index(ofSection section: Identifier) -> Int? { broadcast.read { $0.positions.index(ofSection: section) } }
+    public func index(ofSection section: SnapshotIdentifier) -> Int? { broadcast.read { $0.positions.index(ofSection: section) } }
     /// Visible rows in the section at `section`, or nil. O(log n)
     public func numberOfItems(inSection section: Int) -> Int? { broadcast.read { $0.positions.numberOfItems(inSection: section) } }
 

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import SnapSyncWire
 
 // The connection's life: connect and handshake, keep alive with PING, notice the drop,
 // reconnect with backoff (in rounds over the endpoints, EndpointRotation.swift), and on each new
@@ -217,7 +218,7 @@ extension SnapSyncClient {
         // A refused token, or a failure before the socket (the credentials), is not about the
         // endpoint: it ends the round, and the next round starts with the same endpoint.
         var aboutEndpoint = reachedEndpoint
-        if case .unauthorized = reason { aboutEndpoint = false }
+        if reason.kind == .unauthorized { aboutEndpoint = false }
         if aboutEndpoint { rotation.attemptFailed() }
         // A connection that was up starts a round of its own, after the backoff.
         if wasReady { rotation.beginRound() }
@@ -265,7 +266,7 @@ extension SnapSyncClient {
         setState(.disconnected)
         reconnectAttempt = 0
         let lost: SnapSyncError
-        switch reason {
+        switch reason.kind {
         case .unauthorized, .allEndpointsFailed: lost = reason
         default: lost = .connectionLost("\(reason)")
         }

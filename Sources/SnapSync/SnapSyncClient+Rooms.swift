@@ -1,3 +1,5 @@
+import SnapSyncWire
+
 // Keeping replicas in step with their rooms: SNAPSHOT (initial or resync), CATCHUP and the DIFFs
 // that follow it, live DIFFs, and the answers to writes and leaves.
 //
@@ -11,7 +13,7 @@ extension SnapSyncClient {
     /// kind says how it got here.
     func handleSnapshot(
         requestID: UInt64, room: String, position: RoomPosition, reason: SnapshotReason,
-        digest: SnapshotDigest, snapshot: Snapshot, chain: RoomChain? = nil
+        digest: SnapshotDigest, snapshot: RoomSnapshot, chain: RoomChain? = nil
     ) {
         guard case .join(let joined)? = requests.removeValue(forKey: requestID), joined == room else {
             return violation("SNAPSHOT of \(room) answers no JOIN of it (request \(requestID))")
@@ -51,7 +53,7 @@ extension SnapSyncClient {
         entry.chain = chain
         let calls = entry.joinCalls
         rooms[room] = entry
-        let base = kind == .initial ? Snapshot() : old.snapshot
+        let base = kind == .initial ? RoomSnapshot() : old.snapshot
         entry.replica.publish(
             RoomChange(
                 kind: kind, room: room, previousPosition: kind == .initial ? nil : old.position,
@@ -123,7 +125,7 @@ extension SnapSyncClient {
     /// applies a DIFF with the rules the server applied it with), or says why it cannot be.
     static func advance(
         _ entry: inout RoomEntry, to position: RoomPosition, by operations: [SnapshotOperation], chain: RoomChain? = nil,
-        limits: Limits
+        limits: SnapshotLimits
     ) -> DiffOutcome {
         switch entry.phase {
         case .detached, .joining:
@@ -185,7 +187,7 @@ extension SnapSyncClient {
     /// - Complexity: the apply plus O(n) for the digest.
     static func applyFolded(
         _ catchUp: inout CatchUp, digest: SnapshotDigest, _ entry: inout RoomEntry, at position: RoomPosition,
-        by operations: [SnapshotOperation], chain: RoomChain?, limits: Limits
+        by operations: [SnapshotOperation], chain: RoomChain?, limits: SnapshotLimits
     ) -> DiffOutcome {
         let expected = RoomPosition(epoch: catchUp.epoch, version: catchUp.toVersion)
         guard position == expected else { return .broken(.outOfSequence(expected: expected, received: position), fresh: true) }

@@ -9,7 +9,7 @@ extension SnapSyncClient {
     ///   or `version_mismatch` when `expectedVersion` is not the room's; see `mutate` for the rest.
     @discardableResult
     public func apply(
-        _ sectionSnapshot: SectionSnapshot, to section: Identifier, in room: String, expectedVersion: UInt64? = nil
+        _ sectionSnapshot: SectionSnapshot, to section: SnapshotIdentifier, in room: String, expectedVersion: UInt64? = nil
     ) async throws(SnapSyncError) -> RoomPosition {
         try await write(
             PendingWrite(

@@ -6,23 +6,25 @@ import SnapSyncWire
 // chain checks every DIFF against the room's history, and the digest checks the replica's state
 // itself, so a replica damaged in memory, or built by a bug in this client's apply, is found too.
 
-/// What `SnapSyncClient.verify(_:)` found.
-public enum Verification: Hashable, Sendable, CustomStringConvertible {
-    /// The replica's state and chain at `position` are the room's at that version.
-    case holds(RoomPosition)
-    /// They are not: the replica is dropped and the room joined afresh; the `.resyncing` event
-    /// and the `.resync` change that follows carry the same reason (`.corrupted`, `.diverged` or
-    /// `.outOfSequence`).
-    case diverged(ResyncReason)
-    /// The replica was being replaced or caught up when the answer came (a resync started after
-    /// the request was sent), so there was nothing settled to compare: ask again once it is live.
-    case notCompared
+extension SnapSyncClient {
+    /// What `SnapSyncClient.verify(_:)` found.
+    public enum Verification: Hashable, Sendable, CustomStringConvertible {
+        /// The replica's state and chain at `position` are the room's at that version.
+        case holds(RoomPosition)
+        /// They are not: the replica is dropped and the room joined afresh; the `.resyncing` event
+        /// and the `.resync` change that follows carry the same reason (`.corrupted`, `.diverged` or
+        /// `.outOfSequence`).
+        case diverged(ResyncReason)
+        /// The replica was being replaced or caught up when the answer came (a resync started after
+        /// the request was sent), so there was nothing settled to compare: ask again once it is live.
+        case notCompared
 
-    public var description: String {
-        switch self {
-        case .holds(let position): "the replica holds the room at \(position)"
-        case .diverged(let reason): "the replica diverged: \(reason)"
-        case .notCompared: "the replica was being replaced; nothing compared"
+        public var description: String {
+            switch self {
+            case .holds(let position): "the replica holds the room at \(position)"
+            case .diverged(let reason): "the replica diverged: \(reason)"
+            case .notCompared: "the replica was being replaced; nothing compared"
+            }
         }
     }
 }
@@ -39,7 +41,7 @@ extension SnapSyncClient {
     ///   a little later);
     ///   `.connectionLost` when not connected or when the connection drops before the answer;
     ///   `.timedOut` after `requestTimeout`.
-    public func verify(_ room: String) async throws(SnapSyncError) -> Verification {
+    public func verify(_ room: String) async throws(SnapSyncError) -> SnapSyncClient.Verification {
         try checkUsable()
         guard case .ready(let connection) = link else { throw .connectionLost("VERIFY \(room): not connected") }
         guard let entry = rooms[room], entry.loaded else { throw .notJoined(room: room) }

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import SnapSyncWire
 
 /// A connection to a SnapSync daemon, serving any number of rooms.
 ///
@@ -125,7 +126,7 @@ public actor SnapSyncClient {
         case done
         case position(RoomPosition)
         case replica(RoomReplica)
-        case verification(Verification)
+        case verification(SnapSyncClient.Verification)
     }
     var nextCallID: UInt64 = 0
     var calls: [UInt64: Call] = [:]
@@ -182,7 +183,7 @@ public actor SnapSyncClient {
         var epoch: UInt64
         var version: UInt64
         var toVersion: UInt64
-        var working: Snapshot
+        var working: RoomSnapshot
         var operations: [SnapshotOperation]
         /// The chain at `version`.
         var chain: RoomChain?
@@ -195,9 +196,9 @@ public actor SnapSyncClient {
     struct PendingWrite {
         enum Body {
             case operations([SnapshotOperation])
-            case snapshot(Snapshot)
+            case snapshot(RoomSnapshot)
             /// REPLACE_SECTION: one section's items, hierarchy included.
-            case section(Identifier, SectionSnapshot)
+            case section(SnapshotIdentifier, SectionSnapshot)
         }
         var room: String
         var expectedVersion: UInt64?
@@ -342,7 +343,7 @@ public actor SnapSyncClient {
 
     /// Replaces the whole content of `room` (REPLACE). See `mutate` for the rest.
     @discardableResult
-    public func replace(_ room: String, with snapshot: Snapshot, expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
+    public func replace(_ room: String, with snapshot: RoomSnapshot, expectedVersion: UInt64? = nil) async throws(SnapSyncError) -> RoomPosition {
         try await write(
             PendingWrite(
                 room: room, expectedVersion: expectedVersion, writeID: Self.newWriteID(),
@@ -385,7 +386,7 @@ public actor SnapSyncClient {
 
     /// Changes `room`'s replica in place, with no change published and no DIFF, as a fault of
     /// this process would: what `verify(_:)` exists to find.
-    @_spi(Testing) public func damageReplica(_ room: String, _ damage: @Sendable (inout Snapshot) -> Void) {
+    @_spi(Testing) public func damageReplica(_ room: String, _ damage: @Sendable (inout RoomSnapshot) -> Void) {
         rooms[room]?.replica.broadcast.publish { state -> RoomChange? in
             damage(&state.snapshot)
             return nil
@@ -459,7 +460,7 @@ public actor SnapSyncClient {
         return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) }
     }
 
-    func batchBase(_ room: String) -> (snapshot: Snapshot, limits: Limits)? {
+    func batchBase(_ room: String) -> (snapshot: RoomSnapshot, limits: SnapshotLimits)? {
         guard let entry = rooms[room], entry.loaded else { return nil }
         return (entry.replica.snapshot, serverLimits.model)
     }

@@ -1,77 +1,124 @@
 /// Everything a `SnapSyncClient` call can throw.
 ///
-/// `rejected` and `serverError` carry the server's answer with its wire code (`ErrorCode`, one case
-/// per row of Protocol/PROTOCOL.md §6); the other cases are the client's own: local validation,
-/// the connection, time.
-public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
+/// A struct with a growable ``Kind``, as swift-nio's errors are: a kind added in a later release
+/// breaks no app's code. Compare `error.kind` (`error.kind == .rejected`, or a `switch` with a
+/// `default`), and read the details through the accessors (`rejection`, `room`, `host`, ...).
+/// `rejected` and `serverError` carry the server's answer with its wire code (`ErrorCode`, one
+/// case per row of Protocol/PROTOCOL.md §6); the other kinds are the client's own: local
+/// validation, the connection, time.
+public struct SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The error's payload, by kind: internal, so that a new kind is no break.
+    indirect enum Detail: Hashable, Sendable {
+        case rejected(Rejection)
+        case forbidden(room: String, right: String, message: String)
+        case unauthorized(reason: String)
+        case credentialsUnavailable(String)
+        case serverError(ServerError)
+        case invalidBatch(BatchError)
+        case coding(ElementCodingError)
+        case batchAbandoned(String)
+        case connectFailed(String)
+        case tlsHostnameMismatch(host: String, reason: String)
+        case tlsCertificateExpired(host: String, reason: String)
+        case tlsUntrustedCertificate(host: String, reason: String)
+        case tlsPinMismatch(host: String, expected: String, presented: String)
+        case tlsHandshakeFailed(host: String, reason: String)
+        case tlsConfigurationInvalid(host: String, reason: String)
+        case connectionLost(String)
+        case allEndpointsFailed(tried: [SnapSyncClient.Endpoint], last: SnapSyncError)
+        case timedOut(String)
+        case protocolViolation(String)
+        case requestTooLarge(size: Int, limit: Int)
+        case unsupportedByServer(String)
+        case notJoined(room: String)
+        case cancelled
+        case closed
+    }
+
+    let detail: Detail
+
+    init(_ detail: Detail) { self.detail = detail }
+
     /// The server refused the request (REJECT). Nothing was applied.
-    case rejected(Rejection)
+    public static func rejected(_ value: Rejection) -> SnapSyncError { SnapSyncError(.rejected(value)) }
     /// The token does not grant `right` ("read" for a join, "write" for a write) on `room`: the
     /// server refused the request (REJECT `forbidden`), or removed the connection from the room
     /// after a token refresh (LEFT). Nothing was applied. `message` is the server's.
-    case forbidden(room: String, right: String, message: String)
+    public static func forbidden(room: String, right: String, message: String) -> SnapSyncError {
+        SnapSyncError(.forbidden(room: room, right: right, message: message))
+    }
     /// The server refused the client's token (ERROR `unauthorized`, in answer to HELLO or to a
     /// refresh) and closed the connection; `reason` is the server's (expired, bad signature, ...).
     /// The client reconnects only with a different token (`Configuration.credentials`).
-    case unauthorized(reason: String)
+    public static func unauthorized(reason: String) -> SnapSyncError { SnapSyncError(.unauthorized(reason: reason)) }
     /// `Configuration.credentials` threw; the connection attempt (or the token refresh) failed.
-    case credentialsUnavailable(String)
+    public static func credentialsUnavailable(_ value: String) -> SnapSyncError { SnapSyncError(.credentialsUnavailable(value)) }
     /// The server ended the connection with ERROR (a handshake failure, a protocol violation it
     /// saw, `shutting_down`, ...).
-    case serverError(ServerError)
+    public static func serverError(_ value: ServerError) -> SnapSyncError { SnapSyncError(.serverError(value)) }
     /// The batch failed local validation against the replica's snapshot (`BatchBuilder`); it was
     /// not sent.
-    case invalidBatch(BatchError)
+    public static func invalidBatch(_ value: BatchError) -> SnapSyncError { SnapSyncError(.invalidBatch(value)) }
     /// A typed value did not encode to bytes (`TypedBatch`); the batch was not sent.
-    case coding(ElementCodingError)
+    public static func coding(_ value: ElementCodingError) -> SnapSyncError { SnapSyncError(.coding(value)) }
     /// `perform`'s body threw an error that is neither a `BatchError` nor a `SnapSyncError`
     /// (described here); the batch was not sent.
-    case batchAbandoned(String)
+    public static func batchAbandoned(_ value: String) -> SnapSyncError { SnapSyncError(.batchAbandoned(value)) }
     /// No connection could be made: name resolution, refusal, or the connect timeout.
-    case connectFailed(String)
+    public static func connectFailed(_ value: String) -> SnapSyncError { SnapSyncError(.connectFailed(value)) }
     /// TLS (`Configuration.tls`): the server's certificate is not for `host` (the configured
     /// `serverName`, else the host): neither its DNS nor its IP names match.
-    case tlsHostnameMismatch(host: String, reason: String)
+    public static func tlsHostnameMismatch(host: String, reason: String) -> SnapSyncError { SnapSyncError(.tlsHostnameMismatch(host: host, reason: reason)) }
     /// TLS: the server's certificate is past its expiry date (or not yet valid).
-    case tlsCertificateExpired(host: String, reason: String)
+    public static func tlsCertificateExpired(host: String, reason: String) -> SnapSyncError {
+        SnapSyncError(.tlsCertificateExpired(host: host, reason: reason))
+    }
     /// TLS: the server's certificate chain does not lead to one of the trust roots (a
     /// self-signed certificate, another CA, a missing intermediate).
-    case tlsUntrustedCertificate(host: String, reason: String)
+    public static func tlsUntrustedCertificate(host: String, reason: String) -> SnapSyncError {
+        SnapSyncError(.tlsUntrustedCertificate(host: host, reason: reason))
+    }
     /// TLS: the chain is trusted, but the server's key is not the pinned one
     /// (`TLSConfiguration.pinnedPublicKeySHA256`); `presented` is the base64 SHA-256 of the
     /// key the server presented.
-    case tlsPinMismatch(host: String, expected: String, presented: String)
+    public static func tlsPinMismatch(host: String, expected: String, presented: String) -> SnapSyncError {
+        SnapSyncError(.tlsPinMismatch(host: host, expected: expected, presented: presented))
+    }
     /// TLS: the handshake failed otherwise (no common version or cipher, the server refused the
     /// client's certificate or asked for one that was not configured, a TLS alert).
-    case tlsHandshakeFailed(host: String, reason: String)
+    public static func tlsHandshakeFailed(host: String, reason: String) -> SnapSyncError { SnapSyncError(.tlsHandshakeFailed(host: host, reason: reason)) }
     /// TLS: the `TLSConfiguration` cannot be used (a PEM that does not parse, a malformed pin,
     /// a client certificate this platform cannot present); no connection was attempted.
-    case tlsConfigurationInvalid(host: String, reason: String)
+    public static func tlsConfigurationInvalid(host: String, reason: String) -> SnapSyncError {
+        SnapSyncError(.tlsConfigurationInvalid(host: host, reason: reason))
+    }
     /// The connection dropped and automatic reconnection is off (or gave up), or it dropped
     /// before the handshake completed.
-    case connectionLost(String)
+    public static func connectionLost(_ value: String) -> SnapSyncError { SnapSyncError(.connectionLost(value)) }
     /// With several `Configuration.endpoints`: every one of them failed in a round, `tried` in
     /// the order they were tried; `last` is why the last one failed. Thrown by `connect()`, and
     /// by the calls waiting when `ReconnectPolicy.maximumAttempts` rounds failed in a row.
-    indirect case allEndpointsFailed(tried: [SnapSyncClient.Endpoint], last: SnapSyncError)
+    public static func allEndpointsFailed(tried: [SnapSyncClient.Endpoint], last: SnapSyncError) -> SnapSyncError {
+        SnapSyncError(.allEndpointsFailed(tried: tried, last: last))
+    }
     /// No answer within `Configuration.requestTimeout`. A write that timed out may or may not
     /// have been applied; the replica's next change tells.
-    case timedOut(String)
+    public static func timedOut(_ value: String) -> SnapSyncError { SnapSyncError(.timedOut(value)) }
     /// The server sent something the protocol does not allow (an undecodable frame, a SNAPSHOT
     /// whose digest never matches, an answer to no request). The client drops the connection.
-    case protocolViolation(String)
+    public static func protocolViolation(_ value: String) -> SnapSyncError { SnapSyncError(.protocolViolation(value)) }
     /// The request's frame would exceed the server's `max_frame_bytes`; it was not sent (the
     /// server would have closed the connection).
-    case requestTooLarge(size: Int, limit: Int)
+    public static func requestTooLarge(size: Int, limit: Int) -> SnapSyncError { SnapSyncError(.requestTooLarge(size: size, limit: limit)) }
     /// The request needs a protocol version the server did not choose (an outline write to a
     /// version 1 server, PROTOCOL.md §8.2); it was not sent.
-    case unsupportedByServer(String)
+    public static func unsupportedByServer(_ value: String) -> SnapSyncError { SnapSyncError(.unsupportedByServer(value)) }
     /// The room is not joined: `perform` needs the replica to validate against.
-    case notJoined(room: String)
+    public static func notJoined(room: String) -> SnapSyncError { SnapSyncError(.notJoined(room: room)) }
     /// The calling task was cancelled. A write may or may not have been applied.
-    case cancelled
+    public static let cancelled = SnapSyncError(.cancelled)
     /// `close()` was called.
-    case closed
+    public static let closed = SnapSyncError(.closed)
 
     /// A REJECT: the request failed as a whole and the room is unchanged.
     public struct Rejection: Hashable, Sendable, CustomStringConvertible {
@@ -80,11 +127,11 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The failing operation's index in the batch (codes 20–32).
         public var operationIndex: Int?
         /// The identifier the rule is about, when it is about one.
-        public var identifier: Identifier?
+        public var identifier: SnapshotIdentifier?
         /// The server's explanation.
         public var message: String
 
-        public init(rawCode: UInt64, operationIndex: Int?, identifier: Identifier?, message: String) {
+        public init(rawCode: UInt64, operationIndex: Int?, identifier: SnapshotIdentifier?, message: String) {
             self.rawCode = rawCode
             self.operationIndex = operationIndex
             self.identifier = identifier
@@ -119,7 +166,7 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The wire code of a `rejected`, `serverError`, `forbidden` or `unauthorized`; `nil` otherwise.
     public var code: ErrorCode? {
-        switch self {
+        switch detail {
         case .rejected(let rejection): rejection.code
         case .serverError(let error): error.code
         case .forbidden: .forbidden
@@ -129,7 +176,7 @@ public enum SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        switch self {
+        switch detail {
         case .rejected(let rejection): rejection.description
         case .serverError(let error): error.description
         case .forbidden(let room, let right, let message): "forbidden: no \(right) right on room \(room): \(message)"

@@ -1,7 +1,7 @@
 /// Index-path lookups for one snapshot of a room, kept up to date change by change: what a
 /// `cellForItemAt` (or a SwiftUI row) calls per visible cell.
 ///
-/// `Snapshot` finds an item by identifier in O(1) but its position in O(n) (positions are not
+/// `RoomSnapshot` finds an item by identifier in O(1) but its position in O(n) (positions are not
 /// stored, so that moves stay O(1)). This index keeps the order of the sections and of each
 /// section's items in balanced trees that count their nodes (`RankedForest`), and follows each
 /// change by applying its operations, so no array is rebuilt per change:
@@ -22,11 +22,11 @@ public struct SnapshotPositions: Sendable {
     private var forest = RankedForest()
     private var sectionsRoot = RankedForest.none
     /// Per node: the identifier of the section or item it stands for.
-    private var identifiers: [Identifier] = []
+    private var identifiers: [SnapshotIdentifier] = []
     /// Per node: for an item, its section's node; for a section, the root of its items' tree.
     private var owner: [RankedForest.Node] = []
-    private var sectionNodes: [Identifier: RankedForest.Node] = [:]
-    private var itemNodes: [Identifier: RankedForest.Node] = [:]
+    private var sectionNodes: [SnapshotIdentifier: RankedForest.Node] = [:]
+    private var itemNodes: [SnapshotIdentifier: RankedForest.Node] = [:]
     /// The last change followed was of an outline: the next one is followed whole.
     private var followsOutline = false
 
@@ -34,7 +34,7 @@ public struct SnapshotPositions: Sendable {
     public init() {}
 
     /// Positions of `snapshot`. O(n).
-    public init(_ snapshot: Snapshot) {
+    public init(_ snapshot: RoomSnapshot) {
         reset(to: snapshot)
     }
 
@@ -48,13 +48,13 @@ public struct SnapshotPositions: Sendable {
     }
 
     /// The identifier of the section at `section`, or nil when out of range. O(log n)
-    public func sectionIdentifier(for section: Int) -> Identifier? {
+    public func sectionIdentifier(for section: Int) -> SnapshotIdentifier? {
         let node = forest.select(sectionsRoot, section)
         return node == RankedForest.none ? nil : identifiers[Int(node)]
     }
 
     /// The identifier of the item at `indexPath`, or nil when out of range. O(log n)
-    public func itemIdentifier(for indexPath: ItemIndexPath) -> Identifier? {
+    public func itemIdentifier(for indexPath: ItemIndexPath) -> SnapshotIdentifier? {
         let section = forest.select(sectionsRoot, indexPath.section)
         guard section != RankedForest.none else { return nil }
         let item = forest.select(owner[Int(section)], indexPath.item)
@@ -62,13 +62,13 @@ public struct SnapshotPositions: Sendable {
     }
 
     /// The index path of `item`, or nil when it is not in the snapshot. O(log n)
-    public func indexPath(for item: Identifier) -> ItemIndexPath? {
+    public func indexPath(for item: SnapshotIdentifier) -> ItemIndexPath? {
         guard let node = itemNodes[item] else { return nil }
         return ItemIndexPath(item: forest.rank(node), section: forest.rank(owner[Int(node)]))
     }
 
     /// The index of `section`, or nil when it is not in the snapshot. O(log n)
-    public func index(ofSection section: Identifier) -> Int? {
+    public func index(ofSection section: SnapshotIdentifier) -> Int? {
         sectionNodes[section].map { forest.rank($0) }
     }
 
@@ -91,7 +91,7 @@ public struct SnapshotPositions: Sendable {
 
     /// Follows one operation that applied to the snapshot these positions are of. O(k log n)
     /// for k elements. An operation that did not apply (an unknown identifier) is ignored where
-    /// it names nothing, so that the positions never trap; `Snapshot.apply` is the validator.
+    /// it names nothing, so that the positions never trap; `RoomSnapshot.apply` is the validator.
     public mutating func apply(_ operation: SnapshotOperation) {
         switch operation {
         case .appendSections(let sections):
@@ -149,7 +149,7 @@ public struct SnapshotPositions: Sendable {
     }
 
     /// O(n): each tree is built whole from its ordered nodes.
-    private mutating func reset(to snapshot: Snapshot) {
+    private mutating func reset(to snapshot: RoomSnapshot) {
         self = SnapshotPositions()
         var sections: [RankedForest.Node] = []
         sections.reserveCapacity(snapshot.numberOfSections)
@@ -169,7 +169,7 @@ public struct SnapshotPositions: Sendable {
         sectionsRoot = forest.tree(of: sections)
     }
 
-    private mutating func newNode(_ id: Identifier, owner nodeOwner: RankedForest.Node) -> RankedForest.Node {
+    private mutating func newNode(_ id: SnapshotIdentifier, owner nodeOwner: RankedForest.Node) -> RankedForest.Node {
         let node = forest.makeNode()
         if Int(node) == identifiers.count {
             identifiers.append(id)
@@ -181,21 +181,21 @@ public struct SnapshotPositions: Sendable {
         return node
     }
 
-    private mutating func insertSection(_ id: Identifier, at position: Int) {
+    private mutating func insertSection(_ id: SnapshotIdentifier, at position: Int) {
         guard sectionNodes[id] == nil else { return }
         let node = newNode(id, owner: RankedForest.none)
         sectionNodes[id] = node
         forest.insert(node, at: position, into: &sectionsRoot)
     }
 
-    private mutating func insertItem(_ id: Identifier, inSection section: RankedForest.Node, at position: Int) {
+    private mutating func insertItem(_ id: SnapshotIdentifier, inSection section: RankedForest.Node, at position: Int) {
         guard itemNodes[id] == nil else { return }
         let node = newNode(id, owner: section)
         itemNodes[id] = node
         forest.insert(node, at: position, into: &owner[Int(section)])
     }
 
-    private mutating func deleteSection(_ id: Identifier) {
+    private mutating func deleteSection(_ id: SnapshotIdentifier) {
         guard let node = sectionNodes.removeValue(forKey: id) else { return }
         for item in forest.nodes(owner[Int(node)]) {
             itemNodes[identifiers[Int(item)]] = nil

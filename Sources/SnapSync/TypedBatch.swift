@@ -16,7 +16,7 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
     }
 
     /// The snapshot as it will be if the server applies the batch to the same base.
-    public var snapshot: Snapshot { builder.snapshot }
+    public var snapshot: RoomSnapshot { builder.snapshot }
 
     public mutating func appendSections(_ sections: [SectionID]) throws(SnapSyncError) {
         try apply(.appendSections(try sectionElements(sections)))
@@ -32,12 +32,12 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
 
     /// Appends sections with payloads (a section's payload is bytes of the app's own; the
     /// coding types items only).
-    public mutating func appendSections(_ sections: [(SectionID, Payload)]) throws(SnapSyncError) {
+    public mutating func appendSections(_ sections: [(SectionID, SnapshotPayload)]) throws(SnapSyncError) {
         try apply(.appendSections(try sectionElements(sections)))
     }
 
     /// New payloads for existing sections, shown with fresh section views (`reloadSections`).
-    public mutating func reloadSections(_ sections: [(SectionID, Payload)]) throws(SnapSyncError) {
+    public mutating func reloadSections(_ sections: [(SectionID, SnapshotPayload)]) throws(SnapSyncError) {
         try apply(.updateSections(try sectionElements(sections)))
     }
 
@@ -55,7 +55,7 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
 
     /// Appends `items` (identifier and content) to `section`, or to the last section.
     public mutating func appendItems(_ items: [(ItemID, Item)], toSection section: SectionID? = nil) throws(SnapSyncError) {
-        let target: Identifier? = try section.map { s throws(SnapSyncError) in try self.section(s) }
+        let target: SnapshotIdentifier? = try section.map { s throws(SnapSyncError) in try self.section(s) }
         try apply(.appendItems(try elements(items), toSection: target))
     }
 
@@ -117,11 +117,11 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
         }
     }
 
-    private func section(_ id: SectionID) throws(SnapSyncError) -> Identifier {
+    private func section(_ id: SectionID) throws(SnapSyncError) -> SnapshotIdentifier {
         do { return try coding.identifier(forSection: id) } catch { throw .coding(error) }
     }
 
-    private func item(_ id: ItemID) throws(SnapSyncError) -> Identifier {
+    private func item(_ id: ItemID) throws(SnapSyncError) -> SnapshotIdentifier {
         do { return try coding.identifier(forItem: id) } catch { throw .coding(error) }
     }
 
@@ -131,14 +131,14 @@ public struct TypedBatch<SectionID: Hashable & Sendable, ItemID: Hashable & Send
         return result
     }
 
-    private func sectionElements(_ sections: [(SectionID, Payload)]) throws(SnapSyncError) -> [SnapshotElement] {
+    private func sectionElements(_ sections: [(SectionID, SnapshotPayload)]) throws(SnapSyncError) -> [SnapshotElement] {
         var result: [SnapshotElement] = []
         for (id, payload) in sections { result.append(SnapshotElement(try section(id), payload: payload)) }
         return result
     }
 
-    private func itemIdentifiers(_ items: [ItemID]) throws(SnapSyncError) -> [Identifier] {
-        var result: [Identifier] = []
+    private func itemIdentifiers(_ items: [ItemID]) throws(SnapSyncError) -> [SnapshotIdentifier] {
+        var result: [SnapshotIdentifier] = []
         for id in items { result.append(try item(id)) }
         return result
     }

@@ -13,11 +13,11 @@ struct FoldJob: Sendable {
     let to: UInt64
     /// The room's state at `baseVersion` (its resume base), and its DIFF frames of versions
     /// `baseVersion + 1 ... from`, copied out of the history.
-    let base: Snapshot
+    let base: RoomSnapshot
     let baseVersion: UInt64
     let framesToFrom: [[UInt8]]
     /// The room's state, chain and (when known) digest at `to`.
-    let target: Snapshot
+    let target: RoomSnapshot
     let chain: RoomChain
     let knownDigest: SnapshotDigest?
     let limits: WireLimits

@@ -100,7 +100,7 @@ extension Hub {
     }
 
     /// "room R holds 50 items, over --max-items-per-room 40: ..." for a room recovered, woken or loaded from a checkpoint.
-    static func overLimit(room: String, snapshot: Snapshot, _ violation: Violation) -> ServerError {
+    static func overLimit(room: String, snapshot: RoomSnapshot, _ violation: BatchError.Violation) -> ServerError {
         let (what, flag, needed): (String, String, Int)
         switch violation {
         case .snapshotTooLarge(let limit):

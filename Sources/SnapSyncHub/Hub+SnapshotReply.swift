@@ -55,7 +55,7 @@ extension Hub {
         let emptyFrame = FrameEncoder().encode(
             .snapshot(
                 requestID: requestID, room: room.name, epoch: room.epoch, version: room.version,
-                reason: reason, digest: room.digest, snapshot: Snapshot(),
+                reason: reason, digest: room.digest, snapshot: RoomSnapshot(),
                 chain: ProtocolVersion.hasChain(version: session.protocolVersion) ? room.chain ?? .unknown : nil), into: &encodeBuffer)
         encodeBuffer.removeLast()
         let size = emptyFrame - 1 + body.count

@@ -8,10 +8,10 @@ package struct Rejection: Error, Hashable, Sendable, CustomStringConvertible {
     /// The failing operation of a MUTATE (codes 20–32 and 51–53, PROTOCOL.md §6).
     var opIndex: Int?
     /// The identifier the failed rule is about, if any.
-    var identifier: Identifier?
+    var identifier: SnapshotIdentifier?
     var message: String
 
-    init(_ code: ErrorCode, _ message: String, opIndex: Int? = nil, identifier: Identifier? = nil) {
+    init(_ code: ErrorCode, _ message: String, opIndex: Int? = nil, identifier: SnapshotIdentifier? = nil) {
         self.code = code
         self.message = message
         self.opIndex = opIndex

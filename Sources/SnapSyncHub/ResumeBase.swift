@@ -19,11 +19,11 @@ import SnapSyncStore
 struct ResumeBase {
     /// The version the snapshot is the room's state at.
     private(set) var version: UInt64
-    private(set) var snapshot: Snapshot
+    private(set) var snapshot: RoomSnapshot
 
     /// The base at `version` with `snapshot`. Sharing the room's snapshot costs nothing now but
     /// one copy of it at the room's next write, when the two part.
-    init(version: UInt64, snapshot: Snapshot) {
+    init(version: UInt64, snapshot: RoomSnapshot) {
         self.version = version
         self.snapshot = snapshot
     }

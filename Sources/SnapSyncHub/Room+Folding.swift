@@ -40,7 +40,7 @@ extension Room {
     /// The room's state at `version`, rebuilt from the resume base and the history's DIFFs after
     /// it; nil when the base does not reach back to `version`.
     /// - Complexity: O(n) for the copy of the base the first apply makes, plus the DIFFs.
-    func state(atVersion target: UInt64) -> Snapshot? {
+    func state(atVersion target: UInt64) -> RoomSnapshot? {
         guard canFold(from: target), let base = resumeBase, let frames = history.frames(after: base.version) else { return nil }
         var state = base.snapshot
         for frame in frames.prefix(Int(target - base.version)) {

@@ -10,7 +10,7 @@ extension Room {
     /// - Complexity: O(history frames): the frames are copied, the snapshot and base shared.
     func image(keepingBaseUpTo foldMaxBytes: Int?) -> RoomImage {
         let frames = history.frames(after: historyBaseVersion) ?? []
-        var base: Snapshot?
+        var base: RoomSnapshot?
         if let resumeBase, let foldMaxBytes, resumeBase.version == historyBaseVersion, !frames.isEmpty,
             snapshot.canonicalByteCount <= foldMaxBytes
         {

@@ -4,8 +4,8 @@ extension Room {
     /// What a write asks for: a MUTATE, REPLACE or REPLACE_SECTION's content.
     enum WriteRequest {
         case mutate(ops: [SnapshotOperation], expectedVersion: UInt64?)
-        case replace(target: Snapshot, expectedVersion: UInt64?)
-        case replaceSection(section: Identifier, items: SectionSnapshot, expectedVersion: UInt64?)
+        case replace(target: RoomSnapshot, expectedVersion: UInt64?)
+        case replaceSection(section: SnapshotIdentifier, items: SectionSnapshot, expectedVersion: UInt64?)
     }
 
     /// Applies `request` in place (`mutate`, `replace` or `replaceSection`): the local engine's

@@ -41,8 +41,8 @@ package final class Room {
     let epoch: UInt64
     var version: UInt64 { history.lastVersion }
     /// Set only by the write methods here and, in cluster mode, by `applyLogged` (Room+Replica.swift).
-    var snapshot: Snapshot
-    /// The limits announced in WELCOME: content limits for `Snapshot.apply`, the frame size a
+    var snapshot: RoomSnapshot
+    /// The limits announced in WELCOME: content limits for `RoomSnapshot.apply`, the frame size a
     /// DIFF must fit (the clients' `max_frame_bytes`), the frames kept for resume.
     let limits: WireLimits
     /// Bytes of DIFF frames kept for resume (`--history-bytes`), besides `limits.historyCount`.
@@ -102,7 +102,7 @@ package final class Room {
     ) {
         let epoch = UInt64.random(in: 1...UInt64.max)
         self.init(
-            name: name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: limits,
+            name: name, epoch: epoch, version: 0, snapshot: RoomSnapshot(), limits: limits,
             maxHistoryBytes: maxHistoryBytes, chain: .start(epoch: epoch), foldsResumes: foldsResumes, idleSince: idleSince)
     }
 
@@ -116,9 +116,9 @@ package final class Room {
     ///   `HistoryBase`), where the resume base starts; without it (or when `recent` is not
     ///   usable), the base starts at `version`: the state before it is not known.
     init(
-        name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, limits: WireLimits = .default,
+        name: String, epoch: UInt64, version: UInt64, snapshot: RoomSnapshot, limits: WireLimits = .default,
         maxHistoryBytes: Int = Room.defaultHistoryBytes, history recent: [WriteRecord] = [], chain: RoomChain? = nil,
-        base: Snapshot? = nil, foldsResumes: Bool = true, idleSince: ContinuousClock.Instant = .now
+        base: RoomSnapshot? = nil, foldsResumes: Bool = true, idleSince: ContinuousClock.Instant = .now
     ) {
         self.name = name
         self.idleSince = idleSince
@@ -244,7 +244,7 @@ package final class Room {
     /// the whole batch atomically against the snapshot.
     ///
     /// - Parameter scratch: a reusable buffer for encoding the DIFF (emptied first).
-    /// - Complexity: that of `Snapshot.apply` plus O(size of the DIFF) to encode it once.
+    /// - Complexity: that of `RoomSnapshot.apply` plus O(size of the DIFF) to encode it once.
     func mutate(
         _ ops: [SnapshotOperation], expectedVersion: UInt64?, writeID: [UInt8],
         scratch: inout [UInt8]
@@ -289,12 +289,12 @@ package final class Room {
     }
 
     /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
-    /// current snapshot to `target` (`Snapshot.difference(to:limits:)`), applied as one DIFF. A target
+    /// current snapshot to `target` (`RoomSnapshot.difference(to:limits:)`), applied as one DIFF. A target
     /// equal to the current content changes nothing: ACK at the current version, no DIFF.
     /// `target` has been checked against the content limits by the decoder.
-    /// - Complexity: that of `Snapshot.difference(to:)` plus O(size of the DIFF).
+    /// - Complexity: that of `RoomSnapshot.difference(to:)` plus O(size of the DIFF).
     func replace(
-        with target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8],
+        with target: RoomSnapshot, expectedVersion: UInt64?, writeID: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
         // The target's digest names the request in the fingerprint; once applied it is also the
@@ -340,7 +340,7 @@ package final class Room {
     /// - Complexity: that of the model's section diff plus O(n) for the copy kept while the
     ///   memory bound is asked (the room is restored from it if the write is refused).
     func replaceSection(
-        _ section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8],
+        _ section: SnapshotIdentifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8],
         scratch: inout [UInt8]
     ) -> WriteOutcome {
         let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
@@ -373,7 +373,7 @@ package final class Room {
     /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
     /// cluster write paths alike.
     static func fingerprint(
-        replacing section: Identifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
+        replacing section: SnapshotIdentifier, with items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], scratch: inout [UInt8]
     ) -> UInt64 {
         writeID.isEmpty ? 0 : WriteFingerprint.replaceSection(section, items, expectedVersion: expectedVersion, scratch: &scratch)
     }

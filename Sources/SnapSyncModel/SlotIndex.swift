@@ -1,7 +1,7 @@
-/// The identifier → slot hash index of `Snapshot`'s items.
+/// The identifier → slot hash index of `RoomSnapshot`'s items.
 ///
-/// Why not `[Identifier: Slot]`: a Swift dictionary keeps no hash values, so every probe
-/// compares keys, and an `Identifier` key is a pointer to its bytes on the heap. On a 100k-item
+/// Why not `[SnapshotIdentifier: Slot]`: a Swift dictionary keeps no hash values, so every probe
+/// compares keys, and an `SnapshotIdentifier` key is a pointer to its bytes on the heap. On a 100k-item
 /// room at the dictionary's 3/4 load, a lookup of an absent identifier (every insert checks for
 /// duplicates; the differ asks for every new item) compared ~8 keys, each a cache miss. This
 /// index stores, per bucket, 32 bits of the hash next to the slot, so probes compare integers in
@@ -17,7 +17,7 @@
 /// - Complexity: expected O(1) per operation (amortized for insertion), plus O(identifier
 ///   length) to hash.
 @usableFromInline struct SlotIndex: Sendable {
-    @usableFromInline typealias Slot = Snapshot.Slot
+    @usableFromInline typealias Slot = RoomSnapshot.Slot
 
     @usableFromInline var buckets: [UInt64] = []
     @usableFromInline var count = 0
@@ -34,12 +34,12 @@
         return UInt32(truncatingIfNeeded: hasher.finalize())
     }
 
-    @usableFromInline static func tag(of id: Identifier) -> UInt32 {
+    @usableFromInline static func tag(of id: SnapshotIdentifier) -> UInt32 {
         id.bytes.withUnsafeBytes { tag(of: $0) }
     }
 
     /// The slot whose identifier bytes are `id`, or nil.
-    @usableFromInline func find(_ id: UnsafeRawBufferPointer, tag: UInt32, in items: Snapshot.ItemsView) -> Slot? {
+    @usableFromInline func find(_ id: UnsafeRawBufferPointer, tag: UInt32, in items: RoomSnapshot.ItemsView) -> Slot? {
         guard count > 0 else { return nil }
         let mask = buckets.count - 1
         return buckets.withUnsafeBufferPointer { buckets in
@@ -49,7 +49,7 @@
                 if entry == 0 { return nil }
                 if UInt32(truncatingIfNeeded: entry >> 32) == tag {
                     let slot = Slot(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1
-                    if Snapshot.bytesEqual(items.idBytes(slot), id) { return slot }
+                    if RoomSnapshot.bytesEqual(items.idBytes(slot), id) { return slot }
                 }
                 b = (b + 1) & mask
             }
@@ -57,7 +57,7 @@
     }
 
     /// The slot of identifier `id`, or nil.
-    @usableFromInline func find(_ id: Identifier, in items: Snapshot.ItemsView) -> Slot? {
+    @usableFromInline func find(_ id: SnapshotIdentifier, in items: RoomSnapshot.ItemsView) -> Slot? {
         guard count > 0 else { return nil }
         return id.bytes.withUnsafeBytes { find($0, tag: Self.tag(of: $0), in: items) }
     }
@@ -130,9 +130,9 @@
     }
 }
 
-extension Snapshot {
+extension RoomSnapshot {
     /// The slot of item `id`, or nil. Expected O(1).
-    @usableFromInline func itemSlot(_ id: Identifier) -> Slot? {
+    @usableFromInline func itemSlot(_ id: SnapshotIdentifier) -> Slot? {
         withItems { itemIndex.find(id, in: $0) }
     }
 }

@@ -1,21 +1,25 @@
-/// Where an insert or a move lands, relative to an anchor of the same kind
-/// (a section relative to a section, an item relative to an item).
-public enum Placement: Hashable, Sendable {
-    case before(Identifier)
-    case after(Identifier)
+extension SnapshotOperation {
+    /// Where an insert or a move lands, relative to an anchor of the same kind
+    /// (a section relative to a section, an item relative to an item).
+    public enum Placement: Hashable, Sendable {
+        case before(SnapshotIdentifier)
+        case after(SnapshotIdentifier)
 
-    @inlinable public var anchor: Identifier {
-        switch self {
-        case .before(let id), .after(let id): return id
+        @inlinable public var anchor: SnapshotIdentifier {
+            switch self {
+            case .before(let id), .after(let id): return id
+            }
         }
     }
 }
 
-/// How a payload update should be shown, after UIKit: `reload` replaces the cell,
-/// `reconfigure` (iOS 15) keeps the cell and refreshes its content.
-public enum UpdateKind: UInt8, Hashable, Sendable {
-    case reload = 0
-    case reconfigure = 1
+extension SnapshotOperation {
+    /// How a payload update should be shown, after UIKit: `reload` replaces the cell,
+    /// `reconfigure` (iOS 15) keeps the cell and refreshes its content.
+    public enum UpdateKind: UInt8, Hashable, Sendable {
+        case reload = 0
+        case reconfigure = 1
+    }
 }
 
 /// One change to a snapshot. This closed set is what every layer speaks: the wire carries it
@@ -36,36 +40,36 @@ public enum SnapshotOperation: Hashable, Sendable {
     /// `appendSections(_:)`: append new sections, in order, after the last one.
     case appendSections([SnapshotElement])
     /// `insertSections(_:beforeSection:)` / `insertSections(_:afterSection:)`.
-    case insertSections([SnapshotElement], Placement)
+    case insertSections([SnapshotElement], SnapshotOperation.Placement)
     /// `deleteSections(_:)`: removes each section together with its items.
-    case deleteSections([Identifier])
+    case deleteSections([SnapshotIdentifier])
     /// `moveSection(_:beforeSection:)` / `moveSection(_:afterSection:)`. Items travel with it.
-    case moveSection(Identifier, Placement)
+    case moveSection(SnapshotIdentifier, SnapshotOperation.Placement)
     /// Replace section payloads (`reloadSections(_:)`).
     case updateSections([SnapshotElement])
 
     // MARK: Items
     /// `appendItems(_:toSection:)`: `nil` means the last section.
-    case appendItems([SnapshotElement], toSection: Identifier?)
+    case appendItems([SnapshotElement], toSection: SnapshotIdentifier?)
     /// `insertItems(_:beforeItem:)` / `insertItems(_:afterItem:)`.
-    case insertItems([SnapshotElement], Placement)
+    case insertItems([SnapshotElement], SnapshotOperation.Placement)
     /// `deleteItems(_:)`.
-    case deleteItems([Identifier])
+    case deleteItems([SnapshotIdentifier])
     /// `deleteAllItems()`: removes every item and every section, as UIKit does.
     case deleteAllItems
     /// `moveItem(_:beforeItem:)` / `moveItem(_:afterItem:)`; may cross sections.
-    case moveItem(Identifier, Placement)
+    case moveItem(SnapshotIdentifier, SnapshotOperation.Placement)
     /// Move an item to the end of a section, which may be empty (UIKit has no such call; it
     /// keeps the item's identity where a delete and append would not).
-    case moveItemToSection(Identifier, section: Identifier)
+    case moveItemToSection(SnapshotIdentifier, section: SnapshotIdentifier)
     /// Replace item payloads; `kind` says whether the client should reload or reconfigure.
-    case updateItems([SnapshotElement], UpdateKind)
+    case updateItems([SnapshotElement], SnapshotOperation.UpdateKind)
 
     // MARK: Outlines (protocol version 2)
     /// `append(_:to: parent)` of a section snapshot: the items become the parent's last children.
-    case appendChildren([SnapshotElement], toParent: Identifier)
+    case appendChildren([SnapshotElement], toParent: SnapshotIdentifier)
     /// Move an item with its subtree to the end of `parent`'s children (parent may be in another section).
-    case moveItemToParent(Identifier, parent: Identifier)
+    case moveItemToParent(SnapshotIdentifier, parent: SnapshotIdentifier)
 }
 
 extension SnapshotOperation {

@@ -30,7 +30,7 @@ struct CheckpointFile {
     var room: String
     var epoch: UInt64
     var version: UInt64
-    var snapshot: Snapshot
+    var snapshot: RoomSnapshot
     var history: [WriteRecord]
     /// The room's TTL as its last SET_TTL set it (its serial and seconds), nil when none was set.
     var ttl: (serial: UInt64, seconds: UInt64)? = nil
@@ -39,7 +39,7 @@ struct CheckpointFile {
     var chain: RoomChain? = nil
     /// The room's state before `history.first` (at `version - history.count`): its resume base,
     /// nil when the file holds none.
-    var base: Snapshot? = nil
+    var base: RoomSnapshot? = nil
 
     static func fileName(_ sequence: UInt64) -> String { "ckpt-\(hex16(sequence)).snap" }
     static func sequence(ofFileName name: String) -> UInt64? { parseNumbered(name, prefix: "ckpt-", suffix: ".snap") }
@@ -51,9 +51,9 @@ struct CheckpointFile {
     /// - Complexity: O(size of the snapshot + history + base): one encoding pass, one checksum
     ///   pass, one SHA-256 pass for the digest.
     static func encode(
-        room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot,
+        room: String, epoch: UInt64, version: UInt64, snapshot: RoomSnapshot,
         history: [WriteRecord], ttl: (serial: UInt64, seconds: UInt64)? = nil, chain: RoomChain? = nil,
-        base: Snapshot? = nil
+        base: RoomSnapshot? = nil
     ) -> [UInt8] {
         var encoding: [UInt8] = []
         snapshot.encodeCanonical(into: &encoding)
@@ -102,7 +102,7 @@ struct CheckpointFile {
         let (room, epoch, version) = (header.room, header.epoch, header.version)
         let snapshotStart = reader.offset
         let snapshotRange = try reader.nextRecord()
-        let snapshot: Snapshot
+        let snapshot: RoomSnapshot
         do {
             snapshot = try SnapshotDecoding.decode(bytes, range: snapshotRange)
         } catch {
@@ -128,7 +128,7 @@ struct CheckpointFile {
             expected &+= 1
         }
         let ttl = try reader.ttl(room: room, epoch: epoch)
-        var base: Snapshot?
+        var base: RoomSnapshot?
         if let (start, range) = try reader.optionalRecord(kind: PayloadKind.resumeBase.rawValue) {
             do {
                 base = try SnapshotDecoding.decode(bytes, range: range.dropFirst())
@@ -143,19 +143,19 @@ struct CheckpointFile {
     }
 }
 
-/// Reads a snapshot's canonical encoding (PROTOCOL.md §4) back into a `Snapshot`.
+/// Reads a snapshot's canonical encoding (PROTOCOL.md §4) back into a `RoomSnapshot`.
 ///
 /// Checkpoints are read with no content limits: what the daemon accepted once must load again
 /// even if an operator has since lowered a limit.
 enum SnapshotDecoding {
     /// - Complexity: O(n) in the size of the encoding, plus hashing to build the indexes.
-    static func decode(_ bytes: [UInt8], range: Range<Int>) throws(FieldReader.Failure) -> Snapshot {
-        try bytes.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> Snapshot in
+    static func decode(_ bytes: [UInt8], range: Range<Int>) throws(FieldReader.Failure) -> RoomSnapshot {
+        try bytes.withUnsafeBufferPointer { (p) throws(FieldReader.Failure) -> RoomSnapshot in
             try decode(p, range: range)
         }
     }
 
-    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>) throws(FieldReader.Failure) -> Snapshot {
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>) throws(FieldReader.Failure) -> RoomSnapshot {
         var r = FieldReader(bytes, from: range.lowerBound, to: range.upperBound)
         let sectionCount = try r.count("section count")
         var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
@@ -169,9 +169,9 @@ enum SnapshotDecoding {
             for _ in 0..<itemCount {
                 let itemID = try r.bytesField("item id")
                 let itemPayload = try r.bytesField("item payload")
-                items.append(SnapshotElement(Identifier(itemID), payload: Payload(itemPayload)))
+                items.append(SnapshotElement(SnapshotIdentifier(itemID), payload: SnapshotPayload(itemPayload)))
             }
-            sections.append((SnapshotElement(Identifier(id), payload: Payload(payload)), items))
+            sections.append((SnapshotElement(SnapshotIdentifier(id), payload: SnapshotPayload(payload)), items))
         }
         // The `levels` part (PROTOCOL.md §4, version 2): the rest of the record, one level per
         // item, present only when the snapshot is an outline. A checkpoint of a previous release
@@ -190,9 +190,9 @@ enum SnapshotDecoding {
             }
             guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes follow the levels of the items") }
         }
-        var snapshot: Snapshot
+        var snapshot: RoomSnapshot
         do {
-            snapshot = try Snapshot(sections, limits: .unlimited)
+            snapshot = try RoomSnapshot(sections, limits: .unlimited)
         } catch {
             throw FieldReader.Failure(what: "it breaks a snapshot rule: \(error)")
         }

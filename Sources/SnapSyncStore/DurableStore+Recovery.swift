@@ -129,7 +129,7 @@ struct Recovery {
     struct RoomState {
         var epoch: UInt64
         var version: UInt64
-        var snapshot: Snapshot
+        var snapshot: RoomSnapshot
         var history: [WriteRecord]
         var checkpointFile: String?
         var checkpointVersion: UInt64
@@ -142,7 +142,7 @@ struct Recovery {
         var chain: RoomChain? = nil
         /// The room's resume base: its state before `history.first`, like `chain`
         /// (`HistoryBase`); nil when not kept (`StoreOptions.keepsResumeBases`) or not known.
-        var base: Snapshot? = nil
+        var base: RoomSnapshot? = nil
     }
 
     var rooms: [RoomName: RoomState] = [:]
@@ -366,12 +366,12 @@ struct Recovery {
             into: &rooms[
                 RoomName(write.room),
                 default: RoomState(
-                    epoch: write.epoch, version: 0, snapshot: Snapshot(), history: [],
+                    epoch: write.epoch, version: 0, snapshot: RoomSnapshot(), history: [],
                     checkpointFile: nil, checkpointVersion: 0, pinnedSegment: nil,
                     // A new room, no checkpoint: its log starts at version 1 (the guard above),
                     // so its chain is the incarnation's start. Never guessed otherwise.
                     chain: write.version == 1 ? .start(epoch: write.epoch) : nil,
-                    base: write.version == 1 && options.keepsResumeBases ? Snapshot() : nil)])
+                    base: write.version == 1 && options.keepsResumeBases ? RoomSnapshot() : nil)])
         recordsReplayed += 1
         if recordsReplayed % Self.progressInterval == 0 { reportProgress() }
     }
@@ -405,7 +405,7 @@ struct Recovery {
 
     /// The resume base recovery keeps for a room loaded from `checkpoint`: the one it holds, or
     /// its snapshot when its history is empty; none unless the daemon keeps bases.
-    func resumeBase(of checkpoint: CheckpointFile) -> Snapshot? {
+    func resumeBase(of checkpoint: CheckpointFile) -> RoomSnapshot? {
         guard options.keepsResumeBases else { return nil }
         return checkpoint.base ?? (checkpoint.history.isEmpty ? checkpoint.snapshot : nil)
     }

@@ -14,7 +14,7 @@ package enum HistoryBase {
     /// it; false when the frame is not a DIFF that applies there. Read with no limits beyond the
     /// formats: the room accepted the frame once.
     /// - Complexity: O(frame) to decode plus the apply.
-    package static func apply(diffFrame frame: UnsafeRawBufferPointer, to state: inout Snapshot) -> Bool {
+    package static func apply(diffFrame frame: UnsafeRawBufferPointer, to state: inout RoomSnapshot) -> Bool {
         guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: .permissive, accepting: .server) else {
             return false
         }
@@ -25,7 +25,7 @@ package enum HistoryBase {
     /// it stood before; nil when `base` is, or when a frame does not apply.
     /// - Complexity: O(size of the dropped frames) plus their applies; the base is mutated in
     ///   place (a copy only when it is shared).
-    static func advance(_ base: Snapshot?, over dropped: some Sequence<[UInt8]>) -> Snapshot? {
+    static func advance(_ base: RoomSnapshot?, over dropped: some Sequence<[UInt8]>) -> RoomSnapshot? {
         guard var state = base else { return nil }
         for frame in dropped {
             guard frame.withUnsafeBytes({ apply(diffFrame: $0, to: &state) }) else { return nil }
@@ -33,7 +33,7 @@ package enum HistoryBase {
         return state
     }
 
-    static func advance(_ base: Snapshot?, over dropped: some Sequence<WriteRecord>) -> Snapshot? {
+    static func advance(_ base: RoomSnapshot?, over dropped: some Sequence<WriteRecord>) -> RoomSnapshot? {
         advance(base, over: dropped.lazy.map(\.diffFrame))
     }
 }

@@ -19,8 +19,8 @@ enum HistoryChain {
     /// before them, given `chain` and `base`, those before `history`.
     /// - Complexity: O(size of the dropped frames), plus their applies when there is a base.
     static func suffix(
-        _ history: [WriteRecord], _ limit: Int, chain: RoomChain?, base: Snapshot? = nil
-    ) -> (history: [WriteRecord], chain: RoomChain?, base: Snapshot?) {
+        _ history: [WriteRecord], _ limit: Int, chain: RoomChain?, base: RoomSnapshot? = nil
+    ) -> (history: [WriteRecord], chain: RoomChain?, base: RoomSnapshot?) {
         let dropCount = max(0, history.count - max(0, limit))
         guard dropCount > 0 else { return (history, chain, base) }
         let dropped = history[..<dropCount]

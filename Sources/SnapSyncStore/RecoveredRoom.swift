@@ -7,7 +7,7 @@ package struct RecoveredRoom: Sendable {
     package var name: String
     package var epoch: UInt64
     package var version: UInt64
-    package var snapshot: Snapshot
+    package var snapshot: RoomSnapshot
     /// The most recent writes, oldest first, with consecutive versions ending at `version`
     /// (at most `StoreOptions.historyLimit`; empty when none is known). The daemon serves
     /// CATCHUP from them, so a client that resumes inside this window is caught up rather than
@@ -24,11 +24,11 @@ package struct RecoveredRoom: Sendable {
     /// The room's state before `history.first` (at `version - history.count`), its resume base
     /// (`HistoryBase`); nil when the store keeps none for it (`StoreOptions.keepsResumeBases`,
     /// a checkpoint written without one).
-    package var base: Snapshot? = nil
+    package var base: RoomSnapshot? = nil
 
     package init(
-        name: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, history: [WriteRecord],
-        ttlSeconds: UInt64? = nil, chain: RoomChain? = nil, base: Snapshot? = nil
+        name: String, epoch: UInt64, version: UInt64, snapshot: RoomSnapshot, history: [WriteRecord],
+        ttlSeconds: UInt64? = nil, chain: RoomChain? = nil, base: RoomSnapshot? = nil
     ) {
         self.name = name
         self.epoch = epoch

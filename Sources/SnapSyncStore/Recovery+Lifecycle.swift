@@ -71,7 +71,7 @@ extension Recovery {
                 // A room given a TTL before (or without) any write: held at version 0, its chain
                 // the incarnation's start (a tombstone before it ended the previous one).
                 rooms[key] = RoomState(
-                    epoch: epoch, version: 0, snapshot: Snapshot(), history: [], checkpointFile: nil,
+                    epoch: epoch, version: 0, snapshot: RoomSnapshot(), history: [], checkpointFile: nil,
                     checkpointVersion: 0, pinnedSegment: segment, ttlSeconds: seconds, ttlSerial: serial,
                     chain: .start(epoch: epoch))
                 return

@@ -8,7 +8,7 @@ package struct RoomImage: Sendable {
     package var room: String
     package var epoch: UInt64
     package var version: UInt64
-    package var snapshot: Snapshot
+    package var snapshot: RoomSnapshot
     /// The room's recent DIFF frames (length prefix included), oldest first, the last one being
     /// the DIFF to `version`: kept in the checkpoint (with the write_ids the store logged for
     /// them) so that CATCHUP works across a restart even after the log holding them is
@@ -23,11 +23,11 @@ package struct RoomImage: Sendable {
     /// base (`HistoryBase`), when the daemon keeps it and wants it to outlast a restart and a
     /// sleep: the checkpoint then holds it too (docs/persistence.md, "The resume window and
     /// folded catch-ups"). Nil: the checkpoint holds none.
-    package var base: Snapshot?
+    package var base: RoomSnapshot?
 
     package init(
-        room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, diffFrames: [[UInt8]] = [],
-        chain: RoomChain? = nil, base: Snapshot? = nil
+        room: String, epoch: UInt64, version: UInt64, snapshot: RoomSnapshot, diffFrames: [[UInt8]] = [],
+        chain: RoomChain? = nil, base: RoomSnapshot? = nil
     ) {
         self.room = room
         self.epoch = epoch

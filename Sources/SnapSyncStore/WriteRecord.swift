@@ -30,7 +30,7 @@ package struct WriteRecord: Sendable, Hashable {
     }
 }
 
-// MARK: - Payload encoding (docs/persistence.md)
+// MARK: - SnapshotPayload encoding (docs/persistence.md)
 
 enum PayloadKind: UInt8 {
     /// A log record: one accepted write, without a write id or with one whose fingerprint is

@@ -72,12 +72,12 @@ extension Array where Element == UInt8 {
         for element in elements { appendElement(element) }
     }
 
-    mutating func appendIdentifiers(_ ids: [Identifier]) {
+    mutating func appendIdentifiers(_ ids: [SnapshotIdentifier]) {
         appendVarint(ids.count)
         for id in ids { appendBytes(id.bytes) }
     }
 
-    mutating func appendPlacement(_ placement: Placement) {
+    mutating func appendPlacement(_ placement: SnapshotOperation.Placement) {
         switch placement {
         case .before(let anchor):
             append(0x00)
@@ -165,7 +165,7 @@ extension Array where Element == UInt8 {
 
     /// `snapshot = list<section>; section = id, payload, items list<item>` (§4): the canonical
     /// encoding, which is also what the digest hashes. O(n).
-    mutating func appendSnapshot(_ snapshot: Snapshot) {
+    mutating func appendSnapshot(_ snapshot: RoomSnapshot) {
         // The model owns the canonical walk, so the bytes on the wire and the digest agree.
         snapshot.encodeCanonical(into: &self)
     }

@@ -3,7 +3,7 @@ public import SnapSyncModel
 /// The error codes of Protocol/PROTOCOL.md §6, one case per row.
 ///
 /// Codes 1–19 travel in ERROR (the connection ends), 20 and up in REJECT (one request failed).
-/// Codes 20–32 and 51–53 map one-to-one onto the model's `Violation`.
+/// Codes 20–32 and 51–53 map one-to-one onto the model's `BatchError.Violation`.
 public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     case malformedFrame = 1
     case frameTooLarge = 2
@@ -127,7 +127,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
 
 extension ErrorCode {
     /// The wire code of a model violation (codes 20–32 and 51–53).
-    public init(_ violation: Violation) {
+    public init(_ violation: BatchError.Violation) {
         switch violation {
         case .duplicateSection: self = .duplicateSection
         case .duplicateItem: self = .duplicateItem
@@ -149,9 +149,9 @@ extension ErrorCode {
     }
 
     /// The model violation a REJECT describes, for codes 20–32 and 51–53; `nil` for other codes, and when
-    /// a rule about one identifier arrives without one. Limits and sizes are not on the wire:
+    /// a rule about one identifier arrives without one. SnapshotLimits and sizes are not on the wire:
     /// they are taken from `limits` (the server's, from WELCOME) and the size is reported as 0.
-    public func violation(identifier: Identifier?, limits: Limits) -> Violation? {
+    public func violation(identifier: SnapshotIdentifier?, limits: SnapshotLimits) -> BatchError.Violation? {
         switch self {
         case .duplicateSection: identifier.map { .duplicateSection($0) }
         case .duplicateItem: identifier.map { .duplicateItem($0) }

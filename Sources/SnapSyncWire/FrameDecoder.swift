@@ -14,7 +14,7 @@
 /// Complexity: O(bytes) per frame; buffered bytes are compacted lazily, so `append` plus
 /// `nextMessage` cost amortized O(1) per byte.
 public struct FrameDecoder: Sendable {
-    /// Limits applied to every frame decoded from now on. A client starts with the defaults and
+    /// SnapshotLimits applied to every frame decoded from now on. A client starts with the defaults and
     /// adopts the server's after WELCOME (`WireLimits(welcome:)`).
     public var limits: WireLimits
     /// Which peer's messages this decoder accepts: a server decodes `.client` messages, a client

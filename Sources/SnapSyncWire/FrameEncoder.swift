@@ -48,7 +48,7 @@ public struct FrameEncoder: Sendable {
     }
 
     /// Appends a snapshot's canonical encoding (§4): the bytes its digest is computed over.
-    public static func encodeSnapshot(_ snapshot: Snapshot, into buffer: inout [UInt8]) {
+    public static func encodeSnapshot(_ snapshot: RoomSnapshot, into buffer: inout [UInt8]) {
         buffer.appendSnapshot(snapshot)
     }
 

@@ -1,6 +1,6 @@
 // Message equality is byte-exact: two messages are equal when they encode to the same body.
 //
-// Why not synthesized: `Snapshot` is only Equatable, and Swift's `String ==` compares by Unicode
+// Why not synthesized: `RoomSnapshot` is only Equatable, and Swift's `String ==` compares by Unicode
 // canonical equivalence, so "é" and "e\u{301}" would be equal although they are different room
 // names on the wire. Encoding is canonical (minimal varints, fixed field order, snapshot order),
 // so equal encodings mean equal messages. Cost: O(size) and one allocation per side; messages

@@ -33,10 +33,10 @@ public enum Message: Sendable {
     /// `writeID` (0–32 bytes) makes it idempotent.
     case mutate(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], ops: [SnapshotOperation])
     /// Replace the room's whole content.
-    case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], snapshot: Snapshot)
+    case replace(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], snapshot: RoomSnapshot)
     /// Replace one section's items, hierarchy included (version 2, §11.21): UIKit's
     /// `apply(_ sectionSnapshot:, to: section)`. The section's payload is kept.
-    case replaceSection(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], section: Identifier, items: SectionSnapshot)
+    case replaceSection(requestID: UInt64, room: String, expectedVersion: UInt64?, writeID: [UInt8], section: SnapshotIdentifier, items: SectionSnapshot)
     case stats(requestID: UInt64)
     /// A fresh token for a live session (§8.4): its grants replace the connection's. Answered
     /// by ACK (epoch 0, version 0) or, when refused, ERROR `unauthorized`.
@@ -56,7 +56,7 @@ public enum Message: Sendable {
     /// and 2, which have no such field.
     case snapshot(
         requestID: UInt64, room: String, epoch: UInt64, version: UInt64, reason: SnapshotReason,
-        digest: SnapshotDigest, snapshot: Snapshot, chain: RoomChain? = nil)
+        digest: SnapshotDigest, snapshot: RoomSnapshot, chain: RoomChain? = nil)
     /// Answer to a JOIN whose resume position the server can serve: the DIFF frames that take
     /// the replica from `fromVersion` to `toVersion` follow, one per version, or (version 3)
     /// one folded DIFF (`CatchupForm`). `form` is nil in the layouts of versions 1 and 2,
@@ -67,7 +67,7 @@ public enum Message: Sendable {
     case diff(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation], chain: RoomChain? = nil)
     case ack(requestID: UInt64, epoch: UInt64, version: UInt64)
     /// A request failed; nothing was applied. `opIndex`/`identifier` locate content errors (codes 20–32 and 51–53, PROTOCOL.md §6).
-    case reject(requestID: UInt64, code: UInt64, opIndex: UInt64?, identifier: Identifier?, message: String)
+    case reject(requestID: UInt64, code: UInt64, opIndex: UInt64?, identifier: SnapshotIdentifier?, message: String)
     case statsReply(requestID: UInt64, stats: [Stat])
     /// The server removed this connection from `room` (after an AUTH whose grants no longer
     /// cover it, §8.4): no more DIFFs for it follow. `code` is raw, as in ERROR and REJECT.

@@ -7,7 +7,7 @@ import SnapSyncModel
 extension ByteReader {
     /// Reads a whole body (after the type byte) as `message`'s layout.
     /// `limits` bounds server-sent content (DIFF ops, SNAPSHOT) and the snapshots of REPLACE;
-    /// client-sent MUTATE ops are left to `Snapshot.apply`, whose `BatchError` carries the
+    /// client-sent MUTATE ops are left to `RoomSnapshot.apply`, whose `BatchError` carries the
     /// op_index a REJECT needs.
     mutating func readBody(limits: WireLimits) throws(WireError) -> Message {
         let result: Message
@@ -78,7 +78,7 @@ extension ByteReader {
             let room = try string("room")
             let expected = try optionalVarint("expected_version")
             let writeID = try writeID()
-            let section = Identifier(try bytesField("section"))
+            let section = SnapshotIdentifier(try bytesField("section"))
             result = .replaceSection(
                 requestID: requestID, room: room, expectedVersion: expected, writeID: writeID, section: section,
                 items: try sectionItems(requestID: requestID, limits: limits))
@@ -127,8 +127,8 @@ extension ByteReader {
             let requestID = try varint("request_id")
             let code = try varint("code")
             let opIndex = try optionalVarint("op_index")
-            var identifier: Identifier?
-            if try flag("identifier") { identifier = Identifier(try bytesField("identifier")) }
+            var identifier: SnapshotIdentifier?
+            if try flag("identifier") { identifier = SnapshotIdentifier(try bytesField("identifier")) }
             result = .reject(requestID: requestID, code: code, opIndex: opIndex, identifier: identifier, message: try string("message"))
         case .statsReply:
             let requestID = try varint("request_id")
@@ -183,27 +183,27 @@ extension ByteReader {
 
     /// An identifier; with `limits`, one longer than `maxIdentifierBytes` is refused before it
     /// is copied.
-    mutating func identifier(_ field: StaticString, limits: Limits?) throws(WireError) -> Identifier {
+    mutating func identifier(_ field: StaticString, limits: SnapshotLimits?) throws(WireError) -> SnapshotIdentifier {
         let n = try length(field)
         if let limits, n > limits.maxIdentifierBytes {
             // Copy only for the error's sake, bounded by the frame (already in memory).
-            let id = Identifier(try raw(n, field))
+            let id = SnapshotIdentifier(try raw(n, field))
             throw WireError(.identifierTooLong, "\(message.name).\(field) \(id) is \(n) bytes, over the limit of \(limits.maxIdentifierBytes)", identifier: id)
         }
-        return Identifier(try raw(n, field))
+        return SnapshotIdentifier(try raw(n, field))
     }
 
-    mutating func element(_ field: StaticString, limits: Limits?) throws(WireError) -> SnapshotElement {
+    mutating func element(_ field: StaticString, limits: SnapshotLimits?) throws(WireError) -> SnapshotElement {
         let id = try identifier(field, limits: limits)
         let n = try length(field)
         if let limits, n > limits.maxPayloadBytes {
             throw WireError(
                 .payloadTooLarge, "\(message.name).\(field) payload of \(id) is \(n) bytes, over the limit of \(limits.maxPayloadBytes)", identifier: id)
         }
-        return SnapshotElement(id, payload: Payload(try raw(n, field)))
+        return SnapshotElement(id, payload: SnapshotPayload(try raw(n, field)))
     }
 
-    mutating func elements(_ field: StaticString, limits: Limits?) throws(WireError) -> [SnapshotElement] {
+    mutating func elements(_ field: StaticString, limits: SnapshotLimits?) throws(WireError) -> [SnapshotElement] {
         let count = try count(field, minimumSize: 2)
         var result: [SnapshotElement] = []
         result.reserveCapacity(count)
@@ -211,15 +211,15 @@ extension ByteReader {
         return result
     }
 
-    mutating func identifiers(_ field: StaticString, limits: Limits?) throws(WireError) -> [Identifier] {
+    mutating func identifiers(_ field: StaticString, limits: SnapshotLimits?) throws(WireError) -> [SnapshotIdentifier] {
         let count = try count(field, minimumSize: 1)
-        var result: [Identifier] = []
+        var result: [SnapshotIdentifier] = []
         result.reserveCapacity(count)
         for _ in 0..<count { result.append(try identifier(field, limits: limits)) }
         return result
     }
 
-    mutating func placement(limits: Limits?) throws(WireError) -> Placement {
+    mutating func placement(limits: SnapshotLimits?) throws(WireError) -> SnapshotOperation.Placement {
         let side = try u8("placement.side")
         switch side {
         case 0x00: return .before(try identifier("placement.anchor", limits: limits))
@@ -228,7 +228,7 @@ extension ByteReader {
         }
     }
 
-    mutating func operations(limits: Limits?) throws(WireError) -> [SnapshotOperation] {
+    mutating func operations(limits: SnapshotLimits?) throws(WireError) -> [SnapshotOperation] {
         let count = try count("ops", minimumSize: 1)
         var ops: [SnapshotOperation] = []
         ops.reserveCapacity(count)
@@ -236,7 +236,7 @@ extension ByteReader {
         return ops
     }
 
-    mutating func operation(limits: Limits?) throws(WireError) -> SnapshotOperation {
+    mutating func operation(limits: SnapshotLimits?) throws(WireError) -> SnapshotOperation {
         let code = try u8("ops.opcode")
         guard let opcode = Opcode(rawValue: code), opcode.exists(inVersion: version) else {
             throw fail("ops.opcode", "unknown opcode 0x\(hex(code))\(Opcode(rawValue: code) == nil ? "" : " in protocol version \(version)")")
@@ -255,7 +255,7 @@ extension ByteReader {
         case .updateSections:
             return .updateSections(try elements("ops.elements", limits: limits))
         case .appendItems:
-            var section: Identifier?
+            var section: SnapshotIdentifier?
             if try flag("ops.section") { section = try identifier("ops.section", limits: limits) }
             return .appendItems(try elements("ops.elements", limits: limits), toSection: section)
         case .insertItems:
@@ -273,7 +273,7 @@ extension ByteReader {
             return .moveItemToSection(id, section: try identifier("ops.section", limits: limits))
         case .updateItems:
             let kindByte = try u8("ops.kind")
-            guard let kind = UpdateKind(rawValue: kindByte) else {
+            guard let kind = SnapshotOperation.UpdateKind(rawValue: kindByte) else {
                 throw fail("ops.kind", "unknown update kind 0x\(hex(kindByte)) (must be 0x00 reload or 0x01 reconfigure)")
             }
             return .updateItems(try elements("ops.elements", limits: limits), kind)
@@ -291,7 +291,7 @@ extension ByteReader {
     /// document order (each section, then its items), so that the first broken content rule
     /// (duplicate identifier, a limit) is the one §4 names, reported with its own code and
     /// `requestID`.
-    mutating func snapshot(requestID: UInt64, limits: WireLimits) throws(WireError) -> Snapshot {
+    mutating func snapshot(requestID: UInt64, limits: WireLimits) throws(WireError) -> RoomSnapshot {
         let start = offset
         let sectionCount = try count("snapshot.sections", minimumSize: 3)
         // One `appendSections` per section followed by its items' `appendItems` (absent section:
@@ -300,7 +300,7 @@ extension ByteReader {
         ops.reserveCapacity(2 * sectionCount)
         var sectionSizes: [Int] = []
         sectionSizes.reserveCapacity(sectionCount)
-        var itemIDs: [Identifier] = []
+        var itemIDs: [SnapshotIdentifier] = []
         for _ in 0..<sectionCount {
             let section = try element("snapshot.section", limits: nil)
             ops.append(.appendSections([section]))
@@ -315,7 +315,7 @@ extension ByteReader {
             throw WireError(
                 .snapshotTooLarge, "\(message.name).snapshot is \(size) bytes, over the limit of \(limits.model.maxSnapshotBytes)", requestID: requestID)
         }
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         do {
             try snapshot.apply(ops, limits: limits.model)
         } catch {
@@ -399,7 +399,7 @@ extension ByteReader {
     }
 
     /// `outline_too_deep` for the first item whose level is `maxOutlineDepth` or more (§4 rule 3).
-    func checkDepth(_ levels: [Int], itemIDs: [Identifier], requestID: UInt64, limits: Limits) throws(WireError) {
+    func checkDepth(_ levels: [Int], itemIDs: [SnapshotIdentifier], requestID: UInt64, limits: SnapshotLimits) throws(WireError) {
         guard let k = levels.firstIndex(where: { $0 >= limits.maxOutlineDepth }) else { return }
         throw WireError(
             .outlineTooDeep, "\(message.name): item \(itemIDs[k]) is at level \(levels[k]), over the outline limit of \(limits.maxOutlineDepth) levels",

@@ -15,9 +15,9 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The request the frame carried, when the error is a content rule in a whole frame.
     public var requestID: UInt64?
     /// The identifier a content rule is about, if any.
-    public var identifier: Identifier?
+    public var identifier: SnapshotIdentifier?
 
-    public init(_ code: ErrorCode, _ detail: String, requestID: UInt64? = nil, identifier: Identifier? = nil) {
+    public init(_ code: ErrorCode, _ detail: String, requestID: UInt64? = nil, identifier: SnapshotIdentifier? = nil) {
         self.code = code
         self.detail = detail
         self.requestID = requestID

@@ -20,13 +20,13 @@ public enum LimitKey: UInt64, Hashable, Sendable, CaseIterable {
 }
 
 /// Every limit the protocol announces in WELCOME, with the defaults of PROTOCOL.md's limits table.
-/// The content limits are the model's `Limits`, carried as is, so one value configures both
-/// `Snapshot.apply` and the codec.
+/// The content limits are the model's `SnapshotLimits`, carried as is, so one value configures both
+/// `RoomSnapshot.apply` and the codec.
 public struct WireLimits: Hashable, Sendable {
     /// Largest frame body `L` a receiver accepts (type byte + fields). Default 16 MiB.
     public var maxFrameBytes: Int
-    /// Identifier, payload, item and section limits (default `Limits.default`).
-    public var model: Limits
+    /// SnapshotIdentifier, payload, item and section limits (default `SnapshotLimits.default`).
+    public var model: SnapshotLimits
     /// Most rooms one connection may have joined at once. Default 64.
     public var maxRoomsPerConnection: Int
     /// How many recent versions a room keeps for resume and idempotent writes: its resume window,
@@ -34,7 +34,7 @@ public struct WireLimits: Hashable, Sendable {
     public var historyCount: Int
 
     public init(
-        maxFrameBytes: Int = 16 * 1024 * 1024, model: Limits = .default,
+        maxFrameBytes: Int = 16 * 1024 * 1024, model: SnapshotLimits = .default,
         maxRoomsPerConnection: Int = 64, historyCount: Int = 16_384
     ) {
         self.maxFrameBytes = maxFrameBytes

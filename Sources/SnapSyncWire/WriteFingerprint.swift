@@ -33,7 +33,7 @@ package enum WriteFingerprint {
 
     /// - Complexity: O(size of the items).
     package static func replaceSection(
-        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, scratch: inout [UInt8]
+        _ section: SnapshotIdentifier, _ items: SectionSnapshot, expectedVersion: UInt64?, scratch: inout [UInt8]
     ) -> UInt64 {
         hash(.replaceSection, expectedVersion, &scratch) { bytes in
             bytes.appendBytes(section.bytes)

@@ -7,18 +7,18 @@ package import Testing
 /// named by two steps, or a step UIKit would take for another, shows as a difference from the
 /// change's own `updates`.
 package func expectAdapterReplays(
-    _ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+    _ change: RoomChange, from old: RoomSnapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     var recorded = BatchUpdates()
     for step in change.updates.steps {
         switch step {
         case .deleteSections(let list): recorded.deletedSections += list
         case .insertSections(let list): recorded.insertedSections += list
-        case .moveSection(let from, let to): recorded.movedSections.append(Move(from: from, to: to))
+        case .moveSection(let from, let to): recorded.movedSections.append(BatchUpdates.Move(from: from, to: to))
         case .reloadSections(let list): recorded.reloadedSections += list
         case .deleteItems(let list): recorded.deletedItems += list
         case .insertItems(let list): recorded.insertedItems += list
-        case .moveItem(let from, let to): recorded.movedItems.append(Move(from: from, to: to))
+        case .moveItem(let from, let to): recorded.movedItems.append(BatchUpdates.Move(from: from, to: to))
         case .reloadItems(let list): recorded.reloadedItems += list
         }
     }
@@ -41,7 +41,7 @@ package func expectAdapterReplays(
 /// and the rows a section snapshot built from it shows (as UIKit computes them) are the change's
 /// visible rows of that section.
 package func expectDiffableUpdate(
-    _ change: RoomChange, from old: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+    _ change: RoomChange, from old: RoomSnapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let update = DiffableUpdate(change)
     let new = change.visibleSnapshot
@@ -87,7 +87,7 @@ package func expectDiffableUpdate(
 
 /// `positions` answers every lookup as `snapshot`'s brute-force walk does.
 package func expectPositions(
-    _ positions: SnapshotPositions, match snapshot: Snapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+    _ positions: SnapshotPositions, match snapshot: RoomSnapshot, _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let sections = snapshot.sectionIdentifiers
     #expect(positions.numberOfSections == sections.count, "\(comment())", sourceLocation: sourceLocation)

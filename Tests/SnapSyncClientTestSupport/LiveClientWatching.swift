@@ -98,7 +98,7 @@ package func expectConsistentStream(_ changes: [RoomChange], _ who: String, sour
         return
     }
     #expect(first.kind == .initial, "\(who): the stream starts with the initial load", sourceLocation: sourceLocation)
-    expectReplays(first.updates, from: Snapshot(), to: first.snapshot, operations: [], "\(who): initial", sourceLocation: sourceLocation)
+    expectReplays(first.updates, from: RoomSnapshot(), to: first.snapshot, operations: [], "\(who): initial", sourceLocation: sourceLocation)
     for (previous, change) in zip(changes, changes.dropFirst()) {
         #expect(
             change.previousPosition == previous.position, "\(who): \(change.kind) v\(change.version) follows v\(previous.version)",

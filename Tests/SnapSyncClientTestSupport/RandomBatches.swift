@@ -17,19 +17,19 @@ package struct RandomBatches {
         self.allowsDeleteAll = allowsDeleteAll
     }
 
-    /// Identifier 0 of each pool is the empty one (an identifier like any other), and one
+    /// SnapshotIdentifier 0 of each pool is the empty one (an identifier like any other), and one
     /// payload in four is empty.
-    package mutating func sectionID() -> Identifier { Self.id("s", Int.random(in: 0..<sectionPool, using: &random)) }
-    package mutating func itemID() -> Identifier { Self.id("i", Int.random(in: 0..<itemPool, using: &random)) }
-    package mutating func payload() -> Payload {
+    package mutating func sectionID() -> SnapshotIdentifier { Self.id("s", Int.random(in: 0..<sectionPool, using: &random)) }
+    package mutating func itemID() -> SnapshotIdentifier { Self.id("i", Int.random(in: 0..<itemPool, using: &random)) }
+    package mutating func payload() -> SnapshotPayload {
         let k = Int.random(in: 0..<4, using: &random)
-        return k == 3 ? .empty : Payload("p\(k)")
+        return k == 3 ? .empty : SnapshotPayload("p\(k)")
     }
-    package static func id(_ prefix: String, _ k: Int) -> Identifier { Identifier(k == 0 ? "" : "\(prefix)\(k)") }
+    package static func id(_ prefix: String, _ k: Int) -> SnapshotIdentifier { SnapshotIdentifier(k == 0 ? "" : "\(prefix)\(k)") }
 
     /// A snapshot with distinct identifiers.
-    package mutating func snapshot() -> Snapshot {
-        var snapshot = Snapshot()
+    package mutating func snapshot() -> RoomSnapshot {
+        var snapshot = RoomSnapshot()
         for _ in 0..<Int.random(in: 0...5, using: &random) {
             let section = sectionID()
             guard !snapshot.contains(section: section) else { continue }
@@ -43,14 +43,16 @@ package struct RandomBatches {
     }
 
     /// One operation that may or may not apply to `snapshot`.
-    package mutating func operation(on snapshot: Snapshot) -> SnapshotOperation {
+    package mutating func operation(on snapshot: RoomSnapshot) -> SnapshotOperation {
         let sections = snapshot.sectionIdentifiers, items = snapshot.itemIdentifiers
-        func existingOrNewSection() -> Identifier {
+        func existingOrNewSection() -> SnapshotIdentifier {
             sections.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? sectionID() : sections.randomElement(using: &random)!
         }
-        func existingOrNewItem() -> Identifier { items.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? itemID() : items.randomElement(using: &random)! }
-        func placement(_ id: Identifier) -> Placement { Bool.random(using: &random) ? .before(id) : .after(id) }
-        func elements(_ make: () -> Identifier) -> [SnapshotElement] {
+        func existingOrNewItem() -> SnapshotIdentifier {
+            items.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? itemID() : items.randomElement(using: &random)!
+        }
+        func placement(_ id: SnapshotIdentifier) -> SnapshotOperation.Placement { Bool.random(using: &random) ? .before(id) : .after(id) }
+        func elements(_ make: () -> SnapshotIdentifier) -> [SnapshotElement] {
             (0..<Int.random(in: 1...3, using: &random)).map { _ in SnapshotElement(make(), payload: payload()) }
         }
         switch Int.random(in: 0..<16, using: &random) {
@@ -71,7 +73,7 @@ package struct RandomBatches {
     }
 
     /// A batch of `count` operations that all apply in order to `snapshot`, and the result.
-    package mutating func batch(on snapshot: Snapshot, count: Int) -> (operations: [SnapshotOperation], result: Snapshot) {
+    package mutating func batch(on snapshot: RoomSnapshot, count: Int) -> (operations: [SnapshotOperation], result: RoomSnapshot) {
         var result = snapshot
         var operations: [SnapshotOperation] = []
         var attempts = 0

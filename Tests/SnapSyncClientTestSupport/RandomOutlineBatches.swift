@@ -4,7 +4,7 @@ extension RandomBatches {
     /// One operation that may or may not apply to `snapshot`: half the time a flat one
     /// (`operation(on:)`, which acts on whole subtrees in an outline), else an outline one:
     /// children appended to a random item, or an item (with its subtree) moved under another.
-    package mutating func outlineOperation(on snapshot: Snapshot) -> SnapshotOperation {
+    package mutating func outlineOperation(on snapshot: RoomSnapshot) -> SnapshotOperation {
         let items = snapshot.itemIdentifiers
         guard !items.isEmpty, Bool.random(using: &random) else { return operation(on: snapshot) }
         let item = items.randomElement(using: &random)!
@@ -16,14 +16,14 @@ extension RandomBatches {
 
     /// A batch of `count` outline operations that all apply in order to `snapshot` (at most
     /// `maxDepth` levels), and the result.
-    package mutating func outlineBatch(on snapshot: Snapshot, count: Int, maxDepth: Int = 4) -> (operations: [SnapshotOperation], result: Snapshot) {
+    package mutating func outlineBatch(on snapshot: RoomSnapshot, count: Int, maxDepth: Int = 4) -> (operations: [SnapshotOperation], result: RoomSnapshot) {
         var result = snapshot
         var operations: [SnapshotOperation] = []
         var attempts = 0
         while operations.count < count && attempts < count * 20 {
             attempts += 1
             let operation = outlineOperation(on: result)
-            if (try? result.apply(operation, limits: Limits(maxOutlineDepth: maxDepth))) != nil { operations.append(operation) }
+            if (try? result.apply(operation, limits: SnapshotLimits(maxOutlineDepth: maxDepth))) != nil { operations.append(operation) }
         }
         return (operations, result)
     }

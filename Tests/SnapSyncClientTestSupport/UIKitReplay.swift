@@ -17,7 +17,7 @@ package import Testing
 /// refused (openradar 48941906). Reconfigures are not part of the batch: `reconfiguredItems` must
 /// survive the batch (deleted or reloaded they are refused), `reconfiguredItemsAfterUpdate` must
 /// name the same items after it.
-package func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource new: Snapshot) throws -> [(Identifier, [Identifier])] {
+package func replayAsUIKit(_ updates: BatchUpdates, on old: RoomSnapshot, dataSource new: RoomSnapshot) throws -> [(SnapshotIdentifier, [SnapshotIdentifier])] {
     struct Broken: Error, CustomStringConvertible { var description: String }
     func check(_ condition: Bool, _ message: @autoclosure () -> String) throws {
         if !condition { throw Broken(description: message()) }
@@ -107,10 +107,10 @@ package func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource
     }
 
     // 1. Remove deleted, reloaded and moving items (old paths), keeping the moving ones by old path.
-    var carriedItems: [ItemIndexPath: Identifier] = [:]
-    var sections: [(id: Identifier, items: [Identifier], oldIndex: Int)] = []
+    var carriedItems: [ItemIndexPath: SnapshotIdentifier] = [:]
+    var sections: [(id: SnapshotIdentifier, items: [SnapshotIdentifier], oldIndex: Int)] = []
     for (s, (id, items)) in oldLayout.enumerated() {
-        var kept: [Identifier] = []
+        var kept: [SnapshotIdentifier] = []
         for (i, item) in items.enumerated() {
             let path = ItemIndexPath(item: i, section: s)
             if movedItemsFrom.contains(path) {
@@ -122,7 +122,7 @@ package func replayAsUIKit(_ updates: BatchUpdates, on old: Snapshot, dataSource
         sections.append((id, kept, s))
     }
     // 2. Remove deleted, reloaded and moving sections.
-    var carriedSections: [Int: (id: Identifier, items: [Identifier], oldIndex: Int)] = [:]
+    var carriedSections: [Int: (id: SnapshotIdentifier, items: [SnapshotIdentifier], oldIndex: Int)] = [:]
     for section in sections where movedFrom.contains(section.oldIndex) { carriedSections[section.oldIndex] = section }
     sections.removeAll { goneSections.contains($0.oldIndex) || movedFrom.contains($0.oldIndex) }
     // 3. Insert sections (inserted, moved, reloaded) at their final indexes, ascending.
@@ -169,10 +169,10 @@ package func reloadSpot(_ index: Int, deleted: Set<Int>, insertedAscending: [Int
 /// Checks that `updates` take `old` to `new` as UIKit would replay them, and that every item
 /// or section whose content changed gets a fresh cell.
 package func expectReplays(
-    _ updates: BatchUpdates, from old: Snapshot, to new: Snapshot, operations: [SnapshotOperation],
+    _ updates: BatchUpdates, from old: RoomSnapshot, to new: RoomSnapshot, operations: [SnapshotOperation],
     _ comment: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
-    let layout: [(Identifier, [Identifier])]
+    let layout: [(SnapshotIdentifier, [SnapshotIdentifier])]
     do {
         layout = try replayAsUIKit(updates, on: old, dataSource: new)
     } catch {
@@ -186,7 +186,7 @@ package func expectReplays(
     // Content: a changed item is reloaded/reconfigured in place, or its old cell goes away.
     let oldLayout = old.sectionIdentifiers.map { ($0, old.itemIdentifiers(inSection: $0)!) }
     let namedItems = Set(
-        operations.flatMap { op -> [Identifier] in
+        operations.flatMap { op -> [SnapshotIdentifier] in
             if case .updateItems(let elements, _) = op { return elements.map(\.id) }
             return []
         })

@@ -294,7 +294,7 @@ extension RealNATSCluster {
                 records.append(record)
             }
 
-            let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [SnapshotElement("i", payload: "q")])])
+            let snapshot = try RoomSnapshot([(section: SnapshotElement("s", payload: "p"), items: [SnapshotElement("i", payload: "q")])])
             let image = RoomImage(room: room, epoch: epoch, version: 2, snapshot: snapshot, diffFrames: records[0..<2].map(\.diffFrame))
             var stored: Bool?
             a.saveCheckpoint(image, history: Array(records[0..<2]), sequence: sequences[1], chain: nil) { stored = $0 }
@@ -332,7 +332,9 @@ extension RealNATSCluster {
                 WriteRecord(room: room, epoch: epoch, version: $0, writeID: [UInt8($0)], diffFrame: [UInt8](repeating: 3, count: 100))
             }
             func image(_ payloadSize: Int, version: UInt64) throws -> RoomImage {
-                let snapshot = try Snapshot([(section: SnapshotElement("s", payload: Payload([UInt8](repeating: 7, count: payloadSize))), items: [])])
+                let snapshot = try RoomSnapshot([
+                    (section: SnapshotElement("s", payload: SnapshotPayload([UInt8](repeating: 7, count: payloadSize))), items: [])
+                ])
                 return RoomImage(room: room, epoch: epoch, version: version, snapshot: snapshot)
             }
 
@@ -368,7 +370,7 @@ extension RealNATSCluster {
         /// only a snapshot over the limit is refused. Sizes are the encoding's, byte for byte.
         @Test func theCheckpointHistoryCutKeepsTheNewestRecordsThatFit() throws {
             let room = "cut ☕"
-            let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "p"), items: [])])
+            let snapshot = try RoomSnapshot([(section: SnapshotElement("s", payload: "p"), items: [])])
             let history = (UInt64(1)...140).map {
                 WriteRecord(
                     room: room, epoch: 1 << 40, version: $0, writeID: $0 % 3 == 0 ? [] : [UInt8]($0.description.utf8),

@@ -126,7 +126,7 @@ import SnapSyncWire
         let mutate = harness.drain(reader)
         #expect(mutate.map(\.errorCode) == [.forbidden] && mutate.first?.requestID == 8)
         #expect(mutate.first?.text == "token of reader grants no write on room board:1")
-        harness.send(.replace(requestID: 9, room: "board:1", expectedVersion: nil, writeID: [], snapshot: Snapshot()), from: reader)
+        harness.send(.replace(requestID: 9, room: "board:1", expectedVersion: nil, writeID: [], snapshot: RoomSnapshot()), from: reader)
         #expect(harness.drain(reader).map(\.errorCode) == [.forbidden])
         #expect(harness.hub.rooms["board:1"]?.version == 1)
         #expect(harness.drain(writer).isEmpty)

@@ -28,7 +28,7 @@ import SnapSyncTestSupport
     }
 
     /// The replica's state and position, as a client holds them after a SNAPSHOT.
-    private func replica(_ harness: HubHarness, _ session: Session) throws -> (snapshot: Snapshot, epoch: UInt64, version: UInt64, chain: RoomChain) {
+    private func replica(_ harness: HubHarness, _ session: Session) throws -> (snapshot: RoomSnapshot, epoch: UInt64, version: UInt64, chain: RoomChain) {
         guard case .snapshot(_, _, let epoch, let version, _, _, let snapshot, let chain?)? = harness.join(session, "room").first else {
             throw TestFailure("no SNAPSHOT")
         }
@@ -116,7 +116,7 @@ import SnapSyncTestSupport
         let harness = HubHarness { $0.wire.historyCount = 40 }
         let writer = harness.connect()
         seed(harness, writer)
-        var states: [UInt64: Snapshot] = [:]
+        var states: [UInt64: RoomSnapshot] = [:]
         var rng = SplitMix64(seed: 11)
         for index in 0..<200 {
             let room = try #require(harness.hub.rooms["room"])
@@ -126,7 +126,7 @@ import SnapSyncTestSupport
             let ops: [SnapshotOperation] =
                 switch index % 4 {
                 case 0: [.insertItems([hubElement("n\(index)", "new")], .after(pick))]
-                case 1: [.updateItems([SnapshotElement(pick, payload: Payload("u\(index)"))], .reload)]
+                case 1: [.updateItems([SnapshotElement(pick, payload: SnapshotPayload("u\(index)"))], .reload)]
                 case 2: [.moveItem(pick, .before(ids[0]))]
                 default: ids.count > 3 ? [.deleteItems([pick])] : [.appendItems([hubElement("m\(index)")], toSection: "s")]
                 }
@@ -156,7 +156,7 @@ import SnapSyncTestSupport
     /// A room loaded with history knows no state before its load: resumes from before it are
     /// replayed, resumes from after it folded.
     @Test func aLoadedRoomFoldsOnlyFromItsLoad() throws {
-        let source = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), chain: .start(epoch: 9))
+        let source = Room(name: "room", epoch: 9, version: 0, snapshot: RoomSnapshot(), chain: .start(epoch: 9))
         var scratch: [UInt8] = []
         var records: [WriteRecord] = []
         _ = source.mutate(
@@ -193,16 +193,16 @@ import SnapSyncTestSupport
             $0.foldFreeBytes = 0
             $0.foldInterval = .seconds(1)
         }
-        func resume(_ session: Session, _ room: String, _ held: (snapshot: Snapshot, epoch: UInt64, version: UInt64, chain: RoomChain)) -> CatchupForm? {
+        func resume(_ session: Session, _ room: String, _ held: (snapshot: RoomSnapshot, epoch: UInt64, version: UInt64, chain: RoomChain)) -> CatchupForm? {
             _ = harness.drain(session)
             let answer = harness.join(session, room, resume: RoomPosition(epoch: held.epoch, version: held.version), chain: held.chain, requestID: 8)
             guard case .catchup(_, _, _, _, _, let form)? = answer.first else { return nil }
             return form
         }
         let writer = harness.connect()
-        var early: [String: (snapshot: Snapshot, epoch: UInt64, version: UInt64, chain: RoomChain)] = [:]
+        var early: [String: (snapshot: RoomSnapshot, epoch: UInt64, version: UInt64, chain: RoomChain)] = [:]
         let readers = (0..<4).map { _ in harness.connect() }
-        var middle: (snapshot: Snapshot, epoch: UInt64, version: UInt64, chain: RoomChain)?
+        var middle: (snapshot: RoomSnapshot, epoch: UInt64, version: UInt64, chain: RoomChain)?
         for name in ["room", "other"] {
             harness.mutate(writer, name, addItem("a", first: true))
             harness.mutate(writer, name, [.appendItems(["b", "c", "d"].map { hubElement($0) }, toSection: "s")])

@@ -23,7 +23,7 @@ import SnapSyncTestSupport
     /// A reader joined at the room's setup, then away while `count` updates land.
     private func awayReader(
         _ harness: HubHarness, _ writer: Session, count: Int = 40
-    ) throws -> (reader: Session, held: Snapshot, position: RoomPosition, chain: RoomChain) {
+    ) throws -> (reader: Session, held: RoomSnapshot, position: RoomPosition, chain: RoomChain) {
         harness.mutate(writer, "room", addItem("a", first: true))
         harness.mutate(writer, "room", [.appendItems(["b", "c", "d"].map { hubElement($0) }, toSection: "s")])
         _ = harness.drain(writer)

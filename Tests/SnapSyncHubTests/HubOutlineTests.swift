@@ -79,7 +79,7 @@ import SnapSyncWire
         let writer = harness.connect()
         harness.mutate(writer, "room", Self.outline)
         #expect(harness.drain(writer).first?.ackVersion == 1)
-        let cases: [([SnapshotOperation], ErrorCode, Identifier)] = [
+        let cases: [([SnapshotOperation], ErrorCode, SnapshotIdentifier)] = [
             ([.appendChildren([hubElement("x")], toParent: "nope")], .parentNotFound, "nope"),
             ([.moveItemToParent("a", parent: "a1")], .moveIntoOwnSubtree, "a"),
             ([.appendChildren([hubElement("x")], toParent: "a1")], .outlineTooDeep, "x"),
@@ -222,7 +222,7 @@ import SnapSyncWire
         let writer = harness.connect()
         harness.mutate(writer, "room", Self.outline + [.appendSections([hubElement("t")]), .appendItems([hubElement("c")], toSection: "t")])
         _ = harness.drain(writer)
-        let cases: [(Identifier, SectionSnapshot, ErrorCode, Identifier?)] = [
+        let cases: [(SnapshotIdentifier, SectionSnapshot, ErrorCode, SnapshotIdentifier?)] = [
             ("nope", try Self.items([("x", 0)]), .sectionNotFound, "nope"),
             ("s", try Self.items([("a", 0), ("c", 1)]), .duplicateItem, "c"),
         ]

@@ -71,7 +71,7 @@ private struct SleepyHub {
 }
 
 /// The SNAPSHOT in `messages`: (epoch, version, digest, snapshot).
-private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt64, digest: SnapshotDigest, snapshot: Snapshot)? {
+private func snapshotOf(_ messages: [Message]) -> (epoch: UInt64, version: UInt64, digest: SnapshotDigest, snapshot: RoomSnapshot)? {
     for case .snapshot(_, _, let epoch, let version, _, let digest, let snapshot, _) in messages {
         return (epoch, version, digest, snapshot)
     }

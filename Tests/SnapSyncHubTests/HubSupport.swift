@@ -144,7 +144,7 @@ struct HubHarness {
 }
 
 func hubElement(_ id: String, _ payload: String = "") -> SnapshotElement {
-    SnapshotElement(Identifier(id), payload: Payload(payload))
+    SnapshotElement(SnapshotIdentifier(id), payload: SnapshotPayload(payload))
 }
 
 /// A section `s` with item `id`.

@@ -73,7 +73,7 @@ import SnapSyncStore
         let writer = harness.connect(), member = harness.connect()
         harness.mutate(writer, "room", addItem("a", first: true))
         harness.join(member, "room")
-        var target = Snapshot()
+        var target = RoomSnapshot()
         try target.apply([.appendSections([hubElement("t")]), .appendItems([hubElement("z", "zz")], toSection: "t")], limits: .default)
         harness.send(.replace(requestID: 9, room: "room", expectedVersion: 1, writeID: [], snapshot: target), from: writer)
         #expect(harness.drain(writer).map(\.ackVersion) == [1, 2])
@@ -82,7 +82,7 @@ import SnapSyncStore
             Issue.record("expected one DIFF at version 2, got \(diffs)")
             return
         }
-        var replica = Snapshot()
+        var replica = RoomSnapshot()
         try replica.apply(addItem("a", first: true), limits: .default)
         try replica.apply(ops, limits: .default)
         #expect(replica == target && harness.hub.rooms["room"]?.snapshot == target)

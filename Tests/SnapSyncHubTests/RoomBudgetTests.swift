@@ -9,13 +9,13 @@ import SnapSyncWire
 // can be emptied by writes.
 
 private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
-    SnapshotElement(Identifier(id), payload: Payload(payload))
+    SnapshotElement(SnapshotIdentifier(id), payload: SnapshotPayload(payload))
 }
 
 /// A room holding a big item "big" and a small one "a" in section "s", under a budget that is
 /// full: its limit leaves less than one remembered frame and id free.
 private func fullRoom() throws -> (Room, RoomMemoryBudget) {
-    let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: WireLimits())
+    let room = Room(name: "room", epoch: 9, version: 0, snapshot: RoomSnapshot(), limits: WireLimits())
     var scratch: [UInt8] = []
     let ops: [SnapshotOperation] = [
         .appendSections([element("s")]),
@@ -84,7 +84,7 @@ private struct Failure: Error, CustomStringConvertible {
         let (room, budget) = try fullRoom()
         let total = budget.total
         var scratch: [UInt8] = []
-        let target = try Snapshot([(section: element("s"), items: [element("a", "1")])])
+        let target = try RoomSnapshot([(section: element("s"), items: [element("a", "1")])])
         guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeID: [3], scratch: &scratch) else {
             Issue.record("a REPLACE dropping the big item was refused")
             return
@@ -100,7 +100,7 @@ private struct Failure: Error, CustomStringConvertible {
     /// only when it can shrink the room (PROTOCOL.md §7.1): a batch of moves, which grows the
     /// snapshot by nothing but has a large DIFF, is refused, and the room is not copied for it.
     @Test func aBatchThatCannotShrinkIsRefusedByItsBound() throws {
-        let room = Room(name: "room", epoch: 9, version: 0, snapshot: Snapshot(), limits: WireLimits())
+        let room = Room(name: "room", epoch: 9, version: 0, snapshot: RoomSnapshot(), limits: WireLimits())
         var scratch: [UInt8] = []
         let ids = (0..<200).map { "i\($0)" }
         guard
@@ -112,7 +112,7 @@ private struct Failure: Error, CustomStringConvertible {
         }
         // Room for the moves' exact growth (their DIFF and a remembered frame and id), not for
         // twice their DIFF.
-        let moves: [SnapshotOperation] = ids.dropFirst().map { .moveItem(Identifier($0), .before("i0")) }
+        let moves: [SnapshotOperation] = ids.dropFirst().map { .moveItem(SnapshotIdentifier($0), .before("i0")) }
         let size = FrameEncoder().encodeDiff(room: room.name, epoch: room.epoch, version: 2, ops: moves, into: &scratch)
         let budget = RoomMemoryBudget(limit: RoomMemoryBudget.bytes(of: room) + size + 2 * RoomMemoryBudget.bytesPerRememberedID + 100)
         budget.update(room)

@@ -12,11 +12,11 @@ private func makeRoom(
     _ name: String = "room", limits: WireLimits = WireLimits(), maxHistoryBytes: Int = Room.defaultHistoryBytes,
     version: UInt64 = 0, epoch: UInt64 = 77
 ) -> Room {
-    Room(name: name, epoch: epoch, version: version, snapshot: Snapshot(), limits: limits, maxHistoryBytes: maxHistoryBytes)
+    Room(name: name, epoch: epoch, version: version, snapshot: RoomSnapshot(), limits: limits, maxHistoryBytes: maxHistoryBytes)
 }
 
 private func element(_ id: String, _ payload: String = "") -> SnapshotElement {
-    SnapshotElement(Identifier(id), payload: Payload(payload))
+    SnapshotElement(SnapshotIdentifier(id), payload: SnapshotPayload(payload))
 }
 
 /// Applies ops that must succeed and returns the DIFF frame.
@@ -205,7 +205,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
                 .appendItems([element("a"), element("b")], toSection: "s"),
             ])
         let before = room.snapshot
-        let target = try Snapshot([(element("t", "new"), [element("b"), element("c")]), (element("u"), [])])
+        let target = try RoomSnapshot([(element("t", "new"), [element("b"), element("c")]), (element("u"), [])])
         var scratch: [UInt8] = []
         guard case .applied(let version, let diff) = room.replace(with: target, expectedVersion: 1, writeID: [], scratch: &scratch) else {
             Issue.record("replace was not applied")
@@ -234,7 +234,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
         let room = makeRoom()
         mustApply(room, [.appendSections([element("s")]), .appendItems([element("a")], toSection: "s")])
         #expect(room.digest == room.snapshot.digest)
-        let target = try Snapshot([(element("s"), [element("b", "x"), element("a")])])
+        let target = try RoomSnapshot([(element("s"), [element("b", "x"), element("a")])])
         var scratch: [UInt8] = []
         guard case .applied(2, _) = room.replace(with: target, expectedVersion: nil, writeID: [1, 2], scratch: &scratch) else {
             Issue.record("replace was not applied at version 2")
@@ -275,10 +275,10 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
 
     @Test func digestIsTheSnapshotsAndFollowsEveryVersion() {
         let room = makeRoom()
-        #expect(room.digest == Snapshot().digest)
+        #expect(room.digest == RoomSnapshot().digest)
         mustApply(room, [.appendSections([element("s")])])
         #expect(room.digest == room.snapshot.digest)
-        #expect(room.digest != Snapshot().digest)
+        #expect(room.digest != RoomSnapshot().digest)
     }
 }
 
@@ -437,7 +437,7 @@ private func decode(_ chunk: OutputChunk) throws -> Message {
     /// IDs restored from the store have no fingerprint: any write reusing one is its retry.
     @Test func restoredIdsMatchAnyWrite() {
         let room = Room(
-            name: "r", epoch: 5, version: 1, snapshot: Snapshot(), limits: WireLimits(),
+            name: "r", epoch: 5, version: 1, snapshot: RoomSnapshot(), limits: WireLimits(),
             history: [WriteRecord(room: "r", epoch: 5, version: 1, writeID: [1], diffFrame: [0, 0, 0, 1, 0x22])])
         var scratch: [UInt8] = []
         guard case .duplicate(1) = room.mutate([.appendSections([element("x")])], expectedVersion: nil, writeID: [1], scratch: &scratch) else {

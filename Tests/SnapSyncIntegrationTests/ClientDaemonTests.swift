@@ -61,7 +61,8 @@ struct ClientDaemonTests {
                             }
                             // An empty batch is acknowledged without a new version.
                             if operations > 0 { applied += 1 }
-                        } catch SnapSyncError.rejected(_) {
+                        } catch {
+                            guard (error as? SnapSyncError)?.kind == .rejected else { throw error }
                             // Another writer got there first and the batch no longer applies: the
                             // server refused it whole, which is the point.
                             rejected += 1
@@ -110,7 +111,7 @@ struct ClientDaemonTests {
         // Deterministic part: A is down for exactly five of B's writes.
         await a.dropConnection(reconnect: false)
         try await eventually("a reconnecting") { a.state.isReconnecting }
-        for i in 0..<5 { try await b.mutate(room, [.appendItems([SnapshotElement(Identifier("i\(i)"))], toSection: "s")]) }
+        for i in 0..<5 { try await b.mutate(room, [.appendItems([SnapshotElement(SnapshotIdentifier("i\(i)"))], toSection: "s")]) }
         await a.resumeReconnecting()
         var changes = try await logA.wait(for: "a's catch-up") { $0.contains { $0.kind == .catchUp } }
         let catchUp = try #require(changes.first { $0.kind == .catchUp })
@@ -123,7 +124,7 @@ struct ClientDaemonTests {
         // Mid-stream part: B writes without pause while A's socket is killed twice.
         let writer = Task {
             for i in 0..<60 {
-                try await b.mutate(room, [.appendItems([SnapshotElement(Identifier("w\(i)"))], toSection: "s")])
+                try await b.mutate(room, [.appendItems([SnapshotElement(SnapshotIdentifier("w\(i)"))], toSection: "s")])
             }
         }
         for round in 0..<2 {
@@ -160,7 +161,7 @@ struct ClientDaemonTests {
 
         await a.dropConnection(reconnect: false)
         try await eventually("a reconnecting") { a.state.isReconnecting }
-        for i in 0..<10 { try await b.mutate(room, [.appendItems([SnapshotElement(Identifier("i\(i)"))], toSection: "s")]) }
+        for i in 0..<10 { try await b.mutate(room, [.appendItems([SnapshotElement(SnapshotIdentifier("i\(i)"))], toSection: "s")]) }
         try await b.mutate(room, [.deleteItems(["old"])])
         await a.resumeReconnecting()
 
@@ -201,7 +202,7 @@ struct ClientDaemonTests {
                 try await client.mutate(room, operations, expectedVersion: expectedVersion)
                 return nil
             } catch {
-                guard case .rejected(let rejection) = error else {
+                guard let rejection = error.rejection else {
                     Issue.record("expected a REJECT, got \(error)")
                     return nil
                 }
@@ -304,13 +305,13 @@ struct ClientDaemonTests {
             try await writer.mutate(
                 name,
                 [
-                    .appendSections([SnapshotElement(Identifier(name))]),
-                    .appendItems((0...k).map { SnapshotElement(Identifier("\(name)-\($0)")) }, toSection: nil),
+                    .appendSections([SnapshotElement(SnapshotIdentifier(name))]),
+                    .appendItems((0...k).map { SnapshotElement(SnapshotIdentifier("\(name)-\($0)")) }, toSection: nil),
                 ])
         }
         for (k, replica) in replicas.enumerated() {
             try await eventually("\(names[k]) loaded") { replica.snapshot.numberOfItems == k + 1 }
-            #expect(replica.snapshot.sectionIdentifiers == [Identifier(names[k])])
+            #expect(replica.snapshot.sectionIdentifiers == [SnapshotIdentifier(names[k])])
         }
         let log = ChangeLog.start(replicas[1])
         try await reader.leave("r2")
@@ -401,7 +402,7 @@ struct ClientDaemonTests {
         // reconnected): only a timeout with the client left reconnecting is the stopped daemon's.
         try await eventually("a timeout, the client reconnecting") {
             guard client.state.isReconnecting else { return false }
-            return await events.disconnections.contains { if case .timedOut = $0 { true } else { false } }
+            return await events.disconnections.contains { $0.kind == .timedOut }
         }
         daemon.signal(SIGCONT)
         try await eventually("reconnected") { client.state == .connected }

@@ -114,12 +114,12 @@ struct ClientFailoverTests {
         // Each round starts after the endpoint that failed last: the daemon's, then dead2's.
         let roundOrder = [dead2.endpoint, dead1.endpoint, daemon.endpoint]
         let error = await #expect(throws: SnapSyncError.self) { try await pending.value }
-        guard case .allEndpointsFailed(let tried, let last)? = error else {
+        guard let (tried, last) = error?.endpointFailures else {
             Issue.record("expected .allEndpointsFailed, got \(String(describing: error))")
             return
         }
         #expect(tried == roundOrder)
-        #expect({ if case .connectFailed = last { true } else { false } }(), "\(last)")
+        #expect(last.kind == .connectFailed, "\(last)")
         for endpoint in roundOrder { #expect("\(error!)".contains(endpoint.description)) }
         #expect(client.state == .disconnected)
         try await eventually("the stop event") { await events.events.contains { if case .stopped = $0 { true } else { false } } }
@@ -130,7 +130,7 @@ struct ClientFailoverTests {
 
         // connect() makes one round from the first endpoint, and throws the same kind of error.
         let again = await #expect(throws: SnapSyncError.self) { try await client.connect() }
-        guard case .allEndpointsFailed(let triedAgain, _)? = again else {
+        guard let triedAgain = again?.endpointFailures?.tried else {
             Issue.record("expected .allEndpointsFailed, got \(String(describing: again))")
             return
         }
@@ -166,7 +166,7 @@ struct ClientTLSFailoverTests {
         let refused = SnapSyncClient(
             configuration: .init(endpoints: [asAddress, .init(host: "127.0.0.1", port: asName.port)], clientName: "tls", tls: tls))
         let error = await #expect(throws: SnapSyncError.self) { try await refused.connect() }
-        guard case .allEndpointsFailed(let tried, .tlsHostnameMismatch(let host, _))? = error else {
+        guard let (tried, last) = error?.endpointFailures, last.kind == .tlsHostnameMismatch, let host = last.host else {
             Issue.record("expected .allEndpointsFailed after a host name mismatch, got \(String(describing: error))")
             return
         }

@@ -104,7 +104,7 @@ struct ClientTLSTests {
         daemon = try directory.start(samePorts)
         defer { daemon.stop() }
         try await eventually("both back") { a.state == .connected && b.state == .connected }
-        for i in 1...3 { try await b.mutate("core", [.appendItems([SnapshotElement(Identifier("b\(i)"))], toSection: "s")]) }
+        for i in 1...3 { try await b.mutate("core", [.appendItems([SnapshotElement(SnapshotIdentifier("b\(i)"))], toSection: "s")]) }
         try await eventually("a at v5, has \(replicaA.position)") { replicaA.position.version == 5 }
         #expect(replicaA.snapshot == replicaB.snapshot)
         #expect(replicaA.snapshot.numberOfItems == 4)
@@ -123,12 +123,12 @@ struct ClientTLSTests {
         // `named` is for DNS:localhost only: neither 127.0.0.1 nor another name matches it.
         for (serverName, expected) in [(nil, "127.0.0.1"), ("sync.example.com", "sync.example.com")] {
             let error = try await connectError(try tls(serverName: serverName), certificate: "named")
-            guard case .tlsHostnameMismatch(let host, _)? = error else {
+            guard let error, error.kind == .tlsHostnameMismatch, let host = error.host else {
                 Issue.record("expected tlsHostnameMismatch for \(expected), got \(String(describing: error))")
                 continue
             }
             #expect(host == expected)
-            #expect(error!.description.contains(expected))
+            #expect(error.description.contains(expected))
         }
         #expect(try await connectError(try tls(serverName: "localhost"), certificate: "named") == nil)
     }
@@ -136,7 +136,7 @@ struct ClientTLSTests {
     @Test("an expired certificate is refused as .tlsCertificateExpired")
     func expiredCertificate() async throws {
         let error = try await connectError(try tls(), certificate: "expired")
-        guard case .tlsCertificateExpired(let host, let reason)? = error else {
+        guard let error, error.kind == .tlsCertificateExpired, let host = error.host, let reason = error.reason else {
             Issue.record("expected tlsCertificateExpired, got \(String(describing: error))")
             return
         }
@@ -147,19 +147,19 @@ struct ClientTLSTests {
     @Test("a certificate from a CA that is not a trust root is refused as .tlsUntrustedCertificate")
     func untrustedCertificate() async throws {
         let error = try await connectError(try tls(roots: "other-ca.pem"))
-        guard case .tlsUntrustedCertificate(let host, let reason)? = error else {
+        guard let error, error.kind == .tlsUntrustedCertificate, let host = error.host, let reason = error.reason else {
             Issue.record("expected tlsUntrustedCertificate, got \(String(describing: error))")
             return
         }
         #expect(host == "127.0.0.1")
         #expect(reason.contains("does not lead to a trust root"), "\(reason)")
-        #expect(error!.description.contains("127.0.0.1"))
+        #expect(error.description.contains("127.0.0.1"))
     }
 
     @Test("the system's trust roots (the distribution's CA bundle) do not include the suite's CA: .tlsUntrustedCertificate")
     func systemRoots() async throws {
         let error = try await connectError(SnapSyncClient.TLSConfiguration())
-        guard case .tlsUntrustedCertificate(let host, _)? = error else {
+        guard let error, error.kind == .tlsUntrustedCertificate, let host = error.host else {
             Issue.record("expected tlsUntrustedCertificate, got \(String(describing: error))")
             return
         }
@@ -181,7 +181,7 @@ struct ClientTLSTests {
         // it cannot verify).
         for (client, alert) in [(nil, "CERTIFICATE_REQUIRED"), ("other-client", "UNKNOWN_CA")] {
             let error = try await connectError(try tls(client: client), daemonArguments: requireClient)
-            guard case .tlsHandshakeFailed(let host, let reason)? = error else {
+            guard let error, error.kind == .tlsHandshakeFailed, let host = error.host, let reason = error.reason else {
                 Issue.record("\(client ?? "no certificate"): expected tlsHandshakeFailed, got \(String(describing: error))")
                 continue
             }

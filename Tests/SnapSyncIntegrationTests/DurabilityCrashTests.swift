@@ -42,7 +42,7 @@ extension DaemonDurability {
                         // Create the section (several writers race; duplicates are rejected).
                         _ = try client.mutate(writer.room, [.appendSections([SnapshotElement("s")])])
                         for n in 0..<100_000 {
-                            let item = SnapshotElement(Identifier("w\(index)-\(n)"), payload: Payload("written by \(index)"))
+                            let item = SnapshotElement(SnapshotIdentifier("w\(index)-\(n)"), payload: SnapshotPayload("written by \(index)"))
                             writer.lock.withLock { writer.sent = n + 1 }
                             let (answer, _) = try client.mutate(writer.room, [.appendItems([item], toSection: "s")])
                             guard case .ack = answer else {

@@ -19,12 +19,12 @@ extension DaemonDurability {
             try writer.mustMutate("full", [.appendSections([SnapshotElement("s")])])
             // About 1 MB per write: 16 items of 60 KiB, added once, then rewritten with new
             // payloads, so the room stays the same size while the log grows.
-            try writer.mustMutate("full", [.appendItems((0..<16).map { SnapshotElement(Identifier("i\($0)")) }, toSection: "s")])
+            try writer.mustMutate("full", [.appendItems((0..<16).map { SnapshotElement(SnapshotIdentifier("i\($0)")) }, toSection: "s")])
             var n = 0
             func bigWrite() throws -> Message {
                 n += 1
-                let payload = Payload(Array(repeating: UInt8(truncatingIfNeeded: n), count: 60 * 1024))
-                let items = (0..<16).map { k in SnapshotElement(Identifier("i\(k)"), payload: payload) }
+                let payload = SnapshotPayload(Array(repeating: UInt8(truncatingIfNeeded: n), count: 60 * 1024))
+                let items = (0..<16).map { k in SnapshotElement(SnapshotIdentifier("i\(k)"), payload: payload) }
                 return try writer.mutate("full", [.updateItems(items, .reload)]).answer
             }
             // The log file may not grow past its current allocation + 4 MiB (soft limit only, so that

@@ -17,7 +17,7 @@ extension DaemonDurability {
             let client = try RawClient.ready(daemon)
             try client.mustMutate("r", [.appendSections([SnapshotElement("s")])])
             for n in 0..<count - 1 {
-                try client.mustMutate("r", [.appendItems([SnapshotElement(Identifier("item-\(n)"), payload: "p")], toSection: "s")])
+                try client.mustMutate("r", [.appendItems([SnapshotElement(SnapshotIdentifier("item-\(n)"), payload: "p")], toSection: "s")])
             }
             #expect(daemon.stop() == 0)
             let withRecords = dir.segments.filter { segmentRecords(readBytes($0)).starts.count > 0 }
@@ -139,7 +139,7 @@ extension DaemonDurability {
             let client = try RawClient.ready(daemon)
             try client.mustMutate("ckpt", [.appendSections([SnapshotElement("s")])])
             for n in 0..<30 {
-                try client.mustMutate("ckpt", [.appendItems([SnapshotElement(Identifier("i\(n)"))], toSection: "s")])
+                try client.mustMutate("ckpt", [.appendItems([SnapshotElement(SnapshotIdentifier("i\(n)"))], toSection: "s")])
             }
             let held = try client.state(of: "ckpt")
             let firstSegments = dir.segments

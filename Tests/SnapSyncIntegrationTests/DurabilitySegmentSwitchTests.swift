@@ -20,11 +20,11 @@ extension DaemonDurability {
             let client = try RawClient.ready(daemon)
             try client.mustMutate("switch", [.appendSections([SnapshotElement("s")])])
             var acked = 0
-            let payload = Payload(Array(repeating: UInt8(ascii: "p"), count: 200))
+            let payload = SnapshotPayload(Array(repeating: UInt8(ascii: "p"), count: 200))
             // Write until the log has moved to a new segment several times.
             let switched = try waitUntil(timeout: 60) {
                 for _ in 0..<20 {
-                    try client.mustMutate("switch", [.appendItems([SnapshotElement(Identifier("i\(acked)"), payload: payload)], toSection: "s")])
+                    try client.mustMutate("switch", [.appendItems([SnapshotElement(SnapshotIdentifier("i\(acked)"), payload: payload)], toSection: "s")])
                     acked += 1
                 }
                 return daemon.log.components(separatedBy: "started log segment").count > 4

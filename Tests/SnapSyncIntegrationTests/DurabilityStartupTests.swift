@@ -16,8 +16,8 @@ extension DaemonDurability {
             let client = try RawClient.ready(daemon)
             try client.mustMutate("big", [.appendSections([SnapshotElement("s")])])
             for n in 0..<20 {
-                let payload = Payload(Array(repeating: UInt8(n + 1), count: 60_000))
-                try client.mustMutate("big", [.appendItems([SnapshotElement(Identifier("item-\(n)"), payload: payload)], toSection: "s")])
+                let payload = SnapshotPayload(Array(repeating: UInt8(n + 1), count: 60_000))
+                try client.mustMutate("big", [.appendItems([SnapshotElement(SnapshotIdentifier("item-\(n)"), payload: payload)], toSection: "s")])
             }
             try client.mustMutate("big", [.moveItem("item-3", .before("item-0"))])
             try client.mustMutate("big", [.deleteItems(["item-7"])])

@@ -69,6 +69,6 @@ func writeBytes(_ path: String, _ bytes: [UInt8]) throws {
 }
 
 /// Items of a snapshot, in order, as strings.
-func itemNames(_ snapshot: Snapshot) -> [String] {
+func itemNames(_ snapshot: RoomSnapshot) -> [String] {
     snapshot.itemIdentifiers.map { $0.string ?? "\($0)" }
 }

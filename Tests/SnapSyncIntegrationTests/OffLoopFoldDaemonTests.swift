@@ -16,8 +16,8 @@ struct OffLoopFoldDaemonTests {
         defer { daemon.stop() }
         let room = "large"
         let writer = try RawClient.ready(daemon, versions: [3])
-        let payload = Payload(Array(repeating: UInt8(ascii: "p"), count: 800))
-        let items = (0..<1_500).map { SnapshotElement(Identifier("item-\($0)"), payload: payload) }
+        let payload = SnapshotPayload(Array(repeating: UInt8(ascii: "p"), count: 800))
+        let items = (0..<1_500).map { SnapshotElement(SnapshotIdentifier("item-\($0)"), payload: payload) }
         for ops: [SnapshotOperation] in [[.appendSections(["s"])], [.appendItems(items, toSection: "s")]] {
             guard case .ack = try writer.request({ .mutate(requestID: $0, room: room, expectedVersion: nil, writeID: [], ops: ops) }).answer else {
                 throw RawClientError.failed("the setup write was not acknowledged")
@@ -31,7 +31,8 @@ struct OffLoopFoldDaemonTests {
         else { throw RawClientError.failed("no SNAPSHOT") }
         #expect(held.canonicalByteCount > 1 << 20)
         for k in 0..<200 {
-            let hot = SnapshotElement(Identifier("item-\(k % 5)"), payload: Payload(Array("update \(k) of one of five hot items, long enough to weigh".utf8)))
+            let hot = SnapshotElement(
+                SnapshotIdentifier("item-\(k % 5)"), payload: SnapshotPayload(Array("update \(k) of one of five hot items, long enough to weigh".utf8)))
             guard
                 case .ack = try writer.request({ .mutate(requestID: $0, room: room, expectedVersion: nil, writeID: [], ops: [.updateItems([hot], .reload)]) })
                     .answer

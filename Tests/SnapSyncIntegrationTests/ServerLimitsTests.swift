@@ -17,7 +17,7 @@ extension ServerIntegration {
                 "--max-sections-per-room", "6", "--max-items-per-room", "40", "--max-snapshot-bytes", "600",
             ])
             defer { daemon.stop() }
-            let limits = SnapSyncModel.Limits(maxItems: 40, maxSections: 6, maxSnapshotBytes: 600)
+            let limits = SnapSyncModel.SnapshotLimits(maxItems: 40, maxSections: 6, maxSnapshotBytes: 600)
             let client = try RawClient.ready(daemon)
             var replica = try client.state(of: "r").snapshot
             var rng = SplitMix64(seed: 12)
@@ -30,7 +30,7 @@ extension ServerIntegration {
                     contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(
                         .named(id, String(repeating: "p", count: Int.random(in: 0...3, using: &rng))))
                 }
-                guard let target = try? Snapshot(contents, limits: limits) else { continue }
+                guard let target = try? RoomSnapshot(contents, limits: limits) else { continue }
                 let (answer, frames) = try client.request {
                     .replace(requestID: $0, room: "r", expectedVersion: nil, writeID: [], snapshot: target)
                 }

@@ -16,7 +16,7 @@ extension ServerIntegration {
             .appendChildren([SnapshotElement("a11", payload: "deep")], toParent: "a1"),
         ]
 
-        static func levels(_ snapshot: Snapshot) -> [String] {
+        static func levels(_ snapshot: RoomSnapshot) -> [String] {
             snapshot.itemIdentifiers.map { "\($0):\(snapshot.level(of: $0)!)" }
         }
 
@@ -144,7 +144,7 @@ extension ServerIntegration {
             }
             let client = try RawClient.ready(daemon)
             let (retry, _) = try client.mutate(
-                "notes", [.appendItems([SnapshotElement("d", payload: "last")], toSection: Identifier([0x00, 0xff]))],
+                "notes", [.appendItems([SnapshotElement("d", payload: "last")], toSection: SnapshotIdentifier([0x00, 0xff]))],
                 writeID: Array("w-last".utf8))
             guard case .ack(_, _, 3) = retry else {
                 Issue.record("the retried write was answered \(retry)")

@@ -84,7 +84,7 @@ extension ServerIntegration {
             let valid = SnapshotOperation.appendItems([.named("new")], toSection: "s2")
             let long = String(repeating: "x", count: 17)
             let p64 = String(repeating: "p", count: 64)
-            let cases: [(ops: [SnapshotOperation], code: ErrorCode, index: UInt64?, identifier: Identifier?)] = [
+            let cases: [(ops: [SnapshotOperation], code: ErrorCode, index: UInt64?, identifier: SnapshotIdentifier?)] = [
                 ([valid, .appendSections([.named("s1")])], .duplicateSection, 1, "s1"),
                 ([valid, .appendItems([.named("i1")], toSection: "s2")], .duplicateItem, 1, "i1"),
                 ([valid, .deleteSections(["nope"])], .sectionNotFound, 1, "nope"),
@@ -93,7 +93,7 @@ extension ServerIntegration {
                 ([valid, .insertItems([.named("i9")], .after("nope"))], .anchorItemNotFound, 1, "nope"),
                 ([valid, .deleteAllItems, .appendItems([.named("i9")], toSection: nil)], .noSections, 2, nil),
                 ([valid, .moveSection("s1", .before("s1"))], .anchorIsSelf, 1, "s1"),
-                ([valid, .appendItems([.named(long)], toSection: "s1")], .identifierTooLong, 1, Identifier(long)),
+                ([valid, .appendItems([.named(long)], toSection: "s1")], .identifierTooLong, 1, SnapshotIdentifier(long)),
                 ([valid, .updateItems([.named("i1", String(repeating: "p", count: 65))], .reload)], .payloadTooLarge, 1, "i1"),
                 ([valid, .appendItems((0..<4).map { .named("many\($0)") }, toSection: "s1")], .tooManyItems, 1, nil),
                 ([valid, .appendSections([.named("s3"), .named("s4"), .named("s5")])], .tooManySections, 1, nil),
@@ -166,7 +166,7 @@ extension ServerIntegration {
             let writer = try RawClient.ready(daemon), member = try RawClient.ready(daemon)
             try writer.mustMutate("doc", [.appendSections([.named("a"), .named("b")]), .appendItems([.named("x"), .named("y")], toSection: "a")])
             let before = try member.state(of: "doc")
-            let target = try Snapshot([
+            let target = try RoomSnapshot([
                 (SnapshotElement.named("b", "B"), [SnapshotElement.named("y"), SnapshotElement.named("z")]), (SnapshotElement.named("c"), []),
             ])
             let (answer, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: before.version, writeID: [], snapshot: target) }
@@ -181,7 +181,7 @@ extension ServerIntegration {
             guard case .ack(_, _, version) = again else { Issue.record("expected ACK \(version), got \(summary(again))"); return }
             #expect(member.isQuiet(for: 0.2))
             // A REPLACE breaking a content limit is a REJECT, and the connection goes on.
-            let bad = try Snapshot([(SnapshotElement.named("much-too-long"), [])], limits: .unlimited)
+            let bad = try RoomSnapshot([(SnapshotElement.named("much-too-long"), [])], limits: .unlimited)
             let (refused, _) = try writer.request { .replace(requestID: $0, room: "doc", expectedVersion: nil, writeID: [], snapshot: bad) }
             guard case .reject(_, let code, _, let identifier, _) = refused else { Issue.record("expected REJECT, got \(summary(refused))"); return }
             #expect(ErrorCode(rawValue: code) == .identifierTooLong)

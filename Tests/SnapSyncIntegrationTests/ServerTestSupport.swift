@@ -19,7 +19,7 @@ import SnapSyncWire
 
 extension SnapshotElement {
     /// `.named("a", "payload")`.
-    static func named(_ id: String, _ payload: String = "") -> SnapshotElement { SnapshotElement(Identifier(id), payload: Payload(payload)) }
+    static func named(_ id: String, _ payload: String = "") -> SnapshotElement { SnapshotElement(SnapshotIdentifier(id), payload: SnapshotPayload(payload)) }
 }
 
 /// The answer of a fresh JOIN: what the room holds now.
@@ -27,7 +27,7 @@ struct RoomState {
     var epoch: UInt64
     var version: UInt64
     var digest: SnapshotDigest
-    var snapshot: Snapshot
+    var snapshot: RoomSnapshot
 }
 
 extension RawClient {

@@ -1,4 +1,4 @@
-// Property: random batches applied to a Snapshot and to the naive ReferenceModel agree on the
+// Property: random batches applied to a RoomSnapshot and to the naive ReferenceModel agree on the
 // result, on the error (rule and operation index) and on the encoded size; the invariants hold
 // after every batch, and a rejected batch changes nothing.
 
@@ -8,12 +8,12 @@ import SnapSyncModel
 
 @Suite(.unitTests) struct ApplyPropertyTests {
     /// Tight limits, so every limit is hit now and then.
-    static let tight = Limits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 20, maxSections: 6, maxSnapshotBytes: 200)
+    static let tight = SnapshotLimits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 20, maxSections: 6, maxSnapshotBytes: 200)
 
-    @Test(arguments: [(1, tight), (2, tight), (3, tight), (4, .unlimited), (5, .unlimited), (6, .default)] as [(UInt64, Limits)])
-    func randomBatchesAgreeWithTheReferenceModel(seed: UInt64, limits: Limits) throws {
+    @Test(arguments: [(1, tight), (2, tight), (3, tight), (4, .unlimited), (5, .unlimited), (6, .default)] as [(UInt64, SnapshotLimits)])
+    func randomBatchesAgreeWithTheReferenceModel(seed: UInt64, limits: SnapshotLimits) throws {
         var random = RandomOperations(seed: seed)
-        var s = Snapshot()
+        var s = RoomSnapshot()
         var model = ReferenceModel()
         var accepted = 0, rejected = 0
         var seenViolations = Set<String>()
@@ -46,7 +46,7 @@ import SnapSyncModel
         var kinds = Set<String>()
         for seed in UInt64(1)...3 {
             var random = RandomOperations(seed: seed)
-            var s = Snapshot()
+            var s = RoomSnapshot()
             var model = ReferenceModel()
             for _ in 0..<600 {
                 let batch = random.batch(for: model, limits: Self.tight)
@@ -62,7 +62,7 @@ import SnapSyncModel
             ])
     }
 
-    static func kind(_ v: Violation) -> String {
+    static func kind(_ v: BatchError.Violation) -> String {
         switch v {
         case .duplicateSection: "duplicateSection"
         case .duplicateItem: "duplicateItem"

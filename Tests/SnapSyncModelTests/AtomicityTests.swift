@@ -5,7 +5,7 @@ import SnapSyncTestThreads
 import SnapSyncModel
 
 @Suite(.unitTests) struct AtomicityTests {
-    let base = try! Snapshot([
+    let base = try! RoomSnapshot([
         (SnapshotElement("s1", "one"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),
         (SnapshotElement("s2"), [SnapshotElement("d", "D")]),
         (SnapshotElement("s3", "three"), []),

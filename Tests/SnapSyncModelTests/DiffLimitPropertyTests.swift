@@ -12,29 +12,29 @@ import SnapSyncModel
 @Suite(.unitTests) struct DiffLimitPropertyTests {
     /// Sections and items from small universes (identifier 0 is the empty one), payloads of
     /// 0 to `maxPayload` bytes, so that payload updates grow and shrink.
-    static func randomSnapshot(_ rng: inout SplitMix64, sections: Int, items: Int, universe: Int, maxPayload: Int) -> Snapshot {
-        func payload(_ rng: inout SplitMix64) -> Payload {
-            Payload([UInt8](repeating: 0x70, count: Int.random(in: 0...maxPayload, using: &rng)))
+    static func randomSnapshot(_ rng: inout SplitMix64, sections: Int, items: Int, universe: Int, maxPayload: Int) -> RoomSnapshot {
+        func payload(_ rng: inout SplitMix64) -> SnapshotPayload {
+            SnapshotPayload([UInt8](repeating: 0x70, count: Int.random(in: 0...maxPayload, using: &rng)))
         }
-        let sectionIDs = (0..<sections).map { Identifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
+        let sectionIDs = (0..<sections).map { SnapshotIdentifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
             .prefix(Int.random(in: 0...sections, using: &rng))
-        let itemIDs = (0..<universe).map { Identifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
+        let itemIDs = (0..<universe).map { SnapshotIdentifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
             .prefix(sectionIDs.isEmpty ? 0 : Int.random(in: 0...items, using: &rng))
         var contents: [(section: SnapshotElement, items: [SnapshotElement])] = sectionIDs.map { (SnapshotElement($0, payload: payload(&rng)), []) }
         for id in itemIDs {
             contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(SnapshotElement(id, payload: payload(&rng)))
         }
-        return try! Snapshot(contents, limits: .unlimited)
+        return try! RoomSnapshot(contents, limits: .unlimited)
     }
 
-    /// Limits that `a` and `b` both meet, each at the larger end plus 0, 1 or 2.
-    static func tightLimits(_ a: Snapshot, _ b: Snapshot, _ rng: inout SplitMix64) -> Limits {
+    /// SnapshotLimits that `a` and `b` both meet, each at the larger end plus 0, 1 or 2.
+    static func tightLimits(_ a: RoomSnapshot, _ b: RoomSnapshot, _ rng: inout SplitMix64) -> SnapshotLimits {
         func slack(_ rng: inout SplitMix64) -> Int { Int.random(in: 0...2, using: &rng) }
         let longestID = (a.sectionIdentifiers + a.itemIdentifiers + b.sectionIdentifiers + b.itemIdentifiers).map(\.count).max() ?? 0
         let largestPayload =
             [a, b].flatMap { s in s.sections.map(\.payload.count) + s.sectionIdentifiers.flatMap { Array(s.items(inSection: $0)).map(\.payload.count) } }.max()
             ?? 0
-        return Limits(
+        return SnapshotLimits(
             maxIdentifierBytes: longestID, maxPayloadBytes: largestPayload,
             maxItems: max(a.numberOfItems, b.numberOfItems) + slack(&rng),
             maxSections: max(a.numberOfSections, b.numberOfSections) + slack(&rng),
@@ -42,7 +42,7 @@ import SnapSyncModel
     }
 
     /// Applies `ops` one by one under `limits`, checking each prefix; returns the end state.
-    static func applyPrefixes(_ ops: [SnapshotOperation], to a: Snapshot, limits: Limits, context: String) -> Snapshot {
+    static func applyPrefixes(_ ops: [SnapshotOperation], to a: RoomSnapshot, limits: SnapshotLimits, context: String) -> RoomSnapshot {
         var s = a
         for (k, op) in ops.enumerated() {
             do {

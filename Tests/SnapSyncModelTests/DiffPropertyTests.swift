@@ -21,8 +21,8 @@ func lisLength(_ values: [Int]) -> Int {
 }
 
 /// The fewest moves any batch of single-element moves that deletes gone sections first needs to
-/// turn a into b (see the file comment of Snapshot+Diffing.swift for why).
-func minimalMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
+/// turn a into b (see the file comment of RoomSnapshot+Diffing.swift for why).
+func minimalMoves(_ a: RoomSnapshot, _ b: RoomSnapshot) -> (sections: Int, items: Int) {
     let aSections = a.sectionIdentifiers
     let common = b.sectionIdentifiers.compactMap { aSections.firstIndex(of: $0) }
     var items = 0
@@ -39,7 +39,7 @@ func minimalMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
 }
 
 @Suite(.unitTests) struct DiffPropertyTests {
-    func checkLaws(_ a: Snapshot, _ b: Snapshot, context: String) {
+    func checkLaws(_ a: RoomSnapshot, _ b: RoomSnapshot, context: String) {
         let ops = checkedDiff(a, b)
         #expect(a.difference(to: a).isEmpty, "\(context)")
         #expect(b.difference(to: b).isEmpty, "\(context)")
@@ -47,8 +47,8 @@ func minimalMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
         #expect(sectionMoves(ops) == expected.sections, "\(context): \(ops)")
         #expect(itemMoves(ops) == expected.items, "\(context): \(ops)")
 
-        var inserted: [Identifier] = [], deletedItems: [Identifier] = [], deletedSections: [Identifier] = []
-        var updatedItems: [Identifier] = [], updatedSections: [Identifier] = [], insertedSections: [Identifier] = []
+        var inserted: [SnapshotIdentifier] = [], deletedItems: [SnapshotIdentifier] = [], deletedSections: [SnapshotIdentifier] = []
+        var updatedItems: [SnapshotIdentifier] = [], updatedSections: [SnapshotIdentifier] = [], insertedSections: [SnapshotIdentifier] = []
         for op in ops {
             switch op {
             case .appendItems(let e, _), .insertItems(let e, _): #expect(!e.isEmpty); inserted += e.map(\.id)

@@ -7,13 +7,13 @@ import SnapSyncModel
 
 /// Applies `a.difference(to: b)` to `a` and checks it lands on `b`; returns the batch.
 @discardableResult
-func checkedDiff(_ a: Snapshot, _ b: Snapshot, sourceLocation: SourceLocation = #_sourceLocation) -> [SnapshotOperation] {
+func checkedDiff(_ a: RoomSnapshot, _ b: RoomSnapshot, sourceLocation: SourceLocation = #_sourceLocation) -> [SnapshotOperation] {
     let ops = a.difference(to: b)
     var s = a
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(ops, limits: .unlimited) }
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.checkInvariants() }
     #expect(s == b, "diff \(ops) does not reach the target", sourceLocation: sourceLocation)
-    #expect(Snapshot.diff(a, b) == ops, sourceLocation: sourceLocation)
+    #expect(RoomSnapshot.diff(a, b) == ops, sourceLocation: sourceLocation)
     return ops
 }
 
@@ -32,7 +32,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
 
 @Suite(.unitTests) struct DiffTests {
     @Test func equalSnapshotsGiveAnEmptyBatch() {
-        #expect(Snapshot().difference(to: Snapshot()).isEmpty)
+        #expect(RoomSnapshot().difference(to: RoomSnapshot()).isEmpty)
         let s = snapshot([("s1", ["a", "b"]), ("s2", [])])
         #expect(s.difference(to: s).isEmpty)
         // Equal content in different storage layouts.
@@ -42,8 +42,10 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     }
 
     @Test func fromEmpty() {
-        let b = try! Snapshot([(SnapshotElement("s1", "P"), [SnapshotElement("a", "A"), "b"]), (SnapshotElement("s2"), []), (SnapshotElement("s3"), ["c"])])
-        let ops = checkedDiff(Snapshot(), b)
+        let b = try! RoomSnapshot([
+            (SnapshotElement("s1", "P"), [SnapshotElement("a", "A"), "b"]), (SnapshotElement("s2"), []), (SnapshotElement("s3"), ["c"]),
+        ])
+        let ops = checkedDiff(RoomSnapshot(), b)
         #expect(
             ops == [
                 .appendSections([SnapshotElement("s1", "P"), "s2", "s3"]),
@@ -53,7 +55,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     }
 
     @Test func toEmptyIsOneDeleteAll() {
-        let ops = checkedDiff(snapshot([("s1", ["a"]), ("s2", [])]), Snapshot())
+        let ops = checkedDiff(snapshot([("s1", ["a"]), ("s2", [])]), RoomSnapshot())
         #expect(ops == [.deleteAllItems])
     }
 
@@ -137,7 +139,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     /// A room at its section limit, where the new section used to be
     /// inserted before the gone section that handed an item over was deleted.
     @Test func aSectionLimitIsNeverCrossedMidWay() {
-        let limits = Limits(maxItems: 40, maxSections: 2, maxSnapshotBytes: 600)
+        let limits = SnapshotLimits(maxItems: 40, maxSections: 2, maxSnapshotBytes: 600)
         let a = snapshot([("s1", ["a"]), ("s2", ["b"])])
         let b = snapshot([("n", ["a"]), ("s2", ["b"])])
         let ops = a.difference(to: b, limits: limits)
@@ -148,8 +150,10 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
 
     /// Growing payload updates come after the deletes and the shrinking ones.
     @Test func shrinkingUpdatesComeBeforeGrowingOnes() {
-        let a = try! Snapshot([(SnapshotElement("s", "long section"), [SnapshotElement("a", "xxxxxxx"), SnapshotElement("b", "y"), SnapshotElement("c", "z")])])
-        let b = try! Snapshot([(SnapshotElement("s", "s"), [SnapshotElement("a", "x"), SnapshotElement("b", "yyyyyyy")])])
+        let a = try! RoomSnapshot([
+            (SnapshotElement("s", "long section"), [SnapshotElement("a", "xxxxxxx"), SnapshotElement("b", "y"), SnapshotElement("c", "z")])
+        ])
+        let b = try! RoomSnapshot([(SnapshotElement("s", "s"), [SnapshotElement("a", "x"), SnapshotElement("b", "yyyyyyy")])])
         #expect(
             checkedDiff(a, b) == [
                 .deleteItems(["c"]),
@@ -167,7 +171,7 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
         let a = snapshot([("s1", Array(ids[0..<129])), ("s2", Array(ids[129...]))])
         let b = snapshot([("s1", Array(ids[0..<127])), ("s2", Array(ids[129...]) + Array(ids[127..<129]))])
         #expect(a.canonicalByteCount == b.canonicalByteCount)
-        let limits = Limits(maxSnapshotBytes: b.canonicalByteCount)
+        let limits = SnapshotLimits(maxSnapshotBytes: b.canonicalByteCount)
         // Unlimited, the batch is two moves, and it does pass over the limit.
         let moves = a.difference(to: b)
         #expect(moves.count == 2 && itemMoves(moves) == 2)
@@ -177,9 +181,9 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
         #expect(
             ops == [
                 .deleteAllItems, .appendSections(["s1"]),
-                .appendItems(ids[0..<127].map { SnapshotElement(Identifier($0)) }, toSection: nil),
+                .appendItems(ids[0..<127].map { SnapshotElement(SnapshotIdentifier($0)) }, toSection: nil),
                 .appendSections(["s2"]),
-                .appendItems((ids[129...] + ids[127..<129]).map { SnapshotElement(Identifier($0)) }, toSection: nil),
+                .appendItems((ids[129...] + ids[127..<129]).map { SnapshotElement(SnapshotIdentifier($0)) }, toSection: nil),
             ])
         s = a
         for op in ops {
@@ -210,12 +214,12 @@ func sectionMoves(_ ops: [SnapshotOperation]) -> Int {
     }
 
     @Test func everythingAtOnce() throws {
-        let a = try Snapshot([
+        let a = try RoomSnapshot([
             (SnapshotElement("s1", "x"), ["a", "b", "c", "d"]),
             (SnapshotElement("s2"), ["e", SnapshotElement("f", "F")]),
             (SnapshotElement("s3"), ["g"]),
         ])
-        let b = try Snapshot([
+        let b = try RoomSnapshot([
             (SnapshotElement("s3", "y"), ["g", "b"]),
             (SnapshotElement("new"), ["h", "e"]),
             (SnapshotElement("s1", "x"), ["d", "a", "i", "c"]),

@@ -6,10 +6,10 @@ import SnapSyncTestThreads
 
 @Suite(.unitTests) struct DigestTests {
     /// main ("M"): a = "hello", b;  side: c = 200 × "x" (a two-byte length varint, C8 01).
-    static func vectorSnapshot() -> Snapshot {
-        try! Snapshot([
+    static func vectorSnapshot() -> RoomSnapshot {
+        try! RoomSnapshot([
             (SnapshotElement("main", "M"), [SnapshotElement("a", "hello"), SnapshotElement("b")]),
-            (SnapshotElement("side"), [SnapshotElement(Identifier("c"), payload: Payload(String(repeating: "x", count: 200)))]),
+            (SnapshotElement("side"), [SnapshotElement(SnapshotIdentifier("c"), payload: SnapshotPayload(String(repeating: "x", count: 200)))]),
         ])
     }
 
@@ -42,8 +42,8 @@ import SnapSyncTestThreads
     }
 
     @Test func emptySnapshotEncodesAsOneZeroByte() {
-        #expect(Snapshot().canonicalEncoding == [0x00])
-        #expect(Snapshot().canonicalByteCount == 1)
+        #expect(RoomSnapshot().canonicalEncoding == [0x00])
+        #expect(RoomSnapshot().canonicalByteCount == 1)
     }
 
     // Computed independently with:
@@ -62,7 +62,7 @@ import SnapSyncTestThreads
 
     // python3 -c 'import hashlib; print(hashlib.sha256(b"\x00").hexdigest())'
     @Test func emptySnapshotDigest() {
-        #expect(Snapshot().digest.description == "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d")
+        #expect(RoomSnapshot().digest.description == "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d")
     }
 
     @Test func digestDependsOnOrderAndPayloadButNotOnStorage() throws {
@@ -83,12 +83,14 @@ import SnapSyncTestThreads
     /// The streaming hasher must agree with hashing the materialized encoding, including across
     /// its 64 KiB chunk boundary and for fields larger than a chunk.
     @Test func streamingDigestAgreesWithEncodingAcrossChunks() throws {
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections([SnapshotElement("big", "")], limits: .unlimited)
         var items: [SnapshotElement] = []
-        for n in 0..<5000 { items.append(SnapshotElement(Identifier(uint64: UInt64(n)), payload: Payload(Array(repeating: UInt8(n & 0xFF), count: n % 37)))) }
-        items.append(SnapshotElement(Identifier("huge"), payload: Payload(Array(repeating: 7, count: 100_000))))
-        items.append(SnapshotElement(Identifier("half"), payload: Payload(Array(repeating: 9, count: 40_000))))
+        for n in 0..<5000 {
+            items.append(SnapshotElement(SnapshotIdentifier(uint64: UInt64(n)), payload: SnapshotPayload(Array(repeating: UInt8(n & 0xFF), count: n % 37))))
+        }
+        items.append(SnapshotElement(SnapshotIdentifier("huge"), payload: SnapshotPayload(Array(repeating: 7, count: 100_000))))
+        items.append(SnapshotElement(SnapshotIdentifier("half"), payload: SnapshotPayload(Array(repeating: 9, count: 40_000))))
         try s.appendItems(items, toSection: "big", limits: .unlimited)
         let encoding = s.canonicalEncoding
         #expect(encoding.count == s.canonicalByteCount)
@@ -104,8 +106,8 @@ import SnapSyncTestThreads
 
     @Test func varintSizesAreMinimal() {
         for (value, size) in [(0, 1), (1, 1), (127, 1), (128, 2), (16383, 2), (16384, 3), (Int.max, 9)] {
-            #expect(Snapshot.varintSize(value) == size)
+            #expect(RoomSnapshot.varintSize(value) == size)
         }
-        #expect(Snapshot.varintSize(-1) == 10)  // UInt64.max: the 10-byte maximum
+        #expect(RoomSnapshot.varintSize(-1) == 10)  // UInt64.max: the 10-byte maximum
     }
 }

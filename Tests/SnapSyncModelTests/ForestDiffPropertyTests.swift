@@ -10,13 +10,13 @@ import SnapSyncTestThreads
 import SnapSyncModel
 
 @Suite(.unitTests) struct ForestDiffPropertyTests {
-    func checkLaws(_ a: Snapshot, _ b: Snapshot, context: String) {
+    func checkLaws(_ a: RoomSnapshot, _ b: RoomSnapshot, context: String) {
         let ops = checkedDiff(a, b)
         #expect(a.difference(to: a).isEmpty, "\(context)")
         let expected = minimalForestMoves(a, b)
         #expect(sectionMoves(ops) == expected.sections, "\(context): \(ops)")
         #expect(itemMoves(ops) == expected.items, "\(context): \(ops)\n\(a.visualDescription())\n\(b.visualDescription())")
-        var inserted: [Identifier] = [], deleted: [Identifier] = []
+        var inserted: [SnapshotIdentifier] = [], deleted: [SnapshotIdentifier] = []
         for op in ops {
             switch op {
             case .appendItems(let e, _), .insertItems(let e, _), .appendChildren(let e, _): #expect(!e.isEmpty); inserted += e.map(\.id)

@@ -1,4 +1,4 @@
-// The item byte arena (Snapshot+ItemBytes.swift): payloads rewritten in place or moved, freed
+// The item byte arena (RoomSnapshot+ItemBytes.swift): payloads rewritten in place or moved, freed
 // bytes counted as garbage and compacted away, all without changing what the snapshot says, and
 // with the arena bounded by about twice its live bytes. `@testable` only to read the arena's
 // size: the bound is the point of the arena.
@@ -10,12 +10,12 @@ import SnapSyncTestSupport
 
 @Suite(.unitTests) struct ItemBytesTests {
     static func element(_ k: Int, payloadBytes: Int, fill: UInt8 = 0x61) -> SnapshotElement {
-        SnapshotElement(Identifier("item-\(k)"), payload: Payload([UInt8](repeating: fill, count: payloadBytes)))
+        SnapshotElement(SnapshotIdentifier("item-\(k)"), payload: SnapshotPayload([UInt8](repeating: fill, count: payloadBytes)))
     }
 
     /// The snapshot built from scratch with the same content: equal, same digest, same encoding.
-    static func expectSameContent(_ s: Snapshot, as items: [SnapshotElement], section: Identifier = "s") throws {
-        let rebuilt = try Snapshot([(section: SnapshotElement(section), items: items)], limits: .unlimited)
+    static func expectSameContent(_ s: RoomSnapshot, as items: [SnapshotElement], section: SnapshotIdentifier = "s") throws {
+        let rebuilt = try RoomSnapshot([(section: SnapshotElement(section), items: items)], limits: .unlimited)
         #expect(s == rebuilt)
         #expect(s.digest == rebuilt.digest)
         #expect(s.canonicalEncoding == rebuilt.canonicalEncoding)
@@ -24,7 +24,7 @@ import SnapSyncTestSupport
     }
 
     @Test func aPayloadThatFitsIsRewrittenInPlace() throws {
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections(["s"])
         try s.appendItems([Self.element(1, payloadBytes: 64), Self.element(2, payloadBytes: 64)], toSection: "s")
         let arena = s.itemBytes.count
@@ -38,7 +38,7 @@ import SnapSyncTestSupport
     }
 
     @Test func aGrowingPayloadMovesAndTheArenaStaysBounded() throws {
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections(["s"])
         try s.appendItems((0..<50).map { Self.element($0, payloadBytes: 8) }, toSection: "s")
         var expected = (0..<50).map { Self.element($0, payloadBytes: 8) }
@@ -57,7 +57,7 @@ import SnapSyncTestSupport
     }
 
     @Test func deletesAreCompactedAway() throws {
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections(["s"])
         let all = (0..<400).map { Self.element($0, payloadBytes: 64) }
         try s.appendItems(all, toSection: "s")
@@ -80,7 +80,7 @@ import SnapSyncTestSupport
     }
 
     @Test func aRejectedBatchThatCompactedRollsBackExactly() throws {
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections(["s"])
         let all = (0..<300).map { Self.element($0, payloadBytes: 64) }
         try s.appendItems(all, toSection: "s")
@@ -100,7 +100,7 @@ import SnapSyncTestSupport
     }
 
     @Test func copiesDoNotSeeEachOthersWrites() throws {
-        var a = Snapshot()
+        var a = RoomSnapshot()
         try a.appendSections(["s"])
         try a.appendItems((0..<100).map { Self.element($0, payloadBytes: 64) }, toSection: "s")
         let b = a
@@ -120,17 +120,17 @@ import SnapSyncTestSupport
     @Test(arguments: [11, 12, 13] as [UInt64])
     func randomChurnKeepsContentAndBound(seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections(["s"])
-        var order: [Identifier] = []
-        var payloads: [Identifier: Payload] = [:]
+        var order: [SnapshotIdentifier] = []
+        var payloads: [SnapshotIdentifier: SnapshotPayload] = [:]
         var next = 0
         for round in 0..<1_500 {
             let roll = random.next() % 10
             if roll < 4 || order.count < 20 {
-                let id = Identifier("i\(next)")
+                let id = SnapshotIdentifier("i\(next)")
                 next += 1
-                let payload = Payload([UInt8](repeating: UInt8(truncatingIfNeeded: next), count: Int(random.next() % 300)))
+                let payload = SnapshotPayload([UInt8](repeating: UInt8(truncatingIfNeeded: next), count: Int(random.next() % 300)))
                 try s.appendItems([SnapshotElement(id, payload: payload)], toSection: "s")
                 order.append(id)
                 payloads[id] = payload
@@ -147,7 +147,7 @@ import SnapSyncTestSupport
                 order.insert(id, at: order.firstIndex(of: anchorID)! + 1)
             } else {
                 let id = order[Int(random.next() % UInt64(order.count))]
-                let payload = Payload([UInt8](repeating: UInt8(truncatingIfNeeded: round), count: Int(random.next() % 300)))
+                let payload = SnapshotPayload([UInt8](repeating: UInt8(truncatingIfNeeded: round), count: Int(random.next() % 300)))
                 try s.reloadItems([SnapshotElement(id, payload: payload)])
                 payloads[id] = payload
             }
@@ -160,19 +160,19 @@ import SnapSyncTestSupport
     /// An empty identifier with an empty payload owns no arena bytes, so its place is empty and
     /// may start where the next item's bytes start: that is not an overlap.
     @Test func anEmptyItemSharesNoBytesWithItsNeighbour() throws {
-        var s = Snapshot()
+        var s = RoomSnapshot()
         try s.appendSections(["s"])
-        try s.appendItems([SnapshotElement(Identifier(""))], toSection: "s")
-        try s.insertItems([SnapshotElement(Identifier("a"))], beforeItem: Identifier(""))
+        try s.appendItems([SnapshotElement(SnapshotIdentifier(""))], toSection: "s")
+        try s.insertItems([SnapshotElement(SnapshotIdentifier("a"))], beforeItem: SnapshotIdentifier(""))
         try s.checkInvariants()
-        try s.appendItems([SnapshotElement(Identifier("b")), SnapshotElement(Identifier("c"), payload: "p")], toSection: "s")
-        try s.reloadItems([SnapshotElement(Identifier(""), payload: .empty), SnapshotElement(Identifier("b"), payload: .empty)])
+        try s.appendItems([SnapshotElement(SnapshotIdentifier("b")), SnapshotElement(SnapshotIdentifier("c"), payload: "p")], toSection: "s")
+        try s.reloadItems([SnapshotElement(SnapshotIdentifier(""), payload: .empty), SnapshotElement(SnapshotIdentifier("b"), payload: .empty)])
         try s.checkInvariants()
         try Self.expectSameContent(
             s,
             as: [
-                SnapshotElement(Identifier("a")), SnapshotElement(Identifier("")), SnapshotElement(Identifier("b")),
-                SnapshotElement(Identifier("c"), payload: "p"),
+                SnapshotElement(SnapshotIdentifier("a")), SnapshotElement(SnapshotIdentifier("")), SnapshotElement(SnapshotIdentifier("b")),
+                SnapshotElement(SnapshotIdentifier("c"), payload: "p"),
             ])
     }
 }

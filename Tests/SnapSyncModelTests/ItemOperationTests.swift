@@ -28,12 +28,12 @@ import SnapSyncModel
     }
 
     @Test(arguments: [
-        (Placement.before("a"), ["x", "y", "a", "b", "c"]),
+        (SnapshotOperation.Placement.before("a"), ["x", "y", "a", "b", "c"]),
         (.after("a"), ["a", "x", "y", "b", "c"]),
         (.before("c"), ["a", "b", "x", "y", "c"]),
         (.after("c"), ["a", "b", "c", "x", "y"]),
     ])
-    func insertItems(placement: Placement, expected: [Identifier]) throws {
+    func insertItems(placement: SnapshotOperation.Placement, expected: [SnapshotIdentifier]) throws {
         let s = applied([.insertItems(["x", "y"], placement)], to: base)
         #expect(s.itemIdentifiers(inSection: "s1") == expected)
         #expect(s.itemIdentifiers(inSection: "s2") == ["d"])
@@ -64,7 +64,7 @@ import SnapSyncModel
         try s.checkInvariants()
         #expect(s.isEmpty)
         #expect(s.numberOfItems == 0)
-        #expect(s == Snapshot())
+        #expect(s == RoomSnapshot())
         #expect(s.canonicalByteCount == 1)
         // The snapshot is usable afterwards, and the old identifiers are free.
         try s.appendSections(["s1"])
@@ -75,14 +75,14 @@ import SnapSyncModel
 
     @Test(
         arguments: [
-            ("a", Placement.after("c"), [["s1", "b", "c", "a"], ["s2", "d"], ["s3"]]),
+            ("a", SnapshotOperation.Placement.after("c"), [["s1", "b", "c", "a"], ["s2", "d"], ["s3"]]),
             ("c", .before("a"), [["s1", "c", "a", "b"], ["s2", "d"], ["s3"]]),
             ("a", .after("b"), [["s1", "b", "a", "c"], ["s2", "d"], ["s3"]]),
             ("b", .after("a"), [["s1", "a", "b", "c"], ["s2", "d"], ["s3"]]),  // no-op
             ("a", .before("d"), [["s1", "b", "c"], ["s2", "a", "d"], ["s3"]]),  // across sections
             ("d", .after("a"), [["s1", "a", "d", "b", "c"], ["s2"], ["s3"]]),
-        ] as [(Identifier, Placement, [[String]])])
-    func moveItem(item: Identifier, placement: Placement, expected: [[String]]) throws {
+        ] as [(SnapshotIdentifier, SnapshotOperation.Placement, [[String]])])
+    func moveItem(item: SnapshotIdentifier, placement: SnapshotOperation.Placement, expected: [[String]]) throws {
         let s = applied([.moveItem(item, placement)], to: base)
         #expect(layout(s) == expected)
     }
@@ -111,8 +111,8 @@ import SnapSyncModel
         #expect(layout(t) == [["s1", "c", "a", "d"], ["s2", "b"], ["s3"]])
     }
 
-    @Test(arguments: [UpdateKind.reload, .reconfigure])
-    func updateItemsReplacesPayloadsOnly(kind: UpdateKind) throws {
+    @Test(arguments: [SnapshotOperation.UpdateKind.reload, .reconfigure])
+    func updateItemsReplacesPayloadsOnly(kind: SnapshotOperation.UpdateKind) throws {
         let s = applied([.updateItems([SnapshotElement("a", "new"), SnapshotElement("d", "D")], kind)], to: base)
         #expect(s.payload(ofItem: "a") == "new")
         #expect(s.payload(ofItem: "d") == "D")

@@ -8,7 +8,7 @@ import SnapSyncModel
     let base = snapshot([("s1", ["a"])])
 
     @Test func identifierTooLong() {
-        let limits = Limits(maxIdentifierBytes: 3)
+        let limits = SnapshotLimits(maxIdentifierBytes: 3)
         // At the limit is fine.
         _ = applied([.appendSections(["abc"]), .appendItems(["xyz"], toSection: "abc")], to: base, limits: limits)
         expectRejected([.appendSections(["abcd"])], on: base, limits: limits, index: 0, .identifierTooLong("abcd", limit: 3))
@@ -20,7 +20,7 @@ import SnapSyncModel
     }
 
     @Test func payloadTooLarge() {
-        let limits = Limits(maxPayloadBytes: 2)
+        let limits = SnapshotLimits(maxPayloadBytes: 2)
         _ = applied([.appendItems([SnapshotElement("b", "xy")], toSection: nil)], to: base, limits: limits)
         expectRejected(
             [.appendItems([SnapshotElement("b", "xyz")], toSection: nil)], on: base, limits: limits, index: 0, .payloadTooLarge("b", size: 3, limit: 2))
@@ -33,7 +33,7 @@ import SnapSyncModel
     }
 
     @Test func tooManyItems() {
-        let limits = Limits(maxItems: 3)
+        let limits = SnapshotLimits(maxItems: 3)
         let full = applied([.appendItems(["b", "c"], toSection: nil)], to: base, limits: limits)
         #expect(full.numberOfItems == 3)
         expectRejected([.appendItems(["d"], toSection: nil)], on: full, limits: limits, index: 0, .tooManyItems(limit: 3))
@@ -45,7 +45,7 @@ import SnapSyncModel
     }
 
     @Test func tooManySections() {
-        let limits = Limits(maxSections: 2)
+        let limits = SnapshotLimits(maxSections: 2)
         let full = applied([.appendSections(["s2"])], to: base, limits: limits)
         expectRejected([.appendSections(["s3"])], on: full, limits: limits, index: 0, .tooManySections(limit: 2))
         expectRejected([.insertSections(["s3"], .before("s1"))], on: full, limits: limits, index: 0, .tooManySections(limit: 2))
@@ -55,7 +55,7 @@ import SnapSyncModel
     @Test func snapshotTooLargeNamesTheOperationThatCrossedTheLimit() {
         // base encodes as: 01 | 02 "s1" 00 01 | 01 "a" 00  = 9 bytes; each new empty item "x" adds 3.
         #expect(base.canonicalByteCount == 9)
-        let limits = Limits(maxSnapshotBytes: 15)
+        let limits = SnapshotLimits(maxSnapshotBytes: 15)
         let at = applied([.appendItems(["b"], toSection: nil), .appendItems(["c"], toSection: nil)], to: base, limits: limits)
         #expect(at.canonicalByteCount == 15)
         expectRejected(
@@ -72,7 +72,7 @@ import SnapSyncModel
 
     @Test func aSnapshotOverALoweredLimitCanStillShrink() {
         let big = applied([.appendItems(["b", "c", "d"], toSection: nil)], to: base, limits: .unlimited)
-        let limits = Limits(maxSnapshotBytes: 10)
+        let limits = SnapshotLimits(maxSnapshotBytes: 10)
         #expect(big.canonicalByteCount > 10)
         let smaller = applied([.deleteItems(["d"])], to: big, limits: limits)
         #expect(smaller.canonicalByteCount > 10)
@@ -81,9 +81,9 @@ import SnapSyncModel
     }
 
     @Test func defaults() {
-        #expect(Limits.default.maxSnapshotBytes == 16 * 1024 * 1024 - 64 * 1024)
-        #expect(Limits.unlimited.maxSnapshotBytes == .max)
-        #expect(Limits.default.maxIdentifierBytes == 256)
+        #expect(SnapshotLimits.default.maxSnapshotBytes == 16 * 1024 * 1024 - 64 * 1024)
+        #expect(SnapshotLimits.unlimited.maxSnapshotBytes == .max)
+        #expect(SnapshotLimits.default.maxIdentifierBytes == 256)
     }
 
     /// The running size must follow every change, including the item-count varint of a section
@@ -91,7 +91,7 @@ import SnapSyncModel
     @Test func runningByteCountFollowsVarintWidths() throws {
         var s = snapshot([("s", [])])
         var items: [SnapshotElement] = []
-        for n in 0..<130 { items.append(SnapshotElement(Identifier("i\(n)"))) }
+        for n in 0..<130 { items.append(SnapshotElement(SnapshotIdentifier("i\(n)"))) }
         for item in items {
             try s.appendItems([item], toSection: "s")
             #expect(s.canonicalByteCount == s.canonicalEncoding.count)
@@ -101,7 +101,7 @@ import SnapSyncModel
             try s.deleteItems([item.id])
             #expect(s.canonicalByteCount == s.canonicalEncoding.count)
         }
-        try s.reloadSections([SnapshotElement(Identifier("s"), payload: Payload(Array(repeating: 1, count: 300)))], limits: .unlimited)
+        try s.reloadSections([SnapshotElement(SnapshotIdentifier("s"), payload: SnapshotPayload(Array(repeating: 1, count: 300)))], limits: .unlimited)
         #expect(s.canonicalByteCount == s.canonicalEncoding.count)
         try s.checkInvariants()
     }

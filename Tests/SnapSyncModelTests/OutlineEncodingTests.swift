@@ -7,8 +7,8 @@ import SnapSyncTestThreads
 
 @Suite(.unitTests) struct OutlineEncodingTests {
     /// PROTOCOL.md §4's example: `groceries`, root `fruit` with `apple` and `pear`, root `bread`.
-    let groceries: Snapshot = {
-        var s = try! Snapshot([
+    let groceries: RoomSnapshot = {
+        var s = try! RoomSnapshot([
             (SnapshotElement("groceries", "Groceries"), [SnapshotElement("fruit", "Fruit"), "apple", "pear", "bread"])
         ])
         try! s.setOutlineLevels([0, 1, 1, 0], maxOutlineDepth: 64)
@@ -30,7 +30,7 @@ import SnapSyncTestThreads
         var s = groceries
         try s.apply(.moveItemToSection("apple", section: "groceries"))
         try s.apply(.moveItemToSection("pear", section: "groceries"))
-        let flat = try Snapshot([(SnapshotElement("groceries", "Groceries"), [SnapshotElement("fruit", "Fruit"), "bread", "apple", "pear"])])
+        let flat = try RoomSnapshot([(SnapshotElement("groceries", "Groceries"), [SnapshotElement("fruit", "Fruit"), "bread", "apple", "pear"])])
         #expect(s.canonicalEncoding == flat.canonicalEncoding)
         #expect(s.digest == flat.digest)
         #expect(s == flat)
@@ -45,7 +45,7 @@ import SnapSyncTestThreads
     }
 
     @Test func levelsOf128AndMoreTakeTwoBytes() throws {
-        var s = try Snapshot([(SnapshotElement("s"), (0...129).map { SnapshotElement(Identifier("i\($0)")) })])
+        var s = try RoomSnapshot([(SnapshotElement("s"), (0...129).map { SnapshotElement(SnapshotIdentifier("i\($0)")) })])
         try s.setOutlineLevels(Array(0...129), maxOutlineDepth: 200)
         #expect(s.canonicalEncoding.count == s.canonicalByteCount)
         #expect(Array(s.canonicalEncoding.suffix(4)) == [0x80, 0x01, 0x81, 0x01])
@@ -82,7 +82,7 @@ import SnapSyncTestThreads
         var random = RandomOperations(seed: 91)
         for _ in 0..<200 {
             let s = random.forest(sections: 4, items: 30, universe: 40)
-            var rebuilt = try! Snapshot(s.sections.map { ($0, Array(s.items(inSection: $0.id))) })
+            var rebuilt = try! RoomSnapshot(s.sections.map { ($0, Array(s.items(inSection: $0.id))) })
             try! rebuilt.setOutlineLevels(s.itemLevels, maxOutlineDepth: 64)
             #expect(rebuilt == s)
             #expect(rebuilt.canonicalEncoding == s.canonicalEncoding)

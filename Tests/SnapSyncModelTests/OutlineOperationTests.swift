@@ -6,14 +6,14 @@ import SnapSyncTestThreads
 @testable import SnapSyncModel
 
 /// Builds an outline from `[(section, [(item, level)])]`, empty payloads.
-func outline(_ sections: [(String, [(String, Int)])]) -> Snapshot {
+func outline(_ sections: [(String, [(String, Int)])]) -> RoomSnapshot {
     var s = snapshot(sections.map { ($0.0, $0.1.map(\.0)) })
     try! s.setOutlineLevels(sections.flatMap { $0.1.map(\.1) }, maxOutlineDepth: .max)
     return s
 }
 
 /// The snapshot as identifiers, each item prefixed with one "-" per level.
-func tree(_ s: Snapshot) -> [[String]] {
+func tree(_ s: RoomSnapshot) -> [[String]] {
     s.sectionIdentifiers.map { section in
         [section.string!] + s.itemIdentifiers(inSection: section)!.map { String(repeating: "-", count: s.level(of: $0)!) + $0.string! }
     }
@@ -108,7 +108,7 @@ func tree(_ s: Snapshot) -> [[String]] {
         try s.moveItem("bread", toParent: "milk")
         #expect(tree(s) == [["s1", "fruit", "-apple", "--kiwi", "-pear", "--seed"], ["s2", "milk", "-bread"]])
         #expect(throws: BatchError(operationIndex: 0, violation: .outlineTooDeep("x", limit: 3))) {
-            try s.appendChildren(["x"], toParent: "kiwi", limits: Limits(maxOutlineDepth: 3))
+            try s.appendChildren(["x"], toParent: "kiwi", limits: SnapshotLimits(maxOutlineDepth: 3))
         }
         #expect(throws: BatchError(operationIndex: 0, violation: .moveIntoOwnSubtree("fruit"))) { try s.moveItem("fruit", toParent: "kiwi") }
     }
@@ -135,16 +135,16 @@ func tree(_ s: Snapshot) -> [[String]] {
         expectRejected([.moveItem("fruit", .before("apple"))], on: base, index: 0, .moveIntoOwnSubtree("fruit"))
         expectRejected([.moveItem("fruit", .before("fruit"))], on: base, index: 0, .anchorIsSelf("fruit"))
         // Too deep: levels 0...2 allowed under a limit of 3.
-        let three = Limits(maxOutlineDepth: 3)
+        let three = SnapshotLimits(maxOutlineDepth: 3)
         #expect(tree(applied([.appendChildren(["x"], toParent: "apple")], to: base, limits: three))[0].contains("--x"))
         expectRejected([.appendChildren(["x"], toParent: "seed")], on: base, limits: three, index: 0, .outlineTooDeep("x", limit: 3))
         // The deepest item of the moved subtree counts: pear (with seed) under apple puts seed at 3.
         expectRejected([.moveItemToParent("pear", parent: "apple")], on: base, limits: three, index: 0, .outlineTooDeep("pear", limit: 3))
-        expectRejected([.moveItem("pear", .after("seed"))], on: base, limits: Limits(maxOutlineDepth: 2), index: 0, .moveIntoOwnSubtree("pear"))
+        expectRejected([.moveItem("pear", .after("seed"))], on: base, limits: SnapshotLimits(maxOutlineDepth: 2), index: 0, .moveIntoOwnSubtree("pear"))
         expectRejected([.moveItem("fruit", .before("seed"))], on: base, limits: three, index: 0, .moveIntoOwnSubtree("fruit"))
         expectRejected([.moveItem("pear", .before("seed"))], on: base, limits: three, index: 0, .moveIntoOwnSubtree("pear"))
         expectRejected(
-            [.moveItem("bread", .before("apple")), .moveItem("pear", .after("bread"))], on: base, limits: Limits(maxOutlineDepth: 2), index: 1,
+            [.moveItem("bread", .before("apple")), .moveItem("pear", .after("bread"))], on: base, limits: SnapshotLimits(maxOutlineDepth: 2), index: 1,
             .outlineTooDeep("pear", limit: 2))
         // The element's own checks come first (PROTOCOL.md §6).
         expectRejected([.appendChildren(["apple"], toParent: "seed")], on: base, limits: three, index: 0, .duplicateItem("apple"))
@@ -189,7 +189,7 @@ func tree(_ s: Snapshot) -> [[String]] {
         let text = base.visualDescription()
         #expect(
             text == """
-                Snapshot: 2 sections, 6 items
+                RoomSnapshot: 2 sections, 6 items
                 ├─ section s1 (5)
                 │  ├─ fruit
                 │  │  ├─ apple
@@ -203,9 +203,9 @@ func tree(_ s: Snapshot) -> [[String]] {
     }
 
     @Test func firstLimitViolationReportsDepthAfterTheContent() {
-        #expect(base.firstLimitViolation(Limits(maxOutlineDepth: 3)) == nil)
-        #expect(base.firstLimitViolation(Limits(maxOutlineDepth: 2)) == .outlineTooDeep("seed", limit: 2))
+        #expect(base.firstLimitViolation(SnapshotLimits(maxOutlineDepth: 3)) == nil)
+        #expect(base.firstLimitViolation(SnapshotLimits(maxOutlineDepth: 2)) == .outlineTooDeep("seed", limit: 2))
         // Content rules come first, in encoding order (PROTOCOL.md §4).
-        #expect(base.firstLimitViolation(Limits(maxItems: 5, maxOutlineDepth: 2)) == .tooManyItems(limit: 5))
+        #expect(base.firstLimitViolation(SnapshotLimits(maxItems: 5, maxOutlineDepth: 2)) == .tooManyItems(limit: 5))
     }
 }

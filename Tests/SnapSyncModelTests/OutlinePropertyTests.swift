@@ -1,5 +1,5 @@
 // Property: random batches mixing the outline operations with the flat ones, applied to a
-// Snapshot and to the naive ReferenceModel (levels in depth-first order), agree on the result
+// RoomSnapshot and to the naive ReferenceModel (levels in depth-first order), agree on the result
 // (hierarchy included), the error and the encoded size; the invariants (every parent an earlier
 // item of the same section one level up, no cycle, depth-first order, unique identifiers, exact
 // counts) hold after every operation; a rejected batch changes nothing.
@@ -10,10 +10,10 @@ import SnapSyncTestThreads
 @testable import SnapSyncModel
 
 @Suite(.unitTests) struct OutlinePropertyTests {
-    static let tight = Limits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 24, maxSections: 5, maxSnapshotBytes: 260, maxOutlineDepth: 3)
+    static let tight = SnapshotLimits(maxIdentifierBytes: 8, maxPayloadBytes: 8, maxItems: 24, maxSections: 5, maxSnapshotBytes: 260, maxOutlineDepth: 3)
 
-    @Test(arguments: [(61, tight), (62, tight), (63, .unlimited), (64, .default)] as [(UInt64, Limits)])
-    func randomOutlineBatchesAgreeWithTheReferenceModel(seed: UInt64, limits: Limits) throws {
+    @Test(arguments: [(61, tight), (62, tight), (63, .unlimited), (64, .default)] as [(UInt64, SnapshotLimits)])
+    func randomOutlineBatchesAgreeWithTheReferenceModel(seed: UInt64, limits: SnapshotLimits) throws {
         var random = RandomOperations(seed: seed)
         var s = random.forest(sections: 3, items: 20, universe: 30, maxDepth: 3)
         var model = ReferenceModel(s)
@@ -74,7 +74,7 @@ import SnapSyncTestThreads
         var kinds = Set<String>()
         for seed in UInt64(61)...62 {
             var random = RandomOperations(seed: seed)
-            var s = Snapshot()
+            var s = RoomSnapshot()
             var model = ReferenceModel()
             for _ in 0..<700 {
                 let batch = random.outlineBatch(for: model, limits: Self.tight)

@@ -6,7 +6,7 @@ import SnapSyncModel
 
 @Suite(.unitTests) struct QueryTests {
     /// main: a b c · empty: (none) · side: d
-    let s = try! Snapshot([
+    let s = try! RoomSnapshot([
         (SnapshotElement("main", "M"), [SnapshotElement("a", "A"), SnapshotElement("b"), SnapshotElement("c", "C")]),
         (SnapshotElement("empty"), []),
         (SnapshotElement("side"), [SnapshotElement("d", "D")]),
@@ -16,9 +16,9 @@ import SnapSyncModel
         #expect(s.numberOfSections == 3)
         #expect(s.numberOfItems == 4)
         #expect(!s.isEmpty)
-        #expect(Snapshot().isEmpty)
-        #expect(Snapshot().numberOfItems == 0)
-        #expect(Snapshot().numberOfSections == 0)
+        #expect(RoomSnapshot().isEmpty)
+        #expect(RoomSnapshot().numberOfItems == 0)
+        #expect(RoomSnapshot().numberOfSections == 0)
     }
 
     @Test func numberOfItemsInSection() {
@@ -34,8 +34,8 @@ import SnapSyncModel
         #expect(s.itemIdentifiers(inSection: "main") == ["a", "b", "c"])
         #expect(s.itemIdentifiers(inSection: "empty") == [])
         #expect(s.itemIdentifiers(inSection: "nope") == nil)
-        #expect(Snapshot().sectionIdentifiers == [])
-        #expect(Snapshot().itemIdentifiers == [])
+        #expect(RoomSnapshot().sectionIdentifiers == [])
+        #expect(RoomSnapshot().itemIdentifiers == [])
     }
 
     @Test func sectionIdentifierContainingItem() {
@@ -108,10 +108,10 @@ import SnapSyncModel
         // The init builds one append per section and one per non-empty item list: the index
         // counts those.
         #expect(throws: BatchError(operationIndex: 3, violation: .duplicateItem("a"))) {
-            try Snapshot([(SnapshotElement("x"), [SnapshotElement("a")]), (SnapshotElement("y"), [SnapshotElement("a")])])
+            try RoomSnapshot([(SnapshotElement("x"), [SnapshotElement("a")]), (SnapshotElement("y"), [SnapshotElement("a")])])
         }
         #expect(throws: BatchError(operationIndex: 2, violation: .duplicateSection("x"))) {
-            try Snapshot([(SnapshotElement("x"), [SnapshotElement("a")]), (SnapshotElement("x"), [])])
+            try RoomSnapshot([(SnapshotElement("x"), [SnapshotElement("a")]), (SnapshotElement("x"), [])])
         }
     }
 
@@ -119,7 +119,7 @@ import SnapSyncModel
         let text = s.visualDescription()
         #expect(
             text == """
-                Snapshot: 3 sections, 4 items
+                RoomSnapshot: 3 sections, 4 items
                 ├─ section main (3) = "M"
                 │  ├─ a = "A"
                 │  ├─ b
@@ -133,18 +133,18 @@ import SnapSyncModel
     }
 
     @Test func identifierDescriptions() {
-        #expect(Identifier("abc").description == "abc")
-        #expect(Identifier("a b").description == "\"a b\"")
-        #expect(Identifier([0x00, 0xFF]).description == "0x00ff")
-        #expect(Identifier(uint64: 258).bytes == [0, 0, 0, 0, 0, 0, 1, 2])
-        #expect(Identifier(uint64: 2) < Identifier(uint64: 10))
+        #expect(SnapshotIdentifier("abc").description == "abc")
+        #expect(SnapshotIdentifier("a b").description == "\"a b\"")
+        #expect(SnapshotIdentifier([0x00, 0xFF]).description == "0x00ff")
+        #expect(SnapshotIdentifier(uint64: 258).bytes == [0, 0, 0, 0, 0, 0, 1, 2])
+        #expect(SnapshotIdentifier(uint64: 2) < SnapshotIdentifier(uint64: 10))
     }
 
     @Test func payloadChangesComparesOneSectionInPlace() throws {
         var t = s
         try t.reloadItems([SnapshotElement("c", "C2")])
         try t.reloadItems([SnapshotElement("d", "D2")])  // another section: not reported for main
-        func pairs(_ r: [(position: Int, id: Identifier)]?) -> [String]? { r?.map { "\($0.position):\($0.id)" } }
+        func pairs(_ r: [(position: Int, id: SnapshotIdentifier)]?) -> [String]? { r?.map { "\($0.position):\($0.id)" } }
         #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: t)) == ["2:c"])
         #expect(pairs(s.payloadChanges(inSection: "main", comparedTo: s)) == [])
         // Marked items are reported even when their payload is unchanged; unknown marks are ignored.

@@ -7,15 +7,17 @@ import SnapSyncModel
 extension RandomOperations {
     /// A random outline over small universes: each item goes into a random section, as a root or
     /// as the last child of a random earlier item of that section (at most `maxDepth` levels).
-    mutating func forest(sections maxSections: Int, items maxItems: Int, universe: Int, maxDepth: Int = 4, maxPayload: Int = 2) -> Snapshot {
-        var sectionIDs = (0..<maxSections).map { Identifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
+    mutating func forest(sections maxSections: Int, items maxItems: Int, universe: Int, maxDepth: Int = 4, maxPayload: Int = 2) -> RoomSnapshot {
+        var sectionIDs = (0..<maxSections).map { SnapshotIdentifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
         sectionIDs = Array(sectionIDs.prefix(Int.random(in: 0...maxSections, using: &rng)))
-        var itemIDs = (0..<universe).map { Identifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
+        var itemIDs = (0..<universe).map { SnapshotIdentifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
         itemIDs = Array(itemIDs.prefix(sectionIDs.isEmpty ? 0 : Int.random(in: 0...maxItems, using: &rng)))
-        var s = Snapshot()
-        func payload(_ rng: inout SplitMix64) -> Payload { Payload([UInt8](repeating: 0x70, count: Int.random(in: 0...maxPayload, using: &rng))) }
+        var s = RoomSnapshot()
+        func payload(_ rng: inout SplitMix64) -> SnapshotPayload {
+            SnapshotPayload([UInt8](repeating: 0x70, count: Int.random(in: 0...maxPayload, using: &rng)))
+        }
         for id in sectionIDs { try! s.apply(.appendSections([SnapshotElement(id, payload: payload(&rng))]), limits: .unlimited) }
-        var members: [Identifier: [Identifier]] = [:]
+        var members: [SnapshotIdentifier: [SnapshotIdentifier]] = [:]
         for id in itemIDs {
             let section = sectionIDs.randomElement(using: &rng)!
             let candidates = (members[section] ?? []).filter { s.level(of: $0)! < maxDepth - 1 }
@@ -57,7 +59,7 @@ extension RandomOperations {
     private func sectionHasDescendant(_ model: ReferenceModel, _ s: Int, _ i: Int) -> Bool { model.sections[s].subtreeEnd(i) > i + 1 }
 
     /// A batch of 1 to 3 outline operations, drawn against the model as it evolves.
-    mutating func outlineBatch(for model: ReferenceModel, limits: Limits) -> [SnapshotOperation] {
+    mutating func outlineBatch(for model: ReferenceModel, limits: SnapshotLimits) -> [SnapshotOperation] {
         var evolving = model
         var ops: [SnapshotOperation] = []
         for _ in 0..<Int.random(in: 1...3, using: &rng) {
@@ -70,12 +72,12 @@ extension RandomOperations {
 }
 
 /// The deepest level of a snapshot (0 when flat or empty).
-func deepestLevel(_ s: Snapshot) -> Int { s.itemLevels.max() ?? 0 }
+func deepestLevel(_ s: RoomSnapshot) -> Int { s.itemLevels.max() ?? 0 }
 
 /// Items of `a` that keep their identity: in `b`, and in a section that survives (items of a
 /// deleted section are inserted again; a survivor under a deleted parent is moved out of it).
 /// Computed from the public queries only.
-func survivors(_ a: Snapshot, _ b: Snapshot) -> Set<Identifier> {
+func survivors(_ a: RoomSnapshot, _ b: RoomSnapshot) -> Set<SnapshotIdentifier> {
     let bSections = Set(b.sectionIdentifiers)
     return Set(a.itemIdentifiers.filter { b.contains(item: $0) && bSections.contains(a.sectionIdentifier(containingItem: $0)!) })
 }
@@ -84,7 +86,7 @@ func survivors(_ a: Snapshot, _ b: Snapshot) -> Set<Identifier> {
 /// whose parent does not survive moved right after its topmost non-surviving ancestor, the
 /// deepest first (so that those after one ancestor end in `a`'s order), applied with the public
 /// `apply`.
-func rescued(_ a: Snapshot, _ b: Snapshot) -> (state: Snapshot, moves: Int) {
+func rescued(_ a: RoomSnapshot, _ b: RoomSnapshot) -> (state: RoomSnapshot, moves: Int) {
     let alive = survivors(a, b)
     var state = a
     var moves = 0
@@ -102,14 +104,14 @@ func rescued(_ a: Snapshot, _ b: Snapshot) -> (state: Snapshot, moves: Int) {
 /// then, from the rescued state, for each sibling group of `b` (a section's roots, an item's
 /// children), the survivors that were already in that group, less a longest run of them that
 /// kept its order, plus every survivor that changed group.
-func minimalForestMoves(_ a: Snapshot, _ b: Snapshot) -> (sections: Int, items: Int) {
+func minimalForestMoves(_ a: RoomSnapshot, _ b: RoomSnapshot) -> (sections: Int, items: Int) {
     let aSections = a.sectionIdentifiers
     let common = b.sectionIdentifiers.compactMap { aSections.firstIndex(of: $0) }
     let alive = survivors(a, b)
     let (start, rescues) = rescued(a, b)
     let order = Dictionary(uniqueKeysWithValues: start.itemIdentifiers.enumerated().map { ($1, $0) })
     var moves = rescues
-    func count(_ group: [Identifier], stays: (Identifier) -> Bool) {
+    func count(_ group: [SnapshotIdentifier], stays: (SnapshotIdentifier) -> Bool) {
         var staying: [Int] = []
         for id in group where alive.contains(id) {
             if stays(id) { staying.append(order[id]!) } else { moves += 1 }

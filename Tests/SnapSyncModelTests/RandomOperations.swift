@@ -14,31 +14,31 @@ struct RandomOperations {
 
     mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &rng) < percent }
 
-    mutating func payload() -> Payload {
+    mutating func payload() -> SnapshotPayload {
         switch Int.random(in: 0..<10, using: &rng) {
         case 0..<4: return .empty
-        case 4..<8: return Payload(String(repeating: "p", count: Int.random(in: 1...4, using: &rng)))
-        default: return Payload(String(repeating: "q", count: Int.random(in: 5...12, using: &rng)))
+        case 4..<8: return SnapshotPayload(String(repeating: "p", count: Int.random(in: 1...4, using: &rng)))
+        default: return SnapshotPayload(String(repeating: "q", count: Int.random(in: 5...12, using: &rng)))
         }
     }
 
     /// A new identifier, now and then the empty one (an identifier like any other, PROTOCOL.md
     /// §2: once it exists, drawing it again is a duplicate) or one over the tight limits.
-    mutating func freshID(_ prefix: String) -> Identifier {
+    mutating func freshID(_ prefix: String) -> SnapshotIdentifier {
         fresh += 1
-        if chance(3) { return Identifier("") }
-        return chance(3) ? Identifier("\(prefix)-much-too-long-\(fresh)") : Identifier("\(prefix)\(fresh)")
+        if chance(3) { return SnapshotIdentifier("") }
+        return chance(3) ? SnapshotIdentifier("\(prefix)-much-too-long-\(fresh)") : SnapshotIdentifier("\(prefix)\(fresh)")
     }
 
-    mutating func section(in model: ReferenceModel) -> Identifier {
+    mutating func section(in model: ReferenceModel) -> SnapshotIdentifier {
         if !model.sections.isEmpty, chance(94) { return model.sections.randomElement(using: &rng)!.id }
-        return chance(50) ? freshID("s") : Identifier("s-unknown")
+        return chance(50) ? freshID("s") : SnapshotIdentifier("s-unknown")
     }
 
-    mutating func item(in model: ReferenceModel) -> Identifier {
+    mutating func item(in model: ReferenceModel) -> SnapshotIdentifier {
         let all = model.sections.flatMap { $0.items }
         if !all.isEmpty, chance(94) { return all.randomElement(using: &rng)!.id }
-        return chance(50) ? freshID("i") : Identifier("i-unknown")
+        return chance(50) ? freshID("i") : SnapshotIdentifier("i-unknown")
     }
 
     mutating func newSections(in model: ReferenceModel) -> [SnapshotElement] {
@@ -53,7 +53,7 @@ struct RandomOperations {
         }
     }
 
-    mutating func placement(_ anchor: Identifier) -> Placement { chance(50) ? .before(anchor) : .after(anchor) }
+    mutating func placement(_ anchor: SnapshotIdentifier) -> SnapshotOperation.Placement { chance(50) ? .before(anchor) : .after(anchor) }
 
     mutating func operation(in model: ReferenceModel) -> SnapshotOperation {
         switch Int.random(in: 0..<100, using: &rng) {
@@ -81,7 +81,7 @@ struct RandomOperations {
 
     /// A batch of 1 to 4 operations, generated against the model as it would evolve, so later
     /// operations can name what earlier ones created.
-    mutating func batch(for model: ReferenceModel, limits: Limits) -> [SnapshotOperation] {
+    mutating func batch(for model: ReferenceModel, limits: SnapshotLimits) -> [SnapshotOperation] {
         var evolving = model
         var ops: [SnapshotOperation] = []
         for _ in 0..<Int.random(in: 1...5, using: &rng) {
@@ -94,19 +94,19 @@ struct RandomOperations {
 
     /// A random snapshot over a small universe of identifiers, so that two draws share many
     /// sections and items in different places: every diff path gets exercised.
-    mutating func snapshot(sections maxSections: Int, items maxItems: Int, universe: Int) -> Snapshot {
-        // Identifier 0 of each universe is the empty one.
-        var sectionIDs = (0..<maxSections).map { Identifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
+    mutating func snapshot(sections maxSections: Int, items maxItems: Int, universe: Int) -> RoomSnapshot {
+        // SnapshotIdentifier 0 of each universe is the empty one.
+        var sectionIDs = (0..<maxSections).map { SnapshotIdentifier($0 == 0 ? "" : "s\($0)") }.shuffled(using: &rng)
         sectionIDs = Array(sectionIDs.prefix(Int.random(in: 0...maxSections, using: &rng)))
-        var itemIDs = (0..<universe).map { Identifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
+        var itemIDs = (0..<universe).map { SnapshotIdentifier($0 == 0 ? "" : "i\($0)") }.shuffled(using: &rng)
         itemIDs = Array(itemIDs.prefix(sectionIDs.isEmpty ? 0 : Int.random(in: 0...maxItems, using: &rng)))
         var contents: [(section: SnapshotElement, items: [SnapshotElement])] = sectionIDs.map { (SnapshotElement($0, payload: smallPayload()), []) }
         for id in itemIDs {
             contents[Int.random(in: 0..<contents.count, using: &rng)].items.append(SnapshotElement(id, payload: smallPayload()))
         }
-        return try! Snapshot(contents)
+        return try! RoomSnapshot(contents)
     }
 
     /// Two values only, so that equal payloads are common and updates are a minority.
-    mutating func smallPayload() -> Payload { chance(70) ? .empty : "x" }
+    mutating func smallPayload() -> SnapshotPayload { chance(70) ? .empty : "x" }
 }

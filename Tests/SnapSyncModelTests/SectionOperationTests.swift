@@ -13,19 +13,19 @@ import SnapSyncModel
         #expect(s.sectionIdentifiers == ["s1", "s2", "s3", "n1", "n2"])
         #expect(s.payload(ofSection: "n1") == "P")
         #expect(s.numberOfItems(inSection: "n1") == 0)
-        let fromEmpty = applied([.appendSections(["x"])], to: Snapshot())
+        let fromEmpty = applied([.appendSections(["x"])], to: RoomSnapshot())
         #expect(fromEmpty.sectionIdentifiers == ["x"])
         // An empty list is a no-op, not an error.
         #expect(applied([.appendSections([])], to: base) == base)
     }
 
     @Test(arguments: [
-        (Placement.before("s1"), ["n1", "n2", "s1", "s2", "s3"]),
+        (SnapshotOperation.Placement.before("s1"), ["n1", "n2", "s1", "s2", "s3"]),
         (.after("s1"), ["s1", "n1", "n2", "s2", "s3"]),
         (.before("s3"), ["s1", "s2", "n1", "n2", "s3"]),
         (.after("s3"), ["s1", "s2", "s3", "n1", "n2"]),
     ])
-    func insertSections(placement: Placement, expected: [Identifier]) throws {
+    func insertSections(placement: SnapshotOperation.Placement, expected: [SnapshotIdentifier]) throws {
         let s = applied([.insertSections(["n1", "n2"], placement)], to: base)
         #expect(s.sectionIdentifiers == expected)
         #expect(s.itemIdentifiers == ["a", "b", "c"])
@@ -55,14 +55,14 @@ import SnapSyncModel
 
     @Test(
         arguments: [
-            ("s1", Placement.after("s3"), ["s2", "s3", "s1"]),
+            ("s1", SnapshotOperation.Placement.after("s3"), ["s2", "s3", "s1"]),
             ("s1", .before("s3"), ["s2", "s1", "s3"]),
             ("s3", .before("s1"), ["s3", "s1", "s2"]),
             ("s3", .after("s1"), ["s1", "s3", "s2"]),
             ("s2", .after("s1"), ["s1", "s2", "s3"]),  // already there: a no-op
             ("s2", .before("s3"), ["s1", "s2", "s3"]),
-        ] as [(Identifier, Placement, [Identifier])])
-    func moveSection(section: Identifier, placement: Placement, expected: [Identifier]) throws {
+        ] as [(SnapshotIdentifier, SnapshotOperation.Placement, [SnapshotIdentifier])])
+    func moveSection(section: SnapshotIdentifier, placement: SnapshotOperation.Placement, expected: [SnapshotIdentifier]) throws {
         let s = applied([.moveSection(section, placement)], to: base)
         #expect(s.sectionIdentifiers == expected)
         // Items travel with their section.

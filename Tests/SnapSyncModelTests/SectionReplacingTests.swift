@@ -9,8 +9,8 @@ import SnapSyncModel
 
 @Suite(.unitTests) struct SectionReplacingTests {
     /// The room with `section`'s items replaced by `new`'s, built without the function under test.
-    static func expected(_ room: Snapshot, _ section: Identifier, _ new: SectionSnapshot) -> Snapshot {
-        var result = try! Snapshot(room.sections.map { s in (s, s.id == section ? new.elements : Array(room.items(inSection: s.id))) }, limits: .unlimited)
+    static func expected(_ room: RoomSnapshot, _ section: SnapshotIdentifier, _ new: SectionSnapshot) -> RoomSnapshot {
+        var result = try! RoomSnapshot(room.sections.map { s in (s, s.id == section ? new.elements : Array(room.items(inSection: s.id))) }, limits: .unlimited)
         let levels = room.sectionIdentifiers.flatMap { s in s == section ? new.levels : room.itemIdentifiers(inSection: s)!.map { room.level(of: $0)! } }
         try! result.setOutlineLevels(levels, maxOutlineDepth: .max)
         return result
@@ -18,14 +18,14 @@ import SnapSyncModel
 
     /// A random section snapshot drawing from the room's section, other items (which must be
     /// refused) and new ones.
-    static func randomSection(_ random: inout RandomOperations, from room: Snapshot, section: Identifier, allowForeign: Bool) -> SectionSnapshot {
+    static func randomSection(_ random: inout RandomOperations, from room: RoomSnapshot, section: SnapshotIdentifier, allowForeign: Bool) -> SectionSnapshot {
         var pool = room.itemIdentifiers(inSection: section)!.shuffled(using: &random.rng)
         pool = Array(pool.prefix(Int.random(in: 0...pool.count, using: &random.rng)))
         if allowForeign, let foreign = room.itemIdentifiers.filter({ room.sectionIdentifier(containingItem: $0) != section }).randomElement(using: &random.rng)
         {
             pool.append(foreign)
         }
-        for n in 0..<Int.random(in: 0...4, using: &random.rng) { pool.append(Identifier("new\(n)")) }
+        for n in 0..<Int.random(in: 0...4, using: &random.rng) { pool.append(SnapshotIdentifier("new\(n)")) }
         pool.shuffle(using: &random.rng)
         var result = SectionSnapshot()
         for id in pool {
@@ -95,7 +95,7 @@ import SnapSyncModel
             // never deleted (nor taken along by a delete: it would have to be inserted again),
             // never inserted.
             let staying = Set(room.itemIdentifiers(inSection: section)!).intersection(new.items)
-            let touched = ops.reduce(into: Set<Identifier>()) { touched, op in
+            let touched = ops.reduce(into: Set<SnapshotIdentifier>()) { touched, op in
                 switch op {
                 case .deleteItems(let ids): touched.formUnion(ids)
                 case .appendItems(let e, _), .insertItems(let e, _), .appendChildren(let e, _): touched.formUnion(e.map(\.id))
@@ -109,7 +109,8 @@ import SnapSyncModel
     @Test func refusals() throws {
         let room = outline([("s1", [("a", 0), ("b", 1)]), ("s2", [("c", 0)])])
         func refused(
-            _ section: Identifier, _ new: SectionSnapshot, limits: Limits = .default, _ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation
+            _ section: SnapshotIdentifier, _ new: SectionSnapshot, limits: SnapshotLimits = .default, _ violation: BatchError.Violation,
+            sourceLocation: SourceLocation = #_sourceLocation
         ) {
             #expect(throws: BatchError(operationIndex: 0, violation: violation), sourceLocation: sourceLocation) {
                 try room.operations(replacingSection: section, with: new, limits: limits)
@@ -117,14 +118,14 @@ import SnapSyncModel
         }
         refused("nope", SectionSnapshot(), .sectionNotFound("nope"))
         refused("s1", try SectionSnapshot(["a", "c"]), .duplicateItem("c"))
-        refused("s1", try SectionSnapshot(["a", "b", "x", "y"]), limits: Limits(maxItems: 4), .tooManyItems(limit: 4))
+        refused("s1", try SectionSnapshot(["a", "b", "x", "y"]), limits: SnapshotLimits(maxItems: 4), .tooManyItems(limit: 4))
         refused(
-            "s1", try SectionSnapshot(["a", "b", "x", "y"]), limits: Limits(maxSnapshotBytes: room.canonicalByteCount),
+            "s1", try SectionSnapshot(["a", "b", "x", "y"]), limits: SnapshotLimits(maxSnapshotBytes: room.canonicalByteCount),
             .snapshotTooLarge(limit: room.canonicalByteCount))
         var deep = try SectionSnapshot(["a"])
         try deep.append(["b"], to: "a")
         try deep.append(["d"], to: "b")
-        refused("s1", deep, limits: Limits(maxOutlineDepth: 2), .outlineTooDeep("d", limit: 2))
+        refused("s1", deep, limits: SnapshotLimits(maxOutlineDepth: 2), .outlineTooDeep("d", limit: 2))
         // Equal content: no operations.
         #expect(try room.operations(replacingSection: "s1", with: room.sectionSnapshot(of: "s1")!, limits: .default).isEmpty)
         // Emptying a section deletes its roots, which take their children.
@@ -133,7 +134,7 @@ import SnapSyncModel
 }
 
 /// Every identifier an operation names.
-func named(_ op: SnapshotOperation) -> Set<Identifier> {
+func named(_ op: SnapshotOperation) -> Set<SnapshotIdentifier> {
     switch op {
     case .appendSections(let e), .updateSections(let e), .updateItems(let e, _): Set(e.map(\.id))
     case .insertSections(let e, let p), .insertItems(let e, let p): Set(e.map(\.id) + [p.anchor])

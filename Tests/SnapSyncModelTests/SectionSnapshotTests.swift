@@ -65,7 +65,7 @@ import SnapSyncModel
 
     @Test func crashConditionsAreTypedErrors() throws {
         let s = try emoji()
-        func refused(_ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation, _ body: (inout SectionSnapshot) throws -> Void) {
+        func refused(_ violation: BatchError.Violation, sourceLocation: SourceLocation = #_sourceLocation, _ body: (inout SectionSnapshot) throws -> Void) {
             var copy = s
             do {
                 try body(&copy)
@@ -108,7 +108,7 @@ import SnapSyncModel
 
     @Test func snapshotSectionsRoundTrip() throws {
         let emoji = try emoji()
-        var room = try Snapshot([(SnapshotElement("outline"), []), (SnapshotElement("list"), ["a"])])
+        var room = try RoomSnapshot([(SnapshotElement("outline"), []), (SnapshotElement("list"), ["a"])])
         let ops = try room.operations(replacingSection: "outline", with: emoji, limits: .default)
         try room.apply(ops)
         #expect(room.sectionSnapshot(of: "outline") == emoji)

@@ -11,13 +11,13 @@ import SnapSyncTestThreads
     @Test func survivesHeavyChurnWithSlotReuse() throws {
         var rng = SplitMix64(seed: 77)
         var s = snapshot([("a", []), ("b", [])])
-        var live: [Identifier] = []
+        var live: [SnapshotIdentifier] = []
         var next = 0
         for round in 0..<60 {
             // Grow through several capacity doublings, then shrink, with slots freed and reused.
             let adds = round < 30 ? 300 : 100
             var batch: [SnapshotElement] = []
-            for _ in 0..<adds { batch.append(SnapshotElement(Identifier("k\(next)"))); next += 1 }
+            for _ in 0..<adds { batch.append(SnapshotElement(SnapshotIdentifier("k\(next)"))); next += 1 }
             try s.appendItems(batch, toSection: Bool.random(using: &rng) ? "a" : "b", limits: .unlimited)
             live += batch.map(\.id)
             live.shuffle(using: &rng)
@@ -30,22 +30,22 @@ import SnapSyncTestThreads
         for id in live { #expect(s.contains(item: id)) }
         // Deleted identifiers are gone, including ones whose slots were reused.
         var gone = 0
-        for n in 0..<next where !s.contains(item: Identifier("k\(n)")) { gone += 1 }
+        for n in 0..<next where !s.contains(item: SnapshotIdentifier("k\(n)")) { gone += 1 }
         #expect(gone == next - live.count)
     }
 
     @Test func emptyIdentifierAndBinaryIdentifiersAreItemsLikeAnyOther() throws {
         var s = snapshot([("s", [])])
-        let ids = [Identifier([]), Identifier([0]), Identifier([0, 0]), Identifier([0xFF]), Identifier(uint64: 0)]
+        let ids = [SnapshotIdentifier([]), SnapshotIdentifier([0]), SnapshotIdentifier([0, 0]), SnapshotIdentifier([0xFF]), SnapshotIdentifier(uint64: 0)]
         try s.appendItems(ids.map { SnapshotElement($0) }, toSection: "s")
         try s.checkInvariants()
         for id in ids { #expect(s.contains(item: id)) }
         #expect(s.itemIdentifiers == ids)
-        try s.deleteItems([Identifier([0])])
+        try s.deleteItems([SnapshotIdentifier([0])])
         try s.checkInvariants()
-        #expect(!s.contains(item: Identifier([0])))
-        #expect(s.contains(item: Identifier([0, 0])))
-        #expect(s.contains(item: Identifier([])))
+        #expect(!s.contains(item: SnapshotIdentifier([0])))
+        #expect(s.contains(item: SnapshotIdentifier([0, 0])))
+        #expect(s.contains(item: SnapshotIdentifier([])))
     }
 
     @Test func rollbackRestoresTheIndex() throws {
@@ -53,14 +53,14 @@ import SnapSyncTestThreads
         let before = s
         #expect(throws: BatchError.self) {
             try s.apply([
-                .deleteItems((0..<400).map { Identifier("i\($0)") }),
-                .appendItems((0..<400).map { SnapshotElement(Identifier("n\($0)")) }, toSection: "s"),
+                .deleteItems((0..<400).map { SnapshotIdentifier("i\($0)") }),
+                .appendItems((0..<400).map { SnapshotElement(SnapshotIdentifier("n\($0)")) }, toSection: "s"),
                 .deleteItems(["i0"]),
             ])
         }
         try s.checkInvariants()
         #expect(s == before)
-        for n in 0..<500 { #expect(s.contains(item: Identifier("i\(n)"))) }
+        for n in 0..<500 { #expect(s.contains(item: SnapshotIdentifier("i\(n)"))) }
         #expect(!s.contains(item: "n0"))
     }
 }

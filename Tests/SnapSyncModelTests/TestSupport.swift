@@ -6,23 +6,23 @@ import Testing
 
 extension SnapshotElement {
     /// `"a" = "p"` in tests: an element with a payload.
-    init(_ id: String, _ payload: String) { self.init(Identifier(id), payload: Payload(payload)) }
+    init(_ id: String, _ payload: String) { self.init(SnapshotIdentifier(id), payload: SnapshotPayload(payload)) }
 }
 
 /// Builds a snapshot from `[(section, [items])]` identifiers, with empty payloads.
-func snapshot(_ sections: [(String, [String])]) -> Snapshot {
-    try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })
+func snapshot(_ sections: [(String, [String])]) -> RoomSnapshot {
+    try! RoomSnapshot(sections.map { (SnapshotElement(SnapshotIdentifier($0.0)), $0.1.map { SnapshotElement(SnapshotIdentifier($0)) }) })
 }
 
 /// The snapshot as plain identifiers, for readable expectations.
-func layout(_ s: Snapshot) -> [[String]] {
+func layout(_ s: RoomSnapshot) -> [[String]] {
     s.sectionIdentifiers.map { section in [section.string!] + s.itemIdentifiers(inSection: section)!.map { $0.string! } }
 }
 
 /// Applies a batch that must fail, and checks the error and that nothing changed.
 func expectRejected(
-    _ batch: [SnapshotOperation], on snapshot: Snapshot, limits: Limits = .default,
-    index: Int, _ violation: Violation, sourceLocation: SourceLocation = #_sourceLocation
+    _ batch: [SnapshotOperation], on snapshot: RoomSnapshot, limits: SnapshotLimits = .default,
+    index: Int, _ violation: BatchError.Violation, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     var s = snapshot
     do {
@@ -38,9 +38,9 @@ func expectRejected(
 
 /// Applies a batch that must succeed, then checks the invariants.
 func applied(
-    _ batch: [SnapshotOperation], to snapshot: Snapshot, limits: Limits = .default,
+    _ batch: [SnapshotOperation], to snapshot: RoomSnapshot, limits: SnapshotLimits = .default,
     sourceLocation: SourceLocation = #_sourceLocation
-) -> Snapshot {
+) -> RoomSnapshot {
     var s = snapshot
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.apply(batch, limits: limits) }
     #expect(throws: Never.self, sourceLocation: sourceLocation) { try s.checkInvariants() }
@@ -48,17 +48,17 @@ func applied(
 }
 
 /// A deliberately naive snapshot: arrays of arrays, linear searches, copied on every batch. It
-/// shares no code with `Snapshot`, so agreeing with it means something. Outlines are a level per
+/// shares no code with `RoomSnapshot`, so agreeing with it means something. Outlines are a level per
 /// item, in depth-first order (PROTOCOL.md §4): a subtree is the item and the following items of
 /// greater level.
 struct ReferenceModel: Equatable {
     struct Section: Equatable {
-        var id: Identifier
-        var payload: Payload
+        var id: SnapshotIdentifier
+        var payload: SnapshotPayload
         var items: [SnapshotElement]
         var levels: [Int] = []
 
-        init(id: Identifier, payload: Payload, items: [SnapshotElement], levels: [Int]? = nil) {
+        init(id: SnapshotIdentifier, payload: SnapshotPayload, items: [SnapshotElement], levels: [Int]? = nil) {
             self.id = id
             self.payload = payload
             self.items = items
@@ -75,7 +75,7 @@ struct ReferenceModel: Equatable {
     var sections: [Section] = []
 
     init() {}
-    init(_ snapshot: Snapshot) {
+    init(_ snapshot: RoomSnapshot) {
         for section in snapshot.sections {
             let items = Array(snapshot.items(inSection: section.id))
             sections.append(Section(id: section.id, payload: section.payload, items: items, levels: items.map { snapshot.level(of: $0.id)! }))
@@ -84,8 +84,8 @@ struct ReferenceModel: Equatable {
 
     var itemCount: Int { sections.reduce(0) { $0 + $1.items.count } }
 
-    func sectionIndex(_ id: Identifier) -> Int? { sections.firstIndex { $0.id == id } }
-    func itemPath(_ id: Identifier) -> (Int, Int)? {
+    func sectionIndex(_ id: SnapshotIdentifier) -> Int? { sections.firstIndex { $0.id == id } }
+    func itemPath(_ id: SnapshotIdentifier) -> (Int, Int)? {
         for (s, section) in sections.enumerated() {
             if let i = section.items.firstIndex(where: { $0.id == id }) { return (s, i) }
         }
@@ -106,8 +106,8 @@ struct ReferenceModel: Equatable {
         return total
     }
 
-    /// The same rules as `Snapshot.apply`, in the same order of checks, written the obvious way.
-    mutating func apply(_ batch: [SnapshotOperation], limits: Limits) throws(BatchError) {
+    /// The same rules as `RoomSnapshot.apply`, in the same order of checks, written the obvious way.
+    mutating func apply(_ batch: [SnapshotOperation], limits: SnapshotLimits) throws(BatchError) {
         var copy = self
         for (index, op) in batch.enumerated() {
             let before = copy.encodedSize
@@ -124,23 +124,23 @@ struct ReferenceModel: Equatable {
         self = copy
     }
 
-    private func checkPayload(_ e: SnapshotElement, _ limits: Limits) throws(Violation) {
+    private func checkPayload(_ e: SnapshotElement, _ limits: SnapshotLimits) throws(BatchError.Violation) {
         if e.payload.count > limits.maxPayloadBytes { throw .payloadTooLarge(e.id, size: e.payload.count, limit: limits.maxPayloadBytes) }
     }
-    private func checkNewSection(_ e: SnapshotElement, _ limits: Limits) throws(Violation) {
+    private func checkNewSection(_ e: SnapshotElement, _ limits: SnapshotLimits) throws(BatchError.Violation) {
         if e.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(e.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(e, limits)
         if sectionIndex(e.id) != nil { throw .duplicateSection(e.id) }
         if sections.count >= limits.maxSections { throw .tooManySections(limit: limits.maxSections) }
     }
-    private func checkNewItem(_ e: SnapshotElement, _ limits: Limits) throws(Violation) {
+    private func checkNewItem(_ e: SnapshotElement, _ limits: SnapshotLimits) throws(BatchError.Violation) {
         if e.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(e.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(e, limits)
         if itemPath(e.id) != nil { throw .duplicateItem(e.id) }
         if itemCount >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
     }
 
-    private mutating func applyOne(_ op: SnapshotOperation, limits: Limits) throws(Violation) {
+    private mutating func applyOne(_ op: SnapshotOperation, limits: SnapshotLimits) throws(BatchError.Violation) {
         switch op {
         case .appendSections(let new):
             for e in new {
@@ -276,7 +276,7 @@ extension ReferenceModel {
 }
 
 /// Compares a snapshot with the reference model, through the public queries only.
-func matches(_ snapshot: Snapshot, _ model: ReferenceModel) -> Bool {
+func matches(_ snapshot: RoomSnapshot, _ model: ReferenceModel) -> Bool {
     ReferenceModel(snapshot) == model
         && snapshot.numberOfSections == model.sections.count
         && snapshot.numberOfItems == model.itemCount

@@ -64,7 +64,7 @@ import SnapSyncModel
     }
 
     @Test func appendWithNoSections() {
-        expectRejected([.appendItems(["x"], toSection: nil)], on: Snapshot(), index: 0, .noSections)
+        expectRejected([.appendItems(["x"], toSection: nil)], on: RoomSnapshot(), index: 0, .noSections)
         expectRejected([.deleteAllItems, .appendItems(["x"], toSection: nil)], on: base, index: 1, .noSections)
         expectRejected([.deleteSections(["s1", "s2"]), .appendItems(["x"], toSection: nil)], on: base, index: 1, .noSections)
     }
@@ -106,30 +106,30 @@ import SnapSyncModel
     }
 
     @Test func violationsNameTheirIdentifier() {
-        #expect(Violation.duplicateItem("x").identifier == "x")
-        #expect(Violation.anchorIsSelf("s").identifier == "s")
-        #expect(Violation.payloadTooLarge("p", size: 9, limit: 1).identifier == "p")
-        #expect(Violation.identifierTooLong("i", limit: 0).identifier == "i")
-        #expect(Violation.noSections.identifier == nil)
-        #expect(Violation.tooManyItems(limit: 1).identifier == nil)
-        #expect(Violation.tooManySections(limit: 1).identifier == nil)
-        #expect(Violation.snapshotTooLarge(limit: 1).identifier == nil)
+        #expect(BatchError.Violation.duplicateItem("x").identifier == "x")
+        #expect(BatchError.Violation.anchorIsSelf("s").identifier == "s")
+        #expect(BatchError.Violation.payloadTooLarge("p", size: 9, limit: 1).identifier == "p")
+        #expect(BatchError.Violation.identifierTooLong("i", limit: 0).identifier == "i")
+        #expect(BatchError.Violation.noSections.identifier == nil)
+        #expect(BatchError.Violation.tooManyItems(limit: 1).identifier == nil)
+        #expect(BatchError.Violation.tooManySections(limit: 1).identifier == nil)
+        #expect(BatchError.Violation.snapshotTooLarge(limit: 1).identifier == nil)
     }
 
     @Test func messagesSayWhatAndWhich() {
         #expect(BatchError(operationIndex: 3, violation: .itemNotFound("abc")).description == "operation 3: item abc does not exist")
-        #expect(Violation.duplicateSection("s").description == "section s already exists")
-        #expect(Violation.anchorItemNotFound("x").description == "anchor item x does not exist")
-        #expect(Violation.anchorSectionNotFound("x").description == "anchor section x does not exist")
-        #expect(Violation.sectionNotFound("x").description == "section x does not exist")
-        #expect(Violation.noSections.description.contains("no sections"))
-        #expect(Violation.anchorIsSelf("x").description.contains("itself"))
-        #expect(Violation.payloadTooLarge("p", size: 9, limit: 4).description == "payload of p is 9 bytes, over the limit of 4")
-        #expect(Violation.identifierTooLong("long", limit: 2).description == "identifier long is 4 bytes, over the limit of 2")
-        #expect(Violation.tooManyItems(limit: 5).description.contains("5 items"))
-        #expect(Violation.tooManySections(limit: 5).description.contains("5 sections"))
-        #expect(Violation.snapshotTooLarge(limit: 100).description.contains("100 bytes"))
+        #expect(BatchError.Violation.duplicateSection("s").description == "section s already exists")
+        #expect(BatchError.Violation.anchorItemNotFound("x").description == "anchor item x does not exist")
+        #expect(BatchError.Violation.anchorSectionNotFound("x").description == "anchor section x does not exist")
+        #expect(BatchError.Violation.sectionNotFound("x").description == "section x does not exist")
+        #expect(BatchError.Violation.noSections.description.contains("no sections"))
+        #expect(BatchError.Violation.anchorIsSelf("x").description.contains("itself"))
+        #expect(BatchError.Violation.payloadTooLarge("p", size: 9, limit: 4).description == "payload of p is 9 bytes, over the limit of 4")
+        #expect(BatchError.Violation.identifierTooLong("long", limit: 2).description == "identifier long is 4 bytes, over the limit of 2")
+        #expect(BatchError.Violation.tooManyItems(limit: 5).description.contains("5 items"))
+        #expect(BatchError.Violation.tooManySections(limit: 5).description.contains("5 sections"))
+        #expect(BatchError.Violation.snapshotTooLarge(limit: 100).description.contains("100 bytes"))
         // Binary identifiers print as hex, never as raw control bytes.
-        #expect(Violation.itemNotFound(Identifier([0x01, 0x0A])).description == "item 0x010a does not exist")
+        #expect(BatchError.Violation.itemNotFound(SnapshotIdentifier([0x01, 0x0A])).description == "item 0x010a does not exist")
     }
 }

@@ -51,7 +51,7 @@ import SnapSyncStoreTestSupport
         log.propose(room: "r", expectedSequence: 0, messageID: [], entry: write(1)) { _ in }
         log.propose(room: "r", expectedSequence: 1, messageID: [], entry: write(2)) { _ in }
         log.runAll()
-        log.saveCheckpoint(RoomImage(room: "r", epoch: 1, version: 1, snapshot: Snapshot()), history: [], sequence: 1, chain: nil)
+        log.saveCheckpoint(RoomImage(room: "r", epoch: 1, version: 1, snapshot: RoomSnapshot()), history: [], sequence: 1, chain: nil)
         let events = Events()
         node2.follow(room: "r") { events.record($0) }
         log.propose(room: "r", expectedSequence: 2, messageID: [], entry: write(3)) { _ in }
@@ -123,7 +123,7 @@ import SnapSyncStoreTestSupport
 
     @Test func aLostCheckpointIsNotKept() {
         let log = MemoryRoomLog()
-        let image = RoomImage(room: "r", epoch: 1, version: 1, snapshot: Snapshot())
+        let image = RoomImage(room: "r", epoch: 1, version: 1, snapshot: RoomSnapshot())
         log.losesCheckpoints = true
         log.saveCheckpoint(image, history: [], sequence: 1, chain: nil)
         #expect(log.checkpoint(of: "r") == nil && log.savedCheckpoints.isEmpty)

@@ -10,7 +10,7 @@ import SnapSyncWire
 @Suite(.unitTests) struct RoomLogEncodingTests {
     @Test func aWriteRecordRoundTripsAsTheStoresWritePayload() throws {
         let frame = FrameEncoder().encode(
-            .diff(room: "todo", epoch: 7, version: 3, ops: [.appendSections([SnapshotElement(Identifier("s"), payload: Payload("p"))])]))
+            .diff(room: "todo", epoch: 7, version: 3, ops: [.appendSections([SnapshotElement(SnapshotIdentifier("s"), payload: SnapshotPayload("p"))])]))
         let record = WriteRecord(room: "todo", epoch: 7, version: 3, writeID: [1, 2, 3], diffFrame: frame)
         let bytes = RoomLogEntry.write(record).encode(room: "todo")
         // kind 0x01, string "todo", varint 7, varint 3, bytes write_id, bytes frame.
@@ -104,7 +104,7 @@ import SnapSyncWire
     /// A checkpoint value carries the chain after "SNAPCHN1"; one saved before values carried
     /// it still reads, with no chain, even at sequence 83 (whose varint is "S").
     @Test func aCheckpointValueCarriesTheChainAndOldValuesStillRead() throws {
-        let image = RoomImage(room: "r", epoch: 1, version: 0, snapshot: Snapshot())
+        let image = RoomImage(room: "r", epoch: 1, version: 0, snapshot: RoomSnapshot())
         let chained = RoomLogCheckpoint(image: image, history: [], sequence: 83, chain: .start(epoch: 1))
         let value = chained.encode()
         #expect(Array(value.prefix(8)) == Array("SNAPCHN1".utf8))
@@ -120,7 +120,7 @@ import SnapSyncWire
     /// and dropping the oldest records (a value over the servers' max_payload) advances it.
     @Test func aCheckpointValueCarriesTheChainBeforeItsHistory() throws {
         let epoch: UInt64 = 9
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         var chain = RoomChain.start(epoch: epoch)
         var history: [WriteRecord] = []
         var chains = [chain]

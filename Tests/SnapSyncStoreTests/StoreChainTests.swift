@@ -32,7 +32,7 @@ import SnapSyncWire
         for _ in 0..<count {
             let n = rooms.rooms[room]?.version ?? 0
             var ops: [SnapshotOperation] = n == 0 ? [.appendSections(["s"])] : []
-            ops.append(.appendItems([SnapshotElement(Identifier("i\(n)"))], toSection: "s"))
+            ops.append(.appendItems([SnapshotElement(SnapshotIdentifier("i\(n)"))], toSection: "s"))
             try rooms.write(room, ops, epoch: epoch, to: store)
         }
         try store.sync()
@@ -41,7 +41,7 @@ import SnapSyncWire
     /// A checkpoint of an old daemon: kind 0x02 header without a chain, as encoded before
     /// checkpoints held one, built field by field here.
     private func oldFormatCheckpoint(
-        room: String, epoch: UInt64, version: UInt64, snapshot: Snapshot, history: [WriteRecord]
+        room: String, epoch: UInt64, version: UInt64, snapshot: RoomSnapshot, history: [WriteRecord]
     ) -> [UInt8] {
         var header: [UInt8] = [0x02]
         header.appendString(room)
@@ -89,12 +89,12 @@ import SnapSyncWire
         header.appendString("r")
         header.appendVarint(7)
         header.appendVarint(0)
-        header.append(contentsOf: Snapshot().digest.bytes)
+        header.append(contentsOf: RoomSnapshot().digest.bytes)
         header.appendVarint(0)
         header.append(contentsOf: [UInt8](repeating: 1, count: 31))
         var short = CheckpointFile.magic
         RecordFraming.append(payload: header, to: &short)
-        RecordFraming.append(payload: Snapshot().canonicalEncoding, to: &short)
+        RecordFraming.append(payload: RoomSnapshot().canonicalEncoding, to: &short)
         #expect {
             try CheckpointFile.decode(short, path: "ckpt")
         } throws: { error in

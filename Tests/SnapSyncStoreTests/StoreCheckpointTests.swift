@@ -285,7 +285,7 @@ import SnapSyncModel
             let (store, _) = try DurableStore.open(options: options, logger: LogLines().logger)
             try rooms.write("big", [.appendSections(["s1", "s2"])], to: store)
             for chunk in 0..<20 {
-                let items = (0..<1000).map { SnapshotElement(Identifier(uint64: UInt64(chunk * 1000 + $0)), payload: Payload("payload \($0)")) }
+                let items = (0..<1000).map { SnapshotElement(SnapshotIdentifier(uint64: UInt64(chunk * 1000 + $0)), payload: SnapshotPayload("payload \($0)")) }
                 try rooms.write("big", [.appendItems(items, toSection: chunk % 2 == 0 ? "s1" : "s2")], to: store)
                 try store.sync()
             }

@@ -241,7 +241,7 @@ import SnapSyncWire
         }
         // Both rooms are checkpointed once their segment closes, and the log goes.
         try store.switchSegmentNow()
-        rooms.rooms["empty"] = Rooms.Room(epoch: 5, version: 0, snapshot: Snapshot())
+        rooms.rooms["empty"] = Rooms.Room(epoch: 5, version: 0, snapshot: RoomSnapshot())
         #expect(Set(try maintain(store, rooms)) == ["empty", "w"])
         try maintain(store, rooms)
         store.setTTL(room: "w", epoch: 7, seconds: 0)
@@ -257,10 +257,10 @@ import SnapSyncWire
     /// The checkpoint's TTL record is read back, and one that is not the room's is damage.
     @Test func aCheckpointCarriesItsTTL() throws {
         let bytes = CheckpointFile.encode(
-            room: "r", epoch: 3, version: 0, snapshot: Snapshot(), history: [], ttl: (serial: 2, seconds: 9))
+            room: "r", epoch: 3, version: 0, snapshot: RoomSnapshot(), history: [], ttl: (serial: 2, seconds: 9))
         let decoded = try CheckpointFile.decode(bytes, path: "ckpt")
         #expect(decoded.ttl?.serial == 2 && decoded.ttl?.seconds == 9)
-        let plain = CheckpointFile.encode(room: "r", epoch: 3, version: 0, snapshot: Snapshot(), history: [])
+        let plain = CheckpointFile.encode(room: "r", epoch: 3, version: 0, snapshot: RoomSnapshot(), history: [])
         #expect(try CheckpointFile.decode(plain, path: "ckpt").ttl == nil)
         let foreign = plain + Self.framed(.ttl(room: "other", epoch: 3, serial: 1, seconds: 9))
         #expect(throws: StoreError.self) { try CheckpointFile.decode(foreign, path: "ckpt") }
@@ -292,5 +292,5 @@ import SnapSyncWire
 
 /// Items `ids` appended to section `s` (created first when `first`).
 func addItems(_ ids: [String], first: Bool = false) -> [SnapshotOperation] {
-    (first ? [.appendSections([SnapshotElement("s")])] : []) + [.appendItems(ids.map { SnapshotElement(Identifier($0)) }, toSection: "s")]
+    (first ? [.appendSections([SnapshotElement("s")])] : []) + [.appendItems(ids.map { SnapshotElement(SnapshotIdentifier($0)) }, toSection: "s")]
 }

@@ -147,11 +147,11 @@ import SnapSyncWire
     }
 
     @Test func checkpointRoundTripsWithHistory() throws {
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         var history: [WriteRecord] = []
         for v in 1...5 as ClosedRange<UInt64> {
             let ops: [SnapshotOperation] =
-                v == 1 ? [.appendSections(["s"])] : [.appendItems([SnapshotElement(Identifier(uint64: v), payload: "x")], toSection: "s")]
+                v == 1 ? [.appendSections(["s"])] : [.appendItems([SnapshotElement(SnapshotIdentifier(uint64: v), payload: "x")], toSection: "s")]
             try snapshot.apply(ops)
             history.append(
                 WriteRecord(
@@ -181,7 +181,7 @@ import SnapSyncWire
     /// An outline's checkpoint carries its levels (PROTOCOL.md §4) and reads back as the same
     /// forest; levels that describe no forest are corruption.
     @Test func checkpointOfAnOutlineRoundTrips() throws {
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         try snapshot.apply([
             .appendSections(["s", "t"]), .appendItems(["a", "b"], toSection: "s"), .appendItems(["c"], toSection: "t"),
             .appendChildren(["a1"], toParent: "a"), .appendChildren(["a11"], toParent: "a1"), .moveItemToParent("b", parent: "c"),
@@ -218,8 +218,8 @@ import SnapSyncWire
 
     /// A checkpoint whose records all check but whose snapshot is not the one its digest names.
     @Test func checkpointDigestIsVerified() throws {
-        let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
-        let other = try Snapshot([(SnapshotElement("s"), [SnapshotElement("b")])])
+        let snapshot = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let other = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("b")])])
         var header: [UInt8] = [0x02]
         header.appendString("r")
         header.appendVarint(1)
@@ -240,7 +240,7 @@ import SnapSyncWire
     /// version 0 (or, wrapping, one past 2^64 - 1): damage, never loaded.
     @Test func checkpointHistoryLongerThanItsVersionIsDamage() throws {
         let ops: [SnapshotOperation] = [.appendSections(["s"])]
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         try snapshot.apply(ops)
         let history = (0...1 as ClosedRange<UInt64>).map { v in
             WriteRecord(room: "r", epoch: 9, version: v, writeID: [], diffFrame: diffFrame(room: "r", epoch: 9, version: v, ops: ops))

@@ -46,7 +46,7 @@ import SnapSyncWire
             let (store, _) = try DurableStore.open(options: smallOptions(dir.data), logger: LogLines().logger)
             for (index, name) in names.enumerated() {
                 let epoch = UInt64(7 + index)
-                let ops: [SnapshotOperation] = [.appendSections([SnapshotElement(Identifier("s\(index)"))])]
+                let ops: [SnapshotOperation] = [.appendSections([SnapshotElement(SnapshotIdentifier("s\(index)"))])]
                 try store.reserve()
                 store.append(
                     WriteRecord(
@@ -326,7 +326,7 @@ extension Rooms {
             Issue.record("bad DIFF frame in a test write")
             return
         }
-        var r = rooms[w.room] ?? Room(epoch: w.epoch, version: 0, snapshot: Snapshot())
+        var r = rooms[w.room] ?? Room(epoch: w.epoch, version: 0, snapshot: RoomSnapshot())
         do { try r.snapshot.apply(ops, limits: .unlimited) } catch { Issue.record("\(error)") }
         r.version = w.version
         rooms[w.room] = r

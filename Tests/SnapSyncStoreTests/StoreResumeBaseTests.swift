@@ -24,11 +24,11 @@ import SnapSyncWire
         for _ in 0..<count {
             let n = rooms.rooms[room]?.version ?? 0
             var ops: [SnapshotOperation] = n == 0 ? [.appendSections(["s"])] : []
-            ops.append(.appendItems([SnapshotElement(Identifier("i\(n)"), payload: Payload([UInt8(n & 0xFF)]))], toSection: "s"))
+            ops.append(.appendItems([SnapshotElement(SnapshotIdentifier("i\(n)"), payload: SnapshotPayload([UInt8(n & 0xFF)]))], toSection: "s"))
             if n % 2 == 1, let first = rooms.rooms[room]?.snapshot.itemIdentifiers(inSection: "s")?.first {
-                ops.append(.moveItem(Identifier("i\(n)"), .before(first)))
+                ops.append(.moveItem(SnapshotIdentifier("i\(n)"), .before(first)))
             }
-            if n % 3 == 2 { ops.append(.deleteItems([Identifier("i\(n - 1)")])) }
+            if n % 3 == 2 { ops.append(.deleteItems([SnapshotIdentifier("i\(n - 1)")])) }
             try rooms.write(room, ops, to: store)
         }
         try store.sync()

@@ -19,7 +19,7 @@ import SnapSyncModel
             let (store, _) = try DurableStore.open(options: options, logger: LogLines().logger)
             try rooms.write("big", [.appendSections(["a", "b", "c"])], to: store)
             for chunk in 0..<6 {
-                let items = (0..<1000).map { SnapshotElement(Identifier("i\(chunk * 1000 + $0)"), payload: Payload("p\($0)")) }
+                let items = (0..<1000).map { SnapshotElement(SnapshotIdentifier("i\(chunk * 1000 + $0)"), payload: SnapshotPayload("p\($0)")) }
                 try rooms.write("big", [.appendItems(items, toSection: chunk % 2 == 0 ? "a" : "b")], to: store)
             }
             try store.sync()
@@ -27,14 +27,14 @@ import SnapSyncModel
             var rng = SplitMixForTests(seed: 7)
             for w in 0..<1500 {
                 let n = Int(rng.next() % 6000)
-                let id = Identifier("i\(n)")
+                let id = SnapshotIdentifier("i\(n)")
                 let ops: [SnapshotOperation]
                 switch w % 5 {
-                case 0: ops = [.updateItems([SnapshotElement(id, payload: Payload("u\(w)"))], .reload)]
+                case 0: ops = [.updateItems([SnapshotElement(id, payload: SnapshotPayload("u\(w)"))], .reload)]
                 case 1: ops = [.moveItemToSection(id, section: "c")]
-                case 2: ops = [.insertItems([SnapshotElement(Identifier("n\(w)"), payload: "new")], .after(id))]
+                case 2: ops = [.insertItems([SnapshotElement(SnapshotIdentifier("n\(w)"), payload: "new")], .after(id))]
                 case 3: ops = [.deleteItems([id])]
-                default: ops = [.moveItem(id, .before(Identifier("i\((n + 1) % 6000)")))]
+                default: ops = [.moveItem(id, .before(SnapshotIdentifier("i\((n + 1) % 6000)")))]
                 }
                 // Ops on items deleted earlier fail as a whole and are not logged, as in the daemon.
                 do { try rooms.write("big", ops, to: store) } catch is BatchError { continue }

@@ -126,7 +126,7 @@ struct Rooms {
     struct Room: Equatable {
         var epoch: UInt64
         var version: UInt64
-        var snapshot: Snapshot
+        var snapshot: RoomSnapshot
     }
 
     var rooms: [String: Room] = [:]
@@ -135,7 +135,7 @@ struct Rooms {
     /// test can know the state at any version without the store: a copy per write, for short
     /// tests only.
     var keepsStates = false
-    private(set) var states: [String: [Snapshot]] = [:]
+    private(set) var states: [String: [RoomSnapshot]] = [:]
 
     init() {}
 
@@ -152,11 +152,11 @@ struct Rooms {
         to store: DurableStore
     ) throws -> WriteRecord {
         try store.reserve()
-        var r = rooms[room] ?? Room(epoch: epoch, version: 0, snapshot: Snapshot())
+        var r = rooms[room] ?? Room(epoch: epoch, version: 0, snapshot: RoomSnapshot())
         try r.snapshot.apply(ops, limits: .unlimited)
         r.version += 1
         rooms[room] = r
-        if keepsStates { states[room, default: [Snapshot()]].append(r.snapshot) }
+        if keepsStates { states[room, default: [RoomSnapshot()]].append(r.snapshot) }
         let write = WriteRecord(
             room: room, epoch: r.epoch, version: r.version, writeID: writeID, fingerprint: fingerprint,
             diffFrame: diffFrame(room: room, epoch: r.epoch, version: r.version, ops: ops))
@@ -179,8 +179,8 @@ struct Rooms {
                 .appendItems(
                     [
                         SnapshotElement(
-                            Identifier("\(room)-item-\(n)"),
-                            payload: Payload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))
+                            SnapshotIdentifier("\(room)-item-\(n)"),
+                            payload: SnapshotPayload(Array(repeating: UInt8(i & 0xFF), count: payloadBytes)))
                     ],
                     toSection: "s"))
             try write(room, ops, epoch: UInt64(100 + i % roomCount), to: store)
@@ -202,7 +202,7 @@ struct Rooms {
     }
 
     /// The room's state at `version` (`keepsStates`); nil when not kept.
-    func state(of room: String, at version: UInt64) -> Snapshot? {
+    func state(of room: String, at version: UInt64) -> RoomSnapshot? {
         states[room].flatMap { version < $0.count ? $0[Int(version)] : nil }
     }
 

@@ -7,8 +7,8 @@ import SnapSyncTestThreads
 /// snapshot as UIKit replays a batch update, must give the new snapshot.
 @Suite("Client: batch updates (index paths)", .unitTests)
 struct ClientBatchUpdatesTests {
-    func layout(_ sections: [(String, [String])]) -> Snapshot {
-        try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })
+    func layout(_ sections: [(String, [String])]) -> RoomSnapshot {
+        try! RoomSnapshot(sections.map { (SnapshotElement(SnapshotIdentifier($0.0)), $0.1.map { SnapshotElement(SnapshotIdentifier($0)) }) })
     }
 
     @Test("random batches on random snapshots replay to the new snapshot (seeded)")
@@ -69,7 +69,7 @@ struct ClientBatchUpdatesTests {
     @Test("the initial load inserts every section and names no item")
     func initialLoad() {
         let new = layout([("a", ["1", "2"]), ("b", []), ("c", ["3"])])
-        let updates = BatchUpdates(from: Snapshot(), to: new)
+        let updates = BatchUpdates(from: RoomSnapshot(), to: new)
         #expect(updates.insertedSections == [0, 1, 2])
         #expect(updates.insertedItems.isEmpty && updates.deletedItems.isEmpty && updates.movedItems.isEmpty)
     }
@@ -80,7 +80,7 @@ struct ClientBatchUpdatesTests {
         var new = old
         try new.moveItem("5", beforeItem: "1")
         let updates = BatchUpdates(from: old, to: new, operations: [.moveItem("5", .before("1"))])
-        #expect(updates.movedItems == [Move(from: ItemIndexPath(item: 4, section: 0), to: ItemIndexPath(item: 0, section: 0))])
+        #expect(updates.movedItems == [BatchUpdates.Move(from: ItemIndexPath(item: 4, section: 0), to: ItemIndexPath(item: 0, section: 0))])
         #expect(updates.deletedItems.isEmpty && updates.insertedItems.isEmpty)
     }
 
@@ -98,7 +98,7 @@ struct ClientBatchUpdatesTests {
         let updates = BatchUpdates(from: old, to: new, operations: operations)
         #expect(updates.deletedItems == [ItemIndexPath(item: 0, section: 0), ItemIndexPath(item: 0, section: 2)])
         #expect(updates.insertedItems == [ItemIndexPath(item: 1, section: 1)])
-        #expect(updates.movedItems == [Move(from: ItemIndexPath(item: 1, section: 0), to: ItemIndexPath(item: 2, section: 1))])
+        #expect(updates.movedItems == [BatchUpdates.Move(from: ItemIndexPath(item: 1, section: 0), to: ItemIndexPath(item: 2, section: 1))])
         #expect(updates.reloadedItems == [ItemIndexPath(item: 1, section: 2)])
         #expect(updates.reloadedItemIdentifiers == ["6"])
         expectReplays(updates, from: old, to: new, operations: operations, "conventions")
@@ -159,7 +159,7 @@ struct ClientBatchUpdatesTests {
         var new = old
         try new.moveSection("c", beforeSection: "a")
         let updates = BatchUpdates(from: old, to: new, operations: [.moveSection("c", .before("a"))])
-        #expect(updates.movedSections == [Move(from: 2, to: 0)])
+        #expect(updates.movedSections == [BatchUpdates.Move(from: 2, to: 0)])
         #expect(updates.movedItems.isEmpty && updates.deletedItems.isEmpty && updates.insertedItems.isEmpty)
     }
 

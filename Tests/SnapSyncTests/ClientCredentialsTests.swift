@@ -7,6 +7,7 @@ import NIOConcurrencyHelpers
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
+import SnapSyncWire
 
 // Tokens in the client: the provider's token in HELLO, its refresh with AUTH before `exp`,
 // a refused token that stops reconnecting, `token_expired`, REJECT `forbidden` and LEFT, against
@@ -263,7 +264,7 @@ struct ClientCredentialsTests {
         let first = unsignedToken("first", exp: start + 100, iat: start)
         let next = unsignedToken("next", exp: start + 3600, iat: start)
         let provider = ScriptedProvider([.token(first), .failure, .failure, .failure, .failure, .token(next)])
-        let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let snapshot = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let script = play(peer) { peer in
             try peer.accept()
             try peer.handshake(credentials: first)
@@ -305,7 +306,7 @@ struct ClientCredentialsTests {
         .timeLimit(.minutes(5)))
     func forbiddenAndLeft() async throws {
         let peer = try ScriptedPeer()
-        let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("x")])])
+        let snapshot = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("x")])])
         let readDenied = "token of alice grants no read on room c"
         let writeDenied = "token of alice grants no write on room a"
         let leftMessage = "token of alice grants no read on room a"

@@ -2,6 +2,7 @@ import Dispatch
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
+import SnapSyncWire
 
 // A replica applies a DIFF under the limits the server announced in WELCOME (PROTOCOL.md §5):
 // a DIFF that breaks them cannot be followed, like one that does not apply, so the client
@@ -13,8 +14,8 @@ struct ClientDiffLimitTests {
     func aDiffOverTheAnnouncedLimitsIsResynchronised() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let s1 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
-        let s2 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
+        let s1 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let s2 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
         // The DIFFs wait until the test watches the replica's changes: a stream made after the
         // resync would start at v3 and never see it (each stream starts at the replica's
         // snapshot when it is made).

@@ -12,7 +12,7 @@
         @Test("the model's names do not clash with Foundation's")
         func noClashWithFoundation() throws {
             let ops: [SnapshotOperation] = [.appendSections(["s"]), .appendItems(["a"], toSection: nil)]
-            var snapshot = Snapshot()
+            var snapshot = RoomSnapshot()
             try snapshot.apply(ops)
             #expect(snapshot.itemIdentifiers == ["a"])
             #expect(Operation.self != BlockOperation.self)  // Foundation's Operation is still reachable

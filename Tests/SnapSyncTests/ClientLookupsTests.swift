@@ -67,7 +67,7 @@ struct ClientLookupsTests {
             [.moveItemToParent("b", parent: "a"), .deleteItems(["a"])],
         ]
         for operations in batches {
-            let old = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")]), (SnapshotElement("t"), [])])
+            let old = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")]), (SnapshotElement("t"), [])])
             var new = old
             try new.apply(operations)
             #expect(!new.isOutline, "the batch ends flat: \(operations)")
@@ -82,11 +82,11 @@ struct ClientLookupsTests {
 
     @Test("a large room: positions stay right through inserts at the front, moves and deletes")
     func largeRoom() throws {
-        var snapshot = try Snapshot([(SnapshotElement("s"), (0..<3000).map { SnapshotElement("i\($0)") })])
+        var snapshot = try RoomSnapshot([(SnapshotElement("s"), (0..<3000).map { SnapshotElement("i\($0)") })])
         var positions = SnapshotPositions(snapshot)
         var random = SplitMix64(seed: 7)
         for k in 0..<1500 {
-            let a = Identifier("i\(Int.random(in: 0..<3000, using: &random))"), b = Identifier("i\(Int.random(in: 0..<3000, using: &random))")
+            let a = SnapshotIdentifier("i\(Int.random(in: 0..<3000, using: &random))"), b = SnapshotIdentifier("i\(Int.random(in: 0..<3000, using: &random))")
             var operations: [SnapshotOperation] = [.insertItems([SnapshotElement("n\(k)")], .before(snapshot.itemIdentifiers(inSection: "s")![0]))]
             if a != b, snapshot.contains(item: a), snapshot.contains(item: b) { operations.append(.moveItem(a, .after(b))) }
             if k % 3 == 0, snapshot.contains(item: b) { operations.append(.deleteItems([b])) }
@@ -99,10 +99,10 @@ struct ClientLookupsTests {
 
     @Test("the four minimal batches that crashed a collection view (a reload beside a move) are safe through the adapter's steps")
     func minimalCasesThroughSteps() throws {
-        func layout(_ sections: [(String, [String])]) throws -> Snapshot {
-            try Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })
+        func layout(_ sections: [(String, [String])]) throws -> RoomSnapshot {
+            try RoomSnapshot(sections.map { (SnapshotElement(SnapshotIdentifier($0.0)), $0.1.map { SnapshotElement(SnapshotIdentifier($0)) }) })
         }
-        let cases: [(Snapshot, [SnapshotOperation])] = [
+        let cases: [(RoomSnapshot, [SnapshotOperation])] = [
             (try layout([("S", ["a", "b"])]), [.updateItems([SnapshotElement("a", payload: "a'")], .reload), .moveItem("b", .before("a"))]),
             (try layout([("A", []), ("B", [])]), [.updateSections([SnapshotElement("B", payload: "B'")]), .moveSection("A", .after("B"))]),
             (try layout([("S2", ["a", "b"]), ("S10", ["c"])]), [.moveItem("a", .before("c")), .updateItems([SnapshotElement("b", payload: "b'")], .reload)]),

@@ -7,8 +7,8 @@ import Testing
 @Suite("Client: outlines (expansion, visible rows)")
 struct ClientOutlineTests {
     /// The seeds' outline screen: root categories with children.
-    static func emoji() -> Snapshot {
-        var s = try! Snapshot([(SnapshotElement("outline"), []), (SnapshotElement("list"), ["x"])])
+    static func emoji() -> RoomSnapshot {
+        var s = try! RoomSnapshot([(SnapshotElement("outline"), []), (SnapshotElement("list"), ["x"])])
         try! s.apply([
             .appendItems(["smileys", "animals", "food"], toSection: "outline"),
             .appendChildren(["grin", "wink"], toParent: "smileys"),
@@ -19,12 +19,12 @@ struct ClientOutlineTests {
     }
 
     /// A replica at `snapshot` (version 1) and a stream of its changes past the `.initial` one.
-    func replica(_ snapshot: Snapshot) async -> (RoomReplica, AsyncStream<RoomChange>.Iterator, RoomChange) {
+    func replica(_ snapshot: RoomSnapshot) async -> (RoomReplica, AsyncStream<RoomChange>.Iterator, RoomChange) {
         let replica = RoomReplica(room: "r")
         replica.publish(
             RoomChange(
                 kind: .initial, room: "r", previousPosition: nil, position: RoomPosition(epoch: 1, version: 1), operations: [],
-                snapshot: snapshot, updates: BatchUpdates(from: Snapshot(), to: snapshot)))
+                snapshot: snapshot, updates: BatchUpdates(from: RoomSnapshot(), to: snapshot)))
         var changes = replica.changes.makeAsyncIterator()
         let initial = await changes.next()!
         return (replica, changes, initial)
@@ -40,7 +40,7 @@ struct ClientOutlineTests {
                 operations: operations, snapshot: new, updates: BatchUpdates(from: old, to: new, operations: operations)))
     }
 
-    func rows(_ s: Snapshot) -> [[String]] { s.sectionIdentifiers.map { s.itemIdentifiers(inSection: $0)!.map { $0.string! } } }
+    func rows(_ s: RoomSnapshot) -> [[String]] { s.sectionIdentifiers.map { s.itemIdentifiers(inSection: $0)!.map { $0.string! } } }
 
     @Test("a replica starts collapsed; expanding and collapsing yield the rows' inserts and deletes")
     func expandAndCollapse() async throws {

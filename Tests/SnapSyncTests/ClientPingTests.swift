@@ -1,6 +1,7 @@
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
+import SnapSyncWire
 
 // The client's side of the server's keepalive (PROTOCOL.md §8.3): a PING from the server gets a
 // PONG with its nonce, against the scripted peer (ClientScriptedServerTests.swift). Nothing here
@@ -38,7 +39,7 @@ struct ClientPingTests {
         #expect(client.state == .connected)
         #expect(await events.disconnections.isEmpty)
         // The same session still serves requests.
-        let snapshot = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let snapshot = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let joined = play(peer) { peer in
             let join = try peer.expectJoin("r", resume: nil)
             peer.send(.snapshot(requestID: join, room: "r", epoch: 1, version: 1, reason: .initial, digest: snapshot.digest, snapshot: snapshot))

@@ -9,14 +9,14 @@ import SnapSyncTestThreads
 /// the form that crashed, and `BatchUpdates` no longer produces it.
 @Suite("Client: reloads and moves in one batch (UIKit placement)", .unitTests)
 struct ClientReloadPlacementTests {
-    func layout(_ sections: [(String, [String])]) -> Snapshot {
-        try! Snapshot(sections.map { (SnapshotElement(Identifier($0.0)), $0.1.map { SnapshotElement(Identifier($0)) }) })
+    func layout(_ sections: [(String, [String])]) -> RoomSnapshot {
+        try! RoomSnapshot(sections.map { (SnapshotElement(SnapshotIdentifier($0.0)), $0.1.map { SnapshotElement(SnapshotIdentifier($0)) }) })
     }
     func path(_ section: Int, _ item: Int) -> ItemIndexPath { ItemIndexPath(item: item, section: section) }
 
     /// `unsafe` must be refused by the validator; the resolved updates must be accepted.
     func check(
-        old: Snapshot, operations: [SnapshotOperation], resync: Bool = false, unsafe: BatchUpdates,
+        old: RoomSnapshot, operations: [SnapshotOperation], resync: Bool = false, unsafe: BatchUpdates,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         var new = old
@@ -31,7 +31,7 @@ struct ClientReloadPlacementTests {
     @Test("1: a reload and a move to the same index path")
     func reloadMeetsMoveDestination() throws {
         var unsafe = BatchUpdates()
-        unsafe.movedItems = [Move(from: path(0, 1), to: path(0, 0))]
+        unsafe.movedItems = [BatchUpdates.Move(from: path(0, 1), to: path(0, 0))]
         unsafe.reloadedItems = [path(0, 0)]
         try check(
             old: layout([("s", ["a", "b"])]),
@@ -41,7 +41,7 @@ struct ClientReloadPlacementTests {
     @Test("2: a section reload and a section move to the same index")
     func sectionReloadMeetsSectionMove() throws {
         var unsafe = BatchUpdates()
-        unsafe.movedSections = [Move(from: 0, to: 1)]
+        unsafe.movedSections = [BatchUpdates.Move(from: 0, to: 1)]
         unsafe.reloadedSections = [1]
         try check(
             old: layout([("A", ["1"]), ("B", ["2"])]),
@@ -51,7 +51,7 @@ struct ClientReloadPlacementTests {
     @Test("3: a reload lands past the end of a section an item moved out of")
     func reloadPastTheEnd() throws {
         var unsafe = BatchUpdates()
-        unsafe.movedItems = [Move(from: path(0, 0), to: path(1, 0))]
+        unsafe.movedItems = [BatchUpdates.Move(from: path(0, 0), to: path(1, 0))]
         unsafe.reloadedItems = [path(0, 1)]
         try check(
             old: layout([("S2", ["a", "b"]), ("S10", ["c"])]),
@@ -61,7 +61,7 @@ struct ClientReloadPlacementTests {
     @Test("4: a replace (no operations) moves one item past a changed one")
     func resyncMoveAndChange() throws {
         var unsafe = BatchUpdates()
-        unsafe.movedItems = [Move(from: path(1, 1), to: path(1, 0))]
+        unsafe.movedItems = [BatchUpdates.Move(from: path(1, 1), to: path(1, 0))]
         unsafe.reloadedItems = [path(1, 0)]
         try check(
             old: layout([("s0", ["p"]), ("s1", ["x", "y"])]),
@@ -87,7 +87,7 @@ struct ClientReloadPlacementTests {
         var new = old
         try new.apply([.moveItem("c", .before("a")), .updateItems([SnapshotElement("b", payload: "b'")], .reload)])
         var updates = BatchUpdates()
-        updates.movedItems = [Move(from: path(0, 2), to: path(0, 0))]
+        updates.movedItems = [BatchUpdates.Move(from: path(0, 2), to: path(0, 0))]
         updates.reloadedItems = [path(0, 1)]
         #expect(throws: (any Error).self) { try replayAsUIKit(updates, on: old, dataSource: new) }
     }
@@ -102,7 +102,7 @@ struct ClientReloadPlacementTests {
         var new = old
         try new.apply(operations)
         let updates = BatchUpdates(from: old, to: new, operations: operations)
-        #expect(updates.movedItems == [Move(from: path(0, 1), to: path(0, 0)), Move(from: path(1, 0), to: path(0, 2))])
+        #expect(updates.movedItems == [BatchUpdates.Move(from: path(0, 1), to: path(0, 0)), BatchUpdates.Move(from: path(1, 0), to: path(0, 2))])
         #expect(updates.deletedItems.isEmpty && updates.insertedItems.isEmpty && updates.reloadedItems.isEmpty)
         #expect(updates.reconfiguredItems == [path(0, 1), path(1, 0)])
         #expect(updates.reconfiguredItemsAfterUpdate == [path(0, 0), path(0, 2)])
@@ -119,8 +119,8 @@ struct ClientReloadPlacementTests {
         var new = old
         try new.apply(operations)
         var unsafe = BatchUpdates()
-        unsafe.movedSections = [Move(from: 1, to: 1), Move(from: 0, to: 2)]
-        unsafe.movedItems = [Move(from: path(1, 1), to: path(2, 1))]
+        unsafe.movedSections = [BatchUpdates.Move(from: 1, to: 1), BatchUpdates.Move(from: 0, to: 2)]
+        unsafe.movedItems = [BatchUpdates.Move(from: path(1, 1), to: path(2, 1))]
         #expect(throws: (any Error).self) { try replayAsUIKit(unsafe, on: old, dataSource: new) }
         let updates = BatchUpdates(from: old, to: new, operations: operations)
         #expect(!updates.movedSections.isEmpty && updates.movedSections.allSatisfy { $0.from != $0.to }, "\(updates)")

@@ -9,6 +9,7 @@ import NIOConcurrencyHelpers
 @testable import SnapSync
 import SnapSyncClientTestSupport
 import Testing
+import SnapSyncWire
 
 // A correct daemon never sends a bad digest, skips a version or sends a DIFF that does not apply,
 // so the client's answers to those are tested against a scripted peer: a real loopback socket
@@ -181,9 +182,9 @@ struct ClientScriptedServerTests {
     func misbehavingServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let s1 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
-        let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("c"), SnapshotElement("a"), SnapshotElement("b")])])
-        let s4 = try Snapshot([(SnapshotElement("t"), [SnapshotElement("z")])])
+        let s1 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b")])])
+        let s3 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("c"), SnapshotElement("a"), SnapshotElement("b")])])
+        let s4 = try RoomSnapshot([(SnapshotElement("t"), [SnapshotElement("z")])])
         let watching = DispatchSemaphore(value: 0)
         let script = play(peer) { peer in
             try peer.accept()
@@ -193,7 +194,7 @@ struct ClientScriptedServerTests {
             peer.send(
                 .snapshot(
                     requestID: request, room: room, epoch: 7, version: 3, reason: .initial,
-                    digest: Snapshot().digest, snapshot: s1))
+                    digest: RoomSnapshot().digest, snapshot: s1))
             request = try peer.expectJoin(room, resume: nil)
             peer.send(.snapshot(requestID: request, room: room, epoch: 7, version: 3, reason: .initial, digest: s1.digest, snapshot: s1))
             // The rest waits until the test watches the replica's changes (a stream starts at
@@ -259,7 +260,7 @@ struct ClientScriptedServerTests {
     func divergedReplica() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let s3 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let c3 = RoomChain.start(epoch: 7).next(frame: [1, 2, 3])  // any chain: the client takes the SNAPSHOT's
         let d4: [SnapshotOperation] = [.appendItems(["b"], toSection: "s")]
         let c4 = c3.next(frame: FrameEncoder().encode(.diff(room: room, epoch: 7, version: 4, ops: d4)))
@@ -267,7 +268,7 @@ struct ClientScriptedServerTests {
         let sent5: [SnapshotOperation] = [.appendItems(["c"], toSection: "s")]
         let received5: [SnapshotOperation] = [.appendItems(["x"], toSection: "s")]
         let c5 = c4.next(frame: FrameEncoder().encode(.diff(room: room, epoch: 7, version: 5, ops: sent5)))
-        let s5 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b"), SnapshotElement("c")])])
+        let s5 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b"), SnapshotElement("c")])])
         let watching = DispatchSemaphore(value: 0)
         let script = play(peer) { peer in
             try peer.accept()
@@ -310,13 +311,13 @@ struct ClientScriptedServerTests {
     func foldedCatchUp() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let s3 = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b"), SnapshotElement("c")])])
+        let s3 = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a"), SnapshotElement("b"), SnapshotElement("c")])])
         let c3 = RoomChain.start(epoch: 7).next(frame: [3])
         // Versions 4...6 folded: c moved first, b updated, d appended.
         let folded: [SnapshotOperation] = [
             .moveItem("c", .before("a")), .updateItems([SnapshotElement("b", payload: "B")], .reload), .appendItems(["d"], toSection: "s"),
         ]
-        func applying(_ ops: [SnapshotOperation], to state: Snapshot) throws -> Snapshot {
+        func applying(_ ops: [SnapshotOperation], to state: RoomSnapshot) throws -> RoomSnapshot {
             var state = state
             try state.apply(ops, limits: .unlimited)
             return state
@@ -383,7 +384,7 @@ struct ClientScriptedServerTests {
     func versionOneServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
-        let flat = try Snapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
+        let flat = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let script = play(peer) { peer in
             try peer.accept()
             guard case .hello(let versions, _, _) = try peer.request(), versions == [3, 2, 1] else {
@@ -409,7 +410,7 @@ struct ClientScriptedServerTests {
         } catch {
             refusal = error
         }
-        if case .unsupportedByServer(let what)? = refusal {
+        if let refusal, refusal.kind == .unsupportedByServer, let what = refusal.reason {
             #expect(what.contains("protocol version 1"), "\(what)")
         } else {
             Issue.record("expected .unsupportedByServer, got \(String(describing: refusal))")

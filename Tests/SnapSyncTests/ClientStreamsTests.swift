@@ -4,7 +4,7 @@ import Testing
 /// `changes` and `events` with several consumers: each gets every element, in order.
 @Suite("Client: streams with several consumers", .timeLimit(.minutes(5)))
 struct ClientStreamsTests {
-    func change(_ version: UInt64, _ snapshot: Snapshot, from previous: Snapshot) -> RoomChange {
+    func change(_ version: UInt64, _ snapshot: RoomSnapshot, from previous: RoomSnapshot) -> RoomChange {
         RoomChange(
             kind: .diff, room: "r", previousPosition: RoomPosition(epoch: 1, version: version - 1), position: RoomPosition(epoch: 1, version: version),
             operations: [], snapshot: snapshot, updates: BatchUpdates(from: previous, to: snapshot))
@@ -14,7 +14,7 @@ struct ClientStreamsTests {
     func replicaChanges() async throws {
         let replica = RoomReplica(room: "r")
         let first = replica.changes, second = replica.changes
-        var snapshots = [Snapshot()]
+        var snapshots = [RoomSnapshot()]
         for version in UInt64(1)...50 {
             var next = snapshots.last!
             try next.appendSections([SnapshotElement("s\(version)")])
@@ -37,10 +37,10 @@ struct ClientStreamsTests {
     @Test("a stream's first change is .initial at the snapshot it starts from")
     func initialChange() async throws {
         let replica = RoomReplica(room: "r")
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         try snapshot.appendSections(["main"])
         try snapshot.appendItems(["a", "b"], toSection: "main")
-        replica.publish(change(1, snapshot, from: Snapshot()))
+        replica.publish(change(1, snapshot, from: RoomSnapshot()))
         let stream = replica.changes
         replica.finish()
         let all = await stream.reduce(into: [RoomChange]()) { $0.append($1) }
@@ -70,9 +70,9 @@ struct ClientStreamsTests {
         }
         await stopping.value
         let staying = replica.changes
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         try snapshot.appendSections(["s"])
-        replica.publish(change(1, snapshot, from: Snapshot()))
+        replica.publish(change(1, snapshot, from: RoomSnapshot()))
         replica.finish()
         #expect(await staying.reduce(into: []) { $0.append($1.version) } == [0, 1])
     }

@@ -15,10 +15,10 @@ struct ClientTypedTests {
     func interpolation() {
         let n = 7
         let element = SnapshotElement("card-\(n)")
-        let payload: Payload = "points: \(n * 2)"
-        let id: Identifier = "section-\(n)"
-        #expect(element.id == Identifier("card-7") && element.payload.isEmpty)
-        #expect(payload == Payload("points: 14"))
+        let payload: SnapshotPayload = "points: \(n * 2)"
+        let id: SnapshotIdentifier = "section-\(n)"
+        #expect(element.id == SnapshotIdentifier("card-7") && element.payload.isEmpty)
+        #expect(payload == SnapshotPayload("points: 14"))
         #expect(id.string == "section-7")
         let literal: SnapshotElement = "plain"
         #expect(literal.id == "plain")
@@ -27,7 +27,7 @@ struct ClientTypedTests {
     @Test("a typed batch writes what the coding reads back")
     func roundTrip() async throws {
         let coding = RoomCoding<String, Int, Card>()
-        var batch = TypedBatch(builder: BatchBuilder(base: Snapshot()), coding: coding)
+        var batch = TypedBatch(builder: BatchBuilder(base: RoomSnapshot()), coding: coding)
         try batch.appendSections(["todo", "done"])
         try batch.appendItems([(1, Card(title: "write tests", points: 3)), (2, Card(title: "ship", points: 1))], toSection: "todo")
         try batch.moveItem(2, beforeItem: 1)
@@ -61,7 +61,7 @@ struct ClientTypedTests {
         replica.publish(
             RoomChange(
                 kind: .initial, room: "board", previousPosition: nil, position: RoomPosition(epoch: 1, version: 1), operations: [],
-                snapshot: snapshot, updates: BatchUpdates(from: Snapshot(), to: snapshot)))
+                snapshot: snapshot, updates: BatchUpdates(from: RoomSnapshot(), to: snapshot)))
         let typed = TypedReplica(replica, coding: coding)
         #expect(try typed.itemIdentifier(for: ItemIndexPath(item: 1, section: 0)) == 1)
         #expect(try typed.indexPath(for: 2) == ItemIndexPath(item: 0, section: 0))
@@ -89,7 +89,7 @@ struct ClientTypedTests {
 
     @Test("bytes that do not decode throw ElementCodingError naming the identifier")
     func decodingErrors() throws {
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
         try snapshot.appendSections(["s"])
         try snapshot.appendItems([SnapshotElement("x", payload: "not json"), SnapshotElement("12", payload: "{\"title\":\"t\",\"points\":1}")], toSection: "s")
         let coding = RoomCoding<String, Int, Card>()
@@ -101,14 +101,14 @@ struct ClientTypedTests {
             #expect(error.description.contains("item identifier of x"), "\(error)")
         }
         do {
-            _ = try coding.item(from: Payload("not json"), of: "x")
+            _ = try coding.item(from: SnapshotPayload("not json"), of: "x")
             Issue.record("decoded a card from \"not json\"")
         } catch {
             #expect(error.role == .itemPayload && error.identifier == "x")
         }
         #expect(try coding.item(12, in: snapshot) == Card(title: "t", points: 1))
-        var bytes = Snapshot()
-        try bytes.appendSections([SnapshotElement(Identifier([0xFF]))])
+        var bytes = RoomSnapshot()
+        try bytes.appendSections([SnapshotElement(SnapshotIdentifier([0xFF]))])
         #expect(throws: ElementCodingError.self) { try coding.sectionIdentifiers(in: bytes) }
     }
 
@@ -119,12 +119,12 @@ struct ClientTypedTests {
             init() {}
             init(from decoder: any Decoder) throws {}
         }
-        var batch = TypedBatch(builder: BatchBuilder(base: Snapshot()), coding: RoomCoding<String, String, Unencodable>())
+        var batch = TypedBatch(builder: BatchBuilder(base: RoomSnapshot()), coding: RoomCoding<String, String, Unencodable>())
         #expect(throws: SnapSyncError.self) { try batch.deleteItems(["missing"]) }
         do {
             try batch.deleteItems(["missing"])
         } catch {
-            guard case .invalidBatch(let batchError) = error else {
+            guard let batchError = error.batchError else {
                 Issue.record("\(error)")
                 return
             }
@@ -135,7 +135,7 @@ struct ClientTypedTests {
             try batch.appendItems([("a", Unencodable())])
             Issue.record("encoded the unencodable")
         } catch {
-            guard case .coding(let coding) = error else {
+            guard let coding = error.codingError else {
                 Issue.record("\(error)")
                 return
             }

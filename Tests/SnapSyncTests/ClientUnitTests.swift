@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Client: batch builder")
 struct ClientBatchBuilderTests {
-    let base = try! Snapshot([(SnapshotElement("a"), [SnapshotElement("1"), SnapshotElement("2")])])
+    let base = try! RoomSnapshot([(SnapshotElement("a"), [SnapshotElement("1"), SnapshotElement("2")])])
 
     @Test("records each operation and applies it to its own copy")
     func records() throws {
@@ -49,7 +49,7 @@ struct ClientBatchBuilderTests {
 
     @Test("limits are the ones given (the server's)")
     func limits() {
-        var builder = BatchBuilder(base: base, limits: Limits(maxIdentifierBytes: 4))
+        var builder = BatchBuilder(base: base, limits: SnapshotLimits(maxIdentifierBytes: 4))
         #expect(throws: BatchError(operationIndex: 0, violation: .identifierTooLong("long-id", limit: 4))) {
             try builder.appendItems(["long-id"])
         }
@@ -118,8 +118,7 @@ struct ClientMiscellaneousTests {
         await #expect {
             try await client.connect()
         } throws: { error in
-            guard case .connectFailed = error as? SnapSyncError else { return false }
-            return true
+            (error as? SnapSyncError)?.kind == .connectFailed
         }
         #expect(client.state == .disconnected)
         await client.close()

@@ -28,7 +28,7 @@ import SnapSyncModel
     /// can answer a bad REPLACE with REJECT and read on.
     @Test func contentErrorConsumesOnlyItsFrame() throws {
         var stream: [UInt8] = []
-        // REPLACE whose snapshot repeats an item: encoded by hand, since a Snapshot cannot hold it.
+        // REPLACE whose snapshot repeats an item: encoded by hand, since a RoomSnapshot cannot hold it.
         stream += [0, 0, 0, 15, 0x13, 0x05, 0x01, 0x72, 0x00, 0x00, 0x01, 0x01, 0x73, 0x00, 0x02, 0x01, 0x78, 0x00, 0x01]
         stream[3] = UInt8(stream.count - 4 + 3)
         stream += [0x78, 0x00]
@@ -88,7 +88,7 @@ import SnapSyncModel
         let frame = encoder.encode(
             .diff(
                 room: "lobby", epoch: 1, version: 1,
-                ops: [.appendItems([SnapshotElement("item", payload: Payload([UInt8](repeating: 1, count: 100)))], toSection: nil)]
+                ops: [.appendItems([SnapshotElement("item", payload: SnapshotPayload([UInt8](repeating: 1, count: 100)))], toSection: nil)]
             ))
         for round in 0..<10_000 {
             decoder.append(frame)

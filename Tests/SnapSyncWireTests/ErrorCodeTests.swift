@@ -25,8 +25,8 @@ import SnapSyncModel
     }
 
     @Test func violationsMapOneToOne() {
-        let limits = Limits.default
-        let violations: [Violation] = [
+        let limits = SnapshotLimits.default
+        let violations: [BatchError.Violation] = [
             .duplicateSection("s"), .duplicateItem("i"), .sectionNotFound("s"), .itemNotFound("i"),
             .anchorSectionNotFound("a"), .anchorItemNotFound("a"), .noSections, .anchorIsSelf("x"),
             .identifierTooLong("long", limit: limits.maxIdentifierBytes), .payloadTooLarge("p", size: 0, limit: limits.maxPayloadBytes),

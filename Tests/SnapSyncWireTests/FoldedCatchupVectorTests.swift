@@ -32,7 +32,7 @@ import SnapSyncModel
 
     /// A state of a scenario: its snapshot (checked against its canonical encoding and digest)
     /// and the chain the replica holds with it.
-    static func state(_ json: JSON, _ context: String) throws -> (snapshot: Snapshot, chain: RoomChain) {
+    static func state(_ json: JSON, _ context: String) throws -> (snapshot: RoomSnapshot, chain: RoomChain) {
         let snapshot = try JSONForm.snapshot(from: json["snapshot"]!)
         #expect(JSONForm.hex(snapshot.canonicalEncoding) == json["hex"]!.string, "\(context)")
         #expect(snapshot.digest.description == json["digest"]!.string, "\(context)")

@@ -100,7 +100,7 @@ enum JSONForm {
 
     static func elements(_ es: [SnapshotElement]) -> JSON { .array(es.map(element)) }
 
-    static func placement(_ p: Placement) -> JSON {
+    static func placement(_ p: SnapshotOperation.Placement) -> JSON {
         switch p {
         case .before(let a): .object(["side": .string("before"), "anchor": bytes(a.bytes)])
         case .after(let a): .object(["side": .string("after"), "anchor": bytes(a.bytes)])
@@ -128,7 +128,7 @@ enum JSONForm {
         return .object(o)
     }
 
-    static func snapshot(_ s: Snapshot) -> JSON {
+    static func snapshot(_ s: RoomSnapshot) -> JSON {
         .array(
             s.sections.map { section in
                 let items = Array(s.items(inSection: section.id))
@@ -284,8 +284,8 @@ enum JSONForm {
         return .object(o)
     }
 
-    /// Builds a Snapshot from its JSON form (used by the replay set).
-    static func snapshot(from json: JSON) throws -> Snapshot {
+    /// Builds a RoomSnapshot from its JSON form (used by the replay set).
+    static func snapshot(from json: JSON) throws -> RoomSnapshot {
         var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
         var levels: [Int] = []
         for s in json.array ?? [] {
@@ -293,7 +293,7 @@ enum JSONForm {
             sections.append((element(from: s), items.map(\.0)))
             levels += items.map(\.1)
         }
-        var snapshot = try Snapshot(sections)
+        var snapshot = try RoomSnapshot(sections)
         if levels.contains(where: { $0 > 0 }) { try snapshot.setOutlineLevels(levels, maxOutlineDepth: .max) }
         return snapshot
     }
@@ -304,6 +304,6 @@ enum JSONForm {
     }
 
     static func element(from json: JSON) -> SnapshotElement {
-        SnapshotElement(Identifier(byteString(from: json["id"]!)), payload: Payload(byteString(from: json["payload"]!)))
+        SnapshotElement(SnapshotIdentifier(byteString(from: json["id"]!)), payload: SnapshotPayload(byteString(from: json["payload"]!)))
     }
 }

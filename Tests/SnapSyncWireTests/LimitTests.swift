@@ -29,7 +29,7 @@ import SnapSyncModel
             let f = encoder.encode(
                 .mutate(
                     requestID: 1, room: "r", expectedVersion: nil, writeID: [],
-                    ops: [.updateItems([SnapshotElement("a", payload: Payload([UInt8](repeating: 0x70, count: n)))], .reload)]))
+                    ops: [.updateItems([SnapshotElement("a", payload: SnapshotPayload([UInt8](repeating: 0x70, count: n)))], .reload)]))
             if f.count - 4 == length { return f }
             precondition(f.count - 4 < length, "cannot hit \(length)")
             n += 1
@@ -79,14 +79,14 @@ import SnapSyncModel
     /// apply answers with REJECT and op_index).
     @Test(arguments: [0, 1, 256, 257])
     func maxIdentifierBytes(length: Int) throws {
-        let id = Identifier([UInt8](repeating: 0x69, count: length))
+        let id = SnapshotIdentifier([UInt8](repeating: 0x69, count: length))
         let expected: ErrorCode? = length > 256 ? .identifierTooLong : nil
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.appendSections([SnapshotElement(id)])])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.moveItem("x", .before(id))])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.appendItems([], toSection: id)])) == expected)
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.deleteSections([id])])) == expected)
         #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeID: [], ops: [.appendSections([SnapshotElement(id)])])) == nil)
-        let snapshot = try Snapshot([(section: SnapshotElement(id), items: [])], limits: .unlimited)
+        let snapshot = try RoomSnapshot([(section: SnapshotElement(id), items: [])], limits: .unlimited)
         let replace = Message.replace(requestID: 9, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot)
         #expect(code(replace) == expected)
         if expected != nil {
@@ -102,35 +102,35 @@ import SnapSyncModel
 
     @Test(arguments: [0, 1, 64 * 1024, 64 * 1024 + 1])
     func maxPayloadBytes(size: Int) throws {
-        let payload = Payload([UInt8](repeating: 0x70, count: size))
+        let payload = SnapshotPayload([UInt8](repeating: 0x70, count: size))
         let expected: ErrorCode? = size > 64 * 1024 ? .payloadTooLarge : nil
         #expect(code(.diff(room: "r", epoch: 1, version: 1, ops: [.updateItems([SnapshotElement("i", payload: payload)], .reload)])) == expected)
         #expect(
             code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeID: [], ops: [.updateSections([SnapshotElement("s", payload: payload)])])) == nil)
-        let snapshot = try Snapshot([(section: SnapshotElement("s", payload: payload), items: [])], limits: .unlimited)
+        let snapshot = try RoomSnapshot([(section: SnapshotElement("s", payload: payload), items: [])], limits: .unlimited)
         #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot)) == expected)
     }
 
     @Test(arguments: [0, 1, 3, 4])
     func maxItemsPerRoom(count: Int) throws {
-        let limits = WireLimits(model: Limits(maxItems: 3))
-        let items = (0..<count).map { SnapshotElement(Identifier(uint64: UInt64($0))) }
-        let snapshot = try Snapshot([(section: SnapshotElement("s"), items: items)], limits: .unlimited)
+        let limits = WireLimits(model: SnapshotLimits(maxItems: 3))
+        let items = (0..<count).map { SnapshotElement(SnapshotIdentifier(uint64: UInt64($0))) }
+        let snapshot = try RoomSnapshot([(section: SnapshotElement("s"), items: items)], limits: .unlimited)
         let message = Message.snapshot(requestID: 1, room: "r", epoch: 1, version: 1, reason: .initial, digest: snapshot.digest, snapshot: snapshot)
         #expect(code(message, limits: limits) == (count > 3 ? .tooManyItems : nil))
     }
 
     @Test(arguments: [0, 1, 3, 4])
     func maxSectionsPerRoom(count: Int) throws {
-        let limits = WireLimits(model: Limits(maxSections: 3))
-        let snapshot = try Snapshot((0..<count).map { (section: SnapshotElement(Identifier(uint64: UInt64($0))), items: []) }, limits: .unlimited)
+        let limits = WireLimits(model: SnapshotLimits(maxSections: 3))
+        let snapshot = try RoomSnapshot((0..<count).map { (section: SnapshotElement(SnapshotIdentifier(uint64: UInt64($0))), items: []) }, limits: .unlimited)
         #expect(
             code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: snapshot), limits: limits)
                 == (count > 3 ? .tooManySections : nil))
     }
 
     @Test func maxSnapshotBytes() throws {
-        let snapshot = try Snapshot([(section: SnapshotElement("s", payload: "0123456789"), items: [SnapshotElement("i")])], limits: .unlimited)
+        let snapshot = try RoomSnapshot([(section: SnapshotElement("s", payload: "0123456789"), items: [SnapshotElement("i")])], limits: .unlimited)
         let size = snapshot.canonicalByteCount
         for (limit, expected) in [(size - 1, ErrorCode.snapshotTooLarge), (size, nil)] as [(Int, ErrorCode?)] {
             var limits = WireLimits.default
@@ -139,7 +139,7 @@ import SnapSyncModel
         }
         var zero = WireLimits.default
         zero.model.maxSnapshotBytes = 1
-        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: Snapshot()), limits: zero) == nil)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: [], snapshot: RoomSnapshot()), limits: zero) == nil)
     }
 
     @Test(arguments: [0, 1, 32, 33])
@@ -147,7 +147,7 @@ import SnapSyncModel
         let writeID = [UInt8](repeating: 7, count: length)
         let expected: ErrorCode? = length > 32 ? .malformedFrame : nil
         #expect(code(.mutate(requestID: 1, room: "r", expectedVersion: nil, writeID: writeID, ops: [])) == expected)
-        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: writeID, snapshot: Snapshot())) == expected)
+        #expect(code(.replace(requestID: 1, room: "r", expectedVersion: nil, writeID: writeID, snapshot: RoomSnapshot())) == expected)
     }
 
     /// A list count the rest of the body cannot hold is refused without reserving memory for it.

@@ -39,11 +39,11 @@ struct MessageFactory {
         return (0..<Int.random(in: 0...4, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined()
     }
 
-    mutating func id() -> Identifier { Identifier(bytes(max: 6)) }
-    mutating func element() -> SnapshotElement { SnapshotElement(id(), payload: Payload(bytes())) }
+    mutating func id() -> SnapshotIdentifier { SnapshotIdentifier(bytes(max: 6)) }
+    mutating func element() -> SnapshotElement { SnapshotElement(id(), payload: SnapshotPayload(bytes())) }
     mutating func elements() -> [SnapshotElement] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in element() } }
-    mutating func ids() -> [Identifier] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in id() } }
-    mutating func placement() -> Placement { Bool.random(using: &rng) ? .before(id()) : .after(id()) }
+    mutating func ids() -> [SnapshotIdentifier] { (0..<Int.random(in: 0...3, using: &rng)).map { _ in id() } }
+    mutating func placement() -> SnapshotOperation.Placement { Bool.random(using: &rng) ? .before(id()) : .after(id()) }
     mutating func optional<T>(_ make: (inout MessageFactory) -> T) -> T? {
         Bool.random(using: &rng) ? make(&self) : nil
     }
@@ -71,20 +71,20 @@ struct MessageFactory {
 
     /// A valid snapshot: unique section and item identifiers (made unique by a counter prefix),
     /// the first of each kind empty now and then (the empty identifier is an identifier, §2).
-    mutating func snapshot() -> Snapshot {
-        var snapshot = Snapshot()
+    mutating func snapshot() -> RoomSnapshot {
+        var snapshot = RoomSnapshot()
         var counter: UInt8 = 0
         var emptySection = Bool.random(using: &rng), emptyItem = Bool.random(using: &rng)
         for _ in 0..<Int.random(in: 0...3, using: &rng) {
             counter += 1
-            let sectionID = emptySection ? Identifier([]) : Identifier([counter] + bytes(max: 4))
+            let sectionID = emptySection ? SnapshotIdentifier([]) : SnapshotIdentifier([counter] + bytes(max: 4))
             emptySection = false
-            let section = SnapshotElement(sectionID, payload: Payload(bytes()))
+            let section = SnapshotElement(sectionID, payload: SnapshotPayload(bytes()))
             let items = (0..<Int.random(in: 0...3, using: &rng)).map { _ -> SnapshotElement in
                 counter += 1
-                let itemID = emptyItem ? Identifier([]) : Identifier([counter] + bytes(max: 4))
+                let itemID = emptyItem ? SnapshotIdentifier([]) : SnapshotIdentifier([counter] + bytes(max: 4))
                 emptyItem = false
-                return SnapshotElement(itemID, payload: Payload(bytes()))
+                return SnapshotElement(itemID, payload: SnapshotPayload(bytes()))
             }
             try! snapshot.apply([.appendSections([section]), .appendItems(items, toSection: section.id)])
         }
@@ -108,7 +108,7 @@ struct MessageFactory {
         var counter: UInt8 = 0
         let items = (0..<Int.random(in: 0...4, using: &rng)).map { _ -> SnapshotElement in
             counter += 1
-            return SnapshotElement(Identifier([counter] + bytes(max: 4)), payload: Payload(bytes()))
+            return SnapshotElement(SnapshotIdentifier([counter] + bytes(max: 4)), payload: SnapshotPayload(bytes()))
         }
         var result = try! SectionSnapshot(items)
         var previous = -1

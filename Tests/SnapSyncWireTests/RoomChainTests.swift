@@ -13,7 +13,7 @@ struct RoomChainTests {
     static let chain0 = hex("3e d7 b8 af 33 34 41 52 29 42 db 1e 58 6f d9 bd d2 e8 da 26 f7 41 d0 a6 d4 76 bd dc f7 0d f8 25")
     static let chain1 = hex("89 f3 56 fc 10 c0 e4 bd e1 0c e9 cc 79 d8 0a d5 43 24 11 02 9d d7 54 a1 a5 c8 d5 6e c4 42 ae 9f")
     static let diffV2 = hex("00 00 00 1f 22 04 74 6f 64 6f 88 f3 a9 db c5 a9 8f 97 1f 01 01 01 01 05 74 6f 64 61 79 05 54 6f 64 61 79")
-    static let ops: [SnapshotOperation] = [.appendSections([SnapshotElement("today", payload: Payload(Array("Today".utf8)))])]
+    static let ops: [SnapshotOperation] = [.appendSections([SnapshotElement("today", payload: SnapshotPayload(Array("Today".utf8)))])]
 
     @Test func theSpecsExampleComputesAndEncodes() throws {
         #expect(RoomChain.start(epoch: Self.epoch).bytes == Self.chain0)
@@ -37,8 +37,11 @@ struct RoomChainTests {
             try FrameDecoder.decode(frame: Self.diffV2, accepting: .server, version: 2) == .diff(room: "todo", epoch: Self.epoch, version: 1, ops: Self.ops))
 
         // SNAPSHOT: the chain sits before the snapshot field, whose levels part runs to the end.
-        let snapshot = try Snapshot([
-            (SnapshotElement("today", payload: Payload(Array("Today".utf8))), [SnapshotElement("milk", payload: Payload(Array("Buy milk".utf8)))])
+        let snapshot = try RoomSnapshot([
+            (
+                SnapshotElement("today", payload: SnapshotPayload(Array("Today".utf8))),
+                [SnapshotElement("milk", payload: SnapshotPayload(Array("Buy milk".utf8)))]
+            )
         ])
         let message = Message.snapshot(
             requestID: 1, room: "todo", epoch: Self.epoch, version: 1, reason: .initial, digest: snapshot.digest, snapshot: snapshot, chain: chain)

@@ -16,7 +16,7 @@ import SnapSyncModel
         #expect(WriteFingerprint.mutate([Self.eggs], expectedVersion: 3, scratch: &scratch) == 0xc809_0e04_a466_da8c)
         #expect(scratch == [0x12, 1, 3, 1, 0x10, 1, 5] + Array("today".utf8) + [1, 4] + Array("eggs".utf8) + [8] + Array("Buy eggs".utf8))
         // A REPLACE of the empty snapshot, without compare-and-set.
-        #expect(WriteFingerprint.replace(digest: Snapshot().digest, expectedVersion: nil, scratch: &scratch) == 0x1f5f_3003_fbbb_221c)
+        #expect(WriteFingerprint.replace(digest: RoomSnapshot().digest, expectedVersion: nil, scratch: &scratch) == 0x1f5f_3003_fbbb_221c)
         // A REPLACE_SECTION of `today` with the one item `eggs`, without compare-and-set.
         let items = try SectionSnapshot([SnapshotElement("eggs", payload: "Buy eggs")])
         #expect(WriteFingerprint.replaceSection("today", items, expectedVersion: nil, scratch: &scratch) == 0x35b5_1874_1bd1_f101)
@@ -39,9 +39,9 @@ import SnapSyncModel
         #expect(
             WriteFingerprint.replaceSection("today", items, expectedVersion: 3, scratch: &scratch)
                 != WriteFingerprint.replaceSection("later", items, expectedVersion: 3, scratch: &scratch))
-        let snapshot = try Snapshot([(section: SnapshotElement("today", payload: ""), items: [SnapshotElement("eggs", payload: "Buy eggs")])])
+        let snapshot = try RoomSnapshot([(section: SnapshotElement("today", payload: ""), items: [SnapshotElement("eggs", payload: "Buy eggs")])])
         #expect(
             WriteFingerprint.replace(digest: snapshot.digest, expectedVersion: 3, scratch: &scratch)
-                != WriteFingerprint.replace(digest: Snapshot().digest, expectedVersion: 3, scratch: &scratch))
+                != WriteFingerprint.replace(digest: RoomSnapshot().digest, expectedVersion: 3, scratch: &scratch))
     }
 }

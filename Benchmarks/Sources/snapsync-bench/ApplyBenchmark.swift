@@ -1,4 +1,4 @@
-// `snapsync-bench apply`: per-operation cost of Snapshot.apply on a room of 1,000,000 items, and
+// `snapsync-bench apply`: per-operation cost of RoomSnapshot.apply on a room of 1,000,000 items, and
 // of the whole-snapshot walks the daemon does (digest, canonical encoding).
 
 import SnapSyncTestSupport
@@ -8,7 +8,7 @@ import SnapSyncModel
 struct ApplyBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apply",
-        abstract: "Per-operation cost of Snapshot.apply on a 1,000,000-item snapshot.",
+        abstract: "Per-operation cost of RoomSnapshot.apply on a 1,000,000-item snapshot.",
         discussion: """
             The snapshot has 1000 sections × 1000 items (8-byte identifiers, 16-byte payloads). \
             Each case applies single-operation batches (`apply([op])`, as a MUTATE of one \
@@ -37,13 +37,13 @@ struct ApplyBenchmark: ParsableCommand {
         var contents: [(section: SnapshotElement, items: [SnapshotElement])] = []
         contents.reserveCapacity(sections)
         for s in 0..<sections {
-            contents.append((SnapshotElement(Identifier("section-\(s)")), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) }))
+            contents.append((SnapshotElement(SnapshotIdentifier("section-\(s)")), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) }))
         }
-        var snapshot = try Snapshot(contents, limits: .unlimited)
+        var snapshot = try RoomSnapshot(contents, limits: .unlimited)
         contents = []
         let n = snapshot.numberOfItems
         // Identifiers of live items, for picking random targets; kept in step with deletes.
-        var live = (0..<n).map { Identifier(uint64: UInt64($0)) }
+        var live = (0..<n).map { SnapshotIdentifier(uint64: UInt64($0)) }
         var nextNew = n
 
         func report(_ name: String, _ blockTimes: [Double]) {

@@ -11,8 +11,8 @@ import SnapSyncWire
 
 enum BenchFrames {
     static let encoder = FrameEncoder()
-    static let section: Identifier = "s"
-    static let item: Identifier = "i"
+    static let section: SnapshotIdentifier = "s"
+    static let item: SnapshotIdentifier = "i"
 
     /// HELLO for `version`: by default 2, whose DIFF ends with the payload the measured loops
     /// read in place; version 3 appends the room's chain after it (PROTOCOL.md §11.13), which
@@ -33,12 +33,12 @@ enum BenchFrames {
     static func createLayout(requestID: UInt64, room: String, payload: [UInt8]) -> [UInt8] {
         mutate(
             requestID: requestID, room: room,
-            ops: [.appendSections([SnapshotElement(section)]), .appendItems([SnapshotElement(item, payload: Payload(payload))], toSection: section)])
+            ops: [.appendSections([SnapshotElement(section)]), .appendItems([SnapshotElement(item, payload: SnapshotPayload(payload))], toSection: section)])
     }
 
     /// The one operation of every measured write: item "i" gets `payload`.
     static func overwrite(_ payload: [UInt8]) -> [SnapshotOperation] {
-        [.updateItems([SnapshotElement(item, payload: Payload(payload))], .reload)]
+        [.updateItems([SnapshotElement(item, payload: SnapshotPayload(payload))], .reload)]
     }
 
     /// A MUTATE overwriting item "i" with a `payloadBytes`-byte payload, ready to be copied and

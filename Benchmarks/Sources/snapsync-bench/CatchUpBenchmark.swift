@@ -1,7 +1,7 @@
 // `snapsync-bench catchup`: what it costs a replica to catch up with a room it has been away
 // from, three ways: today's DIFF replay (every missed version's DIFF), a full SNAPSHOT, and one
 // DIFF from the room at the replica's version to the room now (the minimal batch of
-// `Snapshot.difference(to:)`, the same one REPLACE computes), the folded catch-up a resume could
+// `RoomSnapshot.difference(to:)`, the same one REPLACE computes), the folded catch-up a resume could
 // get. In process, on the model and the codec: bytes as framed on the wire, and times to compute
 // and to apply. How the daemon gets the room at the old version, and the whole resume through
 // it, is `resume` (ResumeBenchmark.swift).
@@ -115,8 +115,8 @@ struct CatchUpLoad {
     private var fresh: Int
 
     /// The room before the writes.
-    static func room(sections: Int, itemsPerSection: Int) throws -> Snapshot {
-        var room = Snapshot()
+    static func room(sections: Int, itemsPerSection: Int) throws -> RoomSnapshot {
+        var room = RoomSnapshot()
         for (section, items) in layout(sections: sections, itemsPerSection: itemsPerSection) {
             try room.apply([.appendSections([SnapshotElement(section)]), .appendItems(items, toSection: section)], limits: .unlimited)
         }
@@ -124,13 +124,13 @@ struct CatchUpLoad {
     }
 
     /// The room's sections and their items, in order.
-    static func layout(sections: Int, itemsPerSection: Int) -> [(Identifier, [SnapshotElement])] {
+    static func layout(sections: Int, itemsPerSection: Int) -> [(SnapshotIdentifier, [SnapshotElement])] {
         (0..<sections).map { s in
-            (Identifier(uint64: UInt64(1 << 62) + UInt64(s)), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) })
+            (SnapshotIdentifier(uint64: UInt64(1 << 62) + UInt64(s)), (0..<itemsPerSection).map { DiffCases.item(s * itemsPerSection + $0) })
         }
     }
 
-    init(room: Snapshot, seed: UInt64) {
+    init(room: RoomSnapshot, seed: UInt64) {
         rng = SplitMix64(seed: seed)
         live = Array(0..<room.numberOfItems)
         fresh = room.numberOfItems
@@ -140,14 +140,14 @@ struct CatchUpLoad {
     mutating func nextWrite(version: Int) -> [SnapshotOperation] {
         let pick = Int.random(in: 0..<live.count, using: &rng)
         let key = live[pick]
-        let id = Identifier(uint64: UInt64(key))
+        let id = SnapshotIdentifier(uint64: UInt64(key))
         let update: [SnapshotOperation] = [.updateItems([DiffCases.item(key, version: UInt64(version))], .reload)]
         switch Int.random(in: 0..<10, using: &rng) {
         case 0..<4:
             return update
         case 4..<6:
             let other = live[Int.random(in: 0..<live.count, using: &rng)]
-            return other == key ? update : [.moveItem(id, .after(Identifier(uint64: UInt64(other))))]
+            return other == key ? update : [.moveItem(id, .after(SnapshotIdentifier(uint64: UInt64(other))))]
         case 6..<8:
             defer {
                 live.append(fresh)

@@ -51,7 +51,7 @@
         @Option(help: "MUTATEs in flight.")
         var window: Int = 64
 
-        @Option(help: "Payload bytes of each room's one item.")
+        @Option(help: "SnapshotPayload bytes of each room's one item.")
         var payloadBytes: Int = 32
 
         @Option(help: "Seconds between samples.")
@@ -100,18 +100,18 @@
         static func roomName(_ i: Int) -> String { "churn-\(i)" }
 
         /// Room i's one item's payload: its number, then filler, so every room differs.
-        func payload(_ i: Int) -> Payload {
-            Payload((0..<payloadBytes).map { UInt8(truncatingIfNeeded: (i >> (8 * ($0 % 8))) &+ $0) })
+        func payload(_ i: Int) -> SnapshotPayload {
+            SnapshotPayload((0..<payloadBytes).map { UInt8(truncatingIfNeeded: (i >> (8 * ($0 % 8))) &+ $0) })
         }
 
         /// What room i holds after its one write.
-        func expected(_ i: Int) -> Snapshot {
-            var snapshot = Snapshot()
+        func expected(_ i: Int) -> RoomSnapshot {
+            var snapshot = RoomSnapshot()
             try! snapshot.apply(Self.ops(payload(i)), limits: .unlimited)
             return snapshot
         }
 
-        static func ops(_ payload: Payload) -> [SnapshotOperation] {
+        static func ops(_ payload: SnapshotPayload) -> [SnapshotOperation] {
             [.appendSections([SnapshotElement("s")]), .appendItems([SnapshotElement("k", payload: payload)], toSection: "s")]
         }
 

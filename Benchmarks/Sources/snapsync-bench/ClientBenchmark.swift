@@ -31,7 +31,7 @@
         @Option(help: "Measured seconds (after a one-second warm-up).")
         var seconds: Double = 5
 
-        @Option(help: "Payload bytes per write.")
+        @Option(help: "SnapshotPayload bytes per write.")
         var payloadBytes: Int = 100
 
         @Option(help: "A label for the JSON line (e.g. which client build this is).")
@@ -109,18 +109,18 @@
             do {
                 for client in clients { try await client.connect() }
                 try await reader.connect()
-                let items = (0..<writers).map { SnapshotElement(Identifier("w\($0)")) }
+                let items = (0..<writers).map { SnapshotElement(SnapshotIdentifier("w\($0)")) }
                 _ = try await clients[0].mutate(room, [.appendSections(["s"]), .appendItems(items, toSection: "s")])
                 let replica = try await reader.join(room)
 
                 let clock = ContinuousClock()
                 let start = clock.now + .seconds(1)
                 let end = start + .seconds(seconds)
-                let payload = Payload([UInt8](repeating: 0x61, count: payloadBytes))
+                let payload = SnapshotPayload([UInt8](repeating: 0x61, count: payloadBytes))
                 let latencies = try await withThrowingTaskGroup(of: [Int].self) { group in
                     for w in 0..<writers {
                         let client = clients[w % connections]
-                        let operation = SnapshotOperation.updateItems([SnapshotElement(Identifier("w\(w)"), payload: payload)], .reload)
+                        let operation = SnapshotOperation.updateItems([SnapshotElement(SnapshotIdentifier("w\(w)"), payload: payload)], .reload)
                         group.addTask {
                             var measured: [Int] = []
                             measured.reserveCapacity(16_384)

@@ -64,7 +64,7 @@
         @Option(help: "Subscribers per node.")
         var subscribers: Int = 100
 
-        @Option(help: "Payload bytes per write (at least 24: send time, writer, sequence).")
+        @Option(help: "SnapshotPayload bytes per write (at least 24: send time, writer, sequence).")
         var payload: Int = 64
 
         @Option(help: "Seconds measured per run, after the warm-up.")

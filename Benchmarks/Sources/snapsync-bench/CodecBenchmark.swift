@@ -84,19 +84,19 @@ struct CodecBenchmark: ParsableCommand {
 
     /// 12-byte identifiers drawn from a pool, so batches name the same items repeatedly as real
     /// rooms do; payloads are 32 bytes.
-    static func identifier(_ rng: inout SplitMix64) -> Identifier {
+    static func identifier(_ rng: inout SplitMix64) -> SnapshotIdentifier {
         let n = rng.next() % 100_000
-        return Identifier(Array("item-".utf8) + (0..<7).map { UInt8(truncatingIfNeeded: 0x30 + (n >> (4 * UInt64($0))) & 0xF) })
+        return SnapshotIdentifier(Array("item-".utf8) + (0..<7).map { UInt8(truncatingIfNeeded: 0x30 + (n >> (4 * UInt64($0))) & 0xF) })
     }
 
     static func element(_ rng: inout SplitMix64) -> SnapshotElement {
         let fill = UInt8(truncatingIfNeeded: rng.next())
-        return SnapshotElement(identifier(&rng), payload: Payload([UInt8](repeating: fill, count: 32)))
+        return SnapshotElement(identifier(&rng), payload: SnapshotPayload([UInt8](repeating: fill, count: 32)))
     }
 
     static func operation(_ rng: inout SplitMix64) -> SnapshotOperation {
         switch rng.next() % 5 {
-        case 0: return .appendItems([element(&rng)], toSection: Identifier("section-1"))
+        case 0: return .appendItems([element(&rng)], toSection: SnapshotIdentifier("section-1"))
         case 1: return .insertItems([element(&rng)], .after(identifier(&rng)))
         case 2: return .updateItems([element(&rng)], .reconfigure)
         case 3: return .moveItem(identifier(&rng), .before(identifier(&rng)))

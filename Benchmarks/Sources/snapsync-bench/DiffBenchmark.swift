@@ -1,4 +1,4 @@
-// `snapsync-bench diff`: cost of Snapshot.difference(to:) on fixed, seeded cases, and the size
+// `snapsync-bench diff`: cost of RoomSnapshot.difference(to:) on fixed, seeded cases, and the size
 // of the batch it produces (operations, moves, elements named).
 
 import SnapSyncTestSupport
@@ -8,7 +8,7 @@ import SnapSyncModel
 struct DiffBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
-        abstract: "Time Snapshot.difference(to:) on fixed, seeded cases.",
+        abstract: "Time RoomSnapshot.difference(to:) on fixed, seeded cases.",
         discussion: """
             Cases: flat-10k and flat-100k (one section; 10% of items deleted, 10% inserted, 10% \
             moved, 10% payload-updated, at random positions); flat-100k-small (100k items, 13 \
@@ -32,7 +32,7 @@ struct DiffBenchmark: ParsableCommand {
     var cases: [String] = []
 
     func run() throws {
-        let all: [(String, () -> (Snapshot, Snapshot))] = [
+        let all: [(String, () -> (RoomSnapshot, RoomSnapshot))] = [
             ("flat-10k", { DiffCases.flat(items: 10_000, churnPercent: 10, seed: seed) }),
             ("flat-100k", { DiffCases.flat(items: 100_000, churnPercent: 10, seed: seed) }),
             ("flat-100k-small", { DiffCases.flat(items: 100_000, deletes: 3, inserts: 3, moves: 4, updates: 3, seed: seed) }),
@@ -100,16 +100,16 @@ enum DiffCases {
             bytes[i] = UInt8(truncatingIfNeeded: UInt64(k) >> (56 - 8 * UInt64(i)))
             bytes[8 + i] = UInt8(truncatingIfNeeded: version >> (56 - 8 * UInt64(i)))
         }
-        return SnapshotElement(Identifier(uint64: UInt64(k)), payload: Payload(bytes))
+        return SnapshotElement(SnapshotIdentifier(uint64: UInt64(k)), payload: SnapshotPayload(bytes))
     }
 
     /// A copy with its own byte buffers, as a decoder would produce: the target of a REPLACE
     /// shares no storage with the room it replaces, so comparisons must read both sides.
     static func fresh(_ element: SnapshotElement) -> SnapshotElement {
-        SnapshotElement(Identifier(Array(element.id.bytes[...])), payload: Payload(Array(element.payload.bytes[...])))
+        SnapshotElement(SnapshotIdentifier(Array(element.id.bytes[...])), payload: SnapshotPayload(Array(element.payload.bytes[...])))
     }
 
-    static func flat(items n: Int, churnPercent: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+    static func flat(items n: Int, churnPercent: Int, seed: UInt64) -> (RoomSnapshot, RoomSnapshot) {
         let k = n * churnPercent / 100
         return flat(items: n, deletes: k, inserts: k, moves: k, updates: k, seed: seed)
     }
@@ -117,9 +117,9 @@ enum DiffCases {
     /// One section of `n` items; `b` deletes, moves and updates distinct random items of `a`
     /// and inserts new ones at random positions. Positions come from sort keys, so building `b`
     /// is O(n log n) rather than O(n) per random insert.
-    static func flat(items n: Int, deletes: Int, inserts: Int, moves: Int, updates: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+    static func flat(items n: Int, deletes: Int, inserts: Int, moves: Int, updates: Int, seed: UInt64) -> (RoomSnapshot, RoomSnapshot) {
         var rng = SplitMix64(seed: seed)
-        let section = SnapshotElement(Identifier("flat"))
+        let section = SnapshotElement(SnapshotIdentifier("flat"))
         let aItems = (0..<n).map { item($0) }
         // 0 keep, 1 delete, 2 move, 3 update: distinct items for each change.
         var fate = [UInt8](repeating: 0, count: n)
@@ -140,8 +140,8 @@ enum DiffCases {
         }
         for j in 0..<inserts { keyed.append((Double.random(in: 0..<Double(n), using: &rng), item(n + j))) }
         keyed.sort { $0.key < $1.key }
-        let a = try! Snapshot([(section, aItems)], limits: .unlimited)
-        let b = try! Snapshot([(section, keyed.map { Self.fresh($0.element) })], limits: .unlimited)
+        let a = try! RoomSnapshot([(section, aItems)], limits: .unlimited)
+        let b = try! RoomSnapshot([(section, keyed.map { Self.fresh($0.element) })], limits: .unlimited)
         return (a, b)
     }
 
@@ -149,11 +149,11 @@ enum DiffCases {
     /// inserted, moved (half of those to another section) and updated) and makes 5 section
     /// changes: two moved, one deleted (its items go with it, except those moved out), one
     /// inserted (with a few of the new items) and one payload update.
-    static func sectioned(sections: Int, itemsPerSection: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+    static func sectioned(sections: Int, itemsPerSection: Int, seed: UInt64) -> (RoomSnapshot, RoomSnapshot) {
         var rng = SplitMix64(seed: seed)
         let n = sections * itemsPerSection
         let quarter = n / 40  // 2.5%
-        func sectionID(_ s: Int) -> Identifier { Identifier("section-\(s)") }
+        func sectionID(_ s: Int) -> SnapshotIdentifier { SnapshotIdentifier("section-\(s)") }
 
         var aContents: [(section: SnapshotElement, items: [SnapshotElement])] = []
         for s in 0..<sections {
@@ -164,12 +164,12 @@ enum DiffCases {
         var sectionOrder = Array(0..<sections)
         sectionOrder.shuffle(using: &rng)
         let movedSections = Set(sectionOrder[0..<2]), deletedSection = sectionOrder[2], updatedSection = sectionOrder[3]
-        var bSections: [(key: Double, id: Identifier, payload: Payload, slot: Int)] = []
+        var bSections: [(key: Double, id: SnapshotIdentifier, payload: SnapshotPayload, slot: Int)] = []
         for s in 0..<sections where s != deletedSection {
             let key = movedSections.contains(s) ? Double.random(in: 0..<Double(sections), using: &rng) : Double(s)
-            bSections.append((key, sectionID(s), s == updatedSection ? Payload("updated") : .empty, s))
+            bSections.append((key, sectionID(s), s == updatedSection ? SnapshotPayload("updated") : .empty, s))
         }
-        bSections.append((Double.random(in: 0..<Double(sections), using: &rng), Identifier("section-new"), .empty, sections))
+        bSections.append((Double.random(in: 0..<Double(sections), using: &rng), SnapshotIdentifier("section-new"), .empty, sections))
         bSections.sort { $0.key < $1.key }
         let survivors = bSections.map(\.slot)  // a section numbers, plus `sections` for the new one
 
@@ -208,7 +208,7 @@ enum DiffCases {
             (SnapshotElement(section.id, payload: section.payload), bItems[section.slot].sorted { $0.key < $1.key }.map(\.element))
         }
         let decoded: [(section: SnapshotElement, items: [SnapshotElement])] = bContents.map { (Self.fresh($0.section), $0.items.map(Self.fresh)) }
-        return (try! Snapshot(aContents, limits: .unlimited), try! Snapshot(decoded, limits: .unlimited))
+        return (try! RoomSnapshot(aContents, limits: .unlimited), try! RoomSnapshot(decoded, limits: .unlimited))
     }
 
     /// One section holding an outline of `n` items, at most `levels` deep: item i hangs under a
@@ -217,7 +217,7 @@ enum DiffCases {
     /// many subtrees (half to a new place among their siblings, half under another parent or to
     /// the roots, never into their own subtree nor deeper than `levels`) and updates as many
     /// payloads.
-    static func forest(nodes n: Int, levels: Int, churnPercent: Int, seed: UInt64) -> (Snapshot, Snapshot) {
+    static func forest(nodes n: Int, levels: Int, churnPercent: Int, seed: UInt64) -> (RoomSnapshot, RoomSnapshot) {
         var rng = SplitMix64(seed: seed)
         let k = n * churnPercent / 400
         let total = n + k
@@ -245,7 +245,7 @@ enum DiffCases {
             let p = i > 0 && Int.random(in: 0..<100, using: &rng) < 85 ? Int.random(in: 0..<i, using: &rng) : -1
             attach(i, to: p >= 0 && level(p) < levels - 1 ? p : -1)
         }
-        func build(fresh: Bool) -> Snapshot {
+        func build(fresh: Bool) -> RoomSnapshot {
             var elements: [SnapshotElement] = []
             var depths: [Int] = []
             var stack = (0..<total).filter { alive[$0] && parent[$0] < 0 }.sorted { key[$0] > key[$1] }.map { ($0, 0) }
@@ -255,7 +255,7 @@ enum DiffCases {
                 depths.append(depth)
                 stack += children[x].sorted { key[$0] > key[$1] }.map { ($0, depth + 1) }
             }
-            var s = try! Snapshot([(SnapshotElement(Identifier("forest")), elements)], limits: .unlimited)
+            var s = try! RoomSnapshot([(SnapshotElement(SnapshotIdentifier("forest")), elements)], limits: .unlimited)
             try! s.setOutlineLevels(depths, maxOutlineDepth: levels)
             return s
         }

@@ -37,7 +37,7 @@
         @Option(help: "Measured seconds per case (after a one-second warm-up).")
         var seconds: Double = 5
 
-        @Option(help: "Payload bytes per write.")
+        @Option(help: "SnapshotPayload bytes per write.")
         var payloadBytes: Int = 100
 
         @OptionGroup var data: DataDirectoryOption

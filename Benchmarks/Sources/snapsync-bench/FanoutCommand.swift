@@ -43,7 +43,7 @@
         @Option(help: "Subscriber counts, comma-separated.")
         var subscribers: String = "100,1000"
 
-        @Option(help: "Payload sizes in bytes (at least 16), comma-separated.")
+        @Option(help: "SnapshotPayload sizes in bytes (at least 16), comma-separated.")
         var payload: String = "64,1024"
 
         @Option(

@@ -156,7 +156,7 @@
             requestID = 2
             let before = settledRSS(daemon.pid)
 
-            let payload = Payload([UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes))
+            let payload = SnapshotPayload([UInt8](repeating: UInt8(ascii: "p"), count: payloadBytes))
             var next = 0
             var half: (items: Int, rss: Int)?
             while next < count {
@@ -167,7 +167,7 @@
                 for n in next..<upper {
                     let digits = Array(String(n).utf8)
                     let id = [UInt8](repeating: UInt8(ascii: "0"), count: idBytes - digits.count) + digits
-                    elements.append(SnapshotElement(Identifier(id), payload: payload))
+                    elements.append(SnapshotElement(SnapshotIdentifier(id), payload: payload))
                 }
                 let ops: [SnapshotOperation] = [.appendItems(elements, toSection: BenchFrames.section)]
                 BenchSystem.writeAll(fd, BenchFrames.mutate(requestID: requestID, room: room, ops: ops))

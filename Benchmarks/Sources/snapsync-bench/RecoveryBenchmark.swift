@@ -36,7 +36,7 @@
         @Option(help: "Writes logged after the checkpoint (each updates one item).")
         var writes: Int = 100_000
 
-        @Option(help: "Payload bytes per item.")
+        @Option(help: "SnapshotPayload bytes per item.")
         var payloadBytes: Int = 4
 
         @Option(help: "Timed starts per binary.")
@@ -66,7 +66,7 @@
             guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         }
 
-        /// Limits that let one room hold --items items in one SNAPSHOT.
+        /// SnapshotLimits that let one room hold --items items in one SNAPSHOT.
         var daemonLimits: [String] {
             let snapshotBytes = items * (payloadBytes + 16) + sections * 16 + (1 << 20)
             let frameBytes = max(16 << 20, snapshotBytes + (1 << 20))
@@ -120,7 +120,7 @@
             let perSection = (items + sections - 1) / sections
             var made = 0
             for s in 0..<sections {
-                let section = Identifier("s\(s)")
+                let section = SnapshotIdentifier("s\(s)")
                 sectionFrames.append(RecoveryClient.mutate(requestID: UInt64(s + 1), [.appendSections([SnapshotElement(section)])]))
                 var start = 0
                 while start < perSection && made < items {
@@ -148,10 +148,10 @@
             unlink(daemon.logPath)
         }
 
-        static func itemID(_ i: Int) -> Identifier { Identifier("i\(i)") }
+        static func itemID(_ i: Int) -> SnapshotIdentifier { SnapshotIdentifier("i\(i)") }
 
-        func payload(_ i: Int) -> Payload {
-            Payload((0..<payloadBytes).map { UInt8(truncatingIfNeeded: i >> (8 * ($0 % 4))) | 1 })
+        func payload(_ i: Int) -> SnapshotPayload {
+            SnapshotPayload((0..<payloadBytes).map { UInt8(truncatingIfNeeded: i >> (8 * ($0 % 4))) | 1 })
         }
 
         struct Start {

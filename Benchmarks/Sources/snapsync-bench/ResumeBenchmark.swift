@@ -126,7 +126,7 @@
             var epoch: UInt64
             var version: UInt64
             var chain: RoomChain
-            var snapshot: Snapshot
+            var snapshot: RoomSnapshot
             var snapshotFrameBytes: Int
         }
 
@@ -136,7 +136,7 @@
             var version: UInt64
 
             /// The state the answer leaves a replica holding `held` in; nil if it does not apply.
-            func state(from held: Snapshot) -> Snapshot? {
+            func state(from held: RoomSnapshot) -> RoomSnapshot? {
                 var state = held
                 for frame in frames {
                     switch try? FrameDecoder.decode(frame: frame, limits: BenchFrameReader.limits, accepting: .server, version: version) {

@@ -63,7 +63,7 @@ package final class ReplicatedRoom {
         /// What this node validated, to install without decoding when the record comes back
         /// right after `expected` (`Room.applyLogged`): each write's ops and the snapshot the
         /// last one leads to; nil for a DROP.
-        var prepared: (ops: [[SnapshotOperation]], result: Snapshot)?
+        var prepared: (ops: [[SnapshotOperation]], result: RoomSnapshot)?
         /// The record proposed, to recognise it.
         var entry: RoomLogEntry
         /// The log's `.stored(sequence)`, once it came.

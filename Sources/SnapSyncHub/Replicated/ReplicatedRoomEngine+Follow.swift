@@ -129,7 +129,7 @@ extension ReplicatedRoomEngine {
         } else {
             let epoch = log.epoch(room: replica.name, after: 0)
             room = Room(
-                name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
+                name: replica.name, epoch: epoch, version: 0, snapshot: RoomSnapshot(), limits: hub.configuration.wire,
                 maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), foldsResumes: hub.configuration.foldResumes,
                 idleSince: hub.monotonicNow())
             replica.logSequence = 0

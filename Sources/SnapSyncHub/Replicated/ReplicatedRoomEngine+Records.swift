@@ -166,7 +166,7 @@ extension ReplicatedRoomEngine {
         hub.stats.roomsDeleted += 1
         let epoch = log.epoch(room: replica.name, after: sequence)
         let next = Room(
-            name: replica.name, epoch: epoch, version: 0, snapshot: Snapshot(), limits: hub.configuration.wire,
+            name: replica.name, epoch: epoch, version: 0, snapshot: RoomSnapshot(), limits: hub.configuration.wire,
             maxHistoryBytes: hub.configuration.historyBytes, chain: .start(epoch: epoch), foldsResumes: hub.configuration.foldResumes,
             idleSince: hub.monotonicNow())
         replica.room = next

@@ -135,7 +135,7 @@ extension ReplicatedRoomEngine {
     /// refusal, a duplicate, a write that changes nothing, a DROP, a write id already in the
     /// record): that one is validated against the room itself once this record is applied.
     private func proposeWrites(
-        first: ReplicatedRoom.PendingWrite, _ record: WriteRecord, ops: [SnapshotOperation], result: Snapshot, in room: Room,
+        first: ReplicatedRoom.PendingWrite, _ record: WriteRecord, ops: [SnapshotOperation], result: RoomSnapshot, in room: Room,
         of replica: ReplicatedRoom
     ) {
         var writes = [first]
@@ -172,7 +172,7 @@ extension ReplicatedRoomEngine {
     /// Proposes `entry`, carrying `writes`, expecting the room's last sequence; its message id
     /// is the first write's (Protocol/CLUSTER.md §4).
     private func send(
-        _ entry: RoomLogEntry, of writes: [ReplicatedRoom.PendingWrite], prepared: (ops: [[SnapshotOperation]], result: Snapshot)?,
+        _ entry: RoomLogEntry, of writes: [ReplicatedRoom.PendingWrite], prepared: (ops: [[SnapshotOperation]], result: RoomSnapshot)?,
         for replica: ReplicatedRoom
     ) {
         replica.inFlight = ReplicatedRoom.InFlight(

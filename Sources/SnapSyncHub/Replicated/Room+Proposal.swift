@@ -16,7 +16,7 @@ import SnapSyncWire
 /// The state a write is validated against: the room's, or what the writes proposed before it in
 /// the same record make of it.
 struct ProposalBase {
-    var snapshot: Snapshot
+    var snapshot: RoomSnapshot
     var version: UInt64
     /// What the earlier writes of the record add to the room's memory, as the room budget counts
     /// it (`RoomMemoryBudget.admit`): a write is admitted on top of them.
@@ -24,13 +24,13 @@ struct ProposalBase {
 
     /// The growth a write leading to `result` with a DIFF of `frameBytes` adds on top of this
     /// base's (what `RoomMemoryBudget.admit` is asked to admit for it).
-    func growth(to result: Snapshot, frameBytes: Int) -> Int {
+    func growth(to result: RoomSnapshot, frameBytes: Int) -> Int {
         growth + result.canonicalByteCount - snapshot.canonicalByteCount + frameBytes
     }
 
     /// The base for the record's next write, once a write made `version` and `result`: the
     /// growth counts that write's own remembered frame and write id too, as the budget does.
-    func after(_ version: UInt64, _ result: Snapshot, frameBytes: Int) -> ProposalBase {
+    func after(_ version: UInt64, _ result: RoomSnapshot, frameBytes: Int) -> ProposalBase {
         ProposalBase(
             snapshot: result, version: version,
             growth: growth(to: result, frameBytes: frameBytes) + 2 * RoomMemoryBudget.bytesPerRememberedID)
@@ -43,7 +43,7 @@ extension Room {
         /// To be proposed: the DIFF frame to `version` (this room's version + 1), its ops, the
         /// snapshot it leads to, and the write's fingerprint (nil without a write id), which the
         /// record carries.
-        case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: Snapshot, fingerprint: UInt64?)
+        case write(version: UInt64, frame: [UInt8], ops: [SnapshotOperation], result: RoomSnapshot, fingerprint: UInt64?)
         /// Changes nothing: answered without the log, by `unchanged(writeID:fingerprint:)` (which
         /// remembers the write id) once the Hub knows the replica is not behind the log.
         case unchanged(fingerprint: UInt64)
@@ -84,7 +84,7 @@ extension Room {
     }
 
     private func proposeReplace(
-        _ target: Snapshot, expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase, scratch: inout [UInt8]
+        _ target: RoomSnapshot, expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase, scratch: inout [UInt8]
     ) -> Proposal {
         let fingerprint = writeID.isEmpty ? 0 : WriteFingerprint.replace(digest: target.digest, expectedVersion: expectedVersion, scratch: &scratch)
         if let outcome = precheck(expectedVersion: expectedVersion, writeID: writeID, fingerprint: fingerprint, at: base.version) {
@@ -115,7 +115,7 @@ extension Room {
     }
 
     private func proposeReplaceSection(
-        _ section: Identifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase,
+        _ section: SnapshotIdentifier, _ items: SectionSnapshot, expectedVersion: UInt64?, writeID: [UInt8], base: ProposalBase,
         scratch: inout [UInt8]
     ) -> Proposal {
         let fingerprint = Self.fingerprint(replacing: section, with: items, expectedVersion: expectedVersion, writeID: writeID, scratch: &scratch)
@@ -138,7 +138,7 @@ extension Room {
     /// the snapshot (the room itself is untouched until the log delivers the record) and
     /// admitted by the memory bound; `full`, when the bound was already reached, is the refusal
     /// given instead of the bound's own.
-    /// - Complexity: O(n) for the copy, plus that of `Snapshot.apply` and of encoding the DIFF.
+    /// - Complexity: O(n) for the copy, plus that of `RoomSnapshot.apply` and of encoding the DIFF.
     private func proposeApplying(
         _ ops: [SnapshotOperation], fingerprint: UInt64?, refusingWith full: Rejection?, withOpIndex: Bool, base: ProposalBase,
         scratch: inout [UInt8]

@@ -27,9 +27,9 @@ extension Room {
     ///   - chainAfter: the room's chain after this write, as the record's check computed it (nil
     ///     for a record of the kind without chains: the room's own is advanced).
     /// - Returns: the DIFF frame, shared, for the members.
-    /// - Complexity: O(1) with `prepared`; else O(frame) to decode plus `Snapshot.apply`'s cost.
+    /// - Complexity: O(1) with `prepared`; else O(frame) to decode plus `RoomSnapshot.apply`'s cost.
     func applyLogged(
-        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: Snapshot?)?,
+        _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: RoomSnapshot?)?,
         chainAfter: RoomChain? = nil
     ) throws(ReplicaError) -> OutputChunk {
         guard record.epoch == epoch, record.version == version + 1 else {

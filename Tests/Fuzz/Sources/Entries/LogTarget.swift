@@ -29,7 +29,7 @@ enum LogTarget {
     struct Room {
         var epoch: UInt64
         var version: UInt64
-        var snapshot = Snapshot()
+        var snapshot = RoomSnapshot()
     }
 
     static func replay(_ bytes: [UInt8]) throws(LawViolation) {

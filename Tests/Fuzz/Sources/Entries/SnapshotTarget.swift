@@ -15,7 +15,7 @@ enum SnapshotTarget {
     static let requestID: UInt64 = 5
 
     static func run(_ input: [UInt8]) throws(LawViolation) {
-        let store = Result { () throws(FieldReader.Failure) -> Snapshot in
+        let store = Result { () throws(FieldReader.Failure) -> RoomSnapshot in
             try SnapshotDecoding.decode(input, range: input.indices)
         }
         // type, request_id, room "", epoch 0, version 0, reason initial, digest (32 bytes), snapshot
@@ -46,7 +46,7 @@ enum SnapshotTarget {
         }
     }
 
-    static func snapshot(_ body: [UInt8], limits: WireLimits) -> Result<Snapshot, WireError> {
+    static func snapshot(_ body: [UInt8], limits: WireLimits) -> Result<RoomSnapshot, WireError> {
         let decoded = Result { () throws(WireError) -> Message in
             try FrameDecoder.decode(body: body, limits: limits, accepting: .server)
         }

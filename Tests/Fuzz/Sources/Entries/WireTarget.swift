@@ -19,7 +19,7 @@ enum WireTarget {
     /// The limits of Protocol/vectors/limits.json, whose frames sit on their boundaries.
     static let tight = WireLimits(
         maxFrameBytes: 128,
-        model: Limits(
+        model: SnapshotLimits(
             maxIdentifierBytes: 8, maxPayloadBytes: 16,
             maxItems: 4, maxSections: 2, maxSnapshotBytes: 40))
 
@@ -32,7 +32,7 @@ enum WireTarget {
         let chunk = Int(control >> 3) + 1
         var decoder = FrameDecoder(limits: limits, accepting: accepting)
         decoder.version = version
-        var room = Snapshot()
+        var room = RoomSnapshot()
         var appended = 0
         var consumed = 0
         while true {
@@ -93,7 +93,7 @@ enum WireTarget {
 
     static func check(
         _ message: Message, frame: [UInt8], limits: WireLimits, accepting: Sender, version: UInt64,
-        room: inout Snapshot
+        room: inout RoomSnapshot
     ) throws(LawViolation) {
         let sender = message.type.sentBy
         try law(
@@ -138,7 +138,7 @@ enum WireTarget {
     }
 
     /// A batch either applies whole (and the snapshot stays valid) or leaves it as it was.
-    static func applyAtomically(_ ops: [SnapshotOperation], to room: inout Snapshot, limits: Limits) throws(LawViolation) {
+    static func applyAtomically(_ ops: [SnapshotOperation], to room: inout RoomSnapshot, limits: SnapshotLimits) throws(LawViolation) {
         let before = room
         do throws(BatchError) {
             try room.apply(ops, limits: limits)
@@ -150,7 +150,7 @@ enum WireTarget {
         try law(room.canonicalByteCount <= limits.maxSnapshotBytes, "a batch grew the snapshot past max_snapshot_bytes")
     }
 
-    static func invariants(_ snapshot: Snapshot, _ what: String) throws(LawViolation) {
+    static func invariants(_ snapshot: RoomSnapshot, _ what: String) throws(LawViolation) {
         do { try snapshot.checkInvariants() } catch {
             throw LawViolation(description: "\(what) breaks an invariant: \(error)")
         }

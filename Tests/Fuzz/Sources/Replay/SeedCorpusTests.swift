@@ -30,10 +30,10 @@ import SnapSyncWire
         let logger = Logger(label: "fuzz-seeds") { _ in SwiftLogNoOpLogHandler() }
         let start = ContinuousClock.now
         let (store, _) = try DurableStore.open(options: options, logger: logger, now: start)
-        var rooms: [String: (epoch: UInt64, snapshot: Snapshot, frames: [[UInt8]])] = [:]
+        var rooms: [String: (epoch: UInt64, snapshot: RoomSnapshot, frames: [[UInt8]])] = [:]
         for (index, (room, ops, writeID)) in writes.enumerated() {
             try store.reserve()
-            var state = rooms[room] ?? (epoch: UInt64(index + 1) * 0x9E37_79B9, snapshot: Snapshot(), frames: [])
+            var state = rooms[room] ?? (epoch: UInt64(index + 1) * 0x9E37_79B9, snapshot: RoomSnapshot(), frames: [])
             try state.snapshot.apply(ops, limits: .default)
             var frame: [UInt8] = []
             FrameEncoder().encodeDiff(room: room, epoch: state.epoch, version: UInt64(state.frames.count + 1), ops: ops, into: &frame)
@@ -67,7 +67,7 @@ import SnapSyncWire
                     // as the daemon gives them: the store moves both over the frames it drops.
                     RoomImage(
                         room: name, epoch: $0.epoch, version: UInt64($0.frames.count), snapshot: $0.snapshot, diffFrames: $0.frames,
-                        chain: .start(epoch: $0.epoch), base: Snapshot())
+                        chain: .start(epoch: $0.epoch), base: RoomSnapshot())
                 }
             })
         try store.close()
@@ -101,7 +101,7 @@ import SnapSyncWire
         ("lobby", [.moveSection("archive", .before("inbox")), .updateItems(["m0"], .reconfigure)], []),
         ("notes", [.deleteSections(["b"]), .deleteAllItems], []),
         ("notes", [.appendSections([SnapshotElement("c", payload: "again")]), .appendItems(["x"], toSection: "c")], []),
-        ("émoji ✓", [.appendSections([SnapshotElement("s", payload: Payload([0, 1, 2, 255]))])], []),
+        ("émoji ✓", [.appendSections([SnapshotElement("s", payload: SnapshotPayload([0, 1, 2, 255]))])], []),
     ]
 
     static func readAll(_ path: String) throws -> [UInt8] {

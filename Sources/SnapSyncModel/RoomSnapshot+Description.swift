@@ -1,7 +1,7 @@
-extension Snapshot {
+extension RoomSnapshot {
     /// A text dump for debugging, after UIKit's `visualDescription()`:
     /// ```
-    /// Snapshot: 2 sections, 3 items
+    /// RoomSnapshot: 2 sections, 3 items
     /// ├─ section main (2) = "payload"
     /// │  ├─ a = "hello"
     /// │  └─ b
@@ -12,7 +12,7 @@ extension Snapshot {
     /// are printable UTF-8 (cut at 40 characters), else as a size.
     /// - Complexity: O(n)
     public func visualDescription() -> String {
-        var out = "Snapshot: \(numberOfSections) section\(numberOfSections == 1 ? "" : "s"), \(numberOfItems) item\(numberOfItems == 1 ? "" : "s")\n"
+        var out = "RoomSnapshot: \(numberOfSections) section\(numberOfSections == 1 ? "" : "s"), \(numberOfItems) item\(numberOfItems == 1 ? "" : "s")\n"
         var s = firstSection
         while s != Self.none {
             let section = sectionNodes[Int(s)]
@@ -57,7 +57,7 @@ extension Snapshot {
         return out
     }
 
-    static func describe(_ payload: Payload) -> String {
+    static func describe(_ payload: SnapshotPayload) -> String {
         if payload.isEmpty { return "" }
         if let text = payload.string, text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) {
             let cut = text.count > 40 ? String(text.prefix(40)) + "…" : text
@@ -67,6 +67,6 @@ extension Snapshot {
     }
 }
 
-extension Snapshot: CustomStringConvertible {
+extension RoomSnapshot: CustomStringConvertible {
     public var description: String { visualDescription() }
 }

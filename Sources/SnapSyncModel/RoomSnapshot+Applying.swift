@@ -12,7 +12,7 @@
 // predecessor, so it comes back root first; a moved subtree keeps its inner shape, so restoring
 // its root's place and shifting the levels below restores it.
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Applies a batch atomically: every operation in order, or none.
     ///
     /// - Throws: `BatchError` naming the first failing operation; the snapshot is then unchanged.
@@ -21,10 +21,10 @@ extension Snapshot {
     ///   later. The size limit is checked in O(1) per operation. A failed batch costs O(work done
     ///   before the failure) to roll back. No copy of the snapshot is made unless its storage is
     ///   shared with another copy (copy-on-write: the first mutation of a shared copy is O(n)).
-    public mutating func apply(_ batch: [SnapshotOperation], limits: Limits = .default) throws(BatchError) {
+    public mutating func apply(_ batch: [SnapshotOperation], limits: SnapshotLimits = .default) throws(BatchError) {
         var undo: [Undo] = []
         for index in batch.indices {
-            do throws(Violation) {
+            do throws(BatchError.Violation) {
                 let before = encodedBodyBytes, beforeLevels = levelsPartBytes
                 try applyOne(batch[index], limits: limits, undo: &undo)
                 // Checked per operation (O(1), from the running count), so the error names the
@@ -44,38 +44,38 @@ extension Snapshot {
 
     /// Applies one operation atomically. See `apply(_:limits:)`.
     /// - Complexity: that of the operation (see `apply(_:limits:)`).
-    public mutating func apply(_ operation: SnapshotOperation, limits: Limits = .default) throws(BatchError) {
+    public mutating func apply(_ operation: SnapshotOperation, limits: SnapshotLimits = .default) throws(BatchError) {
         try apply([operation], limits: limits)
     }
 }
 
 // MARK: - UIKit-named mutators
 
-/// `Snapshot` gets UIKit's mutator names (`appendItems(_:toSection:)`, `moveItem(_:beforeItem:)`,
+/// `RoomSnapshot` gets UIKit's mutator names (`appendItems(_:toSection:)`, `moveItem(_:beforeItem:)`,
 /// ...) from `SnapshotMutating`; each call is a batch of one operation, checked against
-/// `Limits.default` unless the call names other limits.
-extension Snapshot: SnapshotMutating {
-    public var defaultLimits: Limits { .default }
+/// `SnapshotLimits.default` unless the call names other limits.
+extension RoomSnapshot: SnapshotMutating {
+    public var defaultLimits: SnapshotLimits { .default }
 }
 
 // MARK: - One operation
 
-extension Snapshot {
+extension RoomSnapshot {
     @usableFromInline enum Undo: Sendable {
-        case removeSection(Identifier)
-        case restoreSection(SnapshotElement, after: Identifier?)
-        case moveSectionBack(Identifier, after: Identifier?)
-        case restoreSectionPayload(Identifier, Payload)
-        case removeItem(Identifier)
-        case restoreItem(SnapshotElement, section: Identifier, after: Identifier?, parent: Identifier?)
+        case removeSection(SnapshotIdentifier)
+        case restoreSection(SnapshotElement, after: SnapshotIdentifier?)
+        case moveSectionBack(SnapshotIdentifier, after: SnapshotIdentifier?)
+        case restoreSectionPayload(SnapshotIdentifier, SnapshotPayload)
+        case removeItem(SnapshotIdentifier)
+        case restoreItem(SnapshotElement, section: SnapshotIdentifier, after: SnapshotIdentifier?, parent: SnapshotIdentifier?)
         /// Puts the item back with its subtree, under `parent` (`nil`: a root).
-        case moveItemBack(Identifier, section: Identifier, after: Identifier?, parent: Identifier?)
-        case restoreItemPayload(Identifier, Payload)
+        case moveItemBack(SnapshotIdentifier, section: SnapshotIdentifier, after: SnapshotIdentifier?, parent: SnapshotIdentifier?)
+        case restoreItemPayload(SnapshotIdentifier, SnapshotPayload)
         /// `deleteAllItems` moves the old storage here instead of walking it: O(1).
-        case restoreAll(Snapshot)
+        case restoreAll(RoomSnapshot)
     }
 
-    mutating func applyOne(_ op: SnapshotOperation, limits: Limits, undo: inout [Undo]) throws(Violation) {
+    mutating func applyOne(_ op: SnapshotOperation, limits: SnapshotLimits, undo: inout [Undo]) throws(BatchError.Violation) {
         switch op {
         case .appendSections(let sections):
             for section in sections {
@@ -236,7 +236,7 @@ extension Snapshot {
 
         case .deleteAllItems:
             let old = self
-            self = Snapshot()
+            self = RoomSnapshot()
             undo.append(.restoreAll(old))
 
         case .moveItem(let id, let placement):
@@ -300,47 +300,47 @@ extension Snapshot {
 
     /// `id` is the operation's own identifier value: copying it out of the arena would cost an
     /// allocation per move.
-    private func recordItemPosition(_ id: Identifier, _ slot: Slot, undo: inout [Undo]) {
+    private func recordItemPosition(_ id: SnapshotIdentifier, _ slot: Slot, undo: inout [Undo]) {
         let node = itemNodes[Int(slot)]
         undo.append(.moveItemBack(id, section: sectionNodes[Int(node.section)].id, after: itemID(node.prev), parent: itemID(parentSlot(slot))))
     }
 
     /// The entry that brings a removed item back after its current list predecessor, under its
     /// current parent. Removing a subtree from its last item up keeps both present when recorded.
-    private func recordRemoval(_ slot: Slot, section: Identifier, undo: inout [Undo]) {
+    private func recordRemoval(_ slot: Slot, section: SnapshotIdentifier, undo: inout [Undo]) {
         undo.append(
             .restoreItem(
                 SnapshotElement(itemIdentifier(at: slot), payload: itemPayload(at: slot)), section: section,
                 after: itemID(itemNodes[Int(slot)].prev), parent: itemID(parentSlot(slot))))
     }
 
-    private func checkNewSection(_ section: SnapshotElement, limits: Limits) throws(Violation) {
+    private func checkNewSection(_ section: SnapshotElement, limits: SnapshotLimits) throws(BatchError.Violation) {
         if section.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(section.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(section, limits: limits)
         if sectionIndex[section.id] != nil { throw .duplicateSection(section.id) }
         if sectionIndex.count >= limits.maxSections { throw .tooManySections(limit: limits.maxSections) }
     }
 
-    private func checkNewItem(_ item: SnapshotElement, limits: Limits) throws(Violation) {
+    private func checkNewItem(_ item: SnapshotElement, limits: SnapshotLimits) throws(BatchError.Violation) {
         if item.id.count > limits.maxIdentifierBytes { throw .identifierTooLong(item.id, limit: limits.maxIdentifierBytes) }
         try checkPayload(item, limits: limits)
         if itemSlot(item.id) != nil { throw .duplicateItem(item.id) }
         if itemIndex.count >= limits.maxItems { throw .tooManyItems(limit: limits.maxItems) }
     }
 
-    private func checkPayload(_ element: SnapshotElement, limits: Limits) throws(Violation) {
+    private func checkPayload(_ element: SnapshotElement, limits: SnapshotLimits) throws(BatchError.Violation) {
         if element.payload.count > limits.maxPayloadBytes {
             throw .payloadTooLarge(element.id, size: element.payload.count, limit: limits.maxPayloadBytes)
         }
     }
 
-    private func sectionID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : sectionNodes[Int(slot)].id }
-    private func itemID(_ slot: Slot) -> Identifier? { slot == Self.none ? nil : itemIdentifier(at: slot) }
+    private func sectionID(_ slot: Slot) -> SnapshotIdentifier? { slot == Self.none ? nil : sectionNodes[Int(slot)].id }
+    private func itemID(_ slot: Slot) -> SnapshotIdentifier? { slot == Self.none ? nil : itemIdentifier(at: slot) }
 }
 
 // MARK: - Roll back
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Replays the undo log backwards. Every entry was recorded against the state it restores,
     /// so lookups here cannot fail; a failure would be a bug in `applyOne`, hence the force unwraps.
     mutating func rollBack(_ undo: [Undo]) {
@@ -396,7 +396,7 @@ extension Snapshot {
 // Every change of content or of a section's item count goes through these, which is what keeps
 // `encodedBodyBytes` exact (checked by `checkInvariants()`).
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Bytes of an unsigned LEB128 varint (Protocol/PROTOCOL.md §2). O(1).
     @inlinable static func varintSize(_ value: Int) -> Int {
         let bits = Int.bitWidth - UInt(truncatingIfNeeded: value).leadingZeroBitCount
@@ -404,7 +404,7 @@ extension Snapshot {
     }
 
     /// `id bytes, payload bytes`: the encoded size of an element.
-    @inlinable static func encodedSize(id: Identifier, payload: Payload) -> Int {
+    @inlinable static func encodedSize(id: SnapshotIdentifier, payload: SnapshotPayload) -> Int {
         encodedSize(idCount: id.count, payloadCount: payload.count)
     }
 
@@ -412,13 +412,13 @@ extension Snapshot {
         varintSize(idCount) + idCount + varintSize(payloadCount) + payloadCount
     }
 
-    mutating func setSectionPayload(_ slot: Slot, _ payload: Payload) {
+    mutating func setSectionPayload(_ slot: Slot, _ payload: SnapshotPayload) {
         let old = sectionNodes[Int(slot)].payload.count
         encodedBodyBytes += Self.varintSize(payload.count) + payload.count - Self.varintSize(old) - old
         sectionNodes[Int(slot)].payload = payload
     }
 
-    mutating func setItemPayload(_ slot: Slot, _ payload: Payload) {
+    mutating func setItemPayload(_ slot: Slot, _ payload: SnapshotPayload) {
         let old = Int(itemNodes[Int(slot)].payloadCount)
         encodedBodyBytes += Self.varintSize(payload.count) + payload.count - Self.varintSize(old) - old
         storeItemPayload(slot, payload)
@@ -449,7 +449,7 @@ extension Snapshot {
             Self.encodedSize(id: sectionNodes[Int(slot)].id, payload: sectionNodes[Int(slot)].payload)
             + Self.varintSize(sectionNodes[Int(slot)].itemCount)
         // Drop the bytes now; the slot keeps only its shape until reused.
-        sectionNodes[Int(slot)].id = Identifier([])
+        sectionNodes[Int(slot)].id = SnapshotIdentifier([])
         sectionNodes[Int(slot)].payload = .empty
         freeSections.append(slot)
     }

@@ -1,7 +1,7 @@
 // Where an item's identifier and payload bytes live: one byte arena per snapshot.
 //
 // Why: a room is mostly items, and an item is mostly two short byte strings. Stored as an
-// `Identifier` and a `Payload` each (two `[UInt8]`, two heap blocks with a 32-byte header and
+// `SnapshotIdentifier` and a `SnapshotPayload` each (two `[UInt8]`, two heap blocks with a 32-byte header and
 // malloc's rounding), a 16-byte id and a 64-byte payload cost ~176 bytes of heap for 80 bytes of
 // content, and the room's memory was ~4× its raw bytes. Here a node names a range of
 // `itemBytes`, `[id][payload]` back to back, so an item costs its bytes, its 32-byte node and its
@@ -15,10 +15,10 @@
 // place its item had (its largest payload since it was stored) is overwritten in place: on the
 // fan-out path, where an update keeps the size, an update never allocates.
 //
-// Only the model sees this layout; queries hand out `Identifier` and `Payload` values, copied out
+// Only the model sees this layout; queries hand out `SnapshotIdentifier` and `SnapshotPayload` values, copied out
 // of the arena (one allocation each).
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Read access to the item nodes and their bytes, without retains or uniqueness checks.
     /// Valid only inside `withItems`.
     @usableFromInline struct ItemsView {
@@ -42,10 +42,10 @@ extension Snapshot {
         }
 
         /// A copy of the identifier. O(length), one allocation.
-        func id(_ slot: Slot) -> Identifier { Identifier(Array(idBytes(slot))) }
+        func id(_ slot: Slot) -> SnapshotIdentifier { SnapshotIdentifier(Array(idBytes(slot))) }
         /// A copy of the payload. O(length), one allocation unless empty.
-        func payload(_ slot: Slot) -> Payload {
-            nodes[Int(slot)].payloadCount == 0 ? .empty : Payload(Array(payloadBytes(slot)))
+        func payload(_ slot: Slot) -> SnapshotPayload {
+            nodes[Int(slot)].payloadCount == 0 ? .empty : SnapshotPayload(Array(payloadBytes(slot)))
         }
     }
 
@@ -57,9 +57,9 @@ extension Snapshot {
     }
 
     /// A copy of a live item's identifier. O(length)
-    func itemIdentifier(at slot: Slot) -> Identifier { withItems { $0.id(slot) } }
+    func itemIdentifier(at slot: Slot) -> SnapshotIdentifier { withItems { $0.id(slot) } }
     /// A copy of a live item's payload. O(length)
-    func itemPayload(at slot: Slot) -> Payload { withItems { $0.payload(slot) } }
+    func itemPayload(at slot: Slot) -> SnapshotPayload { withItems { $0.payload(slot) } }
 
     /// Byte-for-byte equality, 8 bytes per step. O(length)
     @inlinable static func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
@@ -82,7 +82,7 @@ extension Snapshot {
 
 // MARK: - Writing (mutating; all but compaction O(bytes written))
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Node length fields are 32-bit: 4 GiB per identifier or payload, far above any limit a
     /// daemon can be given (a frame is at most 2^32 - 1 bytes).
     private static func length(_ count: Int, of what: String) -> UInt32 {
@@ -101,7 +101,7 @@ extension Snapshot {
     /// Replaces a live item's payload: in place when it fits the item's place, else
     /// `[id][payload]` moves to the end of the arena and the old place becomes garbage.
     /// O(id + payload bytes).
-    mutating func storeItemPayload(_ slot: Slot, _ payload: Payload) {
+    mutating func storeItemPayload(_ slot: Slot, _ payload: SnapshotPayload) {
         let node = itemNodes[Int(slot)]
         let newCount = Self.length(payload.count, of: "payload")
         if newCount <= node.payloadCapacity {

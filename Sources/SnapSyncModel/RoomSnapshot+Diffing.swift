@@ -43,18 +43,18 @@
 // of `b` into `a`'s existing index at most (usually far fewer: see `matchAndEmitItems`), and flat arrays
 // indexed by `a`'s slots for everything else.
 
-extension Snapshot {
-    /// The batch that turns `a` into `b`: `a.apply(Snapshot.diff(a, b)) == b`.
+extension RoomSnapshot {
+    /// The batch that turns `a` into `b`: `a.apply(RoomSnapshot.diff(a, b)) == b`.
     /// See `difference(to:)`.
     /// - Complexity: O(|a| + |b| + Σ k log k), k the items kept in each section.
-    public static func diff(_ a: Snapshot, _ b: Snapshot) -> [SnapshotOperation] { a.difference(to: b) }
+    public static func diff(_ a: RoomSnapshot, _ b: RoomSnapshot) -> [SnapshotOperation] { a.difference(to: b) }
 
     /// The batch that turns `self` into `other` when applied in order:
     /// `self.apply(self.difference(to: other)) == other`, and it is empty when they are equal.
     ///
     /// Every element keeps its identity (a payload change is an update, never a delete and
     /// insert), except the items of a deleted section, which are inserted where they reappear;
-    /// the number of moves is the minimum (see the file comment). Payload changes are reported
+    /// the number of moves is the minimum (see the file comment). SnapshotPayload changes are reported
     /// as `updateItems(_, .reload)`.
     ///
     /// Every intermediate state holds at most `max(|self|, |other|)` sections and items; its
@@ -63,7 +63,7 @@ extension Snapshot {
     ///
     /// - Complexity: O(|a| + |b| + Σ k log k), k the items that stay in each section; one hash
     ///   lookup per section and per item of `other`.
-    public func difference(to other: Snapshot) -> [SnapshotOperation] {
+    public func difference(to other: RoomSnapshot) -> [SnapshotOperation] {
         difference(to: other, limits: .unlimited)
     }
 
@@ -74,10 +74,10 @@ extension Snapshot {
     /// - Complexity: that of `difference(to:)`; plus, only when the varint bound of the file
     ///   comment could reach `limits.maxSnapshotBytes`, one `apply` of the batch to a copy
     ///   (O(|a|) to copy, O(batch) to apply).
-    public func difference(to other: Snapshot, limits: Limits) -> [SnapshotOperation] {
+    public func difference(to other: RoomSnapshot, limits: SnapshotLimits) -> [SnapshotOperation] {
         if other.isEmpty { return isEmpty ? [] : [.deleteAllItems] }
         // The pointers live only as long as these closures, and so does the Differ.
-        // Outlines take their own item pass (`Snapshot+ForestDiffing.swift`); flat rooms, the
+        // Outlines take their own item pass (`RoomSnapshot+ForestDiffing.swift`); flat rooms, the
         // common case, keep this one, which needs no parent lookups.
         let forest = isOutline || other.isOutline
         let (ops, sizeBound, deepest) = withItems { aItems in
@@ -116,16 +116,16 @@ extension Snapshot {
 /// The working state of one `difference(to:)` call. Arrays named `a…` are indexed by slots of
 /// `a`; arrays named `b…` by position in a walk of `b` (sections or items in order).
 struct Differ {
-    typealias Slot = Snapshot.Slot
-    static var none: Slot { Snapshot.none }
+    typealias Slot = RoomSnapshot.Slot
+    static var none: Slot { RoomSnapshot.none }
 
-    let a: Snapshot
-    let b: Snapshot
+    let a: RoomSnapshot
+    let b: RoomSnapshot
     /// The item slots and bytes of `a` and `b`, read through pointers in the hot loops: array
     /// access through `self` in a mutating method retains the buffer and re-checks it every time.
     /// Identifiers and payloads are compared in place; they are copied out only into operations.
-    let aItems: Snapshot.ItemsView
-    let bItems: Snapshot.ItemsView
+    let aItems: RoomSnapshot.ItemsView
+    let bItems: RoomSnapshot.ItemsView
 
     /// Item status in `b` order.
     static let new: UInt8 = 0, stable: UInt8 = 1, moved: UInt8 = 2
@@ -150,7 +150,7 @@ struct Differ {
 
     var ops: [SnapshotOperation] = []
 
-    init(a: Snapshot, b: Snapshot, aItems: Snapshot.ItemsView, bItems: Snapshot.ItemsView) {
+    init(a: RoomSnapshot, b: RoomSnapshot, aItems: RoomSnapshot.ItemsView, bItems: RoomSnapshot.ItemsView) {
         self.a = a
         self.b = b
         self.aItems = aItems
@@ -177,11 +177,11 @@ struct Differ {
         return ops
     }
 
-    /// Payload changes, split so that the ones that shrink (or keep) the encoding come first.
+    /// SnapshotPayload changes, split so that the ones that shrink (or keep) the encoding come first.
     struct Updates {
         var shrinking: [SnapshotElement] = []
         var growing: [SnapshotElement] = []
-        /// Payload sizes only: an element's encoded size grows exactly when its payload does.
+        /// SnapshotPayload sizes only: an element's encoded size grows exactly when its payload does.
         mutating func append(_ element: SnapshotElement, from oldCount: Int) {
             if element.payload.count > oldCount { growing.append(element) } else { shrinking.append(element) }
         }
@@ -201,7 +201,7 @@ struct Differ {
     /// `a` plus its items of `b`) over the varint of its count in `b`. Set by `emitDeletes`.
     var varintExcess = 0
     /// Outlines only: bytes by which an intermediate state's `levels` part can exceed `b`'s, and
-    /// the deepest level an intermediate state can hold (`Snapshot+ForestDiffing.swift`).
+    /// the deepest level an intermediate state can hold (`RoomSnapshot+ForestDiffing.swift`).
     var levelsExcess = 0
     var deepestLevelBound = 0
 
@@ -286,15 +286,15 @@ struct Differ {
                 let id = bItems.idBytes(j)
                 var i = Self.none
                 if expected != Self.none {
-                    if Snapshot.bytesEqual(aItems.idBytes(expected), id) {
+                    if RoomSnapshot.bytesEqual(aItems.idBytes(expected), id) {
                         i = expected
                     } else {
                         // One item of `a` skipped: deleted, or moved away from here.
                         let skip = aItems[Int(expected)].next
-                        if skip != Self.none, Snapshot.bytesEqual(aItems.idBytes(skip), id) { i = skip }
+                        if skip != Self.none, RoomSnapshot.bytesEqual(aItems.idBytes(skip), id) { i = skip }
                     }
                 }
-                if i == Self.none, resume != Self.none, Snapshot.bytesEqual(aItems.idBytes(resume), id) { i = resume }
+                if i == Self.none, resume != Self.none, RoomSnapshot.bytesEqual(aItems.idBytes(resume), id) { i = resume }
                 if i != Self.none {
                     resume = Self.none
                 } else {
@@ -308,7 +308,7 @@ struct Differ {
                 let fromSection = i == Self.none ? Self.none : sectionInB[Int(aItems[Int(i)].section)]
                 if fromSection != Self.none {
                     kept[Int(i)] = true
-                    if !Snapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
+                    if !RoomSnapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
                         updates.append(SnapshotElement(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
                     }
                     if fromSection == t {
@@ -385,7 +385,7 @@ struct Differ {
     /// O(|a|).
     mutating func emitDeletes(into prefix: inout [SnapshotOperation]) {
         var keptCount = [Int](repeating: 0, count: a.sectionNodes.count)
-        var goneItems: [Identifier] = []
+        var goneItems: [SnapshotIdentifier] = []
         for i in aOrder {
             let s = aItems[Int(i)].section
             if aKept[Int(i)] {
@@ -394,7 +394,7 @@ struct Differ {
                 goneItems.append(aItems.id(i))
             }
         }
-        var goneSections: [Identifier] = []
+        var goneSections: [SnapshotIdentifier] = []
         var s = a.firstSection
         while s != Self.none {
             let t = aSectionInB[Int(s)]
@@ -402,7 +402,7 @@ struct Differ {
                 goneSections.append(a.sectionNodes[Int(s)].id)
             } else {
                 let final = b.sectionNodes[Int(t)].itemCount
-                varintExcess += Snapshot.varintSize(keptCount[Int(s)] + final) - Snapshot.varintSize(final)
+                varintExcess += RoomSnapshot.varintSize(keptCount[Int(s)] + final) - RoomSnapshot.varintSize(final)
             }
             s = a.sectionNodes[Int(s)].next
         }
@@ -438,7 +438,7 @@ struct Differ {
                 p = q
             } else {
                 // A common section outside the LIS: there is a stable one, so `firstStable` is set.
-                let placement: Placement = p > 0 ? .after(b.sectionNodes[Int(bSectionSlot[p - 1])].id) : .before(firstStable!)
+                let placement: SnapshotOperation.Placement = p > 0 ? .after(b.sectionNodes[Int(bSectionSlot[p - 1])].id) : .before(firstStable!)
                 ops.append(.moveSection(id, placement))
                 p += 1
             }

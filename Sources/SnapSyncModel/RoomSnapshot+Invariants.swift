@@ -1,4 +1,4 @@
-/// A broken internal invariant of `Snapshot`: always a bug in SnapSync, never bad input.
+/// A broken internal invariant of `RoomSnapshot`: always a bug in SnapSync, never bad input.
 public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
     public var description: String
 
@@ -8,7 +8,7 @@ public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
     }
 }
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Proves the storage is consistent: identifiers are unique, both hash indexes agree with the
     /// linked lists, every link has its back link, per-section counts are right, free slots
     /// are neither linked nor indexed, the running encoded size matches the content, and every
@@ -20,8 +20,8 @@ extension Snapshot {
     /// - Complexity: O(n log n) (the arena check sorts the items' places)
     public func checkInvariants() throws(InvariantViolation) {
         func fail(_ message: String) -> InvariantViolation { InvariantViolation(description: message) }
-        var seenSections = Set<Identifier>()
-        var seenItems = Set<Identifier>()
+        var seenSections = Set<SnapshotIdentifier>()
+        var seenItems = Set<SnapshotIdentifier>()
         var prevSection = Self.none
         var s = firstSection
         var sectionCount = 0

@@ -1,7 +1,7 @@
 // Checking a whole snapshot against content limits: for a snapshot built without them, such as a
 // room recovered from the store under limits lowered since it was written.
 
-extension Snapshot {
+extension RoomSnapshot {
     /// The first content limit (PROTOCOL.md §12) this snapshot breaks, or `nil`, in the order a
     /// receiver checks a `snapshot` field (§4): the encoding's size first, then the sections in
     /// order, each followed by its items; for each element its identifier, its payload, then the
@@ -9,7 +9,7 @@ extension Snapshot {
     /// whose level is `maxOutlineDepth` or more.
     /// - Complexity: O(sections + items), without copying any identifier or payload except the
     ///   one named in the violation.
-    public func firstLimitViolation(_ limits: Limits) -> Violation? {
+    public func firstLimitViolation(_ limits: SnapshotLimits) -> BatchError.Violation? {
         if canonicalByteCount > limits.maxSnapshotBytes { return .snapshotTooLarge(limit: limits.maxSnapshotBytes) }
         var sectionCount = 0, itemCount = 0
         var s = firstSection

@@ -6,26 +6,26 @@
 /// insert and delete an O(n) memmove:
 /// - sections and items live in slot arrays, linked into doubly linked lists (items per section);
 /// - item identifiers and payloads live in one byte arena, not in an array each
-///   (`Snapshot+ItemBytes.swift`), which keeps a room under twice its raw bytes;
+///   (`RoomSnapshot+ItemBytes.swift`), which keeps a room under twice its raw bytes;
 /// - two hash indexes map identifiers to slots (items: `SlotIndex`, built for large rooms);
 /// - outlines (items with parents) keep each section's list in depth-first order, with each
 ///   item's parent and level in a side array that exists only while some item has a parent
-///   (`Snapshot+Outline.swift`): a flat room pays nothing for them.
+///   (`RoomSnapshot+Outline.swift`): a flat room pays nothing for them.
 ///
 /// So lookup by identifier, insert, delete and move are O(1) (expected, hashing), and
 /// position queries (`indexOfItem`, `itemIdentifiers`) walk the lists: O(n).
 ///
-/// `Snapshot` is a value. Copies share storage until one is mutated (copy-on-write), and the
+/// `RoomSnapshot` is a value. Copies share storage until one is mutated (copy-on-write), and the
 /// first mutation of a shared copy costs O(n). Applying batches never copies: a failed batch is
-/// rolled back through an undo log (see `Snapshot+Applying.swift`).
-public struct Snapshot: Sendable {
-    /// Slot index; -1 is "none". Int32 keeps nodes small, and `Limits.maxItems` is far below 2^31.
+/// rolled back through an undo log (see `RoomSnapshot+Applying.swift`).
+public struct RoomSnapshot: Sendable {
+    /// Slot index; -1 is "none". Int32 keeps nodes small, and `SnapshotLimits.maxItems` is far below 2^31.
     @usableFromInline typealias Slot = Int32
     @usableFromInline static let none: Slot = -1
 
     @usableFromInline struct SectionNode: Sendable {
-        @usableFromInline var id: Identifier
-        @usableFromInline var payload: Payload
+        @usableFromInline var id: SnapshotIdentifier
+        @usableFromInline var payload: SnapshotPayload
         @usableFromInline var prev: Slot
         @usableFromInline var next: Slot
         @usableFromInline var firstItem: Slot
@@ -33,7 +33,7 @@ public struct Snapshot: Sendable {
         @usableFromInline var itemCount: Int
     }
 
-    /// An item: where its bytes are in `itemBytes` (see `Snapshot+ItemBytes.swift`) and its
+    /// An item: where its bytes are in `itemBytes` (see `RoomSnapshot+ItemBytes.swift`) and its
     /// links. 32 bytes.
     @usableFromInline struct ItemNode: Sendable {
         /// Start of `[id][payload]` in `itemBytes`; -1 for a free slot.
@@ -50,16 +50,16 @@ public struct Snapshot: Sendable {
 
     @usableFromInline var sectionNodes: [SectionNode] = []
     @usableFromInline var itemNodes: [ItemNode] = []
-    /// Every item's identifier and payload bytes, back to back (`Snapshot+ItemBytes.swift`).
+    /// Every item's identifier and payload bytes, back to back (`RoomSnapshot+ItemBytes.swift`).
     @usableFromInline var itemBytes: [UInt8] = []
     /// Bytes of `itemBytes` that no live item names, until the next compaction.
     @usableFromInline var itemGarbage = 0
     @usableFromInline var freeSections: [Slot] = []
     @usableFromInline var freeItems: [Slot] = []
-    @usableFromInline var sectionIndex: [Identifier: Slot] = [:]
+    @usableFromInline var sectionIndex: [SnapshotIdentifier: Slot] = [:]
     @usableFromInline var itemIndex = SlotIndex()
-    @usableFromInline var firstSection: Slot = Snapshot.none
-    @usableFromInline var lastSection: Slot = Snapshot.none
+    @usableFromInline var firstSection: Slot = RoomSnapshot.none
+    @usableFromInline var lastSection: Slot = RoomSnapshot.none
     /// Size of the canonical encoding (Protocol/PROTOCOL.md §4) without its leading section
     /// count: every linked section's id, payload and item-count varint, and every item's id and
     /// payload. The slot primitives keep it current, so `canonicalByteCount` and the
@@ -70,10 +70,10 @@ public struct Snapshot: Sendable {
     @usableFromInline struct OutlineNode: Sendable {
         @usableFromInline var parent: Slot
         @usableFromInline var level: Int32
-        @usableFromInline static let root = OutlineNode(parent: Snapshot.none, level: 0)
+        @usableFromInline static let root = OutlineNode(parent: RoomSnapshot.none, level: 0)
     }
     /// Indexed by item slot, as `itemNodes`; empty while every item is a root. Free slots hold
-    /// `.root`. See `Snapshot+Outline.swift`.
+    /// `.root`. See `RoomSnapshot+Outline.swift`.
     @usableFromInline var outline: [OutlineNode] = []
     /// Live items with a parent: the snapshot is an outline when this is not zero.
     @usableFromInline var nestedItemCount = 0
@@ -86,7 +86,7 @@ public struct Snapshot: Sendable {
 
     /// Builds a snapshot from sections and their items, checking every rule and limit.
     /// - Complexity: O(n) in the number of sections and items.
-    public init(_ sections: [(section: SnapshotElement, items: [SnapshotElement])], limits: Limits = .unlimited) throws(BatchError) {
+    public init(_ sections: [(section: SnapshotElement, items: [SnapshotElement])], limits: SnapshotLimits = .unlimited) throws(BatchError) {
         var ops: [SnapshotOperation] = []
         ops.reserveCapacity(sections.count * 2)
         for (section, items) in sections {
@@ -99,7 +99,7 @@ public struct Snapshot: Sendable {
 
 // MARK: - Queries (UIKit names)
 
-extension Snapshot {
+extension RoomSnapshot {
     /// - Complexity: O(1)
     @inlinable public var numberOfSections: Int { sectionIndex.count }
     /// - Complexity: O(1)
@@ -109,14 +109,14 @@ extension Snapshot {
 
     /// Items in a section, or `nil` when there is no such section.
     /// - Complexity: O(1)
-    public func numberOfItems(inSection section: Identifier) -> Int? {
+    public func numberOfItems(inSection section: SnapshotIdentifier) -> Int? {
         guard let s = sectionIndex[section] else { return nil }
         return sectionNodes[Int(s)].itemCount
     }
 
     /// - Complexity: O(number of sections)
-    public var sectionIdentifiers: [Identifier] {
-        var result: [Identifier] = []
+    public var sectionIdentifiers: [SnapshotIdentifier] {
+        var result: [SnapshotIdentifier] = []
         result.reserveCapacity(numberOfSections)
         var s = firstSection
         while s != Self.none {
@@ -128,8 +128,8 @@ extension Snapshot {
 
     /// Every item, section by section.
     /// - Complexity: O(n), one allocation per item (identifiers are copied out of the arena).
-    public var itemIdentifiers: [Identifier] {
-        var result: [Identifier] = []
+    public var itemIdentifiers: [SnapshotIdentifier] {
+        var result: [SnapshotIdentifier] = []
         result.reserveCapacity(numberOfItems)
         withItems { items in
             var s = firstSection
@@ -147,9 +147,9 @@ extension Snapshot {
 
     /// The items of one section in order, or `nil` when there is no such section.
     /// - Complexity: O(items in the section), one allocation per item.
-    public func itemIdentifiers(inSection section: Identifier) -> [Identifier]? {
+    public func itemIdentifiers(inSection section: SnapshotIdentifier) -> [SnapshotIdentifier]? {
         guard let s = sectionIndex[section] else { return nil }
-        var result: [Identifier] = []
+        var result: [SnapshotIdentifier] = []
         result.reserveCapacity(sectionNodes[Int(s)].itemCount)
         withItems { items in
             var i = sectionNodes[Int(s)].firstItem
@@ -162,14 +162,14 @@ extension Snapshot {
     }
 
     /// - Complexity: O(1)
-    public func sectionIdentifier(containingItem item: Identifier) -> Identifier? {
+    public func sectionIdentifier(containingItem item: SnapshotIdentifier) -> SnapshotIdentifier? {
         guard let i = itemSlot(item) else { return nil }
         return sectionNodes[Int(itemNodes[Int(i)].section)].id
     }
 
     /// The item's index in `itemIdentifiers` (across all sections), as UIKit's `indexOfItem(_:)`.
     /// - Complexity: O(n): positions are not stored, so that moves stay O(1).
-    public func indexOfItem(_ item: Identifier) -> Int? {
+    public func indexOfItem(_ item: SnapshotIdentifier) -> Int? {
         guard let target = itemSlot(item) else { return nil }
         let section = itemNodes[Int(target)].section
         var index = 0
@@ -188,7 +188,7 @@ extension Snapshot {
 
     /// The item's (section index, item index within the section), as an index path.
     /// - Complexity: O(n)
-    public func indexPath(ofItem item: Identifier) -> (section: Int, item: Int)? {
+    public func indexPath(ofItem item: SnapshotIdentifier) -> (section: Int, item: Int)? {
         guard let target = itemSlot(item) else { return nil }
         let section = itemNodes[Int(target)].section
         var sectionIndex = 0
@@ -207,7 +207,7 @@ extension Snapshot {
     }
 
     /// - Complexity: O(number of sections)
-    public func indexOfSection(_ section: Identifier) -> Int? {
+    public func indexOfSection(_ section: SnapshotIdentifier) -> Int? {
         guard let target = sectionIndex[section] else { return nil }
         var index = 0
         var s = firstSection
@@ -219,17 +219,17 @@ extension Snapshot {
     }
 
     /// - Complexity: O(1)
-    @inlinable public func contains(item: Identifier) -> Bool { itemSlot(item) != nil }
+    @inlinable public func contains(item: SnapshotIdentifier) -> Bool { itemSlot(item) != nil }
     /// - Complexity: O(1)
-    @inlinable public func contains(section: Identifier) -> Bool { sectionIndex[section] != nil }
+    @inlinable public func contains(section: SnapshotIdentifier) -> Bool { sectionIndex[section] != nil }
 
     /// - Complexity: O(1) expected, plus O(payload) to copy it.
-    public func payload(ofItem item: Identifier) -> Payload? {
+    public func payload(ofItem item: SnapshotIdentifier) -> SnapshotPayload? {
         itemSlot(item).map { itemPayload(at: $0) }
     }
 
     /// - Complexity: O(1)
-    public func payload(ofSection section: Identifier) -> Payload? {
+    public func payload(ofSection section: SnapshotIdentifier) -> SnapshotPayload? {
         sectionIndex[section].map { sectionNodes[Int($0)].payload }
     }
 
@@ -239,18 +239,18 @@ extension Snapshot {
 
     /// The items of a section in order, each with its payload; empty when there is no such section.
     /// - Complexity: O(1) to create; O(items in the section) to iterate.
-    public func items(inSection section: Identifier) -> ItemSequence {
+    public func items(inSection section: SnapshotIdentifier) -> ItemSequence {
         ItemSequence(snapshot: self, first: sectionIndex[section].map { sectionNodes[Int($0)].firstItem } ?? Self.none)
     }
 
     /// Iterates sections in order without allocating.
     public struct SectionSequence: Sequence, Sendable {
-        let snapshot: Snapshot
+        let snapshot: RoomSnapshot
         public struct Iterator: IteratorProtocol {
-            let snapshot: Snapshot
+            let snapshot: RoomSnapshot
             var slot: Slot
             public mutating func next() -> SnapshotElement? {
-                guard slot != Snapshot.none else { return nil }
+                guard slot != RoomSnapshot.none else { return nil }
                 let node = snapshot.sectionNodes[Int(slot)]
                 slot = node.next
                 return SnapshotElement(node.id, payload: node.payload)
@@ -263,13 +263,13 @@ extension Snapshot {
     /// Iterates one section's items in order; each element's identifier and payload are copied
     /// out of the arena (an allocation each).
     public struct ItemSequence: Sequence, Sendable {
-        let snapshot: Snapshot
+        let snapshot: RoomSnapshot
         let first: Slot
         public struct Iterator: IteratorProtocol {
-            let snapshot: Snapshot
+            let snapshot: RoomSnapshot
             var slot: Slot
             public mutating func next() -> SnapshotElement? {
-                guard slot != Snapshot.none else { return nil }
+                guard slot != RoomSnapshot.none else { return nil }
                 let current = slot
                 return snapshot.withItems { items in
                     slot = items[Int(current)].next
@@ -283,11 +283,11 @@ extension Snapshot {
 
 // MARK: - Equality
 
-extension Snapshot: Equatable {
+extension RoomSnapshot: Equatable {
     /// Two snapshots are equal when they hold the same sections and items, in the same order,
     /// with the same payloads and the same parents. Storage layout (slots) is not compared.
     /// - Complexity: O(n)
-    public static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
+    public static func == (lhs: RoomSnapshot, rhs: RoomSnapshot) -> Bool {
         guard lhs.numberOfSections == rhs.numberOfSections, lhs.numberOfItems == rhs.numberOfItems,
             lhs.nestedItemCount == rhs.nestedItemCount
         else { return false }

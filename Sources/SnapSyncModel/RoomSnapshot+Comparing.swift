@@ -3,7 +3,7 @@
 // changed, and walking it through `items(inSection:)` would copy every identifier and payload
 // out of both arenas only to compare them.
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Compares section `section` of `self` with the same section of `newer`, item by item.
     ///
     /// - Returns: `nil` when the section is missing from either, or the two do not hold the same
@@ -12,16 +12,16 @@ extension Snapshot {
     /// - Complexity: O(items in the section + bytes compared + `marked.count`); bytes are
     ///   compared in place, and only the returned identifiers are copied.
     public func payloadChanges(
-        inSection section: Identifier, comparedTo newer: Snapshot,
-        marking marked: some Collection<Identifier> = [Identifier]()
+        inSection section: SnapshotIdentifier, comparedTo newer: RoomSnapshot,
+        marking marked: some Collection<SnapshotIdentifier> = [SnapshotIdentifier]()
     )
-        -> [(position: Int, id: Identifier)]?
+        -> [(position: Int, id: SnapshotIdentifier)]?
     {
         guard let a = sectionIndex[section], let b = newer.sectionIndex[section],
             sectionNodes[Int(a)].itemCount == newer.sectionNodes[Int(b)].itemCount
         else { return nil }
         let markedSlots = marked.isEmpty ? [] : Set(marked.compactMap { newer.itemSlot($0) })
-        var changes: [(position: Int, id: Identifier)] = []
+        var changes: [(position: Int, id: SnapshotIdentifier)] = []
         let same = withItems { old in
             newer.withItems { new in
                 var i = sectionNodes[Int(a)].firstItem, j = newer.sectionNodes[Int(b)].firstItem

@@ -1,6 +1,6 @@
 // Diffing outlines: the item pass of `difference(to:)` when either end has parents.
 //
-// The batch has the flat diff's shape (Snapshot+Diffing.swift: deletes, updates, sections, then
+// The batch has the flat diff's shape (RoomSnapshot+Diffing.swift: deletes, updates, sections, then
 // items section by section in `b`'s order), with a sibling group (the children of one parent, or
 // the roots of one section) in the role a section's items play in the flat pass:
 //
@@ -29,7 +29,7 @@
 // (placed, or stable, whose parent never changed). The anchor's ancestors are then final, and
 // none of them is the item being moved: no move lands in its own subtree.
 //
-// Limits of intermediate states (PROTOCOL.md §5): counts and payload bytes are bounded as in the
+// SnapshotLimits of intermediate states (PROTOCOL.md §5): counts and payload bytes are bounded as in the
 // flat diff; the rescues only make items shallower, before anything is added. Two things are new. (1) An item that is not placed yet hangs under its `a` parent;
 // going up from it, the first placed ancestor is at its final level, so its level is at most
 // maxLevel(a) + maxLevel(b): `deepestLevelBound`. (2) The `levels` part is one varint per item
@@ -134,7 +134,7 @@ extension Differ {
             let i = bMatch[p]
             guard i != none, alive[Int(i)] else { continue }
             let j = bOrder[p]
-            if !Snapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
+            if !RoomSnapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
                 itemUpdates.append(SnapshotElement(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
             }
             status[p] = Self.moved
@@ -170,7 +170,7 @@ extension Differ {
             }
         }
 
-        // Placement, in b's depth-first order.
+        // SnapshotOperation.Placement, in b's depth-first order.
         var lastPlaced = [Int32](repeating: -1, count: candidates.count)
         var p = 0
         while p < bOrder.count {
@@ -225,7 +225,7 @@ extension Differ {
         }
         // Deletes: gone items whose parent survives (each takes its subtree), then the prefix.
         var keptCount = [Int](repeating: 0, count: a.sectionNodes.count)
-        var goneItems: [Identifier] = []
+        var goneItems: [SnapshotIdentifier] = []
         for i in aOrder {
             let s = aItems[Int(i)].section
             guard aSectionInB[Int(s)] != none else { continue }
@@ -236,7 +236,7 @@ extension Differ {
                 goneItems.append(aItems.id(i))
             }
         }
-        var goneSections: [Identifier] = []
+        var goneSections: [SnapshotIdentifier] = []
         var s = a.firstSection
         while s != none {
             let t = aSectionInB[Int(s)]
@@ -244,12 +244,12 @@ extension Differ {
                 goneSections.append(a.sectionNodes[Int(s)].id)
             } else {
                 let final = b.sectionNodes[Int(t)].itemCount
-                varintExcess += Snapshot.varintSize(keptCount[Int(s)] + final) - Snapshot.varintSize(final)
+                varintExcess += RoomSnapshot.varintSize(keptCount[Int(s)] + final) - RoomSnapshot.varintSize(final)
             }
             s = a.sectionNodes[Int(s)].next
         }
         deepestLevelBound = maxLevelA + maxLevelB
-        levelsExcess = b.numberOfItems * Snapshot.varintSize(deepestLevelBound) - b.levelsPartBytes
+        levelsExcess = b.numberOfItems * RoomSnapshot.varintSize(deepestLevelBound) - b.levelsPartBytes
 
         var prefix: [SnapshotOperation] = []
         if !goneSections.isEmpty { prefix.append(.deleteSections(goneSections)) }
@@ -261,7 +261,7 @@ extension Differ {
     }
 }
 
-extension Snapshot {
+extension RoomSnapshot {
     /// The batch to `target` that first moves every item that changes parent up to its
     /// section's roots, then applies the diff from there: the fallback, before a rebuild, when
     /// the minimal batch passes the depth limit. The minimal batch can hang a subtree deeper
@@ -270,7 +270,7 @@ extension Snapshot {
     /// moves (an item that changes parent may move twice); the same identities kept. Nil if the
     /// flattening does not apply (a bug).
     /// - Complexity: O(n) lookups and one `apply` of the flattening to a copy, plus the diff.
-    func flattenedDifference(to target: Snapshot) -> [SnapshotOperation]? {
+    func flattenedDifference(to target: RoomSnapshot) -> [SnapshotOperation]? {
         var flattening: [SnapshotOperation] = []
         for id in itemIdentifiers {
             guard let parent = parent(of: id), target.contains(item: id), target.parent(of: id) != parent,

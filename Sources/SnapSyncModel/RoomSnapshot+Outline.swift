@@ -11,7 +11,7 @@
 // Costs: parent and level are O(1); finding the end of a subtree walks it, so inserting after an
 // item or moving an item is O(its subtree); ancestor checks walk up, O(depth) ≤ maxOutlineDepth.
 
-extension Snapshot {
+extension RoomSnapshot {
     /// The item's parent slot (`none`: a root). O(1)
     @inlinable func parentSlot(_ slot: Slot) -> Slot { outline.isEmpty ? Self.none : outline[Int(slot)].parent }
     /// The item's level (0: a root). O(1)
@@ -114,14 +114,14 @@ extension Snapshot {
 
 // MARK: - Queries (NSDiffableDataSourceSectionSnapshot names)
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Whether some item has a parent.
     /// - Complexity: O(1)
     @inlinable public var isOutline: Bool { nestedItemCount > 0 }
 
     /// The item's parent, or `nil` for a root or an unknown item.
     /// - Complexity: O(1) expected, plus O(length) to copy the identifier.
-    public func parent(of item: Identifier) -> Identifier? {
+    public func parent(of item: SnapshotIdentifier) -> SnapshotIdentifier? {
         guard let slot = itemSlot(item) else { return nil }
         let parent = parentSlot(slot)
         return parent == Self.none ? nil : itemIdentifier(at: parent)
@@ -129,15 +129,15 @@ extension Snapshot {
 
     /// The item's level: 0 for a root, 1 for its children, and so on; `nil` for an unknown item.
     /// - Complexity: O(1) expected.
-    public func level(of item: Identifier) -> Int? {
+    public func level(of item: SnapshotIdentifier) -> Int? {
         itemSlot(item).map { levelOfSlot($0) }
     }
 
     /// The item's children in order, or `nil` for an unknown item.
     /// - Complexity: O(the item's subtree).
-    public func children(of item: Identifier) -> [Identifier]? {
+    public func children(of item: SnapshotIdentifier) -> [SnapshotIdentifier]? {
         guard let slot = itemSlot(item) else { return nil }
-        var result: [Identifier] = []
+        var result: [SnapshotIdentifier] = []
         let childLevel = levelOfSlot(slot) + 1
         let last = subtreeEnd(slot)
         var s = slot
@@ -150,9 +150,9 @@ extension Snapshot {
 
     /// The section's root items in order, or `nil` when there is no such section.
     /// - Complexity: O(items in the section).
-    public func rootItems(inSection section: Identifier) -> [Identifier]? {
+    public func rootItems(inSection section: SnapshotIdentifier) -> [SnapshotIdentifier]? {
         guard let s = sectionIndex[section] else { return nil }
-        var result: [Identifier] = []
+        var result: [SnapshotIdentifier] = []
         var i = sectionNodes[Int(s)].firstItem
         while i != Self.none {
             if levelOfSlot(i) == 0 { result.append(itemIdentifier(at: i)) }
@@ -188,7 +188,7 @@ public struct OutlineLevelsError: Error, Hashable, Sendable, CustomStringConvert
     public var description: String
 }
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Gives the items of a flat snapshot the parents that `levels` describes: one level per item,
     /// in the order of `itemIdentifiers`; an item's parent is the nearest earlier item of the same
     /// section whose level is one less. This is how a decoder turns a canonical encoding with a

@@ -1,7 +1,7 @@
 /// Size limits, checked on every entry point that adds or changes content (apply, diff input
 /// validation, decoding). They are parameters, not constants: the daemon takes them from flags
 /// and announces them in WELCOME; the client adopts the server's.
-public struct Limits: Hashable, Sendable {
+public struct SnapshotLimits: Hashable, Sendable {
     /// Longest section or item identifier, in bytes.
     public var maxIdentifierBytes: Int
     /// Largest section or item payload, in bytes.
@@ -26,7 +26,7 @@ public struct Limits: Hashable, Sendable {
     public init(
         maxIdentifierBytes: Int = 256, maxPayloadBytes: Int = 64 * 1024,
         maxItems: Int = 1_000_000, maxSections: Int = 100_000,
-        maxSnapshotBytes: Int = Limits.defaultMaxSnapshotBytes, maxOutlineDepth: Int = 64
+        maxSnapshotBytes: Int = SnapshotLimits.defaultMaxSnapshotBytes, maxOutlineDepth: Int = 64
     ) {
         self.maxIdentifierBytes = maxIdentifierBytes
         self.maxPayloadBytes = maxPayloadBytes
@@ -36,9 +36,9 @@ public struct Limits: Hashable, Sendable {
         self.maxOutlineDepth = maxOutlineDepth
     }
 
-    public static let `default` = Limits()
+    public static let `default` = SnapshotLimits()
     /// No practical limit: for tests and tools that only model snapshots.
-    public static let unlimited = Limits(
+    public static let unlimited = SnapshotLimits(
         maxIdentifierBytes: .max, maxPayloadBytes: .max, maxItems: .max, maxSections: .max,
         maxSnapshotBytes: .max, maxOutlineDepth: .max)
 }

@@ -41,7 +41,7 @@ public struct SnapshotDigest: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-extension Snapshot {
+extension RoomSnapshot {
     /// Length of `encodeCanonical(into:)`'s output.
     /// - Complexity: O(1): kept as a running count by every mutation.
     public var canonicalByteCount: Int { Self.varintSize(numberOfSections) + encodedBodyBytes + levelsPartBytes }

@@ -11,7 +11,7 @@
 // only when that fails too, a fallback deletes the section's items and appends the new ones
 // (each prefix shrinks, then grows towards the result; PROTOCOL.md §11.21's one exception).
 
-extension Snapshot {
+extension RoomSnapshot {
     /// The batch that makes `section`'s items exactly `new`'s, hierarchy included, touching
     /// nothing else: items that leave the section are deleted, items of `new` already in it keep
     /// their identity. Every prefix applies under `limits` when the room and the result are
@@ -24,11 +24,13 @@ extension Snapshot {
     /// - Complexity: O(items in the section + |new| + Σ k log k) as `difference(to:)`, plus one
     ///   hash lookup per item of `new` in the room; when a bound could cross a limit, O(n) more
     ///   to check the batch on a copy of the room.
-    public func operations(replacingSection section: Identifier, with new: SectionSnapshot, limits: Limits) throws(BatchError) -> [SnapshotOperation] {
-        func fail(_ violation: Violation) -> BatchError { BatchError(operationIndex: 0, violation: violation) }
+    public func operations(replacingSection section: SnapshotIdentifier, with new: SectionSnapshot, limits: SnapshotLimits) throws(BatchError)
+        -> [SnapshotOperation]
+    {
+        func fail(_ violation: BatchError.Violation) -> BatchError { BatchError(operationIndex: 0, violation: violation) }
         guard let s = sectionIndex[section] else { throw fail(.sectionNotFound(section)) }
         let newStorage = new.storage
-        let violation: Violation? = newStorage.withItems { items in
+        let violation: BatchError.Violation? = newStorage.withItems { items in
             var i = newStorage.sectionNodes[Int(newStorage.firstSection)].firstItem
             while i != Self.none {
                 let node = items[Int(i)]
