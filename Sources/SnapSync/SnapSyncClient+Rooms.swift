@@ -345,8 +345,12 @@ extension SnapSyncClient {
         case .verify(let room, let call)?:
             complete(call, .failure(rejection.code == .notJoined ? .notJoined(room: room) : .rejected(rejection)))
         case .auth?:
-            // A server answers AUTH with ACK, or refuses it with ERROR and closes.
-            violation("REJECT answers AUTH (request \(requestID))")
+            // A server answers AUTH with ACK, refuses it with ERROR and closes, or declines a new
+            // token for now (REJECT busy, PROTOCOL.md §8.4): the token in use stays, and the
+            // refresh is tried again later, as after a provider failure.
+            guard rejection.code == .busy else { return violation("REJECT answers AUTH (request \(requestID))") }
+            refreshFailures += 1
+            scheduleRefresh()
         case nil:
             violation("REJECT answers no request (request \(requestID))")
         }

@@ -14,6 +14,12 @@ import SnapSyncWire
 // every check returns at its first line.
 
 extension Hub {
+    /// How many AUTHs' new tokens one connection may have verified within `authVerifyWindow`:
+    /// a burst of refreshes (a client that rotates keys, a test) passes, a flood costs the loop
+    /// about 1 ms per connection per window.
+    static let authVerifyBurst = 4
+    static let authVerifyWindow: Duration = .seconds(4)
+
     /// Checks HELLO's credentials when the daemon authenticates. On success the session has a
     /// principal and a deadline; on refusal it is closing with ERROR unauthorized.
     /// - Returns: whether the handshake may go on.
@@ -36,6 +42,7 @@ extension Hub {
         switch verify(credentials, with: keys) {
         case .success(let principal):
             grant(principal, to: session, keys: keys)
+            session.heldToken = credentials
             logger.info(
                 "authenticated",
                 metadata: session.logMetadata([
@@ -52,11 +59,33 @@ extension Hub {
     /// new grants cannot read is left, with a LEFT frame each, before the ACK. A refused token,
     /// or one for another `sub`, ends the session with ERROR unauthorized. Without
     /// authentication there are no grants to replace: ACK, the token not looked at.
+    ///
+    /// A signature check costs the loop 0.2–0.25 ms (ES256, EdDSA), so one connection pipelining
+    /// AUTHs could stall every other: the token the session already holds is answered ACK
+    /// without a check (O(token length) to compare), and a connection has at most
+    /// `authVerifyBurst` new tokens checked per `authVerifyWindow`, REJECT `busy` beyond
+    /// (PROTOCOL.md §8.4). A client refreshes its token once per lifetime, minutes apart; only a
+    /// flood meets the bound.
     func reauthenticate(_ session: Session, requestID: UInt64, credentials: [UInt8]) {
         guard let keys = configuration.authKeys else {
             send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
             return
         }
+        if let held = session.heldToken, held == credentials {
+            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            return
+        }
+        let now = monotonicNow()
+        session.authVerifications.removeAll { now - $0 >= Self.authVerifyWindow }
+        guard session.authVerifications.count < Self.authVerifyBurst else {
+            send(
+                Rejection(
+                    .busy,
+                    "AUTH: this connection had \(Self.authVerifyBurst) new tokens verified in the last \(Self.authVerifyWindow), the most it may: retry later"
+                ).message(requestID: requestID), to: session)
+            return
+        }
+        session.authVerifications.append(now)
         let principal: Principal
         switch verify(credentials, with: keys) {
         case .success(let verified): principal = verified
@@ -74,6 +103,7 @@ extension Hub {
             return
         }
         grant(principal, to: session, keys: keys)
+        session.heldToken = credentials
         session.isAuthenticatedByCertificate = false
         // Sorted, so that the LEFT frames come in an order a client (and a test) can rely on.
         for name in session.memberships.names.sorted() where !principal.allows(.read, room: name) {

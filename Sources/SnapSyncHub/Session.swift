@@ -65,6 +65,12 @@ package final class Session {
     /// `principal` stands for `clientCertificate`, not a token (HELLO had no token and
     /// `--tls-client-grant` is set); an AUTH's token replaces it.
     var isAuthenticatedByCertificate = false
+    /// The token whose verification gave `principal` (at most `TokenVerifier.maxTokenBytes`): an
+    /// AUTH with the same bytes changes nothing and is answered without a signature check.
+    var heldToken: [UInt8]?
+    /// When AUTHs' new tokens were verified within the last `Hub.authVerifyWindow` (at most
+    /// `Hub.authVerifyBurst` instants, oldest first; `Hub+Auth.swift`).
+    var authVerifications: [ContinuousClock.Instant] = []
 
     /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,

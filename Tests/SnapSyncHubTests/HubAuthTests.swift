@@ -202,6 +202,46 @@ import SnapSyncWire
         #expect(harness.drain(session).isEmpty)
     }
 
+    @Test("AUTH with the token the session holds is answered without a signature check, however often it comes")
+    func authWithTheHeldTokenIsNotVerifiedAgain() async throws {
+        let auth = try await AuthFixture.make()
+        let harness = HubHarness(auth: auth)
+        let token = try await auth.token(["board:*=read"], expiresIn: 60)
+        let session = harness.connect(token: token)
+        harness.join(session, "board:1")
+        // Past the token's exp for the verifier (the session's own deadline is the timer's to
+        // enforce): a check of the token would now refuse it, so an ACK proves there was none.
+        harness.hub.wallClock = { AuthFixture.now.addingTimeInterval(120) }
+        for id in 1...1000 { harness.send(.auth(requestID: UInt64(id), credentials: token), from: session) }
+        let answers = harness.drain(session)
+        #expect(answers.count == 1000)
+        #expect(answers.allSatisfy { if case .ack(_, 0, 0) = $0 { true } else { false } }, "\(answers.prefix(3))")
+        #expect(session.state == .ready && session.memberships.names == ["board:1"])
+    }
+
+    @Test("a connection has at most 4 new tokens verified per 4 seconds; REJECT busy beyond, the session unchanged")
+    func newTokensAreVerifiedAtMostABurstPerWindow() async throws {
+        let auth = try await AuthFixture.make()
+        let harness = HubHarness(auth: auth)
+        let session = harness.connect(token: try await auth.token(["board:*=read"]))
+        var tokens: [[UInt8]] = []
+        for n in 1...5 { tokens.append(try await auth.token(["board:*=read"], expiresIn: 7000 + Double(n))) }
+        for (n, token) in tokens.enumerated() { harness.send(.auth(requestID: UInt64(n + 1), credentials: token), from: session) }
+        harness.send(.auth(requestID: 6, credentials: tokens[3]), from: session)  // the held token: no check, no bound
+        let answers = harness.drain(session)
+        guard answers.count == 6, case .reject(5, let code, _, _, let text) = answers[4] else {
+            Issue.record("expected the fifth AUTH refused; got \(answers)")
+            return
+        }
+        #expect(answers.enumerated().allSatisfy { n, answer in n == 4 || { if case .ack(UInt64(n + 1), 0, 0) = answer { true } else { false } }() })
+        #expect(code == ErrorCode.busy.rawValue && text.contains("4 new tokens verified in the last 4"), "\(text)")
+        #expect(session.authDeadline == AuthFixture.now.addingTimeInterval(7004), "the refused token changed nothing")
+        harness.clock.advance(by: Hub.authVerifyWindow)
+        harness.send(.auth(requestID: 7, credentials: tokens[4]), from: session)
+        #expect(harness.drain(session).map { if case .ack(7, 0, 0) = $0 { true } else { false } } == [true])
+        #expect(session.authDeadline == AuthFixture.now.addingTimeInterval(7005))
+    }
+
     @Test func authForAnotherSubjectOrWithABadTokenEndsTheSession() async throws {
         let auth = try await AuthFixture.make()
         let harness = HubHarness(auth: auth)
@@ -276,6 +316,7 @@ import SnapSyncWire
         let harness = HubHarness(auth: auth)
         let session = harness.connect(token: try await auth.token(["board:*=read"], expiresIn: 10))
         for index in 1...300 {
+            harness.clock.advance(by: .seconds(1))  // within the bound: each new token is verified
             harness.send(.auth(requestID: UInt64(index), credentials: try await auth.token(["board:*=read"], expiresIn: 10 + Double(index))), from: session)
         }
         #expect(harness.drain(session).count == 300)

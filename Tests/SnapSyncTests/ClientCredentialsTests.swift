@@ -215,6 +215,53 @@ struct ClientCredentialsTests {
     }
 
     @Test(
+        "a refresh declined (REJECT busy after AUTH): the session keeps its token and the refresh is tried again, halfway to exp",
+        .timeLimit(.minutes(5)))
+    func refreshDeclinedIsRetried() async throws {
+        let peer = try ScriptedPeer()
+        let start = Self.start
+        let clock = ManualWallClock(now: start)
+        let first = unsignedToken("first", exp: start + 100, iat: start)
+        let second = unsignedToken("second", exp: start + 200, iat: start)
+        let provider = ScriptedProvider([.token(first), .token(second), .token(second)])
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake(credentials: first)
+            for answer in ["busy", "ack"] {
+                let message = try peer.request()
+                guard case .auth(let id, let credentials) = message, credentials == Array(second.utf8) else {
+                    throw ScriptedPeer.Failure(description: "expected AUTH with the second token, got \(message)")
+                }
+                if answer == "busy" {
+                    peer.send(.reject(requestID: id, code: ErrorCode.busy.rawValue, opIndex: nil, identifier: nil, message: "retry later"))
+                } else {
+                    peer.send(.ack(requestID: id, epoch: 0, version: 0))
+                }
+            }
+        }
+        let client = client(peer, provider, clock: clock)
+        let events = EventLog.start(client)
+        try await client.connect()
+        let session = await client.session?.id
+        let at = try await clock.nextSleeper()
+        #expect(at == start + 90)
+        clock.advance(to: at)
+        // Declined: the retry is planned halfway from now to exp.
+        let retry = try await clock.nextSleeper()
+        #expect(retry == start + 95)
+        clock.advance(to: retry)
+        // Acknowledged: the next refresh is the second token's.
+        let next = try await clock.nextSleeper()
+        #expect(next == start + 180, "10% of its 200 s before its exp")
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        #expect(provider.calls == 3)
+        #expect(await events.disconnections.isEmpty)
+        #expect(await client.session?.id == session)
+        await client.close()
+    }
+
+    @Test(
         "a refresh refused (ERROR unauthorized after AUTH): the AUTH's token is the refused one, so the reconnect that gets it again stops",
         .timeLimit(.minutes(5)))
     func refreshRefused() async throws {
