@@ -7,8 +7,9 @@
 /// case per row of Protocol/PROTOCOL.md §6); the other kinds are the client's own: local
 /// validation, the connection, time.
 public struct SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The error's payload, by kind: internal, so that a new kind is no break.
-    indirect enum Detail: Hashable, Sendable {
+    /// The error's payload, by kind: internal, so that a new kind is no break. Only the case
+    /// that holds another error is boxed.
+    enum Detail: Hashable, Sendable {
         case rejected(Rejection)
         case forbidden(room: String, right: String, message: String)
         case unauthorized(reason: String)
@@ -25,7 +26,7 @@ public struct SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible 
         case tlsHandshakeFailed(host: String, reason: String)
         case tlsConfigurationInvalid(host: String, reason: String)
         case connectionLost(String)
-        case allEndpointsFailed(tried: [SnapSyncClient.Endpoint], last: SnapSyncError)
+        indirect case allEndpointsFailed(tried: [SnapSyncClient.Endpoint], last: SnapSyncError)
         case timedOut(String)
         case protocolViolation(String)
         case requestTooLarge(size: Int, limit: Int)
