@@ -78,6 +78,7 @@ extension Hub {
         let now = monotonicNow()
         session.authVerifications.removeAll { now - $0 >= Self.authVerifyWindow }
         guard session.authVerifications.count < Self.authVerifyBurst else {
+            stats.requestsBusy += 1
             send(
                 Rejection(
                     .busy,

@@ -176,6 +176,7 @@ extension Hub {
         if !room.isDigestKnown && room.snapshot.canonicalByteCount > configuration.verifyFreeDigestBytes {
             let now = monotonicNow()
             if let last = room.lastVerifyDigest, now - last < configuration.verifyDigestInterval {
+                stats.requestsBusy += 1
                 send(
                     Rejection(
                         .busy,

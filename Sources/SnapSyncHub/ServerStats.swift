@@ -21,6 +21,12 @@ package struct ServerStats {
     package var writesRejected: UInt64 = 0
     /// HELLOs and AUTHs whose token was refused (each closed with ERROR unauthorized).
     package var authRefused: UInt64 = 0
+    /// Requests answered REJECT busy: AUTHs past a connection's verification burst, VERIFYs of
+    /// a large room hashed less than a second before.
+    package var requestsBusy: UInt64 = 0
+    /// Times a connection's input slice for a loop pass ended with frames left, which wait for
+    /// its next turn (the server's `InputSlice`): a client pipelining more than a slice.
+    package var inputYields: UInt64 = 0
     /// Requests refused with REJECT forbidden (not counted in `writesRejected`).
     package var forbidden: UInt64 = 0
     /// Sessions closed with ERROR token_expired.
@@ -104,6 +110,8 @@ package struct ServerStats {
             ("writes_applied", writesApplied),
             ("writes_rejected", writesRejected),
             ("auth_refused", authRefused),
+            ("requests_busy", requestsBusy),
+            ("input_yields", inputYields),
             ("forbidden", forbidden),
             ("tokens_expired", tokensExpired),
             ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),

@@ -35,6 +35,8 @@ FAMILIES = {
     "snapsync_slow_consumer_disconnects": "counter",
     "snapsync_protocol_errors": "counter",
     "snapsync_auth_refused": "counter",
+    "snapsync_requests_busy": "counter",
+    "snapsync_input_yields": "counter",
     "snapsync_tokens_expired": "counter",
     "snapsync_forbidden": "counter",
     "snapsync_uptime_seconds": "gauge",

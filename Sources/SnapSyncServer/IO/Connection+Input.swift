@@ -29,11 +29,18 @@ extension Connection {
         case stop
     }
 
-    /// The socket is readable: read (up to `maxReadsPerCallback` × 64 KiB, or until the kernel,
-    /// or OpenSSL, has nothing more) and hand every whole frame to the hub. The one read loop of
-    /// both ports: only one read differs.
+    /// The socket is readable, or the connection's turn came again: hand the whole frames it
+    /// holds to the hub, then read (up to `maxReadsPerCallback` × 64 KiB, or until the kernel,
+    /// or OpenSSL, has nothing more) and hand every whole frame to the hub, within one
+    /// `InputSlice`. The one read loop of both ports: only one read differs.
     func readable() {
         defer { context.flush.noteHighPriorityCallback() }
+        var slice = InputSlice()
+        if isHoldingFrames {
+            isHoldingFrames = false
+            receive(UnsafeRawBufferPointer(start: nil, count: 0), slice: &slice)
+            if yieldIfSpent(slice) || session.isEnded { return }
+        }
         if let tls, !prepareTLSRead(tls) { return }
         // TLS reads a record (16 KiB) at a time: as many as fill the plain port's reads, for the
         // same fairness between connections.
@@ -48,8 +55,8 @@ extension Connection {
                 return
             case .bytes(let count, let mayHaveMore):
                 hub.countBytesIn(count)
-                received(count)
-                if session.isEnded || !mayHaveMore { return }
+                received(count, slice: &slice)
+                if yieldIfSpent(slice) || session.isEnded || !mayHaveMore { return }
             }
         }
         // Records OpenSSL already holds do not make the socket readable again: come back for
@@ -74,11 +81,21 @@ extension Connection {
         }
     }
 
-    /// `count` bytes (plaintext) arrived in the shared read buffer: frames go to the hub, and
-    /// the input budget is enforced.
-    func received(_ count: Int) {
+    /// The slice ended with input left: the connection reads nothing more and waits for its
+    /// next turn, after this pass's flush. Returns whether it yielded.
+    private func yieldIfSpent(_ slice: InputSlice) -> Bool {
+        guard slice.isSpent, !pending.isEmpty, session.state != .closing, !session.isEnded else { return false }
+        isHoldingFrames = true
+        hub.stats.inputYields += 1
+        flush.resumeNextPass(self)
+        return true
+    }
+
+    /// `count` bytes (plaintext) arrived in the shared read buffer: frames go to the hub, as
+    /// many as `slice` allows, and the input budget is enforced.
+    func received(_ count: Int, slice: inout InputSlice) {
         guard session.state != .closing else { return }
-        receive(UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count]))
+        receive(UnsafeRawBufferPointer(rebasing: context.readBuffer[0..<count]), slice: &slice)
         if session.isEnded { return }
         if context.inputBytes > context.configuration.maxInputBytes { Self.enforceInputBudget(context) }
     }
@@ -105,13 +122,13 @@ extension Connection {
         }
     }
 
-    /// Cuts whole frames out of `bytes` (preceded by the pending partial frame) and hands them
-    /// to the hub; keeps the incomplete tail in `pending` and keeps the input budget in step with
-    /// its capacity.
-    private func receive(_ bytes: UnsafeRawBufferPointer) {
+    /// Cuts whole frames out of `bytes` (preceded by what `pending` holds) and hands them to
+    /// the hub, as many as `slice` allows; keeps the rest (an incomplete frame, or whole frames
+    /// past the slice) in `pending` and keeps the input budget in step with its capacity.
+    private func receive(_ bytes: UnsafeRawBufferPointer, slice: inout InputSlice) {
         defer { accountInput() }
         if pending.isEmpty {
-            let used = handleFrames(in: bytes)
+            let used = handleFrames(in: bytes, slice: &slice)
             if used > 0 { noteWholeFrames() }
             if session.state != .closing && used < bytes.count {
                 pending.append(contentsOf: bytes[used...])
@@ -123,7 +140,7 @@ extension Connection {
             swap(&buffer, &pending)
             Self.grow(&buffer, toAppend: bytes.count)
             buffer.append(contentsOf: bytes)
-            let used = buffer.withUnsafeBytes { handleFrames(in: $0) }
+            let used = buffer.withUnsafeBytes { handleFrames(in: $0, slice: &slice) }
             if used > 0 { noteWholeFrames() }
             guard session.state != .closing else { return }
             if used == buffer.count {
@@ -165,9 +182,10 @@ extension Connection {
         pingOutstanding = false
     }
 
-    /// Forgets the connection's unfinished frame and gives its memory back to the budget.
+    /// Forgets the connection's unhandled input and gives its memory back to the budget.
     func dropInput() {
         pending = []
+        isHoldingFrames = false
         accountInput()
     }
 
@@ -210,10 +228,12 @@ extension Connection {
         bytes.count >= 2 && bytes[0] == 0x16 && bytes[1] == 0x03
     }
 
-    /// Hands every whole frame at the start of `bytes`, cut in place (`FrameCutter`), to the hub.
-    /// - Returns: the bytes used (whole frames); the rest is an incomplete frame.
+    /// Hands the whole frames at the start of `bytes`, cut in place (`FrameCutter`), to the
+    /// hub, until `slice` ends.
+    /// - Returns: the bytes used (whole frames handled); the rest is an incomplete frame, or
+    ///   frames left for the connection's next turn.
     /// - Complexity: O(1) per frame to cut, plus the handling of each frame.
-    private func handleFrames(in bytes: UnsafeRawBufferPointer) -> Int {
+    private func handleFrames(in bytes: UnsafeRawBufferPointer, slice: inout InputSlice) -> Int {
         var offset = 0
         while session.state != .closing {
             // HELLO is tiny: before it, a connection may not make the server hold more.
@@ -237,6 +257,7 @@ extension Connection {
             }
             offset += frame.count
             hub.receive(frame: frame, from: session)
+            if !slice.handledFrame() { break }
         }
         return offset
     }

@@ -8,7 +8,8 @@ import SnapSyncLoop
 /// and its EV_WRITE; the hub owns what it is sent and the rooms it joined.
 ///
 /// Input: a connection reads into the shared 64 KiB read buffer and cuts frames straight out of
-/// it; only the tail of a frame that has not fully arrived is copied into `pending`. So an idle
+/// it; only the tail of a frame that has not fully arrived (or the frames left when its
+/// `InputSlice` ended) is copied into `pending`. So an idle
 /// connection holds no input buffer, and a burst of small requests is never copied twice.
 /// `pending` grows with the bytes that actually arrived, never to a length the peer announced,
 /// and its capacity counts toward the input budget (`--max-input-bytes`).
@@ -41,6 +42,9 @@ final class Connection: SessionTransport {
     var pending: [UInt8] = []
     /// `pending`'s capacity as last counted in `context.inputBytes`.
     var budgetedInputBytes = 0
+    /// `pending` starts with whole frames left when the connection's `InputSlice` ended: they
+    /// are handled at its next turn, before anything more is read.
+    var isHoldingFrames = false
     /// The peer sent EOF: nothing more will be read.
     private(set) var hasReachedEndOfInput = false
     /// Cluster mode: the peer's EOF came while a request waited for the log, with frames deferred

@@ -19,6 +19,10 @@ final class OutputFlush {
     private var passOutputStarted = ContinuousClock.now
     /// Priority-0 callbacks run since the flush was scheduled.
     private var callbacksSinceScheduled = 0
+    /// Connections whose `InputSlice` ended with frames left: their next turn comes after this
+    /// pass's flush (`resumeNextPass`). `resuming` is the list being woken, kept to reuse.
+    private var yielded: [Connection] = []
+    private var resuming: [Connection] = []
     static let maxCallbacksBeforeFlush = 64
     let spans: UnsafeMutablePointer<OutputSpan>
     /// A TLS connection's pending output, when it lies in several short chunks, is gathered
@@ -78,8 +82,30 @@ final class OutputFlush {
     func flushPass() {
         isScheduled = false
         callbacksSinceScheduled = 0
+        defer { resumeYielded() }
         guard hub.finishPass() else { return }
         hub.recordPassTime(.now - passOutputStarted)
+    }
+
+    /// `connection` stopped handling its input for this pass: this pass ends (its flush is
+    /// scheduled, if nothing else scheduled it), and the connection's read callback runs again
+    /// after it.
+    func resumeNextPass(_ connection: Connection) {
+        yielded.append(connection)
+        schedule()
+    }
+
+    /// Activates the read event of every connection that yielded. From the flush callback
+    /// (the lower priority), they run in the loop's next iteration, after its poll, beside the
+    /// connections that became readable meanwhile: a connection that keeps yielding gets one
+    /// slice per pass, as every other connection does.
+    private func resumeYielded() {
+        guard !yielded.isEmpty else { return }
+        swap(&yielded, &resuming)
+        for connection in resuming where !connection.session.isEnded {
+            connection.readEvent?.activate()
+        }
+        resuming.removeAll(keepingCapacity: true)
     }
 
     /// Sends `connection`'s queued output, in the pass's flush.

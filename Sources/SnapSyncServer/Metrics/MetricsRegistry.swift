@@ -45,6 +45,8 @@ final class MetricsRegistry {
     private let slowConsumers: Prometheus.Counter
     private let protocolErrors: Prometheus.Counter
     private let authRefused: Prometheus.Counter
+    private let requestsBusy: Prometheus.Counter
+    private let inputYields: Prometheus.Counter
     private let tokensExpired: Prometheus.Counter
     private let forbidden: Prometheus.Counter
     private let uptime: Prometheus.Gauge
@@ -145,6 +147,13 @@ final class MetricsRegistry {
         protocolErrors = counter("snapsync_protocol_errors_total", "Connections closed for a protocol error (STATS protocol_errors).")
         authRefused = counter(
             "snapsync_auth_refused_total", "HELLOs and AUTHs whose token was refused, closed with ERROR unauthorized (STATS auth_refused).")
+        requestsBusy = counter(
+            "snapsync_requests_busy_total",
+            "AUTHs past a connection's verification burst and VERIFYs of a large room hashed less than a second before, answered REJECT busy (STATS requests_busy)."
+        )
+        inputYields = counter(
+            "snapsync_input_yields_total",
+            "Times a connection's input slice for a loop pass ended with requests left, handled at its next turn (STATS input_yields).")
         tokensExpired = counter("snapsync_tokens_expired_total", "Sessions closed with ERROR token_expired (STATS tokens_expired).")
         forbidden = counter("snapsync_forbidden_total", "Requests refused with REJECT forbidden (STATS forbidden).")
         uptime = gauge("snapsync_uptime_seconds", "Seconds since the daemon started serving (STATS uptime_seconds).")
@@ -227,6 +236,8 @@ final class MetricsRegistry {
         set(slowConsumers, stats.slowConsumerDisconnects)
         set(protocolErrors, stats.protocolErrors)
         set(authRefused, stats.authRefused)
+        set(requestsBusy, stats.requestsBusy)
+        set(inputYields, stats.inputYields)
         set(tokensExpired, stats.tokensExpired)
         set(forbidden, stats.forbidden)
         let elapsed = ContinuousClock.now - hub.startTime
