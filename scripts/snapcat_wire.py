@@ -89,6 +89,7 @@ ERROR_CODES = {
     53: "outline_too_deep",
     54: "outline_unsupported",
     55: "busy",
+    56: "quota_exceeded",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 

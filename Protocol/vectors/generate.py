@@ -1512,7 +1512,8 @@ ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_t
                42: "too_many_rooms_for_connection", 43: "not_joined", 44: "invalid_room_name",
                45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden",
                49: "room_deleted", 50: "room_expired", 51: "parent_not_found", 52: "move_into_own_subtree",
-               53: "outline_too_deep", 54: "outline_unsupported", 55: "busy"}
+               53: "outline_too_deep", 54: "outline_unsupported", 55: "busy",
+               56: "quota_exceeded"}
 
 
 def unjb(v):
@@ -1741,6 +1742,8 @@ def chain_vectors():
     s.valid("VERIFY of an empty room name", ["EdgeCase"], verify(0, ""))
     s.valid("REJECT busy answering a VERIFY", [],
             reject(4, 55, None, None, "room r (2000000 bytes) had its digest computed 0.2 seconds ago; retry later"))
+    s.valid("REJECT quota_exceeded answering the first write of a room", [],
+            reject(5, 56, None, None, "room r cannot be created: this server holds 1000000 rooms (--max-stored-rooms)"))
     s.valid("DIGEST of an empty room at version 0", ["EdgeCase"],
             digest_reply(3, "r", EPOCH, 0, digest([]), chain_start(EPOCH)))
     s.valid("DIGEST with binary digest and chain", [], digest_reply((1 << 64) - 1, "r", (1 << 64) - 1, (1 << 64) - 1, binary, binary))

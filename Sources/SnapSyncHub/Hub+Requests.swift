@@ -1,6 +1,7 @@
 import Logging
 import SnapSyncAuth
 import SnapSyncModel
+import SnapSyncStore
 import SnapSyncWire
 
 // What the server does with each message (PROTOCOL.md §3, §7): the handshake, PING/PONG, STATS,
@@ -43,7 +44,8 @@ extension Hub {
         case .stats(let requestID):
             guard authorizeStats(requestID: requestID, for: session) else { return }
             let entries = stats.entries(
-                connections: sessions.count, rooms: rooms.count, sleepingRooms: sleepingRoomCount, items: totalItems,
+                connections: sessions.count, rooms: rooms.count, sleepingRooms: sleepingRoomCount,
+                storedRooms: engine.storedRoomCount, dataBytes: dataUsage?.bytes ?? 0, items: totalItems,
                 uptime: ContinuousClock.now - startTime)
             send(.statsReply(requestID: requestID, stats: entries.map { Message.Stat(name: $0.0, value: $0.1) }), to: session)
         case .auth(let requestID, let credentials):

@@ -57,6 +57,13 @@ package final class Hub {
     /// Rooms kept on disk only, not in `rooms` (sleeping rooms, LocalRoomEngine+Sleep.swift); 0
     /// without them.
     package var sleepingRoomCount = 0
+    /// The data directory's size and free space, last measured (Local/LocalRoomEngine+DataUsage.swift);
+    /// nil before the first measurement and without a data directory.
+    package var dataUsage: DataDirectoryUsage?
+    /// Each principal's allowance of new rooms (Hub+RoomCreation.swift).
+    var roomCreations = RoomCreationQuota()
+    /// When a refusal of a new room was last logged, by reason.
+    var roomRefusalLogged: [RoomCreationRefusal: ContinuousClock.Instant] = [:]
     /// Resident rooms without members, longest idle first: the ones that may sleep
     /// (LocalRoomEngine+Sleep.swift).
     var idleRooms = IdleRooms()
@@ -140,6 +147,8 @@ package final class Hub {
     /// access at run time on every access, and these are touched on every write.
     package var residentRoomCount: Int { rooms.count }
     package var itemCount: Int { totalItems }
+    /// Rooms the store holds, awake or asleep (`--max-stored-rooms`).
+    package var storedRoomCount: Int { engine.storedRoomCount }
 
     /// The engine, when it is the single node's: for start-up (`restore`) and shutdown
     /// (`roomImages`), which only a store has.
@@ -199,6 +208,9 @@ package final class Hub {
     /// engine's expiries, sleep and store maintenance, or its follows' maintenance.
     package func maintainRooms(now: ContinuousClock.Instant) {
         engine.tick(now: now)
+        if configuration.roomCreationsPerMinute > 0 && roomCreations.principalsTracked > 0 {
+            roomCreations.prune(perMinute: configuration.roomCreationsPerMinute, now: now)
+        }
     }
 
     /// The store failed: report it to the daemon, which stops at once.

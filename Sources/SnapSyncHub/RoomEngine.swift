@@ -34,6 +34,9 @@ protocol RoomEngine: AnyObject {
     /// The one-second timer, with an instant of the hub's `monotonicNow`: expiries, sleep and
     /// store maintenance, or the follows' maintenance.
     func tick(now: ContinuousClock.Instant)
+    /// Rooms this node's store holds, awake or asleep (STATS `rooms_stored`, what
+    /// `--max-stored-rooms` bounds); 0 when the rooms are kept elsewhere (a cluster's log).
+    var storedRoomCount: Int { get }
 }
 
 /// A write whose room name and right the hub has checked.

@@ -29,6 +29,20 @@ package struct ServerConfiguration: Sendable {
     /// longest-idle memberless room when rooms can sleep (`roomIdle`), and gets REJECT
     /// too_many_rooms when none can be evicted.
     package var maxRooms = 100_000
+    /// Rooms the daemon's store may hold, awake or asleep (`--max-stored-rooms`): a request
+    /// that would create one more gets REJECT quota_exceeded. Rooms that exist are never refused.
+    package var maxStoredRooms = 1_000_000
+    /// The data directory's size past which no room is created (`--max-data-bytes`); 0: no
+    /// limit of its own. Measured every `dataUsageInterval`, off the loop.
+    package var maxDataBytes = 0
+    /// No room is created while the data directory's filesystem has less free space than this:
+    /// what is left is kept for the rooms that exist. Two log segments at the daemon's defaults.
+    package var newRoomFreeBytes = 128 << 20
+    /// How often the data directory's size and free space are measured.
+    package var dataUsageInterval: Duration = .seconds(5)
+    /// Rooms one principal may create per minute (`--room-creations-per-minute`, a token
+    /// bucket of that size refilled continuously); 0: no limit.
+    package var roomCreationsPerMinute = 600
     /// Unsent output one connection may have queued; past it the connection is a slow consumer
     /// (ERROR slow_consumer, closed). A single frame into an empty queue is always accepted.
     package var maxOutputBytes = 32 * 1024 * 1024
@@ -149,6 +163,9 @@ package struct ServerConfiguration: Sendable {
         guard historyBytes >= 0 else { throw fail("--history-bytes must not be negative") }
         guard maxConnections >= 1 else { throw fail("--max-connections must be at least 1") }
         guard maxRooms >= 1 else { throw fail("--max-rooms must be at least 1") }
+        guard maxStoredRooms >= 1 else { throw fail("--max-stored-rooms must be at least 1") }
+        guard maxDataBytes >= 0 else { throw fail("--max-data-bytes must not be negative") }
+        guard roomCreationsPerMinute >= 0 else { throw fail("--room-creations-per-minute must not be negative") }
         guard clusterCheckpointInterval >= 1 else { throw fail("--cluster-checkpoint-every must be at least 1") }
         guard clusterIdleSeconds >= 1 else { throw fail("the cluster's idle time must be at least 1 second") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }

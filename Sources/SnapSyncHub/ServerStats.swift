@@ -35,6 +35,8 @@ package struct ServerStats {
     package var roomsDeleted: UInt64 = 0
     /// Rooms removed because their time-to-live ran out with no members and no writes.
     package var roomsExpired: UInt64 = 0
+    /// Requests refused quota_exceeded because they would have created a room, by reason.
+    package var roomsRefused: [RoomCreationRefusal: UInt64] = [:]
     /// Rooms evicted from memory to sleep on disk, and sleeping rooms loaded back.
     package var roomsEvicted: UInt64 = 0
     package var roomsWoken: UInt64 = 0
@@ -84,12 +86,18 @@ package struct ServerStats {
 
     /// The STATS_REPLY entries, given the live gauges.
     /// `rooms` counts resident rooms (in memory); `sleepingRooms` those kept on disk only.
-    func entries(connections: Int, rooms: Int, sleepingRooms: Int, items: Int, uptime: Duration) -> [(String, UInt64)] {
+    /// `storedRooms`: rooms the store holds; `dataBytes`: the data directory's size, last measured.
+    func entries(
+        connections: Int, rooms: Int, sleepingRooms: Int, storedRooms: Int, dataBytes: Int, items: Int, uptime: Duration
+    ) -> [(String, UInt64)] {
         let passes = passTimes.merged
         return [
             ("connections", UInt64(connections)),
             ("rooms", UInt64(rooms)),
             ("rooms_sleeping", UInt64(sleepingRooms)),
+            ("rooms_stored", UInt64(storedRooms)),
+            ("rooms_refused", roomsRefused.values.reduce(0, +)),
+            ("data_bytes", UInt64(dataBytes)),
             ("rooms_evicted", roomsEvicted),
             ("rooms_woken", roomsWoken),
             ("catchups_folded", foldedCatchups),

@@ -74,5 +74,8 @@ extension DurableStore {
 
     /// The names of the rooms the store holds (written, or given a TTL, and not dropped; asleep
     /// or not), sorted.
+    package var storedRoomCount: Int { rooms.count + sleep.rooms.count }
+    package var dataDirectory: String? { options.directory }
+
     package var roomNames: [String] { (rooms.keys.map(\.string) + sleep.rooms.keys.map(\.string)).sorted() }
 }

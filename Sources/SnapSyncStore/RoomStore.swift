@@ -37,6 +37,11 @@ package protocol RoomStore: AnyObject {
     /// The last position the store holds of `room` (epoch, version), nil when it holds nothing
     /// of it: for a DROP of a room the daemon does not hold in memory.
     func position(of room: String) -> (epoch: UInt64, version: UInt64)?
+    /// How many rooms the store holds (written or given a TTL, and not ended; asleep or not):
+    /// what `--max-stored-rooms` bounds. 0 for a store that keeps nothing.
+    var storedRoomCount: Int { get }
+    /// The directory the store keeps its files in, nil for a store that keeps none.
+    var dataDirectory: String? { get }
 }
 
 extension RoomStore {
@@ -44,6 +49,8 @@ extension RoomStore {
     package func drop(room: String, epoch: UInt64, version: UInt64) {}
     package func setTTL(room: String, epoch: UInt64, seconds: UInt64) {}
     package func position(of room: String) -> (epoch: UInt64, version: UInt64)? { nil }
+    package var storedRoomCount: Int { 0 }
+    package var dataDirectory: String? { nil }
 }
 
 /// No durability: every write is accepted and nothing is kept (rooms live in memory only).

@@ -59,6 +59,11 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     /// The daemon sends it for a VERIFY of a large room whose digest at that version it has not
     /// computed, within `verifyDigestInterval` of the last such computation for the room.
     case busy = 55
+    /// REJECT only: a request that would create a room (its first write, or a SET_TTL of a room
+    /// never written) is refused because a quota on new rooms is reached: the server's stored
+    /// rooms or data directory bytes, or the principal's room creations per minute. Nothing was
+    /// applied; rooms that exist are never refused it.
+    case quotaExceeded = 56
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -115,6 +120,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .outlineTooDeep: "outline_too_deep"
         case .outlineUnsupported: "outline_unsupported"
         case .busy: "busy"
+        case .quotaExceeded: "quota_exceeded"
         }
     }
 

@@ -124,6 +124,25 @@ struct SnapsyncdCommand: ParsableCommand {
     var maxRooms: Int = defaults.maxRooms
 
     @Option(
+        help:
+            "Rooms the data directory may hold, awake or asleep; a request that would create one more (its first write, or a SET_TTL) gets REJECT quota_exceeded. Rooms that exist are never refused. (default: \(defaults.maxStoredRooms))"
+    )
+    var maxStoredRooms: Int = defaults.maxStoredRooms
+
+    @Option(
+        help: ArgumentHelp(
+            "Once the data directory takes this much disk (measured every 5 s), no room is created (REJECT quota_exceeded); rooms that exist go on. 0: no limit of its own. Either way no room is created while the disk has less free than two log segments, kept for the rooms that exist. (default: 0)",
+            valueName: "max-data-bytes"),
+        transform: ConfigurationValue.byteCount)
+    var maxDataBytes: Int = defaults.maxDataBytes
+
+    @Option(
+        help:
+            "Rooms one principal (a token's sub, a client certificate's subject, else the client's name) may create per minute, in a burst or spread out; beyond, REJECT quota_exceeded. 0: no limit. (default: \(defaults.roomCreationsPerMinute))"
+    )
+    var roomCreationsPerMinute: Int = defaults.roomCreationsPerMinute
+
+    @Option(
         help: ArgumentHelp(
             "A room with no members and no writes for this long is evicted from memory and sleeps in its checkpoint until a JOIN or write names it; off (or 0): rooms never sleep. (default: \(defaults.roomIdle.map(time) ?? "off"))",
             valueName: "duration|off"))
@@ -280,6 +299,10 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.wire.historyCount = historyCount
         configuration.maxConnections = maxConnections
         configuration.maxRooms = maxRooms
+        configuration.maxStoredRooms = maxStoredRooms
+        configuration.maxDataBytes = maxDataBytes
+        configuration.newRoomFreeBytes = 2 * logSegmentBytes
+        configuration.roomCreationsPerMinute = roomCreationsPerMinute
         configuration.maxOutputBytes = maxOutputBytes
         configuration.maxInputBytes = maxInputBytes
         configuration.maxOutputTotalBytes = maxOutputTotalBytes

@@ -118,7 +118,12 @@
         func run() throws {
             let base = data.dir ?? BenchSystem.temporaryBase(default: "/var/tmp")
             let binary = ServerBinaries.daemon(explicit: daemon.binary.serverBinary)
-            var arguments = daemon.arguments + ["--room-idle", roomIdle]
+            // One client creates every room: the per-principal quota on new rooms is lifted, and
+            // the stored-room limit raised to the run's rooms.
+            var arguments =
+                daemon.arguments + [
+                    "--room-idle", roomIdle, "--room-creations-per-minute", "0", "--max-stored-rooms", String(max(rooms, 1_000_000)),
+                ]
             if let maxRooms { arguments += ["--max-rooms", String(maxRooms)] }
             let server = ServerProcess.startDaemon(binary: binary, arguments: arguments, cpu: nil, dataBase: base)
             // After --restart the first daemon is gone (reaped): only its directory and log are left.

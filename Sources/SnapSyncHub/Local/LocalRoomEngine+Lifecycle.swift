@@ -72,7 +72,7 @@ extension LocalRoomEngine {
 
     func setTTL(requestID: UInt64, roomName: String, seconds: UInt64, from session: Session) {
         guard let room = room(named: roomName, requestID: requestID, countedAsWrite: false, for: session) else { return }
-        if let rejection = prepareStore(forRequest: "SET_TTL", room: room.name) {
+        if let rejection = admitCreation(of: room, for: session) ?? prepareStore(forRequest: "SET_TTL", room: room.name) {
             hub.send(rejection.message(requestID: requestID), to: session)
             return
         }

@@ -12,6 +12,11 @@ extension LocalRoomEngine {
     func write(_ write: AdmittedWrite, from session: Session) {
         let (requestID, writeID, received) = (write.requestID, write.writeID, write.received)
         guard let room = room(named: write.roomName, requestID: requestID, countedAsWrite: true, for: session) else { return }
+        if let rejection = admitCreation(of: room, for: session) {
+            hub.countRejectedWrite(rejection.code)
+            hub.send(rejection.message(requestID: requestID), to: session)
+            return
+        }
         switch prepareStore(room: room.name, while: "preparing a write to") {
         case .ready:
             break

@@ -27,6 +27,10 @@ package final class LocalRoomEngine: RoomEngine {
     /// spent on the store's `batchClock`; nil: no bound, for tests that expect every due room
     /// to sleep in one sweep whatever the disk's speed.
     var sleepBatchDuration: Duration? = SleepBatch.maxDuration
+    /// When the data directory was last measured, and whether a measurement is running
+    /// (LocalRoomEngine+RoomCreation.swift).
+    var dataUsageMeasured: ContinuousClock.Instant?
+    var isMeasuringDataUsage = false
 
     init(hub: Hub, store: any RoomStore) {
         self.hub = hub
@@ -47,6 +51,7 @@ package final class LocalRoomEngine: RoomEngine {
     func tick(now: ContinuousClock.Instant) {
         expireRooms(now: now)
         maintainStore()
+        measureDataUsage(now: now)
     }
 
     /// The room `name` for a request, resident, woken or created; nil after answering the

@@ -17,6 +17,8 @@ import SnapSyncWire
 ///
 /// Threads: the loop's, as the hub's; the log calls back on it.
 package final class ReplicatedRoomEngine: RoomEngine {
+    /// The cluster's rooms live in its log, which bounds them (docs/cluster.md).
+    var storedRoomCount: Int { 0 }
     /// The hub that owns this engine: see `LocalRoomEngine.hub`.
     unowned(unsafe) let hub: Hub
     /// The replicated log every room's writes go through.

@@ -2,6 +2,7 @@ internal import CoreMetrics
 internal import Prometheus
 import SnapSyncWire
 import SnapSyncHub
+import SnapSyncStore
 
 /// The daemon's Prometheus metrics (README.md, "Metrics"): a swift-prometheus registry whose
 /// text exposition is the `/metrics` answer.
@@ -27,6 +28,10 @@ final class MetricsRegistry {
     private let refusedShuttingDown: Prometheus.Counter
     private let roomsResident: Prometheus.Gauge
     private let roomsSleeping: Prometheus.Gauge
+    private let roomsStored: Prometheus.Gauge
+    private let roomsRefused: [(reason: RoomCreationRefusal, counter: Prometheus.Counter)]
+    private let dataBytes: Prometheus.Gauge
+    private let dataFreeBytes: Prometheus.Gauge
     private let roomsDeleted: Prometheus.Counter
     private let roomsExpired: Prometheus.Counter
     private let roomsEvicted: Prometheus.Counter
@@ -98,6 +103,16 @@ final class MetricsRegistry {
         let rooms = "Rooms by state: resident in memory (STATS rooms), sleeping on disk only (STATS rooms_sleeping)."
         roomsResident = gauge("snapsync_rooms", rooms, [("state", "resident")])
         roomsSleeping = gauge("snapsync_rooms", rooms, [("state", "sleeping")])
+        roomsStored = gauge(
+            "snapsync_rooms_stored", "Rooms the data directory holds, awake or asleep: what --max-stored-rooms bounds (STATS rooms_stored).")
+        let refusedHelp =
+            "Requests refused quota_exceeded because they would have created a room, by the quota reached (STATS rooms_refused)."
+        roomsRefused = RoomCreationRefusal.allCases.map { ($0, counter("snapsync_rooms_refused_total", refusedHelp, [("reason", $0.rawValue)])) }
+        dataBytes = gauge(
+            "snapsync_data_directory_bytes", "Disk the data directory takes, measured every 5 s: what --max-data-bytes bounds (STATS data_bytes).")
+        dataFreeBytes = gauge(
+            "snapsync_data_directory_free_bytes",
+            "Free space on the data directory's filesystem, measured every 5 s; below two log segments no room is created.")
         roomsDeleted = counter("snapsync_rooms_deleted_total", "Rooms deleted by DROP (STATS rooms_deleted).")
         roomsExpired = counter("snapsync_rooms_expired_total", "Rooms removed when their time-to-live ran out (STATS rooms_expired).")
         roomsEvicted = counter("snapsync_rooms_evicted_total", "Rooms evicted from memory to sleep on disk (STATS rooms_evicted).")
@@ -200,6 +215,12 @@ final class MetricsRegistry {
         set(refusedShuttingDown, stats.connectionsRefusedShuttingDown)
         roomsResident.set(Int64(hub.residentRoomCount))
         roomsSleeping.set(Int64(hub.sleepingRoomCount))
+        roomsStored.set(Int64(hub.storedRoomCount))
+        for (reason, counter) in roomsRefused { set(counter, stats.roomsRefused[reason] ?? 0) }
+        if let usage = hub.dataUsage {
+            dataBytes.set(Int64(usage.bytes))
+            dataFreeBytes.set(Int64(usage.freeBytes))
+        }
         set(roomsDeleted, stats.roomsDeleted)
         set(roomsExpired, stats.roomsExpired)
         set(roomsEvicted, stats.roomsEvicted)

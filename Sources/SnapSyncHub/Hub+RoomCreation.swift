@@ -1,0 +1,71 @@
+import Logging
+import SnapSyncAuth
+import SnapSyncStore
+import SnapSyncWire
+
+// A room is created by its first write (or a SET_TTL before any write), and from then on costs
+// disk until it ends: the quotas below are checked there, and only there, so a room that
+// exists is never refused for them (PROTOCOL.md §6, quota_exceeded). Checked in this order,
+// the first that fails answers: the rooms the store holds (`--max-stored-rooms`), the data
+// directory's size (`--max-data-bytes`), the free space kept for the rooms that exist
+// (`newRoomFreeBytes`), then the principal's creations per minute.
+
+/// Why a new room was refused (STATS `rooms_refused`; the metric's `reason` label).
+package enum RoomCreationRefusal: String, CaseIterable, Sendable {
+    case storedRooms = "stored_rooms"
+    case dataBytes = "data_bytes"
+    case freeSpace = "free_space"
+    case principal = "principal"
+}
+
+extension Hub {
+    /// Whether `session` may create the room `name`, which `storedRooms` rooms already hold
+    /// disk beside: nil when it may (one creation is taken from its principal's allowance),
+    /// else the REJECT quota_exceeded to answer, counted and logged.
+    /// - Complexity: O(1).
+    func admitRoomCreation(_ name: String, storedRooms: Int, for session: Session) -> Rejection? {
+        let configuration = self.configuration
+        let room = LogEscaping.line(name)
+        let refusal: (RoomCreationRefusal, String)?
+        if storedRooms >= configuration.maxStoredRooms {
+            refusal = (.storedRooms, "room \(room) cannot be created: this server holds \(storedRooms) rooms, its limit (--max-stored-rooms)")
+        } else if configuration.maxDataBytes > 0, let usage = dataUsage, usage.bytes >= configuration.maxDataBytes {
+            refusal = (
+                .dataBytes,
+                "room \(room) cannot be created: this server's data takes \(usage.bytes) bytes, its limit is \(configuration.maxDataBytes) (--max-data-bytes)"
+            )
+        } else if let usage = dataUsage, usage.freeBytes < configuration.newRoomFreeBytes {
+            refusal = (
+                .freeSpace,
+                "room \(room) cannot be created: the server's disk has \(usage.freeBytes) bytes free, which it keeps for the rooms that exist"
+            )
+        } else if configuration.roomCreationsPerMinute > 0,
+            !roomCreations.take(principalName(of: session), perMinute: configuration.roomCreationsPerMinute, now: monotonicNow())
+        {
+            refusal = (
+                .principal,
+                "room \(room) cannot be created: \(LogEscaping.line(principalName(of: session))) created \(configuration.roomCreationsPerMinute) rooms in the last minute, its limit (--room-creations-per-minute): retry later"
+            )
+        } else {
+            refusal = nil
+        }
+        guard let (reason, message) = refusal else { return nil }
+        stats.roomsRefused[reason, default: 0] += 1
+        // A flood of refusals is one line a minute per reason; the counter has them all.
+        let now = monotonicNow()
+        if roomRefusalLogged[reason].map({ now - $0 >= .seconds(60) }) ?? true {
+            roomRefusalLogged[reason] = now
+            logger.notice(
+                "new rooms refused (quota_exceeded); the next such refusals for this reason are not logged for a minute: STATS rooms_refused counts them",
+                metadata: session.logMetadata(["room": "\(room)", "reason": "\(reason.rawValue)", "message": "\(message)"]))
+        }
+        return Rejection(.quotaExceeded, message)
+    }
+
+    /// Who a room creation is counted against: the token's or client certificate's subject,
+    /// else the name the client gave in HELLO.
+    func principalName(of session: Session) -> String {
+        if let principal = session.principal { return "sub \(principal.subject)" }
+        return "client \(session.clientName)"
+    }
+}
