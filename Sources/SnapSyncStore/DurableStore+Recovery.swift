@@ -268,19 +268,38 @@ struct Recovery {
                         "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start"
                 )
             }
-            if why != nil, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
-                throw StoreError.corrupt(
-                    path: path, offset: end,
-                    reason:
-                        "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards. The daemon will not start (restore the file from a backup, or truncate it at byte \(end) to start without this write)"
+            let name = LogSegment.fileName(sequence)
+            let neverWritten = why != nil && TornWrite.isNeverWritten(bytes, at: end)
+            var savedAs: String? = nil
+            if why != nil, !neverWritten, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
+                let damage =
+                    "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards"
+                guard options.repairsDamagedTail else {
+                    throw StoreError.corrupt(
+                        path: path, offset: end,
+                        reason:
+                            "\(damage). The daemon will not start: `snapsyncd repair \(directory)` saves the bytes from byte \(end) on aside and truncates the segment there, losing this write (or restore the file from a backup)"
+                    )
+                }
+                savedAs = try Self.saveAside(bytes, from: end, of: name, in: directory)
+                logger.warning(
+                    "store: repair: \(name) at byte \(end): \(damage). The \(bytes.count - end) bytes from there were saved in \(savedAs ?? "") and the segment truncated: this write is lost"
                 )
+            } else if neverWritten {
+                savedAs = try Self.saveAside(bytes, from: end, of: name, in: directory)
             }
             let nonZero = !RecordFraming.isAllZero(bytes, from: end, to: bytes.count)
             let file = try PosixFile(path: path, flags: O_RDWR)
             try file.truncate(to: end)
             try file.syncData()
             file.close()
-            if nonZero {
+            if neverWritten {
+                logger.warning(
+                    "store: \(name): the bytes after the last record at byte \(end) are not a record the log wrote (\(why ?? "")): space it never wrote, damaged. Trimmed; they were saved in \(savedAs ?? "")"
+                )
+            } else if savedAs != nil {
+                // Logged above.
+            } else if nonZero {
                 logger.warning(
                     "store: \(LogSegment.fileName(sequence)): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged"
                 )
@@ -290,6 +309,21 @@ struct Recovery {
                 )
             }
         }
+    }
+
+    /// Writes the non-zero part of `bytes[offset...]` (a segment's tail about to be cut) to
+    /// `damaged-SEGMENT-at-OFFSET` in the data directory, for whoever investigates; recovery
+    /// ignores such files. Returns the file's name.
+    static func saveAside(_ bytes: [UInt8], from offset: Int, of segment: String, in directory: String) throws(StoreError) -> String {
+        var end = bytes.count
+        while end > offset && bytes[end - 1] == 0 { end -= 1 }
+        let name = "damaged-\(segment)-at-\(offset)"
+        let file = try PosixFile(path: directory + "/" + name, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        try file.write(Array(bytes[offset..<max(end, offset)]), at: 0)
+        try file.syncData()
+        file.close()
+        try Directory.syncEntries(directory)
+        return name
     }
 
     static func hasRecords(_ bytes: [UInt8]) -> Bool {

@@ -32,6 +32,10 @@ struct ManifestAudit {
                 checkpointFiles[sequence] = name
             } else if let sequence = LogSegment.sequence(ofFileName: name) {
                 segmentFiles.insert(sequence)
+            } else if name.hasPrefix("damaged-") {
+                logger.notice(
+                    "store: \(name) in \(directory) holds bytes cut from the end of the log at an earlier start or repair; kept to be inspected, never read: remove it when done"
+                )
             } else if name != "LOCK" && name != Manifest.fileName {
                 // Never read, never removed: a file of another name cannot change a room.
                 logger.warning("store: ignoring \(name) in \(directory): not a file snapsyncd writes")

@@ -43,6 +43,9 @@ package struct StoreOptions: Sendable {
     /// then keeps the bases checkpoints hold and moves them forward with the histories, so that
     /// they outlast a restart and a sleep. False: recovery reads none.
     package var keepsResumeBases: Bool
+    /// `snapsyncd repair`: a damaged last record (which recovery otherwise refuses: it may have
+    /// been acknowledged) is saved aside and the segment truncated before it, as a torn tail is.
+    package var repairsDamagedTail = false
 
     package init(
         directory: String, fsync: FsyncPolicy = .always, segmentBytes: Int = 64 << 20,

@@ -34,6 +34,38 @@ enum TornWrite {
             : "the record lies whole in the file, none of its \(length) payload bytes reads as unwritten (a 512-byte sector of zeros), yet its checksum does not match"
     }
 
+    /// Whether the bytes at `offset` (where parsing stopped, with no good record after them)
+    /// were never a record the log wrote: space past the log's end that a bit flip or stale
+    /// blocks made non-zero. Every record is written with a header whose checksum covers its
+    /// length and its payload's checksum, so bytes that are not such a header, nor one with a
+    /// single bit flipped, nor one whose checksum alone is damaged (its length and payload still
+    /// check), hold no length, and so no write: they can be trimmed without losing one.
+    /// - Complexity: O(1) header checks (97 CRCs of 8 bytes), plus one payload checksum.
+    static func isNeverWritten(_ bytes: [UInt8], at offset: Int) -> Bool {
+        guard bytes.count - offset >= RecordFraming.headerSize else { return false }
+        var header = Array(bytes[offset..<offset + RecordFraming.headerSize])
+        if isValidHeader(header) { return false }
+        for bit in 0..<header.count * 8 {
+            header[bit / 8] ^= 1 << UInt8(bit % 8)
+            defer { header[bit / 8] ^= 1 << UInt8(bit % 8) }
+            if isValidHeader(header) { return false }
+        }
+        // A damaged header checksum over an intact length and payload.
+        let length = Int(bigEndianUInt32(bytes, at: offset))
+        let payloadStart = offset + RecordFraming.headerSize
+        if length >= 1, length <= bytes.count - payloadStart,
+            Checksum.crc32(bytes, payloadStart..<payloadStart + length) == bigEndianUInt32(bytes, at: offset + 4)
+        {
+            return false
+        }
+        return true
+    }
+
+    /// A 12-byte record header whose checksum matches and whose length is at least 1.
+    private static func isValidHeader(_ header: [UInt8]) -> Bool {
+        Checksum.crc32(header, 0..<8) == bigEndianUInt32(header, at: 8) && bigEndianUInt32(header, at: 0) >= 1
+    }
+
     /// Whether one of the pieces `range` is cut into at the file's 512-byte boundaries is all zeros.
     static func hasZeroSector(_ bytes: [UInt8], _ range: Range<Int>) -> Bool {
         var start = range.lowerBound

@@ -31,7 +31,7 @@ struct SnapsyncdCommand: ParsableCommand {
             for new connections.
             """,
         // Serving stays the command itself (its flags, its --help); these are the key tools of docs/auth.md.
-        subcommands: [TokenCommand.self, KeygenCommand.self]
+        subcommands: [TokenCommand.self, KeygenCommand.self, RepairCommand.self]
     )
 
     private static let defaults = ServerConfiguration()
@@ -498,7 +498,10 @@ struct SnapsyncdCommand: ParsableCommand {
             try store.close(checkpointing: server.hub.localEngine!.roomImages(store.roomsDueAtClose()))
         } catch {
             logger.critical("\(error)")
-            throw ExitCode.failure
+            switch error as? StoreError {
+            case .corrupt?, .inconsistent?: throw ExitCode(RepairCommand.damagedExitStatus)
+            default: throw ExitCode.failure
+            }
         }
     }
 }

@@ -74,6 +74,55 @@ extension DaemonDurability {
             #expect(readBytes(segment) == bytes)
         }
 
+        /// A damaged last record: the start is refused with status 3 (which the systemd unit
+        /// does not restart on) and names `snapsyncd repair`; the repair saves the record aside
+        /// and truncates before it; then the daemon starts with every write before it.
+        @Test func aDamagedLastRecordIsRefusedUntilRepaired() throws {
+            let dir = try DurableDirectory()
+            defer { dir.remove() }
+            let segment = try prepare(dir, count: 8)
+            var bytes = readBytes(segment)
+            let (starts, _) = segmentRecords(bytes)
+            let victim = starts[starts.count - 1]
+            bytes[victim + 20] ^= 0x08
+            try writeBytes(segment, bytes)
+            let (status, output) = try dir.runToExit()
+            #expect(status == 3)
+            #expect(output.contains("snapsyncd repair \(dir.data)"), "\(output)")
+            #expect(readBytes(segment) == bytes)
+
+            let (repaired, log) = try DaemonProcess.run(arguments: ["repair", dir.data])
+            #expect(repaired == 0, "\(log)")
+            #expect(log.contains("this write is lost"), "\(log)")
+            #expect(FileManager.default.fileExists(atPath: dir.data + "/damaged-\((segment as NSString).lastPathComponent)-at-\(victim)"))
+
+            let daemon = try dir.start()
+            defer { _ = daemon.stop() }
+            let client = try RawClient.ready(daemon)
+            guard case .snapshot(_, _, _, let version, _, _, let snapshot, _) = try client.join("r") else {
+                Issue.record("no SNAPSHOT")
+                return
+            }
+            // 8 writes: the section, then 7 items; the last item's write is the one lost.
+            #expect(version == 7)
+            #expect(snapshot.numberOfItems == 6)
+        }
+
+        /// A repair of a directory damaged in the middle of its log changes nothing and exits 3.
+        @Test func aRepairLeavesDamageItCannotMend() throws {
+            let dir = try DurableDirectory()
+            defer { dir.remove() }
+            let segment = try prepare(dir, count: 10)
+            var bytes = readBytes(segment)
+            let (starts, _) = segmentRecords(bytes)
+            bytes[starts[4] + 20] ^= 0x08
+            try writeBytes(segment, bytes)
+            let (status, log) = try DaemonProcess.run(arguments: ["repair", dir.data])
+            #expect(status == 3)
+            #expect(log.contains("good record follows"), "\(log)")
+            #expect(readBytes(segment) == bytes)
+        }
+
         /// Clients resume after a restart: a JOIN with the position held before gets CATCHUP
         /// with the missed DIFFs (not a resync), in the same epoch; a retried write_id is still
         /// recognised. Both after a clean stop and after kill -9.
