@@ -67,8 +67,15 @@ extension Hub {
         session.deferredInput.append(Array(frame))
     }
 
-    /// Handles the deferred frames of the sessions answered, in order, until each waits again
-    /// or has none left. Called at the end of every callback of the log.
+    /// The most deferred frames of one session handled in one callback of the log: as a
+    /// connection's input is, a turn at a time (the server's `InputSlice`), so that up to
+    /// `maxDeferredInputBytes` of small requests do not hold the loop.
+    static let maxDeferredFramesPerTurn = 1024
+
+    /// Handles the deferred frames of the sessions answered, in order, until each waits again,
+    /// has none left, or had a turn's worth handled: then the rest goes back to its transport
+    /// (`sessionReturnsInput`), which handles it before anything it reads later, a turn per
+    /// pass. Called at the end of every callback of the log.
     func resumeSessions() {
         guard !isResumingSessions else { return }
         isResumingSessions = true
@@ -77,12 +84,21 @@ extension Hub {
         while index < sessionsToResume.count {
             let session = sessionsToResume[index]
             index += 1
+            var handled = 0
             while !session.isAwaitingLog, !session.isEnded, session.state != .closing, session.deferredHead < session.deferredInput.count {
+                if handled == Self.maxDeferredFramesPerTurn, let transport = session.transport {
+                    transport.sessionReturnsInput(Array(session.deferredInput[session.deferredHead...].joined()))
+                    session.deferredInput = []
+                    session.deferredHead = 0
+                    session.deferredBytes = 0
+                    break
+                }
                 let frame = session.deferredInput[session.deferredHead]
                 session.deferredInput[session.deferredHead] = []
                 session.deferredHead += 1
                 session.deferredBytes -= frame.count
                 frame.withUnsafeBytes { receive(frame: $0, from: session) }
+                handled += 1
             }
             if session.deferredHead == session.deferredInput.count || session.isEnded || session.state == .closing {
                 session.deferredInput = []

@@ -188,6 +188,10 @@ package protocol SessionTransport: AnyObject {
     /// Cluster mode: the session no longer waits for the log and every deferred frame has been
     /// handled (the IO layer finishes an end of input it put off).
     func sessionDrainedDeferredInput()
+    /// Cluster mode: a turn's worth of the session's deferred frames was handled
+    /// (`Hub.maxDeferredFramesPerTurn`) and `frames` (whole, in order) remain: the transport
+    /// handles them as its own input, before anything it reads later, a turn at a time.
+    func sessionReturnsInput(_ frames: [UInt8])
     /// The end of the pass (`Hub.finishPass`): the pass's writes are committed, and the session
     /// has output queued. Called once per dirty session per pass.
     func sendQueuedOutput()

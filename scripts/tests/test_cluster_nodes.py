@@ -197,6 +197,31 @@ class ClusterNodesTests(unittest.TestCase):
         log = self.check(room, segments, outcomes)
         self.assertEqual(len(log), sum(o[0] == "acked" for o in outcomes.values()))
 
+    def test_requests_pipelined_behind_a_write_are_answered_in_order_a_turn_at_a_time(self):
+        # A write waits for the log; the 20,000 PINGs sent with it wait behind it and are then
+        # handled a turn (1,024) at a time, the rest handed back to the connection: every answer
+        # comes, in order, and the half-close after them is acted on only once they are.
+        import socket
+        sock = socket.create_connection(("127.0.0.1", self.ports[0]), timeout=ANSWER_WITHIN)
+        self.addCleanup(sock.close)
+        hello = {"type": "HELLO", "magic": wire.MAGIC, "versions": [3], "client_name": b"flood", "credentials": b""}
+        ops = [{"op": "append_sections", "elements": [{"id": b"s", "payload": b""}]}]
+        frames = [hello, {"type": "MUTATE", "request_id": 1, "room": b"pipelined", "expected_version": None,
+                          "write_id": b"", "ops": ops}]
+        frames += [{"type": "PING", "nonce": n} for n in range(1, 20_001)]
+        sock.sendall(b"".join(wire.encode_frame(f) for f in frames))
+        sock.shutdown(socket.SHUT_WR)
+        splitter, answers = wire.FrameSplitter(max_frame_bytes=1 << 24), []
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                break
+            splitter.feed(data)
+            answers += [wire.decode_frame(f, wire.SERVER_TO_CLIENT, version=3) for f in splitter.frames()]
+        kinds = [a["type"] for a in answers]
+        self.assertEqual(kinds[:2], ["WELCOME", "ACK"], answers[:3])
+        self.assertEqual([a.get("nonce") for a in answers[2:]], list(range(1, 20_001)))
+
     def test_a_killed_node_s_clients_resume_on_another_and_nothing_acked_is_lost(self):
         room, segments = b"failover", []
         outcomes = first_write(self.ports, room, segments)

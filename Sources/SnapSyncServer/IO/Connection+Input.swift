@@ -40,6 +40,12 @@ extension Connection {
             isHoldingFrames = false
             receive(UnsafeRawBufferPointer(start: nil, count: 0), slice: &slice)
             if yieldIfSpent(slice) || session.isEnded { return }
+            // Frames the hub handed back (cluster mode) after the peer's EOF: nothing more to
+            // read; the end is handled once no request waits (`sessionDrainedDeferredInput`).
+            if hasReachedEndOfInput {
+                if !session.isAwaitingLog { sessionDrainedDeferredInput() }
+                return
+            }
         }
         if let tls, !prepareTLSRead(tls) { return }
         // TLS reads a record (16 KiB) at a time: as many as fill the plain port's reads, for the
@@ -192,7 +198,7 @@ extension Connection {
     /// Brings `inputBytes` in step with the connection's buffer: its capacity while it holds an
     /// unfinished frame; an empty buffer kept for the next one (at most `keptInputCapacity`) is
     /// a per-connection cost, not budgeted input.
-    private func accountInput() {
+    func accountInput() {
         let held = pending.isEmpty ? 0 : pending.capacity
         context.inputBytes += held - budgetedInputBytes
         budgetedInputBytes = held

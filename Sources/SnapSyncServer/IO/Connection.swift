@@ -126,9 +126,23 @@ final class Connection: SessionTransport {
     }
 
     func sessionDrainedDeferredInput() {
-        guard endOfInputIsDeferred else { return }
+        // Frames handed back (`sessionReturnsInput`) come first; their turn ends here again.
+        guard endOfInputIsDeferred, !isHoldingFrames else { return }
         endOfInputIsDeferred = false
         endOfInput()
+    }
+
+    /// The hub's deferred frames past one turn (cluster mode): they go before whatever this
+    /// connection holds (an unfinished frame, read after them), and are handled a turn per pass.
+    /// O(bytes) for the copy, at most the hub's deferred-input bound.
+    func sessionReturnsInput(_ frames: [UInt8]) {
+        guard session.state != .closing, !session.isEnded, !frames.isEmpty else { return }
+        pending = frames + pending
+        accountInput()
+        if !isHoldingFrames {
+            isHoldingFrames = true
+            flush.resumeNextPass(self)
+        }
     }
 
     /// Frees the events and closes the socket.
