@@ -161,7 +161,7 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
-            "Bytes held for unfinished frames, all connections together; past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
+            "Bytes held for unfinished frames, all connections together (their buffers take at most an eighth more, or 4KiB per connection); past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
         transform: ConfigurationValue.byteCount)
     var maxInputBytes: Int = defaults.maxInputBytes
 
