@@ -86,7 +86,10 @@ package final class MetricsEndpoint {
     private func answer(_ path: String) -> MetricsHTTPServer.Response {
         switch path {
         case "/metrics":
-            if let server { metrics.update(from: server.hub, connections: server.hub.sessions.count) }
+            if let server {
+                metrics.update(
+                    from: server.hub, connections: server.hub.sessions.count, tlsCertificateNotAfter: server.tlsContext?.certificateNotAfter)
+            }
             return .init(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.exposition())
         case "/healthz":
             if isReady { return .init(status: 200, contentType: "text/plain; charset=utf-8", body: Array("ok\n".utf8)) }
