@@ -56,13 +56,14 @@ extension ServerIntegration {
 
         /// A certificate that expired is served with a warning at start, its notAfter in the
         /// start line and in snapsync_tls_certificate_expiry_timestamp_seconds; reloaded (SIGHUP)
-        /// to one that expires in 3 days, the reload line, a warning and the metric follow it.
+        /// to one that expires in under 3 days, the reload line, a warning and the metric follow it.
         @Test func anExpiredOrExpiringCertificateIsWarnedOfAndExported() throws {
             let certificates = try TestCertificates()
             let expired = 1_577_923_200  // 2020-01-02T00:00:00Z
             try certificates.makeSelfSigned("expired", notBefore: expired - 86_400, notAfter: expired)
             let now = Int(Date().timeIntervalSince1970)
-            let soon = now + 3 * 86_400
+            // An hour short of 3 days, so that the warning says 2 days however soon the daemon reads it.
+            let soon = now + 3 * 86_400 - 3_600
             try certificates.makeSelfSigned("soon", notBefore: now - 86_400, notAfter: soon)
             let soonText = String(TestCertificates.asn1Time(soon).dropLast())  // YYYYMMDDHHMMSS
             let soonISO =
