@@ -31,6 +31,8 @@ package import SnapSyncStore
 package final class Hub {
     package let configuration: ServerConfiguration
     package let logger: Logger
+    /// The lines clients can cause again and again, per cause (`logLimited`).
+    package internal(set) var logRateLimit = LogRateLimit()
     /// How rooms are held and changed (see the type's doc). Set once, by `init`.
     private(set) var engine: (any RoomEngine)!
     /// Sessions whose waiting request the engine answered, whose deferred frames are handled
@@ -256,8 +258,8 @@ package final class Hub {
     /// A frame the protocol does not allow: log it safely, answer ERROR, close.
     package func protocolError(_ error: WireError, on session: Session, bytes: UnsafeRawBufferPointer) {
         stats.protocolErrors += 1
-        logger.warning(
-            "protocol error, closing",
+        logLimited(
+            .warning, cause: "protocol error (\(error.code.name))", "protocol error, closing",
             metadata: session.logMetadata([
                 "code": "\(error.code.name)", "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
             ]))

@@ -248,7 +248,7 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Serve Prometheus /metrics and /healthz over HTTP on this address, e.g. 127.0.0.1:9400 (no authentication: keep it on loopback or a private network). (default: off)",
+            "Serve Prometheus /metrics and /healthz over HTTP on this address, e.g. 127.0.0.1:9400 (no authentication: keep it on loopback or a private network; any other address is logged as a warning). (default: off)",
             valueName: "host:port"))
     var metricsListen: String?
 

@@ -207,8 +207,8 @@ extension Connection {
             .sorted { $0.budgetedInputBytes > $1.budgetedInputBytes }
         for connection in holders where context.inputBytes > configuration.maxInputBytes {
             let held = connection.budgetedInputBytes
-            context.hub.logger.warning(
-                "input budget exceeded, closing the connection with the largest unfinished frame",
+            context.hub.logLimited(
+                .warning, cause: "input budget exceeded", "input budget exceeded, closing the connection with the largest unfinished frame",
                 metadata: connection.session.logMetadata([
                     "buffered_bytes": "\(held)", "input_bytes": "\(context.inputBytes)",
                     "max_input_bytes": "\(configuration.maxInputBytes)",
@@ -241,8 +241,8 @@ extension Connection {
             } catch {
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
                 if tls == nil && session.state == .awaitingHello && offset == 0 && pending.isEmpty && Self.looksLikeTLSHandshake(rest) {
-                    hub.logger.warning(
-                        "TLS handshake sent to the plain port, closing",
+                    hub.logLimited(
+                        .warning, cause: "TLS handshake sent to the plain port", "TLS handshake sent to the plain port, closing",
                         metadata: session.logMetadata(["code": "\(error.code.name)", "bytes": "\(LogEscaping.sample(rest))"]))
                     hub.stats.protocolErrors += 1
                     hub.close(session, error: error.code, error.detail)
