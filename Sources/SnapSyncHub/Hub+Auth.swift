@@ -50,7 +50,7 @@ extension Hub {
                 ]))
             return true
         case .failure(let refusal):
-            refuse(session, "token refused: \(refusal)", in: "HELLO")
+            refuse(session, "token refused: \(refusal)", cause: Self.cause(of: refusal), in: "HELLO")
             return false
         }
     }
@@ -91,7 +91,7 @@ extension Hub {
         switch verify(credentials, with: keys) {
         case .success(let verified): principal = verified
         case .failure(let refusal):
-            refuse(session, "token refused: \(refusal)", in: "AUTH")
+            refuse(session, "token refused: \(refusal)", cause: Self.cause(of: refusal), in: "AUTH")
             return
         }
         // Byte for byte, as tokens are compared: `String`'s `!=` would let a canonically
@@ -100,7 +100,7 @@ extension Hub {
             refuse(
                 session,
                 "token refused: it is for \(quoted(principal.subject)), this session is \(quoted(current.subject)); a new subject needs a new connection",
-                in: "AUTH")
+                cause: "another subject", in: "AUTH")
             return
         }
         grant(principal, to: session, keys: keys)
@@ -151,12 +151,29 @@ extension Hub {
             }
             stats.tokensExpired += 1
             let expiry = session.principal?.expiresAt.formatted(.iso8601) ?? "?"
-            logger.info("token expired, closing", metadata: session.logMetadata(["exp": "\(expiry)"]))
+            logLimited(.info, cause: "token expired", "token expired, closing", metadata: session.logMetadata(["exp": "\(expiry)"]))
             close(session, error: .tokenExpired, "the \(credentialName(of: session)) expired at \(expiry) and no AUTH replaced it")
         }
     }
 
     // MARK: Helpers
+
+    /// What kind of refusal, for the log's rate limit: a fixed name per case, without the
+    /// client's strings or dates the description carries.
+    static func cause(of refusal: TokenRefusal) -> String {
+        switch refusal {
+        case .missing: "missing"
+        case .malformed(let part, _): "malformed \(part.rawValue)"
+        case .algorithmNone: "alg none"
+        case .unknownKeyID: "unknown kid"
+        case .algorithmNotAllowed: "alg not allowed"
+        case .badSignature: "bad signature"
+        case .expired: "expired"
+        case .notYetValid: "not yet valid"
+        case .issuedInTheFuture: "issued in the future"
+        case .wrongAudience: "wrong audience"
+        }
+    }
 
     /// The token in `credentials` (UTF-8, compact form) checked now.
     private func verify(_ credentials: [UInt8], with keys: AuthKeyStore) -> Result<Principal, TokenRefusal> {
@@ -188,9 +205,13 @@ extension Hub {
     }
 
     /// A refused token: counted, logged with its reason (never the token), ERROR unauthorized.
-    private func refuse(_ session: Session, _ reason: String, in request: String) {
+    /// The log is limited per `cause` and request (`logLimited`): a client can send refused
+    /// tokens as fast as it can connect.
+    private func refuse(_ session: Session, _ reason: String, cause: String, in request: String) {
         stats.authRefused += 1
-        logger.info("token refused, closing", metadata: session.logMetadata(["request": "\(request)", "reason": "\(LogEscaping.line(reason))"]))
+        logLimited(
+            .info, cause: "token refused (\(request)): \(cause)", "token refused, closing",
+            metadata: session.logMetadata(["request": "\(request)", "reason": "\(LogEscaping.line(reason))"]))
         close(session, error: .unauthorized, reason)
     }
 

@@ -13,8 +13,8 @@ extension Hub {
         if session.state == .awaitingHello {
             guard case .hello(let versions, let clientName, let credentials) = message else {
                 stats.protocolErrors += 1
-                logger.info(
-                    "frame before HELLO, closing", metadata: session.logMetadata(["type": "\(message.type.name)"]))
+                logLimited(
+                    .info, cause: "frame before HELLO", "frame before HELLO, closing", metadata: session.logMetadata(["type": "\(message.type.name)"]))
                 close(session, error: .handshakeRequired, "\(message.type.name) before HELLO: the first frame must be HELLO")
                 return
             }

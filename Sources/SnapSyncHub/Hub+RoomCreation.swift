@@ -51,14 +51,9 @@ extension Hub {
         }
         guard let (reason, message) = refusal else { return nil }
         stats.roomsRefused[reason, default: 0] += 1
-        // A flood of refusals is one line a minute per reason; the counter has them all.
-        let now = monotonicNow()
-        if roomRefusalLogged[reason].map({ now - $0 >= .seconds(60) }) ?? true {
-            roomRefusalLogged[reason] = now
-            logger.notice(
-                "new rooms refused (quota_exceeded); the next such refusals for this reason are not logged for a minute: STATS rooms_refused counts them",
-                metadata: session.logMetadata(["room": "\(room)", "reason": "\(reason.rawValue)", "message": "\(message)"]))
-        }
+        logLimited(
+            .notice, cause: "new room refused: \(reason.rawValue)", "new room refused (quota_exceeded)",
+            metadata: session.logMetadata(["room": "\(room)", "reason": "\(reason.rawValue)", "message": "\(message)"]))
         return Rejection(.quotaExceeded, message)
     }
 

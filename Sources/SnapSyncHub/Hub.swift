@@ -31,6 +31,8 @@ package import SnapSyncStore
 package final class Hub {
     package let configuration: ServerConfiguration
     package let logger: Logger
+    /// The lines clients can cause again and again, per cause (`logLimited`).
+    package internal(set) var logRateLimit = LogRateLimit()
     /// How rooms are held and changed (see the type's doc). Set once, by `init`.
     private(set) var engine: (any RoomEngine)!
     /// Sessions whose waiting request the engine answered, whose deferred frames are handled
@@ -62,8 +64,6 @@ package final class Hub {
     package var dataUsage: DataDirectoryUsage?
     /// Each principal's allowance of new rooms (Hub+RoomCreation.swift).
     var roomCreations = RoomCreationQuota()
-    /// When a refusal of a new room was last logged, by reason.
-    var roomRefusalLogged: [RoomCreationRefusal: ContinuousClock.Instant] = [:]
     /// Resident rooms without members, longest idle first: the ones that may sleep
     /// (LocalRoomEngine+Sleep.swift).
     var idleRooms = IdleRooms()
@@ -268,8 +268,8 @@ package final class Hub {
     /// A frame the protocol does not allow: log it safely, answer ERROR, close.
     package func protocolError(_ error: WireError, on session: Session, bytes: UnsafeRawBufferPointer) {
         stats.protocolErrors += 1
-        logger.warning(
-            "protocol error, closing",
+        logLimited(
+            .warning, cause: "protocol error (\(error.code.name))", "protocol error, closing",
             metadata: session.logMetadata([
                 "code": "\(error.code.name)", "detail": "\(error.detail)", "bytes": "\(LogEscaping.sample(bytes))",
             ]))

@@ -258,6 +258,8 @@ package final class Server {
         guard !isFinishingShutdown else { return }
         isFinishingShutdown = true
         for connection in connectionContext.connections { hub.end(connection.session, reason: "shutdown deadline passed") }
+        // The lines held back by the log's rate limit are counted before the last line.
+        hub.endLogIntervals(now: hub.monotonicNow() + hub.logRateLimit.interval)
         logger.info("stopped", metadata: ["uptime_seconds": "\((ContinuousClock.now - hub.startTime).components.seconds)"])
         loop.stop()
     }
@@ -330,6 +332,7 @@ package final class Server {
         // The hub's instants are stamped on its clock: compared with its `now`, not `started`.
         let now = server.hub.monotonicNow()
         server.hub.maintainRooms(now: now)
+        server.hub.endLogIntervals(now: now)
         server.hub.recordPassTime(.now - started)
         try? server.statsTimer?.add(timeout: .seconds(1))
     }

@@ -180,7 +180,7 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
-            "Bytes held for unfinished frames, all connections together; past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
+            "Bytes held for unfinished frames, all connections together (their buffers take at most an eighth more, or 4KiB per connection); past it the connections with the largest ones get ERROR input_budget_exceeded. At least --max-frame-bytes plus 128KiB. (default: \(size(defaults.maxInputBytes)))",
         transform: ConfigurationValue.byteCount)
     var maxInputBytes: Int = defaults.maxInputBytes
 
@@ -267,7 +267,7 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Serve Prometheus /metrics and /healthz over HTTP on this address, e.g. 127.0.0.1:9400 (no authentication: keep it on loopback or a private network). (default: off)",
+            "Serve Prometheus /metrics and /healthz over HTTP on this address, e.g. 127.0.0.1:9400 (no authentication: keep it on loopback or a private network; any other address is logged as a warning). (default: off)",
             valueName: "host:port"))
     var metricsListen: String?
 

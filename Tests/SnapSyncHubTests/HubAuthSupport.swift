@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import SnapSyncAuth
 import SnapSyncWire
@@ -41,8 +42,8 @@ struct AuthFixture {
 
 extension HubHarness {
     /// A hub that verifies tokens with `auth`'s key, its clock at `AuthFixture.now`.
-    init(auth: AuthFixture, _ configure: (inout ServerConfiguration) -> Void = { _ in }) {
-        self.init { configuration in
+    init(auth: AuthFixture, logger: Logger? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }) {
+        self.init(logger: logger) { configuration in
             configure(&configuration)
             configuration.authKeys = auth.store
         }

@@ -46,12 +46,14 @@ struct HubHarness {
     let clock = ManualClock()
 
     /// - Parameter log: cluster mode's log (ClusterSupport.swift); nil: a single node.
+    /// - Parameter logger: where the hub logs; nowhere by default.
     init(
-        store: any RoomStore = MemoryStore(), log: (any RoomLog)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }
+        store: any RoomStore = MemoryStore(), log: (any RoomLog)? = nil, logger: Logger? = nil,
+        _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) {
         var configuration = ServerConfiguration()
         configure(&configuration)
-        let logger = Logger(label: "hub-tests", factory: { _ in SwiftLogNoOpLogHandler() })
+        let logger = logger ?? Logger(label: "hub-tests", factory: { _ in SwiftLogNoOpLogHandler() })
         hub =
             if let log { Hub(configuration: configuration, logger: logger, log: log) } else {
                 Hub(configuration: configuration, logger: logger, store: store)

@@ -125,6 +125,37 @@ extension ServerIntegration {
             #expect(rssAfter - rssBefore < budget + (64 << 20), "RSS grew from \(rssBefore) to \(rssAfter) bytes")
         }
 
+        /// `--max-input-bytes` counts the bytes held, not their buffers: 20 connections each
+        /// holding 96 KiB of an unfinished 512 KiB frame, 95% of the budget between them (each
+        /// read in two reads, which grew a buffer to twice what it held when capacity counted),
+        /// are all served. One more holding 104 KiB passes the budget only with every byte of
+        /// theirs counted: it, the largest, gets ERROR input_budget_exceeded, and no other.
+        @Test func unfinishedFramesWithinTheBudgetAreAllHeld() throws {
+            let held = 96 * 1024
+            let hoarderCount = 20
+            let budget = held * hoarderCount * 100 / 95
+            let daemon = try DaemonProcess.start(arguments: ["--max-frame-bytes", "1MiB", "--max-input-bytes", "\(budget)"])
+            defer { daemon.stop() }
+            // A frame announcing 512 KiB of body, of which `count` bytes (header included) arrive.
+            func unfinishedFrame(_ count: Int) -> [UInt8] {
+                [0x00, 0x08, 0x00, 0x00, 0x12] + [UInt8](repeating: 0x41, count: count - 5)
+            }
+            let hoarders = try (0..<hoarderCount).map { _ in try RawClient.ready(daemon) }
+            for hoarder in hoarders { try hoarder.send(raw: unfinishedFrame(held)) }
+            let bystander = try RawClient.ready(daemon)
+            _ = try bystander.join("room")
+
+            let latecomer = try RawClient.ready(daemon)
+            let late = 104 * 1024
+            #expect(held * hoarderCount + late > budget && held * (hoarderCount - 1) + late <= budget)
+            try latecomer.send(raw: unfinishedFrame(late))
+            #expect(try latecomer.closingError().code == .inputBudgetExceeded)
+            for (index, hoarder) in hoarders.enumerated() {
+                #expect(hoarder.isQuiet(for: 0.05), "hoarder \(index) was answered")
+            }
+            #expect(try bystander.mustMutate("room", [.appendSections([.named("s")])]) == 1)
+        }
+
         /// One byte every 0.6 s, with a 1 s idle timeout: bytes of an unfinished frame are not a
         /// frame, so the connection is PINGed and then closed with ERROR timeout.
         @Test func aDribblingConnectionIsClosedWithTimeout() throws {

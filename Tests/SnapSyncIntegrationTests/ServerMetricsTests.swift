@@ -26,6 +26,21 @@ extension ServerIntegration {
             "snapsync_fsync_duration_seconds", "snapsync_write_ack_duration_seconds",
         ]
 
+        /// The endpoint has no authentication: bound to a wildcard address it is a warning at
+        /// start; on loopback it is not.
+        @Test func aMetricsAddressThatIsNotLoopbackIsAWarning() throws {
+            let warning = "is not a loopback address, and /metrics and /healthz have no authentication"
+            let wide = try DaemonProcess.start(arguments: ["--metrics-listen", "0.0.0.0:0"])
+            defer { wide.stop() }
+            #expect(wide.waitForLog("metrics: serving http://0.0.0.0:"))
+            #expect(wide.waitForLog("metrics: 0.0.0.0:"))
+            #expect(wide.log.contains(warning))
+            let loopback = try DaemonProcess.start(arguments: ["--metrics-listen", "127.0.0.1:0"])
+            defer { loopback.stop() }
+            _ = try MetricsAddress(loopback)
+            #expect(!loopback.log.contains(warning))
+        }
+
         @Test func scrapeNamesEveryMetricAndAgreesWithStats() throws {
             let daemon = try DaemonProcess.start(arguments: ["--metrics-listen", "127.0.0.1:0"])
             defer { daemon.stop() }

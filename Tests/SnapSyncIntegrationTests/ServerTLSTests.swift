@@ -54,6 +54,47 @@ extension ServerIntegration {
             #expect(daemon.waitForLog("kernel TLS "), "the first handshake logs whether kernel TLS is in use")
         }
 
+        /// A certificate that expired is served with a warning at start, its notAfter in the
+        /// start line and in snapsync_tls_certificate_expiry_timestamp_seconds; reloaded (SIGHUP)
+        /// to one that expires in under 3 days, the reload line, a warning and the metric follow it.
+        @Test func anExpiredOrExpiringCertificateIsWarnedOfAndExported() throws {
+            let certificates = try TestCertificates()
+            let expired = 1_577_923_200  // 2020-01-02T00:00:00Z
+            try certificates.makeSelfSigned("expired", notBefore: expired - 86_400, notAfter: expired)
+            let now = Int(Date().timeIntervalSince1970)
+            // An hour short of 3 days, so that the warning says 2 days however soon the daemon reads it.
+            let soon = now + 3 * 86_400 - 3_600
+            try certificates.makeSelfSigned("soon", notBefore: now - 86_400, notAfter: soon)
+            let soonText = String(TestCertificates.asn1Time(soon).dropLast())  // YYYYMMDDHHMMSS
+            let soonISO =
+                "\(soonText.prefix(4))-\(soonText.dropFirst(4).prefix(2))-\(soonText.dropFirst(6).prefix(2))T"
+                + "\(soonText.dropFirst(8).prefix(2)):\(soonText.dropFirst(10).prefix(2)):\(soonText.dropFirst(12).prefix(2))Z"
+            let fileManager = FileManager.default
+            try fileManager.copyItem(atPath: certificates.path("expired.pem"), toPath: certificates.path("served.pem"))
+            try fileManager.copyItem(atPath: certificates.path("expired.key"), toPath: certificates.path("served.key"))
+
+            let daemon = try DaemonProcess.start(arguments: [
+                "--tls-listen", "127.0.0.1:0", "--tls-cert", certificates.path("served.pem"), "--tls-key", certificates.path("served.key"),
+                "--metrics-listen", "127.0.0.1:0",
+            ])
+            defer { daemon.stop() }
+            _ = try daemon.tlsPort()
+            #expect(daemon.waitForLog("not_after=2020-01-02T00:00:00Z"), "the start line names notAfter")
+            #expect(daemon.waitForLog("the TLS certificate expired at 2020-01-02T00:00:00Z"))
+            let metrics = try MetricsAddress(daemon)
+            #expect(try metrics.scrape()["snapsync_tls_certificate_expiry_timestamp_seconds"] == Double(expired))
+
+            for suffix in ["pem", "key"] {
+                try fileManager.removeItem(atPath: certificates.path("served.\(suffix)"))
+                try fileManager.copyItem(atPath: certificates.path("soon.\(suffix)"), toPath: certificates.path("served.\(suffix)"))
+            }
+            daemon.signal(SIGHUP)
+            #expect(daemon.waitForLog("TLS certificate reloaded"))
+            #expect(daemon.waitForLog("not_after=\(soonISO)"), "the reload line names notAfter")
+            #expect(daemon.waitForLog("the TLS certificate expires at \(soonISO), in 2 days"))
+            #expect(try metrics.scrape()["snapsync_tls_certificate_expiry_timestamp_seconds"] == Double(soon))
+        }
+
         @Test func aKeyThatDoesNotMatchTheCertificateStopsTheStart() throws {
             let certificates = try TestCertificates()
             let result = try DaemonProcess.run(arguments: [

@@ -50,8 +50,8 @@ extension Hub {
         stats.slowConsumerDisconnects += 1
         let queued = session.output.pendingBytes
         let dropped = session.output.dropAllButPartialHead()
-        logger.warning(
-            "slow consumer, closing",
+        logLimited(
+            .warning, cause: "slow consumer", "slow consumer, closing",
             metadata: session.logMetadata([
                 "queued_bytes": "\(queued)", "dropped_bytes": "\(dropped)", "cap": "\(configuration.maxOutputBytes)",
             ]))

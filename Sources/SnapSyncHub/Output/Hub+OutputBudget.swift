@@ -25,8 +25,8 @@ extension Hub {
         for session in holders where outputBytes > target && !session.isEnded {
             let queued = session.output.pendingBytes
             stats.slowConsumerDisconnects += 1
-            logger.warning(
-                "output budget exceeded, closing the connection with the largest queue",
+            logLimited(
+                .warning, cause: "output budget exceeded", "output budget exceeded, closing the connection with the largest queue",
                 metadata: session.logMetadata([
                     "queued_bytes": "\(queued)", "output_bytes": "\(outputBytes)", "max_output_total_bytes": "\(limit)",
                 ]))

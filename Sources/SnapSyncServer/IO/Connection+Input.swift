@@ -130,14 +130,21 @@ extension Connection {
 
     /// Cuts whole frames out of `bytes` (preceded by what `pending` holds) and hands them to
     /// the hub, as many as `slice` allows; keeps the rest (an incomplete frame, or whole frames
-    /// past the slice) in `pending` and keeps the input budget in step with its capacity.
+    /// past the slice) in `pending`, in a buffer at most an eighth larger than it (or
+    /// `keptInputCapacity`), and keeps the input budget in step with its bytes.
     private func receive(_ bytes: UnsafeRawBufferPointer, slice: inout InputSlice) {
         defer { accountInput() }
         if pending.isEmpty {
             let used = handleFrames(in: bytes, slice: &slice)
             if used > 0 { noteWholeFrames() }
             if session.state != .closing && used < bytes.count {
-                pending.append(contentsOf: bytes[used...])
+                // Into the kept buffer when it fits; else a buffer of the tail's size, where
+                // `append` would double the kept one.
+                if bytes.count - used <= pending.capacity {
+                    pending.append(contentsOf: bytes[used...])
+                } else {
+                    pending = Array(bytes[used...])
+                }
             }
         } else {
             // Taken out of `pending` while frames are handled, so that it stays uniquely
@@ -149,16 +156,17 @@ extension Connection {
             let used = buffer.withUnsafeBytes { handleFrames(in: $0, slice: &slice) }
             if used > 0 { noteWholeFrames() }
             guard session.state != .closing else { return }
-            if used == buffer.count {
+            let tail = buffer.count - used
+            if tail == 0 {
                 // Keep a small buffer for the next partial frame; give a large one back.
                 if buffer.capacity <= Self.keptInputCapacity {
                     buffer.removeAll(keepingCapacity: true)
                     pending = buffer
                 }
-            } else if used > 0 && buffer.capacity > ConnectionContext.readBufferSize && buffer.capacity > 4 * (buffer.count - used) {
-                // A large frame completed and a small tail of the next one remains: keep the tail
-                // in a buffer of its size, not in the large one. O(tail), at most a quarter of
-                // the large buffer, so amortised against the bytes that filled it.
+            } else if used > 0 && buffer.capacity > Self.slackCapacity(for: tail) {
+                // A frame completed and the start of the next one remains in a buffer too large
+                // for it: keep it in a buffer of its size. O(tail): the bytes of this read, or the
+                // frames held past a slice (at most one callback's reads).
                 pending = Array(buffer[used...])
             } else {
                 if used > 0 { buffer.removeSubrange(0..<used) }
@@ -167,10 +175,19 @@ extension Connection {
         }
     }
 
+    /// The largest buffer `pending` may keep for `count` bytes: an eighth more than them, or
+    /// `keptInputCapacity`. It bounds the input's memory near the bytes the budget counts.
+    private static func slackCapacity(for count: Int) -> Int {
+        max(count + count / 8, keptInputCapacity)
+    }
+
     /// Makes room in `buffer` (which starts with an unfinished frame) for `count` more bytes.
-    /// Capacity doubles, for amortised O(1) appends, but never past the end of the frame being
-    /// received unless the new bytes themselves go past it: the memory held follows the bytes
-    /// that arrived, and a frame's announced length alone never reserves anything.
+    /// Capacity grows by an eighth, not by doubling, so that the memory held stays within an
+    /// eighth of the bytes that arrived (which the input budget counts); it never grows past
+    /// the end of the frame being received unless the new bytes themselves go past it, so a
+    /// frame's announced length alone never reserves anything.
+    /// - Complexity: amortised O(1) per byte: a growth by at least an eighth moves the bytes
+    ///   held, so each byte of a large frame is moved at most about 8 times.
     private static func grow(_ buffer: inout [UInt8], toAppend count: Int) {
         let needed = buffer.count + count
         guard needed > buffer.capacity else { return }
@@ -178,7 +195,7 @@ extension Connection {
         if buffer.count >= 4 {
             frameEnd = 4 + (Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3]))
         }
-        buffer.reserveCapacity(max(needed, min(2 * buffer.capacity, frameEnd)))
+        buffer.reserveCapacity(max(needed, min(slackCapacity(for: needed), frameEnd)))
     }
 
     /// At least one whole frame arrived: the peer is alive (PROTOCOL.md §8.3). Once per read,
@@ -195,11 +212,12 @@ extension Connection {
         accountInput()
     }
 
-    /// Brings `inputBytes` in step with the connection's buffer: its capacity while it holds an
-    /// unfinished frame; an empty buffer kept for the next one (at most `keptInputCapacity`) is
-    /// a per-connection cost, not budgeted input.
+    /// Brings `inputBytes` in step with the connection's buffer: the bytes it holds (an
+    /// unfinished frame, or frames left past a slice), what `--max-input-bytes` promises to
+    /// count. The buffer's spare capacity (at most an eighth of them, or `keptInputCapacity`,
+    /// as `receive` keeps it) is not counted.
     func accountInput() {
-        let held = pending.isEmpty ? 0 : pending.capacity
+        let held = pending.count
         context.inputBytes += held - budgetedInputBytes
         budgetedInputBytes = held
     }
@@ -215,8 +233,8 @@ extension Connection {
             .sorted { $0.budgetedInputBytes > $1.budgetedInputBytes }
         for connection in holders where context.inputBytes > configuration.maxInputBytes {
             let held = connection.budgetedInputBytes
-            context.hub.logger.warning(
-                "input budget exceeded, closing the connection with the largest unfinished frame",
+            context.hub.logLimited(
+                .warning, cause: "input budget exceeded", "input budget exceeded, closing the connection with the largest unfinished frame",
                 metadata: connection.session.logMetadata([
                     "buffered_bytes": "\(held)", "input_bytes": "\(context.inputBytes)",
                     "max_input_bytes": "\(configuration.maxInputBytes)",
@@ -251,8 +269,8 @@ extension Connection {
             } catch {
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
                 if tls == nil && session.state == .awaitingHello && offset == 0 && pending.isEmpty && Self.looksLikeTLSHandshake(rest) {
-                    hub.logger.warning(
-                        "TLS handshake sent to the plain port, closing",
+                    hub.logLimited(
+                        .warning, cause: "TLS handshake sent to the plain port", "TLS handshake sent to the plain port, closing",
                         metadata: session.logMetadata(["code": "\(error.code.name)", "bytes": "\(LogEscaping.sample(rest))"]))
                     hub.stats.protocolErrors += 1
                     hub.close(session, error: error.code, error.detail)

@@ -15,7 +15,7 @@ extension Connection {
         switch session.state {
         case .awaitingHello:
             hub.stats.protocolErrors += 1
-            hub.logger.info("no HELLO in time, closing", metadata: session.logMetadata)
+            hub.logLimited(.info, cause: "no HELLO in time", "no HELLO in time, closing", metadata: session.logMetadata)
             hub.close(session, error: .timeout, "no HELLO within \(ConfigurationValue.describe(duration: configuration.handshakeTimeout))")
         case .ready:
             let idle = configuration.idleTimeout
@@ -24,7 +24,7 @@ extension Connection {
                 pingOutstanding = false
                 armTimer(idle - silent)
             } else if pingOutstanding {
-                hub.logger.info("no answer to PING, closing", metadata: session.logMetadata)
+                hub.logLimited(.info, cause: "no answer to PING", "no answer to PING, closing", metadata: session.logMetadata)
                 hub.close(session, error: .timeout, "no frame for \(ConfigurationValue.describe(duration: silent)), not even a PONG")
             } else {
                 pingOutstanding = true

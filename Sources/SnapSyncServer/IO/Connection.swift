@@ -12,7 +12,8 @@ import SnapSyncLoop
 /// `InputSlice` ended) is copied into `pending`. So an idle
 /// connection holds no input buffer, and a burst of small requests is never copied twice.
 /// `pending` grows with the bytes that actually arrived, never to a length the peer announced,
-/// and its capacity counts toward the input budget (`--max-input-bytes`).
+/// and its bytes count toward the input budget (`--max-input-bytes`); its capacity is kept
+/// within an eighth of them (or 4 KiB), so the budget also bounds the memory.
 ///
 /// Output: the hub queues replies and shared DIFF chunks in `output`; nothing is written until
 /// the loop pass's flush (`OutputFlush`), which sends everything pending in one gathering write.
@@ -37,10 +38,10 @@ final class Connection: SessionTransport {
     let tls: TLSSession?
     var hub: Hub { context.hub }
 
-    /// Bytes of a frame that has not fully arrived (empty most of the time). Its capacity is
+    /// Bytes of a frame that has not fully arrived (empty most of the time). Its count is
     /// counted in `context.inputBytes`; only `receive` and `dropInput` change it.
     var pending: [UInt8] = []
-    /// `pending`'s capacity as last counted in `context.inputBytes`.
+    /// `pending`'s count as last counted in `context.inputBytes`.
     var budgetedInputBytes = 0
     /// `pending` starts with whole frames left when the connection's `InputSlice` ended: they
     /// are handled at its next turn, before anything more is read.

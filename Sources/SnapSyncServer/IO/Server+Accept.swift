@@ -29,15 +29,16 @@ extension Server {
             if listener.isTLS && (isShuttingDown || hub.sessions.count >= configuration.maxConnections) {
                 // An ERROR frame in clear text would only be a bad record to a TLS client.
                 hub.stats.connectionsRefused += 1
-                logger.warning("TLS connection refused: \(isShuttingDown ? "shutting down" : "too many connections")", metadata: ["peer": "\(peer)"])
+                let reason = isShuttingDown ? "shutting down" : "too many connections"
+                hub.logLimited(.warning, cause: "TLS connection refused: \(reason)", "TLS connection refused: \(reason)", metadata: ["peer": "\(peer)"])
                 Syscall.close(fd)
             } else if isShuttingDown {
                 hub.stats.connectionsRefusedShuttingDown += 1
                 refuse(fd, .shuttingDown, "the server is shutting down")
             } else if hub.sessions.count >= configuration.maxConnections {
                 hub.stats.connectionsRefused += 1
-                logger.warning(
-                    "connection refused: too many connections",
+                hub.logLimited(
+                    .warning, cause: "connection refused: too many connections", "connection refused: too many connections",
                     metadata: [
                         "peer": "\(peer)", "max_connections": "\(configuration.maxConnections)",
                     ])

@@ -50,6 +50,13 @@ package final class MetricsEndpoint {
         logger.info(
             "metrics: serving http://\(address)/metrics and /healthz",
             metadata: ["max_header_bytes": "\(MetricsHTTPServer.maxHeaderBytes)", "timeout_s": "\(MetricsHTTPServer.timeout)"])
+        if !address.isLoopback {
+            // The endpoint has no authentication (--help says to keep it on loopback or a
+            // private network): say so where an operator who bound it wider will look.
+            logger.warning(
+                "metrics: \(address) is not a loopback address, and /metrics and /healthz have no authentication: anyone who can reach the port reads the daemon's metrics; bind 127.0.0.1 or firewall the port",
+                metadata: ["metrics_listen": "\(listen)"])
+        }
     }
 
     /// Closes the HTTP listener and its connections (before the loop is freed).
@@ -86,7 +93,10 @@ package final class MetricsEndpoint {
     private func answer(_ path: String) -> MetricsHTTPServer.Response {
         switch path {
         case "/metrics":
-            if let server { metrics.update(from: server.hub, connections: server.hub.sessions.count) }
+            if let server {
+                metrics.update(
+                    from: server.hub, connections: server.hub.sessions.count, tlsCertificateNotAfter: server.tlsContext?.certificateNotAfter)
+            }
             return .init(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.exposition())
         case "/healthz":
             if isReady { return .init(status: 200, contentType: "text/plain; charset=utf-8", body: Array("ok\n".utf8)) }

@@ -64,6 +64,11 @@ final class MetricsRegistry {
     private let clusterWritesProposed: Prometheus.Counter
     private let clusterProposalsRetried: Prometheus.Counter
     private let clusterDivergences: Prometheus.Counter
+    /// `snapsync_tls_certificate_expiry_timestamp_seconds`, made at the first scrape that has a
+    /// TLS certificate: without TLS the metric is absent, rather than a 0 that reads as a
+    /// certificate expired in 1970.
+    private var tlsCertificateExpiry: Prometheus.Gauge?
+    static let tlsCertificateExpiryName = "snapsync_tls_certificate_expiry_timestamp_seconds"
 
     /// Buckets in seconds: an fdatasync takes from tens of microseconds (nothing dirty, a fast
     /// SSD) to seconds (a slow or saturated disk; `everysec` waits for one past 2 s).
@@ -207,7 +212,9 @@ final class MetricsRegistry {
     /// Copies the hub's counters and gauges in (a counter's value is set: reset, then
     /// incremented by the total, which nothing can observe in between on the loop's thread).
     /// - Complexity: O(message types + error codes), once per scrape.
-    func update(from hub: Hub, connections open: Int) {
+    /// - Parameter tlsCertificateNotAfter: the served TLS certificate's `notAfter` in seconds
+    ///   since the epoch, nil without TLS (or when it cannot be read).
+    func update(from hub: Hub, connections open: Int, tlsCertificateNotAfter: Int? = nil) {
         let stats = hub.stats
         connections.set(Int64(open))
         set(connectionsAccepted, stats.connectionsAccepted)
@@ -273,6 +280,16 @@ final class MetricsRegistry {
         set(clusterWritesProposed, stats.clusterWritesProposed)
         set(clusterProposalsRetried, stats.clusterProposalsRetried)
         set(clusterDivergences, stats.clusterDivergences)
+        if let notAfter = tlsCertificateNotAfter {
+            if tlsCertificateExpiry == nil {
+                tlsCertificateExpiry = registry.makeGauge(
+                    descriptor: MetricNameDescriptor(
+                        metricName: Self.tlsCertificateExpiryName, unitName: "",
+                        helpText: "When the TLS certificate served to new connections expires (its notAfter), in seconds since the epoch."),
+                    labels: [])
+            }
+            tlsCertificateExpiry?.set(Int64(notAfter))
+        }
     }
 
     /// The text exposition format (version 0.0.4).

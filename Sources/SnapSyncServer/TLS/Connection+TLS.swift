@@ -34,7 +34,7 @@ extension Connection {
                 hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
             } else {
                 hub.stats.protocolErrors += 1
-                hub.logger.info("TLS handshake failed, closing", metadata: session.logMetadata(["error": "\(error)"]))
+                hub.logLimited(.info, cause: "TLS handshake failed", "TLS handshake failed, closing", metadata: session.logMetadata(["error": "\(error)"]))
                 hub.end(session, reason: "TLS handshake failed")
             }
             return .stop
@@ -74,8 +74,8 @@ extension Connection {
         tls.hasCheckedFirstByte = true
         guard peeked.1 != Self.tlsHandshakeRecordType else { return true }
         hub.stats.protocolErrors += 1
-        hub.logger.warning(
-            "plaintext sent to the TLS port (not a TLS handshake), closing",
+        hub.logLimited(
+            .warning, cause: "plaintext sent to the TLS port", "plaintext sent to the TLS port (not a TLS handshake), closing",
             metadata: session.logMetadata(["first_byte": "0x\(String(peeked.1, radix: 16))"]))
         hub.end(session, reason: "plaintext sent to the TLS port")
         return false

@@ -1,14 +1,17 @@
 import Logging
+internal import Glibc
 import SnapSyncHub
 import SnapSyncAuth
 
-// The TLS listener's context: logged at start, replaced on SIGHUP.
+// The TLS listener's context: logged at start, replaced on SIGHUP; a certificate expired or
+// near its end is a warning each time.
 
 extension Server {
     func logTLSListening(_ address: SocketAddress, _ context: TLSContext, metadata: Logger.Metadata) {
         let settings = context.settings
         var all = metadata
         all["certificate"] = "\(context.certificateDescription)"
+        all["not_after"] = "\(context.certificateNotAfter.map { CertificateExpiry(notAfter: $0).timestamp } ?? "?")"
         all["min_version"] = "\(settings.minimumVersion.rawValue)"
         all["client_ca"] = "\(settings.clientCAPath ?? "none")"
         if let grants = settings.clientCertificateGrants {
@@ -17,6 +20,17 @@ extension Server {
         all["openssl"] = "\(TLSContext.libraryVersion)"
         all["ktls_requested"] = "\(context.requestsKernelTLS)"
         logger.info("TLS listening on \(address)", metadata: all)
+        warnOfExpiry(context)
+    }
+
+    /// Warns when the certificate `context` serves has expired or expires within
+    /// `CertificateExpiry.warningWindow`.
+    private func warnOfExpiry(_ context: TLSContext) {
+        guard let notAfter = context.certificateNotAfter else { return }
+        let expiry = CertificateExpiry(notAfter: notAfter)
+        if let warning = expiry.warning(now: Int(time(nil))) {
+            logger.warning("\(warning)", metadata: ["cert": "\(context.settings.certificatePath)", "not_after": "\(expiry.timestamp)"])
+        }
     }
 
     /// SIGHUP: builds a new context from the same files (re-read). New connections get it;
@@ -29,7 +43,13 @@ extension Server {
         do {
             let context = try TLSContext(settings: settings)
             tlsContext = context
-            logger.notice("TLS certificate reloaded", metadata: ["certificate": "\(context.certificateDescription)"])
+            logger.notice(
+                "TLS certificate reloaded",
+                metadata: [
+                    "certificate": "\(context.certificateDescription)",
+                    "not_after": "\(context.certificateNotAfter.map { CertificateExpiry(notAfter: $0).timestamp } ?? "?")",
+                ])
+            warnOfExpiry(context)
         } catch {
             logger.error("TLS reload refused, the certificate in use is kept", metadata: ["error": "\(error)"])
         }

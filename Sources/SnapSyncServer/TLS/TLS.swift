@@ -52,6 +52,10 @@ final class TLSContext {
     /// (SSL_OP_ENABLE_KTLS). Whether a connection actually gets kernel TLS also depends on the
     /// kernel's `tls` module and the cipher (`TLSSession.usesKernelTLS`).
     let requestsKernelTLS: Bool
+    /// The served certificate's `notAfter`, in seconds since the epoch; nil if it cannot be
+    /// read. Read once, when the context is built: the warning at start and at each reload, and
+    /// `snapsync_tls_certificate_expiry_timestamp_seconds`.
+    private(set) var certificateNotAfter: Int?
 
     init(settings: TLSSettings) throws(TLSError) {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
@@ -84,6 +88,9 @@ final class TLSContext {
             try TLSError.require(
                 SSL_CTX_use_PrivateKey_file(context, settings.keyPath, SSL_FILETYPE_PEM) == 1,
                 "loading the private key \(settings.keyPath)")
+            if let certificate = SSL_CTX_get0_certificate(context), let notAfter = X509_get0_notAfter(certificate) {
+                certificateNotAfter = Self.epochSeconds(notAfter)
+            }
             try TLSError.require(
                 SSL_CTX_check_private_key(context) == 1,
                 "checking that the key \(settings.keyPath) matches the certificate \(settings.certificatePath)")
@@ -110,6 +117,15 @@ final class TLSContext {
     var certificateDescription: String {
         guard let certificate = SSL_CTX_get0_certificate(context) else { return "none" }
         return TLSSession.describe(certificate)
+    }
+
+    /// An ASN.1 time (UTCTime or GeneralizedTime, always UTC in a certificate) in seconds since
+    /// the epoch: OpenSSL splits it into calendar fields, `timegm` counts them as UTC.
+    fileprivate static func epochSeconds(_ time: UnsafePointer<ASN1_TIME>) -> Int? {
+        var fields = tm()
+        guard ASN1_TIME_to_tm(time, &fields) == 1 else { return nil }
+        let seconds = timegm(&fields)
+        return seconds == -1 ? nil : Int(seconds)
     }
 
     /// OpenSSL's version string (e.g. "OpenSSL 3.0.19 27 Jan 2026").
@@ -216,12 +232,8 @@ final class TLSSession {
             let name = X509_get_subject_name(certificate), let subject = Self.rfc2253(name), !subject.isEmpty,
             let notAfter = X509_get0_notAfter(certificate)
         else { return nil }
-        // From now (nil) to notAfter, in days and seconds: no calendar arithmetic here.
-        var days: Int32 = 0
-        var seconds: Int32 = 0
-        let now = time(nil)
-        guard ASN1_TIME_diff(&days, &seconds, nil, notAfter) == 1 else { return nil }
-        return (subject, now + Int(days) * 86_400 + Int(seconds))
+        guard let seconds = TLSContext.epochSeconds(notAfter) else { return nil }
+        return (subject, seconds)
     }
 
     /// `name` printed by OpenSSL in RFC 2253 form, UTF-8 kept (`snapsync_xn_flags_rfc2253_utf8`).

@@ -37,6 +37,45 @@ final class TestCertificates {
         ["--tls-listen", "127.0.0.1:0", "--tls-cert", path("server.pem"), "--tls-key", path("server.key")]
     }
 
+    /// A self-signed certificate for localhost valid from `notBefore` to `notAfter` (seconds
+    /// since the epoch), with its key, as `NAME.pem` and `NAME.key`: `openssl ca`, which (unlike
+    /// `req -days`) takes any dates, the past included.
+    func makeSelfSigned(_ name: String, notBefore: Int, notAfter: Int) throws {
+        let config = """
+            [ca]
+            default_ca = ca_default
+            [ca_default]
+            database = \(name).index
+            new_certs_dir = .
+            serial = \(name).serial
+            default_md = sha256
+            policy = policy_any
+            [policy_any]
+            commonName = supplied
+
+            """
+        try config.write(toFile: path("\(name).cnf"), atomically: true, encoding: .utf8)
+        try "".write(toFile: path("\(name).index"), atomically: true, encoding: .utf8)
+        try "2001\n".write(toFile: path("\(name).serial"), atomically: true, encoding: .utf8)
+        try Self.openssl(
+            ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "\(name).key", "-out", "\(name).csr"],
+            in: directory)
+        try Self.openssl(
+            [
+                "ca", "-config", "\(name).cnf", "-selfsign", "-keyfile", "\(name).key", "-in", "\(name).csr", "-batch", "-notext",
+                "-startdate", Self.asn1Time(notBefore), "-enddate", Self.asn1Time(notAfter), "-out", "\(name).pem",
+            ], in: directory)
+    }
+
+    /// `YYYYMMDDHHMMSSZ`, as `openssl ca -startdate/-enddate` take it.
+    static func asn1Time(_ seconds: Int) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMddHHmmss'Z'"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(seconds)))
+    }
+
     static func openssl(_ arguments: [String], in directory: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
