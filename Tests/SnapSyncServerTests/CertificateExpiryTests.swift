@@ -11,6 +11,11 @@ import SnapSyncTestThreads
     @Test func notAfterIsWrittenInUTC() {
         #expect(CertificateExpiry(notAfter: notAfter).timestamp == "2026-12-01T09:00:00Z")
         #expect(CertificateExpiry(notAfter: 0).timestamp == "1970-01-01T00:00:00Z")
+        // Leap days, the end of a century and of a year, before the epoch.
+        #expect(CertificateExpiry(notAfter: 951_782_400).timestamp == "2000-02-29T00:00:00Z")
+        #expect(CertificateExpiry(notAfter: 4_107_542_399).timestamp == "2100-02-28T23:59:59Z")
+        #expect(CertificateExpiry(notAfter: 1_798_761_599).timestamp == "2026-12-31T23:59:59Z")
+        #expect(CertificateExpiry(notAfter: -1).timestamp == "1969-12-31T23:59:59Z")
     }
 
     @Test func onlyTheLastFourteenDaysAndAfterAreWarnedOf() {

@@ -91,10 +91,35 @@ extension Connection {
     /// next turn, after this pass's flush. Returns whether it yielded.
     private func yieldIfSpent(_ slice: InputSlice) -> Bool {
         guard slice.isSpent, !pending.isEmpty, session.state != .closing, !session.isEnded else { return false }
-        isHoldingFrames = true
         hub.stats.inputYields += 1
-        flush.resumeNextPass(self)
+        holdFramesUntilNextTurn()
         return true
+    }
+
+    /// Waits for the connection's next turn, after this pass's flush, to handle what `pending`
+    /// holds. The read event is removed meanwhile: the socket may still be readable, and a
+    /// level-triggered read event would call back at once, in every iteration of the loop, at the
+    /// higher priority, so that the flush (and everyone's answers) would wait.
+    func holdFramesUntilNextTurn() {
+        guard !isHoldingFrames else { return }
+        isHoldingFrames = true
+        if !hasReachedEndOfInput { readEvent?.remove() }
+        flush.resumeNextPass(self)
+    }
+
+    /// The connection's turn came (the flush that followed its yield): read events again, and
+    /// the read callback now, for the frames it holds.
+    func takeTurn() {
+        guard !session.isEnded else { return }
+        if !hasReachedEndOfInput {
+            do {
+                try readEvent?.add()
+            } catch {
+                hub.end(session, reason: "cannot watch for input: \(error)")
+                return
+            }
+        }
+        readEvent?.activate()
     }
 
     /// `count` bytes (plaintext) arrived in the shared read buffer: frames go to the hub, as

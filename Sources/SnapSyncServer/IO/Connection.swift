@@ -140,10 +140,7 @@ final class Connection: SessionTransport {
         guard session.state != .closing, !session.isEnded, !frames.isEmpty else { return }
         pending = frames + pending
         accountInput()
-        if !isHoldingFrames {
-            isHoldingFrames = true
-            flush.resumeNextPass(self)
-        }
+        holdFramesUntilNextTurn()
     }
 
     /// Frees the events and closes the socket.

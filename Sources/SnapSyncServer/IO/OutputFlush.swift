@@ -95,16 +95,14 @@ final class OutputFlush {
         schedule()
     }
 
-    /// Activates the read event of every connection that yielded. From the flush callback
+    /// Gives every connection that yielded its next turn. From the flush callback
     /// (the lower priority), they run in the loop's next iteration, after its poll, beside the
     /// connections that became readable meanwhile: a connection that keeps yielding gets one
     /// slice per pass, as every other connection does.
     private func resumeYielded() {
         guard !yielded.isEmpty else { return }
         swap(&yielded, &resuming)
-        for connection in resuming where !connection.session.isEnded {
-            connection.readEvent?.activate()
-        }
+        for connection in resuming { connection.takeTurn() }
         resuming.removeAll(keepingCapacity: true)
     }
 

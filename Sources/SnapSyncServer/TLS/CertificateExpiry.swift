@@ -1,5 +1,3 @@
-internal import Glibc
-
 /// The served certificate's `notAfter`, and how near it is: a certificate that expired, or
 /// expires within `warningWindow`, is a warning at start and at each reload (SIGHUP), since
 /// clients that check dates refuse it from then on and the daemon itself serves it unchanged.
@@ -23,17 +21,26 @@ struct CertificateExpiry: Equatable {
         return .valid
     }
 
-    /// `notAfter` in ISO 8601, UTC (`2026-12-01T09:00:00Z`), for the log.
+    /// `notAfter` in ISO 8601, UTC (`2026-12-01T09:00:00Z`), for the log. The date from the
+    /// day count by Hinnant's `civil_from_days` (proleptic Gregorian), without the C library's
+    /// `struct tm`.
     var timestamp: String {
-        var seconds = time_t(notAfter)
-        var parts = tm()
-        guard gmtime_r(&seconds, &parts) != nil else { return "\(notAfter)" }
-        func pad(_ value: Int32, _ width: Int) -> String {
+        let days = notAfter >= 0 ? notAfter / 86_400 : (notAfter - 86_399) / 86_400
+        let second = notAfter - days * 86_400
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int, _ width: Int) -> String {
             let digits = String(value)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(second / 3_600, 2)):\(pad(second / 60 % 60, 2)):\(pad(second % 60, 2))Z"
     }
 
     /// The warning for `state(now:)`, nil while the certificate is valid beyond the window.

@@ -120,12 +120,15 @@ final class TLSContext {
     }
 
     /// An ASN.1 time (UTCTime or GeneralizedTime, always UTC in a certificate) in seconds since
-    /// the epoch: OpenSSL splits it into calendar fields, `timegm` counts them as UTC.
+    /// the epoch: OpenSSL counts the days and seconds from the epoch to it, so no calendar
+    /// arithmetic (nor the C library's `struct tm`) is done here.
     fileprivate static func epochSeconds(_ time: UnsafePointer<ASN1_TIME>) -> Int? {
-        var fields = tm()
-        guard ASN1_TIME_to_tm(time, &fields) == 1 else { return nil }
-        let seconds = timegm(&fields)
-        return seconds == -1 ? nil : Int(seconds)
+        guard let epoch = ASN1_TIME_set(nil, 0) else { return nil }
+        defer { ASN1_TIME_free(epoch) }
+        var days: Int32 = 0
+        var seconds: Int32 = 0
+        guard ASN1_TIME_diff(&days, &seconds, epoch, time) == 1 else { return nil }
+        return Int(days) * 86_400 + Int(seconds)
     }
 
     /// OpenSSL's version string (e.g. "OpenSSL 3.0.19 27 Jan 2026").
