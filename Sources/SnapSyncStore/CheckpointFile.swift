@@ -155,40 +155,16 @@ enum SnapshotDecoding {
         }
     }
 
+    /// The structure is read by the wire's own code (`CanonicalSnapshot`: one reader of §4 for
+    /// SNAPSHOTs and checkpoints); the room is then built without limits (a checkpoint holds
+    /// what a room once accepted).
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>) throws(FieldReader.Failure) -> RoomSnapshot {
-        var r = FieldReader(bytes, from: range.lowerBound, to: range.upperBound)
-        let sectionCount = try r.count("section count")
-        var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
-        sections.reserveCapacity(sectionCount)
-        for _ in 0..<sectionCount {
-            let id = try r.bytesField("section id")
-            let payload = try r.bytesField("section payload")
-            let itemCount = try r.count("item count")
-            var items: [SnapshotElement] = []
-            items.reserveCapacity(itemCount)
-            for _ in 0..<itemCount {
-                let itemID = try r.bytesField("item id")
-                let itemPayload = try r.bytesField("item payload")
-                items.append(SnapshotElement(SnapshotIdentifier(itemID), payload: SnapshotPayload(itemPayload)))
-            }
-            sections.append((SnapshotElement(SnapshotIdentifier(id), payload: SnapshotPayload(payload)), items))
-        }
-        // The `levels` part (PROTOCOL.md §4, version 2): the rest of the record, one level per
-        // item, present only when the snapshot is an outline. A checkpoint of a previous release
-        // has none, and its bytes read as before.
-        var levels: [Int] = []
-        if !r.isAtEnd {
-            let itemCount = sections.reduce(0) { $0 + $1.items.count }
-            guard r.remaining >= itemCount else {
-                throw FieldReader.Failure(what: "\(r.remaining) bytes follow the last section, too few for the levels of \(itemCount) items")
-            }
-            levels.reserveCapacity(itemCount)
-            for _ in 0..<itemCount {
-                let level = try r.varint("item level")
-                guard level <= UInt64(itemCount) else { throw FieldReader.Failure(what: "an item level of \(level) for \(itemCount) items") }
-                levels.append(Int(level))
-            }
-            guard r.isAtEnd else { throw FieldReader.Failure(what: "\(r.remaining) bytes follow the levels of the items") }
+        let sections: [(section: SnapshotElement, items: [SnapshotElement])]
+        let levels: [Int]?
+        do {
+            (sections, levels) = try CanonicalSnapshot.structure(UnsafeBufferPointer(rebasing: bytes[range]))
+        } catch {
+            throw FieldReader.Failure(what: "it is not a snapshot's canonical encoding: \(error.detail)")
         }
         var snapshot: RoomSnapshot
         do {
@@ -196,7 +172,7 @@ enum SnapshotDecoding {
         } catch {
             throw FieldReader.Failure(what: "it breaks a snapshot rule: \(error)")
         }
-        if !levels.isEmpty {
+        if let levels {
             do {
                 try snapshot.setOutlineLevels(levels, maxOutlineDepth: .max)
             } catch {

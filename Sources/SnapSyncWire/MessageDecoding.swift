@@ -293,23 +293,17 @@ extension ByteReader {
     /// `requestID`.
     mutating func snapshot(requestID: UInt64, limits: WireLimits) throws(WireError) -> RoomSnapshot {
         let start = offset
-        let sectionCount = try count("snapshot.sections", minimumSize: 3)
+        let (sections, levels) = try snapshotStructure()
         // One `appendSections` per section followed by its items' `appendItems` (absent section:
         // the one just appended, which is the last), so the model checks in document order.
         var ops: [SnapshotOperation] = []
-        ops.reserveCapacity(2 * sectionCount)
-        var sectionSizes: [Int] = []
-        sectionSizes.reserveCapacity(sectionCount)
+        ops.reserveCapacity(2 * sections.count)
         var itemIDs: [SnapshotIdentifier] = []
-        for _ in 0..<sectionCount {
-            let section = try element("snapshot.section", limits: nil)
+        for (section, items) in sections {
             ops.append(.appendSections([section]))
-            let items = try elements("snapshot.items", limits: nil)
             if !items.isEmpty { ops.append(.appendItems(items, toSection: nil)) }
-            sectionSizes.append(items.count)
             for item in items { itemIDs.append(item.id) }
         }
-        let levels = try levelsPart(sectionSizes: sectionSizes, itemCount: itemIDs.count, field: "snapshot.levels")
         let size = offset - start
         guard size <= limits.model.maxSnapshotBytes else {
             throw WireError(
@@ -332,6 +326,32 @@ extension ByteReader {
             }
         }
         return snapshot
+    }
+
+    /// The structure of a `snapshot` field (§4), read to the end of the body: its sections with
+    /// their items, and its `levels` part (nil when flat), with every structural rule checked
+    /// (`malformed_frame`) and none of the content rules (limits, duplicates), which the caller
+    /// applies. The one reading of the canonical encoding: the wire's snapshot fields and the
+    /// store's checkpoints (`CanonicalSnapshot`) both go through it.
+    /// - Complexity: O(bytes); nothing is reserved beyond what the bytes left can hold.
+    mutating func snapshotStructure() throws(WireError) -> (
+        sections: [(section: SnapshotElement, items: [SnapshotElement])], levels: [Int]?
+    ) {
+        let sectionCount = try count("snapshot.sections", minimumSize: 3)
+        var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
+        sections.reserveCapacity(sectionCount)
+        var sectionSizes: [Int] = []
+        sectionSizes.reserveCapacity(sectionCount)
+        var itemCount = 0
+        for _ in 0..<sectionCount {
+            let section = try element("snapshot.section", limits: nil)
+            let items = try elements("snapshot.items", limits: nil)
+            sections.append((section, items))
+            sectionSizes.append(items.count)
+            itemCount += items.count
+        }
+        let levels = try levelsPart(sectionSizes: sectionSizes, itemCount: itemCount, field: "snapshot.levels")
+        return (sections, levels)
     }
 
     /// REPLACE_SECTION's `items` (§4 `section_items`, §11.21): the structure, then the field's
