@@ -24,6 +24,9 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
     case syncData(fd: Int32, path: String)
     /// Unlinks `paths` (already missing is fine) and fsyncs `directory`.
     case removeFiles(paths: [String], directory: String)
+    /// Writes `bytes` as the MANIFEST (a temporary file, fsync, rename, fsync of the directory),
+    /// the one listing the segments up to `segmentsEnd`, encoded by the loop at a switch.
+    case writeManifest(bytes: [UInt8], directory: String, segmentsEnd: UInt64)
 
     var description: String {
         switch self {
@@ -32,6 +35,7 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
         case .closeSegment(_, let path): return "close \(path)"
         case .syncData(_, let path): return "fdatasync \(path)"
         case .removeFiles(let paths, _): return "remove \(paths.count) file(s)"
+        case .writeManifest: return "write \(Manifest.fileName)"
         }
     }
 
@@ -59,6 +63,9 @@ enum BackgroundJob: Sendable, CustomStringConvertible {
         case .removeFiles(let paths, let directory):
             for path in paths { try Directory.remove(path) }
             try Directory.syncEntries(directory)
+            return .done
+        case .writeManifest(let bytes, let directory, _):
+            try DurableFile.writeWhole(bytes, directory: directory, name: Manifest.fileName)
             return .done
         }
     }

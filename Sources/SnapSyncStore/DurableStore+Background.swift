@@ -43,6 +43,9 @@ struct BackgroundState {
     var syncing: (ticket: UInt64, started: ContinuousClock.Instant)?
     /// Segment deletions running.
     var removing: [(ticket: UInt64, count: Int)] = []
+    /// The MANIFEST of a switch being written (`writeManifestInBackground`): its ticket, and
+    /// the segments it lists up to.
+    var writingManifest: (ticket: UInt64, segmentsEnd: UInt64)?
     /// Checkpoint deletions running (`commitCheckpoints`), by ticket: their names stay in
     /// `checkpointsToRemove`, listed as removing in every MANIFEST, until the unlinks are done.
     var removingCheckpoints: [UInt64: Set<String>] = [:]
@@ -108,6 +111,14 @@ extension DurableStore {
             checkpointsToRemove.removeAll { names.contains($0) }
             listedCheckpointsToRemove -= names.count
             statistics.checkpointsDeleted += paths.count
+        case (.writeManifest(_, _, let segmentsEnd), .success):
+            background.writingManifest = nil
+            manifestSegmentsEnd = max(manifestSegmentsEnd, segmentsEnd)
+        case (.writeManifest, .failure(let error)) where !error.isFatal:
+            // A full disk: the active segment stays the one unlisted segment, the next is not
+            // installed, and `maintain` writes the MANIFEST again once a second.
+            background.writingManifest = nil
+            logger.warning("store: no space to rewrite the MANIFEST: \(error); old files stay until it can be rewritten")
         case (.removeFiles(let paths, _), .success):
             background.removing.removeFirst()
             statistics.segmentsDeleted += paths.count
@@ -180,15 +191,36 @@ extension DurableStore {
         // What was unsynced is the old segment's, and its close syncs it.
         unsynced = false
         logger.info("store: started log segment \(LogSegment.fileName(next.sequence)) after \(old.records) records in \(LogSegment.fileName(old.sequence))")
-        // Listed now that it holds records' place: until then it was the one unlisted segment
-        // recovery takes in (the one right after the last listed), and the next one is only
-        // prepared once this one is half full, so there is never a second. A MANIFEST written
-        // and fsynced on the loop, once per segment (and this may run in a write's request
-        // path, `reserve()`): O(checkpoints listed), 2.9 MB with a million sleeping rooms, so
-        // a segment switch then costs that write too. On a full disk it is listed by the next
-        // MANIFEST.
-        _ = try writeManifestUnlessFull()
+        // Listed now that it holds records' place, by a MANIFEST written on the background
+        // thread: its two fsyncs (about 60 ms on this machine's disk) and its size (O(checkpoints
+        // listed), 2.9 MB with a million sleeping rooms) stay off the loop, which may be in a
+        // write's request path here (`reserve()`). Until it is durable, the new segment is the
+        // one unlisted segment recovery takes in (the one right after the last listed), and no
+        // segment after it is installed (`installNextSegment` waits for `manifestSegmentsEnd`),
+        // so there is never a second. On a full disk it is listed by a later MANIFEST.
+        try writeManifestInBackground()
         return true
+    }
+
+    /// Hands the MANIFEST of the store's state as of now to the background thread, whose FIFO
+    /// order puts it after the jobs already queued; a MANIFEST written on the loop afterwards
+    /// waits for it first (`writeManifest`), so an older one never replaces a newer one.
+    /// - Complexity: O(checkpoints listed) to encode, on the loop; the writing and fsyncs on the
+    ///   thread.
+    func writeManifestInBackground() throws(StoreError) {
+        try waitForBackgroundManifest()
+        let (manifest, listed) = currentManifest()
+        let ticket = background.io.submit(.writeManifest(bytes: manifest.encode(), directory: directory, segmentsEnd: listed.upperBound))
+        background.writingManifest = (ticket, listed.upperBound)
+        try absorbBackgroundCompletions()
+    }
+
+    /// Waits for a MANIFEST being written on the background thread, if one is, and takes in
+    /// its completion: before another MANIFEST is written.
+    func waitForBackgroundManifest() throws(StoreError) {
+        guard let writing = background.writingManifest else { return }
+        background.io.wait(for: writing.ticket)
+        try absorbBackgroundCompletions()
     }
 
     /// `everysec`: hands the due fdatasync of the active segment to the background thread.

@@ -10,6 +10,16 @@ extension DurableStore {
     /// - Complexity: O(resident rooms log resident rooms + sleeping rooms), one small file
     ///   written whole (two fsyncs).
     func writeManifest(removing: [UInt64] = [], segments: Range<UInt64>? = nil) throws(StoreError) {
+        // One written on the background thread (a switch's) lands first.
+        try waitForBackgroundManifest()
+        let (manifest, listed) = currentManifest(removing: removing, segments: segments)
+        try manifest.write(directory: directory)
+        manifestSegmentsEnd = listed.upperBound
+    }
+
+    /// The MANIFEST `writeManifest` writes, and the segments it lists.
+    /// - Complexity: O(resident rooms log resident rooms + sleeping rooms).
+    func currentManifest(removing: [UInt64] = [], segments: Range<UInt64>? = nil) -> (Manifest, Range<UInt64>) {
         let first = closedSegments.first ?? background.closing.first?.sequence ?? active.sequence
         let listed = segments ?? (first..<active.sequence + 1)
         // A dropped room's checkpoint stays listed until its tombstone is durable
@@ -23,8 +33,7 @@ extension DurableStore {
             nextCheckpoint: nextCheckpointSequence, firstSegment: listed.lowerBound,
             segmentCount: UInt64(listed.count), checkpoints: checkpoints,
             removing: Array(Set(removing + pending)).sorted())
-        try manifest.write(directory: directory)
-        manifestSegmentsEnd = listed.upperBound
+        return (manifest, listed)
     }
 
     /// Two ascending lists as one. O(a + b).

@@ -371,7 +371,9 @@ package final class DurableStore: RoomStore {
         if due || (background.io.isThreaded && dataBytes >= options.segmentBytes / 2) { try prepareNextSegment() }
         // A MANIFEST that a full disk kept from listing the active segment holds the next one
         // back (`installNextSegment()`): retried here, once a second, not at every pass.
-        if background.next != nil && manifestSegmentsEnd <= active.sequence { _ = try writeManifestUnlessFull() }
+        if background.next != nil && manifestSegmentsEnd <= active.sequence && background.writingManifest == nil {
+            _ = try writeManifestUnlessFull()
+        }
         if due {
             background.switchDue = true
             try installNextSegment()

@@ -139,6 +139,66 @@ import SnapSyncModel
         expectSameRooms(recovered, rooms)
     }
 
+    /// The MANIFEST that lists a new segment is written on the background thread: the switch
+    /// returns while it is held there, no further segment is installed meanwhile (recovery takes
+    /// in one unlisted segment, never two), and a kill -9 then (a copy of the directory) opens
+    /// with every record, the new segment's included. Once written, the next switch can come.
+    @Test(arguments: [FsyncPolicy.always, .no])
+    func theManifestOfASwitchIsWrittenOffTheLoop(fsync: FsyncPolicy) throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        let (store, _) = try DurableStore.open(options: threadedOptions(dir, fsync: fsync), logger: LogLines().logger)
+        let gate = Mutex(false)
+        let held = Mutex(0)
+        defer { gate.withLock { $0 = true } }
+        store.injectBackgroundFault { job in
+            if case .writeManifest = job {
+                held.withLock { $0 += 1 }
+                while !gate.withLock({ $0 }) { usleep(1000) }
+            }
+            return nil
+        }
+        // No checkpoints while the MANIFEST is held: a checkpoint's own MANIFEST would wait for it.
+        let first = store.activeSegmentName
+        for _ in 0..<200 where store.activeSegmentName == first {
+            try rooms.writeMany(3, rooms: 3, payloadBytes: 60, to: store, syncEvery: 3)
+            _ = try store.maintain(now: .now)
+            if store.background.writingManifest == nil { try store.finishBackgroundWork() }
+        }
+        let second = store.activeSegmentName
+        #expect(second != first)
+        #expect(store.background.writingManifest != nil, "the switch returned with its MANIFEST still being written")
+        // Past a segment's worth of writes, the next segment may be prepared but not installed.
+        for _ in 0..<40 {
+            try rooms.writeMany(3, rooms: 3, payloadBytes: 60, to: store, syncEvery: 3)
+            _ = try store.maintain(now: .now + .seconds(600))
+        }
+        #expect(store.activeSegmentName == second, "no second unlisted segment")
+        #expect(store.background.next?.installed != true)
+        #expect(held.withLock { $0 } <= 1, "one MANIFEST in flight at most")
+        copyDirectory(dir.data, dir.path + "/killed")
+        let roomsAtKill = rooms
+        gate.withLock { $0 = true }
+        try store.finishBackgroundWork()
+        #expect(store.background.writingManifest == nil)
+        for _ in 0..<40 where store.activeSegmentName == second {
+            try rooms.writeMany(3, rooms: 3, payloadBytes: 60, to: store, syncEvery: 3)
+            try maintain(store, rooms)
+            try store.finishBackgroundWork()
+        }
+        #expect(store.activeSegmentName != second, "switches go on once the MANIFEST is written")
+        try store.close()
+        var options = threadedOptions(dir, fsync: fsync)
+        options.directory = dir.path + "/killed"
+        let (copy, atKill) = try DurableStore.open(options: options, logger: LogLines().logger)
+        try copy.close()
+        expectSameRooms(atKill, roomsAtKill)
+        let (reopened, recovered) = try DurableStore.open(options: threadedOptions(dir, fsync: fsync), logger: LogLines().logger)
+        defer { try? reopened.close() }
+        expectSameRooms(recovered, rooms)
+    }
+
     @Test func everysecSyncsOnTheBackgroundThread() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
