@@ -214,7 +214,7 @@ let package = Package(
             swiftSettings: upcoming
         ),
         // A seeded PRNG shared by the property tests and Benchmarks/ (whence the product).
-        .target(name: "SnapSyncTestSupport", swiftSettings: upcoming),
+        .target(name: "SnapSyncTestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: upcoming),
         // The README's client example, compiled with every build so it cannot rot.
         .executableTarget(
             name: "snapsync-example",
@@ -224,14 +224,14 @@ let package = Package(
         .testTarget(name: "SnapSyncModelTests", dependencies: ["SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"], swiftSettings: upcoming),
         .testTarget(name: "SnapSyncWireTests", dependencies: ["SnapSyncWire", "SnapSyncModel", "SnapSyncTestSupport", "SnapSyncTestThreads"],
                     resources: [], swiftSettings: upcoming),
-        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads",
+        .testTarget(name: "SnapSyncStoreTests", dependencies: ["SnapSyncStore", "SnapSyncStoreTestSupport", "SnapSyncWire", "SnapSyncModel", "SnapSyncTestThreads", "SnapSyncTestSupport",
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster's pure parts (the servers' versions it refuses), without a server.
-        .testTarget(name: "SnapSyncClusterUnitTests", dependencies: ["SnapSyncCluster", "SnapSyncTestThreads", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "SnapSyncClusterUnitTests", dependencies: ["SnapSyncCluster", "SnapSyncTestThreads", "SnapSyncTestSupport", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
-        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads",
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads", "SnapSyncTestSupport",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // The hub in-process: plain sessions, no socket; a cluster of hubs on an in-memory log.

@@ -4,6 +4,7 @@ import Logging
 import SnapSyncModel
 import SnapSyncStore
 import Testing
+import SnapSyncTestSupport
 
 @testable import SnapSyncCluster
 

@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestSupport
 
 @testable import SnapSyncCluster
 

@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 @testable import SnapSyncCluster
 
@@ -10,22 +11,7 @@ import SnapSyncTestThreads
 @Suite(.unitTests) struct NATSServerVersionCheckTests {
     typealias Answer = Result<NATSServerProbe.Info, NATSServerProbe.ProbeFailure>
 
-    final class Lines: Sendable {
-        let lines = Mutex<[String]>([])
-        var all: [String] { lines.withLock { $0 } }
-        var logger: Logger { Logger(label: "test") { _ in Handler(sink: self) } }
-
-        struct Handler: LogHandler {
-            let sink: Lines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) { sink.lines.withLock { $0.append("\(event.level): \(event.message)") } }
-        }
-    }
+    typealias Lines = LogCapture
 
     private func check(_ answers: [String: Answer], allowUnsafe: Bool, lines: Lines = Lines()) -> Result<Void, NATSError> {
         Result { () throws(NATSError) in

@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import Testing
+import SnapSyncTestSupport
 import SnapSyncWire
 @testable import SnapSyncHub
 
@@ -9,22 +10,7 @@ import SnapSyncWire
 
 @Suite struct LogRateLimitTests {
     /// The lines a hub wrote, as "LEVEL: message".
-    final class Lines: Sendable {
-        let lines = Mutex<[String]>([])
-        var all: [String] { lines.withLock { $0 } }
-        var logger: Logger { Logger(label: "test") { _ in Handler(sink: self) } }
-
-        struct Handler: LogHandler {
-            let sink: Lines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) { sink.lines.withLock { $0.append("\(event.level): \(event.message)") } }
-        }
-    }
+    typealias Lines = LogCapture
 
     @Test func eachCauseHasItsBurstAndItsSummaryWhenTheIntervalEnds() {
         var limit = LogRateLimit(burst: 3, interval: .seconds(10))

@@ -1,6 +1,7 @@
 // The data directory: its default path, its creation, and the start-up free-space check.
 
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import Logging
 import SnapSyncStore

@@ -4,6 +4,7 @@
 // to the loop as a typed, fatal StoreError, and close() finishes what is in flight.
 
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import Synchronization
 import SnapSyncModel

@@ -6,6 +6,7 @@
 
 import Foundation
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire

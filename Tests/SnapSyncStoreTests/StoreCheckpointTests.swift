@@ -2,6 +2,7 @@
 // and a restart rebuilds each room from its checkpoint plus the log after it.
 
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore

@@ -5,6 +5,7 @@
 
 import Foundation
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire

@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore

@@ -2,6 +2,7 @@
 // a torn tail is cut off (and said so); damage followed by good records stops the start.
 
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire

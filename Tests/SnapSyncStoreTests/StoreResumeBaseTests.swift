@@ -6,6 +6,7 @@
 // (`Rooms(keepingStates:)`), never one the store rebuilt.
 
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire

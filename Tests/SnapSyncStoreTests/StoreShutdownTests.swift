@@ -2,6 +2,7 @@
 // made; a clean shutdown with a long log tail checkpoints, so the next start replays nothing.
 
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 @testable import SnapSyncStore

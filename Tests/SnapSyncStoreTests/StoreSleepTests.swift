@@ -1,4 +1,5 @@
 import Testing
+import SnapSyncTestSupport
 import SnapSyncTestThreads
 import SnapSyncModel
 import SnapSyncWire

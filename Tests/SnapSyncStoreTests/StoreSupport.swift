@@ -3,6 +3,7 @@
 
 import Foundation
 import Testing
+import SnapSyncTestSupport
 import Logging
 import Synchronization
 import SnapSyncModel
@@ -89,30 +90,8 @@ func fillFile(_ path: String, bytes: Int, block: Int = 64 << 10) -> Bool {
     return true
 }
 
-/// Keeps every log line, so tests can check what the store said.
-final class LogLines: Sendable {
-    let lines = Mutex<[String]>([])
-
-    var all: [String] { lines.withLock { $0 } }
-    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
-
-    var logger: Logger {
-        Logger(label: "test.store") { _ in Handler(sink: self) }
-    }
-
-    struct Handler: LogHandler {
-        let sink: LogLines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            sink.lines.withLock { $0.append("\(event.level): \(event.message)") }
-        }
-    }
-}
+/// Every line the store logged (SnapSyncTestSupport's `LogCapture`).
+typealias LogLines = LogCapture
 
 /// A DIFF frame as the daemon encodes it.
 func diffFrame(room: String, epoch: UInt64, version: UInt64, ops: [SnapshotOperation]) -> [UInt8] {
