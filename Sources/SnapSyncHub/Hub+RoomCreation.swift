@@ -42,14 +42,42 @@ extension Hub {
         } else if configuration.roomCreationsPerMinute > 0,
             !roomCreations.take(principalName(of: session), perMinute: configuration.roomCreationsPerMinute, now: monotonicNow())
         {
-            refusal = (
-                .principal,
-                "room \(room) cannot be created: \(LogEscaping.line(principalName(of: session))) created \(configuration.roomCreationsPerMinute) rooms in the last minute, its limit (--room-creations-per-minute): retry later"
-            )
+            refusal = (.principal, principalRefusal(room, for: session))
         } else {
             refusal = nil
         }
         guard let (reason, message) = refusal else { return nil }
+        return refuseRoomCreation(room, reason, message, for: session)
+    }
+
+    /// Cluster mode, where the log's stream limits bound the rooms and only the principal's
+    /// creations per minute are the node's: whether `session`'s principal has a creation left
+    /// (nothing taken).
+    func mayCreateRoom(_ session: Session) -> Bool {
+        let perMinute = configuration.roomCreationsPerMinute
+        return perMinute == 0 || roomCreations.hasAllowance(principalName(of: session), perMinute: perMinute, now: monotonicNow())
+    }
+
+    /// Cluster mode: takes one creation from `session`'s principal (a room's first write,
+    /// proposed).
+    func chargeRoomCreation(_ session: Session) {
+        let perMinute = configuration.roomCreationsPerMinute
+        guard perMinute > 0 else { return }
+        _ = roomCreations.take(principalName(of: session), perMinute: perMinute, now: monotonicNow())
+    }
+
+    /// Cluster mode: the REJECT quota_exceeded of a principal out of creations, counted and
+    /// logged.
+    func refusePrincipalsRoomCreation(_ name: String, for session: Session) -> Rejection {
+        let room = LogEscaping.line(name)
+        return refuseRoomCreation(room, .principal, principalRefusal(room, for: session), for: session)
+    }
+
+    private func principalRefusal(_ room: String, for session: Session) -> String {
+        "room \(room) cannot be created: \(LogEscaping.line(principalName(of: session))) created \(configuration.roomCreationsPerMinute) rooms in the last minute, its limit (--room-creations-per-minute): retry later"
+    }
+
+    private func refuseRoomCreation(_ room: String, _ reason: RoomCreationRefusal, _ message: String, for session: Session) -> Rejection {
         stats.roomsRefused[reason, default: 0] += 1
         logLimited(
             .notice, cause: "new room refused: \(reason.rawValue)", "new room refused (quota_exceeded)",

@@ -28,6 +28,13 @@ struct RoomCreationQuota {
         return true
     }
 
+    /// Whether `principal` has a creation left as of `now` (nothing is taken).
+    /// - Complexity: O(1).
+    func hasAllowance(_ principal: String, perMinute: Int, now: ContinuousClock.Instant) -> Bool {
+        guard let bucket = buckets[principal] else { return true }
+        return refilled(bucket, capacity: Double(perMinute), now: now).tokens >= 1
+    }
+
     /// Forgets the buckets that are full again as of `now`.
     /// - Complexity: O(principals with a bucket); called once a minute or so.
     mutating func prune(perMinute: Int, now: ContinuousClock.Instant) {

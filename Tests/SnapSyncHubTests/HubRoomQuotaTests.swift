@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SnapSyncModel
 import SnapSyncStore
+import SnapSyncStoreTestSupport
 import SnapSyncWire
 import Testing
 
@@ -136,5 +137,31 @@ import Testing
         harness.clock.advance(by: .seconds(61))
         harness.hub.maintainRooms(now: harness.clock.now)
         #expect(harness.hub.roomCreations.principalsTracked == 0)
+    }
+
+    /// Cluster mode: a room's first write counts against its principal's creations per minute
+    /// (the log's stream limits bound the rooms); a principal out of them is refused once a
+    /// read barrier has confirmed the room is new, and the rooms that exist take writes.
+    @Test func inClusterModeEachPrincipalCreatesAtMostItsRoomsPerMinute() {
+        let cluster = ClusterHarness(nodes: 2) { $0.roomCreationsPerMinute = 2 }
+        let node = cluster.nodes[0]
+        let session = node.connect()
+        func write(_ room: String, _ section: String = "s", requestID: UInt64) -> Message? {
+            node.mutate(session, room, [.appendSections([SnapshotElement(SnapshotIdentifier(section))])], requestID: requestID)
+            cluster.settle()
+            return node.drain(session).last { if case .diff = $0 { false } else { true } }
+        }
+        #expect(Self.isACK(write("a", requestID: 1)))
+        #expect(Self.isACK(write("b", requestID: 2)))
+        let refused = write("c", requestID: 3)
+        #expect(Self.isQuotaExceeded(refused), "\(String(describing: refused))")
+        #expect(Self.isACK(write("a", "t", requestID: 4)))
+        #expect(cluster.log.records(of: "c").isEmpty)
+        #expect(node.hub.stats.roomsRefused[.principal] == 1)
+        // Another node's sessions are counted there.
+        let other = cluster.nodes[1].connect()
+        cluster.nodes[1].mutate(other, "c", [.appendSections([SnapshotElement("s")])], requestID: 5)
+        cluster.settle()
+        #expect(Self.isACK(cluster.nodes[1].drain(other).last { if case .diff = $0 { false } else { true } }))
     }
 }

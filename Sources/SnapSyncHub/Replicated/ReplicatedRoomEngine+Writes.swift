@@ -118,6 +118,21 @@ extension ReplicatedRoomEngine {
                     settle(write, outcome, in: room)
                     continue
                 case .write(let version, let frame, let ops, let result, let fingerprint):
+                    // A room's first write creates it: counted against the principal's creations
+                    // per minute. A replica behind the log may take an existing room for new, so
+                    // a principal out of creations is refused only once a read barrier has
+                    // confirmed the room has no write yet (a room that exists is never refused).
+                    if room.version == 0 {
+                        guard hub.mayCreateRoom(write.session) else {
+                            guard write.barrierPassed else {
+                                startBarrier(.write(write), for: replica)
+                                return
+                            }
+                            refuse(write, hub.refusePrincipalsRoomCreation(room.name, for: write.session))
+                            continue
+                        }
+                        hub.chargeRoomCreation(write.session)
+                    }
                     proposeWrites(
                         first: write,
                         WriteRecord(room: room.name, epoch: room.epoch, version: version, writeID: write.writeID, fingerprint: fingerprint, diffFrame: frame),
