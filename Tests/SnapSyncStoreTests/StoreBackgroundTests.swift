@@ -200,6 +200,49 @@ import SnapSyncModel
         expectSameRooms(recovered, rooms)
     }
 
+    /// The next segment prepared and installed, as the maintenance does when a switch is due.
+    func readyNextSegment(_ store: DurableStore) throws {
+        try store.prepareNextSegment()
+        try store.finishBackgroundWork()
+        store.background.switchDue = true
+        try store.installNextSegment()
+        try store.finishBackgroundWork()
+    }
+
+    /// A full disk while the background thread writes a switch's MANIFEST: not fatal, logged;
+    /// the new segment stays the one unlisted segment, so the one after it is not installed
+    /// until the maintenance has written the MANIFEST again.
+    @Test func noSpaceForTheManifestOfASwitchHoldsTheNextSegmentBack() throws {
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        var rooms = Rooms()
+        let lines = LogLines()
+        let (store, _) = try DurableStore.open(options: threadedOptions(dir), logger: lines.logger)
+        defer { try? store.close() }
+        store.injectBackgroundFault { job in
+            if case .writeManifest = job { return StoreError.noSpace(path: Manifest.fileName, errno: ENOSPC) }
+            return nil
+        }
+        try rooms.writeMany(6, rooms: 3, payloadBytes: 60, to: store, syncEvery: 3)
+        let old = store.active.sequence
+        try readyNextSegment(store)
+        #expect(try store.switchSegmentIfReady(now: .now))
+        try store.finishBackgroundWork()
+        #expect(lines.contains("no space to rewrite the MANIFEST"), "\(lines.all)")
+        #expect(store.background.writingManifest == nil)
+        #expect(store.manifestSegmentsEnd == old + 1)
+        try readyNextSegment(store)
+        #expect(store.background.next?.installed == false)
+        store.injectBackgroundFault(nil)
+        _ = try store.maintain(now: .now)
+        try store.finishBackgroundWork()
+        #expect(try #require(try Manifest.read(directory: dir.data)).segments.upperBound == old + 2)
+        try readyNextSegment(store)
+        #expect(store.background.next?.installed == true)
+        try rooms.writeMany(3, rooms: 3, payloadBytes: 60, to: store, syncEvery: 3)
+        #expect(store.active.sequence == old + 2)
+    }
+
     @Test func everysecSyncsOnTheBackgroundThread() throws {
         let dir = TempDirectory()
         defer { dir.remove() }
