@@ -268,44 +268,41 @@ struct Recovery {
                         "\(why ?? "zero bytes where a record should be"), yet the later segment \(later.1) holds records: a closed segment is synced whole before the next starts, so this is damage, and the daemon will not start"
                 )
             }
+            // What the bytes from `end` on are, hence whether they are kept aside and what is said.
             let name = LogSegment.fileName(sequence)
             let neverWritten = why != nil && TornWrite.isNeverWritten(bytes, at: end)
-            var savedAs: String? = nil
-            if why != nil, !neverWritten, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
-                let damage =
+            let damage: String? =
+                if why != nil, !neverWritten, let notTorn = TornWrite.whyNotTorn(bytes, at: end) {
                     "\(why ?? ""): \(notTorn). A crash leaves an unfinished write short of the end of the file or with unwritten (zero) sectors; this record was complete on disk, so it may have been acknowledged, and was damaged afterwards"
-                guard options.repairsDamagedTail else {
-                    throw StoreError.corrupt(
-                        path: path, offset: end,
-                        reason:
-                            "\(damage). The daemon will not start: `snapsyncd repair \(directory)` saves the bytes from byte \(end) on aside and truncates the segment there, losing this write (or restore the file from a backup)"
-                    )
-                }
-                savedAs = try Self.saveAside(bytes, from: end, of: name, in: directory)
-                logger.warning(
-                    "store: repair: \(name) at byte \(end): \(damage). The \(bytes.count - end) bytes from there were saved in \(savedAs ?? "") and the segment truncated: this write is lost"
+                } else { nil }
+            if let damage, !options.repairsDamagedTail {
+                throw StoreError.corrupt(
+                    path: path, offset: end,
+                    reason:
+                        "\(damage). The daemon will not start: `snapsyncd repair \(directory)` saves the bytes from byte \(end) on aside and truncates the segment there, losing this write (or restore the file from a backup)"
                 )
-            } else if neverWritten {
-                savedAs = try Self.saveAside(bytes, from: end, of: name, in: directory)
             }
+            let savedAs = damage != nil || neverWritten ? try Self.saveAside(bytes, from: end, of: name, in: directory) : nil
             let nonZero = !RecordFraming.isAllZero(bytes, from: end, to: bytes.count)
             let file = try PosixFile(path: path, flags: O_RDWR)
             try file.truncate(to: end)
             try file.syncData()
             file.close()
-            if neverWritten {
+            if let damage {
+                logger.warning(
+                    "store: repair: \(name) at byte \(end): \(damage). The \(bytes.count - end) bytes from there were saved in \(savedAs ?? "") and the segment truncated: this write is lost"
+                )
+            } else if neverWritten {
                 logger.warning(
                     "store: \(name): the bytes after the last record at byte \(end) are not a record the log wrote (\(why ?? "")): space it never wrote, damaged. Trimmed; they were saved in \(savedAs ?? "")"
                 )
-            } else if savedAs != nil {
-                // Logged above.
             } else if nonZero {
                 logger.warning(
-                    "store: \(LogSegment.fileName(sequence)): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged"
+                    "store: \(name): cut off a torn tail of \(bytes.count - end) bytes at byte \(end) (\(why ?? "a partly written record")): the last write before a crash was never completed, so it was never acknowledged"
                 )
             } else {
                 logger.info(
-                    "store: \(LogSegment.fileName(sequence)): trimmed \(bytes.count - end) zero bytes after the last record at byte \(end) (preallocated space, or the start of a write cut short)"
+                    "store: \(name): trimmed \(bytes.count - end) zero bytes after the last record at byte \(end) (preallocated space, or the start of a write cut short)"
                 )
             }
         }
