@@ -109,7 +109,7 @@ extension Hub {
         // Sorted, so that the LEFT frames come in an order a client (and a test) can rely on.
         for name in session.memberships.names.sorted() where !principal.allows(.read, room: name) {
             guard let room = session.memberships[name] else { continue }
-            removeMember(session, from: room)
+            removeMember(session, from: room, reason: .removed)
             send(.left(room: name, code: ErrorCode.forbidden.rawValue, message: denial(of: .read, room: name, to: session)), to: session)
         }
         send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)

@@ -45,7 +45,7 @@ extension Hub {
     /// Rule 3: `member` (version 1) is sent LEFT `outline_unsupported` in place of `room`'s DIFF,
     /// and is no longer a member.
     func leaveForOutline(_ member: Session, room: Room) {
-        removeMember(member, from: room)
+        removeMember(member, from: room, reason: .removed)
         send(
             .left(
                 room: room.name, code: ErrorCode.outlineUnsupported.rawValue,

@@ -58,7 +58,13 @@ extension Hub {
             engine.setTTL(requestID: requestID, roomName: room, seconds: seconds, from: session)
         case .verify(let requestID, let room):
             verify(requestID: requestID, roomName: room, from: session)
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest:
+        case .presenceWatch(let requestID, let room, let watch):
+            watchPresence(requestID: requestID, roomName: room, watch: watch, from: session)
+        case .presenceList(let requestID, let room, let after, let limit):
+            listPresence(requestID: requestID, roomName: room, after: after, limit: limit, from: session)
+        case .setPresence(let requestID, let room, let state):
+            setPresence(requestID: requestID, roomName: room, state: state, from: session)
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest, .presence, .presenceDiff:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
             close(session, error: .unknownMessageType, "\(message.type.name) is sent by the server only")
@@ -157,7 +163,7 @@ extension Hub {
             send(Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName))").message(requestID: requestID), to: session)
             return
         }
-        removeMember(session, from: room)
+        removeMember(session, from: room, reason: .left)
         send(.ack(requestID: requestID, epoch: room.epoch, version: room.version), to: session)
     }
 

@@ -32,7 +32,7 @@ extension Hub {
     func endRoom(_ room: Room, code: ErrorCode, _ message: String) {
         // Copied first: removeMember reorders the array.
         for member in room.members.sessions {
-            removeMember(member, from: room)
+            removeMember(member, from: room, reason: .removed)
             send(.left(room: room.name, code: code.rawValue, message: message), to: member)
         }
         // Out of the idle list first: it links rooms unowned, so a dangling link would outlive it.

@@ -62,6 +62,13 @@ package final class Hub {
     /// The data directory's size and free space, last measured (Local/LocalRoomEngine+DataUsage.swift);
     /// nil before the first measurement and without a data directory.
     package var dataUsage: DataDirectoryUsage?
+    /// Rooms whose presence changed since their last PRESENCE_DIFF, waiting for
+    /// `flushPresence`; whether its timer is armed; how the IO layer arms it.
+    var presenceQueue: [Room] = []
+    var isPresenceTimerArmed = false
+    package var presenceTimerNeeded: (Duration) -> Void = { _ in }
+    /// Cluster mode: tells the other nodes of local presence changes (Hub+Presence.swift).
+    package weak var presenceRelay: (any PresenceRelay)?
     /// Each principal's allowance of new rooms (Hub+RoomCreation.swift).
     var roomCreations = RoomCreationQuota()
     /// Resident rooms without members, longest idle first: the ones that may sleep
@@ -181,7 +188,8 @@ package final class Hub {
     /// queued and then ends it (`SessionTransport.sessionStartedClosing`).
     package func close(_ session: Session, error code: ErrorCode?, _ message: String) {
         guard session.state != .closing else { return }
-        leaveAllRooms(session)
+        // The server's idle timeout and a slow reader are "timed out" to the room's presence.
+        leaveAllRooms(session, reason: code == .timeout || code == .slowConsumer ? .timedOut : .disconnected)
         if let code {
             send(.error(code, message), to: session, force: true)
         }
@@ -194,7 +202,7 @@ package final class Hub {
     /// its transport is closed (`SessionTransport.sessionEnded`) and let go.
     package func end(_ session: Session, reason: String) {
         guard !session.isEnded else { return }
-        leaveAllRooms(session)
+        leaveAllRooms(session, reason: .disconnected)
         session.isEnded = true
         session.state = .closing
         session.output.removeAll()

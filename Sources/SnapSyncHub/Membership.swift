@@ -24,18 +24,21 @@ package struct SessionRooms {
 }
 
 extension Hub {
-    /// Adds `session` to `room`'s members. O(1) amortised.
+    /// Adds `session` to `room`'s members, and to its presence (Hub+Presence.swift). O(1)
+    /// amortised.
     func addMember(_ session: Session, to room: Room) {
         guard session.memberships.rooms[RoomName(room.name)] == nil else { return }
         session.memberships.rooms[RoomName(room.name)] = (room, room.members.sessions.count)
         room.members.sessions.append(session)
         idleRooms.remove(room)
+        memberJoinedPresence(session, room: room)
     }
 
-    /// Removes `session` from `room`'s members, if it is one. O(1): the last member takes the
-    /// leaver's slot.
-    func removeMember(_ session: Session, from room: Room) {
+    /// Removes `session` from `room`'s members, if it is one, and from its presence, saying why
+    /// (PRESENCE_DIFF `left`). O(1): the last member takes the leaver's slot.
+    func removeMember(_ session: Session, from room: Room, reason: PresenceDeparture) {
         guard let slot = session.memberships.rooms.removeValue(forKey: RoomName(room.name))?.slot else { return }
+        memberLeftPresence(session, room: room, reason: reason)
         let last = room.members.sessions.removeLast()
         if last !== session {
             room.members.sessions[slot] = last
@@ -50,9 +53,9 @@ extension Hub {
     }
 
     /// Removes `session` from every room it joined.
-    func leaveAllRooms(_ session: Session) {
+    func leaveAllRooms(_ session: Session, reason: PresenceDeparture) {
         for (_, membership) in session.memberships.rooms {
-            removeMember(session, from: membership.room)
+            removeMember(session, from: membership.room, reason: reason)
         }
     }
 }

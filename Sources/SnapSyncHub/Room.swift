@@ -67,6 +67,13 @@ package final class Room {
     /// Sessions that have joined (`Membership.swift`).
     /// Read once per DIFF; unchecked for the reason given on `Session.output`.
     @exclusivity(unchecked) var members = RoomMembers()
+    /// Its members' presence entries, local and (cluster mode) other nodes' (Hub+Presence.swift).
+    var presence = RoomPresence()
+    /// The members watching its presence (PRESENCE_WATCH), by session id.
+    var presenceWatchers: [UInt64: Session] = [:]
+    /// When its last PRESENCE_DIFF went out, and whether it waits in the hub's presence queue.
+    var presenceFlushedAt: ContinuousClock.Instant?
+    var isPresenceQueued = false
     /// Where this room's DIFF chunks are written, back to back (`arena(for:in:)`).
     private var diffArena: OutputArena?
     /// Where the version 3 copies of them are (`chainedDiff`), made only for such members.

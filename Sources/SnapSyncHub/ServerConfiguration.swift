@@ -67,6 +67,13 @@ package struct ServerConfiguration: Sendable {
     /// or a VERIFY computed it) is always answered.
     package var verifyFreeDigestBytes = 1024 * 1024
     package var verifyDigestInterval: Duration = .seconds(1)
+    /// The shortest time between two PRESENCE_DIFF frames of one room (`--presence-interval`);
+    /// a room with more watchers waits longer: this × ⌈watchers / 1,000⌉, at most a second
+    /// (PROTOCOL.md §9, "Presence"; Hub+Presence.swift).
+    package var presenceInterval: Duration = .milliseconds(50)
+    /// SET_PRESENCE requests one connection may make per second, sustained, with a burst of as
+    /// many (`--presence-updates-per-second`); beyond, REJECT busy.
+    package var presenceUpdatesPerSecond = 60
     /// Whether rooms keep a resume base and answer a version 3 resume with one folded DIFF
     /// when that is smaller than the DIFFs missed (`--no-fold-resumes` turns it off; PROTOCOL.md
     /// §11.12, Room+Folding.swift). The base costs a second copy of each written room's state.
@@ -166,6 +173,14 @@ package struct ServerConfiguration: Sendable {
         guard maxStoredRooms >= 1 else { throw fail("--max-stored-rooms must be at least 1") }
         guard maxDataBytes >= 0 else { throw fail("--max-data-bytes must not be negative") }
         guard roomCreationsPerMinute >= 0 else { throw fail("--room-creations-per-minute must not be negative") }
+        guard presenceInterval >= .milliseconds(1) && presenceInterval <= .seconds(1) else {
+            throw fail("--presence-interval must be between 1 ms and 1 s")
+        }
+        guard presenceUpdatesPerSecond >= 1 else { throw fail("--presence-updates-per-second must be at least 1") }
+        guard wire.maxPresenceBytes >= 0 && wire.maxPresenceBytes <= 64 * 1024 else {
+            throw fail("--max-presence-bytes must be between 0 and 64KiB")
+        }
+        guard wire.presenceView >= 1 && wire.presenceView <= 10_000 else { throw fail("--presence-view must be between 1 and 10000") }
         guard clusterCheckpointInterval >= 1 else { throw fail("--cluster-checkpoint-every must be at least 1") }
         guard clusterIdleSeconds >= 1 else { throw fail("the cluster's idle time must be at least 1 second") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }

@@ -27,6 +27,13 @@ package struct ServerStats {
     /// Times a connection's input slice for a loop pass ended with frames left, which wait for
     /// its next turn (the server's `InputSlice`): a client pipelining more than a slice.
     package var inputYields: UInt64 = 0
+    /// Presence (Hub+Presence.swift): PRESENCE and PRESENCE_DIFF frames queued (a shared
+    /// PRESENCE_DIFF once per watcher), the changes PRESENCE_DIFFs carried (once per frame
+    /// encoded), SET_PRESENCE requests applied and those refused for the rate.
+    package var presenceFramesOut: UInt64 = 0
+    package var presenceChanges: UInt64 = 0
+    package var presenceUpdates: UInt64 = 0
+    package var presenceUpdatesRefused: UInt64 = 0
     /// Requests refused with REJECT forbidden (not counted in `writesRejected`).
     package var forbidden: UInt64 = 0
     /// Sessions closed with ERROR token_expired.
@@ -121,6 +128,10 @@ package struct ServerStats {
             ("requests_busy", requestsBusy),
             ("input_yields", inputYields),
             ("forbidden", forbidden),
+            ("presence_frames_out", presenceFramesOut),
+            ("presence_changes", presenceChanges),
+            ("presence_updates", presenceUpdates),
+            ("presence_updates_refused", presenceUpdatesRefused),
             ("tokens_expired", tokensExpired),
             ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),
             ("loop_pass_p99_us", passes.quantile(0.99)),

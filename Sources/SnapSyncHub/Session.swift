@@ -71,6 +71,9 @@ package final class Session {
     /// When AUTHs' new tokens were verified within the last `Hub.authVerifyWindow` (at most
     /// `Hub.authVerifyBurst` instants, oldest first; `Hub+Auth.swift`).
     var authVerifications: [ContinuousClock.Instant] = []
+    /// SET_PRESENCE allowance: tokens left, and when they were last refilled (Hub+Presence.swift).
+    var presenceTokens = 0.0
+    var presenceTokensAt: ContinuousClock.Instant?
 
     /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,

@@ -51,6 +51,8 @@ package final class Server {
     private var statsTimer: Event?
     private var signalEvents: [Event] = []
     private var shutdownTimer: Event?
+    /// Armed while a room's presence waits for its next PRESENCE_DIFF (`Hub.flushPresence`).
+    private var presenceTimer: Event?
     package internal(set) var isShuttingDown = false
     /// Whether the client listener is up (after `start()`, until shutdown closes it).
     package var isListening: Bool { listener != nil || tlsListener != nil }
@@ -104,6 +106,7 @@ package final class Server {
         connectionContext.connectionEnded = {}
         for connection in connectionContext.connections { hub.end(connection.session, reason: "server released") }
         hub.storeFailed = { _ in }
+        hub.presenceTimerNeeded = { _ in }
         listener?.close()
         tlsListener?.close()
         freeLoopEvents()
@@ -158,6 +161,8 @@ package final class Server {
             try flush.start(loop: loop)
             statsTimer = try loop.makeTimer(context: context, Server.onStatsTick)
             try statsTimer!.add(timeout: .seconds(1))
+            presenceTimer = try loop.makeTimer(context: context, Server.onPresenceTimer)
+            hub.presenceTimerNeeded = { [unowned self] delay in try? self.presenceTimer?.add(timeout: delay) }
             if handleSignals {
                 Syscall.unblock([SIGTERM, SIGINT, SIGHUP])
                 for signal in [SIGTERM, SIGINT] {
@@ -279,7 +284,10 @@ package final class Server {
         flush.free()
         statsTimer?.free()
         shutdownTimer?.free()
+        presenceTimer?.free()
+        hub.presenceTimerNeeded = { _ in }
         for event in signalEvents { event.free() }
+        presenceTimer = nil
         statsTimer = nil
         shutdownTimer = nil
         signalEvents = []
@@ -322,6 +330,13 @@ package final class Server {
             server.logger.warning("shutdown timeout: closing remaining connections", metadata: ["connections": "\(server.hub.sessions.count)"])
         }
         server.finishShutdown()
+    }
+
+    private static let onPresenceTimer: EventCallback = { _, _, context in
+        let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
+        if let next = server.hub.flushPresence(now: server.hub.monotonicNow()) {
+            try? server.presenceTimer?.add(timeout: next)
+        }
     }
 
     private static let onStatsTick: EventCallback = { _, _, context in

@@ -191,6 +191,31 @@ public struct FrameEncoder: Sendable {
             b.appendVarint(version)
             b.append(contentsOf: digest.bytes)
             b.appendChain(chain)
+        case .presenceWatch(let requestID, let room, let watch):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.append(watch ? 1 : 0)
+        case .presenceList(let requestID, let room, let after, let limit):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendVarint(after)
+            b.appendVarint(limit)
+        case .setPresence(let requestID, let room, let state):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendBytes(state)
+        case .presence(let requestID, let room, let count, let members, let next):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendVarint(count)
+            b.appendVarint(members.count)
+            for member in members { b.appendPresenceMember(member) }
+            b.appendVarint(next)
+        case .presenceDiff(let room, let count, let changes):
+            b.appendString(room)
+            b.appendVarint(count)
+            b.appendVarint(changes.count)
+            for change in changes { b.appendPresenceChange(change) }
         }
     }
 
@@ -212,5 +237,32 @@ public struct FrameEncoder: Sendable {
         buffer[start + 2] = UInt8(truncatingIfNeeded: length >> 8)
         buffer[start + 3] = UInt8(truncatingIfNeeded: length)
         return length + 4
+    }
+}
+
+extension [UInt8] {
+    /// PRESENCE's `member` (§11.27).
+    mutating func appendPresenceMember(_ member: PresenceMember) {
+        appendVarint(member.memberID)
+        appendString(member.principal)
+        appendVarint(member.joinedAt)
+        appendBytes(member.state)
+    }
+
+    /// PRESENCE_DIFF's `change` (§11.28).
+    mutating func appendPresenceChange(_ change: PresenceChange) {
+        append(change.kind)
+        switch change {
+        case .joined(let member), .shown(let member):
+            appendPresenceMember(member)
+        case .left(let id, let reason):
+            appendVarint(id)
+            append(reason)
+        case .state(let id, let state):
+            appendVarint(id)
+            appendBytes(state)
+        case .hidden(let id):
+            appendVarint(id)
+        }
     }
 }

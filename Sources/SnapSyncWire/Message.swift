@@ -76,6 +76,20 @@ public enum Message: Sendable {
     /// room at (`epoch`, `version`), the position of the last SNAPSHOT or DIFF of `room` sent on
     /// this connection before it.
     case digest(requestID: UInt64, room: String, epoch: UInt64, version: UInt64, digest: SnapshotDigest, chain: RoomChain)
+    /// Start (`watch`) or stop watching the presence of a joined room (version 4, §11.24):
+    /// answered by PRESENCE (start) or ACK (stop).
+    case presenceWatch(requestID: UInt64, room: String, watch: Bool)
+    /// A page of a joined room's presence: members whose id is above `after`, at most `limit`
+    /// (0: the server's page) (version 4, §11.25).
+    case presenceList(requestID: UInt64, room: String, after: UInt64, limit: UInt64)
+    /// Set this connection's presence state in a joined room; empty clears it (version 4, §11.26).
+    case setPresence(requestID: UInt64, room: String, state: [UInt8])
+    /// The room's member count and the members listed, ascending by id; `next` is the last id
+    /// listed when more follow, else 0 (version 4, §11.27).
+    case presence(requestID: UInt64, room: String, count: UInt64, members: [PresenceMember], next: UInt64)
+    /// How a watched room's presence changed: its member count and the view's changes, at most
+    /// one per member (version 4, §11.28).
+    case presenceDiff(room: String, count: UInt64, changes: [PresenceChange])
 }
 
 extension Message {
@@ -148,6 +162,11 @@ extension Message {
         case .setTTL: .setTTL
         case .verify: .verify
         case .digest: .digest
+        case .presenceWatch: .presenceWatch
+        case .presenceList: .presenceList
+        case .setPresence: .setPresence
+        case .presence: .presence
+        case .presenceDiff: .presenceDiff
         }
     }
 
@@ -167,9 +186,10 @@ extension Message {
         case .join(let id, _, _, _), .leave(let id, _), .mutate(let id, _, _, _, _), .replace(let id, _, _, _, _),
             .replaceSection(let id, _, _, _, _, _),
             .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _, _),
-            .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _), .verify(let id, _), .digest(let id, _, _, _, _, _):
+            .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _), .verify(let id, _), .digest(let id, _, _, _, _, _),
+            .presenceWatch(let id, _, _), .presenceList(let id, _, _, _), .setPresence(let id, _, _), .presence(let id, _, _, _, _):
             id
-        case .hello, .welcome, .error, .ping, .pong, .diff, .left:
+        case .hello, .welcome, .error, .ping, .pong, .diff, .left, .presenceDiff:
             nil
         }
     }
@@ -207,6 +227,12 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case replaceSection = 0x18
     /// Version 3 and later (§8.2).
     case verify = 0x19
+    /// Version 4 and later (§8.2).
+    case presenceWatch = 0x1A
+    /// Version 4 and later (§8.2).
+    case presenceList = 0x1B
+    /// Version 4 and later (§8.2).
+    case setPresence = 0x1C
     case snapshot = 0x20
     case catchup = 0x21
     case diff = 0x22
@@ -216,11 +242,18 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case left = 0x26
     /// Version 3 and later (§8.2).
     case digest = 0x27
+    /// Version 4 and later (§8.2).
+    case presence = 0x28
+    /// Version 4 and later (§8.2).
+    case presenceDiff = 0x29
 
     public var sentBy: Sender {
         switch self {
-        case .hello, .join, .leave, .mutate, .replace, .replaceSection, .stats, .auth, .drop, .setTTL, .verify: .client
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest: .server
+        case .hello, .join, .leave, .mutate, .replace, .replaceSection, .stats, .auth, .drop, .setTTL, .verify,
+            .presenceWatch, .presenceList, .setPresence:
+            .client
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest, .presence, .presenceDiff:
+            .server
         case .ping, .pong: .either
         }
     }
@@ -251,6 +284,11 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         case .replaceSection: "REPLACE_SECTION"
         case .verify: "VERIFY"
         case .digest: "DIGEST"
+        case .presenceWatch: "PRESENCE_WATCH"
+        case .presenceList: "PRESENCE_LIST"
+        case .setPresence: "SET_PRESENCE"
+        case .presence: "PRESENCE"
+        case .presenceDiff: "PRESENCE_DIFF"
         }
     }
 
@@ -259,6 +297,7 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         switch self {
         case .replaceSection: ProtocolVersion.hasOutlines(version)
         case .verify, .digest: ProtocolVersion.hasChain(version: version)
+        case .presenceWatch, .presenceList, .setPresence, .presence, .presenceDiff: ProtocolVersion.hasPresence(version)
         default: true
         }
     }

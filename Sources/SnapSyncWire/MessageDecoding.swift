@@ -161,11 +161,84 @@ extension ByteReader {
             let version = try varint("version")
             let digest = SnapshotDigest(bytes: try raw(SnapshotDigest.byteCount, "digest"))
             result = .digest(requestID: requestID, room: room, epoch: epoch, version: version, digest: digest, chain: try chain("chain"))
+        case .presenceWatch:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let watch = try u8("watch")
+            guard watch <= 1 else { throw fail("watch", "value \(watch) (must be 0 stop or 1 start)") }
+            result = .presenceWatch(requestID: requestID, room: room, watch: watch == 1)
+        case .presenceList:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let after = try varint("after")
+            result = .presenceList(requestID: requestID, room: room, after: after, limit: try varint("limit"))
+        case .setPresence:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            result = .setPresence(requestID: requestID, room: room, state: try bytesField("state"))
+        case .presence:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let count = try varint("count")
+            // A member is at least 4 bytes: id, empty principal, joined_at, empty state.
+            let listed = try self.count("members", minimumSize: 4)
+            var members: [PresenceMember] = []
+            members.reserveCapacity(listed)
+            for _ in 0..<listed {
+                let member = try presenceMember("members")
+                if let last = members.last, member.memberID <= last.memberID {
+                    throw fail("members", "member_id \(member.memberID) after \(last.memberID) (ids ascend strictly)")
+                }
+                members.append(member)
+            }
+            result = .presence(requestID: requestID, room: room, count: count, members: members, next: try varint("next"))
+        case .presenceDiff:
+            let room = try string("room")
+            let count = try varint("count")
+            // A change is at least 2 bytes: kind and an id (`hidden`).
+            let listed = try self.count("changes", minimumSize: 2)
+            var changes: [PresenceChange] = []
+            changes.reserveCapacity(listed)
+            var named = Set<UInt64>(minimumCapacity: listed)
+            for _ in 0..<listed {
+                let change = try presenceChange()
+                guard named.insert(change.memberID).inserted else {
+                    throw fail("changes", "member_id \(change.memberID) changed twice in one frame")
+                }
+                changes.append(change)
+            }
+            result = .presenceDiff(room: room, count: count, changes: changes)
         }
         guard isAtEnd else {
             throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")
         }
         return result
+    }
+
+    mutating func presenceMember(_ field: StaticString) throws(WireError) -> PresenceMember {
+        let id = try varint(field)
+        guard id != 0 else { throw fail(field, "member_id 0 (ids are never 0)") }
+        let principal = try string(field)
+        let joinedAt = try varint(field)
+        return PresenceMember(memberID: id, principal: principal, joinedAt: joinedAt, state: try bytesField(field))
+    }
+
+    mutating func presenceChange() throws(WireError) -> PresenceChange {
+        let kind = try u8("changes.kind")
+        switch kind {
+        case 0: return .joined(try presenceMember("changes.member"))
+        case 3: return .shown(try presenceMember("changes.member"))
+        case 1, 2, 4:
+            let id = try varint("changes.member_id")
+            guard id != 0 else { throw fail("changes.member_id", "member_id 0 (ids are never 0)") }
+            switch kind {
+            case 1: return .left(memberID: id, reason: try u8("changes.reason"))
+            case 2: return .state(memberID: id, state: try bytesField("changes.state"))
+            default: return .hidden(memberID: id)
+            }
+        default:
+            throw fail("changes.kind", "unknown kind \(kind) (0 joined, 1 left, 2 state, 3 shown, 4 hidden)")
+        }
     }
 
     mutating func optionalVarint(_ field: StaticString) throws(WireError) -> UInt64? {

@@ -1,13 +1,12 @@
 /// The protocol versions this codec speaks (PROTOCOL.md §8.2): one place for the daemon that
 /// answers HELLO, the client that sends it, and the tools.
 public enum ProtocolVersion {
-    /// The version PROTOCOL.md describes: version 2 plus the room's chain in SNAPSHOT and DIFF
-    /// and the VERIFY request.
+    /// The version PROTOCOL.md describes: version 3 plus presence.
     /// A WELCOME to a client that offers it names it.
-    public static let current: UInt64 = 3
+    public static let current: UInt64 = 4
     /// Every version spoken, highest first: what a HELLO offers (the server takes the highest
     /// it speaks, whatever the order).
-    public static let supported: [UInt64] = [3, 2, 1]
+    public static let supported: [UInt64] = [4, 3, 2, 1]
     /// The newest version without the `chain` field: the layout of the DIFF frames a chain is
     /// computed over, which logs, checkpoints and the cluster's records hold, and from which a
     /// version 3 member's frame is made (`RoomChain.chainedDiffFrame`). What a decoder reads
@@ -28,4 +27,8 @@ public enum ProtocolVersion {
     /// at the end of DIFF and of JOIN's resume position, and VERIFY / DIGEST (version 3 and
     /// later).
     public static func hasChain(version: UInt64) -> Bool { version >= 3 }
+
+    /// Whether `version` has presence: PRESENCE_WATCH, PRESENCE_LIST, SET_PRESENCE, PRESENCE,
+    /// PRESENCE_DIFF and the limit keys 10 and 11 (version 4 and later).
+    public static func hasPresence(_ version: UInt64) -> Bool { version >= 4 }
 }

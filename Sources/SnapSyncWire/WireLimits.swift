@@ -10,12 +10,20 @@ public enum LimitKey: UInt64, Hashable, Sendable, CaseIterable {
     case maxRoomsPerConnection = 6
     case maxSnapshotBytes = 7
     case historyCount = 8
-    /// Version 2 only (§12): a version 1 WELCOME does not carry it.
+    /// Version 2 and later (§12): a version 1 WELCOME does not carry it.
     case maxOutlineDepth = 9
+    /// Version 4 and later (§12).
+    case maxPresenceBytes = 10
+    /// Version 4 and later (§12).
+    case presenceView = 11
 
     /// Whether a WELCOME of protocol `version` announces this key.
     public func exists(inVersion version: UInt64) -> Bool {
-        self != .maxOutlineDepth || ProtocolVersion.hasOutlines(version)
+        switch self {
+        case .maxOutlineDepth: ProtocolVersion.hasOutlines(version)
+        case .maxPresenceBytes, .presenceView: ProtocolVersion.hasPresence(version)
+        default: true
+        }
     }
 }
 
@@ -32,15 +40,22 @@ public struct WireLimits: Hashable, Sendable {
     /// How many recent versions a room keeps for resume and idempotent writes: its resume window,
     /// in versions (the daemon also bounds its bytes, `--history-bytes`). Default 16,384.
     public var historyCount: Int
+    /// Largest presence state a member may set (version 4). Default 1 KiB.
+    public var maxPresenceBytes: Int
+    /// Members of a room's presence view and of a PRESENCE page (version 4). Default 100.
+    public var presenceView: Int
 
     public init(
         maxFrameBytes: Int = 16 * 1024 * 1024, model: SnapshotLimits = .default,
-        maxRoomsPerConnection: Int = 64, historyCount: Int = 16_384
+        maxRoomsPerConnection: Int = 64, historyCount: Int = 16_384,
+        maxPresenceBytes: Int = 1024, presenceView: Int = 100
     ) {
         self.maxFrameBytes = maxFrameBytes
         self.model = model
         self.maxRoomsPerConnection = maxRoomsPerConnection
         self.historyCount = historyCount
+        self.maxPresenceBytes = maxPresenceBytes
+        self.presenceView = presenceView
     }
 
     public static let `default` = WireLimits()
@@ -85,6 +100,8 @@ public struct WireLimits: Hashable, Sendable {
             case .maxSnapshotBytes: model.maxSnapshotBytes
             case .historyCount: historyCount
             case .maxOutlineDepth: model.maxOutlineDepth
+            case .maxPresenceBytes: maxPresenceBytes
+            case .presenceView: presenceView
             }
         }
         set {
@@ -98,6 +115,8 @@ public struct WireLimits: Hashable, Sendable {
             case .maxSnapshotBytes: model.maxSnapshotBytes = newValue
             case .historyCount: historyCount = newValue
             case .maxOutlineDepth: model.maxOutlineDepth = newValue
+            case .maxPresenceBytes: maxPresenceBytes = newValue
+            case .presenceView: presenceView = newValue
             }
         }
     }

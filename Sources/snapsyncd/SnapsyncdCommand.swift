@@ -151,6 +151,31 @@ struct SnapsyncdCommand: ParsableCommand {
     @Option(help: "Rooms one connection may have joined at once.")
     var maxRoomsPerConnection: Int = defaults.wire.maxRoomsPerConnection
 
+    @Option(
+        help: ArgumentHelp(
+            "Largest presence state a member may set (SET_PRESENCE, protocol version 4), announced in WELCOME; beyond, REJECT payload_too_large. (default: 1KiB)",
+            valueName: "max-presence-bytes"),
+        transform: ConfigurationValue.byteCount)
+    var maxPresenceBytes: Int = defaults.wire.maxPresenceBytes
+
+    @Option(
+        help:
+            "Members of a room's presence a watcher is shown and kept up to date on (the view; the rest are counted and listed a page of this many at a time). (default: \(defaults.wire.presenceView))"
+    )
+    var presenceView: Int = defaults.wire.presenceView
+
+    @Option(
+        help:
+            "Shortest time between two presence updates (PRESENCE_DIFF) of a room; a room with n watchers waits this × ⌈n / 1000⌉, at most 1s. Changes in between are coalesced. (default: \(time(defaults.presenceInterval)))",
+        transform: ConfigurationValue.duration)
+    var presenceInterval: Duration = defaults.presenceInterval
+
+    @Option(
+        help:
+            "SET_PRESENCE requests one connection may make per second, sustained, in bursts of as many; beyond, REJECT busy. (default: \(defaults.presenceUpdatesPerSecond))"
+    )
+    var presenceUpdatesPerSecond: Int = defaults.presenceUpdatesPerSecond
+
     @Option(help: "Items one room may hold.")
     var maxItemsPerRoom: Int = defaults.wire.model.maxItems
 
@@ -297,6 +322,10 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.wire.model.maxIdentifierBytes = maxIdentifierBytes
         configuration.wire.model.maxSnapshotBytes = maxSnapshotBytes ?? ServerConfiguration.snapshotBytes(forFrameBytes: maxFrameBytes)
         configuration.wire.historyCount = historyCount
+        configuration.wire.maxPresenceBytes = maxPresenceBytes
+        configuration.wire.presenceView = presenceView
+        configuration.presenceInterval = presenceInterval
+        configuration.presenceUpdatesPerSecond = presenceUpdatesPerSecond
         configuration.maxConnections = maxConnections
         configuration.maxRooms = maxRooms
         configuration.maxStoredRooms = maxStoredRooms

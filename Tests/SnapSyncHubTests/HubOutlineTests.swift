@@ -24,7 +24,9 @@ import SnapSyncWire
 
     @Test func helloChoosesTheHighestVersionOfferedThatTheServerSpeaks() {
         let harness = HubHarness()
-        for (offered, chosen) in [([3, 2, 1], 3), ([2, 1], 2), ([1], 1), ([1, 2], 2), ([3, 2], 3), ([3, 1], 3), ([4, 2], 2), ([4, 1], 1)]
+        for (offered, chosen) in [
+            ([4, 3, 2, 1], 4), ([3, 2, 1], 3), ([2, 1], 2), ([1], 1), ([1, 2], 2), ([3, 2], 3), ([3, 1], 3), ([5, 2], 2), ([5, 1], 1), ([1, 4], 4),
+        ]
             as [([UInt64], UInt64)]
         {
             let session = harness.hub.openSession()
@@ -37,9 +39,12 @@ import SnapSyncWire
             #expect(session.protocolVersion == chosen)
             // max_outline_depth (key 9) only in a WELCOME of version 2 or later.
             #expect(limits.contains { $0.key == LimitKey.maxOutlineDepth.rawValue } == (chosen >= 2), "\(offered)")
+            // max_presence_bytes and presence_view (keys 10, 11) only in a version 4 WELCOME.
+            #expect(limits.contains { $0.key == LimitKey.presenceView.rawValue } == (chosen >= 4), "\(offered)")
+            #expect(limits.contains { $0.key == LimitKey.maxPresenceBytes.rawValue } == (chosen >= 4), "\(offered)")
         }
         let session = harness.hub.openSession()
-        harness.send(.hello(versions: [4], clientName: "x", credentials: []), from: session)
+        harness.send(.hello(versions: [5], clientName: "x", credentials: []), from: session)
         #expect(harness.drain(session).first?.errorCode == .unsupportedVersion)
     }
 

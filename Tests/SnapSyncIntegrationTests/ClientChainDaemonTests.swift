@@ -1,5 +1,6 @@
 @_spi(Testing) import SnapSync
 import SnapSyncClientTestSupport
+import SnapSyncWire
 import Testing
 
 // Protocol version 3 between the client and the real daemon: every DIFF the client receives
@@ -19,7 +20,7 @@ struct ClientChainDaemonTests {
         let port = daemon.port
         let room = "chain"
         let reader = try await connectedClient(daemon, "reader")
-        #expect(await reader.protocolVersion == 3)
+        #expect(await reader.protocolVersion == ProtocolVersion.current)
         let writer = try await connectedClient(daemon, "writer")
         let replica = try await reader.join(room)
         let log = ChangeLog.start(replica)

@@ -58,10 +58,11 @@ import SnapSyncModel
         limits.historyCount = 9
         limits.model.maxOutlineDepth = 7
         let entries = limits.welcomeEntries
-        #expect(entries.map(\.key) == Array(1...9))
+        #expect(entries.map(\.key) == Array(1...11))
         #expect(WireLimits(welcome: entries) == limits)
         // A version 1 WELCOME has no max_outline_depth (PROTOCOL.md §12).
         #expect(limits.welcomeEntries(version: 1).map(\.key) == Array(1...8))
+        #expect(limits.welcomeEntries(version: 3).map(\.key) == Array(1...9))
         #expect(WireLimits.default.model.maxOutlineDepth == 64)
         // Unknown keys are ignored; missing keys keep the defaults; huge values saturate.
         let adopted = WireLimits(welcome: [

@@ -280,11 +280,58 @@ enum JSONForm {
             o["version"] = .uint(version)
             o["digest"] = bytes(digest.bytes)
             o["chain"] = bytes(chain.bytes)
+        case .presenceWatch(let requestID, let room, let watch):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["watch"] = .uint(watch ? 1 : 0)
+        case .presenceList(let requestID, let room, let after, let limit):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["after"] = .uint(after)
+            o["limit"] = .uint(limit)
+        case .setPresence(let requestID, let room, let state):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["state"] = bytes(state)
+        case .presence(let requestID, let room, let count, let members, let next):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["count"] = .uint(count)
+            o["members"] = .array(members.map(presenceMember))
+            o["next"] = .uint(next)
+        case .presenceDiff(let room, let count, let changes):
+            o["room"] = .string(room)
+            o["count"] = .uint(count)
+            o["changes"] = .array(changes.map(presenceChange))
         }
         return .object(o)
     }
 
     /// Builds a RoomSnapshot from its JSON form (used by the replay set).
+    static func presenceMember(_ member: PresenceMember) -> JSON {
+        .object([
+            "member_id": .uint(member.memberID), "principal": .string(member.principal),
+            "joined_at": .uint(member.joinedAt), "state": bytes(member.state),
+        ])
+    }
+
+    static let presenceKinds = ["joined", "left", "state", "shown", "hidden"]
+
+    static func presenceChange(_ change: PresenceChange) -> JSON {
+        var o: [String: JSON] = ["kind": .string(presenceKinds[Int(change.kind)])]
+        switch change {
+        case .joined(let member), .shown(let member): o["member"] = presenceMember(member)
+        case .left(let id, let reason):
+            o["member_id"] = .uint(id)
+            o["reason"] = .uint(UInt64(reason))
+        case .state(let id, let state):
+            o["member_id"] = .uint(id)
+            o["state"] = bytes(state)
+        case .hidden(let id): o["member_id"] = .uint(id)
+        }
+        return .object(o)
+    }
+
     static func snapshot(from json: JSON) throws -> RoomSnapshot {
         var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
         var levels: [Int] = []

@@ -46,6 +46,8 @@ enum Vectors {
         case .maxSnapshotBytes: "max_snapshot_bytes"
         case .historyCount: "history_count"
         case .maxOutlineDepth: "max_outline_depth"
+        case .maxPresenceBytes: "max_presence_bytes"
+        case .presenceView: "presence_view"
         }
     }
 

@@ -30,7 +30,7 @@ extension Hub {
     /// - Complexity: O(1); the fan-out's per-member cost, so it touches only `Session`'s final
     ///   stored properties (no dynamic dispatch) and retains the chunk at most once
     ///   (`OutputQueue.enqueue`).
-    package func send(shared chunk: OutputChunk, to session: Session) {
+    package func send(shared chunk: OutputChunk, to session: Session, type: MessageType = .diff) {
         guard session.state != .closing else { return }
         if session.output.wouldExceedCap(adding: chunk.count) {
             cutOff(session)
@@ -38,7 +38,7 @@ extension Hub {
         }
         session.output.enqueue(chunk)
         stats.framesOut += 1
-        traffic.queued(type: MessageType.diff.rawValue, bytes: chunk.count)
+        traffic.queued(type: type.rawValue, bytes: chunk.count)
         markDirty(session)
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }

@@ -118,7 +118,7 @@ extension ReplicatedRoomEngine {
         var old: Room?
         if let current = replica.room {
             members = current.members.sessions
-            for member in members { hub.removeMember(member, from: current) }
+            for member in members { hub.removeMember(member, from: current, reason: .removed) }
             hub.forget(current)
             old = current
         }
@@ -247,7 +247,7 @@ extension ReplicatedRoomEngine {
         refuseBarriers(of: replica, rejection)
         refuseWrites(of: replica, rejection)
         if let room = replica.room {
-            for member in room.members.sessions { hub.removeMember(member, from: room) }
+            for member in room.members.sessions { hub.removeMember(member, from: room, reason: .removed) }
             hub.forget(room)
         }
         if replicas[RoomName(replica.name)] === replica { replicas[RoomName(replica.name)] = nil }

@@ -1,0 +1,226 @@
+// Date only: FoundationEssentials, not all of Foundation, where it exists.
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import SnapSyncAuth
+package import SnapSyncWire
+
+// Presence (PROTOCOL.md §9, "Presence"; §11.24–§11.28): membership feeds each room's
+// `RoomPresence`; watchers get its view, then one PRESENCE_DIFF per room per presence interval,
+// encoded once and shared. Nothing here is logged or stored: presence ends with the process.
+
+/// Cluster mode: carries a node's presence changes to the other nodes, and asks them for
+/// theirs (SnapSyncCluster's `PresenceExchange`). The hub calls it on the loop thread.
+package protocol PresenceRelay: AnyObject {
+    /// A local member of `room` joined or changed its state (`member`), or left (`member` nil,
+    /// for `reason`).
+    func localPresenceChanged(room: String, memberID: UInt64, member: PresenceMember?, reason: PresenceDeparture)
+    /// The node now has members of `room` (`active`), or no longer has: it follows the other
+    /// nodes' presence of the room only while it has.
+    func presenceInterest(room: String, active: Bool)
+}
+
+extension Hub {
+    /// The longest a room's presence waits between two PRESENCE_DIFFs, whatever its watchers.
+    static let maxPresenceInterval: Duration = .seconds(1)
+    /// Watchers per step of the presence interval: a room with n watchers waits
+    /// `presenceInterval` × ⌈n / this⌉, so its presence costs at most about 20,000 deliveries a
+    /// second at the default interval, however large it is.
+    static let presenceWatchersPerStep = 1_000
+
+    // MARK: Membership
+
+    /// `session` became a member of `room`: its entry, with no state yet.
+    func memberJoinedPresence(_ session: Session, room: Room) {
+        let member = PresenceMember(
+            memberID: session.id, principal: session.principal?.subject ?? session.clientName,
+            joinedAt: UInt64(max(0, (wallClock().timeIntervalSince1970 * 1000).rounded(.down))))
+        room.presence.upsert(member)
+        if room.members.count == 1 { presenceRelay?.presenceInterest(room: room.name, active: true) }
+        presenceRelay?.localPresenceChanged(room: room.name, memberID: member.memberID, member: member, reason: .left)
+        presenceChanged(in: room)
+    }
+
+    /// `session` is no longer a member of `room` (already out of `room.members`).
+    func memberLeftPresence(_ session: Session, room: Room, reason: PresenceDeparture) {
+        room.presenceWatchers[session.id] = nil
+        room.presence.remove(session.id, reason: reason)
+        presenceRelay?.localPresenceChanged(room: room.name, memberID: session.id, member: nil, reason: reason)
+        // `room.members` still holds the leaver here: it was the last when the count is 1.
+        if room.members.count == 1 { presenceRelay?.presenceInterest(room: room.name, active: false) }
+        presenceChanged(in: room)
+    }
+
+    // MARK: Other nodes' members (cluster mode)
+
+    /// Another node's member of `roomName` joined or changed its state. Ignored when the room
+    /// is not resident here: the node follows a room's presence only while it has members of
+    /// it, and then asks for the room's whole presence (`PresenceRelay.presenceInterest`).
+    package func remotePresenceChanged(room roomName: String, _ member: PresenceMember) {
+        guard let room = rooms[RoomName(roomName)], room.presence.live(member.memberID) != member else { return }
+        room.presence.upsert(member)
+        presenceChanged(in: room)
+    }
+
+    /// Another node's member of `roomName` left, or its node was lost (`nodeLost`).
+    package func remotePresenceLeft(room roomName: String, memberID: UInt64, reason: PresenceDeparture) {
+        guard let room = rooms[RoomName(roomName)], room.presence.live(memberID) != nil,
+            sessions[memberID] == nil
+        else { return }
+        room.presence.remove(memberID, reason: reason)
+        presenceChanged(in: room)
+    }
+
+    /// The live presence of `roomName` on this node: its local members' entries, for a node
+    /// that asks (cluster mode). Empty when the room is not resident.
+    package func localPresence(room roomName: String) -> [PresenceMember] {
+        guard let room = rooms[RoomName(roomName)] else { return [] }
+        return room.members.sessions.compactMap { room.presence.live($0.id) }
+    }
+
+    /// Member ids of `roomName` this node holds for other nodes (cluster mode): the entries
+    /// whose session is not local.
+    package func remotePresenceIDs(room roomName: String) -> [UInt64] {
+        guard let room = rooms[RoomName(roomName)] else { return [] }
+        return room.presence.liveIDs.filter { sessions[$0] == nil }
+    }
+
+    // MARK: Requests
+
+    /// PRESENCE_WATCH (§11.24).
+    func watchPresence(requestID: UInt64, roomName: String, watch: Bool, from session: Session) {
+        guard let room = presenceRoom(requestID: requestID, roomName: roomName, for: session) else { return }
+        guard watch else {
+            room.presenceWatchers[session.id] = nil
+            send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+            return
+        }
+        room.presenceWatchers[session.id] = session
+        let page = room.presence.page(after: 0, limit: configuration.wire.presenceView)
+        stats.presenceFramesOut += 1
+        send(
+            .presence(requestID: requestID, room: room.name, count: UInt64(room.presence.count), members: page.members, next: page.next),
+            to: session)
+    }
+
+    /// PRESENCE_LIST (§11.25).
+    func listPresence(requestID: UInt64, roomName: String, after: UInt64, limit: UInt64, from session: Session) {
+        guard let room = presenceRoom(requestID: requestID, roomName: roomName, for: session) else { return }
+        let view = configuration.wire.presenceView
+        let page = room.presence.page(after: after, limit: limit == 0 ? view : Int(min(limit, UInt64(view))))
+        stats.presenceFramesOut += 1
+        send(
+            .presence(requestID: requestID, room: room.name, count: UInt64(room.presence.count), members: page.members, next: page.next),
+            to: session)
+    }
+
+    /// SET_PRESENCE (§11.26): bounded in size and, per connection, in rate (a token bucket of
+    /// `presenceUpdatesPerSecond`, refilled continuously).
+    func setPresence(requestID: UInt64, roomName: String, state: [UInt8], from session: Session) {
+        guard let room = presenceRoom(requestID: requestID, roomName: roomName, for: session) else { return }
+        let limit = configuration.wire.maxPresenceBytes
+        guard state.count <= limit else {
+            send(
+                Rejection(.payloadTooLarge, "presence state of \(state.count) bytes for room \(LogEscaping.line(roomName)), over the limit of \(limit)")
+                    .message(requestID: requestID), to: session)
+            return
+        }
+        let rate = Double(configuration.presenceUpdatesPerSecond)
+        let now = monotonicNow()
+        let elapsed = session.presenceTokensAt.map { now - $0 } ?? .seconds(1)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        session.presenceTokens = min(rate, session.presenceTokens + seconds * rate)
+        session.presenceTokensAt = now
+        guard session.presenceTokens >= 1 else {
+            stats.requestsBusy += 1
+            stats.presenceUpdatesRefused += 1
+            send(
+                Rejection(
+                    .busy,
+                    "presence updates on this connection passed \(configuration.presenceUpdatesPerSecond) a second; the state of room \(LogEscaping.line(roomName)) is unchanged"
+                ).message(requestID: requestID), to: session)
+            return
+        }
+        session.presenceTokens -= 1
+        stats.presenceUpdates += 1
+        if room.presence.live(session.id)?.state != state {
+            room.presence.setState(session.id, state)
+            presenceRelay?.localPresenceChanged(room: room.name, memberID: session.id, member: room.presence.live(session.id), reason: .left)
+            presenceChanged(in: room)
+        }
+        send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
+    }
+
+    /// The joined room a presence request names, or nil after answering REJECT `not_joined`.
+    private func presenceRoom(requestID: UInt64, roomName: String, for session: Session) -> Room? {
+        if let room = session.memberships[roomName] { return room }
+        send(
+            Rejection(.notJoined, "this connection has not joined room \(LogEscaping.line(roomName)), whose presence only members see")
+                .message(requestID: requestID), to: session)
+        return nil
+    }
+
+    // MARK: Coalescing
+
+    /// `room`'s presence changed: a room nobody watches publishes at once (no one is owed a
+    /// PRESENCE_DIFF); a watched one waits for its next interval in the queue.
+    func presenceChanged(in room: Room) {
+        guard !room.presenceWatchers.isEmpty else {
+            room.presence.applyPending()
+            return
+        }
+        guard !room.isPresenceQueued else { return }
+        room.isPresenceQueued = true
+        presenceQueue.append(room)
+        if !isPresenceTimerArmed {
+            isPresenceTimerArmed = true
+            presenceTimerNeeded(configuration.presenceInterval)
+        }
+    }
+
+    /// The presence interval of a room with `watchers` watchers (§9, "Coalescing").
+    func presenceInterval(watchers: Int) -> Duration {
+        let steps = max(1, (watchers + Self.presenceWatchersPerStep - 1) / Self.presenceWatchersPerStep)
+        return min(Self.maxPresenceInterval, configuration.presenceInterval * steps)
+    }
+
+    /// The presence timer fired: each queued room whose interval has passed sends its
+    /// PRESENCE_DIFF to its watchers. Returns when to fire again, nil when nothing waits.
+    /// - Complexity: O(queued rooms) plus each flushed room's `RoomPresence.flush` and one
+    ///   delivery per watcher.
+    package func flushPresence(now: ContinuousClock.Instant) -> Duration? {
+        isPresenceTimerArmed = false
+        var next: Duration?
+        var waiting: [Room] = []
+        for room in presenceQueue {
+            let interval = presenceInterval(watchers: room.presenceWatchers.count)
+            if let last = room.presenceFlushedAt, now - last < interval {
+                waiting.append(room)
+                next = min(next ?? interval, interval - (now - last))
+                continue
+            }
+            room.isPresenceQueued = false
+            sendPresenceDiff(of: room, now: now)
+        }
+        presenceQueue = waiting
+        isPresenceTimerArmed = next != nil
+        return next
+    }
+
+    private func sendPresenceDiff(of room: Room, now: ContinuousClock.Instant) {
+        guard !room.presenceWatchers.isEmpty else {
+            room.presence.applyPending()
+            return
+        }
+        guard let (count, changes) = room.presence.flush(view: configuration.wire.presenceView) else { return }
+        room.presenceFlushedAt = now
+        let frame = OutputChunk.frozen(FrameEncoder().encode(.presenceDiff(room: room.name, count: UInt64(count), changes: changes)))
+        stats.presenceFramesOut += UInt64(room.presenceWatchers.count)
+        stats.presenceChanges += UInt64(changes.count)
+        for watcher in room.presenceWatchers.values {
+            send(shared: frame, to: watcher, type: .presenceDiff)
+        }
+    }
+}
