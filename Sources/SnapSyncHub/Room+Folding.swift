@@ -91,6 +91,14 @@ extension Room {
     /// - Complexity: O(n log n) plus O(n + frames) for the rebuild.
     func checkInvariants() throws(InvariantViolation) {
         try snapshot.checkInvariants()
+        try presence.checkInvariants()
+        // Every member has a live presence entry; every watcher is a member.
+        for member in members.sessions where presence.live(member.id) == nil {
+            throw InvariantViolation(description: "room \(name): member \(member.id) has no presence entry")
+        }
+        for (id, watcher) in presenceWatchers where watcher.id != id || watcher.memberships[name] !== self {
+            throw InvariantViolation(description: "room \(name): watcher \(id) is not a member")
+        }
         guard let resumeBase else { return }
         guard resumeBase.version >= history.baseVersion, resumeBase.version <= version else {
             throw InvariantViolation(

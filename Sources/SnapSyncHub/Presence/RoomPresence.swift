@@ -1,3 +1,4 @@
+import SnapSyncModel
 import SnapSyncWire
 
 /// A room's presence (PROTOCOL.md §9, "Presence"): its members' entries as its watchers last
@@ -180,16 +181,17 @@ struct RoomPresence {
     }
 
     /// The structure's invariants, for tests: `order` is `published`'s keys, ascending; every
-    /// pending change's `before` is what `published` holds.
-    func checkInvariants() {
-        precondition(order.count == published.count, "order and published disagree on the count")
+    /// pending change's `before` is what `published` holds, and its entry has its id.
+    func checkInvariants() throws(InvariantViolation) {
+        func fail(_ description: String) -> InvariantViolation { InvariantViolation(description: "presence: " + description) }
+        guard order.count == published.count else { throw fail("\(order.count) ids in order, \(published.count) published") }
         for (index, id) in order.enumerated() {
-            precondition(published[id]?.memberID == id, "id \(id) in order but not published under its id")
-            precondition(index == 0 || order[index - 1] < id, "order does not ascend at \(index)")
+            guard published[id]?.memberID == id else { throw fail("id \(id) in order but not published under its id") }
+            guard index == 0 || order[index - 1] < id else { throw fail("order does not ascend at \(index)") }
         }
         for (id, change) in pending {
-            precondition(change.before == published[id], "pending \(id)'s before is not the published entry")
-            precondition(change.after.map { $0.memberID == id } ?? true, "pending \(id)'s entry has another id")
+            guard change.before == published[id] else { throw fail("pending \(id)'s before is not its published entry") }
+            guard change.after.map({ $0.memberID == id }) ?? true else { throw fail("pending \(id)'s entry has another id") }
         }
     }
 }
