@@ -154,6 +154,8 @@ package final class Hub {
     /// access at run time on every access, and these are touched on every write.
     package var residentRoomCount: Int { rooms.count }
     package var itemCount: Int { totalItems }
+    /// Each resident room's members, for the metrics' histogram. O(rooms).
+    package var roomMemberCounts: [Int] { rooms.values.map(\.members.count) }
     /// Rooms the store holds, awake or asleep (`--max-stored-rooms`).
     package var storedRoomCount: Int { engine.storedRoomCount }
 

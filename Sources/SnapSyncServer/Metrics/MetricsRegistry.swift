@@ -52,6 +52,16 @@ final class MetricsRegistry {
     private let authRefused: Prometheus.Counter
     private let requestsBusy: Prometheus.Counter
     private let inputYields: Prometheus.Counter
+    private let presenceChanges: Prometheus.Counter
+    private let presenceUpdates: Prometheus.Counter
+    private let presenceUpdatesRefused: Prometheus.Counter
+    /// `snapsync_room_members_bucket{le}`, `_count`, `_sum`: the resident rooms by their members
+    /// now, as a histogram's cumulative buckets (gauges, since a room's members go down as well
+    /// as up; no label per room).
+    private let roomMembersBuckets: [(bound: Int, gauge: Prometheus.Gauge)]
+    private let roomMembersCount: Prometheus.Gauge
+    private let roomMembersSum: Prometheus.Gauge
+    static let roomMembersBounds = [0, 1, 2, 5, 10, 100, 1_000, 10_000, 100_000]
     private let tokensExpired: Prometheus.Counter
     private let forbidden: Prometheus.Counter
     private let uptime: Prometheus.Gauge
@@ -174,6 +184,19 @@ final class MetricsRegistry {
         inputYields = counter(
             "snapsync_input_yields_total",
             "Times a connection's input slice for a loop pass ended with requests left, handled at its next turn (STATS input_yields).")
+        presenceChanges = counter(
+            "snapsync_presence_changes_total",
+            "Changes (joined, left, state, shown, hidden) carried by the PRESENCE_DIFF frames encoded, once per frame whatever its watchers; frames per watcher are snapsync_frames_sent_total{type=\"PRESENCE_DIFF\"} (STATS presence_changes).")
+        presenceUpdates = counter("snapsync_presence_updates_total", "SET_PRESENCE requests applied (STATS presence_updates).")
+        presenceUpdatesRefused = counter(
+            "snapsync_presence_updates_refused_total",
+            "SET_PRESENCE requests past the connection's --presence-updates-per-second, answered REJECT busy (STATS presence_updates_refused).")
+        let membersHelp = "Resident rooms by their members now (a histogram's cumulative buckets, as gauges)."
+        roomMembersBuckets =
+            Self.roomMembersBounds.map { bound in (bound, gauge("snapsync_room_members_bucket", membersHelp, [("le", "\(bound)")])) }
+            + [(Int.max, gauge("snapsync_room_members_bucket", membersHelp, [("le", "+Inf")]))]
+        roomMembersCount = gauge("snapsync_room_members_count", "Resident rooms (the histogram snapsync_room_members_bucket's count).")
+        roomMembersSum = gauge("snapsync_room_members_sum", "Memberships of all resident rooms (the histogram snapsync_room_members_bucket's sum).")
         tokensExpired = counter("snapsync_tokens_expired_total", "Sessions closed with ERROR token_expired (STATS tokens_expired).")
         forbidden = counter("snapsync_forbidden_total", "Requests refused with REJECT forbidden (STATS forbidden).")
         uptime = gauge("snapsync_uptime_seconds", "Seconds since the daemon started serving (STATS uptime_seconds).")
@@ -266,6 +289,13 @@ final class MetricsRegistry {
         set(authRefused, stats.authRefused)
         set(requestsBusy, stats.requestsBusy)
         set(inputYields, stats.inputYields)
+        set(presenceChanges, stats.presenceChanges)
+        set(presenceUpdates, stats.presenceUpdates)
+        set(presenceUpdatesRefused, stats.presenceUpdatesRefused)
+        let members = hub.roomMemberCounts
+        for (bound, gauge) in roomMembersBuckets { gauge.set(Int64(members.count { $0 <= bound })) }
+        roomMembersCount.set(Int64(members.count))
+        roomMembersSum.set(Int64(members.reduce(0, +)))
         set(tokensExpired, stats.tokensExpired)
         set(forbidden, stats.forbidden)
         let elapsed = ContinuousClock.now - hub.startTime
