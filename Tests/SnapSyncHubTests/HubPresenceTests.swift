@@ -72,7 +72,10 @@ import SnapSyncWire
         #expect(seen.count == 1 && seen.first?.count == 1)
         #expect(
             Set(seen.first?.changes ?? [])
-                == [.left(memberID: bob.id, reason: PresenceDeparture.left.rawValue), .left(memberID: carol.id, reason: PresenceDeparture.disconnected.rawValue)])
+                == [
+                    .left(memberID: bob.id, reason: PresenceDeparture.left.rawValue),
+                    .left(memberID: carol.id, reason: PresenceDeparture.disconnected.rawValue),
+                ])
         harness.checkInvariants("board")
     }
 
@@ -95,7 +98,10 @@ import SnapSyncWire
         let seen = diffs(harness.drain(watcher))
         #expect(
             Set(seen.first?.changes ?? [])
-                == [.left(memberID: idle.id, reason: PresenceDeparture.timedOut.rawValue), .left(memberID: revoked.id, reason: PresenceDeparture.removed.rawValue)])
+                == [
+                    .left(memberID: idle.id, reason: PresenceDeparture.timedOut.rawValue),
+                    .left(memberID: revoked.id, reason: PresenceDeparture.removed.rawValue),
+                ])
         #expect(seen.first?.count == 1)
         harness.checkInvariants("room")
     }

@@ -186,7 +186,8 @@ final class MetricsRegistry {
             "Times a connection's input slice for a loop pass ended with requests left, handled at its next turn (STATS input_yields).")
         presenceChanges = counter(
             "snapsync_presence_changes_total",
-            "Changes (joined, left, state, shown, hidden) carried by the PRESENCE_DIFF frames encoded, once per frame whatever its watchers; frames per watcher are snapsync_frames_sent_total{type=\"PRESENCE_DIFF\"} (STATS presence_changes).")
+            "Changes (joined, left, state, shown, hidden) carried by the PRESENCE_DIFF frames encoded, once per frame whatever its watchers; frames per watcher are snapsync_frames_sent_total{type=\"PRESENCE_DIFF\"} (STATS presence_changes)."
+        )
         presenceUpdates = counter("snapsync_presence_updates_total", "SET_PRESENCE requests applied (STATS presence_updates).")
         presenceUpdatesRefused = counter(
             "snapsync_presence_updates_refused_total",
