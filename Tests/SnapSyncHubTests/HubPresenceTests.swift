@@ -252,6 +252,27 @@ import SnapSyncWire
         #expect(harness.hub.presenceQueue.isEmpty)
     }
 
+    /// Joins to a room nobody watches wait for the interval too (one merge of the ids for the
+    /// whole storm), and a watch of it describes it as of now.
+    @Test func aStormOfJoinsIsPublishedOnceAndAWatchSeesItAtOnce() {
+        let harness = harness()
+        let crowd = (0..<300).map { _ in harness.connect() }
+        for member in crowd { harness.join(member, "storm") }
+        let room = harness.hub.rooms["storm"]!
+        #expect(room.presence.count == 0 && room.presence.pending.count == 300 && harness.hub.presenceQueue.count == 1)
+        tick(harness)
+        #expect(room.presence.count == 300 && !room.presence.hasPending)
+        harness.send(.leave(requestID: 2, room: "storm"), from: crowd[0])
+        _ = harness.drain(crowd[0])
+        let view = watch(harness, crowd[1], "storm")
+        guard case .presence(_, _, 299, let members, _) = view.first else {
+            Issue.record("expected 299 members now, got \(view)")
+            return
+        }
+        #expect(members.first?.memberID == crowd[1].id)
+        harness.checkInvariants("storm")
+    }
+
     @Test func theIntervalGrowsWithTheWatchers() {
         let harness = harness()
         #expect(harness.hub.presenceInterval(watchers: 1) == .milliseconds(50))

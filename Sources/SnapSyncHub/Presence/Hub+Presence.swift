@@ -97,6 +97,7 @@ extension Hub {
             send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
             return
         }
+        publishIfUnwatched(room)
         room.presenceWatchers[session.id] = session
         let page = room.presence.page(after: 0, limit: configuration.wire.presenceView)
         stats.presenceFramesOut += 1
@@ -108,6 +109,7 @@ extension Hub {
     /// PRESENCE_LIST (§11.25).
     func listPresence(requestID: UInt64, roomName: String, after: UInt64, limit: UInt64, from session: Session) {
         guard let room = presenceRoom(requestID: requestID, roomName: roomName, for: session) else { return }
+        publishIfUnwatched(room)
         let view = configuration.wire.presenceView
         let page = room.presence.page(after: after, limit: limit == 0 ? view : Int(min(limit, UInt64(view))))
         stats.presenceFramesOut += 1
@@ -153,6 +155,12 @@ extension Hub {
         send(.ack(requestID: requestID, epoch: 0, version: 0), to: session)
     }
 
+    /// A room nobody watches owes no one a PRESENCE_DIFF: its pending changes are published
+    /// before it is read, so that a PRESENCE describes it as of now (§9, "Order").
+    private func publishIfUnwatched(_ room: Room) {
+        if room.presenceWatchers.isEmpty { room.presence.applyPending() }
+    }
+
     /// The joined room a presence request names, or nil after answering REJECT `not_joined`.
     private func presenceRoom(requestID: UInt64, roomName: String, for session: Session) -> Room? {
         if let room = session.memberships[roomName] { return room }
@@ -164,13 +172,9 @@ extension Hub {
 
     // MARK: Coalescing
 
-    /// `room`'s presence changed: a room nobody watches publishes at once (no one is owed a
-    /// PRESENCE_DIFF); a watched one waits for its next interval in the queue.
+    /// `room`'s presence changed: it waits for its next interval in the queue, watched or not,
+    /// so that a storm of joins costs one merge of the room's ids per interval, not one per join.
     func presenceChanged(in room: Room) {
-        guard !room.presenceWatchers.isEmpty else {
-            room.presence.applyPending()
-            return
-        }
         guard !room.isPresenceQueued else { return }
         room.isPresenceQueued = true
         presenceQueue.append(room)
