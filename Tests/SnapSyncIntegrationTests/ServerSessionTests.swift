@@ -64,10 +64,10 @@ extension ServerIntegration {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
             let client = try RawClient(host: daemon.host, port: daemon.port)
-            try client.send(.hello(versions: [4, 5], clientName: "future", credentials: []))
+            try client.send(.hello(versions: [5, 6], clientName: "future", credentials: []))
             let (code, message, _) = try client.closingError()
             #expect(code == .unsupportedVersion)
-            #expect(message.contains("4, 5"))
+            #expect(message.contains("5, 6"))
         }
 
         @Test func noHelloInTimeGetsTimeout() throws {
