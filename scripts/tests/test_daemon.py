@@ -41,7 +41,7 @@ class SessionTests(DaemonTestCase):
                             "append-items lobby to main a=hello b\nshow lobby\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
         lines = done.stdout.splitlines()
-        self.assertRegex(lines[0], r"^WELCOME v=3 session=\d+ server=")
+        self.assertRegex(lines[0], r"^WELCOME v=4 session=\d+ server=")
         m = re.match(r"^SNAPSHOT #1 lobby e=(\d+) v=0 initial digest=([0-9a-f]{16}) 0 sections, 0 items$",
                      lines[1])
         self.assertTrue(m, self.explain(done))
@@ -346,7 +346,7 @@ class OutlineTests(DaemonTestCase):
                             "move-item o a1 to-parent c\n"
                             "join o\nshow o\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
-        self.assertTrue(done.stdout.startswith("WELCOME v=3 "), self.explain(done))
+        self.assertTrue(done.stdout.startswith("WELCOME v=4 "), self.explain(done))
         self.assertIn("max_outline_depth=64", done.stdout.splitlines()[0])
         self.assertEqual(len(re.findall(r"^ACK #\d+ o ", done.stdout, re.M)), 7, self.explain(done))
         tree = done.stdout.split("\n<o ")[1].splitlines()[1:]
