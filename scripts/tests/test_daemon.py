@@ -393,3 +393,89 @@ class OutlineTests(DaemonTestCase):
         self.assertIn("WELCOME v=1 ", done.stdout, self.explain(done))
         self.assertNotIn("max_outline_depth", done.stdout)
         self.assertRegex(done.stdout, re.compile(r"^REJECT #1 (o )?outline_unsupported \(54\): ", re.M), self.explain(done))
+
+
+class PresenceTests(DaemonTestCase):
+    """Presence end to end (PROTOCOL.md section 9, "Presence"; version 4): snapcat sessions in a
+    room, one watching. Changes reach a watcher within a presence interval (10 ms here); each
+    step waits for the watcher's line before the next, so that no two steps coalesce."""
+
+    def setUp(self):
+        self.daemon = Daemon("--presence-interval", "10ms", "--max-presence-bytes", "64", "--presence-view", "2")
+        self.sessions = []
+
+    def session_id(self, session):
+        line = session.expect(r"WELCOME")
+        if line.startswith("{"):
+            return json.loads(line)["session_id"]
+        return int(re.match(r"^WELCOME v=4 session=(\d+) ", line).group(1))
+
+    def test_a_watcher_sees_members_join_set_their_state_and_leave(self):
+        # Connected in this order, so that their member ids (session ids) ascend: a view of 2
+        # holds alice and the watcher, and bob is only counted until alice leaves.
+        alice = self.interactive("--name", "alice", "--json")
+        a = self.session_id(alice)
+        watcher = self.interactive("--name", "watcher")
+        w = self.session_id(watcher)
+        bob = self.interactive("--name", "bob")
+        b = self.session_id(bob)
+        self.assertLess(a, w)
+        self.assertLess(w, b)
+
+        alice.send("presence lobby")
+        first = json.loads(alice.expect(r'"type":"PRESENCE"'))
+        self.assertEqual((first["request_id"], first["room"], first["count"], first["next"]), (2, "lobby", 1, 0))
+        [me] = first["members"]
+        self.assertEqual((me["member_id"], me["principal"], me["state"]), (a, "alice", ""))
+
+        watcher.send("presence lobby")
+        joined = json.loads(alice.expect(r'"type":"PRESENCE_DIFF"'))
+        self.assertEqual(joined["count"], 2)
+        [change] = joined["changes"]
+        self.assertEqual(change["kind"], "joined")
+        self.assertEqual((change["member"]["member_id"], change["member"]["principal"]), (w, "watcher"))
+        watcher.expect(r"^PRESENCE #2 lobby: ")
+
+        bob.send("join lobby")
+        counted = json.loads(alice.expect(r'"type":"PRESENCE_DIFF"'))
+        self.assertEqual((counted["count"], counted["changes"]), (3, []))
+        watcher.expect(r"^PRESENCE_DIFF lobby: 3 members: \(no change in the view\)$")
+        bob.send('set-presence lobby {"editing": "milk"}')
+        bob.expect(r"^ACK #2 lobby e=0 v=0 \(presence set\)$")
+
+        # alice leaves: bob is shown, with the state he set.
+        alice.send("leave lobby")
+        line = watcher.expect(r"^PRESENCE_DIFF lobby: 2 members: ")
+        self.assertEqual(sorted(line.split(": ", 2)[2].split(", ")),
+                         sorted(["-%d (left)" % a, '>%d bob {"editing": "milk"} (shown)' % b]), line)
+
+        # Every member, a page of one at a time.
+        bob.send("presence lobby --list 1")
+        bob.expect(r"^PRESENCE #3 lobby: 2 members: %d watcher next=%d$" % (w, w))
+        bob.expect(r'^PRESENCE #4 lobby: 2 members: %d bob {"editing": "milk"}$' % b)
+
+        # bob's connection closes: he left, disconnected.
+        self.assertEqual(bob.close(), 0)
+        watcher.expect(r"^PRESENCE_DIFF lobby: 1 member: -%d \(disconnected\)$" % b)
+        self.assertEqual(watcher.close(), 0)
+        self.assertEqual(alice.close(), 0)
+
+    def test_a_state_over_max_presence_bytes_is_refused_and_the_previous_one_stays(self):
+        big = json.dumps({"editing": "x" * 64})
+        done = self.snapcat('set-presence r {"n": 1}\nset-presence r %s\npresence r\n' % big)
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertIn("max_presence_bytes=64 presence_view=2", done.stdout.splitlines()[0])
+        self.assertRegex(done.stdout, re.compile(r"^ACK #2 r e=0 v=0 \(presence set\)$", re.M))
+        self.assertRegex(done.stdout, re.compile(
+            r"^REJECT #3 r payload_too_large \(29\): presence state of %d bytes .*64$" % len(big), re.M))
+        self.assertRegex(done.stdout, re.compile(r'^PRESENCE #4 r: 1 member: \d+ snapcat {"n": 1}$', re.M),
+                         self.explain(done))
+
+    def test_presence_of_a_room_not_joined_is_refused(self):
+        watch = wire.encode_frame({"type": "PRESENCE_WATCH", "request_id": 101, "room": b"r", "watch": 1})
+        listing = wire.encode_frame({"type": "PRESENCE_LIST", "request_id": 102, "room": b"r", "after": 0, "limit": 0})
+        done = self.snapcat("raw %s\nraw %s\npresence r off\njoin r\nleave r\npresence r off\n"
+                            % (watch.hex(), listing.hex()))
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        refused = re.findall(r"^REJECT #(\d+) r not_joined \(43\): ", done.stdout, re.M)
+        self.assertEqual(refused, ["101", "102", "1", "4"], self.explain(done))
