@@ -174,7 +174,7 @@ class SessionTests(DaemonTestCase):
                          self.explain(done))
         welcome, snapshot, diff, ack, reject, stats, pong = frames
         self.assertEqual(set(welcome), {"type", "version", "session_id", "server_name", "limits"})
-        self.assertEqual(welcome["version"], 3)
+        self.assertEqual(welcome["version"], 4)
         self.assertEqual(set(snapshot), {"type", "request_id", "room", "epoch", "version", "reason",
                                          "digest", "chain", "snapshot"})
         self.assertEqual((snapshot["request_id"], snapshot["room"], snapshot["version"]), (1, "lobby", 0))
