@@ -483,6 +483,28 @@ class SessionTests(unittest.TestCase):
         self.assertTrue(s.mistyped)
         self.assertIn("needs protocol version 4", self.out.notes[-1])
 
+    def test_a_watched_view_follows_the_diffs_and_what_does_not_fit_is_reported(self):
+        s = self.session
+        self.welcome(4)
+        s.send({"type": "PRESENCE_WATCH", "request_id": 2, "room": b"todo", "watch": 1})
+        alice = {"member_id": 7, "principal": b"alice", "joined_at": 0, "state": b""}
+        bob = dict(alice, member_id=9, principal=b"bob")
+        self.receive({"type": "PRESENCE", "request_id": 2, "room": b"todo", "count": 1, "members": [alice], "next": 0})
+        self.receive({"type": "PRESENCE_DIFF", "room": b"todo", "count": 2, "changes": [
+            {"kind": "joined", "member": bob}, {"kind": "state", "member_id": 7, "state": b"{}"}]})
+        self.assertEqual(s.presence_views[b"todo"], {7: dict(alice, state=b"{}"), 9: bob})
+        self.assertEqual(self.out.notes, [])
+        self.receive({"type": "PRESENCE_DIFF", "room": b"todo", "count": 1, "changes": [
+            {"kind": "left", "member_id": 9, "reason": 0}, {"kind": "hidden", "member_id": 12}]})
+        self.assertEqual(list(s.presence_views[b"todo"]), [7])
+        self.assertEqual(self.out.notes, ["warning: presence of todo: hidden of member 12, not in the view"])
+        self.receive({"type": "PRESENCE_DIFF", "room": b"todo", "count": 0, "changes": []})
+        self.assertIn("the view holds 1 members, over the room's 0", self.out.notes[-1])
+        s.send({"type": "PRESENCE_WATCH", "request_id": 3, "room": b"todo", "watch": 0})
+        self.receive({"type": "ACK", "request_id": 3, "epoch": 0, "version": 0})
+        self.assertNotIn(b"todo", s.presence_views)
+        self.assertEqual(self.out.lines[-1], "ACK #3 todo e=0 v=0 (presence no longer watched)")
+
     def test_the_ack_of_set_presence_says_so(self):
         s = self.session
         self.welcome(4)

@@ -459,6 +459,8 @@ class PresenceTests(DaemonTestCase):
         watcher.expect(r"^PRESENCE_DIFF lobby: 1 member: -%d \(disconnected\)$" % b)
         self.assertEqual(watcher.close(), 0)
         self.assertEqual(alice.close(), 0)
+        # Every PRESENCE_DIFF fitted the view each watcher held (snapcat checks them).
+        self.assertEqual([l for l in watcher.stderr + alice.stderr if "warning" in l], [])
 
     def test_a_state_over_max_presence_bytes_is_refused_and_the_previous_one_stays(self):
         big = json.dumps({"editing": "x" * 64})
