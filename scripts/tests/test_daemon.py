@@ -481,3 +481,16 @@ class PresenceTests(DaemonTestCase):
         self.assertEqual(done.returncode, 0, self.explain(done))
         refused = re.findall(r"^REJECT #(\d+) r not_joined \(43\): ", done.stdout, re.M)
         self.assertEqual(refused, ["101", "102", "1", "4"], self.explain(done))
+
+    def test_presence_on_a_version_3_connection_is_an_unknown_message_type(self):
+        hello = wire.encode_frame({"type": "HELLO", "magic": wire.MAGIC, "versions": [3, 2, 1],
+                                   "client_name": b"old", "credentials": b""})
+        join = wire.encode_frame({"type": "JOIN", "request_id": 1, "room": b"r", "resume": None})
+        watch = wire.encode_frame({"type": "PRESENCE_WATCH", "request_id": 2, "room": b"r", "watch": 1})
+        done = self.snapcat("raw %s\nraw %s\nraw %s\n" % (hello.hex(), join.hex(), watch.hex()), "-n")
+        self.assertEqual(done.returncode, snapcat.EXIT_SERVER_ERROR, self.explain(done))
+        lines = done.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("WELCOME v=3 "), self.explain(done))
+        self.assertNotIn("max_presence_bytes", lines[0])
+        self.assertRegex(lines[1], r"^SNAPSHOT #1 r ")
+        self.assertRegex(lines[2], r"^ERROR unknown_message_type \(3\): ")
