@@ -494,3 +494,21 @@ class PresenceTests(DaemonTestCase):
         self.assertNotIn("max_presence_bytes", lines[0])
         self.assertRegex(lines[1], r"^SNAPSHOT #1 r ")
         self.assertRegex(lines[2], r"^ERROR unknown_message_type \(3\): ")
+
+    def test_set_presence_faster_than_the_rate_is_busy_and_changes_nothing(self):
+        # A rate of 1 a second, in bursts of 1: of 5 states sent at once, the first is set and
+        # at least some of the rest refused (all of them unless the daemon took seconds to read them).
+        slow = Daemon("--presence-updates-per-second", "1")
+        try:
+            done = run_snapcat(slow.port, "".join('set-presence r {"n": %d}\n' % n for n in range(5)) + "presence r\n",
+                               timeout=30)
+        finally:
+            slow.stop()
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        answers = re.findall(r"^(ACK|REJECT) #(\d+) r (?:e=0 v=0 \(presence set\)|busy \(55\): .*)$", done.stdout, re.M)
+        self.assertEqual([int(n) for _, n in answers], [2, 3, 4, 5, 6], done.stdout)
+        self.assertEqual(answers[0][0], "ACK")
+        self.assertIn("REJECT", [kind for kind, _ in answers])
+        # The state is the last one set: a refused state changes nothing.
+        last = max(int(n) for kind, n in answers if kind == "ACK") - 2
+        self.assertRegex(done.stdout, re.compile(r'^PRESENCE #7 r: 1 member: \d+ snapcat {"n": %d}$' % last, re.M))
