@@ -23,7 +23,7 @@ import json
 PROTOCOL_VERSION = 2
 # What snapcat offers in HELLO, highest first; the server takes the highest it speaks, whatever
 # the order (PROTOCOL.md section 8.2).
-SUPPORTED_VERSIONS = [3, 2, 1]
+SUPPORTED_VERSIONS = [4, 3, 2, 1]
 # The first version whose SNAPSHOT and DIFF carry the room's chain (section 9).
 CHAIN_VERSION = 3
 CHAIN_BYTES = 32
@@ -33,6 +33,10 @@ V2_OPCODES = {0x17, 0x18}
 V2_MESSAGES = {0x18}
 # Version 3 additions that versions 1 and 2 do not have: VERIFY and DIGEST (section 8.2).
 V3_MESSAGES = {0x19, 0x27}
+# Version 4 additions (presence, section 9): PRESENCE_WATCH, PRESENCE_LIST, SET_PRESENCE, PRESENCE
+# and PRESENCE_DIFF; a version 3 (or older) connection treats them as unknown message types.
+PRESENCE_VERSION = 4
+V4_MESSAGES = {0x1A, 0x1B, 0x1C, 0x28, 0x29}
 # Field kinds only version 3 has: a DIFF's and SNAPSHOT's chain, and CATCHUP's `folded`
 # (section 11.12: opt<digest>, None for the replayed form). A message of version 1 or 2 has no key
 # for them at all; one of version 3 has CATCHUP's "folded" always (None or the 32-byte digest).
@@ -530,6 +534,8 @@ LIMIT_KEYS = {
     7: "max_snapshot_bytes",
     8: "history_count",
     9: "max_outline_depth",
+    10: "max_presence_bytes",
+    11: "presence_view",
 }
 LIMIT_CODES = {v: k for k, v in LIMIT_KEYS.items()}
 # PROTOCOL.md section 12: what a missing WELCOME key means.
@@ -543,6 +549,8 @@ DEFAULT_LIMITS = {
     "max_snapshot_bytes": 16 * 1024 * 1024 - 64 * 1024,
     "history_count": 1024,
     "max_outline_depth": 64,
+    "max_presence_bytes": 1024,
+    "presence_view": 100,
 }
 
 
@@ -556,6 +564,120 @@ def limits_from(values=None):
     return limits
 SNAPSHOT_REASONS = {0: "initial", 1: "resync"}
 SNAPSHOT_REASON_CODES = {v: k for k, v in SNAPSHOT_REASONS.items()}
+
+# Presence (PROTOCOL.md sections 11.27, 11.28). A member is {"member_id": int, "principal": bytes,
+# "joined_at": int, "state": bytes}; a change {"kind": name, "member": member} (joined, shown),
+# {"kind": "left", "member_id", "reason": int}, {"kind": "state", "member_id", "state": bytes} or
+# {"kind": "hidden", "member_id"}. An unknown `left` reason is kept as its number (not an error).
+PRESENCE_KINDS = {0: "joined", 1: "left", 2: "state", 3: "shown", 4: "hidden"}
+PRESENCE_KIND_CODES = {v: k for k, v in PRESENCE_KINDS.items()}
+LEFT_REASONS = {0: "left", 1: "disconnected", 2: "timed_out", 3: "removed", 4: "node_lost"}
+
+
+def left_reason_name(reason):
+    """A `left` reason's name; an unknown one reads as disconnected (section 11.28)."""
+    return LEFT_REASONS.get(reason, "disconnected")
+
+
+def read_member(r, what="member"):
+    member_id = r.varint(what + " member_id")
+    if member_id == 0:
+        raise _malformed("%s member_id is 0 (ids are never 0)" % what)
+    return {"member_id": member_id, "principal": r.string(what + " principal"),
+            "joined_at": r.varint(what + " joined_at"), "state": r.bytes_(what + " state")}
+
+
+def enc_member(m):
+    return (enc_varint(m["member_id"]) + enc_bytes(m["principal"]) + enc_varint(m["joined_at"])
+            + enc_bytes(m["state"]))
+
+
+def read_members(r, what="members"):
+    members = r.list_(lambda w: read_member(r, "member"), what)
+    for previous, m in zip(members, members[1:]):
+        if m["member_id"] <= previous["member_id"]:
+            raise _malformed("members not strictly ascending: member_id %d after %d"
+                             % (m["member_id"], previous["member_id"]))
+    return members
+
+
+def read_change(r):
+    kind = r.u8("change kind")
+    if kind not in PRESENCE_KINDS:
+        raise _malformed("unknown presence change kind %d (0 joined, 1 left, 2 state, 3 shown, 4 hidden)" % kind)
+    name = PRESENCE_KINDS[kind]
+    if name in ("joined", "shown"):
+        return {"kind": name, "member": read_member(r)}
+    member_id = r.varint("change member_id")
+    if member_id == 0:
+        raise _malformed("%s change of member_id 0 (ids are never 0)" % name)
+    change = {"kind": name, "member_id": member_id}
+    if name == "left":
+        change["reason"] = r.u8("left reason")
+    elif name == "state":
+        change["state"] = r.bytes_("change state")
+    return change
+
+
+def change_member_id(c):
+    return c["member"]["member_id"] if "member" in c else c["member_id"]
+
+
+def read_changes(r, what="changes"):
+    changes = r.list_(lambda w: read_change(r), what)
+    named = set()
+    for c in changes:
+        member_id = change_member_id(c)
+        if member_id in named:
+            raise _malformed("member_id %d changed twice in one PRESENCE_DIFF" % member_id)
+        named.add(member_id)
+    return changes
+
+
+def enc_change(c):
+    out = enc_u8(PRESENCE_KIND_CODES[c["kind"]])
+    if c["kind"] in ("joined", "shown"):
+        return out + enc_member(c["member"])
+    out += enc_varint(c["member_id"])
+    if c["kind"] == "left":
+        out += enc_u8(c["reason"])
+    elif c["kind"] == "state":
+        out += enc_bytes(c["state"])
+    return out
+
+
+def member_to_json(m):
+    return {"member_id": m["member_id"], "principal": string_to_json(m["principal"]),
+            "joined_at": m["joined_at"], "state": bytes_to_json(m["state"])}
+
+
+def member_from_json(j):
+    return {"member_id": j["member_id"], "principal": string_from_json(j["principal"]),
+            "joined_at": j["joined_at"], "state": bytes_from_json(j.get("state", ""))}
+
+
+def change_to_json(c):
+    if c["kind"] in ("joined", "shown"):
+        return {"kind": c["kind"], "member": member_to_json(c["member"])}
+    out = {"kind": c["kind"], "member_id": c["member_id"]}
+    if c["kind"] == "left":
+        out["reason"] = c["reason"]
+    elif c["kind"] == "state":
+        out["state"] = bytes_to_json(c["state"])
+    return out
+
+
+def change_from_json(j):
+    if j.get("kind") not in PRESENCE_KIND_CODES:
+        raise ValueError("unknown presence change kind %r" % (j.get("kind"),))
+    if j["kind"] in ("joined", "shown"):
+        return {"kind": j["kind"], "member": member_from_json(j["member"])}
+    out = {"kind": j["kind"], "member_id": j["member_id"]}
+    if j["kind"] == "left":
+        out["reason"] = j["reason"]
+    elif j["kind"] == "state":
+        out["state"] = bytes_from_json(j["state"])
+    return out
 
 # Field kinds: u8 varint bytes string digest magic versions limits position? write_id ops
 # snapshot stats reason opt_varint opt_bytes
@@ -596,12 +718,20 @@ MESSAGES = {
     0x26: ("LEFT", [("room", "string"), ("code", "varint"), ("message", "string")]),
     0x27: ("DIGEST", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
                       ("version", "varint"), ("digest", "digest"), ("chain", "chain")]),
+    0x1A: ("PRESENCE_WATCH", [("request_id", "varint"), ("room", "string"), ("watch", "watch")]),
+    0x1B: ("PRESENCE_LIST", [("request_id", "varint"), ("room", "string"), ("after", "varint"),
+                             ("limit", "varint")]),
+    0x1C: ("SET_PRESENCE", [("request_id", "varint"), ("room", "string"), ("state", "bytes")]),
+    0x28: ("PRESENCE", [("request_id", "varint"), ("room", "string"), ("count", "varint"),
+                        ("members", "members"), ("next", "varint")]),
+    0x29: ("PRESENCE_DIFF", [("room", "string"), ("count", "varint"), ("changes", "changes")]),
 }
 MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
 CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH", "DROP",
-                    "SET_TTL", "REPLACE_SECTION", "VERIFY"}
+                    "SET_TTL", "REPLACE_SECTION", "VERIFY", "PRESENCE_WATCH", "PRESENCE_LIST",
+                    "SET_PRESENCE"}
 SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
-                    "REJECT", "STATS_REPLY", "LEFT", "DIGEST"}
+                    "REJECT", "STATS_REPLY", "LEFT", "DIGEST", "PRESENCE", "PRESENCE_DIFF"}
 
 
 def _read_field(r, kind, name):
@@ -650,6 +780,15 @@ def _read_field(r, kind, name):
         return read_snapshot(r)
     if kind == "section_items":
         return read_section_items(r)
+    if kind == "watch":
+        watch = r.u8(name)
+        if watch > 1:
+            raise _malformed("watch is %d (0 stop or 1 start)" % watch)
+        return watch
+    if kind == "members":
+        return read_members(r, name)
+    if kind == "changes":
+        return read_changes(r, name)
     if kind == "reason":
         reason = r.u8(name)
         if reason not in SNAPSHOT_REASONS:
@@ -700,6 +839,14 @@ def _enc_field(kind, v):
         return encode_section_items(v)
     if kind == "reason":
         return enc_u8(SNAPSHOT_REASON_CODES[v])
+    if kind == "watch":
+        if v not in (0, 1):
+            raise ValueError("watch is 0 or 1, not %r" % (v,))
+        return enc_u8(v)
+    if kind == "members":
+        return enc_list(v, enc_member)
+    if kind == "changes":
+        return enc_list(v, enc_change)
     raise AssertionError(kind)
 
 
@@ -711,13 +858,15 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
     (by name; defaults for the rest) bound the content of SNAPSHOT, REPLACE and DIFF, which is
     checked once the whole frame has decoded (section 12); MUTATE ops are left to whoever applies
     them. ``version`` is the connection's (section 8.2): version 1 knows no REPLACE_SECTION, no
-    opcodes 0x17/0x18 and no levels part; versions 1 and 2 no chain fields, VERIFY or DIGEST.
+    opcodes 0x17/0x18 and no levels part; versions 1 and 2 no chain fields, VERIFY or DIGEST;
+    versions 1 to 3 no presence messages.
     """
     if not body:
         raise _malformed("empty frame body (L must be at least 1)")
     mtype = body[0]
     if (mtype not in MESSAGES or (accept is not None and MESSAGES[mtype][0] not in accept)
-            or (version < 2 and mtype in V2_MESSAGES) or (version < CHAIN_VERSION and mtype in V3_MESSAGES)):
+            or (version < 2 and mtype in V2_MESSAGES) or (version < CHAIN_VERSION and mtype in V3_MESSAGES)
+            or (version < PRESENCE_VERSION and mtype in V4_MESSAGES)):
         raise WireError("unknown_message_type", "message type 0x%02x" % mtype)
     name, fields = MESSAGES[mtype]
     r = Reader(body, 1, version)
@@ -945,10 +1094,14 @@ def op_from_json(j):
 def _field_to_json(kind, v):
     if v is None:
         return None
-    if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
+    if kind in ("varint", "u8", "versions", "opt_varint", "reason", "watch"):
         return v
     if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id", "v3_opt_digest"):
         return bytes_to_json(v)
+    if kind == "members":
+        return [member_to_json(m) for m in v]
+    if kind == "changes":
+        return [change_to_json(c) for c in v]
     if kind == "string":
         return string_to_json(v)
     if kind == "limits":
@@ -970,10 +1123,14 @@ def _field_to_json(kind, v):
 def _field_from_json(kind, v):
     if v is None:
         return None
-    if kind in ("varint", "u8", "versions", "opt_varint", "reason"):
+    if kind in ("varint", "u8", "versions", "opt_varint", "reason", "watch"):
         return v
     if kind in ("bytes", "digest", "chain", "magic", "opt_bytes", "write_id", "v3_opt_digest"):
         return bytes_from_json(v)
+    if kind == "members":
+        return [member_from_json(m) for m in v]
+    if kind == "changes":
+        return [change_from_json(c) for c in v]
     if kind == "string":
         return string_from_json(v)
     if kind == "limits":

@@ -385,6 +385,83 @@ def left(room, code, message):
             {"type": "LEFT", "room": room, "code": code, "message": message})
 
 
+# Presence (section 9, "Presence"; sections 11.24-11.28; version 4). A member and a change are
+# dicts in JSON form with bytes values, as ops are.
+
+PRESENCE_KINDS = {"joined": 0, "left": 1, "state": 2, "shown": 3, "hidden": 4}
+LEFT_REASONS = {0: "left", 1: "disconnected", 2: "timed_out", 3: "removed", 4: "node_lost"}
+
+
+def member(member_id, principal, joined_at, state=b""):
+    return {"member_id": member_id, "principal": principal, "joined_at": joined_at, "state": B(state)}
+
+
+def enc_member(m):
+    return varint(m["member_id"]) + text(m["principal"]) + varint(m["joined_at"]) + bstr(m["state"])
+
+
+def member_json(m):
+    return {"member_id": m["member_id"], "principal": m["principal"], "joined_at": m["joined_at"],
+            "state": jb(m["state"])}
+
+
+def joined(m): return {"kind": "joined", "member": m}
+def departed(member_id, reason): return {"kind": "left", "member_id": member_id, "reason": reason}
+def state_set(member_id, state): return {"kind": "state", "member_id": member_id, "state": B(state)}
+def shown(m): return {"kind": "shown", "member": m}
+def hidden(member_id): return {"kind": "hidden", "member_id": member_id}
+
+
+def enc_change(c):
+    out = u8(PRESENCE_KINDS[c["kind"]])
+    if c["kind"] in ("joined", "shown"):
+        return out + enc_member(c["member"])
+    out += varint(c["member_id"])
+    if c["kind"] == "left":
+        return out + u8(c["reason"])
+    if c["kind"] == "state":
+        return out + bstr(c["state"])
+    return out
+
+
+def change_json(c):
+    if c["kind"] in ("joined", "shown"):
+        return {"kind": c["kind"], "member": member_json(c["member"])}
+    out = {"kind": c["kind"], "member_id": c["member_id"]}
+    if c["kind"] == "left":
+        out["reason"] = c["reason"]
+    elif c["kind"] == "state":
+        out["state"] = jb(c["state"])
+    return out
+
+
+def presence_watch(request_id, room, watch):
+    return (u8(0x1A) + varint(request_id) + text(room) + u8(watch),
+            {"type": "PRESENCE_WATCH", "request_id": request_id, "room": room, "watch": watch})
+
+
+def presence_list(request_id, room, after, limit):
+    return (u8(0x1B) + varint(request_id) + text(room) + varint(after) + varint(limit),
+            {"type": "PRESENCE_LIST", "request_id": request_id, "room": room, "after": after, "limit": limit})
+
+
+def set_presence(request_id, room, state):
+    return (u8(0x1C) + varint(request_id) + text(room) + bstr(B(state)),
+            {"type": "SET_PRESENCE", "request_id": request_id, "room": room, "state": jb(B(state))})
+
+
+def presence(request_id, room, count, members, next_):
+    body = u8(0x28) + varint(request_id) + text(room) + varint(count) + lst(members, enc_member) + varint(next_)
+    return body, {"type": "PRESENCE", "request_id": request_id, "room": room, "count": count,
+                  "members": [member_json(m) for m in members], "next": next_}
+
+
+def presence_diff(room, count, changes):
+    body = u8(0x29) + text(room) + varint(count) + lst(changes, enc_change)
+    return body, {"type": "PRESENCE_DIFF", "room": room, "count": count,
+                  "changes": [change_json(c) for c in changes]}
+
+
 # The room's chain (section 9, version 3).
 
 def chain_start(epoch):
@@ -566,6 +643,13 @@ NOTES = {
                 "otherwise (section 8.2).",
     "ContentUnchecked": "Valid at the wire level although the content breaks a limit: MUTATE ops are checked by "
                         "applying them, which gives the REJECT its op_index, not by the decoder.",
+    "Version3": "Decode as a version 3 connection does: a version 4 frame that version 3 refuses (section 8.2).",
+    "PresenceRule": "Breaks a rule of the presence layouts (sections 11.24-11.28): a watch other than 0 or 1, "
+                    "a member_id 0, PRESENCE members not strictly ascending, a member_id named twice in one "
+                    "PRESENCE_DIFF, an unknown change kind. Always malformed_frame.",
+    "PresenceLimit": "Valid at the wire level although it is over a presence limit (section 12): a decoder does not "
+                     "check max_presence_bytes or presence_view; a server answers a SET_PRESENCE state over "
+                     "max_presence_bytes with REJECT payload_too_large (section 11.26).",
 }
 
 
@@ -611,6 +695,11 @@ LIMIT_KEYS = {name: k + 1 for k, name in enumerate(DEFAULT_LIMITS)}
 # announces.
 LIMIT_KEYS["max_outline_depth"] = 9
 OUTLINE_DEPTH_DEFAULT = 64
+# Version 4 adds keys 10 and 11 (section 12).
+LIMIT_KEYS["max_presence_bytes"] = 10
+LIMIT_KEYS["presence_view"] = 11
+PRESENCE_BYTES_DEFAULT = 1024
+PRESENCE_VIEW_DEFAULT = 100
 
 EPOCH = 0x1F2E3D4C5B6A7988  # a 64-bit epoch, as servers draw them at random
 
@@ -830,6 +919,7 @@ def message_vectors():
     # --- the worked examples of PROTOCOL.md ----------------------------------------------------
     for name, (built, _) in doc_examples().items():
         if (name not in LIFECYCLE_EXAMPLES and name not in OUTLINE_EXAMPLES and name not in CHAIN_EXAMPLES
+                and name not in PRESENCE_EXAMPLES
                 and name != "snapshot-outline"):
             s.valid("PROTOCOL.md example " + name, ["Example"], built)
 
@@ -914,6 +1004,9 @@ OUTLINE_EXAMPLES = ["HELLO-v2", "WELCOME-v2", "SNAPSHOT-outline", "DIFF-outline"
 # Version 3 examples: vectors of chain.json.
 CHAIN_EXAMPLES = ["HELLO-v3", "JOIN-resume-v3", "SNAPSHOT-v3", "DIFF-v3", "VERIFY", "DIGEST", "CATCHUP-v3",
                   "CATCHUP-folded", "DIFF-folded"]
+# Version 4 examples: vectors of presence.json.
+PRESENCE_EXAMPLES = ["HELLO-v4", "WELCOME-v4", "PRESENCE_WATCH", "PRESENCE", "PRESENCE_LIST", "PRESENCE-page",
+                     "SET_PRESENCE", "PRESENCE_DIFF"]
 
 
 # Small limits, so that boundaries can be shown in small frames.
@@ -1500,6 +1593,12 @@ LAYOUTS = {
     "VERIFY": (0x19, [("request_id", "varint"), ("room", "string")]),
     "DIGEST": (0x27, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
                       ("digest", "digest"), ("chain", "chain")]),
+    "PRESENCE_WATCH": (0x1A, [("request_id", "varint"), ("room", "string"), ("watch", "watch")]),
+    "PRESENCE_LIST": (0x1B, [("request_id", "varint"), ("room", "string"), ("after", "varint"), ("limit", "varint")]),
+    "SET_PRESENCE": (0x1C, [("request_id", "varint"), ("room", "string"), ("state", "bytes")]),
+    "PRESENCE": (0x28, [("request_id", "varint"), ("room", "string"), ("count", "varint"), ("members", "members"),
+                        ("next", "varint")]),
+    "PRESENCE_DIFF": (0x29, [("room", "string"), ("count", "varint"), ("changes", "changes")]),
 }
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
@@ -1678,8 +1777,38 @@ class Annotator:
             self.snapshot(v, 0)
         elif kind == "section_items":
             self.section_items(v, 0)
+        elif kind == "watch":
+            self.add(u8(v), "watch: %d (%s)" % (v, {0: "stop", 1: "start"}.get(v, "?")))
+        elif kind == "members":
+            self.varint("members", len(v), note=" (count)")
+            for k, m in enumerate(v):
+                self.member("member %d" % k, m, 1)
+        elif kind == "changes":
+            self.varint("changes", len(v), note=" (count)")
+            for k, c in enumerate(v):
+                self.change(k, c, 1)
         else:
             raise AssertionError(kind)
+
+    def member(self, label, m, depth):
+        self.varint(label + " member_id", m["member_id"], depth)
+        b = m["principal"].encode("utf-8")
+        self.add(varint(len(b)) + b, "%s principal: %s" % (label, json.dumps(m["principal"], ensure_ascii=False)),
+                 depth)
+        self.varint(label + " joined_at", m["joined_at"], depth)
+        self.bytes_(label + " state", unjb(m["state"]), depth)
+
+    def change(self, k, c, depth):
+        self.add(u8(PRESENCE_KINDS[c["kind"]]), "change %d: %s" % (k, c["kind"]), depth)
+        if c["kind"] in ("joined", "shown"):
+            self.member("member", c["member"], depth + 1)
+            return
+        self.varint("member_id", c["member_id"], depth + 1)
+        if c["kind"] == "left":
+            self.add(u8(c["reason"]), "reason: %d (%s)" % (c["reason"], LEFT_REASONS.get(c["reason"], "unknown")),
+                     depth + 1)
+        elif c["kind"] == "state":
+            self.bytes_("state", unjb(c["state"]), depth + 1)
 
 
 def flatten_json(items, level=0):
@@ -1799,6 +1928,174 @@ def chain_vectors():
     s.invalid_body("A version 3 DIFF read as version 2: its chain is 32 trailing bytes", ["Version2", "TrailingBytes"],
                    diff_v3, "malformed_frame")
     return s.tests
+
+
+PRESENCE_LIMITS = dict(DEFAULT_LIMITS, max_outline_depth=OUTLINE_DEPTH_DEFAULT,
+                       max_presence_bytes=PRESENCE_BYTES_DEFAULT, presence_view=PRESENCE_VIEW_DEFAULT)
+
+
+def presence_vectors():
+    """Version 4 frames (section 8.2): the presence messages and how they break; `Version3` tests
+    are decoded as version 3."""
+    s = Suite()
+    top = (1 << 64) - 1
+    binary = bytes([0x00, 0x01, 0xFF, 0xFE])
+    alice = member(1, "alice", 1767225600000, '{"status":"away"}')
+    bob = member(2, "bob", 1767225600001)
+    odd = member(top, "채팅-é", top, binary)
+    for name in PRESENCE_EXAMPLES:
+        s.valid("PROTOCOL.md example " + name, ["Example"], doc_examples()[name][0])
+
+    # --- valid frames ------------------------------------------------------------------------
+    s.valid("PRESENCE_WATCH stop (watch 0)", [], presence_watch(3, "todo", 0))
+    s.valid("PRESENCE_WATCH with maximal request_id", ["EdgeCase"], presence_watch(top, "r", 1))
+    s.valid("PRESENCE_LIST of the first page, the server's page size (after 0, limit 0)", ["EdgeCase"],
+            presence_list(1, "r", 0, 0))
+    s.valid("PRESENCE_LIST with maximal after and limit (10-byte varints)", ["EdgeCase"],
+            presence_list(2, "r", top, top))
+    s.valid("PRESENCE_LIST after 127, limit 128 (the 1- and 2-byte varint boundary)", ["EdgeCase"],
+            presence_list(3, "r", 127, 128))
+    s.valid("SET_PRESENCE with an empty state (clears it)", ["EdgeCase"], set_presence(4, "r", b""))
+    s.valid("SET_PRESENCE with a binary state (JSON form: hex)", [], set_presence(5, "r", binary))
+    s.valid("SET_PRESENCE with a state of max_presence_bytes", ["EdgeCase"],
+            set_presence(6, "r", b"x" * PRESENCE_BYTES_DEFAULT))
+    s.valid("SET_PRESENCE with a state of max_presence_bytes + 1 (the server answers payload_too_large)",
+            ["PresenceLimit"], set_presence(7, "r", b"x" * (PRESENCE_BYTES_DEFAULT + 1)))
+    s.valid("PRESENCE of an empty room (count 0, no members, next 0)", ["EdgeCase"], presence(1, "r", 0, [], 0))
+    s.valid("PRESENCE page after the last member (count 3, no members)", ["EdgeCase"], presence(2, "r", 3, [], 0))
+    s.valid("PRESENCE with more to list (next = the last id listed)", [],
+            presence(3, "r", 3, [alice, bob], 2))
+    s.valid("PRESENCE with an empty principal and an empty state", ["EdgeCase"],
+            presence(4, "r", 1, [member(5, "", 0)], 0))
+    s.valid("PRESENCE with maximal member_id and joined_at, a non-ASCII principal and a binary state",
+            ["EdgeCase"], presence(5, "r", top, [alice, odd], 0))
+    s.valid("PRESENCE listing more members than presence_view (a decoder does not check it)", ["PresenceLimit"],
+            presence(6, "r", PRESENCE_VIEW_DEFAULT + 1,
+                     [member(k, "m", 0) for k in range(1, PRESENCE_VIEW_DEFAULT + 2)], 0))
+    s.valid("PRESENCE_DIFF with no changes (the count alone changed)", ["EdgeCase"], presence_diff("r", 0, []))
+    s.valid("PRESENCE_DIFF joined", [], presence_diff("r", 1, [joined(alice)]))
+    for reason, name in LEFT_REASONS.items():
+        s.valid("PRESENCE_DIFF left, reason %d (%s)" % (reason, name), [], presence_diff("r", 0, [departed(1, reason)]))
+    s.valid("PRESENCE_DIFF left with an unknown reason 5 (not an error: read as disconnected)", ["EdgeCase"],
+            presence_diff("r", 0, [departed(1, 5)]))
+    s.valid("PRESENCE_DIFF left with reason 255", ["EdgeCase"], presence_diff("r", 0, [departed(1, 255)]))
+    s.valid("PRESENCE_DIFF state", [], presence_diff("r", 1, [state_set(1, '{"status":"here"}')]))
+    s.valid("PRESENCE_DIFF state cleared (empty)", ["EdgeCase"], presence_diff("r", 1, [state_set(1, b"")]))
+    s.valid("PRESENCE_DIFF state, binary", [], presence_diff("r", 1, [state_set(top, binary)]))
+    s.valid("PRESENCE_DIFF shown", [], presence_diff("r", 101, [shown(bob)]))
+    s.valid("PRESENCE_DIFF hidden", [], presence_diff("r", 101, [hidden(top)]))
+    s.valid("PRESENCE_DIFF with every kind, ids in no order", [],
+            presence_diff("r", 1 << 40, [hidden(100), joined(bob), state_set(3, "s"), departed(1, 0), shown(odd)]))
+    s.valid("ACK answering SET_PRESENCE or PRESENCE_WATCH 0 (epoch 0, version 0)", ["EdgeCase"], ack(17, 0, 0))
+    s.valid("REJECT payload_too_large answering SET_PRESENCE", [],
+            reject(7, 29, None, None, "presence state of 1025 bytes is over max_presence_bytes 1024"))
+    s.valid("REJECT not_joined answering PRESENCE_WATCH", [], reject(8, 43, None, None, "not a member of room r"))
+    s.valid("WELCOME version 4 announcing only the presence limits", ["EdgeCase"],
+            welcome(4, 1, "s", [(10, 0), (11, 1)]))
+
+    # --- the presence rules ------------------------------------------------------------------
+    watch_1 = presence_watch(1, "r", 1)[0]
+    for value in (2, 255):
+        s.invalid_body("PRESENCE_WATCH with watch %d" % value, ["PresenceRule"], watch_1[:-1] + u8(value),
+                       "malformed_frame")
+    zero = member(0, "z", 0)
+    s.invalid_body("PRESENCE with a member_id 0", ["PresenceRule"], presence(1, "r", 1, [zero], 0)[0],
+                   "malformed_frame")
+    s.invalid_body("PRESENCE with a member_id 0 after another", ["PresenceRule"],
+                   presence(1, "r", 2, [alice, zero], 0)[0], "malformed_frame")
+    s.invalid_body("PRESENCE with members descending", ["PresenceRule"], presence(1, "r", 2, [bob, alice], 0)[0],
+                   "malformed_frame")
+    s.invalid_body("PRESENCE with a member listed twice", ["PresenceRule"],
+                   presence(1, "r", 2, [alice, alice], 0)[0], "malformed_frame")
+    s.invalid_body("PRESENCE with a member listed twice, different entries", ["PresenceRule"],
+                   presence(1, "r", 3, [alice, bob, member(2, "eve", 5)], 0)[0], "malformed_frame")
+    for change in (joined(zero), departed(0, 0), state_set(0, "s"), shown(zero), hidden(0)):
+        s.invalid_body("PRESENCE_DIFF %s of member_id 0" % change["kind"], ["PresenceRule"],
+                       presence_diff("r", 1, [change])[0], "malformed_frame")
+    for first, second in ((joined(alice), state_set(1, "s")), (departed(2, 1), joined(bob)),
+                          (hidden(1), shown(alice)), (state_set(2, "a"), state_set(2, "b")),
+                          (departed(1, 0), departed(1, 0))):
+        s.invalid_body("PRESENCE_DIFF naming member %d twice (%s, then %s)" % (
+            (first.get("member") or first)["member_id"], first["kind"], second["kind"]), ["PresenceRule"],
+            presence_diff("r", 1, [first, hidden(7), second])[0], "malformed_frame")
+    for kind in (5, 0x80, 0xFF):
+        s.invalid_body("PRESENCE_DIFF with unknown change kind %d" % kind, ["PresenceRule", "BadEnum"],
+                       u8(0x29) + text("r") + varint(1) + varint(1) + u8(kind) + varint(1), "malformed_frame")
+    s.invalid_body("PRESENCE_DIFF with unknown kind 5 after a valid change", ["PresenceRule", "BadEnum"],
+                   u8(0x29) + text("r") + varint(1) + varint(2) + enc_change(hidden(2)) + u8(5) + varint(3),
+                   "malformed_frame")
+
+    # --- truncated, overrunning, trailing ----------------------------------------------------
+    diff_all = presence_diff("r", 3, [joined(alice), departed(9, 1), state_set(2, "s"), shown(bob), hidden(4)])[0]
+    page = presence(3, "r", 3, [alice, bob], 2)[0]
+    frames = [("PRESENCE_WATCH", watch_1), ("PRESENCE_LIST", presence_list(1, "r", 5, 10)[0]),
+              ("SET_PRESENCE", set_presence(1, "r", "state")[0]), ("PRESENCE", page), ("PRESENCE_DIFF", diff_all)]
+    for name, body in frames:
+        s.invalid("%s cut one byte short (stream: need more bytes)" % name, ["Truncated"], frame(body)[:-1],
+                  "malformed_frame")
+        s.invalid_body("%s with a byte after its last field" % name, ["TrailingBytes"], body + b"\x00",
+                       "malformed_frame")
+        s.invalid_body("%s missing its last byte (the length says so)" % name, ["FieldOverrun"], body[:-1],
+                       "malformed_frame")
+    s.invalid("PRESENCE cut after its length prefix", ["Truncated"], frame(page)[:4], "malformed_frame")
+    s.invalid("PRESENCE_DIFF cut in the middle of a member", ["Truncated"], frame(diff_all)[:12], "malformed_frame")
+    s.invalid_body("PRESENCE_WATCH without its watch byte", ["FieldOverrun"], u8(0x1A) + varint(1) + text("r"),
+                   "malformed_frame")
+    s.invalid_body("PRESENCE_LIST without its limit", ["FieldOverrun"], u8(0x1B) + varint(1) + text("r") + varint(0),
+                   "malformed_frame")
+    s.invalid_body("SET_PRESENCE whose state runs past the body", ["FieldOverrun"],
+                   u8(0x1C) + varint(1) + text("r") + varint(5) + b"abc", "malformed_frame")
+    s.invalid_body("PRESENCE counting 2 members, holding 1", ["FieldOverrun"],
+                   u8(0x28) + varint(1) + text("r") + varint(2) + varint(2) + enc_member(alice) + varint(0),
+                   "malformed_frame")
+    s.invalid_body("PRESENCE with a member count of 2^32 and no members", ["FieldOverrun"],
+                   u8(0x28) + varint(1) + text("r") + varint(0) + varint(1 << 32) + varint(0), "malformed_frame")
+    s.invalid_body("PRESENCE whose member state runs past the body", ["FieldOverrun"],
+                   u8(0x28) + varint(1) + text("r") + varint(1) + varint(1) + varint(1) + text("a") + varint(0)
+                   + varint(9) + b"ab", "malformed_frame")
+    s.invalid_body("PRESENCE_DIFF counting 3 changes, holding 2", ["FieldOverrun"],
+                   u8(0x29) + text("r") + varint(1) + varint(3) + enc_change(hidden(1)) + enc_change(hidden(2)),
+                   "malformed_frame")
+    s.invalid_body("PRESENCE_DIFF left without its reason", ["FieldOverrun"],
+                   u8(0x29) + text("r") + varint(0) + varint(1) + u8(1) + varint(1), "malformed_frame")
+    s.invalid_body("PRESENCE_DIFF hidden without its member_id", ["FieldOverrun"],
+                   u8(0x29) + text("r") + varint(0) + varint(1) + u8(4), "malformed_frame")
+    s.invalid_body("PRESENCE_DIFF joined whose member lacks its state", ["FieldOverrun"],
+                   u8(0x29) + text("r") + varint(1) + varint(1) + u8(0) + varint(1) + text("a") + varint(0),
+                   "malformed_frame")
+    s.invalid_body("PRESENCE_LIST with an overlong varint after (0 in two bytes)", ["BadVarint"],
+                   u8(0x1B) + varint(1) + text("r") + bytes.fromhex("8000") + varint(0), "malformed_frame")
+    s.invalid_body("PRESENCE with count 2^64 (overflow)", ["BadVarint"],
+                   u8(0x28) + varint(1) + text("r") + bytes.fromhex("80" * 9 + "02") + varint(0) + varint(0),
+                   "malformed_frame")
+    s.invalid_body("PRESENCE_DIFF member_id of 11 bytes", ["BadVarint"],
+                   u8(0x29) + text("r") + varint(1) + varint(1) + u8(4) + bytes.fromhex("ff" * 10 + "01"),
+                   "malformed_frame")
+    s.invalid_body("PRESENCE with a principal that is not UTF-8", ["InvalidUtf8"],
+                   u8(0x28) + varint(1) + text("r") + varint(1) + varint(1) + varint(1) + text(b"\xc3\x28")
+                   + varint(0) + varint(0) + varint(0), "malformed_frame")
+    s.invalid_body("SET_PRESENCE with a room that is not UTF-8", ["InvalidUtf8"],
+                   u8(0x1C) + varint(1) + text(b"\xff") + varint(0), "malformed_frame")
+    over = PRESENCE_LIMITS["max_frame_bytes"] + 1
+    s.invalid("PRESENCE whose length prefix is max_frame_bytes + 1", ["FrameLength"], over.to_bytes(4, "big") + u8(0x28),
+              "frame_too_large")
+
+    # --- what a version 3 connection makes of them -------------------------------------------
+    for name, body in frames:
+        s.invalid_body("%s on a version 3 connection" % name, ["Version3", "UnknownType"], body,
+                       "unknown_message_type")
+    return s.tests
+
+
+def presence_file():
+    return vector_file("presence", presence_vectors(), PRESENCE_LIMITS, [
+        "Protocol version 4: decode as a version 4 connection does, except the tests flagged Version3,",
+        "which a version 3 connection decodes (section 8.2). Default limits, with the presence keys 10",
+        "and 11 at their defaults. Each test is one frame, `hex` holding the 4-byte length prefix and",
+        "the body; results as in messages.json. PRESENCE and PRESENCE_DIFF follow sections 11.27 and",
+        "11.28: members ascend strictly, no member_id is 0, a PRESENCE_DIFF names a member at most once,",
+        "and an unknown `left` reason is valid (a receiver reads it as disconnected).",
+    ], version=4)
 
 
 def chain_file():
@@ -1942,6 +2239,13 @@ GROCERIES = [(el("groceries", "Groceries"), [at(0, el("fruit", "Fruit")), at(1, 
                                             at(0, el("bread"))])]
 
 
+# The presence of room todo in the version 4 examples: members 7 (this client, "demo") and 9
+# (bob), joined at 2026-01-01T00:00:00Z and 1.5 s later, in milliseconds.
+PRESENCE_DEMO = member(7, "demo", 1767225600000)
+PRESENCE_BOB = member(9, "bob", 1767225601500, '{"editing":"milk"}')
+PRESENCE_EDITING_EGGS = '{"editing":"eggs"}'
+
+
 def doc_examples():
     """name -> (built message, direction). Every one is also a vector in messages.json."""
     limits = [(LIMIT_KEYS[k], v) for k, v in DEFAULT_LIMITS.items()]
@@ -1999,6 +2303,21 @@ def doc_examples():
         "CATCHUP-v3": (catchup(5, "todo", WALK_EPOCH, 4, 7, v3=True), "server -> client"),
         "CATCHUP-folded": (catchup(5, "todo", WALK_EPOCH, 4, 7, v3=True, folded=digest(TODO_V7)), "server -> client"),
         "DIFF-folded": (diff("todo", WALK_EPOCH, 7, TODO_FOLDED_4_7, chain=todo_chains()[7]), "server -> client"),
+        # Version 4 (presence.json): the client of the walkthrough (session 7, "demo") watches room
+        # todo's presence, where bob (9) is editing; carol (12) joins, bob's connection closes,
+        # and demo sets its own state.
+        "HELLO-v4": (hello([4, 3, 2, 1], "demo"), "client -> server"),
+        "WELCOME-v4": (welcome(4, 7, "snapsyncd/1.0", limits + [(9, OUTLINE_DEPTH_DEFAULT),
+                                                               (10, PRESENCE_BYTES_DEFAULT),
+                                                               (11, PRESENCE_VIEW_DEFAULT)]), "server -> client"),
+        "PRESENCE_WATCH": (presence_watch(15, "todo", 1), "client -> server"),
+        "PRESENCE": (presence(15, "todo", 2, [PRESENCE_DEMO, PRESENCE_BOB], 0), "server -> client"),
+        "PRESENCE_LIST": (presence_list(16, "todo", 7, 1), "client -> server"),
+        "PRESENCE-page": (presence(16, "todo", 2, [PRESENCE_BOB], 0), "server -> client"),
+        "SET_PRESENCE": (set_presence(17, "todo", PRESENCE_EDITING_EGGS), "client -> server"),
+        "PRESENCE_DIFF": (presence_diff("todo", 2, [state_set(7, PRESENCE_EDITING_EGGS), departed(9, 1),
+                                                    joined(member(12, "carol", 1767225660250))]),
+                          "server -> client"),
     }
 
 
@@ -2089,6 +2408,7 @@ def outputs():
         ], version=2),
         "outline_batches.json": outline_batch_vectors(),
         "chain.json": chain_file(),
+        "presence.json": presence_file(),
     }
 
 

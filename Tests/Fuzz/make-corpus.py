@@ -8,7 +8,7 @@ Usage: Tests/Fuzz/make-corpus.py          write the vector seeds (named vector-<
        Tests/Fuzz/make-corpus.py --check  fail if the committed ones differ from what it would write
 
 Wire seeds start with the control byte of the wire target (Sources/Entries/WireTarget.swift): bits 0-1
-accepting side (0 client, 1 server, 2 either; 3 either in protocol version 3's layouts), bit 2 the tight limits of limits.json, bits 3-7
+accepting side (0 client, 1 server, 2 either; 3 either in the current version's layouts: 3's chain, 4's presence), bit 2 the tight limits of limits.json, bits 3-7
 the chunk size minus one.
 """
 import hashlib
@@ -60,6 +60,11 @@ def seeds():
         if "Version2" in test["flags"]:
             continue
         out.append(("wire", control(EITHER_V3, chunk=1 + (i * 3) % 32) + bytes.fromhex(test["hex"])))
+    # Protocol version 4: the presence messages. Version3 tests are read otherwise.
+    for i, test in enumerate(load("presence.json")["tests"]):
+        if "Version3" in test["flags"]:
+            continue
+        out.append(("wire", control(EITHER_V3, chunk=1 + (i * 11) % 32) + bytes.fromhex(test["hex"])))
     replay = load("replay.json")
     # A client's view of a room: its SNAPSHOT-worthy start, then every DIFF in one stream.
     out.append(("wire", control(SERVER, chunk=32) + b"".join(bytes.fromhex(d["hex"]) for d in replay["diffs"])))

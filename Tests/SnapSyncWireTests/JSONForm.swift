@@ -307,7 +307,7 @@ enum JSONForm {
         return .object(o)
     }
 
-    /// Builds a RoomSnapshot from its JSON form (used by the replay set).
+    /// A presence member in the JSON form (PROTOCOL.md §14).
     static func presenceMember(_ member: PresenceMember) -> JSON {
         .object([
             "member_id": .uint(member.memberID), "principal": .string(member.principal),
@@ -317,6 +317,7 @@ enum JSONForm {
 
     static let presenceKinds = ["joined", "left", "state", "shown", "hidden"]
 
+    /// A PRESENCE_DIFF change in the JSON form: its kind's name and its fields (§14).
     static func presenceChange(_ change: PresenceChange) -> JSON {
         var o: [String: JSON] = ["kind": .string(presenceKinds[Int(change.kind)])]
         switch change {
@@ -332,6 +333,7 @@ enum JSONForm {
         return .object(o)
     }
 
+    /// Builds a RoomSnapshot from its JSON form (used by the replay set).
     static func snapshot(from json: JSON) throws -> RoomSnapshot {
         var sections: [(section: SnapshotElement, items: [SnapshotElement])] = []
         var levels: [Int] = []

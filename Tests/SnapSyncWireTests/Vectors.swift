@@ -21,7 +21,7 @@ enum Vectors {
         let identifier: JSON?
         let limits: WireLimits
         /// The protocol version to decode with: the file's, or 1 for a test flagged Version1, 2
-        /// for one flagged Version2.
+        /// for one flagged Version2, 3 for one flagged Version3.
         let version: UInt64
 
         var description: String { "\(file) #\(tcId): \(comment)" }
@@ -63,13 +63,13 @@ enum Vectors {
                 bytes: JSONForm.bytes(fromHex: t["hex"]!.string!),
                 valid: t["result"]!.string! == "valid", message: t["message"], error: t["error"]?.string,
                 identifier: t["identifier"], limits: limits,
-                version: flags.contains("Version1") ? 1 : flags.contains("Version2") ? 2 : version)
+                version: flags.contains("Version1") ? 1 : flags.contains("Version2") ? 2 : flags.contains("Version3") ? 3 : version)
         }
     }
 
-    /// Version 1 vectors (messages, limits), version 2 ones (outline) and version 3 ones
-    /// (chain), PROTOCOL.md §16.
-    static let files = ["messages.json", "limits.json", "outline.json", "chain.json"]
+    /// Version 1 vectors (messages, limits), version 2 ones (outline), version 3 ones (chain)
+    /// and version 4 ones (presence), PROTOCOL.md §16.
+    static let files = ["messages.json", "limits.json", "outline.json", "chain.json", "presence.json"]
 
     /// One history of chain.json's `chains`: the chain at version 0, then each version's DIFF
     /// frame (version 2 layout) and the chain after it.

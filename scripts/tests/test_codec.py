@@ -118,5 +118,68 @@ class FrameTests(unittest.TestCase):
             self.assertEqual(wire.message_from_json(j), m)
 
 
+class PresenceCodecTests(unittest.TestCase):
+    """The presence messages of version 4 (PROTOCOL.md sections 11.24-11.28) through snapcat's codec."""
+
+    alice = {"member_id": 7, "principal": b"alice", "joined_at": 1767225600000, "state": b'{"at":"milk"}'}
+    bob = {"member_id": 2**64 - 1, "principal": "b\u00f6b".encode(), "joined_at": 0, "state": b"\x00\xff"}
+    messages = [
+        {"type": "PRESENCE_WATCH", "request_id": 1, "room": b"todo", "watch": 1},
+        {"type": "PRESENCE_WATCH", "request_id": 2, "room": b"todo", "watch": 0},
+        {"type": "PRESENCE_LIST", "request_id": 3, "room": b"todo", "after": 2**64 - 1, "limit": 0},
+        {"type": "SET_PRESENCE", "request_id": 4, "room": b"todo", "state": b""},
+        {"type": "SET_PRESENCE", "request_id": 5, "room": b"todo", "state": b"\x01" * 1025},
+        {"type": "PRESENCE", "request_id": 6, "room": b"todo", "count": 0, "members": [], "next": 0},
+        {"type": "PRESENCE", "request_id": 7, "room": b"todo", "count": 3, "members": [alice, bob], "next": 0},
+        {"type": "PRESENCE_DIFF", "room": b"todo", "count": 0, "changes": []},
+        {"type": "PRESENCE_DIFF", "room": b"todo", "count": 9, "changes": [
+            {"kind": "joined", "member": alice}, {"kind": "left", "member_id": 1, "reason": 200},
+            {"kind": "state", "member_id": 3, "state": b""}, {"kind": "shown", "member": bob},
+            {"kind": "hidden", "member_id": 4}]},
+    ]
+
+    def test_round_trips_in_version_4_only(self):
+        for m in self.messages:
+            with self.subTest(type=m["type"]):
+                f = wire.encode_frame(m)
+                self.assertEqual(wire.decode_frame(f, version=4), m)
+                self.assertEqual(wire.message_from_json(wire.message_to_json(m)), m)
+                for cut in range(1, len(f) - 4):
+                    with self.assertRaises(wire.WireError):
+                        wire.decode_body(f[4:4 + cut], version=4)
+                for version in (1, 2, 3):
+                    with self.assertRaises(wire.WireError) as ctx:
+                        wire.decode_frame(f, version=version)
+                    self.assertEqual(ctx.exception.name, "unknown_message_type")
+
+    def test_the_json_form_of_a_change(self):
+        j = wire.message_to_json(self.messages[-1])
+        self.assertEqual(j["changes"][0]["member"]["principal"], "alice")
+        self.assertEqual(j["changes"][1], {"kind": "left", "member_id": 1, "reason": 200})
+        self.assertEqual(j["changes"][3]["member"]["state"], {"hex": "00ff"})
+        self.assertEqual(j["changes"][4], {"kind": "hidden", "member_id": 4})
+
+    def test_rules(self):
+        def diff(*changes):
+            return {"type": "PRESENCE_DIFF", "room": b"r", "count": 1, "changes": list(changes)}
+        bad = [
+            wire.encode_body({"type": "PRESENCE_WATCH", "request_id": 1, "room": b"r", "watch": 1})[:-1] + b"\x02",
+            wire.encode_body({"type": "PRESENCE", "request_id": 1, "room": b"r", "count": 2,
+                              "members": [self.bob, self.alice], "next": 0}),
+            wire.encode_body({"type": "PRESENCE", "request_id": 1, "room": b"r", "count": 2,
+                              "members": [dict(self.alice, member_id=0)], "next": 0}),
+            wire.encode_body(diff({"kind": "hidden", "member_id": 7}, {"kind": "joined", "member": self.alice})),
+            wire.encode_body(diff({"kind": "hidden", "member_id": 0})),
+            bytes.fromhex("29 01 72 01 01 05 01".replace(" ", "")),     # kind 5
+        ]
+        for body in bad:
+            with self.subTest(body=body.hex()):
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.decode_body(body, version=4)
+                self.assertEqual(ctx.exception.name, "malformed_frame")
+        with self.assertRaises(ValueError):
+            wire.encode_body({"type": "PRESENCE_WATCH", "request_id": 1, "room": b"r", "watch": 2})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -14,9 +14,10 @@ def sent(parser, line):
     for action in parser.parse(line):
         if action[0] == "send":
             frame = wire.encode_frame(action[1])
-            # A resume with a chain is version 3's layout (PROTOCOL.md section 9).
+            # A resume with a chain is version 3's layout (PROTOCOL.md section 9); presence is 4's.
             resume = action[1].get("resume") or {}
-            decoded = wire.decode_frame(frame, version=3 if resume.get("chain") is not None else 2)
+            version = 3 if resume.get("chain") is not None else 2
+            decoded = wire.decode_frame(frame, version=4 if frame[4] in wire.V4_MESSAGES else version)
             assert decoded == action[1], (decoded, action[1])
             out.append(decoded)
     return out
@@ -213,7 +214,71 @@ class CommandTests(unittest.TestCase):
         self.assertIsNone(self.p.batch)
 
 
+class PresenceCommandTests(unittest.TestCase):
+    """presence and set-presence (PROTOCOL.md section 9, "Presence"; version 4)."""
+
+    def test_presence_joins_then_watches(self):
+        p = snapcat.CommandParser()
+        self.assertEqual(sent(p, "presence todo"), [
+            {"type": "JOIN", "request_id": 1, "room": b"todo", "resume": None},
+            {"type": "PRESENCE_WATCH", "request_id": 2, "room": b"todo", "watch": 1}])
+        self.assertEqual(sent(p, "presence todo off"), [
+            {"type": "PRESENCE_WATCH", "request_id": 3, "room": b"todo", "watch": 0}])
+
+    def test_a_member_is_not_joined_again(self):
+        p = snapcat.CommandParser(is_member=lambda room: room == b"todo")
+        self.assertEqual(sent(p, "presence todo"), [
+            {"type": "PRESENCE_WATCH", "request_id": 1, "room": b"todo", "watch": 1}])
+        self.assertEqual(sent(p, "presence todo --list 50"), [
+            {"type": "PRESENCE_LIST", "request_id": 2, "room": b"todo", "after": 0, "limit": 50}])
+        self.assertEqual(sent(p, "presence todo list"), [
+            {"type": "PRESENCE_LIST", "request_id": 3, "room": b"todo", "after": 0, "limit": 0}])
+        self.assertEqual(sent(p, 'set-presence todo {"editing": "milk"}'), [
+            {"type": "SET_PRESENCE", "request_id": 4, "room": b"todo", "state": b'{"editing": "milk"}'}])
+
+    def test_set_presence_sends_the_json_text_or_clears(self):
+        p = snapcat.CommandParser(is_member=lambda room: True)
+        [m] = sent(p, "set-presence todo '{\"a\": \"é\"}'")
+        self.assertEqual(m["state"], '{"a": "é"}'.encode("utf-8"))
+        [m] = sent(p, "set-presence todo")
+        self.assertEqual(m["state"], b"")
+        [m] = sent(p, "set-presence todo " + json.dumps({"x": "y" * 2000}))
+        self.assertEqual(len(m["state"]), len(json.dumps({"x": "y" * 2000})))   # sent, for the server to refuse
+
+    def test_mistyped_presence_commands_send_nothing(self):
+        p = snapcat.CommandParser()
+        for line in ["presence", "presence todo sideways", "presence todo --list x", "presence todo --list 1 2",
+                     "set-presence", "set-presence todo {not json", "set-presence todo 'unterminated"]:
+            with self.subTest(line=line):
+                with self.assertRaises(snapcat.UsageError) as ctx:
+                    p.parse(line)
+                self.assertIn("usage: ", str(ctx.exception))
+        self.assertEqual(p.next_id, 1)
+
+
 class RenderingTests(unittest.TestCase):
+    def test_presence_lines(self):
+        alice = {"member_id": 7, "principal": b"alice", "joined_at": 1, "state": b'{"editing":"milk"}'}
+        bob = {"member_id": 9, "principal": b"bob", "joined_at": 2, "state": b""}
+        self.assertEqual(snapcat.show_message({"type": "PRESENCE", "request_id": 2, "room": b"todo", "count": 3,
+                                               "members": [alice, bob], "next": 9}),
+                         'PRESENCE #2 todo: 3 members: 7 alice {"editing":"milk"}, 9 bob next=9')
+        self.assertEqual(snapcat.show_message({"type": "PRESENCE", "request_id": 3, "room": b"todo", "count": 1,
+                                               "members": [], "next": 0}),
+                         "PRESENCE #3 todo: 1 member: (none listed)")
+        changes = [{"kind": "joined", "member": bob}, {"kind": "left", "member_id": 7, "reason": 1},
+                   {"kind": "state", "member_id": 9, "state": b'{"a":1}'},
+                   {"kind": "state", "member_id": 10, "state": b""},
+                   {"kind": "shown", "member": dict(bob, member_id=11, state=b"\x00")},
+                   {"kind": "hidden", "member_id": 12}, {"kind": "left", "member_id": 13, "reason": 9}]
+        self.assertEqual(snapcat.show_message({"type": "PRESENCE_DIFF", "room": b"todo", "count": 4,
+                                               "changes": changes}),
+                         'PRESENCE_DIFF todo: 4 members: +9 bob, -7 (disconnected), ~9 state {"a":1}, '
+                         '~10 state cleared, >11 bob 0x00 (shown), <12 (hidden), '
+                         '-13 (disconnected: unknown reason 9)')
+        self.assertEqual(snapcat.show_message({"type": "PRESENCE_DIFF", "room": b"todo", "count": 2, "changes": []}),
+                         "PRESENCE_DIFF todo: 2 members: (no change in the view)")
+
     def test_diff_line(self):
         msg = {"type": "DIFF", "room": b"lobby", "epoch": 77, "version": 3, "ops": [
             {"op": "append_items", "section": b"main", "elements": [el(b"a", b"hello"), el(b"b")]},
@@ -380,6 +445,73 @@ class SessionTests(unittest.TestCase):
         self.assertNotIn(b"board:2", s.replicas)
         self.assertIsNone(s._position(b"board:2"))
         self.assertEqual(s.status, snapcat.EXIT_OK)
+
+    def welcome(self, version):
+        self.receive({"type": "WELCOME", "version": version, "session_id": 7, "server_name": b"t", "limits": []})
+
+    def test_presence_list_pages_through_every_member(self):
+        s = self.session
+        self.welcome(4)
+        s.outbuf.clear()
+        for action in s.run_line("presence todo --list 1"):
+            s.send(action[1])
+        frames = [wire.decode_body(f[4:], version=4) for f in snapcat._split_exactly(bytes(s.outbuf))]
+        self.assertEqual([f["type"] for f in frames], ["JOIN", "PRESENCE_LIST"])
+        s.outbuf.clear()
+        member = {"member_id": 7, "principal": b"a", "joined_at": 0, "state": b""}
+        self.receive({"type": "PRESENCE", "request_id": 2, "room": b"todo", "count": 2, "members": [member],
+                      "next": 7})
+        [again] = [wire.decode_body(f[4:], version=4) for f in snapcat._split_exactly(bytes(s.outbuf))]
+        self.assertEqual(again, {"type": "PRESENCE_LIST", "request_id": 3, "room": b"todo", "after": 7, "limit": 1})
+        s.outbuf.clear()
+        self.receive({"type": "PRESENCE", "request_id": 3, "room": b"todo", "count": 2,
+                      "members": [dict(member, member_id=9)], "next": 0})
+        self.assertEqual(bytes(s.outbuf), b"")
+        self.assertNotIn(2, s.pending)
+        self.assertNotIn(3, s.pending)
+        self.assertEqual(self.out.lines[-2:], ["PRESENCE #2 todo: 2 members: 7 a next=7",
+                                               "PRESENCE #3 todo: 2 members: 9 a"])
+
+    def test_presence_is_not_sent_on_a_version_3_connection(self):
+        s = self.session
+        self.welcome(3)
+        s.outbuf.clear()
+        for action in s.run_line("set-presence todo {}"):
+            s.send(action[1])
+        frames = [wire.decode_body(f[4:], version=3) for f in snapcat._split_exactly(bytes(s.outbuf))]
+        self.assertEqual([f["type"] for f in frames], ["JOIN"])
+        self.assertTrue(s.mistyped)
+        self.assertIn("needs protocol version 4", self.out.notes[-1])
+
+    def test_a_watched_view_follows_the_diffs_and_what_does_not_fit_is_reported(self):
+        s = self.session
+        self.welcome(4)
+        s.send({"type": "PRESENCE_WATCH", "request_id": 2, "room": b"todo", "watch": 1})
+        alice = {"member_id": 7, "principal": b"alice", "joined_at": 0, "state": b""}
+        bob = dict(alice, member_id=9, principal=b"bob")
+        self.receive({"type": "PRESENCE", "request_id": 2, "room": b"todo", "count": 1, "members": [alice], "next": 0})
+        self.receive({"type": "PRESENCE_DIFF", "room": b"todo", "count": 2, "changes": [
+            {"kind": "joined", "member": bob}, {"kind": "state", "member_id": 7, "state": b"{}"}]})
+        self.assertEqual(s.presence_views[b"todo"], {7: dict(alice, state=b"{}"), 9: bob})
+        self.assertEqual(self.out.notes, [])
+        self.receive({"type": "PRESENCE_DIFF", "room": b"todo", "count": 1, "changes": [
+            {"kind": "left", "member_id": 9, "reason": 0}, {"kind": "hidden", "member_id": 12}]})
+        self.assertEqual(list(s.presence_views[b"todo"]), [7])
+        self.assertEqual(self.out.notes, ["warning: presence of todo: hidden of member 12, not in the view"])
+        self.receive({"type": "PRESENCE_DIFF", "room": b"todo", "count": 0, "changes": []})
+        self.assertIn("the view holds 1 members, over the room's 0", self.out.notes[-1])
+        s.send({"type": "PRESENCE_WATCH", "request_id": 3, "room": b"todo", "watch": 0})
+        self.receive({"type": "ACK", "request_id": 3, "epoch": 0, "version": 0})
+        self.assertNotIn(b"todo", s.presence_views)
+        self.assertEqual(self.out.lines[-1], "ACK #3 todo e=0 v=0 (presence no longer watched)")
+
+    def test_the_ack_of_set_presence_says_so(self):
+        s = self.session
+        self.welcome(4)
+        s.send({"type": "SET_PRESENCE", "request_id": 4, "room": b"todo", "state": b"{}"})
+        self.receive({"type": "ACK", "request_id": 4, "epoch": 0, "version": 0})
+        self.assertEqual(self.out.lines[-1], "ACK #4 todo e=0 v=0 (presence set)")
+        self.assertEqual(s.pending, {})
 
     def test_token_errors_end_with_the_server_error_status(self):
         self.receive({"type": "ERROR", "code": 13, "message": b"token of alice expired at 2100-01-01T00:00:00Z"})

@@ -41,7 +41,7 @@ class SessionTests(DaemonTestCase):
                             "append-items lobby to main a=hello b\nshow lobby\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
         lines = done.stdout.splitlines()
-        self.assertRegex(lines[0], r"^WELCOME v=3 session=\d+ server=")
+        self.assertRegex(lines[0], r"^WELCOME v=4 session=\d+ server=")
         m = re.match(r"^SNAPSHOT #1 lobby e=(\d+) v=0 initial digest=([0-9a-f]{16}) 0 sections, 0 items$",
                      lines[1])
         self.assertTrue(m, self.explain(done))
@@ -174,7 +174,7 @@ class SessionTests(DaemonTestCase):
                          self.explain(done))
         welcome, snapshot, diff, ack, reject, stats, pong = frames
         self.assertEqual(set(welcome), {"type", "version", "session_id", "server_name", "limits"})
-        self.assertEqual(welcome["version"], 3)
+        self.assertEqual(welcome["version"], 4)
         self.assertEqual(set(snapshot), {"type", "request_id", "room", "epoch", "version", "reason",
                                          "digest", "chain", "snapshot"})
         self.assertEqual((snapshot["request_id"], snapshot["room"], snapshot["version"]), (1, "lobby", 0))
@@ -346,7 +346,7 @@ class OutlineTests(DaemonTestCase):
                             "move-item o a1 to-parent c\n"
                             "join o\nshow o\n")
         self.assertEqual(done.returncode, 0, self.explain(done))
-        self.assertTrue(done.stdout.startswith("WELCOME v=3 "), self.explain(done))
+        self.assertTrue(done.stdout.startswith("WELCOME v=4 "), self.explain(done))
         self.assertIn("max_outline_depth=64", done.stdout.splitlines()[0])
         self.assertEqual(len(re.findall(r"^ACK #\d+ o ", done.stdout, re.M)), 7, self.explain(done))
         tree = done.stdout.split("\n<o ")[1].splitlines()[1:]
@@ -393,3 +393,122 @@ class OutlineTests(DaemonTestCase):
         self.assertIn("WELCOME v=1 ", done.stdout, self.explain(done))
         self.assertNotIn("max_outline_depth", done.stdout)
         self.assertRegex(done.stdout, re.compile(r"^REJECT #1 (o )?outline_unsupported \(54\): ", re.M), self.explain(done))
+
+
+class PresenceTests(DaemonTestCase):
+    """Presence end to end (PROTOCOL.md section 9, "Presence"; version 4): snapcat sessions in a
+    room, one watching. Changes reach a watcher within a presence interval (10 ms here); each
+    step waits for the watcher's line before the next, so that no two steps coalesce."""
+
+    def setUp(self):
+        self.daemon = Daemon("--presence-interval", "10ms", "--max-presence-bytes", "64", "--presence-view", "2")
+        self.sessions = []
+
+    def session_id(self, session):
+        line = session.expect(r"WELCOME")
+        if line.startswith("{"):
+            return json.loads(line)["session_id"]
+        return int(re.match(r"^WELCOME v=4 session=(\d+) ", line).group(1))
+
+    def test_a_watcher_sees_members_join_set_their_state_and_leave(self):
+        # Connected in this order, so that their member ids (session ids) ascend: a view of 2
+        # holds alice and the watcher, and bob is only counted until alice leaves.
+        alice = self.interactive("--name", "alice", "--json")
+        a = self.session_id(alice)
+        watcher = self.interactive("--name", "watcher")
+        w = self.session_id(watcher)
+        bob = self.interactive("--name", "bob")
+        b = self.session_id(bob)
+        self.assertLess(a, w)
+        self.assertLess(w, b)
+
+        alice.send("presence lobby")
+        first = json.loads(alice.expect(r'"type":"PRESENCE"'))
+        self.assertEqual((first["request_id"], first["room"], first["count"], first["next"]), (2, "lobby", 1, 0))
+        [me] = first["members"]
+        self.assertEqual((me["member_id"], me["principal"], me["state"]), (a, "alice", ""))
+
+        watcher.send("presence lobby")
+        joined = json.loads(alice.expect(r'"type":"PRESENCE_DIFF"'))
+        self.assertEqual(joined["count"], 2)
+        [change] = joined["changes"]
+        self.assertEqual(change["kind"], "joined")
+        self.assertEqual((change["member"]["member_id"], change["member"]["principal"]), (w, "watcher"))
+        watcher.expect(r"^PRESENCE #2 lobby: ")
+
+        bob.send("join lobby")
+        counted = json.loads(alice.expect(r'"type":"PRESENCE_DIFF"'))
+        self.assertEqual((counted["count"], counted["changes"]), (3, []))
+        watcher.expect(r"^PRESENCE_DIFF lobby: 3 members: \(no change in the view\)$")
+        bob.send('set-presence lobby {"editing": "milk"}')
+        bob.expect(r"^ACK #2 lobby e=0 v=0 \(presence set\)$")
+
+        # alice leaves: bob is shown, with the state he set.
+        alice.send("leave lobby")
+        line = watcher.expect(r"^PRESENCE_DIFF lobby: 2 members: ")
+        self.assertEqual(sorted(line.split(": ", 2)[2].split(", ")),
+                         sorted(["-%d (left)" % a, '>%d bob {"editing": "milk"} (shown)' % b]), line)
+
+        # Every member, a page of one at a time.
+        bob.send("presence lobby --list 1")
+        bob.expect(r"^PRESENCE #3 lobby: 2 members: %d watcher next=%d$" % (w, w))
+        bob.expect(r'^PRESENCE #4 lobby: 2 members: %d bob {"editing": "milk"}$' % b)
+
+        # bob's connection closes: he left, disconnected.
+        self.assertEqual(bob.close(), 0)
+        watcher.expect(r"^PRESENCE_DIFF lobby: 1 member: -%d \(disconnected\)$" % b)
+        self.assertEqual(watcher.close(), 0)
+        self.assertEqual(alice.close(), 0)
+        # Every PRESENCE_DIFF fitted the view each watcher held (snapcat checks them).
+        self.assertEqual([l for l in watcher.stderr + alice.stderr if "warning" in l], [])
+
+    def test_a_state_over_max_presence_bytes_is_refused_and_the_previous_one_stays(self):
+        big = json.dumps({"editing": "x" * 64})
+        done = self.snapcat('set-presence r {"n": 1}\nset-presence r %s\npresence r\n' % big)
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        self.assertIn("max_presence_bytes=64 presence_view=2", done.stdout.splitlines()[0])
+        self.assertRegex(done.stdout, re.compile(r"^ACK #2 r e=0 v=0 \(presence set\)$", re.M))
+        self.assertRegex(done.stdout, re.compile(
+            r"^REJECT #3 r payload_too_large \(29\): presence state of %d bytes .*64$" % len(big), re.M))
+        self.assertRegex(done.stdout, re.compile(r'^PRESENCE #4 r: 1 member: \d+ snapcat {"n": 1}$', re.M),
+                         self.explain(done))
+
+    def test_presence_of_a_room_not_joined_is_refused(self):
+        watch = wire.encode_frame({"type": "PRESENCE_WATCH", "request_id": 101, "room": b"r", "watch": 1})
+        listing = wire.encode_frame({"type": "PRESENCE_LIST", "request_id": 102, "room": b"r", "after": 0, "limit": 0})
+        done = self.snapcat("raw %s\nraw %s\npresence r off\njoin r\nleave r\npresence r off\n"
+                            % (watch.hex(), listing.hex()))
+        self.assertEqual(done.returncode, 0, self.explain(done))
+        refused = re.findall(r"^REJECT #(\d+) r not_joined \(43\): ", done.stdout, re.M)
+        self.assertEqual(refused, ["101", "102", "1", "4"], self.explain(done))
+
+    def test_presence_on_a_version_3_connection_is_an_unknown_message_type(self):
+        hello = wire.encode_frame({"type": "HELLO", "magic": wire.MAGIC, "versions": [3, 2, 1],
+                                   "client_name": b"old", "credentials": b""})
+        join = wire.encode_frame({"type": "JOIN", "request_id": 1, "room": b"r", "resume": None})
+        watch = wire.encode_frame({"type": "PRESENCE_WATCH", "request_id": 2, "room": b"r", "watch": 1})
+        done = self.snapcat("raw %s\nraw %s\nraw %s\n" % (hello.hex(), join.hex(), watch.hex()), "-n")
+        self.assertEqual(done.returncode, snapcat.EXIT_SERVER_ERROR, self.explain(done))
+        lines = done.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("WELCOME v=3 "), self.explain(done))
+        self.assertNotIn("max_presence_bytes", lines[0])
+        self.assertRegex(lines[1], r"^SNAPSHOT #1 r ")
+        self.assertRegex(lines[2], r"^ERROR unknown_message_type \(3\): ")
+
+    def test_set_presence_faster_than_the_rate_is_busy_and_changes_nothing(self):
+        # A rate of 1 a second, in bursts of 1: of 5 states sent at once, the first is set and
+        # at least some of the rest refused (all of them unless the daemon took seconds to read them).
+        slow = Daemon("--presence-updates-per-second", "1")
+        try:
+            done = run_snapcat(slow.port, "".join('set-presence r {"n": %d}\n' % n for n in range(5)) + "presence r\n",
+                               timeout=30)
+        finally:
+            slow.stop()
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        answers = re.findall(r"^(ACK|REJECT) #(\d+) r (?:e=0 v=0 \(presence set\)|busy \(55\): .*)$", done.stdout, re.M)
+        self.assertEqual([int(n) for _, n in answers], [2, 3, 4, 5, 6], done.stdout)
+        self.assertEqual(answers[0][0], "ACK")
+        self.assertIn("REJECT", [kind for kind, _ in answers])
+        # The state is the last one set: a refused state changes nothing.
+        last = max(int(n) for kind, n in answers if kind == "ACK") - 2
+        self.assertRegex(done.stdout, re.compile(r'^PRESENCE #7 r: 1 member: \d+ snapcat {"n": %d}$' % last, re.M))

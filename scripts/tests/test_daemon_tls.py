@@ -192,7 +192,7 @@ class TLSSessionTests(TLSTestCase):
         done = run_snapcat(self.tls_port, "join lobby\nappend-sections lobby main\n", "--tls", "--cafile", self.ca)
         self.assertEqual(done.returncode, 0, self.explain(done))
         lines = done.stdout.splitlines()
-        self.assertRegex(lines[0], r"^WELCOME v=3 session=\d+ server=")
+        self.assertRegex(lines[0], r"^WELCOME v=4 session=\d+ server=")
         self.assertRegex(lines[1], r"^SNAPSHOT #1 lobby e=\d+ v=0 ")
         self.assertRegex(lines[2], r"^DIFF lobby e=\d+ v=1 append_sections \[main\]$")
         self.assertRegex(lines[3], r"^ACK #2 lobby e=\d+ v=1$")

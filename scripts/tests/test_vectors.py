@@ -1,9 +1,10 @@
 """Every vector in Protocol/vectors/*.json against snapcat's own codec and model.
 
-messages.json, limits.json (protocol version 1), outline.json (version 2) and chain.json (version
-3), Wycheproof style: a valid frame decodes to `message` (JSON form, PROTOCOL.md section 14) and
+messages.json, limits.json (protocol version 1), outline.json (version 2), chain.json (version
+3) and presence.json (version 4), Wycheproof style: a valid frame decodes to `message` (JSON form, PROTOCOL.md section 14) and
 `message` encodes back to the exact bytes; an invalid one fails with the named error, decoded as
-the file's version says (flag Version1: as version 1, Version2: as version 2). chain.json's
+the file's version says (flag Version1: as version 1, Version2: as version 2, Version3: as
+version 3). chain.json's
 `chains`: the room's chain computed over each DIFF frame; its `foldedCatchups`: a folded CATCHUP
 and its DIFF applied to a replica (section 11.12). batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
 SHA-256. Each frame is also fed to the stream decoder byte by byte, whole, all at once, and cut.
@@ -27,7 +28,9 @@ def version_of(doc, test):
     """The protocol version a vector is decoded with (PROTOCOL.md section 16)."""
     if "Version1" in test["flags"]:
         return 1
-    return 2 if "Version2" in test["flags"] else doc["protocolVersion"]
+    if "Version2" in test["flags"]:
+        return 2
+    return 3 if "Version3" in test["flags"] else doc["protocolVersion"]
 
 
 # The two version 1 vectors whose bytes version 2 gives a meaning (PROTOCOL.md section 16).
@@ -53,7 +56,7 @@ class FrameVectorTests(unittest.TestCase):
 
     def test_the_expected_files_are_there(self):
         names = {n for n, _ in self.files}
-        self.assertLessEqual({"messages.json", "limits.json", "outline.json", "chain.json"}, names)
+        self.assertLessEqual({"messages.json", "limits.json", "outline.json", "chain.json", "presence.json"}, names)
         for name, doc in self.files:
             self.assertIn(doc["protocolVersion"], wire.SUPPORTED_VERSIONS, name)
             self.assertEqual(doc.get("numberOfTests", len(doc["tests"])), len(doc["tests"]), name)
@@ -264,7 +267,7 @@ class CoverageTests(unittest.TestCase):
     """The vectors and PROTOCOL.md cover everything snapcat's codec knows, and nothing less."""
 
     def test_every_message_type_has_a_valid_vector(self):
-        types = {t["message"]["type"] for name in ("messages.json", "outline.json", "chain.json")
+        types = {t["message"]["type"] for name in ("messages.json", "outline.json", "chain.json", "presence.json")
                  for t in load(name)["tests"] if t["result"] == "valid"}
         self.assertEqual(types, {name for name, _ in wire.MESSAGES.values()})
 
@@ -277,6 +280,44 @@ class CoverageTests(unittest.TestCase):
                 if len(cells) > 4 and cells[1].isdigit() and cells[3] in ("ERROR", "REJECT", "LEFT"):
                     rows[int(cells[1])] = cells[2]
         self.assertEqual(rows, wire.ERROR_CODES)
+
+
+class PresenceVectorTests(unittest.TestCase):
+    """presence.json (version 4): what the vectors cover, and what a version 3 connection does."""
+
+    def setUp(self):
+        self.doc = load("presence.json")
+
+    def test_every_change_kind_and_left_reason_is_covered(self):
+        kinds, reasons = set(), set()
+        for t in self.doc["tests"]:
+            if t["result"] == "valid" and t["message"]["type"] == "PRESENCE_DIFF":
+                for c in t["message"]["changes"]:
+                    kinds.add(c["kind"])
+                    if c["kind"] == "left":
+                        reasons.add(c["reason"])
+        self.assertEqual(kinds, set(wire.PRESENCE_KINDS.values()))
+        self.assertLessEqual(set(wire.LEFT_REASONS), reasons)
+        self.assertTrue(reasons - set(wire.LEFT_REASONS), "no unknown left reason among the valid vectors")
+
+    def test_presence_frames_are_unknown_types_in_version_3(self):
+        for t in self.doc["tests"]:
+            if t["result"] != "valid" or t["message"]["type"] not in {
+                    "PRESENCE_WATCH", "PRESENCE_LIST", "SET_PRESENCE", "PRESENCE", "PRESENCE_DIFF"}:
+                continue
+            with self.subTest(tcId=t["tcId"], comment=t["comment"]):
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.decode_frame(bytes.fromhex(t["hex"]), version=3)
+                self.assertEqual(ctx.exception.name, "unknown_message_type")
+                # And as version 4, once more, from one side only (section 3's "sent by").
+                msg = wire.decode_frame(bytes.fromhex(t["hex"]), version=4)
+                side = wire.CLIENT_TO_SERVER if msg["type"] in wire.CLIENT_TO_SERVER else wire.SERVER_TO_CLIENT
+                wire.decode_frame(bytes.fromhex(t["hex"]), accept=side, version=4)
+
+    def test_unknown_left_reasons_read_as_disconnected(self):
+        self.assertEqual(wire.left_reason_name(0), "left")
+        self.assertEqual(wire.left_reason_name(5), "disconnected")
+        self.assertEqual(wire.left_reason_name(255), "disconnected")
 
 
 class BatchVectorTests(unittest.TestCase):

@@ -5,7 +5,8 @@ import SnapSyncWire
 /// called until it returns nil.
 ///
 /// Input: byte 0 chooses the decoder (bits 0–1: accepting client, server or either in protocol
-/// version 2's layouts, or (3) either in version 3's, with the chain fields, VERIFY and DIGEST;
+/// version 2's layouts, or (3) either in the current version's, with the chain fields, VERIFY and
+/// DIGEST of version 3 and the presence messages of version 4;
 /// bit 2: tight limits; bits 3–7: chunk size 1–32); the rest is the byte stream. Laws:
 /// - nil consumes nothing; a frame-level error consumes nothing and repeats; any other error
 ///   consumes exactly its frame, and the one-shot `decode(frame:)` agrees with the stream decoder
