@@ -1,7 +1,7 @@
 package import Logging
 package import SnapSyncHub
 package import SnapSyncLoop
-import SnapSyncWire
+package import SnapSyncWire
 
 #if canImport(Glibc)
     internal import Glibc

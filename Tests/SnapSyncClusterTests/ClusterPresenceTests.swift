@@ -12,68 +12,70 @@ import Testing
 // its state and leave; then, after `kill -9` of s1, its members leave with `node_lost`. Every
 // wait is bounded; nothing is timed beyond the bounds.
 
-@Suite(.serialized) struct ClusterPresenceTests {
-    /// The nodes' `--cluster-presence-timeout`, in seconds.
-    static let presenceTimeout = 2.0
-    /// What a change may take to reach a watcher on another node: a NATS hop and a presence
-    /// interval, on 2 loaded cores. Generous: a bound, not a measurement.
-    static let propagation = 15.0
+extension RealNATSCluster {
+    @Suite struct ClusterPresenceTests {
+        /// The nodes' `--cluster-presence-timeout`, in seconds.
+        static let presenceTimeout = 2.0
+        /// What a change may take to reach a watcher on another node: a NATS hop and a presence
+        /// interval, on 2 loaded cores. Generous: a bound, not a measurement.
+        static let propagation = 15.0
 
-    @Test func aMemberOnOneNodeIsSeenByAWatcherOnAnotherAndLeavesWithItsNode() throws {
-        let cluster = try NodesCluster(nodes: 2, arguments: ["--cluster-presence-timeout", "\(Self.presenceTimeout)"])
-        defer { cluster.down() }
-        let room = "presence-\(UInt32.random(in: 0 ... .max))"
+        @Test func aMemberOnOneNodeIsSeenByAWatcherOnAnotherAndLeavesWithItsNode() throws {
+            let cluster = try NodesCluster(nodes: 2, arguments: ["--cluster-presence-timeout", "\(Self.presenceTimeout)"])
+            defer { cluster.down() }
+            let room = "presence-\(UInt32.random(in: 0 ... .max))"
 
-        // The watcher on s2: a member itself, watching.
-        let watcher = try FrameClient(address: cluster.nodes[1])
-        let watcherID = try watcher.hello()
-        try watcher.join(room)
-        let view = try watcher.request { .presenceWatch(requestID: $0, room: room, watch: true) }
-        guard case .presence(_, _, _, let members, _) = view else { throw FrameClientError("expected PRESENCE, got \(view)") }
-        #expect(members.map(\.memberID) == [watcherID])
+            // The watcher on s2: a member itself, watching.
+            let watcher = try FrameClient(address: cluster.nodes[1])
+            let watcherID = try watcher.hello()
+            try watcher.join(room)
+            let view = try watcher.request { .presenceWatch(requestID: $0, room: room, watch: true) }
+            guard case .presence(_, _, _, let members, _) = view else { throw FrameClientError("expected PRESENCE, got \(view)") }
+            #expect(members.map(\.memberID) == [watcherID])
 
-        // A member on s1: its id is another node's (another tag in the high 32 bits).
-        let member = try FrameClient(address: cluster.nodes[0])
-        let memberID = try member.hello(name: "member-on-s1")
-        #expect(memberID >> 32 != 0 && watcherID >> 32 != 0 && memberID >> 32 != watcherID >> 32)
-        try member.join(room)
-        let joined = try watcher.awaitChange(within: Self.propagation) {
-            if case .joined(let entry) = $0, entry.memberID == memberID { entry } else { nil }
+            // A member on s1: its id is another node's (another tag in the high 32 bits).
+            let member = try FrameClient(address: cluster.nodes[0])
+            let memberID = try member.hello(name: "member-on-s1")
+            #expect(memberID >> 32 != 0 && watcherID >> 32 != 0 && memberID >> 32 != watcherID >> 32)
+            try member.join(room)
+            let joined = try watcher.awaitChange(within: Self.propagation) {
+                if case .joined(let entry) = $0, entry.memberID == memberID { entry } else { nil }
+            }
+            #expect(joined.principal == "member-on-s1")
+
+            // Its state.
+            let ack = try member.request { .setPresence(requestID: $0, room: room, state: [7, 7]) }
+            guard case .ack = ack else { throw FrameClientError("expected ACK of SET_PRESENCE, got \(ack)") }
+            let state = try watcher.awaitChange(within: Self.propagation) {
+                if case .state(let id, let state) = $0, id == memberID { state } else { nil }
+            }
+            #expect(state == [7, 7])
+
+            // Its LEAVE: reason left.
+            _ = try member.request { .leave(requestID: $0, room: room) }
+            let reason = try watcher.awaitChange(within: Self.propagation) {
+                if case .left(let id, let reason) = $0, id == memberID { reason } else { nil }
+            }
+            #expect(PresenceDeparture(byte: reason) == .left)
+
+            // Another member on s1, then s1 killed: it leaves with node_lost within the timeout
+            // (plus the propagation's bound).
+            let doomed = try FrameClient(address: cluster.nodes[0])
+            let doomedID = try doomed.hello(name: "doomed")
+            try doomed.join(room)
+            _ = try watcher.awaitChange(within: Self.propagation) {
+                if case .joined(let entry) = $0, entry.memberID == doomedID { entry } else { nil }
+            }
+            try cluster.kill("s1")
+            let lost = try watcher.awaitChange(within: Self.presenceTimeout + Self.propagation) {
+                if case .left(let id, let reason) = $0, id == doomedID { reason } else { nil }
+            }
+            #expect(PresenceDeparture(byte: lost) == .nodeLost)
+            let list = try watcher.request { .presenceList(requestID: $0, room: room, after: 0, limit: 0) }
+            guard case .presence(_, _, let count, let left, _) = list else { throw FrameClientError("expected PRESENCE, got \(list)") }
+            #expect(count == 1 && left.map(\.memberID) == [watcherID])
+            #expect(cluster.log(node: 2).contains("declared lost"))
         }
-        #expect(joined.principal == "member-on-s1")
-
-        // Its state.
-        let ack = try member.request { .setPresence(requestID: $0, room: room, state: [7, 7]) }
-        guard case .ack = ack else { throw FrameClientError("expected ACK of SET_PRESENCE, got \(ack)") }
-        let state = try watcher.awaitChange(within: Self.propagation) {
-            if case .state(let id, let state) = $0, id == memberID { state } else { nil }
-        }
-        #expect(state == [7, 7])
-
-        // Its LEAVE: reason left.
-        _ = try member.request { .leave(requestID: $0, room: room) }
-        let reason = try watcher.awaitChange(within: Self.propagation) {
-            if case .left(let id, let reason) = $0, id == memberID { reason } else { nil }
-        }
-        #expect(PresenceDeparture(byte: reason) == .left)
-
-        // Another member on s1, then s1 killed: it leaves with node_lost within the timeout
-        // (plus the propagation's bound).
-        let doomed = try FrameClient(address: cluster.nodes[0])
-        let doomedID = try doomed.hello(name: "doomed")
-        try doomed.join(room)
-        _ = try watcher.awaitChange(within: Self.propagation) {
-            if case .joined(let entry) = $0, entry.memberID == doomedID { entry } else { nil }
-        }
-        try cluster.kill("s1")
-        let lost = try watcher.awaitChange(within: Self.presenceTimeout + Self.propagation) {
-            if case .left(let id, let reason) = $0, id == doomedID { reason } else { nil }
-        }
-        #expect(PresenceDeparture(byte: lost) == .nodeLost)
-        let list = try watcher.request { .presenceList(requestID: $0, room: room, after: 0, limit: 0) }
-        guard case .presence(_, _, let count, let left, _) = list else { throw FrameClientError("expected PRESENCE, got \(list)") }
-        #expect(count == 1 && left.map(\.memberID) == [watcherID])
-        #expect(cluster.log(node: 2).contains("declared lost"))
     }
 }
 
