@@ -107,7 +107,7 @@ final class NodesCluster {
 
     /// SIGKILL to node `name` (s1, s2, ...); returns once it is gone.
     func kill(_ name: String) throws {
-        _ = try Self.run(["kill", "--dir", directory, name])
+        _ = try Self.run(["kill", name, "--dir", directory])
     }
 
     /// Node `index`'s log (1-based, as its name).
