@@ -45,6 +45,8 @@ package final class PresenceExchange: PresenceRelay {
     private let inbox: String
     private var tick: CallbackEvent?
     private var lastHeartbeat: ContinuousClock.Instant?
+    /// The incarnations of other processes seen with this node's tag, each logged once.
+    private var clashes: Set<UInt64> = []
 
     /// `snapsync.presence.nodes`: every node's heartbeat.
     static let nodesSubject = "snapsync.presence.nodes"
@@ -143,9 +145,11 @@ package final class PresenceExchange: PresenceRelay {
         if from == node { return }
         if from.tag == node.tag {
             hub.stats.clusterPresenceMessagesIgnored += 1
-            logger.error(
-                "presence: another node drew this node's tag \(node) (incarnation \(from.incarnation)); its members' ids may clash with ours: restart one of the two"
-            )
+            if clashes.insert(from.incarnation).inserted {
+                logger.error(
+                    "presence: another node drew this node's tag \(node) (incarnation \(from.incarnation)); its members' ids may clash with ours: restart one of the two"
+                )
+            }
             return
         }
         hub.stats.clusterPresenceMessagesIn += 1
