@@ -76,6 +76,36 @@ extension RealNATSCluster {
             #expect(count == 1 && left.map(\.memberID) == [watcherID])
             #expect(cluster.log(node: 2).contains("declared lost"))
         }
+
+        /// A node paused past the timeout (SIGSTOP: a hung process, or one cut off) is declared
+        /// lost, its member leaving with node_lost; resumed, it is heard again and asked for
+        /// its members, which come back.
+        @Test func aNodeHeardAgainAfterItWasLostIsAskedForItsMembersAgain() throws {
+            let cluster = try NodesCluster(nodes: 2, arguments: ["--cluster-presence-timeout", "\(Self.presenceTimeout)"])
+            defer { cluster.down() }
+            let room = "presence-\(UInt32.random(in: 0 ... .max))"
+            let watcher = try FrameClient(address: cluster.nodes[1])
+            _ = try watcher.hello()
+            try watcher.join(room)
+            _ = try watcher.request { .presenceWatch(requestID: $0, room: room, watch: true) }
+            let member = try FrameClient(address: cluster.nodes[0])
+            let memberID = try member.hello(name: "paused")
+            try member.join(room)
+            _ = try watcher.awaitChange(within: Self.propagation) {
+                if case .joined(let entry) = $0, entry.memberID == memberID { entry } else { nil }
+            }
+            try cluster.signal("pause", "s1")
+            let lost = try watcher.awaitChange(within: Self.presenceTimeout + Self.propagation) {
+                if case .left(let id, let reason) = $0, id == memberID { reason } else { nil }
+            }
+            #expect(PresenceDeparture(byte: lost) == .nodeLost)
+            try cluster.signal("resume", "s1")
+            let back = try watcher.awaitChange(within: Self.propagation) {
+                if case .joined(let entry) = $0, entry.memberID == memberID { entry } else { nil }
+            }
+            #expect(back.principal == "paused")
+            #expect(cluster.log(node: 2).contains("heard again after it was declared lost"))
+        }
     }
 }
 
@@ -108,6 +138,11 @@ final class NodesCluster {
     /// SIGKILL to node `name` (s1, s2, ...); returns once it is gone.
     func kill(_ name: String) throws {
         _ = try Self.run(["kill", name, "--dir", directory])
+    }
+
+    /// `scripts/cluster pause|resume NAME`: SIGSTOP or SIGCONT to a node.
+    func signal(_ command: String, _ name: String) throws {
+        _ = try Self.run([command, name, "--dir", directory])
     }
 
     /// Node `index`'s log (1-based, as its name).
