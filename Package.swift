@@ -187,6 +187,8 @@ let package = Package(
             name: "SnapSyncCluster",
             dependencies: [
                 "CNats", "SnapSyncLoop", "SnapSyncStore", "SnapSyncModel",
+                // The presence exchange (PresenceExchange.swift) is the hub's `PresenceRelay`.
+                "SnapSyncHub", "SnapSyncWire",
                 // SHA-256 of the epoch derivation (RoomEpoch.swift), as SnapSyncModel's digests.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -228,10 +230,10 @@ let package = Package(
                                                         .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster's pure parts (the servers' versions it refuses), without a server.
-        .testTarget(name: "SnapSyncClusterUnitTests", dependencies: ["SnapSyncCluster", "SnapSyncTestThreads", "SnapSyncTestSupport", .product(name: "Logging", package: "swift-log")],
+        .testTarget(name: "SnapSyncClusterUnitTests", dependencies: ["SnapSyncCluster", "SnapSyncWire", "SnapSyncTestThreads", "SnapSyncTestSupport", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // SnapSyncCluster against a real 3-server JetStream cluster (scripts/cluster, on loopback).
-        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncLoop", "SnapSyncTestThreads", "SnapSyncTestSupport",
+        .testTarget(name: "SnapSyncClusterTests", dependencies: ["SnapSyncCluster", "SnapSyncStore", "SnapSyncModel", "SnapSyncWire", "SnapSyncLoop", "SnapSyncTestThreads", "SnapSyncTestSupport",
                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: upcoming),
         // The hub in-process: plain sessions, no socket; a cluster of hubs on an in-memory log.

@@ -52,6 +52,12 @@ package final class JetStreamRoomLog: RoomLog {
     private var deferred: [() -> Void] = []
     private var deferredEvent: CallbackEvent?
     private var tick: CallbackEvent?
+    /// Core NATS subscriptions of the node's other users of this connection (the presence
+    /// exchange), by subscription id: their messages go to these handlers, on the loop thread.
+    private var coreHandlers: [UInt64: (InboxMessage) -> Void] = [:]
+    /// Told of every loss (nil) and re-connection (the server's URL) of the connection, after
+    /// the log's own handling: the presence exchange asks the other nodes again.
+    var connectionObservers: [(String?) -> Void] = []
 
     struct PendingRequest {
         var deadline: ContinuousClock.Instant
@@ -136,6 +142,7 @@ package final class JetStreamRoomLog: RoomLog {
             } else {
                 self.logger.warning("lost the connection to NATS; reconnecting (followed rooms recover their consumers)")
             }
+            for observer in self.connectionObservers { observer(url) }
         }
     }
 
@@ -168,6 +175,8 @@ package final class JetStreamRoomLog: RoomLog {
         follows.removeAll()
         followsByRoom.removeAll()
         requests.removeAll()
+        coreHandlers.removeAll()
+        connectionObservers.removeAll()
         connection.close()
         runDeferred()
         deferredEvent?.close()
@@ -318,9 +327,26 @@ package final class JetStreamRoomLog: RoomLog {
             subject: "$JS.API.CONSUMER.DELETE.\(RoomSubjects.roomsStream).\(name)", reply: "\(connection.inboxPrefix).r.0", payload: [])
     }
 
+    // MARK: - Core NATS (presence)
+
+    /// Subscribes to `subject` (core NATS: only what is published while subscribed): its
+    /// messages go to `handler` on the loop thread. Returns the subscription's id.
+    func subscribeCore(_ subject: String, handler: @escaping (InboxMessage) -> Void) throws(NATSError) -> UInt64 {
+        let id = try connection.subscribe(subject)
+        coreHandlers[id] = handler
+        return id
+    }
+
+    /// Ends a `subscribeCore`: nothing more reaches its handler.
+    func unsubscribeCore(_ id: UInt64) {
+        coreHandlers[id] = nil
+        connection.unsubscribe(id)
+    }
+
     /// Dispatches an inbox message: a request's reply, or a consumer's delivery. O(1) besides
     /// the handler.
     private func route(_ message: InboxMessage) {
+        if let handler = coreHandlers[message.subscription] { return handler(message) }
         if let (follow, generation) = followsBySubscription[message.subscription] {
             return deliver(message, follow: follow, generation: generation)
         }

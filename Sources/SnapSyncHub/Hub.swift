@@ -167,6 +167,15 @@ package final class Hub {
 
     // MARK: Sessions
 
+    /// Cluster mode: session ids (so presence member ids, PROTOCOL.md §9) are unique across
+    /// nodes: `tag` (the node's random presence tag, nonzero, below 2³¹, drawn at each start)
+    /// is their high 32 bits, the count from 1 their low ones (Protocol/CLUSTER.md, "Presence").
+    /// Before the first session.
+    package func useSessionIDTag(_ tag: UInt32) {
+        precondition(sessions.isEmpty && nextSessionID & 0xffff_ffff == 1, "the session id tag is set before the first session")
+        nextSessionID = UInt64(tag) << 32 | 1
+    }
+
     /// The id for the next session (`WELCOME`'s session id).
     package func makeSessionID() -> UInt64 {
         defer { nextSessionID += 1 }

@@ -67,6 +67,16 @@ package struct ServerStats {
     /// Times a replica here was found on another history than the log's (a record that follows
     /// another chain), and loaded again.
     package var clusterDivergences: UInt64 = 0
+    /// Cluster mode's presence exchange (SnapSyncCluster's `PresenceExchange`): other nodes
+    /// heard and not lost now; nodes declared lost (not heard for the presence timeout);
+    /// re-syncs asked of a node after a gap in its messages; presence messages sent and
+    /// received; received ones ignored as malformed or of an unknown format.
+    package var clusterPresenceNodes: UInt64 = 0
+    package var clusterPresenceNodesLost: UInt64 = 0
+    package var clusterPresenceResyncs: UInt64 = 0
+    package var clusterPresenceMessagesOut: UInt64 = 0
+    package var clusterPresenceMessagesIn: UInt64 = 0
+    package var clusterPresenceMessagesIgnored: UInt64 = 0
     package var passTimes = PassTimeWindow()
 
     private(set) var framesInPerSecond: UInt64 = 0

@@ -50,11 +50,15 @@ extension SnapsyncdCommand {
                     build: [("mode", "cluster"), ("auth", configuration.authKeys == nil ? "off" : "required")])
             }
             let server = try Server(configuration: configuration, logger: logger, store: MemoryStore(), loop: loop, log: log)
+            // Presence between nodes, over core NATS on the log's connection; before the
+            // server accepts anyone: its session ids take the node's tag.
+            let presence = try PresenceExchange(log: log, hub: server.hub, loop: loop, timeout: clusterOptions.presenceTimeout, logger: logger)
             metrics?.attach(server, store: nil)
             try server.start()
             try server.run()
             metrics?.close()
             Server.ignoreSignalsAfterRun()
+            presence.close()
             log.close()
         } catch {
             logger.critical("\(error)")

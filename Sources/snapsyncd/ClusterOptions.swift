@@ -52,6 +52,15 @@ struct ClusterOptions: ParsableArguments {
             valueName: "seconds"))
     var clusterStartTimeout: Int = 300
 
+    @Option(
+        help: ArgumentHelp(
+            "Cluster mode: how long another node may go unheard (its presence heartbeat comes every third of this, at most every second) before it is declared lost and its members leave every room's presence with reason node_lost. Give every node the same value.",
+            valueName: "seconds"))
+    var clusterPresenceTimeout: Double = 3
+
+    /// `--cluster-presence-timeout` as a duration.
+    var presenceTimeout: Duration { .milliseconds(Int64((clusterPresenceTimeout * 1000).rounded())) }
+
     /// The NATS server URLs of `--cluster`, checked; empty without it.
     func servers() throws(ConfigurationError) -> [String] {
         guard let cluster else { return [] }
@@ -104,6 +113,9 @@ struct ClusterOptions: ParsableArguments {
             if clusterStartTimeout != 300 {
                 throw ConfigurationError(message: "--cluster-start-timeout needs --cluster")
             }
+            if clusterPresenceTimeout != 3 {
+                throw ConfigurationError(message: "--cluster-presence-timeout needs --cluster")
+            }
             return
         }
         _ = try servers()
@@ -114,6 +126,10 @@ struct ClusterOptions: ParsableArguments {
         if roomTTL { throw ConfigurationError(message: "--room-ttl is not supported with --cluster (docs/cluster.md)") }
         if let roomIdle, roomIdle != "off" { throw ConfigurationError(message: "--room-idle is not supported with --cluster (docs/cluster.md)") }
         guard clusterStartTimeout >= 0 else { throw ConfigurationError(message: "--cluster-start-timeout must be 0 or more seconds") }
+        // Three heartbeats fit in it; at least 0.3 s, at most 10 minutes.
+        guard clusterPresenceTimeout >= 0.3, clusterPresenceTimeout <= 600 else {
+            throw ConfigurationError(message: "--cluster-presence-timeout must be between 0.3 and 600 seconds")
+        }
         guard clusterCheckpointEvery >= 1 else { throw ConfigurationError(message: "--cluster-checkpoint-every must be at least 1") }
         // A room loads from its checkpoint plus the records after it: the stream must keep at
         // least the records between two checkpoints, with margin for a checkpoint that failed.

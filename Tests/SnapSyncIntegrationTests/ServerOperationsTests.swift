@@ -87,6 +87,7 @@ extension ServerIntegration {
                 "--max-payload-bytes", "--max-identifier-bytes", "--max-snapshot-bytes", "--max-output-bytes", "--max-input-bytes",
                 "--history-count", "--history-bytes", "--handshake-timeout", "--idle-timeout", "--shutdown-timeout",
                 "--cluster", "--cluster-ca", "--cluster-cert", "--cluster-key", "--cluster-allow-unsafe-nats-server", "--cluster-start-timeout",
+                "--cluster-presence-timeout",
             ] {
                 #expect(output.contains(flag), "--help does not mention \(flag)")
             }
@@ -109,6 +110,8 @@ extension ServerIntegration {
             (["--cluster-allow-unsafe-nats-server"], "--cluster-allow-unsafe-nats-server needs --cluster"),
             (["--cluster-start-timeout", "60"], "--cluster-start-timeout needs --cluster"),
             (["--cluster", "nats://127.0.0.1:1", "--cluster-start-timeout=-1"], "--cluster-start-timeout must be 0 or more seconds"),
+            (["--cluster-presence-timeout", "5"], "--cluster-presence-timeout needs --cluster"),
+            (["--cluster", "nats://127.0.0.1:1", "--cluster-presence-timeout", "0.1"], "--cluster-presence-timeout must be between 0.3 and 600 seconds"),
             (
                 ["--cluster", "nats://127.0.0.1:1", "--cluster-ca", "/nonexistent/ca.pem"],
                 "--cluster-ca, --cluster-cert and --cluster-key need --cluster with tls:// URLs"

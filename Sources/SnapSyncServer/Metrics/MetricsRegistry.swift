@@ -74,6 +74,12 @@ final class MetricsRegistry {
     private let clusterWritesProposed: Prometheus.Counter
     private let clusterProposalsRetried: Prometheus.Counter
     private let clusterDivergences: Prometheus.Counter
+    private let clusterPresenceNodes: Prometheus.Gauge
+    private let clusterPresenceNodesLost: Prometheus.Counter
+    private let clusterPresenceResyncs: Prometheus.Counter
+    private let clusterPresenceMessagesOut: Prometheus.Counter
+    private let clusterPresenceMessagesIn: Prometheus.Counter
+    private let clusterPresenceMessagesIgnored: Prometheus.Counter
     /// `snapsync_tls_certificate_expiry_timestamp_seconds`, made at the first scrape that has a
     /// TLS certificate: without TLS the metric is absent, rather than a 0 that reads as a
     /// certificate expired in 1970.
@@ -222,6 +228,21 @@ final class MetricsRegistry {
             "snapsync_cluster_divergences_total",
             "Cluster mode: times a replica here was found on another history than the log's (a record following another chain) and loaded again; its members were sent LEFT."
         )
+        clusterPresenceNodes = gauge(
+            "snapsync_cluster_presence_nodes", "Cluster mode: other nodes whose presence heartbeat this node hears (not declared lost).")
+        clusterPresenceNodesLost = counter(
+            "snapsync_cluster_presence_nodes_lost_total",
+            "Cluster mode: nodes declared lost (no presence heartbeat for --cluster-presence-timeout); their members left with node_lost.")
+        clusterPresenceResyncs = counter(
+            "snapsync_cluster_presence_resyncs_total",
+            "Cluster mode: presence of a room asked of a node again, after a gap in its messages (core NATS dropped some) or its return.")
+        clusterPresenceMessagesOut = counter(
+            "snapsync_cluster_presence_messages_out_total", "Cluster mode: presence messages sent to other nodes (heartbeats, changes, syncs, snapshots).")
+        clusterPresenceMessagesIn = counter(
+            "snapsync_cluster_presence_messages_in_total", "Cluster mode: presence messages received from other nodes.")
+        clusterPresenceMessagesIgnored = counter(
+            "snapsync_cluster_presence_messages_ignored_total",
+            "Cluster mode: presence messages received and ignored: malformed, or of a format or kind this node does not know.")
         loopPassMax = gauge("snapsync_loop_pass_max_seconds", "Longest loop flush pass over the last 10-20 s (STATS loop_pass_max_us).")
 
         fsyncTimer = timer(
@@ -311,6 +332,12 @@ final class MetricsRegistry {
         set(clusterWritesProposed, stats.clusterWritesProposed)
         set(clusterProposalsRetried, stats.clusterProposalsRetried)
         set(clusterDivergences, stats.clusterDivergences)
+        clusterPresenceNodes.set(Int64(stats.clusterPresenceNodes))
+        set(clusterPresenceNodesLost, stats.clusterPresenceNodesLost)
+        set(clusterPresenceResyncs, stats.clusterPresenceResyncs)
+        set(clusterPresenceMessagesOut, stats.clusterPresenceMessagesOut)
+        set(clusterPresenceMessagesIn, stats.clusterPresenceMessagesIn)
+        set(clusterPresenceMessagesIgnored, stats.clusterPresenceMessagesIgnored)
         if let notAfter = tlsCertificateNotAfter {
             if tlsCertificateExpiry == nil {
                 tlsCertificateExpiry = registry.makeGauge(
