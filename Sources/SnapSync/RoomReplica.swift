@@ -25,9 +25,14 @@ public final class RoomReplica: Sendable {
         var visible = RoomSnapshot()
     }
     let broadcast = Broadcast<State, RoomChange>(State())
+    /// The room's presence, once watched (RoomReplica+Presence.swift).
+    let presenceBroadcast = Broadcast<PresenceState, PresenceEvent>(PresenceState())
+    /// The client that made the replica, for the presence calls.
+    let owner: ClientReference
 
-    init(room: String) {
+    init(room: String, client: SnapSyncClient? = nil) {
         self.room = room
+        owner = ClientReference(client)
     }
 
     /// A new stream of this replica's changes: `.initial` (the snapshot now), then every change.
@@ -70,5 +75,6 @@ public final class RoomReplica: Sendable {
 
     func finish() {
         broadcast.finish()
+        presenceBroadcast.finish()
     }
 }
