@@ -42,16 +42,18 @@
             presence = replica.presenceSet ?? PresenceSet(room: replica.room)
             let updates = replica.presence
             follower = Task { [weak self] in
-                // The iterator's own `next()`, which throws `SnapSyncError` on every platform.
-                var iterator = updates.makeAsyncIterator()
-                do throws(SnapSyncError) {
-                    while let update = try await iterator.next() {
-                        guard let self else { return }
+                // The events under `PresenceUpdates`, read as `ObservableReplica` reads its changes.
+                for await event in updates.events {
+                    guard let self else { return }
+                    switch event {
+                    case .update(let update):
                         self.presence = update.presence
                         self.lastUpdate = update
+                    case .failed(let error):
+                        self.failure = error
+                        self.isFinished = true
+                        return
                     }
-                } catch {
-                    self?.failure = error
                 }
                 self?.isFinished = true
             }

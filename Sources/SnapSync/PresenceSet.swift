@@ -198,7 +198,10 @@ extension PresenceSet {
     public func states<State: Sendable>(as coder: ElementCoder<State>) throws(SnapSyncError) -> [(member: PresenceMember, state: State?)] {
         var result: [(member: PresenceMember, state: State?)] = []
         result.reserveCapacity(members.count)
-        for member in members { result.append((member, try member.state(as: coder, room: room))) }
+        for member in members {
+            let state = try member.state(as: coder, room: room)
+            result.append((member, state))
+        }
         return result
     }
 }

@@ -50,7 +50,7 @@ struct ClientPresenceDaemonTests {
         }
         let typedA = TypedReplica(replicaA, coding: RoomCoding<String, String, String>())
         let states = try #require(try typedA.presenceStates(as: Cursor.self))
-        #expect(states.map(\.member.memberID) == [idA, idB].sorted())
+        #expect(states.map { $0.member.memberID } == [idA, idB].sorted())
         #expect(states.first { $0.member.memberID == idB }?.state == Cursor(row: 2))
         #expect(states.first { $0.member.memberID == idA }?.state == nil, "A set no state")
         // Every set the stream delivered was a valid one.

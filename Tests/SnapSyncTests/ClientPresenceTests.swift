@@ -105,7 +105,7 @@ struct ClientPresenceTests {
         let update = PresenceUpdate(
             kind: .diff, presence: set, changes: [.joined(a), .left(memberID: 2, reason: 9), .state(memberID: 3, state: [])])
         #expect(update.joined == [a])
-        #expect(update.departures.map(\.reason) == [.disconnected], "an unknown reason reads as disconnected")
+        #expect(update.departures.map { $0.reason } == [.disconnected], "an unknown reason reads as disconnected")
         #expect(update.stateChanges == [3])
     }
 
@@ -118,7 +118,7 @@ struct ClientPresenceTests {
         #expect(try good.state(as: ElementCoder<Cursor>.json, room: "r") == Cursor(row: 4))
         #expect(try none.state(as: ElementCoder<Cursor>.json, room: "r") == nil)
         let states = try PresenceSet(room: "r", count: 2, members: [good, none]).states(as: ElementCoder<Cursor>.json)
-        #expect(states.map(\.state) == [Cursor(row: 4), nil])
+        #expect(states.map { $0.state } == [Cursor(row: 4), nil])
         do throws(SnapSyncError) {
             _ = try bad.state(as: ElementCoder<Cursor>.json, room: "r")
             Issue.record("bad bytes decoded")
@@ -180,3 +180,38 @@ struct ClientPresenceTests {
         await client.close()
     }
 }
+
+#if canImport(Observation)
+    import Observation
+
+    @Suite("Client: ObservablePresence")
+    struct ClientObservablePresenceTests {
+        @Test("an ObservablePresence follows the replica's presence on the main actor and ends with it")
+        @MainActor
+        func follows() async throws {
+            let replica = RoomReplica(room: "r")
+            // As if a stream had asked already: no client here to watch.
+            replica.presenceBroadcast.publish { state in
+                state.watchRequested = true
+                return nil
+            }
+            let observed = ObservablePresence(replica)
+            #expect(observed.count == 0)
+            let me = PresenceMember(memberID: 4, principal: "me", joinedAt: 1)
+            let other = PresenceMember(memberID: 9, principal: "other", joinedAt: 2)
+            replica.presenceWatched(PresenceSet(room: "r", count: 1, members: [me], selfMemberID: 4))
+            replica.presenceChanged(count: 2, changes: [.joined(other)])
+            // The updates reach the main actor through a task: wait for them (a hang bound).
+            let deadline = ContinuousClock.now + hangBound
+            while observed.count != 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.members == [me, other])
+            #expect(observed.me == me)
+            #expect(observed.others == [other])
+            #expect(observed.lastUpdate?.kind == .diff)
+            replica.finish()
+            while !observed.isFinished, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.isFinished)
+            #expect(observed.failure == nil)
+        }
+    }
+#endif
