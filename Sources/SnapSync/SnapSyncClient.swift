@@ -49,8 +49,8 @@ public actor SnapSyncClient {
     public nonisolated var endpoint: Endpoint? { endpointBox.withLockedValue { $0 } }
     /// The server's limits, from the last WELCOME (the protocol's defaults before).
     public internal(set) var serverLimits = WireLimits.default
-    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 3, or 2 from a server
-    /// whose DIFFs carry no chain, or 1 from one without outlines.
+    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 4, or 3 from a server
+    /// without presence, or 2 from one whose DIFFs carry no chain, or 1 from one without outlines.
     public internal(set) var protocolVersion = ProtocolVersion.current
     /// How many times a replica was found to have diverged from its room (a DIFF's chain was not
     /// the one the replica leads to, `ResyncReason.diverged`, or `verify(_:)` found another

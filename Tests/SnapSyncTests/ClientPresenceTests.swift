@@ -1,5 +1,6 @@
 import Foundation
 @testable import SnapSync
+import SnapSyncClientTestSupport
 import SnapSyncTestSupport
 import SnapSyncWire
 import Testing
