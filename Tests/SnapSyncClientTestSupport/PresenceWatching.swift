@@ -38,7 +38,8 @@ package actor PresenceLog {
         while !condition(updates) {
             guard ContinuousClock.now < deadline, failure == nil, !finished else {
                 throw TimedOut(
-                    "\(what); failure \(failure.map { "\($0)" } ?? "none"), finished \(finished), updates so far: \(updates.map { "\($0.kind) \($0.presence.members.map { "\($0.memberID)/\($0.principal)" }) \($0.changes)" })")
+                    "\(what); failure \(failure.map { "\($0)" } ?? "none"), finished \(finished), updates so far: \(updates.map { "\($0.kind) \($0.presence.members.map { "\($0.memberID)/\($0.principal)" }) \($0.changes)" })"
+                )
             }
             try await Task.sleep(for: .milliseconds(10))
         }
