@@ -12,6 +12,9 @@
 /// bound, and each buffered change holds its snapshot: consume it (or end the loop, or `leave`
 /// the room) rather than let it pile up. Streams finish when the room is left, the join is
 /// refused on a reconnect, or the client closes.
+///
+/// With a server of protocol version 4, `presence` streams who else is in the room and
+/// `setPresence(_:)` sets this client's state there (RoomReplica+Presence.swift).
 public final class RoomReplica: Sendable {
     public let room: String
 
