@@ -380,15 +380,15 @@ struct ClientScriptedServerTests {
         await client.close()
     }
 
-    @Test("a version 1 server: HELLO offers [3, 2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
+    @Test("a version 1 server: HELLO offers [4, 3, 2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
     func versionOneServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
         let flat = try RoomSnapshot([(SnapshotElement("s"), [SnapshotElement("a")])])
         let script = play(peer) { peer in
             try peer.accept()
-            guard case .hello(let versions, _, _) = try peer.request(), versions == [3, 2, 1] else {
-                throw ScriptedPeer.Failure(description: "expected HELLO offering [3, 2, 1]")
+            guard case .hello(let versions, _, _) = try peer.request(), versions == [4, 3, 2, 1] else {
+                throw ScriptedPeer.Failure(description: "expected HELLO offering [4, 3, 2, 1]")
             }
             peer.send(.welcome(version: 1, sessionID: 1, serverName: "v1", limits: []))
             let join = try peer.expectJoin(room, resume: nil)
