@@ -83,7 +83,7 @@ extension RoomReplica {
         if start {
             let room = room
             if let client = owner.value {
-                Task { await client.watchPresence(room) }
+                Task { [self] in await client.watchPresence(room, for: self) }
             } else {
                 presenceFailed(.closed)
             }

@@ -17,8 +17,9 @@ extension SnapSyncClient {
     /// A `presence` stream asked for the watch of `room`: sent now when the connection serves
     /// presence and the room's JOIN is answered on it, else once it is (or failed at once when
     /// it cannot be: an older server, no connection).
-    func watchPresence(_ room: String) {
-        guard let entry = rooms[room] else { return }  // left: the streams have finished
+    func watchPresence(_ room: String, for replica: RoomReplica) {
+        // Left (the streams have finished), perhaps joined again with another replica.
+        guard let entry = rooms[room], entry.replica === replica else { return }
         switch state {
         case .closed: return entry.replica.presenceFailed(.closed)
         case .disconnected: return entry.replica.presenceFailed(.connectionLost("PRESENCE_WATCH \(room): not connected"))

@@ -380,7 +380,8 @@ struct ClientScriptedServerTests {
         await client.close()
     }
 
-    @Test("a version 1 server: HELLO offers [4, 3, 2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
+    @Test(
+        "a version 1 server: HELLO offers [4, 3, 2, 1], WELCOME 1 is accepted, flat writes go out, outline writes are refused unsent", .timeLimit(.minutes(5)))
     func versionOneServer() async throws {
         let peer = try ScriptedPeer()
         let room = "r"
