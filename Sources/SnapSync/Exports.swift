@@ -4,6 +4,9 @@
 // or `Sender` are an app's own, and an app never builds a frame.
 @_exported public import SnapSyncModel
 @_exported public import enum SnapSyncWire.ErrorCode
+@_exported public import enum SnapSyncWire.PresenceChange
+@_exported public import enum SnapSyncWire.PresenceDeparture
+@_exported public import struct SnapSyncWire.PresenceMember
 @_exported public import enum SnapSyncWire.ProtocolVersion
 @_exported public import struct SnapSyncWire.RoomChain
 @_exported public import struct SnapSyncWire.RoomPosition

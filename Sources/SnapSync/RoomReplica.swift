@@ -12,6 +12,9 @@
 /// bound, and each buffered change holds its snapshot: consume it (or end the loop, or `leave`
 /// the room) rather than let it pile up. Streams finish when the room is left, the join is
 /// refused on a reconnect, or the client closes.
+///
+/// With a server of protocol version 4, `presence` streams who else is in the room and
+/// `setPresence(_:)` sets this client's state there (RoomReplica+Presence.swift).
 public final class RoomReplica: Sendable {
     public let room: String
 
@@ -25,9 +28,14 @@ public final class RoomReplica: Sendable {
         var visible = RoomSnapshot()
     }
     let broadcast = Broadcast<State, RoomChange>(State())
+    /// The room's presence, once watched (RoomReplica+Presence.swift).
+    let presenceBroadcast = Broadcast<PresenceState, PresenceEvent>(PresenceState())
+    /// The client that made the replica, for the presence calls.
+    let owner: ClientReference
 
-    init(room: String) {
+    init(room: String, client: SnapSyncClient? = nil) {
         self.room = room
+        owner = ClientReference(client)
     }
 
     /// A new stream of this replica's changes: `.initial` (the snapshot now), then every change.
@@ -70,5 +78,6 @@ public final class RoomReplica: Sendable {
 
     func finish() {
         broadcast.finish()
+        presenceBroadcast.finish()
     }
 }

@@ -142,6 +142,10 @@ extension SnapSyncClient {
                 handleLeft(room: room, code: code, message: text)
             case .digest(let requestID, let room, let epoch, let version, let digest, let chain):
                 handleDigest(requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version), digest: digest, chain: chain)
+            case .presence(let requestID, let room, let count, let members, let next):
+                handlePresence(requestID: requestID, room: room, count: count, members: members, next: next)
+            case .presenceDiff(let room, let count, let changes):
+                handlePresenceDiff(room: room, count: count, changes: changes)
             case .statsReply:
                 // This client sends no STATS.
                 violation("STATS_REPLY answers no request")
@@ -208,11 +212,18 @@ extension SnapSyncClient {
             switch request {
             case .drop(let room, let call): complete(call, .failure(.connectionLost("DROP \(room): \(reason)")))
             case .verify(let room, let call): complete(call, .failure(.connectionLost("VERIFY \(room): \(reason)")))
-            case .join, .leave, .write, .auth: break
+            // Nor are presence reads and states: a watch is, after the room's JOIN is answered.
+            case .presenceList(let room, let call): complete(call, .failure(.connectionLost("PRESENCE_LIST \(room): \(reason)")))
+            case .setPresence(let room, let call?): complete(call, .failure(.connectionLost("SET_PRESENCE \(room): \(reason)")))
+            case .join, .leave, .write, .auth, .presenceWatch, .setPresence: break
             }
         }
         requests = [:]
-        for room in rooms.keys { rooms[room]!.phase = .detached }
+        for room in rooms.keys {
+            rooms[room]!.phase = .detached
+            rooms[room]!.member = false
+            rooms[room]!.watchingPresence = false
+        }
         guard state != .closed else { return }
         if wasReady { eventSink.yield(.disconnected(reason)) }
         // A refused token, or a failure before the socket (the credentials), is not about the
@@ -271,6 +282,8 @@ extension SnapSyncClient {
         default: lost = .connectionLost("\(reason)")
         }
         for call in Array(calls.keys) { complete(call, .failure(lost)) }
+        // Presence streams end too, rather than wait for a connection that may never come.
+        for entry in rooms.values where entry.replica.presenceWanted { entry.replica.presenceFailed(lost) }
         eventSink.yield(.stopped(reason))
     }
 

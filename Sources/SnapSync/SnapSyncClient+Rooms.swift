@@ -22,6 +22,8 @@ extension SnapSyncClient {
             abandonedJoinAnswered(room)
             return
         }
+        // After the entry is written back: presence is restored on this connection.
+        defer { joinAnswered(room) }
         guard snapshot.digest == digest else {
             entry.digestFailures += 1
             rooms[room] = entry
@@ -72,6 +74,7 @@ extension SnapSyncClient {
             abandonedJoinAnswered(room)
             return
         }
+        defer { joinAnswered(room) }
         let replica = entry.replica.current
         var foldedDigest: SnapshotDigest?
         if case .folded(let digest)? = form { foldedDigest = digest }
@@ -316,6 +319,10 @@ extension SnapSyncClient {
             violation("ACK answers JOIN \(room) (request \(requestID))")
         case .verify(let room, _)?:
             violation("ACK answers VERIFY \(room) (request \(requestID))")
+        case .setPresence(_, let call)?:
+            if let call { complete(call, .success(.done)) }
+        case .presenceWatch(let room)?, .presenceList(let room, _)?:
+            violation("ACK answers a presence read of \(room) (request \(requestID))")
         case nil:
             violation("ACK answers no request (request \(requestID))")
         }
@@ -344,6 +351,14 @@ extension SnapSyncClient {
             for call in entry.joinCalls { complete(call, .failure(error)) }
         case .verify(let room, let call)?:
             complete(call, .failure(rejection.code == .notJoined ? .notJoined(room: room) : .rejected(rejection)))
+        case .presenceWatch(let room)?:
+            presenceWatchRefused(room, presenceError(rejection, "PRESENCE_WATCH", room))
+        case .presenceList(let room, let call)?:
+            complete(call, .failure(presenceError(rejection, "PRESENCE_LIST", room)))
+        case .setPresence(let room, let call)?:
+            // The state set again after a reconnect (no call) is not worth a retry: a state
+            // refused is not set, and the app's next one will be.
+            if let call { complete(call, .failure(presenceError(rejection, "SET_PRESENCE", room))) }
         case .auth?:
             // A server answers AUTH with ACK, refuses it with ERROR and closes, or declines a new
             // token for now (REJECT busy, PROTOCOL.md §8.4): the token in use stays, and the

@@ -49,8 +49,8 @@ public actor SnapSyncClient {
     public nonisolated var endpoint: Endpoint? { endpointBox.withLockedValue { $0 } }
     /// The server's limits, from the last WELCOME (the protocol's defaults before).
     public internal(set) var serverLimits = WireLimits.default
-    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 3, or 2 from a server
-    /// whose DIFFs carry no chain, or 1 from one without outlines.
+    /// The protocol version the last WELCOME chose (PROTOCOL.md §8.2): 4, or 3 from a server
+    /// without presence, or 2 from one whose DIFFs carry no chain, or 1 from one without outlines.
     public internal(set) var protocolVersion = ProtocolVersion.current
     /// How many times a replica was found to have diverged from its room (a DIFF's chain was not
     /// the one the replica leads to, `ResyncReason.diverged`, or `verify(_:)` found another
@@ -127,6 +127,7 @@ public actor SnapSyncClient {
         case position(RoomPosition)
         case replica(RoomReplica)
         case verification(SnapSyncClient.Verification)
+        case presencePage(PresencePage)
     }
     var nextCallID: UInt64 = 0
     var calls: [UInt64: Call] = [:]
@@ -148,6 +149,12 @@ public actor SnapSyncClient {
         case auth(SessionToken)
         /// `verify(_:)`: answered by DIGEST.
         case verify(room: String, call: UInt64)
+        /// PRESENCE_WATCH (SnapSyncClient+Presence.swift): answered by PRESENCE.
+        case presenceWatch(room: String)
+        /// PRESENCE_LIST: answered by PRESENCE.
+        case presenceList(room: String, call: UInt64)
+        /// SET_PRESENCE; `call` is nil for the state set again after a reconnect.
+        case setPresence(room: String, call: UInt64?)
     }
     var nextRequestID: UInt64 = 0
     var requests: [UInt64: Request] = [:]
@@ -170,6 +177,13 @@ public actor SnapSyncClient {
         /// The room's chain at the replica's position (protocol version 3), which the next DIFF
         /// must lead from; nil on an older version.
         var chain: RoomChain?
+        /// This connection's JOIN of the room was answered: the server counts it as a member,
+        /// whose presence requests it serves.
+        var member = false
+        /// PRESENCE_WATCH was sent on this connection.
+        var watchingPresence = false
+        /// The presence state last set (SET_PRESENCE acknowledged), set again after a reconnect.
+        var presenceState: [UInt8] = []
     }
     enum Phase {
         /// Not joined on the current connection (or no connection).
@@ -269,7 +283,7 @@ public actor SnapSyncClient {
         try checkUsable()
         if let entry = rooms[room], entry.loaded { return entry.replica }
         if rooms[room] == nil {
-            rooms[room] = RoomEntry(replica: RoomReplica(room: room), phase: .detached)
+            rooms[room] = RoomEntry(replica: RoomReplica(room: room, client: self), phase: .detached)
             if case .ready = link { sendJoin(room) }
         }
         let call = newCallID()

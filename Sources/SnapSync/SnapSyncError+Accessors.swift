@@ -18,6 +18,7 @@ extension SnapSyncError {
         public static let serverError = Kind("serverError")
         public static let invalidBatch = Kind("invalidBatch")
         public static let coding = Kind("coding")
+        public static let presenceCoding = Kind("presenceCoding")
         public static let batchAbandoned = Kind("batchAbandoned")
         public static let connectFailed = Kind("connectFailed")
         public static let tlsHostnameMismatch = Kind("tlsHostnameMismatch")
@@ -47,6 +48,7 @@ extension SnapSyncError {
         case .serverError: .serverError
         case .invalidBatch: .invalidBatch
         case .coding: .coding
+        case .presenceCoding: .presenceCoding
         case .batchAbandoned: .batchAbandoned
         case .connectFailed: .connectFailed
         case .tlsHostnameMismatch: .tlsHostnameMismatch
@@ -171,7 +173,7 @@ extension SnapSyncError {
     public var reason: String? {
         switch detail {
         case .credentialsUnavailable(let text), .batchAbandoned(let text), .connectFailed(let text), .connectionLost(let text),
-            .timedOut(let text), .protocolViolation(let text), .unsupportedByServer(let text):
+            .timedOut(let text), .protocolViolation(let text), .unsupportedByServer(let text), .presenceCoding(let text):
             text
         case .tlsHostnameMismatch(_, let text), .tlsCertificateExpired(_, let text), .tlsUntrustedCertificate(_, let text),
             .tlsHandshakeFailed(_, let text), .tlsConfigurationInvalid(_, let text):

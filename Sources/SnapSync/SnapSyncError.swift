@@ -17,6 +17,7 @@ public struct SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible 
         case serverError(ServerError)
         case invalidBatch(BatchError)
         case coding(ElementCodingError)
+        case presenceCoding(String)
         case batchAbandoned(String)
         case connectFailed(String)
         case tlsHostnameMismatch(host: String, reason: String)
@@ -62,6 +63,10 @@ public struct SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func invalidBatch(_ value: BatchError) -> SnapSyncError { SnapSyncError(.invalidBatch(value)) }
     /// A typed value did not encode to bytes (`TypedBatch`); the batch was not sent.
     public static func coding(_ value: ElementCodingError) -> SnapSyncError { SnapSyncError(.coding(value)) }
+    /// A typed presence state (`RoomReplica.setPresence(_:coder:)`, `PresenceMember.state(as:room:)`)
+    /// could not be encoded, or a member's state bytes did not decode; `reason` says which member
+    /// of which room, and the coder's error.
+    public static func presenceCoding(_ value: String) -> SnapSyncError { SnapSyncError(.presenceCoding(value)) }
     /// `perform`'s body threw an error that is neither a `BatchError` nor a `SnapSyncError`
     /// (described here); the batch was not sent.
     public static func batchAbandoned(_ value: String) -> SnapSyncError { SnapSyncError(.batchAbandoned(value)) }
@@ -185,6 +190,7 @@ public struct SnapSyncError: Error, Hashable, Sendable, CustomStringConvertible 
         case .credentialsUnavailable(let why): "the credentials provider failed: \(why)"
         case .invalidBatch(let error): "invalid batch: \(error)"
         case .coding(let error): "\(error)"
+        case .presenceCoding(let what): what
         case .batchAbandoned(let why): "the batch was abandoned: \(why)"
         case .connectFailed(let why): "could not connect: \(why)"
         case .tlsHostnameMismatch(let host, let reason): "TLS to \(host): the server's certificate is not for \(host): \(reason)"
