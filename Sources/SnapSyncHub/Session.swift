@@ -71,9 +71,8 @@ package final class Session {
     /// When AUTHs' new tokens were verified within the last `Hub.authVerifyWindow` (at most
     /// `Hub.authVerifyBurst` instants, oldest first; `Hub+Auth.swift`).
     var authVerifications: [ContinuousClock.Instant] = []
-    /// SET_PRESENCE allowance: tokens left, and when they were last refilled (Hub+Presence.swift).
-    var presenceTokens = 0.0
-    var presenceTokensAt: ContinuousClock.Instant?
+    /// SET_PRESENCE allowance (Hub+Presence.swift); nil until the first one.
+    var presenceUpdates: TokenBucket?
 
     /// Mutated once per delivery (`Hub.send(shared:to:)`): `@exclusivity(unchecked)` because
     /// the dynamic exclusivity check cost more than the enqueue itself (docs/benchmarks.md,

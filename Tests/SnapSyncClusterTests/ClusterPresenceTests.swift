@@ -167,25 +167,7 @@ final class NodesCluster {
 
     @discardableResult
     private static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestCluster.script)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["SNAPSYNCD"] = binary
-        process.environment = environment
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestClusterError(
-                message: "scripts/cluster \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
-        }
-        return String(decoding: out, as: UTF8.self)
+        try TestCluster.runScript(arguments, environment: ["SNAPSYNCD": binary])
     }
 }
 

@@ -131,11 +131,10 @@ extension Hub {
         }
         let rate = Double(configuration.presenceUpdatesPerSecond)
         let now = monotonicNow()
-        let elapsed = session.presenceTokensAt.map { now - $0 } ?? .seconds(1)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        session.presenceTokens = min(rate, session.presenceTokens + seconds * rate)
-        session.presenceTokensAt = now
-        guard session.presenceTokens >= 1 else {
+        var allowance = session.presenceUpdates ?? TokenBucket(capacity: rate, now: now)
+        let allowed = allowance.take(capacity: rate, perSecond: rate, now: now)
+        session.presenceUpdates = allowance
+        guard allowed else {
             stats.requestsBusy += 1
             stats.presenceUpdatesRefused += 1
             send(
@@ -145,7 +144,6 @@ extension Hub {
                 ).message(requestID: requestID), to: session)
             return
         }
-        session.presenceTokens -= 1
         stats.presenceUpdates += 1
         if room.presence.live(session.id)?.state != state {
             room.presence.setState(session.id, state)

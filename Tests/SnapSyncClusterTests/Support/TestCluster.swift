@@ -80,10 +80,20 @@ final class TestCluster {
 
     @discardableResult
     private static func run(_ command: String, _ directory: String) throws -> String {
+        // NATS servers only: these tests drive the log, not snapsyncd nodes.
+        try runScript([command, "--dir", directory] + (command == "up" ? ["--nodes", "0"] : []))
+    }
+
+    /// Runs `scripts/cluster` with `arguments` (and `environment` added to the test's), and
+    /// returns its standard output; a non-zero exit throws with its standard error.
+    @discardableResult
+    static func runScript(_ arguments: [String], environment: [String: String] = [:]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: script)
-        // NATS servers only: these tests drive the log, not snapsyncd nodes.
-        process.arguments = [command, "--dir", directory] + (command == "up" ? ["--nodes", "0"] : [])
+        process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout
@@ -93,7 +103,8 @@ final class TestCluster {
         let err = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw TestClusterError(message: "scripts/cluster \(command) exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
+            throw TestClusterError(
+                message: "scripts/cluster \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
         }
         return String(decoding: out, as: UTF8.self)
     }
