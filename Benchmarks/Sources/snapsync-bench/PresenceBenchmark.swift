@@ -26,6 +26,7 @@
 // their length prefix and counted by type byte, and only failures (REJECT, ERROR) are decoded.
 #if canImport(Glibc)
     import ArgumentParser
+    import CEpoll
     import Dispatch
     import Foundation
     import Glibc
@@ -587,7 +588,7 @@
                 let next = min(nextChurn, nextCursor, windowEnd, nextSample)
                 poll(timeoutNs: next > now ? min(next - now, 5_000_000) : 0)
             }
-            totals.cpuSeconds = Bench.threadCPUTime() - cpuAtStart
+            totals.cpuSeconds = (Bench.threadCPUTime() - cpuAtStart) / 1e9
             inWindow = false
         }
 
