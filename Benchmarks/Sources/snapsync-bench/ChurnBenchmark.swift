@@ -343,6 +343,7 @@
     struct Latencies {
         private var values: [Double] = []
         mutating func add(_ ms: Double) { values.append(ms) }
+        var count: Int { values.count }
         /// The `q` quantile (nearest rank); NaN when empty.
         func quantile(_ q: Double) -> Double {
             guard !values.isEmpty else { return .nan }
