@@ -8,6 +8,7 @@ package import Logging
 import SnapSyncModel
 package import SnapSyncWire
 package import SnapSyncStore
+import DequeModule
 
 /// The daemon's rooms and everything clients ask of them, without sockets: sessions,
 /// membership (`Membership.swift`), the handshake's rules and every request's prologue and
@@ -65,6 +66,9 @@ package final class Hub {
     /// Rooms whose presence changed since their last PRESENCE_DIFF, waiting for
     /// `flushPresence`; whether its timer is armed; how the IO layer arms it.
     var presenceQueue: [Room] = []
+    /// PRESENCE_DIFFs made and not yet handed to all their watchers, oldest first, at most
+    /// `presenceDeliveriesPerPass` deliveries per timer turn (Hub+Presence.swift).
+    var presenceDeliveries = Deque<PresenceDelivery>()
     var isPresenceTimerArmed = false
     package var presenceTimerNeeded: (Duration) -> Void = { _ in }
     /// Cluster mode: tells the other nodes of local presence changes (Hub+Presence.swift).

@@ -96,7 +96,7 @@ extension Room {
         for member in members.sessions where presence.live(member.id) == nil {
             throw InvariantViolation(description: "room \(name): member \(member.id) has no presence entry")
         }
-        for (id, watcher) in presenceWatchers where watcher.id != id || watcher.memberships[name] !== self {
+        for (id, watcher) in presenceWatchers where watcher.session.id != id || watcher.session.memberships[name] !== self || watcher.since > presenceFrames {
             throw InvariantViolation(description: "room \(name): watcher \(id) is not a member")
         }
         guard let resumeBase else { return }

@@ -69,11 +69,17 @@ package final class Room {
     @exclusivity(unchecked) var members = RoomMembers()
     /// Its members' presence entries, local and (cluster mode) other nodes' (Hub+Presence.swift).
     var presence = RoomPresence()
-    /// The members watching its presence (PRESENCE_WATCH), by session id.
-    var presenceWatchers: [UInt64: Session] = [:]
-    /// When its last PRESENCE_DIFF went out, and whether it waits in the hub's presence queue.
+    /// The members watching its presence (PRESENCE_WATCH), by session id, each with the number
+    /// of PRESENCE_DIFFs the room had made when its PRESENCE was sent (it is owed the later ones).
+    var presenceWatchers: [UInt64: (session: Session, since: UInt64)] = [:]
+    /// PRESENCE_DIFF frames made so far (`Hub.sendPresenceDiff`).
+    var presenceFrames: UInt64 = 0
+    /// When its last PRESENCE_DIFF was made; whether it waits in the hub's presence queue; and
+    /// whether that frame is still being handed to its watchers (`Hub.presenceDeliveries`), in
+    /// which case the next waits for it, so that each watcher gets the frames in order.
     var presenceFlushedAt: ContinuousClock.Instant?
     var isPresenceQueued = false
+    var isPresenceDelivering = false
     /// Where this room's DIFF chunks are written, back to back (`arena(for:in:)`).
     private var diffArena: OutputArena?
     /// Where the version 3 copies of them are (`chainedDiff`), made only for such members.

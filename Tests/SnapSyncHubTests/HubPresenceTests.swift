@@ -273,6 +273,49 @@ import SnapSyncWire
         harness.checkInvariants("storm")
     }
 
+    /// A frame for more watchers than a turn's budget reaches them over several turns (the
+    /// timer asks to fire again at once); the room's next frame waits for it, and a watcher
+    /// that started meanwhile is not sent the frame its PRESENCE already holds.
+    @Test func aLargeRoomsFrameReachesItsWatchersOverSeveralTurns() {
+        let harness = harness()
+        let budget = Hub.presenceDeliveriesPerPass
+        let watchers = (0..<(budget + budget / 2)).map { _ in harness.connect() }
+        for watcher in watchers {
+            harness.join(watcher, "big")
+            _ = watch(harness, watcher, "big")
+        }
+        tick(harness)  // the joins among the watchers: two turns
+        #expect(harness.hub.flushPresence(now: harness.clock.now) != .zero)
+        for watcher in watchers { #expect(diffs(harness.drain(watcher)).count == 1) }
+        let late = harness.connect()
+        harness.join(late, "big")
+        harness.clock.advance(by: .seconds(1))
+        #expect(harness.hub.flushPresence(now: harness.clock.now) == .zero, "deliveries remain: fire again at once")
+        let first = watchers.map { diffs(harness.drain($0)).count }
+        #expect(first.reduce(0, +) == budget)
+        // A watcher starting now holds the change in its PRESENCE, and is not sent the frame.
+        let view = watch(harness, late, "big")
+        guard case .presence(_, _, let count, _, _) = view.first else {
+            Issue.record("expected PRESENCE, got \(view)")
+            return
+        }
+        #expect(count == UInt64(watchers.count + 1))
+        harness.send(.setPresence(requestID: 1, room: "big", state: [1]), from: watchers[0])
+        // The rest of the frame goes out; the state waits for the room's interval (1,501 watchers: 100 ms).
+        #expect(harness.hub.flushPresence(now: harness.clock.now) == .milliseconds(100))
+        let second = watchers.map { diffs(harness.drain($0)) }
+        #expect(second.map(\.count).reduce(0, +) == budget / 2, "the rest of the first frame, not the next")
+        #expect(zip(first, second).allSatisfy { $0 + $1.count == 1 }, "each watcher gets the frame once")
+        #expect(harness.drain(late).isEmpty)
+        // The next frame, once the first reached everyone.
+        harness.clock.advance(by: .seconds(1))
+        _ = harness.hub.flushPresence(now: harness.clock.now)
+        _ = harness.hub.flushPresence(now: harness.clock.now)
+        #expect(diffs(harness.drain(late)).first?.changes == [.state(memberID: watchers[0].id, state: [1])])
+        #expect(watchers.allSatisfy { diffs(harness.drain($0)).count == 1 })
+        harness.checkInvariants("big")
+    }
+
     @Test func theIntervalGrowsWithTheWatchers() {
         let harness = harness()
         #expect(harness.hub.presenceInterval(watchers: 1) == .milliseconds(50))

@@ -6,6 +6,7 @@
 #endif
 import SnapSyncAuth
 package import SnapSyncWire
+import DequeModule
 
 // Presence (PROTOCOL.md §9, "Presence"; §11.24–§11.28): membership feeds each room's
 // `RoomPresence`; watchers get its view, then one PRESENCE_DIFF per room per presence interval,
@@ -29,6 +30,11 @@ extension Hub {
     /// `presenceInterval` × ⌈n / this⌉, so its presence costs at most about 20,000 deliveries a
     /// second at the default interval, however large it is.
     static let presenceWatchersPerStep = 1_000
+    /// Watchers handed a PRESENCE_DIFF per turn of the presence timer, all rooms together: a
+    /// large room's frame reaches its watchers over several loop passes, so that one pass never
+    /// writes to more sockets than this for presence (a bystander waits for at most one such
+    /// slice, docs/benchmarks.md "Presence").
+    static let presenceDeliveriesPerPass = 1_000
 
     // MARK: Membership
 
@@ -98,7 +104,7 @@ extension Hub {
             return
         }
         publishIfUnwatched(room)
-        room.presenceWatchers[session.id] = session
+        room.presenceWatchers[session.id] = (session, room.presenceFrames)
         let page = room.presence.page(after: 0, limit: configuration.wire.presenceView)
         stats.presenceFramesOut += 1
         send(
@@ -188,41 +194,102 @@ extension Hub {
         return min(Self.maxPresenceInterval, configuration.presenceInterval * steps)
     }
 
-    /// The presence timer fired: each queued room whose interval has passed sends its
-    /// PRESENCE_DIFF to its watchers. Returns when to fire again, nil when nothing waits.
-    /// - Complexity: O(queued rooms) plus each flushed room's `RoomPresence.flush` and one
-    ///   delivery per watcher.
+    /// The presence timer fired: the deliveries under way go on, then each queued room whose
+    /// interval has passed (and whose previous frame has reached all its watchers) makes its
+    /// PRESENCE_DIFF; at most `presenceDeliveriesPerPass` watchers are handed a frame in all.
+    /// Returns when to fire again: at once (the next loop pass, after this one's flush) while
+    /// deliveries remain, else when the next queued room is due; nil when nothing waits.
+    /// - Complexity: O(queued rooms) plus each flushed room's `RoomPresence.flush`, plus the
+    ///   deliveries (O(1) each, a shared frame).
     package func flushPresence(now: ContinuousClock.Instant) -> Duration? {
         isPresenceTimerArmed = false
+        var budget = deliverPresence(budget: Self.presenceDeliveriesPerPass)
         var next: Duration?
         var waiting: [Room] = []
         for room in presenceQueue {
             let interval = presenceInterval(watchers: room.presenceWatchers.count)
+            if room.isPresenceDelivering {
+                waiting.append(room)
+                continue
+            }
             if let last = room.presenceFlushedAt, now - last < interval {
                 waiting.append(room)
                 next = min(next ?? interval, interval - (now - last))
                 continue
             }
             room.isPresenceQueued = false
-            sendPresenceDiff(of: room, now: now)
+            makePresenceDiff(of: room, now: now)
+            if budget > 0 { budget = deliverPresence(budget: budget) }
         }
         presenceQueue = waiting
+        if !presenceDeliveries.isEmpty { next = .zero }
         isPresenceTimerArmed = next != nil
         return next
     }
 
-    private func sendPresenceDiff(of room: Room, now: ContinuousClock.Instant) {
+    /// Publishes `room`'s pending presence and, when its watchers see a change, queues its
+    /// PRESENCE_DIFF, encoded once, for every watcher it has now.
+    private func makePresenceDiff(of room: Room, now: ContinuousClock.Instant) {
         guard !room.presenceWatchers.isEmpty else {
             room.presence.applyPending()
             return
         }
         guard let (count, changes) = room.presence.flush(view: configuration.wire.presenceView) else { return }
         room.presenceFlushedAt = now
-        let frame = OutputChunk.frozen(FrameEncoder().encode(.presenceDiff(room: room.name, count: UInt64(count), changes: changes)))
-        stats.presenceFramesOut += UInt64(room.presenceWatchers.count)
+        room.presenceFrames += 1
+        room.isPresenceDelivering = true
         stats.presenceChanges += UInt64(changes.count)
-        for watcher in room.presenceWatchers.values {
-            send(shared: frame, to: watcher, type: .presenceDiff)
+        presenceDeliveries.append(
+            PresenceDelivery(
+                room: room, sequence: room.presenceFrames,
+                frame: .frozen(FrameEncoder().encode(.presenceDiff(room: room.name, count: UInt64(count), changes: changes))),
+                watchers: room.presenceWatchers.values.map(\.session)))
+    }
+
+    /// Hands queued PRESENCE_DIFFs to their watchers, oldest first, at most `budget` of them;
+    /// returns what is left of it. A watcher that stopped watching since, or that started after
+    /// the frame was made (its PRESENCE already holds the change), is skipped.
+    private func deliverPresence(budget: Int) -> Int {
+        var budget = budget
+        while budget > 0, !presenceDeliveries.isEmpty {
+            let room = presenceDeliveries[presenceDeliveries.startIndex].room
+            let sequence = presenceDeliveries[presenceDeliveries.startIndex].sequence
+            let frame = presenceDeliveries[presenceDeliveries.startIndex].frame
+            while budget > 0, let watcher = presenceDeliveries[presenceDeliveries.startIndex].nextWatcher() {
+                guard let watch = room.presenceWatchers[watcher.id], watch.session === watcher, watch.since < sequence else { continue }
+                budget -= 1
+                stats.presenceFramesOut += 1
+                send(shared: frame, to: watcher, type: .presenceDiff)
+            }
+            guard presenceDeliveries[presenceDeliveries.startIndex].isDone else { break }
+            room.isPresenceDelivering = false
+            presenceDeliveries.removeFirst()
         }
+        return budget
+    }
+}
+
+/// One PRESENCE_DIFF on its way to the watchers its room had when it was made.
+struct PresenceDelivery {
+    let room: Room
+    /// The room's frame number (`Room.presenceFrames`).
+    let sequence: UInt64
+    let frame: OutputChunk
+    private let watchers: [Session]
+    private var nextIndex = 0
+
+    init(room: Room, sequence: UInt64, frame: OutputChunk, watchers: [Session]) {
+        self.room = room
+        self.sequence = sequence
+        self.frame = frame
+        self.watchers = watchers
+    }
+
+    var isDone: Bool { nextIndex == watchers.count }
+
+    mutating func nextWatcher() -> Session? {
+        guard nextIndex < watchers.count else { return nil }
+        defer { nextIndex += 1 }
+        return watchers[nextIndex]
     }
 }
