@@ -163,6 +163,7 @@ package final class Server {
             try statsTimer!.add(timeout: .seconds(1))
             presenceTimer = try loop.makeTimer(context: context, Server.onPresenceTimer)
             hub.presenceTimerNeeded = { [unowned self] delay in try? self.presenceTimer?.add(timeout: delay) }
+            flush.resumePresence = { [unowned self] in try? self.presenceTimer?.add(timeout: .zero) }
             if handleSignals {
                 Syscall.unblock([SIGTERM, SIGINT, SIGHUP])
                 for signal in [SIGTERM, SIGINT] {
@@ -286,6 +287,7 @@ package final class Server {
         shutdownTimer?.free()
         presenceTimer?.free()
         hub.presenceTimerNeeded = { _ in }
+        flush.resumePresence = {}
         for event in signalEvents { event.free() }
         presenceTimer = nil
         statsTimer = nil
@@ -334,8 +336,10 @@ package final class Server {
 
     private static let onPresenceTimer: EventCallback = { _, _, context in
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
-        if let next = server.hub.flushPresence(now: server.hub.monotonicNow()) {
-            try? server.presenceTimer?.add(timeout: next)
+        switch server.hub.flushPresence(now: server.hub.monotonicNow()) {
+        case .zero?: server.flush.resumePresenceNextPass()
+        case let next?: try? server.presenceTimer?.add(timeout: next)
+        case nil: break
         }
     }
 

@@ -82,6 +82,34 @@ extension ServerIntegration {
             #expect((stats["presence_frames_out"] ?? 0) >= 7 && stats["presence_updates"] == 1)
         }
 
+        /// More watchers than one loop pass hands a frame to (`Hub.presenceDeliveriesPerPass`):
+        /// the frame reaches every one of them, once, over several passes.
+        @Test func aFrameReachesEveryWatcherOverSeveralPasses() throws {
+            // A view of all 101 members, so that the writer's state is shown.
+            let daemon = try DaemonProcess.start(arguments: ["--presence-interval", "10ms", "--presence-view", "200"])
+            defer { daemon.stop() }
+            var watchers: [RawClient] = []
+            for index in 0..<100 {
+                let (watcher, _) = try Self.connect(daemon, name: "w\(index)")
+                _ = try watcher.join("crowd")
+                _ = try watcher.request { .presenceWatch(requestID: $0, room: "crowd", watch: true) }
+                watchers.append(watcher)
+            }
+            let (writer, writerID) = try Self.connect(daemon, name: "writer")
+            _ = try writer.join("crowd")
+            _ = try writer.request { .setPresence(requestID: $0, room: "crowd", state: [42]) }
+            for watcher in watchers {
+                var seenState = false
+                while !seenState {
+                    let (message, _) = try watcher.receive(until: { $0.type == .presenceDiff })
+                    guard case .presenceDiff(_, _, let changes) = message else { continue }
+                    if changes.contains(.state(memberID: writerID, state: [42])) { seenState = true }
+                    if case .joined(let member)? = changes.first(where: { $0.memberID == writerID }), member.state == [42] { seenState = true }
+                }
+            }
+            #expect(watchers.allSatisfy { $0.isQuiet(for: 0.05) }, "each watcher got the frame once")
+        }
+
         @Test func aDropEndsThePresenceWithTheRoom() throws {
             let daemon = try DaemonProcess.start(arguments: ["--presence-interval", "10ms"])
             defer { daemon.stop() }

@@ -33,8 +33,9 @@ extension Hub {
     /// Watchers handed a PRESENCE_DIFF per turn of the presence timer, all rooms together: a
     /// large room's frame reaches its watchers over several loop passes, so that one pass never
     /// writes to more sockets than this for presence (a bystander waits for at most one such
-    /// slice, docs/benchmarks.md "Presence").
-    static let presenceDeliveriesPerPass = 1_000
+    /// slice). 32 measured best against 1,000 and 64 (docs/benchmarks.md, "Presence"); a frame
+    /// still reaches 10,000 watchers in about 313 passes, well within the room's interval.
+    static let presenceDeliveriesPerPass = 32
 
     // MARK: Membership
 

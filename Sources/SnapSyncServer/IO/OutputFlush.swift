@@ -23,6 +23,10 @@ final class OutputFlush {
     /// pass's flush (`resumeNextPass`). `resuming` is the list being woken, kept to reuse.
     private var yielded: [Connection] = []
     private var resuming: [Connection] = []
+    /// The presence timer's deliveries stopped at their budget for this pass: they go on after
+    /// this pass's flush (`resumePresenceNextPass`), through `resumePresence`.
+    private var isPresenceWaiting = false
+    var resumePresence: () -> Void = {}
     static let maxCallbacksBeforeFlush = 64
     let spans: UnsafeMutablePointer<OutputSpan>
     /// A TLS connection's pending output, when it lies in several short chunks, is gathered
@@ -95,11 +99,24 @@ final class OutputFlush {
         schedule()
     }
 
+    /// The presence timer handed out its budget of PRESENCE_DIFFs for this pass: this pass ends
+    /// (its flush writes them), and the timer runs again after it. Re-arming the timer at once
+    /// instead would starve the flush: a timer due at every iteration keeps the higher priority
+    /// busy, and the whole fan-out would go out in one flush.
+    func resumePresenceNextPass() {
+        isPresenceWaiting = true
+        schedule()
+    }
+
     /// Gives every connection that yielded its next turn. From the flush callback
     /// (the lower priority), they run in the loop's next iteration, after its poll, beside the
     /// connections that became readable meanwhile: a connection that keeps yielding gets one
     /// slice per pass, as every other connection does.
     private func resumeYielded() {
+        if isPresenceWaiting {
+            isPresenceWaiting = false
+            resumePresence()
+        }
         guard !yielded.isEmpty else { return }
         swap(&yielded, &resuming)
         for connection in resuming { connection.takeTurn() }
