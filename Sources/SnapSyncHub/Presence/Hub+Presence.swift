@@ -50,7 +50,8 @@ extension Hub {
         presenceChanged(in: room)
     }
 
-    /// `session` is no longer a member of `room` (already out of `room.members`).
+    /// `session` is no longer a member of `room`: out of its memberships, not yet out of
+    /// `room.members` (Membership.swift).
     func memberLeftPresence(_ session: Session, room: Room, reason: PresenceDeparture) {
         room.presenceWatchers[session.id] = nil
         room.presence.remove(session.id, reason: reason)
