@@ -107,11 +107,7 @@ extension Hub {
         }
         publishIfUnwatched(room)
         room.presenceWatchers[session.id] = (session, room.presenceFrames)
-        let page = room.presence.page(after: 0, limit: configuration.wire.presenceView)
-        stats.presenceFramesOut += 1
-        send(
-            .presence(requestID: requestID, room: room.name, count: UInt64(room.presence.count), members: page.members, next: page.next),
-            to: session)
+        sendPresencePage(requestID: requestID, of: room, after: 0, limit: configuration.wire.presenceView, to: session)
     }
 
     /// PRESENCE_LIST (§11.25).
@@ -119,7 +115,13 @@ extension Hub {
         guard let room = presenceRoom(requestID: requestID, roomName: roomName, for: session) else { return }
         publishIfUnwatched(room)
         let view = configuration.wire.presenceView
-        let page = room.presence.page(after: after, limit: limit == 0 ? view : Int(min(limit, UInt64(view))))
+        sendPresencePage(requestID: requestID, of: room, after: after, limit: limit == 0 ? view : Int(min(limit, UInt64(view))), to: session)
+    }
+
+    /// The PRESENCE answering a watch or a list: the room's count and a page of its published
+    /// members. O(log n + limit).
+    private func sendPresencePage(requestID: UInt64, of room: Room, after: UInt64, limit: Int, to session: Session) {
+        let page = room.presence.page(after: after, limit: limit)
         stats.presenceFramesOut += 1
         send(
             .presence(requestID: requestID, room: room.name, count: UInt64(room.presence.count), members: page.members, next: page.next),
