@@ -57,6 +57,8 @@ package final class Server {
     /// Whether the client listener is up (after `start()`, until shutdown closes it).
     package var isListening: Bool { listener != nil || tlsListener != nil }
     private var isFinishingShutdown = false
+    /// `connectionContext.closedAtDeadline` when the shutdown began.
+    private var closedAtDeadlineBeforeShutdown = 0
     /// Why the daemon stopped early (the store failed), thrown by `run()`.
     private var failure: ServerError?
 
@@ -233,6 +235,7 @@ package final class Server {
     package func shutdown() {
         guard !isShuttingDown else { return }
         isShuttingDown = true
+        closedAtDeadlineBeforeShutdown = connectionContext.closedAtDeadline
         logger.info("shutting down", metadata: ["connections": "\(hub.sessions.count)"])
         do {
             try notifier.notify("STOPPING=1\nSTATUS=shutting down")
@@ -263,6 +266,10 @@ package final class Server {
     private func finishShutdown() {
         guard !isFinishingShutdown else { return }
         isFinishingShutdown = true
+        let cut = hub.sessions.count + connectionContext.closedAtDeadline - closedAtDeadlineBeforeShutdown
+        if cut > 0 {
+            logger.warning("shutdown timeout: closing connections with output undelivered", metadata: ["connections": "\(cut)"])
+        }
         for connection in connectionContext.connections { hub.end(connection.session, reason: "shutdown deadline passed") }
         // The lines held back by the log's rate limit are counted before the last line.
         hub.endLogIntervals(now: hub.monotonicNow() + hub.logRateLimit.interval)
@@ -328,9 +335,6 @@ package final class Server {
 
     private static let onShutdownDeadline: EventCallback = { _, _, context in
         let server = Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue()
-        if !server.hub.sessions.isEmpty {
-            server.logger.warning("shutdown timeout: closing remaining connections", metadata: ["connections": "\(server.hub.sessions.count)"])
-        }
         server.finishShutdown()
     }
 

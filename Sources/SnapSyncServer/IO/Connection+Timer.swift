@@ -41,6 +41,7 @@ extension Connection {
                 // (EV_WRITE armed): wait for the deadline.
                 armTimer(hasShutDownOutput ? min(Self.lingerPollInterval, closeDeadline - now) : closeDeadline - now)
             } else {
+                context.closedAtDeadline += 1
                 hub.end(session, reason: "close timeout")
             }
         }

@@ -32,6 +32,10 @@ final class ConnectionContext {
     var inputBytes = 0
     /// Called after a connection ended and was forgotten (the daemon may finish shutting down).
     var connectionEnded: () -> Void = {}
+    /// Closing connections ended at their deadline with output undelivered. A shutdown reports
+    /// them: each connection's close deadline and the server's shutdown deadline are the same
+    /// instant, and either timer may fire first.
+    var closedAtDeadline = 0
 
     init(loop: EventLoop, hub: Hub, flush: OutputFlush) {
         self.loop = loop
