@@ -64,7 +64,10 @@ extension Hub {
             listPresence(requestID: requestID, roomName: room, after: after, limit: limit, from: session)
         case .setPresence(let requestID, let room, let state):
             setPresence(requestID: requestID, roomName: room, state: state, from: session)
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest, .presence, .presenceDiff:
+        case .window(let requestID, let room, let window):
+            setWindow(requestID: requestID, roomName: room, window: window, from: session)
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest, .presence, .presenceDiff,
+            .windowState, .windowDiff:
             // The decoder accepts client messages only; this is a safety net, not a path.
             stats.protocolErrors += 1
             close(session, error: .unknownMessageType, "\(message.type.name) is sent by the server only")

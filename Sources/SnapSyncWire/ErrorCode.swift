@@ -64,6 +64,9 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
     /// rooms or data directory bytes, or the principal's room creations per minute. Nothing was
     /// applied; rooms that exist are never refused it.
     case quotaExceeded = 56
+    /// REJECT only (version 4): a WINDOW asks for more rows, all its sections together, than
+    /// `max_window_rows` (§12). Nothing changed.
+    case windowTooLarge = 57
 
     /// Which message carries a code.
     public enum Kind: Hashable, Sendable {
@@ -121,6 +124,7 @@ public enum ErrorCode: UInt64, Hashable, Sendable, CaseIterable {
         case .outlineUnsupported: "outline_unsupported"
         case .busy: "busy"
         case .quotaExceeded: "quota_exceeded"
+        case .windowTooLarge: "window_too_large"
         }
     }
 

@@ -211,6 +211,37 @@ public struct FrameEncoder: Sendable {
             b.appendVarint(members.count)
             for member in members { b.appendPresenceMember(member) }
             b.appendVarint(next)
+        case .window(let requestID, let room, let window):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendWindow(window)
+        case .windowState(let requestID, let room, let epoch, let version, let chain, let window, let counts, let snapshot):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendVarint(epoch)
+            b.appendVarint(version)
+            b.appendChain(chain)
+            b.appendWindow(window)
+            b.appendVarint(counts.count)
+            for count in counts { b.appendVarint(count) }
+            b.appendSnapshot(snapshot)
+        case .windowDiff(let requestID, let room, let epoch, let version, let window, let counts, let ops):
+            b.appendVarint(requestID)
+            b.appendString(room)
+            b.appendVarint(epoch)
+            b.appendVarint(version)
+            if let window {
+                b.append(0x01)
+                b.appendWindow(window)
+            } else {
+                b.append(0x00)
+            }
+            b.appendVarint(counts.count)
+            for count in counts {
+                b.appendBytes(count.section.bytes)
+                b.appendVarint(count.items)
+            }
+            b.appendOperations(ops)
         case .presenceDiff(let room, let count, let changes):
             b.appendString(room)
             b.appendVarint(count)

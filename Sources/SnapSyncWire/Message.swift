@@ -90,6 +90,21 @@ public enum Message: Sendable {
     /// How a watched room's presence changed: its member count and the view's changes, at most
     /// one per member (version 4, §11.28).
     case presenceDiff(room: String, count: UInt64, changes: [PresenceChange])
+    /// Follow `room` through a window of rows instead of whole (version 4, §11.29): joins it
+    /// windowed (answered by WINDOW_STATE), or moves this member's window (answered by
+    /// WINDOW_DIFF).
+    case window(requestID: UInt64, room: String, window: [SectionWindow])
+    /// A windowed member's whole state (version 4, §11.30): the effective `window`, every
+    /// section's item count in order, and the window snapshot (`RoomSnapshot.windowSnapshot`).
+    case windowState(
+        requestID: UInt64, room: String, epoch: UInt64, version: UInt64, chain: RoomChain, window: [SectionWindow], counts: [UInt64],
+        snapshot: RoomSnapshot)
+    /// How a windowed member's window changed at `version` (version 4, §11.31): request id 0
+    /// for a change of the room, else the WINDOW it answers; `window` when the effective window
+    /// changed; the counts that changed; ops that turn the old window snapshot into the new.
+    case windowDiff(
+        requestID: UInt64, room: String, epoch: UInt64, version: UInt64, window: [SectionWindow]?, counts: [SectionCount],
+        ops: [SnapshotOperation])
 }
 
 extension Message {
@@ -167,6 +182,9 @@ extension Message {
         case .setPresence: .setPresence
         case .presence: .presence
         case .presenceDiff: .presenceDiff
+        case .window: .window
+        case .windowState: .windowState
+        case .windowDiff: .windowDiff
         }
     }
 
@@ -187,7 +205,8 @@ extension Message {
             .replaceSection(let id, _, _, _, _, _),
             .stats(let id), .auth(let id, _), .drop(let id, _), .setTTL(let id, _, _), .snapshot(let id, _, _, _, _, _, _, _), .catchup(let id, _, _, _, _, _),
             .ack(let id, _, _), .reject(let id, _, _, _, _), .statsReply(let id, _), .verify(let id, _), .digest(let id, _, _, _, _, _),
-            .presenceWatch(let id, _, _), .presenceList(let id, _, _, _), .setPresence(let id, _, _), .presence(let id, _, _, _, _):
+            .presenceWatch(let id, _, _), .presenceList(let id, _, _, _), .setPresence(let id, _, _), .presence(let id, _, _, _, _),
+            .window(let id, _, _), .windowState(let id, _, _, _, _, _, _, _), .windowDiff(let id, _, _, _, _, _, _):
             id
         case .hello, .welcome, .error, .ping, .pong, .diff, .left, .presenceDiff:
             nil
@@ -233,6 +252,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case presenceList = 0x1B
     /// Version 4 and later (§8.2).
     case setPresence = 0x1C
+    /// Version 4 and later (§8.2).
+    case window = 0x1D
     case snapshot = 0x20
     case catchup = 0x21
     case diff = 0x22
@@ -246,13 +267,18 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case presence = 0x28
     /// Version 4 and later (§8.2).
     case presenceDiff = 0x29
+    /// Version 4 and later (§8.2).
+    case windowState = 0x2A
+    /// Version 4 and later (§8.2).
+    case windowDiff = 0x2B
 
     public var sentBy: Sender {
         switch self {
         case .hello, .join, .leave, .mutate, .replace, .replaceSection, .stats, .auth, .drop, .setTTL, .verify,
-            .presenceWatch, .presenceList, .setPresence:
+            .presenceWatch, .presenceList, .setPresence, .window:
             .client
-        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest, .presence, .presenceDiff:
+        case .welcome, .error, .snapshot, .catchup, .diff, .ack, .reject, .statsReply, .left, .digest, .presence, .presenceDiff,
+            .windowState, .windowDiff:
             .server
         case .ping, .pong: .either
         }
@@ -289,6 +315,9 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         case .setPresence: "SET_PRESENCE"
         case .presence: "PRESENCE"
         case .presenceDiff: "PRESENCE_DIFF"
+        case .window: "WINDOW"
+        case .windowState: "WINDOW_STATE"
+        case .windowDiff: "WINDOW_DIFF"
         }
     }
 
@@ -297,7 +326,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
         switch self {
         case .replaceSection: ProtocolVersion.hasOutlines(version)
         case .verify, .digest: ProtocolVersion.hasChain(version: version)
-        case .presenceWatch, .presenceList, .setPresence, .presence, .presenceDiff: ProtocolVersion.hasPresence(version)
+        case .presenceWatch, .presenceList, .setPresence, .presence, .presenceDiff, .window, .windowState, .windowDiff:
+            ProtocolVersion.hasPresence(version)
         default: true
         }
     }

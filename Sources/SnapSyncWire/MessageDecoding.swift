@@ -208,6 +208,44 @@ extension ByteReader {
                 changes.append(change)
             }
             result = .presenceDiff(room: room, count: count, changes: changes)
+        case .window:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            result = .window(requestID: requestID, room: room, window: try window(limits: nil))
+        case .windowState:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let epoch = try varint("epoch")
+            let version = try varint("version")
+            let chain = try chain("chain")
+            let window = try window(limits: limits.model)
+            let listed = try count("counts", minimumSize: 1)
+            var counts: [UInt64] = []
+            counts.reserveCapacity(listed)
+            for _ in 0..<listed { counts.append(try varint("counts")) }
+            let snapshot = try snapshot(requestID: requestID, limits: limits)
+            guard counts.count == snapshot.numberOfSections else {
+                throw fail("counts", "\(counts.count) counts for \(snapshot.numberOfSections) sections (one per section)")
+            }
+            result = .windowState(
+                requestID: requestID, room: room, epoch: epoch, version: version, chain: chain, window: window, counts: counts,
+                snapshot: snapshot)
+        case .windowDiff:
+            let requestID = try varint("request_id")
+            let room = try string("room")
+            let epoch = try varint("epoch")
+            let version = try varint("version")
+            let window = try flag("window") ? try self.window(limits: limits.model) : nil
+            // A count is at least 2 bytes: an empty section id and a one-byte varint.
+            let listed = try count("counts", minimumSize: 2)
+            var counts: [SectionCount] = []
+            counts.reserveCapacity(listed)
+            for _ in 0..<listed {
+                let section = try identifier("counts.section", limits: limits.model)
+                counts.append(SectionCount(section: section, items: try varint("counts.items")))
+            }
+            let ops = try operations(limits: limits.model)
+            result = .windowDiff(requestID: requestID, room: room, epoch: epoch, version: version, window: window, counts: counts, ops: ops)
         }
         guard isAtEnd else {
             throw WireError.malformed("\(remaining) trailing bytes after the last field of \(message.name)")
@@ -239,6 +277,30 @@ extension ByteReader {
         default:
             throw fail("changes.kind", "unknown kind \(kind) (0 joined, 1 left, 2 state, 3 shown, 4 hidden)")
         }
+    }
+
+    /// A `window` (§9, "Windows"): a list of section windows. Sizes and duplicates are the
+    /// server's to refuse (REJECT), not malformed frames.
+    mutating func window(limits: SnapshotLimits?) throws(WireError) -> [SectionWindow] {
+        // A section window is at least 3 bytes: an empty section id, the kind and a varint.
+        let listed = try count("window", minimumSize: 3)
+        var window: [SectionWindow] = []
+        window.reserveCapacity(listed)
+        for _ in 0..<listed {
+            let section = try identifier("window.section", limits: limits)
+            let kind = try u8("window.kind")
+            switch SectionWindowKind(rawValue: kind) {
+            case .first?: window.append(SectionWindow(section: section, range: .first(try varint("window.count"))))
+            case .last?: window.append(SectionWindow(section: section, range: .last(try varint("window.count"))))
+            case .around?:
+                let anchor = try identifier("window.anchor", limits: limits)
+                let before = try varint("window.before")
+                let range = SectionWindow.Range.around(anchor: anchor, before: before, after: try varint("window.after"))
+                window.append(SectionWindow(section: section, range: range))
+            case nil: throw fail("window.kind", "unknown kind \(kind) (0 first, 1 last, 2 around)")
+            }
+        }
+        return window
     }
 
     mutating func optionalVarint(_ field: StaticString) throws(WireError) -> UInt64? {

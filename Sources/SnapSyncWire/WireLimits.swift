@@ -16,12 +16,14 @@ public enum LimitKey: UInt64, Hashable, Sendable, CaseIterable {
     case maxPresenceBytes = 10
     /// Version 4 and later (§12).
     case presenceView = 11
+    /// Version 4 and later (§12).
+    case maxWindowRows = 12
 
     /// Whether a WELCOME of protocol `version` announces this key.
     public func exists(inVersion version: UInt64) -> Bool {
         switch self {
         case .maxOutlineDepth: ProtocolVersion.hasOutlines(version)
-        case .maxPresenceBytes, .presenceView: ProtocolVersion.hasPresence(version)
+        case .maxPresenceBytes, .presenceView, .maxWindowRows: ProtocolVersion.hasPresence(version)
         default: true
         }
     }
@@ -44,11 +46,13 @@ public struct WireLimits: Hashable, Sendable {
     public var maxPresenceBytes: Int
     /// Members of a room's presence view and of a PRESENCE page (version 4). Default 100.
     public var presenceView: Int
+    /// Rows a window may ask for, all its sections together (version 4). Default 1,000.
+    public var maxWindowRows: Int
 
     public init(
         maxFrameBytes: Int = 16 * 1024 * 1024, model: SnapshotLimits = .default,
         maxRoomsPerConnection: Int = 64, historyCount: Int = 16_384,
-        maxPresenceBytes: Int = 1024, presenceView: Int = 100
+        maxPresenceBytes: Int = 1024, presenceView: Int = 100, maxWindowRows: Int = 1000
     ) {
         self.maxFrameBytes = maxFrameBytes
         self.model = model
@@ -56,6 +60,7 @@ public struct WireLimits: Hashable, Sendable {
         self.historyCount = historyCount
         self.maxPresenceBytes = maxPresenceBytes
         self.presenceView = presenceView
+        self.maxWindowRows = maxWindowRows
     }
 
     public static let `default` = WireLimits()
@@ -102,6 +107,7 @@ public struct WireLimits: Hashable, Sendable {
             case .maxOutlineDepth: model.maxOutlineDepth
             case .maxPresenceBytes: maxPresenceBytes
             case .presenceView: presenceView
+            case .maxWindowRows: maxWindowRows
             }
         }
         set {
@@ -117,6 +123,7 @@ public struct WireLimits: Hashable, Sendable {
             case .maxOutlineDepth: model.maxOutlineDepth = newValue
             case .maxPresenceBytes: maxPresenceBytes = newValue
             case .presenceView: presenceView = newValue
+            case .maxWindowRows: maxWindowRows = newValue
             }
         }
     }

@@ -303,6 +303,41 @@ enum JSONForm {
             o["room"] = .string(room)
             o["count"] = .uint(count)
             o["changes"] = .array(changes.map(presenceChange))
+        case .window(let requestID, let room, let window):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["window"] = .array(window.map(sectionWindow))
+        case .windowState(let requestID, let room, let epoch, let version, let chain, let window, let counts, let snap):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["epoch"] = .uint(epoch)
+            o["version"] = .uint(version)
+            o["chain"] = bytes(chain.bytes)
+            o["window"] = .array(window.map(sectionWindow))
+            o["counts"] = .array(counts.map { .uint($0) })
+            o["snapshot"] = snapshot(snap)
+        case .windowDiff(let requestID, let room, let epoch, let version, let window, let counts, let ops):
+            o["request_id"] = .uint(requestID)
+            o["room"] = .string(room)
+            o["epoch"] = .uint(epoch)
+            o["version"] = .uint(version)
+            o["window"] = window.map { .array($0.map(sectionWindow)) } ?? .null
+            o["counts"] = .array(counts.map { .object(["section": bytes($0.section.bytes), "items": .uint($0.items)]) })
+            o["ops"] = .array(ops.map { JSONForm.op($0) })
+        }
+        return .object(o)
+    }
+
+    /// A section window in the JSON form (PROTOCOL.md §14).
+    static func sectionWindow(_ window: SectionWindow) -> JSON {
+        var o: [String: JSON] = ["section": bytes(window.section.bytes)]
+        switch window.range {
+        case .first(let count): o["first"] = .uint(count)
+        case .last(let count): o["last"] = .uint(count)
+        case .around(let anchor, let before, let after):
+            o["around"] = bytes(anchor.bytes)
+            o["before"] = .uint(before)
+            o["after"] = .uint(after)
         }
         return .object(o)
     }

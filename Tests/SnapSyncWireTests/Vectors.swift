@@ -48,6 +48,7 @@ enum Vectors {
         case .maxOutlineDepth: "max_outline_depth"
         case .maxPresenceBytes: "max_presence_bytes"
         case .presenceView: "presence_view"
+        case .maxWindowRows: "max_window_rows"
         }
     }
 
