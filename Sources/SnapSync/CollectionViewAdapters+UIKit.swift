@@ -88,6 +88,29 @@
         }
     }
 
+    /// A list's prefetching data source that extends a windowed replica's window as the list
+    /// scrolls towards its ends: set it as the collection (or table) view's
+    /// `prefetchDataSource`, and keep a reference (UIKit holds it weakly). What it decides is
+    /// `WindowPrefetcher`'s; call `prefetcher.displaying(_:)` from `willDisplay` too, since UIKit
+    /// does not prefetch when it scrolls slowly or the window holds few rows.
+    @MainActor
+    public final class WindowPrefetchingDataSource: NSObject, UICollectionViewDataSourcePrefetching, UITableViewDataSourcePrefetching {
+        public let prefetcher: WindowPrefetcher
+
+        public init(_ prefetcher: WindowPrefetcher) {
+            self.prefetcher = prefetcher
+            super.init()
+        }
+
+        public func collectionView(_ collectionView: UICollectionView, prefetchItemsAt indexPaths: [IndexPath]) {
+            prefetcher.prefetch(indexPaths.map { ItemIndexPath($0) })
+        }
+
+        public func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath]) {
+            prefetcher.prefetch(indexPaths.map { ItemIndexPath($0) })
+        }
+    }
+
     extension SectionSnapshot {
         /// The items and hierarchy of a UIKit section snapshot, each item's payload from
         /// `payload` (a section snapshot holds identifiers only), and its expanded items.

@@ -10,4 +10,5 @@
 @_exported public import enum SnapSyncWire.ProtocolVersion
 @_exported public import struct SnapSyncWire.RoomChain
 @_exported public import struct SnapSyncWire.RoomPosition
+@_exported public import struct SnapSyncWire.SectionCount
 @_exported public import struct SnapSyncWire.WireLimits

@@ -146,6 +146,14 @@ extension SnapSyncClient {
                 handlePresence(requestID: requestID, room: room, count: count, members: members, next: next)
             case .presenceDiff(let room, let count, let changes):
                 handlePresenceDiff(room: room, count: count, changes: changes)
+            case .windowState(let requestID, let room, let epoch, let version, _, let window, let counts, let snapshot):
+                handleWindowState(
+                    requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version), window: window,
+                    counts: counts, snapshot: snapshot)
+            case .windowDiff(let requestID, let room, let epoch, let version, let window, let counts, let operations):
+                handleWindowDiff(
+                    requestID: requestID, room: room, position: RoomPosition(epoch: epoch, version: version), window: window,
+                    counts: counts, operations: operations)
             case .statsReply:
                 // This client sends no STATS.
                 violation("STATS_REPLY answers no request")
@@ -180,6 +188,8 @@ extension SnapSyncClient {
         scheduleRefresh()
         startPinging()
         for room in rooms.keys.sorted() { sendJoin(room) }
+        // Windows have no resume: each asks for its window again (a WINDOW_STATE answers).
+        for room in windows.keys.sorted() { sendWindowJoin(room) }
         for call in writes.keys.sorted() {
             if let error = sendWrite(call) { complete(call, .failure(error)) }
         }
@@ -215,7 +225,7 @@ extension SnapSyncClient {
             // Nor are presence reads and states: a watch is, after the room's JOIN is answered.
             case .presenceList(let room, let call): complete(call, .failure(.connectionLost("PRESENCE_LIST \(room): \(reason)")))
             case .setPresence(let room, let call?): complete(call, .failure(.connectionLost("SET_PRESENCE \(room): \(reason)")))
-            case .join, .leave, .write, .auth, .presenceWatch, .setPresence: break
+            case .join, .leave, .write, .auth, .presenceWatch, .setPresence, .window: break
             }
         }
         requests = [:]
@@ -224,6 +234,7 @@ extension SnapSyncClient {
             rooms[room]!.member = false
             rooms[room]!.watchingPresence = false
         }
+        for room in windows.keys { windows[room]!.phase = .detached }
         guard state != .closed else { return }
         if wasReady { eventSink.yield(.disconnected(reason)) }
         // A refused token, or a failure before the socket (the credentials), is not about the

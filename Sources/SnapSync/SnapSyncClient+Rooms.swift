@@ -274,7 +274,9 @@ extension SnapSyncClient {
     /// room was left meanwhile): the server counts this connection as a member, so leave again,
     /// unless a LEAVE is already on its way.
     func abandonedJoinAnswered(_ room: String) {
-        guard rooms[room] == nil else { return }
+        // The room is followed another way now (joined whole, or through a window): the
+        // membership the answer reports is the one wanted.
+        guard rooms[room] == nil, windows[room] == nil else { return }
         let leaving = requests.values.contains { request in
             switch request {
             // A DROP ends the membership too, so a join answered meanwhile needs no LEAVE.
@@ -291,6 +293,7 @@ extension SnapSyncClient {
     /// waiting for it fail. Writes to the room in flight are left to the server's answer: one
     /// may have been applied.
     func handleLeft(room: String, code: UInt64, message: String) {
+        if windows[room] != nil { return windowLeft(room: room, code: code, message: message) }
         guard let entry = rooms.removeValue(forKey: room) else { return }  // the app left it meanwhile
         entry.replica.finish()
         let error: SnapSyncError =
@@ -323,6 +326,8 @@ extension SnapSyncClient {
             if let call { complete(call, .success(.done)) }
         case .presenceWatch(let room)?, .presenceList(let room, _)?:
             violation("ACK answers a presence read of \(room) (request \(requestID))")
+        case .window(let room)?:
+            violation("ACK answers WINDOW \(room) (request \(requestID))")
         case nil:
             violation("ACK answers no request (request \(requestID))")
         }
@@ -359,6 +364,8 @@ extension SnapSyncClient {
             // The state set again after a reconnect (no call) is not worth a retry: a state
             // refused is not set, and the app's next one will be.
             if let call { complete(call, .failure(presenceError(rejection, "SET_PRESENCE", room))) }
+        case .window(let room)?:
+            windowRejected(room: room, requestID: requestID, rejection)
         case .auth?:
             // A server answers AUTH with ACK, refuses it with ERROR and closes, or declines a new
             // token for now (REJECT busy, PROTOCOL.md §8.4): the token in use stays, and the

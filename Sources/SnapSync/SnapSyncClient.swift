@@ -128,6 +128,7 @@ public actor SnapSyncClient {
         case replica(RoomReplica)
         case verification(SnapSyncClient.Verification)
         case presencePage(PresencePage)
+        case windowed(WindowedReplica)
     }
     var nextCallID: UInt64 = 0
     var calls: [UInt64: Call] = [:]
@@ -135,6 +136,8 @@ public actor SnapSyncClient {
     var connectCalls: [UInt64] = []
     /// `join` calls, by room.
     var joinCallRooms: [UInt64: String] = [:]
+    /// `joinWindow` calls, by room (SnapSyncClient+Windows.swift).
+    var windowCallRooms: [UInt64: String] = [:]
 
     // MARK: Requests on the current connection, by request id
 
@@ -155,6 +158,9 @@ public actor SnapSyncClient {
         case presenceList(room: String, call: UInt64)
         /// SET_PRESENCE; `call` is nil for the state set again after a reconnect.
         case setPresence(room: String, call: UInt64?)
+        /// WINDOW (SnapSyncClient+Windows.swift): answered by WINDOW_STATE (a join, a rejoin) or
+        /// WINDOW_DIFF (a move); which calls it settles is in the room's `WindowEntry`.
+        case window(room: String)
     }
     var nextRequestID: UInt64 = 0
     var requests: [UInt64: Request] = [:]
@@ -206,6 +212,9 @@ public actor SnapSyncClient {
         var foldedDigest: SnapshotDigest? = nil
     }
     var rooms: [String: RoomEntry] = [:]
+    /// The rooms followed through a window (`joinWindow`), by room: never also in `rooms` (one
+    /// membership per room and connection).
+    var windows: [String: WindowEntry] = [:]
 
     struct PendingWrite {
         enum Body {
@@ -282,6 +291,8 @@ public actor SnapSyncClient {
     public func join(_ room: String) async throws(SnapSyncError) -> RoomReplica {
         try checkUsable()
         if let entry = rooms[room], entry.loaded { return entry.replica }
+        // A windowed room becomes a full member's: the server answers the JOIN with SNAPSHOT.
+        endWindow(room, .notJoined(room: room))
         if rooms[room] == nil {
             rooms[room] = RoomEntry(replica: RoomReplica(room: room, client: self), phase: .detached)
             if case .ready = link { sendJoin(room) }
@@ -295,9 +306,10 @@ public actor SnapSyncClient {
         return replica
     }
 
-    /// Leaves `room`: the replica's `changes` finish and DIFFs stop. Leaving a room not joined
-    /// does nothing.
+    /// Leaves `room`: the replica's `changes` finish and DIFFs stop (a windowed replica's too).
+    /// Leaving a room not joined does nothing.
     public func leave(_ room: String) async throws(SnapSyncError) {
+        if windows[room] != nil { return try await leaveWindow(room) }
         guard let entry = rooms.removeValue(forKey: room) else { return }
         entry.replica.finish()
         for call in entry.joinCalls { complete(call, .failure(.notJoined(room: room))) }
@@ -376,6 +388,8 @@ public actor SnapSyncClient {
         for call in Array(calls.keys) { complete(call, .failure(.closed)) }
         for entry in rooms.values { entry.replica.finish() }
         rooms = [:]
+        for entry in windows.values { entry.replica.finish() }
+        windows = [:]
         writes = [:]
         requests = [:]
         eventSink.yield(.closed)
@@ -454,6 +468,7 @@ public actor SnapSyncClient {
                 rooms[room] = entry
             }
         }
+        if let room = windowCallRooms.removeValue(forKey: id) { windowCallCompleted(id, room: room) }
         call.continuation.resume(returning: result)
     }
 
