@@ -181,6 +181,8 @@ package struct ServerConfiguration: Sendable {
             throw fail("--max-presence-bytes must be between 0 and 64KiB")
         }
         guard wire.presenceView >= 1 && wire.presenceView <= 10_000 else { throw fail("--presence-view must be between 1 and 10000") }
+        // A window's snapshot is built and diffed on the loop: O(rows) per change that reaches it.
+        guard wire.maxWindowRows >= 1 && wire.maxWindowRows <= 100_000 else { throw fail("--max-window-rows must be between 1 and 100000") }
         guard clusterCheckpointInterval >= 1 else { throw fail("--cluster-checkpoint-every must be at least 1") }
         guard clusterIdleSeconds >= 1 else { throw fail("the cluster's idle time must be at least 1 second") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }

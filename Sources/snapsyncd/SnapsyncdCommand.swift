@@ -166,6 +166,12 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
+            "Rows a windowed member may follow (WINDOW, protocol version 4), all its sections together, announced in WELCOME; beyond, REJECT window_too_large. (default: \(defaults.wire.maxWindowRows))"
+    )
+    var maxWindowRows: Int = defaults.wire.maxWindowRows
+
+    @Option(
+        help:
             "Shortest time between two presence updates (PRESENCE_DIFF) of a room; a room with n watchers waits this × ⌈n / 1000⌉, at most 1s. Changes in between are coalesced. (default: \(time(defaults.presenceInterval)))",
         transform: ConfigurationValue.duration)
     var presenceInterval: Duration = defaults.presenceInterval
@@ -324,6 +330,7 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.wire.historyCount = historyCount
         configuration.wire.maxPresenceBytes = maxPresenceBytes
         configuration.wire.presenceView = presenceView
+        configuration.wire.maxWindowRows = maxWindowRows
         configuration.presenceInterval = presenceInterval
         configuration.presenceUpdatesPerSecond = presenceUpdatesPerSecond
         configuration.maxConnections = maxConnections
