@@ -86,6 +86,8 @@ package final class Room {
     /// Every section's item count as its windowed members last learnt it; empty while it has
     /// none (rebuilt when the first one joins).
     var windowCounts: [SnapshotIdentifier: UInt64] = [:]
+    /// In the hub's `windowCountsQueue`.
+    var isWindowCountsQueued = false
     /// Where this room's DIFF chunks are written, back to back (`arena(for:in:)`).
     private var diffArena: OutputArena?
     /// Where the version 3 copies of them are (`chainedDiff`), made only for such members.

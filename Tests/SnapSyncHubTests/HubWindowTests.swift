@@ -50,6 +50,13 @@ import SnapSyncWire
         }
     }
 
+    /// What `session` was sent, after the counts timer fired (as the daemon's would within
+    /// `--window-counts-interval`).
+    func drain(_ harness: HubHarness, _ session: Session) -> [Message] {
+        harness.hub.flushWindowCounts()
+        return harness.drain(session)
+    }
+
     func items(_ range: Range<Int>) -> [SnapshotElement] { range.map { hubElement("i\($0)", "p\($0)") } }
 
     func rows(_ replica: Replica, _ section: String = "s") -> [String] {
@@ -63,7 +70,7 @@ import SnapSyncWire
         _ = harness.drain(writer)
         harness.send(.window(requestID: 5, room: "feed", window: [SectionWindow(section: "s", range: .first(10))]), from: reader)
         var replica = Replica()
-        let state = harness.drain(reader)
+        let state = drain(harness, reader)
         guard case .windowState(5, "feed", _, 1, _, _, [1000], let snapshot) = state.first, state.count == 1 else {
             Issue.record("expected WINDOW_STATE, got \(state)")
             return
@@ -75,12 +82,12 @@ import SnapSyncWire
 
         // Inside the window's top edge: in at the top, i9 out at the bottom.
         harness.mutate(writer, "feed", [.insertItems([hubElement("new")], .before("i0"))])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica) == ["new"] + (0..<9).map { "i\($0)" } && replica.counts["s"] == 1001)
         // Below the window: the count alone.
         let frames = replica.frames
         harness.mutate(writer, "feed", [.appendItems([hubElement("tail")], toSection: "s")])
-        let countOnly = harness.drain(reader)
+        let countOnly = drain(harness, reader)
         guard case .windowDiff(0, _, _, _, nil, [SectionCount(section: "s", items: 1002)], [])? = countOnly.first else {
             Issue.record("expected a count-only WINDOW_DIFF, got \(countOnly)")
             return
@@ -89,19 +96,19 @@ import SnapSyncWire
         #expect(replica.frames == frames + 1)
         // An update outside the window changes nothing it holds: no frame at all.
         harness.mutate(writer, "feed", [.updateItems([hubElement("i500", "x")], .reload)])
-        #expect(harness.drain(reader).isEmpty)
+        #expect(drain(harness, reader).isEmpty)
         // A delete inside: the next row comes up from below.
         harness.mutate(writer, "feed", [.deleteItems(["i3"])])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica) == ["new", "i0", "i1", "i2", "i4", "i5", "i6", "i7", "i8", "i9"])
         // A move from far below to just inside the bottom edge.
         harness.mutate(writer, "feed", [.moveItem("i700", .before("i9"))])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica).suffix(2) == ["i8", "i700"])
         // A row with its children moved to the very top: the subtree comes in whole.
         harness.mutate(writer, "feed", [.appendChildren([hubElement("c1"), hubElement("c2")], toParent: "i900")])
         harness.mutate(writer, "feed", [.moveItem("i900", .before("new"))])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica).prefix(2) == ["i900", "new"] && replica.snapshot.children(of: "i900") == ["c1", "c2"])
         replica.check(against: room)
         harness.checkInvariants("feed")
@@ -115,15 +122,15 @@ import SnapSyncWire
         let window = SectionWindow(section: "s", range: .around(anchor: "i50", before: 2, after: 2))
         harness.send(.window(requestID: 5, room: "feed", window: [window]), from: reader)
         var replica = Replica()
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica) == ["i48", "i49", "i50", "i51", "i52"])
         // Above the window, out of reach: the window keeps its rows.
         harness.mutate(writer, "feed", [.insertItems([hubElement("x")], .before("i10"))])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica) == ["i48", "i49", "i50", "i51", "i52"])
         // The anchor deleted: the next row of the window becomes the anchor.
         harness.mutate(writer, "feed", [.deleteItems(["i50"])])
-        let frames = harness.drain(reader)
+        let frames = drain(harness, reader)
         guard case .windowDiff(0, _, _, _, let moved?, _, _)? = frames.first else {
             Issue.record("expected a WINDOW_DIFF with the new window, got \(frames)")
             return
@@ -133,7 +140,7 @@ import SnapSyncWire
         #expect(rows(replica) == ["i48", "i49", "i51", "i52", "i53"])
         // Every row of the window deleted: it becomes the first before + 1 + after rows.
         harness.mutate(writer, "feed", [.deleteItems(["i48", "i49", "i51", "i52", "i53"])])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(replica.window == [SectionWindow(section: "s", range: .first(5))])
         #expect(rows(replica) == ["i0", "i1", "i2", "i3", "i4"])
         replica.check(against: harness.hub.rooms[RoomName("feed")]!)
@@ -147,11 +154,11 @@ import SnapSyncWire
         _ = harness.drain(writer)
         harness.send(.window(requestID: 5, room: "feed", window: [SectionWindow(section: "s", range: .first(5))]), from: reader)
         var replica = Replica()
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         // Infinite scroll: five more rows. The answer carries the request id and the window.
         let grown = [SectionWindow(section: "s", range: .first(10))]
         harness.send(.window(requestID: 6, room: "feed", window: grown), from: reader)
-        let answer = harness.drain(reader)
+        let answer = drain(harness, reader)
         guard case .windowDiff(6, _, _, _, grown?, [], let ops)? = answer.first, answer.count == 1 else {
             Issue.record("expected WINDOW_DIFF 6, got \(answer)")
             return
@@ -162,28 +169,28 @@ import SnapSyncWire
         #expect(rows(replica).count == 10)
         // The last rows instead.
         harness.send(.window(requestID: 7, room: "feed", window: [SectionWindow(section: "s", range: .last(3))]), from: reader)
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica) == ["i47", "i48", "i49"])
         // A JOIN makes it a full member: SNAPSHOT, then DIFFs.
         harness.send(.join(requestID: 8, room: "feed", resume: nil), from: reader)
-        guard case .snapshot(8, _, _, _, _, _, let full, _)? = harness.drain(reader).first else {
+        guard case .snapshot(8, _, _, _, _, _, let full, _)? = drain(harness, reader).first else {
             Issue.record("expected SNAPSHOT")
             return
         }
         #expect(full.numberOfItems == 50)
         harness.mutate(writer, "feed", addItem("z"))
-        #expect(harness.drain(reader).first?.diffVersion != nil)
+        #expect(drain(harness, reader).first?.diffVersion != nil)
         // And WINDOW makes it windowed again, answered with WINDOW_STATE.
         harness.send(.window(requestID: 9, room: "feed", window: []), from: reader)
-        guard case .windowState(9, _, _, _, _, [], [51, 0], let empty)? = harness.drain(reader).first else {
+        guard case .windowState(9, _, _, _, _, [], [51, 0], let empty)? = drain(harness, reader).first else {
             Issue.record("expected WINDOW_STATE with sections only")
             return
         }
         #expect(empty.numberOfSections == 2 && empty.numberOfItems == 0)
         harness.send(.leave(requestID: 10, room: "feed"), from: reader)
-        #expect(harness.drain(reader).map(\.ackVersion).count == 1)
+        #expect(drain(harness, reader).map(\.ackVersion).count == 1)
         harness.mutate(writer, "feed", addItem("y"))
-        #expect(harness.drain(reader).isEmpty)
+        #expect(drain(harness, reader).isEmpty)
         #expect(harness.hub.rooms[RoomName("feed")]!.windows.isEmpty)
         harness.checkInvariants("feed")
     }
@@ -205,16 +212,16 @@ import SnapSyncWire
         ]
         for (window, code) in cases {
             harness.send(.window(requestID: 3, room: "feed", window: window), from: reader)
-            let answer = harness.drain(reader)
+            let answer = drain(harness, reader)
             #expect(answer.first?.errorCode == code, "\(window)")
             #expect(reader.memberships["feed"] == nil)
         }
         // A window on a section that does not exist yet fills when it appears.
         harness.send(.window(requestID: 4, room: "feed", window: [SectionWindow(section: "later", range: .first(2))]), from: reader)
         var replica = Replica()
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         harness.mutate(writer, "feed", [.appendSections([hubElement("later")]), .appendItems(items(10..<13), toSection: "later")])
-        replica.apply(harness.drain(reader))
+        replica.apply(drain(harness, reader))
         #expect(rows(replica, "later") == ["i10", "i11"])
         // Version 3 has no WINDOW: the decoder calls it an unknown type.
         let old = harness.connect(versions: [3])
@@ -226,10 +233,10 @@ import SnapSyncWire
     /// The law: whatever the writes (flat and outline ops, sections included), every windowed
     /// replica applying what it is sent holds exactly the window the rule defines, with the
     /// room's counts; and the daemon's own record of each member (the invariant) agrees.
-    @Test(arguments: [1 as UInt64, 2, 3, 4])
-    func seededWritesKeepEveryWindowExact(seed: UInt64) {
+    @Test(arguments: [(1 as UInt64, Duration.zero), (2, .zero), (3, .milliseconds(100)), (4, .milliseconds(100))])
+    func seededWritesKeepEveryWindowExact(seed: UInt64, countsInterval: Duration) {
         var random = SplitMix64(seed: seed)
-        let harness = HubHarness()
+        let harness = HubHarness { $0.windowCountsInterval = countsInterval }
         let writer = harness.connect()
         harness.mutate(
             writer, "r",
@@ -246,7 +253,7 @@ import SnapSyncWire
             let reader = harness.connect()
             harness.send(.window(requestID: UInt64(index + 1), room: "r", window: window), from: reader)
             var replica = Replica()
-            replica.apply(harness.drain(reader))
+            replica.apply(drain(harness, reader))
             readers.append((reader, replica))
         }
         let room = harness.hub.rooms[RoomName("r")]!
@@ -259,7 +266,7 @@ import SnapSyncWire
             _ = harness.drain(writer)
             if room.version > before { applied += 1 }
             for index in readers.indices {
-                readers[index].1.apply(harness.drain(readers[index].0))
+                readers[index].1.apply(drain(harness, readers[index].0))
                 readers[index].1.check(against: room)
             }
             harness.checkInvariants("r")

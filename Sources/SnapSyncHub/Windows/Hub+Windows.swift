@@ -106,7 +106,7 @@ extension Hub {
         let snapshot = room.snapshot.windowSnapshot(window)
         let ops = member.snapshot.difference(to: snapshot, limits: room.limits.model)
         member.window = window
-        sendWindowChange(member, snapshot: snapshot, requestID: requestID, window: window, counts: [], ops: ops, in: room)
+        sendWindowChange(member, snapshot: snapshot, requestID: requestID, window: window, ops: ops, in: room)
     }
 
     private func currentCounts(of room: Room) -> [SnapshotIdentifier: UInt64] {
@@ -114,12 +114,15 @@ extension Hub {
     }
 
     /// The WINDOW_DIFF of a change, or, when that frame would not fit `max_frame_bytes`,
-    /// WINDOW_STATE (the replica replaces its window, §11.30). The member holds `snapshot` after.
+    /// WINDOW_STATE (the replica replaces its window, §11.30). The member holds `snapshot` after,
+    /// and every count it was owed.
     private func sendWindowChange(
-        _ member: MemberWindow, snapshot: RoomSnapshot, requestID: UInt64, window: [SectionWindow]?, counts: [SectionCount],
-        ops: [SnapshotOperation], in room: Room
+        _ member: MemberWindow, snapshot: RoomSnapshot, requestID: UInt64, window: [SectionWindow]?, ops: [SnapshotOperation], in room: Room
     ) {
         member.snapshot = snapshot
+        // A frame that changes the window brings the counts up to date too.
+        let counts = counts(of: member.staleCounts, in: room)
+        member.staleCounts = []
         let diff = Message.windowDiff(
             requestID: requestID, room: room.name, epoch: room.epoch, version: room.version, window: window, counts: counts, ops: ops)
         if FrameEncoder().encode(diff).count - 4 <= configuration.wire.maxFrameBytes {
@@ -144,20 +147,13 @@ extension Hub {
             preconditionFailure("a DIFF the room applied does not decode: \(error)")
         }
         let change = WindowChange(ops, in: room.snapshot)
-        var counts: [SectionCount] = []
         let current = currentCounts(of: room)
-        for (section, items) in current where room.windowCounts[section] != items {
-            counts.append(SectionCount(section: section, items: items))
-        }
-        // In section order, so that a frame is the same whichever order the dictionary keeps.
-        if counts.count > 1 {
-            let order = Dictionary(uniqueKeysWithValues: room.snapshot.sectionIdentifiers.enumerated().map { ($1, $0) })
-            counts.sort { order[$0.section]! < order[$1.section]! }
-        }
+        let changedCounts = Set(current.compactMap { room.windowCounts[$0.key] != $0.value ? $0.key : nil })
         room.windowCounts = current
         var countsOnly: OutputChunk?
         // Copied first: a member cut off as a slow consumer leaves the room.
         for member in Array(room.windows.values) where member.session.state != .closing {
+            member.staleCounts.formUnion(changedCounts)
             if change.sectionsChanged || member.mayChange(touched: change.touched, filledSections: change.filledSections) {
                 let window = member.window.map {
                     room.snapshot.reanchored($0, previousRows: member.snapshot.rootItems(inSection: $0.section) ?? [])
@@ -167,18 +163,63 @@ extension Hub {
                 let moved = window != member.window
                 if !ops.isEmpty || moved {
                     member.window = window
-                    sendWindowChange(member, snapshot: snapshot, requestID: 0, window: moved ? window : nil, counts: counts, ops: ops, in: room)
+                    sendWindowChange(member, snapshot: snapshot, requestID: 0, window: moved ? window : nil, ops: ops, in: room)
                     continue
                 }
             }
-            guard !counts.isEmpty else { continue }
-            let frame =
-                countsOnly
-                ?? .frozen(
-                    FrameEncoder().encode(
-                        .windowDiff(requestID: 0, room: room.name, epoch: room.epoch, version: room.version, window: nil, counts: counts, ops: [])))
+            guard !member.staleCounts.isEmpty else { continue }
+            if configuration.windowCountsInterval > .zero {
+                queueWindowCounts(room)
+                continue
+            }
+            // Every member's stale sections are this version's when nothing is coalesced.
+            let frame = countsOnly ?? .frozen(FrameEncoder().encode(countsFrame(member.staleCounts, of: room)))
             countsOnly = frame
+            member.staleCounts = []
             send(shared: frame, to: member.session, type: .windowDiff)
+        }
+    }
+
+    /// A count-only WINDOW_DIFF of `sections` at the room's version, in section order.
+    private func countsFrame(_ sections: Set<SnapshotIdentifier>, of room: Room) -> Message {
+        .windowDiff(requestID: 0, room: room.name, epoch: room.epoch, version: room.version, window: nil, counts: counts(of: sections, in: room), ops: [])
+    }
+
+    /// The room's current counts of `sections` that still exist, in section order.
+    private func counts(of sections: Set<SnapshotIdentifier>, in room: Room) -> [SectionCount] {
+        guard !sections.isEmpty else { return [] }
+        var counts = sections.compactMap { section in room.windowCounts[section].map { SectionCount(section: section, items: $0) } }
+        if counts.count > 1 {
+            let order = Dictionary(uniqueKeysWithValues: room.snapshot.sectionIdentifiers.enumerated().map { ($1, $0) })
+            counts.sort { order[$0.section]! < order[$1.section]! }
+        }
+        return counts
+    }
+
+    private func queueWindowCounts(_ room: Room) {
+        guard !room.isWindowCountsQueued else { return }
+        room.isWindowCountsQueued = true
+        windowCountsQueue.append(room)
+        if windowCountsQueue.count == 1 { windowCountsTimerNeeded(configuration.windowCountsInterval) }
+    }
+
+    /// The counts timer: each queued room's members get the counts they are owed, one frame per
+    /// distinct set of sections (usually one per room), shared.
+    /// - Complexity: O(windowed members of the queued rooms).
+    package func flushWindowCounts() {
+        let queue = windowCountsQueue
+        windowCountsQueue = []
+        for room in queue {
+            room.isWindowCountsQueued = false
+            // A room ended since (its members left with it) owes nothing.
+            guard rooms[RoomName(room.name)] === room else { continue }
+            var frames: [Set<SnapshotIdentifier>: OutputChunk] = [:]
+            for member in Array(room.windows.values) where !member.staleCounts.isEmpty && member.session.state != .closing {
+                let frame = frames[member.staleCounts] ?? .frozen(FrameEncoder().encode(countsFrame(member.staleCounts, of: room)))
+                frames[member.staleCounts] = frame
+                member.staleCounts = []
+                send(shared: frame, to: member.session, type: .windowDiff)
+            }
         }
     }
 }

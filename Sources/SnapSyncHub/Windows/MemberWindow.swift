@@ -8,6 +8,9 @@ final class MemberWindow {
     var window: [SectionWindow]
     /// `room.snapshot.windowSnapshot(window)` as of the last frame sent to this member.
     var snapshot: RoomSnapshot
+    /// Sections whose count changed since the last frame this member got: sent with its next
+    /// frame, or by the counts timer (`Hub.flushWindowCounts`).
+    var staleCounts = Set<SnapshotIdentifier>()
 
     init(session: Session, window: [SectionWindow], snapshot: RoomSnapshot) {
         self.session = session
