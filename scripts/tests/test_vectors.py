@@ -503,6 +503,21 @@ class WindowModelVectorTests(unittest.TestCase):
                 self.assertEqual([wire.section_window_to_json(w) for w in rep.window], m["after"]["window"])
                 self.assertEqual(rep.version, diff["version"])
 
+    def test_the_json_form_in_protocol_md_is_the_examples(self):
+        # PROTOCOL.md section 14 prints the WINDOW, WINDOW_STATE and WINDOW_DIFF examples in JSON
+        # form by hand; they must be the vectors' (generated) ones.
+        with open(os.path.join(VECTORS, os.pardir, "PROTOCOL.md"), encoding="utf-8") as f:
+            spec = f.read()
+        block = spec.split("The WINDOW, WINDOW_STATE and WINDOW_DIFF of", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+        decoder, k, shown = json.JSONDecoder(), 0, []
+        while block[k:].strip():
+            while block[k].isspace():
+                k += 1
+            obj, k = decoder.raw_decode(block, k)
+            shown.append(obj)
+        examples = {t["comment"]: t["message"] for t in self.doc["tests"] if "Example" in t["flags"]}
+        self.assertEqual(shown, [examples["PROTOCOL.md example " + n] for n in ("WINDOW", "WINDOW_STATE", "WINDOW_DIFF")])
+
     def test_window_frames_are_unknown_types_in_version_3(self):
         for t in self.doc["tests"]:
             if t["result"] != "valid" or t["message"]["type"] not in {"WINDOW", "WINDOW_STATE", "WINDOW_DIFF"}:
