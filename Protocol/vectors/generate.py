@@ -3070,7 +3070,13 @@ def outputs():
 
 
 def render(doc):
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    if "models" not in doc:
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    # windows.json: its model vectors hold whole rooms, so each of their fields is one line.
+    head = json.dumps({k: v for k, v in doc.items() if k != "models"}, indent=1, ensure_ascii=False)
+    models = ",\n".join("  {\n" + ",\n".join("   %s: %s" % (json.dumps(k), json.dumps(v, ensure_ascii=False))
+                                              for k, v in m.items()) + "\n  }" for m in doc["models"])
+    return head[:-2] + ',\n "models": [\n' + models + "\n ]\n}\n"
 
 
 def main():
