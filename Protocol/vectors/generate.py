@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -2395,6 +2396,88 @@ def snapshot_ops(old, new):
     return ops
 
 
+def random_batch(rng, room, n, prefix, target=None):
+    """n ops that apply to `room` one after another (each valid by construction), and their names;
+    with a `target` item, one more op at the end that deletes it, moves it to another section or
+    makes it a child (when it still exists)."""
+    m = Model(room)
+    ops, fresh = [], iter("%s%d" % (prefix, k) for k in range(1000))
+
+    def items():
+        return [i["id"] for _, xs in m.sections for i in xs]
+
+    def subtree(id_):
+        k, j = m.iloc(id_)
+        return {i["id"] for i in m.sections[k][1][j:m.end(k, j)]}
+
+    def depth(id_):
+        k, j = m.iloc(id_)
+        return m.sections[k][1][j]["level"]
+
+    kinds = ["append_sections", "insert_sections", "delete_sections", "move_section", "update_sections",
+             "append_items", "insert_items", "delete_items", "delete_all_items", "move_item", "move_item_to_section",
+             "update_items", "append_children", "move_item_to_parent"]
+    weights = [2, 2, 1, 2, 2, 4, 6, 6, 1, 8, 4, 4, 4, 6]
+    while len(ops) < n:
+        kind = rng.choices(kinds, weights)[0]
+        sections = [s[0]["id"] for s in m.sections]
+        its = items()
+        op = None
+        if kind == "append_sections":
+            op = append_sections(el(next(fresh)))
+        elif kind == "insert_sections" and sections:
+            op = insert_sections(pl(rng.choice(["before", "after"]), rng.choice(sections)), el(next(fresh)))
+        elif kind == "delete_sections" and len(sections) > 1 and rng.random() < 0.3:
+            op = delete_sections(rng.choice(sections))
+        elif kind == "move_section" and len(sections) > 1:
+            a, b = rng.sample(sections, 2)
+            op = move_section(a, pl(rng.choice(["before", "after"]), b))
+        elif kind == "update_sections" and sections:
+            op = update_sections(el(rng.choice(sections), next(fresh)))
+        elif kind == "append_items" and sections:
+            op = append_items(rng.choice(sections + [None]), el(next(fresh)))
+        elif kind == "insert_items" and its:
+            op = insert_items(pl(rng.choice(["before", "after"]), rng.choice(its)), el(next(fresh)))
+        elif kind == "delete_items" and its:
+            op = delete_items(rng.choice(its))
+        elif kind == "delete_all_items" and rng.random() < 0.1:
+            op = delete_all_items()
+        elif kind == "move_item" and len(its) > 1:
+            a = rng.choice(its)
+            anchors = [b for b in its if b not in subtree(a)]
+            if anchors:
+                op = move_item(a, pl(rng.choice(["before", "after"]), rng.choice(anchors)))
+        elif kind == "move_item_to_section" and its and sections:
+            op = move_item_to_section(rng.choice(its), rng.choice(sections))
+        elif kind == "update_items" and its:
+            op = update_items(rng.choice(["reload", "reconfigure"]), el(rng.choice(its), next(fresh)))
+        elif kind == "append_children" and its:
+            parent = rng.choice(its)
+            if depth(parent) < 3:
+                op = append_children(parent, el(next(fresh)))
+        elif kind == "move_item_to_parent" and len(its) > 1:
+            a = rng.choice(its)
+            parents = [b for b in its if b not in subtree(a) and depth(b) < 3]
+            if parents:
+                op = move_item_to_parent(a, rng.choice(parents))
+        if op is not None:
+            m.apply(op)
+            ops.append(op)
+    if target is not None and B(target) in items():
+        target = B(target)
+        others = [b for b in items() if b not in subtree(target) and depth(b) < 3]
+        choice = rng.randrange(3)
+        k, _ = m.iloc(target)
+        elsewhere = [x[0]["id"] for j, x in enumerate(m.sections) if j != k]
+        if choice == 1 and elsewhere:
+            ops.append(move_item_to_section(target, rng.choice(elsewhere)))
+        elif choice == 2 and others:
+            ops.append(move_item_to_parent(target, rng.choice(others)))
+        else:
+            ops.append(delete_items(target))
+    return ops, [o["op"] for o in ops]
+
+
 def window_step(room, window, ops):
     """One room version seen by a windowed member: the room and its effective window before, the
     batch; returns everything a model vector states."""
@@ -2599,6 +2682,23 @@ def window_model_vectors():
          [move_item_to_parent("a", "e")])
     case("outline, around b: the anchor and the row after it (c) made children: a", tree, [around("s", "b", 1, 1)],
          [move_item_to_parent("c", "a"), move_item_to_parent("b", "a")])
+    # Seeded random batches of several ops on an outline, with windows of every kind: the
+    # interplay a server translating op by op must get right (deterministic: a fixed seed).
+    rng = random.Random(20261128)
+    for k in range(24):
+        room = [(el("s"), [at(0, el("r0")), at(1, el("r0a")), at(0, el("r1")), at(0, el("r2")), at(1, el("r2a")),
+                           at(2, el("r2b")), at(0, el("r3")), at(0, el("r4")), at(0, el("r5")), at(1, el("r5a")),
+                           at(0, el("r6")), at(0, el("r7"))]),
+                (el("t", "T"), [at(0, el("t0")), at(0, el("t1"))]), (el("u"), [])]
+        roots = [i["id"].decode() for i in room[0][1] if level_of(i) == 0]
+        kind = ("first", "last", "around")[k % 3]
+        if kind == "around":
+            w = around("s", rng.choice(roots), rng.randint(0, 2), rng.randint(0, 2))
+        else:
+            w = {"first": first, "last": last}[kind]("s", rng.randint(1, 5))
+        window = [w] + ([first("t", 1)] if k % 4 == 0 else [])
+        ops, names = random_batch(rng, room, 1 + k % 3, "n%d_" % k, w.get("around"))
+        case("seeded %d, %s: %s" % (k, kind, ", ".join(names)), room, window, ops)
     return tests
 
 
