@@ -195,6 +195,36 @@ import SnapSyncWire
         harness.checkInvariants("feed")
     }
 
+    @Test func sectionOpsAlonePassThrough() {
+        let harness = HubHarness()
+        let writer = harness.connect(), reader = harness.connect()
+        harness.mutate(writer, "feed", [.appendSections([hubElement("s"), hubElement("t")]), .appendItems(items(0..<20), toSection: "s")])
+        _ = harness.drain(writer)
+        harness.send(.window(requestID: 5, room: "feed", window: [SectionWindow(section: "s", range: .first(5))]), from: reader)
+        var replica = Replica()
+        replica.apply(drain(harness, reader))
+        let batch: [SnapshotOperation] = [
+            .insertSections([hubElement("top")], .before("s")), .moveSection("t", .before("s")), .updateSections([hubElement("s", "new")]),
+        ]
+        harness.mutate(writer, "feed", batch)
+        let frames = drain(harness, reader)
+        guard case .windowDiff(0, _, _, _, nil, [SectionCount(section: "top", items: 0)], let ops)? = frames.first else {
+            Issue.record("expected a WINDOW_DIFF, got \(frames)")
+            return
+        }
+        #expect(ops == batch, "the batch as it is")
+        replica.apply(frames)
+        // An around window whose section goes is rebuilt instead (it re-anchors to first N).
+        harness.send(
+            .window(requestID: 6, room: "feed", window: [SectionWindow(section: "s", range: .around(anchor: "i3", before: 1, after: 1))]), from: reader)
+        replica.apply(drain(harness, reader))
+        harness.mutate(writer, "feed", [.deleteSections(["s"])])
+        replica.apply(drain(harness, reader))
+        #expect(replica.window == [SectionWindow(section: "s", range: .first(3))])
+        replica.check(against: harness.hub.rooms[RoomName("feed")]!)
+        harness.checkInvariants("feed")
+    }
+
     @Test func badWindowsAreRefusedAndChangeNothing() {
         let harness = HubHarness { $0.wire.maxWindowRows = 100 }
         let writer = harness.connect(), reader = harness.connect()
@@ -259,7 +289,7 @@ import SnapSyncWire
         let room = harness.hub.rooms[RoomName("r")]!
         var next = 100
         var applied = 0
-        for step in 0..<300 {
+        for step in 0..<400 {
             let ops = randomOps(room.snapshot, &random, &next)
             let before = room.version
             harness.mutate(writer, "r", ops, requestID: UInt64(step + 10))
@@ -295,7 +325,12 @@ import SnapSyncWire
             case 70..<78: return .updateItems([SnapshotElement(anyItem(), payload: SnapshotPayload("u\(next)"))], .reconfigure)
             case 78..<86: return .appendChildren([fresh()], toParent: anyItem())
             case 86..<92: return .moveItemToParent(anyItem(), parent: anyItem())
-            case 92..<95: return .appendSections([hubElement("s\(next)")])
+            case 92..<94: return .appendSections([hubElement("s\(next)")])
+            case 94..<95:
+                // Now and then a whole section goes, windows' sections included.
+                return Bool.random(using: &random)
+                    ? .deleteSections([sections.randomElement(using: &random) ?? "a"])
+                    : .insertSections([hubElement("s\(next)")], .before(sections.randomElement(using: &random) ?? "a"))
             case 95..<97: return .moveSection(sections.randomElement(using: &random) ?? "a", .after(sections.randomElement(using: &random) ?? "b"))
             case 97..<99: return .updateSections([hubElement(String(decoding: (sections.randomElement(using: &random) ?? "a").bytes, as: UTF8.self), "sp")])
             default: return .appendItems([fresh()], toSection: nil)

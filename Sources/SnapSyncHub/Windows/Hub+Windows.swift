@@ -154,6 +154,7 @@ extension Hub {
         // Copied first: a member cut off as a slow consumer leaves the room.
         for member in Array(room.windows.values) where member.session.state != .closing {
             member.staleCounts.formUnion(changedCounts)
+            if change.isSectionsOnly, passThrough(ops, to: member, in: room) { continue }
             if change.sectionsChanged || member.mayChange(touched: change.touched, filledSections: change.filledSections) {
                 let window = member.window.map {
                     room.snapshot.reanchored($0, previousRows: member.snapshot.rootItems(inSection: $0.section) ?? [])
@@ -178,6 +179,20 @@ extension Hub {
             member.staleCounts = []
             send(shared: frame, to: member.session, type: .windowDiff)
         }
+    }
+
+    /// A batch of section ops alone moves no row in or out of any window: unless an `around`
+    /// window loses its anchor (with its section), the member's window snapshot takes the batch
+    /// as it is, and so does its replica. O(ops) instead of rebuilding the window. False, having
+    /// changed nothing, when the window must be rebuilt.
+    private func passThrough(_ ops: [SnapshotOperation], to member: MemberWindow, in room: Room) -> Bool {
+        for sectionWindow in member.window {
+            if let anchor = sectionWindow.anchor, !room.snapshot.isRoot(anchor, inSection: sectionWindow.section) { return false }
+        }
+        var snapshot = member.snapshot
+        guard (try? snapshot.apply(ops, limits: .unlimited)) != nil else { return false }
+        sendWindowChange(member, snapshot: snapshot, requestID: 0, window: nil, ops: ops, in: room)
+        return true
     }
 
     /// A count-only WINDOW_DIFF of `sections` at the room's version, in section order.
@@ -232,6 +247,8 @@ struct WindowChange {
     var touched = Set<SnapshotIdentifier>()
     var filledSections = Set<SnapshotIdentifier>()
     var sectionsChanged = false
+    /// Every op is a section op (not `delete_all_items`): `Hub.passThrough` applies.
+    var isSectionsOnly = true
 
     init(_ ops: [SnapshotOperation], in snapshot: RoomSnapshot) {
         func placed(_ id: SnapshotIdentifier) {
@@ -241,26 +258,37 @@ struct WindowChange {
         }
         for op in ops {
             switch op {
-            case .appendSections, .insertSections, .deleteSections, .moveSection, .updateSections, .deleteAllItems:
+            case .appendSections, .insertSections, .deleteSections, .moveSection, .updateSections:
                 sectionsChanged = true
+            case .deleteAllItems:
+                sectionsChanged = true
+                isSectionsOnly = false
             case .appendItems(let elements, _):
+                isSectionsOnly = false
                 for element in elements { placed(element.id) }
             case .insertItems(let elements, let placement):
+                isSectionsOnly = false
                 touched.insert(placement.anchor)
                 for element in elements { placed(element.id) }
             case .deleteItems(let ids):
+                isSectionsOnly = false
                 touched.formUnion(ids)
             case .moveItem(let id, let placement):
+                isSectionsOnly = false
                 touched.insert(placement.anchor)
                 placed(id)
             case .moveItemToSection(let id, _):
+                isSectionsOnly = false
                 placed(id)
             case .updateItems(let elements, _):
+                isSectionsOnly = false
                 for element in elements { touched.insert(element.id) }
             case .appendChildren(let elements, let parent):
+                isSectionsOnly = false
                 touched.insert(parent)
                 for element in elements { placed(element.id) }
             case .moveItemToParent(let id, let parent):
+                isSectionsOnly = false
                 touched.insert(parent)
                 placed(id)
             }
