@@ -225,6 +225,33 @@ import SnapSyncWire
         harness.checkInvariants("feed")
     }
 
+    /// Cluster mode: a windowed member on one node follows writes made on another, the room
+    /// changing only by the log's records; its WINDOW waits for the room to load like a JOIN.
+    @Test func aWindowInClusterModeFollowsAnotherNodesWrites() {
+        let cluster = ClusterHarness()
+        let (writerNode, readerNode) = (cluster.nodes[0], cluster.nodes[1])
+        let writer = writerNode.connect(), reader = readerNode.connect()
+        writerNode.join(writer, "feed")
+        cluster.settle()
+        _ = writerNode.drain(writer)
+        writerNode.mutate(writer, "feed", [.appendSections([hubElement("s")]), .appendItems(items(0..<50), toSection: "s")], requestID: 2)
+        cluster.settle()
+        _ = writerNode.drain(writer)
+        readerNode.send(.window(requestID: 5, room: "feed", window: [SectionWindow(section: "s", range: .last(4))]), from: reader)
+        cluster.settle()
+        var replica = Replica()
+        readerNode.hub.flushWindowCounts()
+        replica.apply(readerNode.drain(reader))
+        #expect(rows(replica) == ["i46", "i47", "i48", "i49"])
+        writerNode.mutate(writer, "feed", [.appendItems([hubElement("z")], toSection: "s"), .deleteItems(["i47"])], requestID: 3)
+        cluster.settle()
+        readerNode.hub.flushWindowCounts()
+        replica.apply(readerNode.drain(reader))
+        #expect(rows(replica) == ["i46", "i48", "i49", "z"] && replica.counts["s"] == 50)
+        replica.check(against: readerNode.hub.rooms[RoomName("feed")]!)
+        cluster.checkInvariants("feed")
+    }
+
     @Test func badWindowsAreRefusedAndChangeNothing() {
         let harness = HubHarness { $0.wire.maxWindowRows = 100 }
         let writer = harness.connect(), reader = harness.connect()
