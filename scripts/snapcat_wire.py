@@ -36,7 +36,9 @@ V3_MESSAGES = {0x19, 0x27}
 # Version 4 additions (presence, section 9): PRESENCE_WATCH, PRESENCE_LIST, SET_PRESENCE, PRESENCE
 # and PRESENCE_DIFF; a version 3 (or older) connection treats them as unknown message types.
 PRESENCE_VERSION = 4
-V4_MESSAGES = {0x1A, 0x1B, 0x1C, 0x28, 0x29}
+V4_MESSAGES = {0x1A, 0x1B, 0x1C, 0x28, 0x29, 0x1D, 0x2A, 0x2B}
+# Windowed subscriptions (section 9, "Windows"), also version 4: WINDOW, WINDOW_STATE, WINDOW_DIFF.
+WINDOW_MESSAGES = {0x1D, 0x2A, 0x2B}
 # Field kinds only version 3 has: a DIFF's and SNAPSHOT's chain, and CATCHUP's `folded`
 # (section 11.12: opt<digest>, None for the replayed form). A message of version 1 or 2 has no key
 # for them at all; one of version 3 has CATCHUP's "folded" always (None or the 32-byte digest).
@@ -94,6 +96,7 @@ ERROR_CODES = {
     54: "outline_unsupported",
     55: "busy",
     56: "quota_exceeded",
+    57: "window_too_large",
 }
 ERROR_NAMES = {name: code for code, name in ERROR_CODES.items()}
 
@@ -536,6 +539,7 @@ LIMIT_KEYS = {
     9: "max_outline_depth",
     10: "max_presence_bytes",
     11: "presence_view",
+    12: "max_window_rows",
 }
 LIMIT_CODES = {v: k for k, v in LIMIT_KEYS.items()}
 # PROTOCOL.md section 12: what a missing WELCOME key means.
@@ -551,6 +555,7 @@ DEFAULT_LIMITS = {
     "max_outline_depth": 64,
     "max_presence_bytes": 1024,
     "presence_view": 100,
+    "max_window_rows": 1000,
 }
 
 
@@ -679,6 +684,77 @@ def change_from_json(j):
         out["state"] = bytes_from_json(j["state"])
     return out
 
+# Windows (PROTOCOL.md section 9, "Windows"; sections 11.29-11.31). A section window is
+# {"section": bytes, "first": n}, {"section": bytes, "last": n} or
+# {"section": bytes, "around": anchor bytes, "before": n, "after": n}, in the native form as in
+# the JSON form (byte strings as bytes); a section count {"section": bytes, "items": n}.
+WINDOW_KINDS = {0: "first", 1: "last", 2: "around"}
+WINDOW_KIND_CODES = {v: k for k, v in WINDOW_KINDS.items()}
+
+
+def window_kind(w):
+    """Which of first, last or around a section window is."""
+    for name in ("first", "last", "around"):
+        if name in w:
+            return name
+    raise ValueError("a section window has first, last or around: %r" % (w,))
+
+
+def window_size(w):
+    """The rows a section window asks for: count, or before + 1 + after (section 9)."""
+    if "around" in w:
+        return w["before"] + 1 + w["after"]
+    return w[window_kind(w)]
+
+
+def read_section_window(r, what="section window"):
+    section = r.bytes_(what + " section")
+    kind = r.u8(what + " kind")
+    if kind not in WINDOW_KINDS:
+        raise _malformed("unknown section window kind %d (0 first, 1 last, 2 around)" % kind)
+    name = WINDOW_KINDS[kind]
+    if name == "around":
+        return {"section": section, "around": r.bytes_(what + " anchor"), "before": r.varint(what + " before"),
+                "after": r.varint(what + " after")}
+    return {"section": section, name: r.varint(what + " count")}
+
+
+def enc_section_window(w):
+    name = window_kind(w)
+    out = enc_bytes(w["section"]) + enc_u8(WINDOW_KIND_CODES[name])
+    if name == "around":
+        return out + enc_bytes(w["around"]) + enc_varint(w["before"]) + enc_varint(w["after"])
+    return out + enc_varint(w[name])
+
+
+def section_window_to_json(w):
+    name = window_kind(w)
+    out = {"section": bytes_to_json(w["section"])}
+    if name == "around":
+        out.update(around=bytes_to_json(w["around"]), before=w["before"], after=w["after"])
+    else:
+        out[name] = w[name]
+    return out
+
+
+def section_window_from_json(j):
+    name = window_kind(j)
+    out = {"section": bytes_from_json(j["section"])}
+    if name == "around":
+        out.update(around=bytes_from_json(j["around"]), before=j["before"], after=j["after"])
+    else:
+        out[name] = j[name]
+    return out
+
+
+def read_section_count(r, what="section count"):
+    return {"section": r.bytes_(what + " section"), "items": r.varint(what + " items")}
+
+
+def enc_section_count(c):
+    return enc_bytes(c["section"]) + enc_varint(c["items"])
+
+
 # Field kinds: u8 varint bytes string digest magic versions limits position? write_id ops
 # snapshot stats reason opt_varint opt_bytes
 MESSAGES = {
@@ -725,13 +801,21 @@ MESSAGES = {
     0x28: ("PRESENCE", [("request_id", "varint"), ("room", "string"), ("count", "varint"),
                         ("members", "members"), ("next", "varint")]),
     0x29: ("PRESENCE_DIFF", [("room", "string"), ("count", "varint"), ("changes", "changes")]),
+    0x1D: ("WINDOW", [("request_id", "varint"), ("room", "string"), ("window", "window")]),
+    0x2A: ("WINDOW_STATE", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
+                            ("version", "varint"), ("chain", "digest"), ("window", "window"),
+                            ("counts", "counts"), ("snapshot", "snapshot")]),
+    0x2B: ("WINDOW_DIFF", [("request_id", "varint"), ("room", "string"), ("epoch", "varint"),
+                           ("version", "varint"), ("window", "opt_window"), ("counts", "section_counts"),
+                           ("ops", "ops")]),
 }
 MESSAGE_CODES = {name: (code, fields) for code, (name, fields) in MESSAGES.items()}
 CLIENT_TO_SERVER = {"HELLO", "PING", "PONG", "JOIN", "LEAVE", "MUTATE", "REPLACE", "STATS", "AUTH", "DROP",
                     "SET_TTL", "REPLACE_SECTION", "VERIFY", "PRESENCE_WATCH", "PRESENCE_LIST",
-                    "SET_PRESENCE"}
+                    "SET_PRESENCE", "WINDOW"}
 SERVER_TO_CLIENT = {"WELCOME", "ERROR", "PING", "PONG", "SNAPSHOT", "CATCHUP", "DIFF", "ACK",
-                    "REJECT", "STATS_REPLY", "LEFT", "DIGEST", "PRESENCE", "PRESENCE_DIFF"}
+                    "REJECT", "STATS_REPLY", "LEFT", "DIGEST", "PRESENCE", "PRESENCE_DIFF",
+                    "WINDOW_STATE", "WINDOW_DIFF"}
 
 
 def _read_field(r, kind, name):
@@ -789,6 +873,14 @@ def _read_field(r, kind, name):
         return read_members(r, name)
     if kind == "changes":
         return read_changes(r, name)
+    if kind == "window":
+        return r.list_(lambda w: read_section_window(r), name)
+    if kind == "opt_window":
+        return r.opt(lambda w: r.list_(lambda w2: read_section_window(r), name), name)
+    if kind == "counts":
+        return r.list_(lambda w: r.varint("count"), name)
+    if kind == "section_counts":
+        return r.list_(lambda w: read_section_count(r), name)
     if kind == "reason":
         reason = r.u8(name)
         if reason not in SNAPSHOT_REASONS:
@@ -847,6 +939,14 @@ def _enc_field(kind, v):
         return enc_list(v, enc_member)
     if kind == "changes":
         return enc_list(v, enc_change)
+    if kind == "window":
+        return enc_list(v, enc_section_window)
+    if kind == "opt_window":
+        return enc_opt(v, lambda w: enc_list(w, enc_section_window))
+    if kind == "counts":
+        return enc_list(v, enc_varint)
+    if kind == "section_counts":
+        return enc_list(v, enc_section_count)
     raise AssertionError(kind)
 
 
@@ -877,11 +977,14 @@ def decode_body(body, accept=None, limits=None, version=PROTOCOL_VERSION):
         msg[field] = _read_field(r, kind, field)
     if r.remaining():
         raise _malformed("%d bytes left over after the last field of %s" % (r.remaining(), name))
-    if name in ("SNAPSHOT", "REPLACE"):
+    if name == "WINDOW_STATE" and len(msg["counts"]) != len(msg["snapshot"]):
+        # Section 11.30: one count per section of the snapshot, in order.
+        raise _malformed("WINDOW_STATE has %d counts for %d sections" % (len(msg["counts"]), len(msg["snapshot"])))
+    if name in ("SNAPSHOT", "REPLACE", "WINDOW_STATE"):
         check_snapshot_content(msg["snapshot"], limits)
     elif name == "REPLACE_SECTION":
         check_section_items_content(msg["items"], limits)
-    elif name == "DIFF":
+    elif name in ("DIFF", "WINDOW_DIFF"):
         check_ops_content(msg["ops"], limits)
     return msg
 
@@ -1102,6 +1205,14 @@ def _field_to_json(kind, v):
         return [member_to_json(m) for m in v]
     if kind == "changes":
         return [change_to_json(c) for c in v]
+    if kind == "window":
+        return [section_window_to_json(w) for w in v]
+    if kind == "opt_window":
+        return [section_window_to_json(w) for w in v]
+    if kind == "counts":
+        return list(v)
+    if kind == "section_counts":
+        return [{"section": bytes_to_json(c["section"]), "items": c["items"]} for c in v]
     if kind == "string":
         return string_to_json(v)
     if kind == "limits":
@@ -1131,6 +1242,14 @@ def _field_from_json(kind, v):
         return [member_from_json(m) for m in v]
     if kind == "changes":
         return [change_from_json(c) for c in v]
+    if kind == "window":
+        return [section_window_from_json(w) for w in v]
+    if kind == "opt_window":
+        return [section_window_from_json(w) for w in v]
+    if kind == "counts":
+        return list(v)
+    if kind == "section_counts":
+        return [{"section": bytes_from_json(c["section"]), "items": c["items"]} for c in v]
     if kind == "string":
         return string_from_json(v)
     if kind == "limits":

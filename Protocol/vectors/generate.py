@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -647,6 +648,11 @@ NOTES = {
     "PresenceRule": "Breaks a rule of the presence layouts (sections 11.24-11.28): a watch other than 0 or 1, "
                     "a member_id 0, PRESENCE members not strictly ascending, a member_id named twice in one "
                     "PRESENCE_DIFF, an unknown change kind. Always malformed_frame.",
+    "WindowRule": "Breaks a rule of the window layouts (sections 11.29-11.31): an unknown section window kind, "
+                  "or WINDOW_STATE counts that are not one per section of its snapshot. Always malformed_frame.",
+    "WindowLimit": "Valid at the wire level although a server refuses it: a decoder does not check max_window_rows "
+                   "nor a section named twice; a server answers such a WINDOW with REJECT window_too_large or "
+                   "duplicate_section (section 11.29).",
     "PresenceLimit": "Valid at the wire level although it is over a presence limit (section 12): a decoder does not "
                      "check max_presence_bytes or presence_view; a server answers a SET_PRESENCE state over "
                      "max_presence_bytes with REJECT payload_too_large (section 11.26).",
@@ -700,6 +706,9 @@ LIMIT_KEYS["max_presence_bytes"] = 10
 LIMIT_KEYS["presence_view"] = 11
 PRESENCE_BYTES_DEFAULT = 1024
 PRESENCE_VIEW_DEFAULT = 100
+# Windows, also version 4, add key 12 (section 12).
+LIMIT_KEYS["max_window_rows"] = 12
+MAX_WINDOW_ROWS_DEFAULT = 1000
 
 EPOCH = 0x1F2E3D4C5B6A7988  # a 64-bit epoch, as servers draw them at random
 
@@ -919,7 +928,7 @@ def message_vectors():
     # --- the worked examples of PROTOCOL.md ----------------------------------------------------
     for name, (built, _) in doc_examples().items():
         if (name not in LIFECYCLE_EXAMPLES and name not in OUTLINE_EXAMPLES and name not in CHAIN_EXAMPLES
-                and name not in PRESENCE_EXAMPLES
+                and name not in PRESENCE_EXAMPLES and name not in WINDOW_EXAMPLES
                 and name != "snapshot-outline"):
             s.valid("PROTOCOL.md example " + name, ["Example"], built)
 
@@ -1599,6 +1608,11 @@ LAYOUTS = {
     "PRESENCE": (0x28, [("request_id", "varint"), ("room", "string"), ("count", "varint"), ("members", "members"),
                         ("next", "varint")]),
     "PRESENCE_DIFF": (0x29, [("room", "string"), ("count", "varint"), ("changes", "changes")]),
+    "WINDOW": (0x1D, [("request_id", "varint"), ("room", "string"), ("window", "window")]),
+    "WINDOW_STATE": (0x2A, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
+                            ("chain", "chain"), ("window", "window"), ("counts", "counts"), ("snapshot", "snapshot")]),
+    "WINDOW_DIFF": (0x2B, [("request_id", "varint"), ("room", "string"), ("epoch", "varint"), ("version", "varint"),
+                           ("window", "opt_window"), ("counts", "section_counts"), ("ops", "ops")]),
 }
 LIMIT_NAMES = {v: k for k, v in LIMIT_KEYS.items()}
 ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_type", 4: "handshake_required",
@@ -1612,7 +1626,7 @@ ERROR_NAMES = {1: "malformed_frame", 2: "frame_too_large", 3: "unknown_message_t
                45: "storage_failure", 46: "write_id_conflict", 47: "server_full", 48: "forbidden",
                49: "room_deleted", 50: "room_expired", 51: "parent_not_found", 52: "move_into_own_subtree",
                53: "outline_too_deep", 54: "outline_unsupported", 55: "busy",
-               56: "quota_exceeded"}
+               56: "quota_exceeded", 57: "window_too_large"}
 
 
 def unjb(v):
@@ -1787,8 +1801,38 @@ class Annotator:
             self.varint("changes", len(v), note=" (count)")
             for k, c in enumerate(v):
                 self.change(k, c, 1)
+        elif kind == "window":
+            self.section_windows(v, 0)
+        elif kind == "opt_window":
+            if v is None:
+                self.add(b"\x00", "window: absent (unchanged)")
+            else:
+                self.add(b"\x01", "window: present")
+                self.section_windows(v, 1)
+        elif kind == "counts":
+            self.varint("counts", len(v), note=" (count)")
+            for k, n in enumerate(v):
+                self.varint("section %d" % k, n, 1)
+        elif kind == "section_counts":
+            self.varint("counts", len(v), note=" (count)")
+            for c in v:
+                self.bytes_("section", unjb(c["section"]), 1)
+                self.varint("items", c["items"], 1)
         else:
             raise AssertionError(kind)
+
+    def section_windows(self, ws, depth):
+        self.varint("window", len(ws), depth, " (count)")
+        for k, w in enumerate(ws):
+            self.bytes_("section window %d section" % k, unjb(w["section"]), depth + 1)
+            kind = window_kind(w)
+            self.add(u8(WINDOW_KINDS[kind]), "kind: %s" % kind, depth + 2)
+            if kind == "around":
+                self.bytes_("anchor", unjb(w["around"]), depth + 2)
+                self.varint("before", w["before"], depth + 2)
+                self.varint("after", w["after"], depth + 2)
+            else:
+                self.varint("count", w[kind], depth + 2)
 
     def member(self, label, m, depth):
         self.varint(label + " member_id", m["member_id"], depth)
@@ -2098,6 +2142,716 @@ def presence_file():
     ], version=4)
 
 
+# ---------------------------------------------------------------------------------------------
+# Windows (section 9, "Windows"; sections 11.29-11.31; version 4). A section window is a dict in
+# JSON form with bytes values: {"section", "first": n}, {"section", "last": n} or
+# {"section", "around": anchor, "before": n, "after": n}.
+
+WINDOW_KINDS = {"first": 0, "last": 1, "around": 2}
+
+
+def first(section, count): return {"section": B(section), "first": count}
+def last(section, count): return {"section": B(section), "last": count}
+def around(section, anchor, before, after): return {"section": B(section), "around": B(anchor), "before": before, "after": after}
+
+
+def window_kind(w):
+    return next(k for k in WINDOW_KINDS if k in w)
+
+
+def enc_section_window(w):
+    kind = window_kind(w)
+    out = bstr(w["section"]) + u8(WINDOW_KINDS[kind])
+    if kind == "around":
+        return out + bstr(w["around"]) + varint(w["before"]) + varint(w["after"])
+    return out + varint(w[kind])
+
+
+def section_window_json(w):
+    kind = window_kind(w)
+    out = {"section": jb(w["section"])}
+    if kind == "around":
+        out.update(around=jb(w["around"]), before=w["before"], after=w["after"])
+    else:
+        out[kind] = w[kind]
+    return out
+
+
+def window_json(window):
+    return None if window is None else [section_window_json(w) for w in window]
+
+
+def window_request(request_id, room, window):
+    return (u8(0x1D) + varint(request_id) + text(room) + lst(window, enc_section_window),
+            {"type": "WINDOW", "request_id": request_id, "room": room, "window": window_json(window)})
+
+
+def window_state(request_id, room, epoch, version, chain, window, counts, snap):
+    body = (u8(0x2A) + varint(request_id) + text(room) + varint(epoch) + varint(version) + chain
+            + lst(window, enc_section_window) + lst(counts, varint) + enc_snapshot(snap))
+    return body, {"type": "WINDOW_STATE", "request_id": request_id, "room": room, "epoch": epoch,
+                  "version": version, "chain": jb(chain), "window": window_json(window), "counts": list(counts),
+                  "snapshot": snapshot_json(snap)}
+
+
+def window_diff(request_id, room, epoch, version, window, counts, ops):
+    """`counts` is a list of (section id, items)."""
+    body = (u8(0x2B) + varint(request_id) + text(room) + varint(epoch) + varint(version)
+            + opt(window, lambda w: lst(w, enc_section_window))
+            + lst(counts, lambda c: bstr(B(c[0])) + varint(c[1])) + lst(ops, enc_op))
+    return body, {"type": "WINDOW_DIFF", "request_id": request_id, "room": room, "epoch": epoch,
+                  "version": version, "window": window_json(window),
+                  "counts": [{"section": jb(B(c[0])), "items": c[1]} for c in counts],
+                  "ops": [op_json(o) for o in ops]}
+
+
+# The reference model of windows: rows, window rows, the window snapshot, counts, re-anchoring and
+# a WINDOW_DIFF a server could send. A snapshot is a list of (section element, items with levels).
+
+
+def norm(snap):
+    """A snapshot with every item's level explicit, for comparing."""
+    return [(dict(s), [dict(i, level=level_of(i)) for i in items]) for s, items in snap]
+
+
+def section_items(snap, section):
+    return next((items for s, items in snap if s["id"] == section), None)
+
+
+def rows_of(items):
+    """A section's rows (section 9): its roots, each with its subtree, in order: [(id, [items])]."""
+    rows = []
+    for i in items:
+        if level_of(i) == 0:
+            rows.append((i["id"], [i]))
+        else:
+            rows[-1][1].append(i)
+    return rows
+
+
+def window_row_range(rows, w):
+    """[lo, hi) of the rows a section window shows (section 9); the anchor of `around` must be a row."""
+    n = len(rows)
+    kind = window_kind(w)
+    if kind == "first":
+        return 0, min(w["first"], n)
+    if kind == "last":
+        return max(0, n - w["last"]), n
+    k = [r for r, _ in rows].index(w["around"])
+    return max(0, k - w["before"]), min(n, k + 1 + w["after"])
+
+
+def window_rows(snap, w):
+    items = section_items(snap, w["section"])
+    rows = rows_of(items or [])
+    lo, hi = window_row_range(rows, w)
+    return rows[lo:hi]
+
+
+def window_snapshot(snap, window):
+    """Every section, in order, with its payload; a section named in the window holds the subtrees
+    of its window rows, any other none."""
+    named = {w["section"]: w for w in window}
+    out = []
+    for s, items in snap:
+        w = named.get(s["id"])
+        out.append((dict(s), [] if w is None else [i for _, run in window_rows(snap, w) for i in run]))
+    return norm(out)
+
+
+def counts_of(snap):
+    return [len(items) for _, items in snap]
+
+
+def is_root_of(snap, section, item_id):
+    items = section_items(snap, section)
+    return items is not None and any(i["id"] == item_id and level_of(i) == 0 for i in items)
+
+
+def reanchor(before_snap, window, after_snap):
+    """The effective window after a version (section 9, "Re-anchoring"), and for each section window
+    the branch taken: None (kept), "next", "previous" or "first"."""
+    out, branches = [], []
+    for w in window:
+        if "around" not in w or is_root_of(after_snap, w["section"], w["around"]):
+            out.append(w)
+            branches.append(None)
+            continue
+        ids = [r for r, _ in window_rows(before_snap, w)]
+        k = ids.index(w["around"])
+        later = [r for r in ids[k + 1:] if is_root_of(after_snap, w["section"], r)]
+        earlier = [r for r in ids[:k] if is_root_of(after_snap, w["section"], r)]
+        if later:
+            out.append(dict(w, around=later[0]))
+            branches.append("next")
+        elif earlier:
+            out.append(dict(w, around=earlier[-1]))
+            branches.append("previous")
+        else:
+            out.append(first(w["section"], w["before"] + 1 + w["after"]))
+            branches.append("first")
+    return out, branches
+
+
+def section_count_changes(before_room, after_room):
+    """WINDOW_DIFF `counts`: the sections of the room after whose count (all its items) differs from
+    the count before, and every section new to it, in the room's order."""
+    old = {s["id"]: len(items) for s, items in before_room}
+    return [(s["id"], len(items)) for s, items in after_room if old.get(s["id"]) != len(items)]
+
+
+def parent_and_previous(items, j):
+    """The parent (None for a root) and previous sibling (None for a first child) of items[j]."""
+    level, parent, prev = level_of(items[j]), None, None
+    for x in reversed(items[:j]):
+        if level_of(x) < level:
+            parent = x["id"]
+            break
+        if level_of(x) == level and prev is None:
+            prev = x["id"]
+    return parent, prev
+
+
+def snapshot_ops(old, new):
+    """Ops that turn the window snapshot `old` into `new`, ordered as a REPLACE's (section 5):
+    deletes (sections, then the topmost items that leave; an item kept under a deleted one is
+    inserted again later), payload updates that do not grow, those that do, then section inserts
+    and moves, then item inserts and moves in the new depth-first order."""
+    m = Model(old)
+    ops = []
+
+    def do(op):
+        ops.append(op)
+        m.apply(op)
+
+    new_sections = {s["id"]: s for s, _ in new}
+    new_items = {i["id"]: i for _, items in new for i in items}
+    gone = [s["id"] for s, _ in old if s["id"] not in new_sections]
+    if gone:
+        do(delete_sections(*gone))
+    dropped = []
+    for _, items in m.sections:
+        under = None
+        for i in items:
+            if under is not None and i["level"] > under:
+                continue
+            under = None
+            if i["id"] not in new_items:
+                dropped.append(i["id"])
+                under = i["level"]
+    if dropped:
+        do(delete_items(*dropped))
+    updates = {"shrink": ([], []), "grow": ([], [])}
+    for s, items in m.sections:
+        if s["payload"] != new_sections[s["id"]]["payload"]:
+            p = new_sections[s["id"]]["payload"]
+            updates["grow" if len(p) > len(s["payload"]) else "shrink"][0].append(el(s["id"], p))
+        for i in items:
+            p = new_items[i["id"]]["payload"]
+            if p != i["payload"]:
+                updates["grow" if len(p) > len(i["payload"]) else "shrink"][1].append(el(i["id"], p))
+    for phase in ("shrink", "grow"):
+        secs, its = updates[phase]
+        if secs:
+            do(update_sections(*secs))
+        if its:
+            do(update_items("reload", *its))
+    for k, (s, _) in enumerate(new):
+        current = [x[0]["id"] for x in m.sections]
+        if k < len(current) and current[k] == s["id"]:
+            continue
+        place = pl("before", current[0]) if k == 0 else pl("after", new[k - 1][0]["id"])
+        if s["id"] in current:
+            do(move_section(s["id"], place))
+        elif k == 0 and not current:
+            do(append_sections(el(s["id"], s["payload"])))
+        else:
+            do(insert_sections(place, el(s["id"], s["payload"])))
+    for s, items in new:
+        for j, i in enumerate(items):
+            parent, prev = parent_and_previous(items, j)
+            present = any(x["id"] == i["id"] for _, xs in m.sections for x in xs)
+            if present:
+                k, at_ = m.iloc(i["id"])
+                if (m.sections[k][0]["id"] == s["id"]
+                        and parent_and_previous(m.sections[k][1], at_) == (parent, prev)):
+                    continue
+            e = el(i["id"], i["payload"])
+            if prev is not None:
+                place = pl("after", prev)
+            elif parent is not None:
+                k, at_ = m.iloc(parent)
+                xs = m.sections[k][1]
+                place = pl("before", xs[at_ + 1]["id"]) if at_ + 1 < len(xs) and xs[at_ + 1]["level"] > xs[at_]["level"] else None
+            else:
+                xs = m.sections[m.sidx(s["id"])][1]
+                place = pl("before", xs[0]["id"]) if xs else None
+            if place is not None:
+                do(move_item(i["id"], place) if present else insert_items(place, e))
+            elif parent is not None:
+                do(move_item_to_parent(i["id"], parent) if present else append_children(parent, e))
+            else:
+                do(move_item_to_section(i["id"], s["id"]) if present else append_items(s["id"], e))
+    assert norm(m.snap()) == norm(new), (old, new, ops)
+    return ops
+
+
+def random_batch(rng, room, n, prefix, target=None):
+    """n ops that apply to `room` one after another (each valid by construction), and their names;
+    with a `target` item, one more op at the end that deletes it, moves it to another section or
+    makes it a child (when it still exists)."""
+    m = Model(room)
+    ops, fresh = [], iter("%s%d" % (prefix, k) for k in range(1000))
+
+    def items():
+        return [i["id"] for _, xs in m.sections for i in xs]
+
+    def subtree(id_):
+        k, j = m.iloc(id_)
+        return {i["id"] for i in m.sections[k][1][j:m.end(k, j)]}
+
+    def depth(id_):
+        k, j = m.iloc(id_)
+        return m.sections[k][1][j]["level"]
+
+    kinds = ["append_sections", "insert_sections", "delete_sections", "move_section", "update_sections",
+             "append_items", "insert_items", "delete_items", "delete_all_items", "move_item", "move_item_to_section",
+             "update_items", "append_children", "move_item_to_parent"]
+    weights = [2, 2, 1, 2, 2, 4, 6, 6, 1, 8, 4, 4, 4, 6]
+    while len(ops) < n:
+        kind = rng.choices(kinds, weights)[0]
+        sections = [s[0]["id"] for s in m.sections]
+        its = items()
+        op = None
+        if kind == "append_sections":
+            op = append_sections(el(next(fresh)))
+        elif kind == "insert_sections" and sections:
+            op = insert_sections(pl(rng.choice(["before", "after"]), rng.choice(sections)), el(next(fresh)))
+        elif kind == "delete_sections" and len(sections) > 1 and rng.random() < 0.3:
+            op = delete_sections(rng.choice(sections))
+        elif kind == "move_section" and len(sections) > 1:
+            a, b = rng.sample(sections, 2)
+            op = move_section(a, pl(rng.choice(["before", "after"]), b))
+        elif kind == "update_sections" and sections:
+            op = update_sections(el(rng.choice(sections), next(fresh)))
+        elif kind == "append_items" and sections:
+            op = append_items(rng.choice(sections + [None]), el(next(fresh)))
+        elif kind == "insert_items" and its:
+            op = insert_items(pl(rng.choice(["before", "after"]), rng.choice(its)), el(next(fresh)))
+        elif kind == "delete_items" and its:
+            op = delete_items(rng.choice(its))
+        elif kind == "delete_all_items" and rng.random() < 0.1:
+            op = delete_all_items()
+        elif kind == "move_item" and len(its) > 1:
+            a = rng.choice(its)
+            anchors = [b for b in its if b not in subtree(a)]
+            if anchors:
+                op = move_item(a, pl(rng.choice(["before", "after"]), rng.choice(anchors)))
+        elif kind == "move_item_to_section" and its and sections:
+            op = move_item_to_section(rng.choice(its), rng.choice(sections))
+        elif kind == "update_items" and its:
+            op = update_items(rng.choice(["reload", "reconfigure"]), el(rng.choice(its), next(fresh)))
+        elif kind == "append_children" and its:
+            parent = rng.choice(its)
+            if depth(parent) < 3:
+                op = append_children(parent, el(next(fresh)))
+        elif kind == "move_item_to_parent" and len(its) > 1:
+            a = rng.choice(its)
+            parents = [b for b in its if b not in subtree(a) and depth(b) < 3]
+            if parents:
+                op = move_item_to_parent(a, rng.choice(parents))
+        if op is not None:
+            m.apply(op)
+            ops.append(op)
+    if target is not None and B(target) in items():
+        target = B(target)
+        others = [b for b in items() if b not in subtree(target) and depth(b) < 3]
+        choice = rng.randrange(3)
+        k, _ = m.iloc(target)
+        elsewhere = [x[0]["id"] for j, x in enumerate(m.sections) if j != k]
+        if choice == 1 and elsewhere:
+            ops.append(move_item_to_section(target, rng.choice(elsewhere)))
+        elif choice == 2 and others:
+            ops.append(move_item_to_parent(target, rng.choice(others)))
+        else:
+            ops.append(delete_items(target))
+    return ops, [o["op"] for o in ops]
+
+
+def window_step(room, window, ops):
+    """One room version seen by a windowed member: the room and its effective window before, the
+    batch; returns everything a model vector states."""
+    m = Model(room)
+    for op in ops:
+        m.apply(op)
+    after = m.snap()
+    new_window, branches = reanchor(room, window, after)
+    ws_before, ws_after = window_snapshot(room, window), window_snapshot(after, new_window)
+    changed_window = new_window != window
+    count_changes = section_count_changes(room, after)
+    due = ws_before != ws_after or bool(count_changes) or changed_window
+    diff_ops = snapshot_ops(ws_before, ws_after) if due else []
+    return {"after": after, "window": new_window, "branches": branches, "ws_before": ws_before,
+            "ws_after": ws_after, "counts": count_changes, "due": due, "changed_window": changed_window,
+            "ops": diff_ops}
+
+
+def flat_room(*sections):
+    """(section id, [item ids]) pairs -> a flat snapshot (outlines are built with `at`)."""
+    return [(el(s), [el(i) if isinstance(i, str) else i for i in items]) for s, items in sections]
+
+
+ROWS = ["r%d" % k for k in range(10)]
+WINDOW_VERSION = 7
+
+
+def window_model_vectors():
+    """Model vectors (section 9, "Windows"): a room, a window, a batch applied to the room, and what
+    a windowed member sees."""
+    tests = []
+
+    def case(description, room, window, ops):
+        step = window_step(room, window, ops)
+        diff_frame = None
+        if step["due"]:
+            built = window_diff(0, "r", EPOCH, WINDOW_VERSION + 1, step["window"] if step["changed_window"] else None,
+                                step["counts"], step["ops"])
+            diff_frame = {"hex": frame(built[0]).hex(), "message": built[1]}
+        tests.append({
+            "tcId": len(tests) + 1, "description": description,
+            "room": snapshot_json(room), "window": window_json(window), "ops": [op_json(o) for o in ops],
+            "roomAfter": snapshot_json(step["after"]),
+            "before": {"snapshot": snapshot_json(step["ws_before"]), "counts": counts_of(room)},
+            "after": {"snapshot": snapshot_json(step["ws_after"]), "counts": counts_of(step["after"]),
+                      "window": window_json(step["window"])},
+            "reanchoring": step["branches"],
+            "frameDue": step["due"],
+            "diff": diff_frame,
+        })
+
+    base = flat_room(("above", ["x0", "x1"]), ("s", ROWS), ("below", ["y0", "y1"]))
+    windows = [("first 3", first("s", 3), (0, 3)), ("last 3", last("s", 3), (7, 10)),
+               ("around r5 (2 before, 2 after)", around("s", "r5", 2, 2), (3, 8))]
+    for wname, w, (lo, hi) in windows:
+        # Inserts at, just before and just after each edge, inside, above and below.
+        for p in sorted({0, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 10} & set(range(0, 11))):
+            if p == 10:
+                op, where = append_items("s", el("new")), "appended at the end"
+            elif p % 2 and p > 0:
+                op, where = insert_items(pl("after", ROWS[p - 1]), el("new")), "after %s" % ROWS[p - 1]
+            else:
+                op, where = insert_items(pl("before", ROWS[p]), el("new")), "before %s" % ROWS[p]
+            edge = ("inside" if lo < p < hi else "at the top edge" if p == lo else "at the bottom edge" if p == hi
+                    else "above the window" if p < lo else "below the window")
+            case("%s: insert a row %s (row %d, %s)" % (wname, where, p, edge), base, [w], [op])
+        # Deletes inside, outside and at the edges.
+        for p in sorted({0, lo - 1, lo, (lo + hi) // 2 - 1, hi - 1, hi, 9} & set(range(0, 10))):
+            edge = ("inside" if lo <= p < hi else "above the window" if p < lo else "below the window")
+            case("%s: delete row %s (%s)" % (wname, ROWS[p], edge), base, [w], [delete_items(ROWS[p])])
+        # Moves across each edge, and into and out of the section.
+        if lo > 0:
+            case("%s: move the row above the window into it" % wname, base, [w],
+                 [move_item(ROWS[lo - 1], pl("after", ROWS[lo + 1]))])
+        if hi < 10:
+            case("%s: move the first window row to below the window" % wname, base, [w],
+                 [move_item(ROWS[lo], pl("after", ROWS[hi]))])
+            case("%s: move the row below the window into it" % wname, base, [w],
+                 [move_item(ROWS[hi], pl("before", ROWS[hi - 1]))])
+        if lo > 0 and hi < 10:
+            case("%s: move the row above the window to below it (across the whole window)" % wname, base, [w],
+                 [move_item(ROWS[lo - 1], pl("after", ROWS[hi]))])
+        case("%s: move the last row to the top" % wname, base, [w], [move_item("r9", pl("before", "r0"))])
+        case("%s: move the first row to the bottom" % wname, base, [w], [move_item("r0", pl("after", "r9"))])
+        case("%s: move a row inside the window (swap two rows)" % wname, base, [w],
+             [move_item(ROWS[lo + 1], pl("before", ROWS[lo]))])
+        case("%s: move a row of another section into this one (move_item_to_section, at the end)" % wname, base, [w],
+             [move_item_to_section("x0", "s")])
+        case("%s: move a row of another section before the window's second row" % wname, base, [w],
+             [move_item("y1", pl("before", ROWS[lo + 1]))])
+        case("%s: move a window row out to another section" % wname, base, [w],
+             [move_item_to_section(ROWS[hi - 1], "below")])
+        case("%s: move rows around outside the section only" % wname, base, [w], [move_item("x1", pl("before", "x0"))])
+        # Payload updates inside and outside.
+        case("%s: reconfigure a row inside the window" % wname, base, [w],
+             [update_items("reconfigure", el(ROWS[lo], "changed"))])
+        case("%s: reload a row outside the window (no frame: content and counts unchanged)" % wname, base, [w],
+             [update_items("reload", el(ROWS[hi % 10 if hi < 10 else lo - 1], "changed"))])
+        case("%s: update an item of another section (no frame)" % wname, base, [w],
+             [update_items("reload", el("y0", "changed"))])
+        # Sections.
+        case("%s: update the payload of another section (every section's payload is shown)" % wname, base, [w],
+             [update_sections(el("below", "Below"))])
+        case("%s: delete another section" % wname, base, [w], [delete_sections("above")])
+        case("%s: delete the window's section" % wname, base, [w], [delete_sections("s")])
+        case("%s: move the window's section to the end" % wname, base, [w], [move_section("s", pl("after", "below"))])
+        case("%s: insert a section before the window's" % wname, base, [w],
+             [insert_sections(pl("before", "s"), el("new", "New"))])
+        case("%s: append a section" % wname, base, [w], [append_sections(el("last"))])
+        case("%s: delete_all_items (no sections left)" % wname, base, [w], [delete_all_items()])
+        case("%s: delete_all_items, then the section again with two rows" % wname, base, [w],
+             [delete_all_items(), append_sections(el("s")), append_items("s", el("r1"), el("r5"))])
+        # Outlines.
+        case("%s: append_children under a window row" % wname, base, [w],
+             [append_children(ROWS[lo], el("c1"), el("c2"))])
+        case("%s: append_children under a row outside the window (counts only)" % wname, base, [w],
+             [append_children(ROWS[hi % 10 if hi < 10 else lo - 1], el("c1"))])
+        case("%s: move_item_to_parent makes a window row a child of the row before it" % wname, base, [w],
+             [move_item_to_parent(ROWS[lo + 1], ROWS[lo])])
+        if hi < 10:
+            case("%s: move_item_to_parent makes the row below the window a child of the last window row" % wname,
+                 base, [w], [move_item_to_parent(ROWS[hi], ROWS[hi - 1])])
+        if lo > 0:
+            case("%s: move_item_to_parent makes the first window row a child of the row above the window" % wname,
+                 base, [w], [move_item_to_parent(ROWS[lo], ROWS[lo - 1])])
+
+    # Re-anchoring (around only): every branch.
+    w = around("s", "r5", 2, 2)
+    case("around r5: delete the anchor: the next row of the previous window (r6) becomes the anchor", base, [w],
+         [delete_items("r5")])
+    case("around r5: delete the anchor and r6: r7 becomes the anchor", base, [w], [delete_items("r5", "r6")])
+    case("around r5: delete the anchor and every window row after it: the previous row (r4) becomes the anchor",
+         base, [w], [delete_items("r5", "r6", "r7")])
+    case("around r5: delete the anchor and the rows after it but r8 (below the window): r4, not r8", base, [w],
+         [delete_items("r5", "r6", "r7")] + [update_items("reload", el("r8", "kept"))])
+    case("around r5: delete every window row: the window becomes first 5", base, [w],
+         [delete_items("r3", "r4", "r5", "r6", "r7")])
+    case("around r5: move the anchor to another section: r6 becomes the anchor", base, [w],
+         [move_item_to_section("r5", "below")])
+    case("around r5: make the anchor a child of r4: r6 becomes the anchor", base, [w],
+         [move_item_to_parent("r5", "r4")])
+    case("around r5: make every window row from the anchor on a child of r4: r4 becomes the anchor", base, [w],
+         [move_item_to_parent("r5", "r4"), move_item_to_parent("r6", "r4"), move_item_to_parent("r7", "r4")])
+    case("around r5: move the anchor within the section (it stays the anchor)", base, [w],
+         [move_item("r5", pl("after", "r9"))])
+    case("around r5: move r6 away and the anchor to another section: r7", base, [w],
+         [move_item_to_section("r6", "above"), move_item_to_section("r5", "above")])
+    case("around r5: r6 moves below the window, then the anchor is deleted: r6 (moved, still a root of s)", base, [w],
+         [move_item("r6", pl("after", "r9")), delete_items("r5")])
+    case("around r5: delete the window's section: first 5 of a section that no longer exists", base, [w],
+         [delete_sections("s")])
+    case("around r5: delete_all_items: first 5", base, [w], [delete_all_items()])
+    case("around r5 (0 before, 0 after): delete the anchor: first 1", base, [around("s", "r5", 0, 0)],
+         [delete_items("r5")])
+    case("around r0 (2 before, 1 after), at the top: delete r0 and r1: first 4", base, [around("s", "r0", 2, 1)],
+         [delete_items("r0", "r1")])
+    case("around r9 (1 before, 3 after), at the bottom: delete r9: r8", base, [around("s", "r9", 1, 3)],
+         [delete_items("r9")])
+
+    # Empty and short sections, a section that appears later, several section windows.
+    short = flat_room(("s", ["a", "b"]), ("e", []))
+    for w in (first("e", 3), last("e", 3), first("s", 5), last("s", 5), around("s", "a", 3, 3)):
+        case("%s %s of a short or empty section: append a row to e" % (window_kind(w), w["section"].decode()),
+             short, [w], [append_items("e", el("n"))])
+        case("%s %s of a short or empty section: insert a row before a" % (window_kind(w), w["section"].decode()),
+             short, [w], [insert_items(pl("before", "a"), el("n"))])
+    case("first 3 of a section that does not exist yet: it is appended", short, [first("later", 3)],
+         [append_sections(el("later", "Later"))])
+    case("last 2 of a section that does not exist yet: it is inserted with rows", short, [last("later", 2)],
+         [insert_sections(pl("before", "s"), el("later")), append_items("later", el("l1"), el("l2"), el("l3"))])
+    case("first 3 of a section that does not exist: a write elsewhere (frame: counts of s)", short, [first("later", 3)],
+         [append_items("s", el("c"))])
+    case("no section window at all (sections and counts only): insert a row", base, [],
+         [insert_items(pl("before", "r0"), el("n"))])
+    case("no section window at all: reload an item (no frame)", base, [], [update_items("reload", el("r0", "p"))])
+    two = [around("s", "r5", 1, 1), first("below", 1), last("above", 1)]
+    case("three section windows: a batch touching each", base, two,
+         [delete_items("r5"), insert_items(pl("before", "y0"), el("y")), append_items("above", el("x2"))])
+    case("three section windows: a row moves from one window to another", base, two,
+         [move_item("r4", pl("before", "y0"))])
+
+    # Outlines: rows with subtrees.
+    tree = [(el("s"), [at(0, el("a")), at(1, el("a1")), at(1, el("a2")), at(2, el("a21")), at(0, el("b")),
+                       at(1, el("b1")), at(0, el("c")), at(0, el("d")), at(1, el("d1")), at(0, el("e"))]),
+            (el("t"), [at(0, el("t0"))])]
+    for w in (first("s", 2), last("s", 2), around("s", "c", 1, 1)):
+        k = "%s" % window_kind(w)
+        case("outline, %s: a child promoted to a row (move_item_to_section)" % k, tree, [w],
+             [move_item_to_section("a21", "s")])
+        case("outline, %s: a child promoted before the first row" % k, tree, [w], [move_item("b1", pl("before", "a"))])
+        case("outline, %s: a row made a child of a row outside the window" % k, tree, [w],
+             [move_item_to_parent("c", "t0")])
+        case("outline, %s: delete a row with its subtree" % k, tree, [w], [delete_items("b")])
+        case("outline, %s: delete a child inside a row" % k, tree, [w], [delete_items("a2")])
+        case("outline, %s: append_children deep inside a row" % k, tree, [w], [append_children("a21", el("x"))])
+        case("outline, %s: insert a sibling after a child (insert_items)" % k, tree, [w],
+             [insert_items(pl("after", "d1"), el("d2"))])
+        case("outline, %s: a subtree moves between rows" % k, tree, [w], [move_item_to_parent("a2", "d")])
+    case("outline, around c: the anchor made a child of b: d", tree, [around("s", "c", 1, 1)],
+         [move_item_to_parent("c", "b")])
+    case("outline, around a (0 before, 1 after): the anchor made a child of e: b, the next row", tree, [around("s", "a", 0, 1)],
+         [move_item_to_parent("a", "e")])
+    case("outline, around b: the anchor and the row after it (c) made children: a", tree, [around("s", "b", 1, 1)],
+         [move_item_to_parent("c", "a"), move_item_to_parent("b", "a")])
+    # Seeded random batches of several ops on an outline, with windows of every kind: the
+    # interplay a server translating op by op must get right (deterministic: a fixed seed).
+    rng = random.Random(20261128)
+    for k in range(24):
+        room = [(el("s"), [at(0, el("r0")), at(1, el("r0a")), at(0, el("r1")), at(0, el("r2")), at(1, el("r2a")),
+                           at(2, el("r2b")), at(0, el("r3")), at(0, el("r4")), at(0, el("r5")), at(1, el("r5a")),
+                           at(0, el("r6")), at(0, el("r7"))]),
+                (el("t", "T"), [at(0, el("t0")), at(0, el("t1"))]), (el("u"), [])]
+        roots = [i["id"].decode() for i in room[0][1] if level_of(i) == 0]
+        kind = ("first", "last", "around")[k % 3]
+        if kind == "around":
+            w = around("s", rng.choice(roots), rng.randint(0, 2), rng.randint(0, 2))
+        else:
+            w = {"first": first, "last": last}[kind]("s", rng.randint(1, 5))
+        window = [w] + ([first("t", 1)] if k % 4 == 0 else [])
+        ops, names = random_batch(rng, room, 1 + k % 3, "n%d_" % k, w.get("around"))
+        case("seeded %d, %s: %s" % (k, kind, ", ".join(names)), room, window, ops)
+    return tests
+
+
+# The room of the window examples (sections 11.29-11.31): feed, a section pinned (one item) and
+# a section posts of 1,000 posts, at version 1000; the client follows post500 with one post either
+# side; then post500 is deleted.
+FEED_POSTS = ["post%d" % k for k in range(1000)]
+FEED = [(el("pinned", "Pinned"), [el("welcome")]), (el("posts"), [el(p) for p in FEED_POSTS])]
+FEED_WINDOW = [around("posts", "post500", 1, 1)]
+FEED_CHAIN = hashlib.sha256(b"feed").digest()   # the room's chain at version 1000 (an example value)
+
+
+def feed_examples():
+    ws = window_snapshot(FEED, FEED_WINDOW)
+    step = window_step(FEED, FEED_WINDOW, [delete_items("post500")])
+    return {
+        "WINDOW": (window_request(18, "feed", FEED_WINDOW), "client -> server"),
+        "WINDOW_STATE": (window_state(18, "feed", WALK_EPOCH, 1000, FEED_CHAIN, FEED_WINDOW, counts_of(FEED), ws),
+                         "server -> client"),
+        "WINDOW_DIFF": (window_diff(0, "feed", WALK_EPOCH, 1001, step["window"], step["counts"], step["ops"]),
+                        "server -> client"),
+    }
+
+
+WINDOW_EXAMPLES = ["WINDOW", "WINDOW_STATE", "WINDOW_DIFF"]
+WINDOW_LIMITS = dict(PRESENCE_LIMITS, max_window_rows=MAX_WINDOW_ROWS_DEFAULT)
+
+
+def window_frame_vectors():
+    """The window messages of version 4 and how they break; `Version3` tests are decoded as version 3."""
+    s = Suite()
+    top = (1 << 64) - 1
+    chain = bytes(range(0x40, 0x60))
+    binary = bytes([0x00, 0xFF])
+    for name in WINDOW_EXAMPLES:
+        s.valid("PROTOCOL.md example " + name, ["Example"], doc_examples()[name][0])
+    every = [first("a", 10), last("b", 0), around("c", "x", 2, 3)]
+    s.valid("WINDOW with one section window of each kind", [], window_request(1, "r", every))
+    s.valid("WINDOW with no section window (sections and counts only)", ["EdgeCase"], window_request(2, "r", []))
+    s.valid("WINDOW first 0 of an empty section id", ["EdgeCase"], window_request(3, "r", [first("", 0)]))
+    s.valid("WINDOW with maximal counts (a decoder does not check max_window_rows)", ["EdgeCase", "WindowLimit"],
+            window_request(4, "r", [first("a", top), around("b", "y", top, top)]))
+    s.valid("WINDOW naming a section twice (a decoder does not check it; the server answers duplicate_section)",
+            ["WindowLimit"], window_request(5, "r", [first("a", 1), last("a", 1)]))
+    s.valid("WINDOW with binary identifiers (JSON form: hex)", [], window_request(6, "r", [around(binary, binary, 0, 0)]))
+    flat = [(el("s", "S"), [el("a"), el("b")]), (el("t"), [])]
+    s.valid("WINDOW_STATE of a flat room", [],
+            window_state(1, "r", EPOCH, 9, chain, [first("s", 2)], [5, 0], flat))
+    s.valid("WINDOW_STATE of a room with no sections", ["EdgeCase"], window_state(2, "r", EPOCH, 0, bytes(32), [], [], []))
+    s.valid("WINDOW_STATE with an outline window (levels part)", [],
+            window_state(3, "r", EPOCH, 9, chain, [last("s", 1)], [7],
+                         [(el("s"), [at(0, el("a")), at(1, el("a1")), at(2, el("a11"))])]))
+    s.valid("WINDOW_STATE with maximal version and counts", ["EdgeCase"],
+            window_state(top, "r", top, top, chain, [around("s", "a", 1, 0)], [top], [(el("s"), [el("a")])]))
+    s.valid("WINDOW_DIFF live (request_id 0), counts only", [],
+            window_diff(0, "r", EPOCH, 10, None, [("s", 6)], []))
+    s.valid("WINDOW_DIFF live with a new effective window and ops", [],
+            window_diff(0, "r", EPOCH, 11, [around("s", "b", 2, 2)], [("s", 5)],
+                        [delete_items("a"), insert_items(pl("after", "b"), el("c"))]))
+    s.valid("WINDOW_DIFF answering a WINDOW (window present, nothing else changed)", ["EdgeCase"],
+            window_diff(7, "r", EPOCH, 11, [first("s", 1)], [], []))
+    s.valid("WINDOW_DIFF with an empty window (every section window dropped)", ["EdgeCase"],
+            window_diff(8, "r", EPOCH, 11, [], [], [delete_all_items(), append_sections(el("s"), el("t"))]))
+    s.valid("WINDOW_DIFF with every op kind", ["EveryOp"],
+            window_diff(0, "r", EPOCH, 12, None, [("s", 3), (binary, 0)], [
+                append_sections(el("n")), insert_sections(pl("after", "n"), el("m")), delete_sections("m"),
+                move_section("n", pl("before", "s")), update_sections(el("n", "N")),
+                append_items(None, el("i")), append_items("s", el("j")), insert_items(pl("before", "i"), el("k")),
+                delete_items("k"), move_item("j", pl("after", "i")), move_item_to_section("j", "n"),
+                update_items("reload", el("i", "I")), append_children("i", el("ic")), move_item_to_parent("j", "i"),
+                delete_all_items()]))
+    s.valid("REJECT window_too_large", [], reject(4, 57, None, None, "window of 1001 rows is over max_window_rows 1000"))
+    s.valid("REJECT anchor_item_not_found answering WINDOW", [],
+            reject(5, 25, None, "x", "x is not a row of section c"))
+    s.valid("WELCOME version 4 with max_window_rows", ["EdgeCase"], welcome(4, 1, "s", [(12, 1000)]))
+
+    # --- how they break ----------------------------------------------------------------------
+    win = window_request(1, "r", every)[0]
+    for kind in (3, 0x80, 0xFF):
+        s.invalid_body("WINDOW with section window kind %d" % kind, ["WindowRule", "BadEnum"],
+                       u8(0x1D) + varint(1) + text("r") + varint(1) + bstr(b"a") + u8(kind) + varint(1),
+                       "malformed_frame")
+    s.invalid_body("WINDOW_DIFF with section window kind 3 in its window", ["WindowRule", "BadEnum"],
+                   u8(0x2B) + varint(0) + text("r") + varint(1) + varint(1) + u8(1) + varint(1) + bstr(b"a") + u8(3)
+                   + varint(1) + varint(0) + varint(0), "malformed_frame")
+    state_body = window_state(1, "r", EPOCH, 9, chain, [first("s", 2)], [5, 0], flat)[0]
+    head = u8(0x2A) + varint(1) + text("r") + varint(EPOCH) + varint(9) + chain + lst([first("s", 2)], enc_section_window)
+    s.invalid_body("WINDOW_STATE with one count for two sections", ["WindowRule"],
+                   head + lst([5], varint) + enc_snapshot(flat), "malformed_frame")
+    s.invalid_body("WINDOW_STATE with three counts for two sections", ["WindowRule"],
+                   head + lst([5, 0, 1], varint) + enc_snapshot(flat), "malformed_frame")
+    s.invalid_body("WINDOW_STATE with counts for an empty snapshot", ["WindowRule"],
+                   head + lst([1], varint) + enc_snapshot([]), "malformed_frame")
+    for flag in (2, 0xFF):
+        s.invalid_body("WINDOW_DIFF with window presence flag 0x%02x" % flag, ["BadFlag"],
+                       u8(0x2B) + varint(0) + text("r") + varint(1) + varint(1) + u8(flag) + varint(0) + varint(0),
+                       "malformed_frame")
+    s.invalid_body("WINDOW_STATE with a duplicate item in its snapshot", ["ContentRule"],
+                   head + lst([2], varint) + enc_snapshot([(el("s"), [el("a"), el("a")])]), "duplicate_item", identifier="a")
+    s.invalid_body("WINDOW_DIFF with an identifier over max_identifier_bytes", ["ContentRule"],
+                   window_diff(0, "r", EPOCH, 2, None, [], [delete_items("x" * 257)])[0], "identifier_too_long",
+                   identifier="x" * 257)
+    diff_body = window_diff(0, "r", EPOCH, 11, [around("s", "b", 2, 2)], [("s", 5)], [delete_items("a")])[0]
+    frames = [("WINDOW", win), ("WINDOW_STATE", state_body), ("WINDOW_DIFF", diff_body)]
+    for name, body in frames:
+        s.invalid("%s cut one byte short (stream: need more bytes)" % name, ["Truncated"], frame(body)[:-1],
+                  "malformed_frame")
+        s.invalid_body("%s with a byte after its last field" % name, ["TrailingBytes"], body + b"\x00",
+                       "malformed_frame")
+        s.invalid_body("%s missing its last byte (the length says so)" % name, ["FieldOverrun"], body[:-1],
+                       "malformed_frame")
+    s.invalid("WINDOW_STATE cut in its chain", ["Truncated"], frame(state_body)[:20], "malformed_frame")
+    s.invalid_body("WINDOW around without its after", ["FieldOverrun"],
+                   u8(0x1D) + varint(1) + text("r") + varint(1) + bstr(b"a") + u8(2) + bstr(b"x") + varint(1),
+                   "malformed_frame")
+    s.invalid_body("WINDOW counting 2 section windows, holding 1", ["FieldOverrun"],
+                   u8(0x1D) + varint(1) + text("r") + varint(2) + enc_section_window(first("a", 1)), "malformed_frame")
+    s.invalid_body("WINDOW_DIFF with a section count cut after its section", ["FieldOverrun"],
+                   u8(0x2B) + varint(0) + text("r") + varint(1) + varint(1) + u8(0) + varint(1) + bstr(b"s"),
+                   "malformed_frame")
+    s.invalid_body("WINDOW with an overlong varint count (1 in two bytes)", ["BadVarint"],
+                   u8(0x1D) + varint(1) + text("r") + varint(1) + bstr(b"a") + u8(0) + bytes.fromhex("8100"),
+                   "malformed_frame")
+    s.invalid_body("WINDOW with a room that is not UTF-8", ["InvalidUtf8"],
+                   u8(0x1D) + varint(1) + text(b"\xff") + varint(0), "malformed_frame")
+
+    # --- what a version 3 connection makes of them -------------------------------------------
+    for name, body in frames:
+        s.invalid_body("%s on a version 3 connection" % name, ["Version3", "UnknownType"], body,
+                       "unknown_message_type")
+    return s.tests
+
+
+def windows_file():
+    doc = vector_file("windows", window_frame_vectors(), WINDOW_LIMITS, [
+        "Protocol version 4: decode as a version 4 connection does, except the tests flagged Version3,",
+        "which a version 3 connection decodes (section 8.2). Default limits, with max_window_rows (key 12)",
+        "at its default. Each test is one frame, `hex` holding the 4-byte length prefix and the body;",
+        "results as in messages.json. WINDOW_STATE has one count per section of its snapshot.",
+        "`models` (section 9, \"Windows\"): a room (`room`, JSON form) at version %d, the effective" % WINDOW_VERSION,
+        "`window` of a windowed member, and `ops`, one batch applied to the room (version %d), giving" % (WINDOW_VERSION + 1),
+        "`roomAfter`. `before` and `after`: the member's window snapshot and the room's counts (one per",
+        "section, in order) before and after; `after.window`: the effective window after re-anchoring,",
+        "and `reanchoring` says for each section window which branch it took: null (kept), \"next\",",
+        "\"previous\" or \"first\". `frameDue`: whether a WINDOW_DIFF is sent for this version (the window",
+        "snapshot, the counts or the effective window changed). `diff`: a WINDOW_DIFF a server could send",
+        "(null when none is due): its `counts` and `window` are exactly defined; its ops are one choice",
+        "among many, and applying them to `before.snapshot` gives `after.snapshot`.",
+    ], version=4)
+    doc["models"] = window_model_vectors()
+    return doc
+
+
 def chain_file():
     doc = vector_file("chain", chain_vectors(), DEFAULT_LIMITS, [
         "Protocol version 3: decode as a version 3 connection does, except the tests flagged Version2,",
@@ -2318,6 +3072,8 @@ def doc_examples():
         "PRESENCE_DIFF": (presence_diff("todo", 2, [state_set(7, PRESENCE_EDITING_EGGS), departed(9, 1),
                                                     joined(member(12, "carol", 1767225660250))]),
                           "server -> client"),
+        # Windows (windows.json): room feed's 1,000 posts, followed around post500.
+        **feed_examples(),
     }
 
 
@@ -2409,11 +3165,18 @@ def outputs():
         "outline_batches.json": outline_batch_vectors(),
         "chain.json": chain_file(),
         "presence.json": presence_file(),
+        "windows.json": windows_file(),
     }
 
 
 def render(doc):
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    if "models" not in doc:
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    # windows.json: its model vectors hold whole rooms, so each of their fields is one line.
+    head = json.dumps({k: v for k, v in doc.items() if k != "models"}, indent=1, ensure_ascii=False)
+    models = ",\n".join("  {\n" + ",\n".join("   %s: %s" % (json.dumps(k), json.dumps(v, ensure_ascii=False))
+                                              for k, v in m.items()) + "\n  }" for m in doc["models"])
+    return head[:-2] + ',\n "models": [\n' + models + "\n ]\n}\n"
 
 
 def main():

@@ -122,6 +122,8 @@ extension Hub {
 
     private func join(requestID: UInt64, roomName: String, resume: ResumePoint?, from session: Session) {
         // The right before anything else: a denied JOIN creates no room and no membership.
+        // A JOIN reusing the id of a WINDOW that never reached the room is a JOIN.
+        session.pendingWindows[requestID] = nil
         guard admit(requestID: requestID, roomName: roomName, right: .read, from: session) else { return }
         let alreadyJoined = session.memberships[roomName] != nil
         if !alreadyJoined && session.memberships.count >= configuration.wire.maxRoomsPerConnection {
@@ -139,6 +141,12 @@ extension Hub {
     /// member, once the engine has the room (at once on a single node; in cluster mode once it
     /// has loaded, ReplicatedRoomEngine+Follow.swift).
     func completeJoin(requestID: UInt64, room: Room, resume: ResumePoint?, from session: Session) {
+        if let window = session.pendingWindows.removeValue(forKey: requestID) {
+            completeWindowJoin(requestID: requestID, room: room, window: window, from: session)
+            return
+        }
+        // A windowed member that sends JOIN becomes a full member: the SNAPSHOT replaces its window.
+        stopWindow(of: session, in: room)
         let alreadyJoined = session.memberships[room.name] != nil
         if let rejection = refuseOutline(room, to: session) {
             send(rejection.message(requestID: requestID), to: session)

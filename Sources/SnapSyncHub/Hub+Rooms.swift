@@ -75,7 +75,11 @@ extension Hub {
         // none). Not optional: unwrapping an optional in the loop costs a retain and a release
         // per member (callgrind: two retains per delivery instead of one).
         let chained = members.contains { ProtocolVersion.hasChain(version: $0.protocolVersion) } ? room.chainedDiff(diff, version: version) : diff
+        // Windowed members get their WINDOW_DIFF instead (Hub+Windows.swift).
+        let windows = room.windows
+        if !windows.isEmpty { fanOutWindows(diff, in: room) }
         for member in members {
+            if !windows.isEmpty && windows[member.id] != nil { continue }
             if ProtocolVersion.hasChain(version: member.protocolVersion) {
                 send(shared: chained, to: member)
             } else if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {

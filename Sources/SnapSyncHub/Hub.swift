@@ -71,6 +71,10 @@ package final class Hub {
     var presenceDeliveries = Deque<PresenceDelivery>()
     var isPresenceTimerArmed = false
     package var presenceTimerNeeded: (Duration) -> Void = { _ in }
+    /// Rooms with windowed members owed counts (Hub+Windows.swift), flushed together by one
+    /// timer `windowCountsInterval` after the first; how the IO layer arms it.
+    var windowCountsQueue: [Room] = []
+    package var windowCountsTimerNeeded: (Duration) -> Void = { _ in }
     /// Cluster mode: tells the other nodes of local presence changes (Hub+Presence.swift).
     package weak var presenceRelay: (any PresenceRelay)?
     /// Each principal's allowance of new rooms (Hub+RoomCreation.swift).

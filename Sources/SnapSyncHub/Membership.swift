@@ -39,6 +39,7 @@ extension Hub {
     func removeMember(_ session: Session, from room: Room, reason: PresenceDeparture) {
         guard let slot = session.memberships.rooms.removeValue(forKey: RoomName(room.name))?.slot else { return }
         memberLeftPresence(session, room: room, reason: reason)
+        stopWindow(of: session, in: room)
         let last = room.members.sessions.removeLast()
         if last !== session {
             room.members.sessions[slot] = last

@@ -99,6 +99,15 @@ extension Room {
         for (id, watcher) in presenceWatchers where watcher.session.id != id || watcher.session.memberships[name] !== self || watcher.since > presenceFrames {
             throw InvariantViolation(description: "room \(name): watcher \(id) is not a member")
         }
+        for (id, member) in windows {
+            guard member.session.id == id, member.session.memberships[name] === self else {
+                throw InvariantViolation(description: "room \(name): windowed member \(id) is not a member")
+            }
+            let expected = snapshot.windowSnapshot(member.window)
+            guard member.snapshot == expected else {
+                throw InvariantViolation(description: "room \(name): windowed member \(id) holds another window than \(member.window)")
+            }
+        }
         guard let resumeBase else { return }
         guard resumeBase.version >= history.baseVersion, resumeBase.version <= version else {
             throw InvariantViolation(

@@ -80,6 +80,14 @@ package final class Room {
     var presenceFlushedAt: ContinuousClock.Instant?
     var isPresenceQueued = false
     var isPresenceDelivering = false
+    /// Its windowed members (WINDOW, Hub+Windows.swift), by session id: members that get
+    /// WINDOW_DIFF instead of DIFF.
+    var windows: [UInt64: MemberWindow] = [:]
+    /// Every section's item count as its windowed members last learnt it; empty while it has
+    /// none (rebuilt when the first one joins).
+    var windowCounts: [SnapshotIdentifier: UInt64] = [:]
+    /// In the hub's `windowCountsQueue`.
+    var isWindowCountsQueued = false
     /// Where this room's DIFF chunks are written, back to back (`arena(for:in:)`).
     private var diffArena: OutputArena?
     /// Where the version 3 copies of them are (`chainedDiff`), made only for such members.

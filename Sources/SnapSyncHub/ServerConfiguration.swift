@@ -71,6 +71,10 @@ package struct ServerConfiguration: Sendable {
     /// a room with more watchers waits longer: this × ⌈watchers / 1,000⌉, at most a second
     /// (PROTOCOL.md §9, "Presence"; Hub+Presence.swift).
     package var presenceInterval: Duration = .milliseconds(50)
+    /// How long a windowed member's counts may lag when its window did not change: count-only
+    /// WINDOW_DIFFs are coalesced to one per this interval (`--window-counts-interval`); zero
+    /// sends one per version.
+    package var windowCountsInterval: Duration = .milliseconds(100)
     /// SET_PRESENCE requests one connection may make per second, sustained, with a burst of as
     /// many (`--presence-updates-per-second`); beyond, REJECT busy.
     package var presenceUpdatesPerSecond = 60
@@ -181,6 +185,11 @@ package struct ServerConfiguration: Sendable {
             throw fail("--max-presence-bytes must be between 0 and 64KiB")
         }
         guard wire.presenceView >= 1 && wire.presenceView <= 10_000 else { throw fail("--presence-view must be between 1 and 10000") }
+        // A window's snapshot is built and diffed on the loop: O(rows) per change that reaches it.
+        guard windowCountsInterval >= .zero && windowCountsInterval <= .seconds(10) else {
+            throw fail("--window-counts-interval must be between 0 and 10s")
+        }
+        guard wire.maxWindowRows >= 1 && wire.maxWindowRows <= 100_000 else { throw fail("--max-window-rows must be between 1 and 100000") }
         guard clusterCheckpointInterval >= 1 else { throw fail("--cluster-checkpoint-every must be at least 1") }
         guard clusterIdleSeconds >= 1 else { throw fail("the cluster's idle time must be at least 1 second") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }

@@ -6,6 +6,7 @@
 #endif
 package import Logging
 import SnapSyncAuth
+import SnapSyncModel
 import SnapSyncWire
 
 /// One client as the hub sees it: its id, where it is in its life, what it still has to be
@@ -80,6 +81,9 @@ package final class Session {
     @exclusivity(unchecked) var output: OutputQueue
     /// The rooms joined, each with this session's slot in the room's members (`Membership.swift`).
     var memberships = SessionRooms()
+    /// WINDOWs that join a room, by request id, while the engine finds the room
+    /// (`Hub.completeJoin` answers them with WINDOW_STATE).
+    var pendingWindows: [UInt64: [SectionWindow]] = [:]
     /// On the hub's dirty list, waiting for this pass's flush.
     @exclusivity(unchecked) var isDirty = false  // read once per delivery; see `output`
     /// The transport cannot take more bytes now (the socket's send buffer is full): the session

@@ -137,8 +137,11 @@ extension RoomSnapshot {
         return counts
     }
 
-    /// The items just before and after `item` in its section's order, and its parent: what an
-    /// item just placed touches. Empty for an unknown item.
+    /// What an item just placed touches: the items just before and after it in its section's
+    /// order, and its parent. An item placed inside a window has the window's item before it
+    /// (a row, or a child of one); one placed at a full window's edge, outside, changes nothing
+    /// the window holds; a window that is not full is the caller's to check.
+    /// Empty for an unknown item.
     /// - Complexity: O(1) expected.
     public func adjacentItems(of item: SnapshotIdentifier) -> [SnapshotIdentifier] {
         guard let slot = itemSlot(item) else { return [] }

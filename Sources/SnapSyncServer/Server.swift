@@ -53,6 +53,7 @@ package final class Server {
     private var shutdownTimer: Event?
     /// Armed while a room's presence waits for its next PRESENCE_DIFF (`Hub.flushPresence`).
     private var presenceTimer: Event?
+    private var windowCountsTimer: Event?
     package internal(set) var isShuttingDown = false
     /// Whether the client listener is up (after `start()`, until shutdown closes it).
     package var isListening: Bool { listener != nil || tlsListener != nil }
@@ -166,6 +167,8 @@ package final class Server {
             presenceTimer = try loop.makeTimer(context: context, Server.onPresenceTimer)
             hub.presenceTimerNeeded = { [unowned self] delay in try? self.presenceTimer?.add(timeout: delay) }
             flush.resumePresence = { [unowned self] in try? self.presenceTimer?.add(timeout: .zero) }
+            windowCountsTimer = try loop.makeTimer(context: context, Server.onWindowCountsTimer)
+            hub.windowCountsTimerNeeded = { [unowned self] delay in try? self.windowCountsTimer?.add(timeout: delay) }
             if handleSignals {
                 Syscall.unblock([SIGTERM, SIGINT, SIGHUP])
                 for signal in [SIGTERM, SIGINT] {
@@ -293,6 +296,9 @@ package final class Server {
         statsTimer?.free()
         shutdownTimer?.free()
         presenceTimer?.free()
+        windowCountsTimer?.free()
+        windowCountsTimer = nil
+        hub.windowCountsTimerNeeded = { _ in }
         hub.presenceTimerNeeded = { _ in }
         flush.resumePresence = {}
         for event in signalEvents { event.free() }
@@ -345,6 +351,10 @@ package final class Server {
         case let next?: try? server.presenceTimer?.add(timeout: next)
         case nil: break
         }
+    }
+
+    private static let onWindowCountsTimer: EventCallback = { _, _, context in
+        Unmanaged<Server>.fromOpaque(context!).takeUnretainedValue().hub.flushWindowCounts()
     }
 
     private static let onStatsTick: EventCallback = { _, _, context in

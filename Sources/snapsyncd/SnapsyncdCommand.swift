@@ -166,6 +166,19 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
+            "Rows a windowed member may follow (WINDOW, protocol version 4), all its sections together, announced in WELCOME; beyond, REJECT window_too_large. (default: \(defaults.wire.maxWindowRows))"
+    )
+    var maxWindowRows: Int = defaults.wire.maxWindowRows
+
+    @Option(
+        help: ArgumentHelp(
+            "How long a windowed member's section counts may lag while its window does not change: count-only WINDOW_DIFFs are coalesced to one per this interval; 0 sends one per change. (default: \(time(defaults.windowCountsInterval)))",
+            valueName: "duration"),
+        transform: ConfigurationValue.duration)
+    var windowCountsInterval: Duration = defaults.windowCountsInterval
+
+    @Option(
+        help:
             "Shortest time between two presence updates (PRESENCE_DIFF) of a room; a room with n watchers waits this × ⌈n / 1000⌉, at most 1s. Changes in between are coalesced. (default: \(time(defaults.presenceInterval)))",
         transform: ConfigurationValue.duration)
     var presenceInterval: Duration = defaults.presenceInterval
@@ -324,6 +337,8 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.wire.historyCount = historyCount
         configuration.wire.maxPresenceBytes = maxPresenceBytes
         configuration.wire.presenceView = presenceView
+        configuration.wire.maxWindowRows = maxWindowRows
+        configuration.windowCountsInterval = windowCountsInterval
         configuration.presenceInterval = presenceInterval
         configuration.presenceUpdatesPerSecond = presenceUpdatesPerSecond
         configuration.maxConnections = maxConnections

@@ -65,6 +65,15 @@ def seeds():
         if "Version3" in test["flags"]:
             continue
         out.append(("wire", control(EITHER_V3, chunk=1 + (i * 11) % 32) + bytes.fromhex(test["hex"])))
+    # Protocol version 4: the window messages, and the WINDOW_DIFF of each model vector.
+    windows = load("windows.json")
+    for i, test in enumerate(windows["tests"]):
+        if "Version3" in test["flags"]:
+            continue
+        out.append(("wire", control(EITHER_V3, chunk=1 + (i * 7) % 32) + bytes.fromhex(test["hex"])))
+    for i, model in enumerate(windows["models"]):
+        if model.get("diff"):
+            out.append(("wire", control(EITHER_V3, chunk=1 + (i * 13) % 32) + bytes.fromhex(model["diff"]["hex"])))
     replay = load("replay.json")
     # A client's view of a room: its SNAPSHOT-worthy start, then every DIFF in one stream.
     out.append(("wire", control(SERVER, chunk=32) + b"".join(bytes.fromhex(d["hex"]) for d in replay["diffs"])))

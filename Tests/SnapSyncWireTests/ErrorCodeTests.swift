@@ -58,7 +58,7 @@ import SnapSyncModel
         limits.historyCount = 9
         limits.model.maxOutlineDepth = 7
         let entries = limits.welcomeEntries
-        #expect(entries.map(\.key) == Array(1...11))
+        #expect(entries.map(\.key) == Array(1...12))
         #expect(WireLimits(welcome: entries) == limits)
         // A version 1 WELCOME has no max_outline_depth (PROTOCOL.md §12).
         #expect(limits.welcomeEntries(version: 1).map(\.key) == Array(1...8))

@@ -70,7 +70,7 @@ enum Vectors {
 
     /// Version 1 vectors (messages, limits), version 2 ones (outline), version 3 ones (chain)
     /// and version 4 ones (presence), PROTOCOL.md §16.
-    static let files = ["messages.json", "limits.json", "outline.json", "chain.json", "presence.json"]
+    static let files = ["messages.json", "limits.json", "outline.json", "chain.json", "presence.json", "windows.json"]
 
     /// One history of chain.json's `chains`: the chain at version 0, then each version's DIFF
     /// frame (version 2 layout) and the chain after it.

@@ -181,5 +181,96 @@ class PresenceCodecTests(unittest.TestCase):
             wire.encode_body({"type": "PRESENCE_WATCH", "request_id": 1, "room": b"r", "watch": 2})
 
 
+class WindowCodecTests(unittest.TestCase):
+    """WINDOW, WINDOW_STATE and WINDOW_DIFF (PROTOCOL.md sections 11.29-11.31, version 4)."""
+
+    around = {"section": b"posts", "around": b"post500", "before": 1, "after": 2}
+    snapshot = [{"id": b"pinned", "payload": b"P", "items": []},
+                {"id": b"posts", "payload": b"", "items": [{"id": b"post500", "payload": b""},
+                                                          {"id": b"c", "payload": b"", "level": 1}]}]
+    messages = [
+        {"type": "WINDOW", "request_id": 1, "room": b"feed",
+         "window": [around, {"section": b"pinned", "first": 0}, {"section": b"\x00", "last": 2**64 - 1}]},
+        {"type": "WINDOW", "request_id": 2, "room": b"feed", "window": []},
+        {"type": "WINDOW_STATE", "request_id": 1, "room": b"feed", "epoch": 9, "version": 1000,
+         "chain": bytes(range(32)), "window": [around], "counts": [1, 1000], "snapshot": snapshot},
+        {"type": "WINDOW_DIFF", "request_id": 0, "room": b"feed", "epoch": 9, "version": 1001, "window": None,
+         "counts": [{"section": b"posts", "items": 999}], "ops": [{"op": "delete_items", "ids": [b"c"]}]},
+        {"type": "WINDOW_DIFF", "request_id": 3, "room": b"feed", "epoch": 9, "version": 1001,
+         "window": [{"section": b"posts", "last": 5}], "counts": [], "ops": []},
+    ]
+
+    def test_round_trips_in_version_4_only(self):
+        for msg in self.messages:
+            with self.subTest(type=msg["type"], request_id=msg["request_id"]):
+                data = wire.encode_frame(msg)
+                self.assertEqual(wire.decode_frame(data, version=4), msg)
+                self.assertEqual(wire.message_from_json(wire.message_to_json(msg)), msg)
+                side = wire.CLIENT_TO_SERVER if msg["type"] == "WINDOW" else wire.SERVER_TO_CLIENT
+                wire.decode_frame(data, accept=side, version=4)
+                other = wire.SERVER_TO_CLIENT if msg["type"] == "WINDOW" else wire.CLIENT_TO_SERVER
+                for accept, version in ((other, 4), (None, 3)):
+                    with self.assertRaises(wire.WireError) as ctx:
+                        wire.decode_frame(data, accept=accept, version=version)
+                    self.assertEqual(ctx.exception.name, "unknown_message_type")
+
+    def test_layout_bytes(self):
+        # Section 11.29: section bytes, kind u8, then the kind's fields.
+        self.assertEqual(wire.encode_body(self.messages[0]).hex(),
+                         "1d" "01" "0466656564" "03"
+                         "05706f737473" "02" "07706f7374353030" "01" "02"
+                         "0670696e6e6564" "00" "00"
+                         "0100" "01" "ffffffffffffffffff01")
+        # Section 11.31: window is an opt, then the counts, then the ops.
+        self.assertEqual(wire.encode_body(self.messages[4]).hex(),
+                         "2b" "03" "0466656564" "09" "e907" "01" "01" "05706f737473" "01" "05" "00" "00")
+
+    def test_the_json_form(self):
+        self.assertEqual(wire.message_to_json(self.messages[0])["window"], [
+            {"section": "posts", "around": "post500", "before": 1, "after": 2}, {"section": "pinned", "first": 0},
+            {"section": {"hex": "00"}, "last": 2**64 - 1}])
+        j = wire.message_to_json(self.messages[3])
+        self.assertIsNone(j["window"])
+        self.assertEqual(j["counts"], [{"section": "posts", "items": 999}])
+        self.assertEqual(wire.message_to_json(self.messages[2])["counts"], [1, 1000])
+
+    def test_rules(self):
+        window = wire.encode_body(self.messages[1])[:-1]
+        for kind in (3, 0x80, 0xFF):
+            with self.subTest(kind=kind):
+                body = window + bytes([1]) + wire.enc_bytes(b"s") + bytes([kind]) + b"\x01"
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.decode_body(body, version=4)
+                self.assertEqual(ctx.exception.name, "malformed_frame")
+                self.assertIn("section window kind", ctx.exception.message)
+        state = dict(self.messages[2])
+        for counts in ([1], [1, 2, 3], []):
+            with self.subTest(counts=counts):
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.decode_body(wire.encode_body(dict(state, counts=counts)), version=4)
+                self.assertEqual(ctx.exception.name, "malformed_frame")
+        head = bytes.fromhex("2b" "00" "0466656564" "09" "e907")
+        for flag in (2, 0xFF):
+            with self.assertRaises(wire.WireError) as ctx:
+                wire.decode_body(head + bytes([flag]) + b"\x00\x00", version=4)
+            self.assertEqual(ctx.exception.name, "malformed_frame")
+        # The content limits apply to WINDOW_STATE's snapshot and WINDOW_DIFF's ops (section 12).
+        with self.assertRaises(wire.WireError) as ctx:
+            wire.decode_body(wire.encode_body(dict(self.messages[3], ops=[{"op": "delete_items", "ids": [b"x" * 9]}])),
+                             limits={"max_identifier_bytes": 8}, version=4)
+        self.assertEqual(ctx.exception.name, "identifier_too_long")
+        with self.assertRaises(wire.WireError) as ctx:
+            wire.decode_body(wire.encode_body(self.messages[2]), limits={"max_items_per_room": 1}, version=4)
+        self.assertEqual(ctx.exception.name, "too_many_items")
+
+    def test_sizes_limit_key_and_error_code(self):
+        self.assertEqual(wire.window_size(self.around), 4)
+        self.assertEqual(wire.window_size({"section": b"s", "last": 7}), 7)
+        self.assertEqual(wire.LIMIT_KEYS[12], "max_window_rows")
+        self.assertEqual(wire.limits_from({12: 50})["max_window_rows"], 50)
+        self.assertEqual(wire.DEFAULT_LIMITS["max_window_rows"], 1000)
+        self.assertEqual(wire.error_name(57), "window_too_large")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -519,5 +519,157 @@ class SessionTests(unittest.TestCase):
         self.assertEqual(self.out.lines, ["ERROR token_expired (13): token of alice expired at 2100-01-01T00:00:00Z"])
 
 
+class WindowCommandTests(unittest.TestCase):
+    """join ROOM window ... and window ROOM ... (WINDOW, PROTOCOL.md section 11.29)."""
+
+    def setUp(self):
+        self.p = snapcat.CommandParser()
+
+    def test_join_window_and_window_send_window(self):
+        [w] = sent(self.p, "join feed window posts around post500 10 20 pinned first 3 log last 0")
+        self.assertEqual(w, {"type": "WINDOW", "request_id": 1, "room": b"feed", "window": [
+            {"section": b"posts", "around": b"post500", "before": 10, "after": 20},
+            {"section": b"pinned", "first": 3}, {"section": b"log", "last": 0}]})
+        [w] = sent(self.p, "window feed posts last 100")
+        self.assertEqual(w, {"type": "WINDOW", "request_id": 2, "room": b"feed",
+                             "window": [{"section": b"posts", "last": 100}]})
+        [w] = sent(self.p, "window feed")
+        self.assertEqual(w["window"], [])
+        [w] = sent(self.p, "join feed window 0x00ff first 1")
+        self.assertEqual(w["window"], [{"section": b"\x00\xff", "first": 1}])
+
+    def test_mistyped_windows_send_nothing(self):
+        for bad in ["window", "window feed posts", "window feed posts first", "window feed posts middle 3",
+                    "window feed posts first -1", "window feed posts first x", "window feed posts around a 1",
+                    "join feed window posts around a 1 x", "window feed posts first %d" % 2**64]:
+            with self.subTest(line=bad):
+                with self.assertRaises(snapcat.UsageError) as ctx:
+                    self.p.parse(bad)
+                self.assertIn("usage:", str(ctx.exception))
+        self.assertEqual(self.p.next_id, 1)
+
+
+FEED_EPOCH = 2246800662264969608
+
+
+class WindowSessionTests(unittest.TestCase):
+    """A windowed replica: WINDOW_STATE, then WINDOW_DIFF frames, shown with counts."""
+
+    def setUp(self):
+        self.out = CapturedOutput()
+        args = types.SimpleNamespace(max_frame=wire.DEFAULT_MAX_FRAME_BYTES, no_hello=False)
+        self.session = snapcat.Session(None, args, self.out)
+        self.receive({"type": "WELCOME", "version": 4, "session_id": 7, "server_name": b"t", "limits": []})
+
+    def receive(self, msg):
+        self.session.receive(wire.encode_frame(msg))
+
+    def state(self):
+        s = self.session
+        [(_, request)] = s.run_line("join feed window posts around p5 1 1")
+        s.send(request)
+        self.assertTrue(s._is_member(b"feed"))
+        self.receive({"type": "WINDOW_STATE", "request_id": request["request_id"], "room": b"feed", "epoch": FEED_EPOCH, "version": 9,
+                      "chain": bytes(32), "window": [{"section": b"posts", "around": b"p5", "before": 1, "after": 1}],
+                      "counts": [1, 1000000], "snapshot": [
+                          {"id": b"pinned", "payload": b"", "items": []},
+                          {"id": b"posts", "payload": b"", "items": [{"id": b"p4", "payload": b""},
+                                                                    {"id": b"p5", "payload": b""},
+                                                                    {"id": b"p6", "payload": b""}]}]})
+        self.assertEqual(s.pending, {})
+        return s.replicas[b"feed"]
+
+    def test_a_window_state_then_diffs(self):
+        rep = self.state()
+        self.assertTrue(rep.windowed)
+        self.assertEqual(self.out.lines[-1],
+                         "WINDOW_STATE #1 feed e=%d v=9 window=[posts around p5 1 1] 2 sections, 1,000,001 items, "
+                         "3 shown: pinned (1 item) | posts (1,000,000 items) [p4, p5, p6]" % FEED_EPOCH)
+        # A live change: p5 deleted, re-anchored on p6, p7 comes in; versions may skip.
+        self.receive({"type": "WINDOW_DIFF", "request_id": 0, "room": b"feed", "epoch": FEED_EPOCH, "version": 12,
+                      "window": [{"section": b"posts", "around": b"p6", "before": 1, "after": 1}],
+                      "counts": [{"section": b"posts", "items": 999999}],
+                      "ops": [{"op": "delete_items", "ids": [b"p5"]},
+                              {"op": "insert_items", "placement": {"side": "after", "anchor": b"p6"},
+                               "elements": [{"id": b"p7", "payload": b""}]}]})
+        self.assertEqual(self.out.lines[-1],
+                         "WINDOW_DIFF feed e=%d v=12 window=[posts around p6 1 1]; counts posts=999999; "
+                         "delete_items [p5]; insert_items after p6 [p7]" % FEED_EPOCH)
+        self.assertTrue(rep.in_sync, rep.problem)
+        self.assertEqual(rep.version, 12)
+        self.assertEqual(rep.counts, {b"pinned": 1, b"posts": 999999})
+        self.assertEqual(self.out.notes, [])
+        self.out.lines.clear()
+        snapcat.show_replica(self.session, self.out, b"feed")
+        self.assertEqual(self.out.lines[0].split("\n"), [
+            "<feed epoch=%d version=12; windowed [posts around p6 1 1]; 2 sections, 1,000,000 items, 3 shown>"
+            % FEED_EPOCH,
+            "├─ section pinned (1 item): not in the window",
+            "└─ section posts (999,999 items): rows shown 3 (around p6 1 1)",
+            "   ├─ item p4", "   ├─ item p6", "   └─ item p7"])
+        # The answer to a WINDOW that moves the window: its request id, the window, the new rows.
+        for action in self.session.run_line("window feed posts first 1"):
+            self.session.send(action[1])
+        self.receive({"type": "WINDOW_DIFF", "request_id": 2, "room": b"feed", "epoch": FEED_EPOCH, "version": 12,
+                      "window": [{"section": b"posts", "first": 1}], "counts": [],
+                      "ops": [{"op": "delete_items", "ids": [b"p4", b"p6", b"p7"]},
+                              {"op": "append_items", "section": b"posts", "elements": [{"id": b"p0", "payload": b""}]}]})
+        self.assertEqual(self.session.pending, {})
+        self.assertEqual(self.out.lines[-1].split(" ", 2)[:2], ["WINDOW_DIFF", "#2"])
+        self.assertEqual([i["id"] for i in rep.snapshot.sections[1]["items"]], [b"p0"])
+        self.assertTrue(rep.in_sync, rep.problem)
+
+    def test_a_diff_that_does_not_apply_is_reported(self):
+        rep = self.state()
+        self.receive({"type": "WINDOW_DIFF", "request_id": 0, "room": b"feed", "epoch": FEED_EPOCH, "version": 10,
+                      "window": None, "counts": [], "ops": [{"op": "delete_items", "ids": [b"nope"]}]})
+        self.assertFalse(rep.in_sync)
+        self.assertIn("does not apply", rep.problem)
+        self.assertTrue(any("windowed replica of feed out of sync" in n for n in self.out.notes), self.out.notes)
+
+    def test_a_diff_going_back_or_of_another_epoch_is_reported(self):
+        for epoch, version in ((FEED_EPOCH, 8), (FEED_EPOCH + 1, 10)):
+            with self.subTest(epoch=epoch, version=version):
+                rep = self.state()
+                self.receive({"type": "WINDOW_DIFF", "request_id": 0, "room": b"feed", "epoch": epoch,
+                              "version": version, "window": None, "counts": [], "ops": []})
+                self.assertFalse(rep.in_sync)
+                self.assertIn("does not follow", rep.problem)
+
+    def test_counts_that_do_not_fit_are_reported(self):
+        rep = self.state()
+        self.receive({"type": "WINDOW_DIFF", "request_id": 0, "room": b"feed", "epoch": FEED_EPOCH, "version": 10,
+                      "window": None, "counts": [{"section": b"posts", "items": 2}], "ops": []})
+        self.assertFalse(rep.in_sync)
+        self.assertIn("shows 3 items but counts 2", rep.problem)
+
+    def test_a_windowed_replica_is_not_resumed_and_a_diff_for_it_is_reported(self):
+        rep = self.state()
+        [note, (kind, msg)] = self.session.run_line("join feed resume")
+        self.assertEqual(note[0], "note")
+        self.assertIn("windowed", note[1])
+        self.assertIsNone(msg["resume"])
+        self.receive({"type": "DIFF", "room": b"feed", "epoch": FEED_EPOCH, "version": 10, "ops": [],
+                      "chain": bytes(32)})
+        self.assertFalse(rep.in_sync)
+        # A SNAPSHOT (the answer to a JOIN) makes the replica a full one again.
+        self.receive({"type": "SNAPSHOT", "request_id": 5, "room": b"feed", "epoch": FEED_EPOCH, "version": 10,
+                      "reason": "initial", "digest": wire.snapshot_digest([]), "chain": bytes(32), "snapshot": []})
+        self.assertFalse(self.session.replicas[b"feed"].windowed)
+
+    def test_window_is_not_sent_on_a_version_3_connection(self):
+        out = CapturedOutput()
+        args = types.SimpleNamespace(max_frame=wire.DEFAULT_MAX_FRAME_BYTES, no_hello=False)
+        s = snapcat.Session(None, args, out)
+        s.receive(wire.encode_frame({"type": "WELCOME", "version": 3, "session_id": 7, "server_name": b"t",
+                                     "limits": []}))
+        s.outbuf.clear()
+        for action in s.run_line("window feed posts first 3"):
+            s.send(action[1])
+        self.assertEqual(bytes(s.outbuf), b"")
+        self.assertTrue(s.mistyped)
+        self.assertIn("window needs protocol version 4", out.notes[-1])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -6,7 +6,10 @@ messages.json, limits.json (protocol version 1), outline.json (version 2), chain
 the file's version says (flag Version1: as version 1, Version2: as version 2, Version3: as
 version 3). chain.json's
 `chains`: the room's chain computed over each DIFF frame; its `foldedCatchups`: a folded CATCHUP
-and its DIFF applied to a replica (section 11.12). batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
+and its DIFF applied to a replica (section 11.12). windows.json (version 4): its frames as the others', and
+its `models` (section 9, "Windows") recomputed by the generator's reference model and by a second
+window model written here over snapcat's Snapshot, and replayed through snapcat's session (WINDOW_STATE,
+then the WINDOW_DIFF) to the window snapshot, counts and window after. batches.json and outline_batches.json: batches on a model. replay.json: DIFFs applied in order to `start` give `end`, byte for byte and by
 SHA-256. Each frame is also fed to the stream decoder byte by byte, whole, all at once, and cut.
 """
 
@@ -56,7 +59,8 @@ class FrameVectorTests(unittest.TestCase):
 
     def test_the_expected_files_are_there(self):
         names = {n for n, _ in self.files}
-        self.assertLessEqual({"messages.json", "limits.json", "outline.json", "chain.json", "presence.json"}, names)
+        self.assertLessEqual({"messages.json", "limits.json", "outline.json", "chain.json", "presence.json",
+                             "windows.json"}, names)
         for name, doc in self.files:
             self.assertIn(doc["protocolVersion"], wire.SUPPORTED_VERSIONS, name)
             self.assertEqual(doc.get("numberOfTests", len(doc["tests"])), len(doc["tests"]), name)
@@ -267,7 +271,8 @@ class CoverageTests(unittest.TestCase):
     """The vectors and PROTOCOL.md cover everything snapcat's codec knows, and nothing less."""
 
     def test_every_message_type_has_a_valid_vector(self):
-        types = {t["message"]["type"] for name in ("messages.json", "outline.json", "chain.json", "presence.json")
+        types = {t["message"]["type"] for name in ("messages.json", "outline.json", "chain.json", "presence.json",
+                                                   "windows.json")
                  for t in load(name)["tests"] if t["result"] == "valid"}
         self.assertEqual(types, {name for name, _ in wire.MESSAGES.values()})
 
@@ -318,6 +323,209 @@ class PresenceVectorTests(unittest.TestCase):
         self.assertEqual(wire.left_reason_name(0), "left")
         self.assertEqual(wire.left_reason_name(5), "disconnected")
         self.assertEqual(wire.left_reason_name(255), "disconnected")
+
+
+# A second model of windows (PROTOCOL.md section 9, "Windows"), written from the spec over snapcat's
+# Snapshot, independent of Protocol/vectors/generate.py's.
+
+def rows(items):
+    """A section's rows: [(root id, [the root and its subtree])]."""
+    out = []
+    for i in items:
+        if wire.level(i) == 0:
+            out.append((i["id"], [i]))
+        else:
+            out[-1][1].append(i)
+    return out
+
+
+def section_of(snap, section_id):
+    return next((s for s in snap.sections if s["id"] == section_id), None)
+
+
+def shown_rows(snap, w):
+    s = section_of(snap, w["section"])
+    rs = rows(s["items"]) if s else []
+    n = len(rs)
+    if "first" in w:
+        return rs[:min(w["first"], n)]
+    if "last" in w:
+        return rs[max(0, n - w["last"]):]
+    i = [r for r, _ in rs].index(w["around"])
+    return rs[max(0, i - w["before"]):min(n, i + 1 + w["after"])]
+
+
+def window_snapshot(snap, window):
+    named = {w["section"]: w for w in window}
+    return [{"id": s["id"], "payload": s["payload"],
+             "items": [i for _, run in shown_rows(snap, named[s["id"]]) for i in run] if s["id"] in named else []}
+            for s in snap.sections]
+
+
+def is_row(snap, section_id, item_id):
+    s = section_of(snap, section_id)
+    return s is not None and any(r == item_id for r, _ in rows(s["items"]))
+
+
+def reanchored(before, window, after):
+    out, branches = [], []
+    for w in window:
+        if "around" not in w or is_row(after, w["section"], w["around"]):
+            out.append(w)
+            branches.append(None)
+            continue
+        content = [r for r, _ in shown_rows(before, w)]
+        k = content.index(w["around"])
+        later = [r for r in content[k + 1:] if is_row(after, w["section"], r)]
+        earlier = [r for r in content[:k] if is_row(after, w["section"], r)]
+        if later:
+            out.append(dict(w, around=later[0]))
+            branches.append("next")
+        elif earlier:
+            out.append(dict(w, around=earlier[-1]))
+            branches.append("previous")
+        else:
+            out.append({"section": w["section"], "first": w["before"] + 1 + w["after"]})
+            branches.append("first")
+    return out, branches
+
+
+class QuietOutput:
+    json_mode = False
+
+    def __init__(self):
+        self.notes = []
+
+    def line(self, text):
+        pass
+
+    def note(self, text):
+        self.notes.append(text)
+
+    def frame_bytes(self, direction, frame):
+        pass
+
+
+class WindowModelVectorTests(unittest.TestCase):
+    """windows.json's `models`: what a windowed member sees of one room version."""
+
+    def setUp(self):
+        self.doc = load("windows.json")
+        self.models = self.doc["models"]
+
+    def test_there_are_enough_and_they_cover_every_op_kind_and_branch(self):
+        self.assertGreaterEqual(len(self.models), 80)
+        kinds = {o["op"] for m in self.models for o in m["ops"]}
+        self.assertEqual(kinds, {name for name, _ in wire.OPS.values()})
+        branches = {b for m in self.models for b in m["reanchoring"]}
+        self.assertEqual(branches, {None, "next", "previous", "first"})
+        windows = {wire.window_kind(w) for m in self.models for w in m["window"]}
+        self.assertEqual(windows, {"first", "last", "around"})
+        self.assertEqual({m["frameDue"] for m in self.models}, {True, False})
+        self.assertTrue(any(m["diff"] and not m["diff"]["message"]["ops"] for m in self.models),
+                        "no frame carrying counts alone")
+        self.assertEqual(len({m["description"] for m in self.models}), len(self.models), "descriptions repeat")
+
+    def test_the_reference_model_gives_the_same(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("snapsync_generate", os.path.join(VECTORS, "generate.py"))
+        gen = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gen)
+        for m in self.models:
+            with self.subTest(tcId=m["tcId"], description=m["description"]):
+                room = [(gen.el(gen.unjb(s["id"]), gen.unjb(s["payload"])),
+                         [gen.at(lv, gen.el(gen.unjb(i["id"]), gen.unjb(i["payload"])))
+                          for i, lv in gen.flatten_json(s["items"])]) for s in m["room"]]
+                window = [wire.section_window_from_json(w) for w in m["window"]]
+                ops = [wire.op_from_json(o) for o in m["ops"]]
+                step = gen.window_step(room, window, ops)
+                self.assertEqual(gen.snapshot_json(step["ws_before"]), m["before"]["snapshot"])
+                self.assertEqual(gen.snapshot_json(step["ws_after"]), m["after"]["snapshot"])
+                self.assertEqual(gen.window_json(step["window"]), m["after"]["window"])
+                self.assertEqual(step["branches"], m["reanchoring"])
+                self.assertEqual(step["due"], m["frameDue"])
+
+    def test_a_second_model_over_snapcats_snapshot_gives_the_same(self):
+        for m in self.models:
+            with self.subTest(tcId=m["tcId"], description=m["description"]):
+                room = wire.Snapshot(wire.snapshot_from_json(m["room"]))
+                window = [wire.section_window_from_json(w) for w in m["window"]]
+                after = room.apply_batch([wire.op_from_json(o) for o in m["ops"]])   # the batch is valid
+                after.check_invariants()
+                self.assertEqual(wire.snapshot_to_json(after.sections), m["roomAfter"])
+                before_ws = window_snapshot(room, window)
+                self.assertEqual(wire.snapshot_to_json(before_ws), m["before"]["snapshot"])
+                self.assertEqual([len(s["items"]) for s in room.sections], m["before"]["counts"])
+                new_window, branches = reanchored(room, window, after)
+                self.assertEqual(branches, m["reanchoring"])
+                self.assertEqual([wire.section_window_to_json(w) for w in new_window], m["after"]["window"])
+                after_ws = window_snapshot(after, new_window)
+                self.assertEqual(wire.snapshot_to_json(after_ws), m["after"]["snapshot"])
+                self.assertEqual([len(s["items"]) for s in after.sections], m["after"]["counts"])
+                old = {s["id"]: len(s["items"]) for s in room.sections}
+                changed = [{"section": wire.bytes_to_json(s["id"]), "items": len(s["items"])}
+                           for s in after.sections if old.get(s["id"]) != len(s["items"])]
+                due = before_ws != after_ws or bool(changed) or new_window != window
+                self.assertEqual(due, m["frameDue"])
+                if not due:
+                    self.assertIsNone(m["diff"])
+                    continue
+                msg = wire.decode_frame(bytes.fromhex(m["diff"]["hex"]), accept=wire.SERVER_TO_CLIENT, version=4)
+                self.assertEqual(wire.message_to_json(msg), m["diff"]["message"])
+                self.assertEqual(m["diff"]["message"]["counts"], changed)
+                self.assertEqual(msg["window"], new_window if new_window != window else None)
+                self.assertEqual(msg["request_id"], 0)
+
+    def test_snapcat_replays_each_diff_onto_the_window_snapshot_before(self):
+        import types
+        from tests.support import snapcat
+        for m in self.models:
+            if m["diff"] is None:
+                continue
+            with self.subTest(tcId=m["tcId"], description=m["description"]):
+                out = QuietOutput()
+                session = snapcat.Session(None, types.SimpleNamespace(max_frame=wire.DEFAULT_MAX_FRAME_BYTES,
+                                                                      no_hello=False), out)
+                session.receive(wire.encode_frame({"type": "WELCOME", "version": 4, "session_id": 1,
+                                                   "server_name": b"t", "limits": []}))
+                diff = wire.decode_frame(bytes.fromhex(m["diff"]["hex"]), version=4)
+                session.receive(wire.encode_frame({
+                    "type": "WINDOW_STATE", "request_id": 1, "room": diff["room"], "epoch": diff["epoch"],
+                    "version": diff["version"] - 1, "chain": bytes(32),
+                    "window": [wire.section_window_from_json(w) for w in m["window"]],
+                    "counts": m["before"]["counts"], "snapshot": wire.snapshot_from_json(m["before"]["snapshot"])}))
+                session.receive(bytes.fromhex(m["diff"]["hex"]))
+                rep = session.replicas[diff["room"]]
+                self.assertTrue(rep.in_sync, (rep.problem, out.notes))
+                self.assertEqual(out.notes, [])
+                self.assertEqual(wire.snapshot_to_json(rep.snapshot.sections), m["after"]["snapshot"])
+                self.assertEqual([rep.counts[s["id"]] for s in rep.snapshot.sections], m["after"]["counts"])
+                self.assertEqual([wire.section_window_to_json(w) for w in rep.window], m["after"]["window"])
+                self.assertEqual(rep.version, diff["version"])
+
+    def test_the_json_form_in_protocol_md_is_the_examples(self):
+        # PROTOCOL.md section 14 prints the WINDOW, WINDOW_STATE and WINDOW_DIFF examples in JSON
+        # form by hand; they must be the vectors' (generated) ones.
+        with open(os.path.join(VECTORS, os.pardir, "PROTOCOL.md"), encoding="utf-8") as f:
+            spec = f.read()
+        block = spec.split("The WINDOW, WINDOW_STATE and WINDOW_DIFF of", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+        decoder, k, shown = json.JSONDecoder(), 0, []
+        while block[k:].strip():
+            while block[k].isspace():
+                k += 1
+            obj, k = decoder.raw_decode(block, k)
+            shown.append(obj)
+        examples = {t["comment"]: t["message"] for t in self.doc["tests"] if "Example" in t["flags"]}
+        self.assertEqual(shown, [examples["PROTOCOL.md example " + n] for n in ("WINDOW", "WINDOW_STATE", "WINDOW_DIFF")])
+
+    def test_window_frames_are_unknown_types_in_version_3(self):
+        for t in self.doc["tests"]:
+            if t["result"] != "valid" or t["message"]["type"] not in {"WINDOW", "WINDOW_STATE", "WINDOW_DIFF"}:
+                continue
+            with self.subTest(tcId=t["tcId"], comment=t["comment"]):
+                with self.assertRaises(wire.WireError) as ctx:
+                    wire.decode_frame(bytes.fromhex(t["hex"]), version=3)
+                self.assertEqual(ctx.exception.name, "unknown_message_type")
 
 
 class BatchVectorTests(unittest.TestCase):
