@@ -6,7 +6,8 @@ import SnapSyncWire
 // A WINDOW from a connection that is not a member of the room joins it windowed and is answered
 // with WINDOW_STATE; from a windowed member it moves the window and is answered with a
 // WINDOW_DIFF carrying its request id. Live WINDOW_DIFFs (request id 0) follow; their versions
-// increase but may skip. Windows have no resume: after a reconnect the client sends WINDOW
+// increase but may skip. In place of any WINDOW_DIFF the server may send a WINDOW_STATE with
+// the same request id, which the replica takes whole. Windows have no resume: after a reconnect the client sends WINDOW
 // again. A WINDOW_DIFF the replica cannot follow (another epoch, an older version, ops that do
 // not apply) makes it LEAVE and send WINDOW again, so that the answer is a WINDOW_STATE (a
 // windowed member's WINDOW would be answered with a diff from the state the server thinks it
@@ -170,14 +171,24 @@ extension SnapSyncClient {
 
     // MARK: Answers
 
-    /// WINDOW_STATE: the window's whole state, which replaces the replica's.
+    /// WINDOW_STATE: the window's whole state, which replaces the replica's: the answer to a
+    /// WINDOW that joins, or sent in place of a WINDOW_DIFF (request id 0 for a change of the
+    /// room, else a move's), which is then published as that diff would have been, its ops
+    /// those that turn the old window snapshot into the new one.
     func handleWindowState(
         requestID: UInt64, room: String, position: RoomPosition, window: [SectionWindow], counts: [UInt64], snapshot: RoomSnapshot
     ) {
-        guard case .window(let asked)? = requests.removeValue(forKey: requestID), asked == room else {
-            return violation("WINDOW_STATE of \(room) answers no WINDOW of it (request \(requestID))")
+        if requestID != 0 {
+            guard case .window(let asked)? = requests.removeValue(forKey: requestID), asked == room else {
+                return violation("WINDOW_STATE of \(room) answers no WINDOW of it (request \(requestID))")
+            }
         }
-        guard var entry = windows[room] else { return abandonedJoinAnswered(room) }
+        guard var entry = windows[room] else {
+            if requestID != 0 { abandonedJoinAnswered(room) }
+            return
+        }
+        // In place of a live WINDOW_DIFF: only a live replica follows those.
+        if requestID == 0, !entry.loaded || !entry.phase.isLive { return }
         // An older WINDOW's answer while a newer one that joins is on its way: that one counts.
         if case .joining(let current) = entry.phase, current != requestID { return }
         guard counts.count == snapshot.numberOfSections else {
@@ -194,7 +205,7 @@ extension SnapSyncClient {
         } else if case .joining = entry.phase {
             kind = .reloaded
         } else {
-            kind = .moved
+            kind = requestID == 0 ? .diff : .moved
         }
         let ordered = WindowedReplica.orderedCounts(of: snapshot, byID)
         let changedCounts = entry.loaded ? ordered.filter { old.counts[$0.section] != $0.items } : ordered
@@ -207,12 +218,13 @@ extension SnapSyncClient {
         let calls = entry.joinCalls
         windows[room] = entry
         let base = kind == .initial ? RoomSnapshot() : old.snapshot
+        let operations = kind == .diff || kind == .moved ? old.snapshot.difference(to: snapshot) : []
         entry.replica.publish(
             WindowChange(
                 kind: kind,
                 rows: RoomChange(
                     kind: kind.rowsKind, room: room, previousPosition: kind == .initial ? nil : old.position, position: position,
-                    operations: [], snapshot: snapshot, updates: BatchUpdates(from: base, to: snapshot)),
+                    operations: operations, snapshot: snapshot, updates: BatchUpdates(from: base, to: snapshot, operations: operations)),
                 previousWindow: kind == .initial ? nil : old.window, window: window, counts: byID, changedCounts: changedCounts))
         for call in calls { complete(call, .success(.windowed(entry.replica))) }
         for call in settled { complete(call, .success(.done)) }
@@ -393,6 +405,11 @@ extension SnapSyncClient {
 extension SnapSyncClient.WindowPhase {
     var isDetached: Bool {
         if case .detached = self { return true }
+        return false
+    }
+
+    var isLive: Bool {
+        if case .live = self { return true }
         return false
     }
 }

@@ -58,7 +58,7 @@ private func first(_ section: SnapshotIdentifier, _ count: UInt64) -> SectionWin
 @Suite("Client: windowed replicas")
 struct ClientWindowTests {
     @Test(
-        "join a window; writes above, inside and below it, an untouched one skipped, the anchor deleted (re-anchored); move, extend, a refused move; a diff that does not apply → LEAVE + WINDOW (.resync); reconnect → WINDOW again, its anchor gone → re-anchored by the client (.reloaded); leave",
+        "join a window; writes above, inside and below it, an untouched one skipped, the anchor deleted (re-anchored); move, extend (answered by a WINDOW_STATE), a refused move; a diff that does not apply → LEAVE + WINDOW (.resync); reconnect → WINDOW again, its anchor gone → re-anchored by the client (.reloaded); leave",
         .timeLimit(.minutes(5)))
     func lifecycle() async throws {
         let peer = try ScriptedPeer()
@@ -92,7 +92,8 @@ struct ClientWindowTests {
             request = try peer.expectWindow(room, [first("t", 3)])
             peer.sendWindowDiff(request, room, version: version, model.move(to: [first("t", 3)]))
             request = try peer.expectWindow(room, [first("t", 5)])
-            peer.sendWindowDiff(request, room, version: version, model.move(to: [first("t", 5)]))
+            _ = model.move(to: [first("t", 5)])
+            peer.sendWindowState(request, room, model, version: version)  // in place of its WINDOW_DIFF
             // A move the server refuses: nothing changes.
             request = try peer.expectWindow(room, [first("s", 5000)])
             peer.send(.reject(requestID: request, code: ErrorCode.windowTooLarge.rawValue, opIndex: nil, identifier: nil, message: "5000 rows"))
@@ -182,7 +183,9 @@ struct ClientWindowTests {
         await client.close()
     }
 
-    @Test("random writes: the replica follows the model server's WINDOW_DIFFs (re-anchorings included), every change replays in UIKit", .timeLimit(.minutes(5)))
+    @Test(
+        "random writes: the replica follows the model server's WINDOW_DIFFs (re-anchorings included) and WINDOW_STATEs in their place, every change replays in UIKit",
+        .timeLimit(.minutes(5)))
     func randomWrites() async throws {
         for seed in UInt64(1)...6 {
             var random = RandomBatches(seed: seed, sectionPool: 5, itemPool: 30, allowsDeleteAll: false)
@@ -205,14 +208,14 @@ struct ClientWindowTests {
             // A section that does not exist yet: empty until it does.
             if !room0.contains(section: RandomBatches.id("s", 4)) { window.append(first(RandomBatches.id("s", 4), 3)) }
             var model = WindowModel(room: room0, window: window)
-            var steps: [(version: UInt64, diff: (window: [SectionWindow]?, counts: [SectionCount], ops: [SnapshotOperation]))] = []
+            var steps: [(version: UInt64, diff: (window: [SectionWindow]?, counts: [SectionCount], ops: [SnapshotOperation]), state: WindowModel)] = []
             var version: UInt64 = 1
             for _ in 0..<80 {
                 var next = model.room
                 let operation = random.operation(on: next)
                 guard (try? next.apply([operation], limits: .unlimited)) != nil else { continue }
                 version += 1
-                if let diff = model.change(to: next) { steps.append((version, diff)) }
+                if let diff = model.change(to: next) { steps.append((version, diff, model)) }
             }
             let final = model.held, finalWindow = model.window
             let initial = WindowModel(room: room0, window: window)
@@ -227,7 +230,14 @@ struct ClientWindowTests {
                 guard watching.wait(timeout: .now() + hangBound.seconds) == .success else {
                     throw ScriptedPeer.Failure(description: "the test never watched")
                 }
-                for step in steps { peer.sendWindowDiff(0, "r", version: step.version, step.diff) }
+                for (k, step) in steps.enumerated() {
+                    // In place of a WINDOW_DIFF, a server may send the whole state.
+                    if k % 7 == 3 {
+                        peer.sendWindowState(0, "r", step.state, version: step.version)
+                    } else {
+                        peer.sendWindowDiff(0, "r", version: step.version, step.diff)
+                    }
+                }
             }
             let client = SnapSyncClient(configuration: peer.configuration())
             try await client.connect()
