@@ -75,6 +75,10 @@ extension SnapSyncClient {
             if entry.wanted != window { try await moveWindow(room, to: window) }
             return entry.replica
         }
+        if let entry = windows[room], entry.phase.isDetached {
+            // Not asked for yet (no connection): the newest window is.
+            windows[room]!.asked = window
+        }
         if windows[room] == nil {
             if let entry = rooms.removeValue(forKey: room) {
                 entry.replica.finish()
@@ -245,10 +249,10 @@ extension SnapSyncClient {
         // Left meanwhile; or asked for again, and that answer covers it.
         guard var entry = windows[room], case .live = entry.phase else { return }
         let old = entry.replica.current
-        // A move's answer is at the room's current version, which a live diff may have had.
-        let lowest = requestID == 0 ? old.position.version + 1 : old.position.version
-        guard position.epoch == old.position.epoch, position.version >= lowest else {
-            return resyncWindow(room, .outOfSequence(expected: RoomPosition(epoch: old.position.epoch, version: lowest), received: position))
+        // Versions never decrease and may skip; two frames may share one (a move's answer and
+        // counts held back until then, PROTOCOL.md §11.31).
+        guard position.epoch == old.position.epoch, position.version >= old.position.version else {
+            return resyncWindow(room, .outOfSequence(expected: old.position, received: position))
         }
         var snapshot = old.snapshot
         do {

@@ -257,6 +257,55 @@ struct ClientWindowTests {
         }
     }
 
+    @Test(
+        "a live frame at the version the replica holds is taken; one of an older version or another epoch → LEAVE + WINDOW (.resync(outOfSequence))",
+        .timeLimit(.minutes(2)))
+    func outOfSequence() async throws {
+        let peer = try ScriptedPeer()
+        let room0 = try RoomSnapshot([(SnapshotElement("s"), items("i", 0..<10))])
+        let watching = DispatchSemaphore(value: 0)
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake(version: 4)
+            var model = WindowModel(room: room0, window: [first("s", 3)])
+            var request = try peer.expectWindow("r", [first("s", 3)])
+            peer.sendWindowState(request, "r", model, version: 5)
+            guard watching.wait(timeout: .now() + hangBound.seconds) == .success else {
+                throw ScriptedPeer.Failure(description: "the test never watched")
+            }
+            var next = model.room
+            try next.apply([.appendItems(["i10"], toSection: "s")], limits: .unlimited)
+            peer.sendWindowDiff(0, "r", version: 5, model.change(to: next)!)  // counts held back until a frame at 5
+            peer.send(.windowDiff(requestID: 0, room: "r", epoch: 7, version: 4, window: nil, counts: [], ops: []))
+            try peer.expectLeave("r")
+            request = try peer.expectWindow("r", [first("s", 3)])
+            peer.sendWindowState(request, "r", model, version: 6)
+            peer.send(.windowDiff(requestID: 0, room: "r", epoch: 8, version: 1, window: nil, counts: [], ops: []))
+            try peer.expectLeave("r")
+            request = try peer.expectWindow("r", [first("s", 3)])
+            peer.send(
+                .windowState(
+                    requestID: request, room: "r", epoch: 8, version: 1, chain: .unknown, window: model.window, counts: model.orderedCounts,
+                    snapshot: model.held))
+        }
+        let client = SnapSyncClient(configuration: peer.configuration())
+        try await client.connect()
+        let replica = try await client.joinWindow("r", [first("s", 3)])
+        let log = WindowLog.start(replica)
+        watching.signal()
+        let changes = try await log.wait(for: "epoch 8") { $0.last?.position.epoch == 8 }
+        #expect(
+            changes.map(\.kind) == [
+                .initial, .diff, .resync(.outOfSequence(expected: RoomPosition(epoch: 7, version: 5), received: RoomPosition(epoch: 7, version: 4))),
+                .resync(.outOfSequence(expected: RoomPosition(epoch: 7, version: 6), received: RoomPosition(epoch: 8, version: 1))),
+            ])
+        #expect(changes[1].counts["s"] == 11 && changes[1].position.version == 5)
+        expectConsistentWindowStream(changes, "out of sequence")
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        await client.close()
+    }
+
     @Test("on a protocol version 3 connection, joinWindow throws unsupportedByServer and sends nothing", .timeLimit(.minutes(2)))
     func olderServer() async throws {
         let peer = try ScriptedPeer()
