@@ -25,11 +25,16 @@ public struct WindowChange: Sendable {
         /// The replica could not follow a WINDOW_DIFF (see `ResyncReason`) and asked for the
         /// window's state afresh: the updates are the difference between the two snapshots.
         case resync(ResyncReason)
+        /// This viewer expanded or collapsed items of an outline (`WindowedReplica.expand(_:)`):
+        /// the window snapshot did not change, the visible rows did.
+        case expansion
     }
 
     public var kind: Kind
-    /// The change of the window snapshot, resolved to index paths in its rows. Its kind is
-    /// `.initial` for an initial change, `.resync` for a reload or a resync, `.diff` otherwise.
+    /// The change of the window snapshot, resolved to index paths in its visible rows (an
+    /// outline's items under collapsed items are not rows: `WindowedReplica.expansion`). Its
+    /// kind is `.initial` for an initial change, `.resync` for a reload or a resync,
+    /// `.expansion` for an expansion, `.diff` otherwise.
     public var rows: RoomChange
     /// The effective window before the change; nil for `.initial`.
     public var previousWindow: [SectionWindow]?
@@ -73,6 +78,7 @@ extension WindowChange.Kind {
         case .diff, .moved: .diff
         case .reloaded: .resync(.historyUnavailable)
         case .resync(let reason): .resync(reason)
+        case .expansion: .expansion
         }
     }
 }

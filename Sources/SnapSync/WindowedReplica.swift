@@ -24,8 +24,8 @@ public final class WindowedReplica: Sendable {
     public let room: String
 
     struct State: Sendable {
-        /// The window snapshot, its position and lookups (the expansion stays the default: an
-        /// outline's rows are its roots, the window's rows).
+        /// The window snapshot, its position, this viewer's expansion (WindowedReplica+Outline.swift:
+        /// by default an outline's rows are its roots, the window's rows) and the lookups.
         var rows = RoomReplica.State()
         var window: [SectionWindow] = []
         var counts: [SnapshotIdentifier: UInt64] = [:]

@@ -187,13 +187,29 @@ struct ClientWindowTests {
         "random writes: the replica follows the model server's WINDOW_DIFFs (re-anchorings included) and WINDOW_STATEs in their place, every change replays in UIKit",
         .timeLimit(.minutes(5)))
     func randomWrites() async throws {
-        for seed in UInt64(1)...6 {
+        for seed in UInt64(1)...6 { _ = try await randomRun(seed: seed, outline: false) }
+    }
+
+    @Test(
+        "random outline writes: the window's rows are roots with their subtrees; some expanded, some not; every change replays in UIKit",
+        .timeLimit(.minutes(5)))
+    func randomOutlineWrites() async throws {
+        var outlines = 0
+        for seed in UInt64(11)...16 where try await randomRun(seed: seed, outline: true) { outlines += 1 }
+        #expect(outlines >= 3, "most runs start from a window snapshot with children")
+    }
+
+    /// Returns whether the initial window snapshot was an outline.
+    @discardableResult
+    private func randomRun(seed: UInt64, outline: Bool) async throws -> Bool {
+        do {
             var random = RandomBatches(seed: seed, sectionPool: 5, itemPool: 30, allowsDeleteAll: false)
             var room0 = random.snapshot()
             while room0.numberOfItems == 0 { room0 = random.snapshot() }
+            if outline { room0 = random.outlineBatch(on: room0, count: 6).result }
             var window: [SectionWindow] = []
             for section in room0.sectionIdentifiers {
-                let rows = room0.itemIdentifiers(inSection: section)!
+                let rows = room0.windowRoots(inSection: section)
                 switch Int.random(in: 0..<4, using: &random.random) {
                 case 0: window.append(SectionWindow(section: section, range: .first(UInt64.random(in: 0...4, using: &random.random))))
                 case 1: window.append(SectionWindow(section: section, range: .last(UInt64.random(in: 1...4, using: &random.random))))
@@ -212,8 +228,13 @@ struct ClientWindowTests {
             var version: UInt64 = 1
             for _ in 0..<80 {
                 var next = model.room
-                let operation = random.operation(on: next)
-                guard (try? next.apply([operation], limits: .unlimited)) != nil else { continue }
+                if outline {
+                    next = random.outlineBatch(on: next, count: Int.random(in: 1...3, using: &random.random)).result
+                    guard next != model.room else { continue }
+                } else {
+                    let operation = random.operation(on: next)
+                    guard (try? next.apply([operation], limits: .unlimited)) != nil else { continue }
+                }
                 version += 1
                 if let diff = model.change(to: next) { steps.append((version, diff, model)) }
             }
@@ -243,10 +264,14 @@ struct ClientWindowTests {
             try await client.connect()
             let replica = try await client.joinWindow("r", asked)
             let log = WindowLog.start(replica)
+            // This viewer expands every other root it holds (the children of others stay hidden).
+            let expanded = outline ? replica.snapshot.itemIdentifiers.enumerated().filter { $0.offset % 2 == 0 }.map(\.element) : []
+            if outline { replica.expand(expanded) }
             watching.signal()
             let last = steps.last?.version ?? 1
             let changes = try await log.wait(for: "seed \(seed): version \(last)") { $0.last?.position.version == last }
-            #expect(changes.count == steps.count + 1, "seed \(seed): one change per WINDOW_DIFF, none a resync")
+            let expansions = outline && initial.held.isOutline ? 1 : 0
+            #expect(changes.count == steps.count + 1 + expansions, "seed \(seed): one change per WINDOW_DIFF, none a resync")
             #expect(replica.snapshot == final, "seed \(seed)")
             #expect(replica.window == finalWindow, "seed \(seed)")
             #expect(replica.counts == WindowModel.counts(of: model.room), "seed \(seed)")
@@ -254,6 +279,7 @@ struct ClientWindowTests {
             let failure = await script.value
             #expect(failure == nil, "seed \(seed): \(failure ?? "")")
             await client.close()
+            return initial.held.isOutline
         }
     }
 
