@@ -332,6 +332,40 @@ struct ClientWindowTests {
         await client.close()
     }
 
+    @Test(
+        "a reconnect to a server of protocol version 3 loses the window: roomLost with unsupportedByServer, the stream finishes",
+        .timeLimit(.minutes(2)))
+    func failoverToAnOlderServer() async throws {
+        let peer = try ScriptedPeer()
+        let room0 = try RoomSnapshot([(SnapshotElement("s"), items("i", 0..<5))])
+        let script = play(peer) { peer in
+            try peer.accept()
+            try peer.handshake(version: 4)
+            let request = try peer.expectWindow("r", [first("s", 2)])
+            peer.sendWindowState(request, "r", WindowModel(room: room0, window: [first("s", 2)]), version: 1)
+            try peer.accept()
+            try peer.handshake(version: 3)
+            // Nothing more: a WINDOW would be a frame version 3 does not have.
+            let next = try peer.request()
+            guard case .mutate(let write, "r", _, _, _) = next else { throw ScriptedPeer.Failure(description: "expected MUTATE, got \(next)") }
+            peer.send(.ack(requestID: write, epoch: 7, version: 2))
+        }
+        let client = SnapSyncClient(configuration: peer.configuration(reconnect: .init(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50))))
+        let events = EventLog.start(client)
+        try await client.connect()
+        let replica = try await client.joinWindow("r", [first("s", 2)])
+        let log = WindowLog.start(replica)
+        await client.dropConnection()
+        try await eventually("the stream finishes") { await log.finished }
+        let lost = await events.events.compactMap { if case .roomLost(let room, let error) = $0 { (room, error) } else { nil } }
+        #expect(lost.count == 1 && lost.first?.0 == "r" && lost.first?.1.kind == .unsupportedByServer)
+        #expect(await client.windowedReplica("r") == nil)
+        try await client.mutate("r", [.appendItems(["i5"], toSection: "s")])
+        let failure = await script.value
+        #expect(failure == nil, "\(failure ?? "")")
+        await client.close()
+    }
+
     @Test("on a protocol version 3 connection, joinWindow throws unsupportedByServer and sends nothing", .timeLimit(.minutes(2)))
     func olderServer() async throws {
         let peer = try ScriptedPeer()
