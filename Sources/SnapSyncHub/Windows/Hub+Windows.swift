@@ -56,6 +56,7 @@ extension Hub {
     /// A member is windowed no more: it left, or a JOIN made it a full member.
     func stopWindow(of session: Session, in room: Room) {
         guard room.windows.removeValue(forKey: session.id) != nil else { return }
+        stats.windowedMembers -= 1
         if room.windows.isEmpty { room.windowCounts = [:] }
     }
 
@@ -95,6 +96,7 @@ extension Hub {
         if room.windows.isEmpty { room.windowCounts = currentCounts(of: room) }
         let snapshot = room.snapshot.windowSnapshot(window)
         room.windows[session.id] = MemberWindow(session: session, window: window, snapshot: snapshot)
+        stats.windowedMembers += 1
         send(
             .windowState(
                 requestID: requestID, room: room.name, epoch: room.epoch, version: room.version, chain: room.chain ?? .unknown,
@@ -161,6 +163,7 @@ extension Hub {
                 }
                 let snapshot = room.snapshot.windowSnapshot(window)
                 let ops = member.snapshot.difference(to: snapshot, limits: room.limits.model)
+                stats.windowRebuilds += 1
                 let moved = window != member.window
                 if !ops.isEmpty || moved {
                     member.window = window
