@@ -267,6 +267,16 @@ import SnapSyncWire
             ([SectionWindow(section: "s", range: .around(anchor: "nope", before: 1, after: 1))], .anchorItemNotFound),
             ([SectionWindow(section: "s", range: .around(anchor: "c", before: 1, after: 1))], .anchorItemNotFound),
             ([SectionWindow(section: "t", range: .around(anchor: "i1", before: 1, after: 1))], .anchorItemNotFound),
+            // §11.29's order: the size first, then each section window in turn.
+            ([SectionWindow(section: "s", range: .first(100)), SectionWindow(section: "s", range: .first(1))], .windowTooLarge),
+            (
+                [SectionWindow(section: "s", range: .around(anchor: "nope", before: 0, after: 0)), SectionWindow(section: "s", range: .first(1))],
+                .anchorItemNotFound
+            ),
+            (
+                [SectionWindow(section: "s", range: .first(1)), SectionWindow(section: "s", range: .around(anchor: "nope", before: 0, after: 0))],
+                .duplicateSection
+            ),
         ]
         for (window, code) in cases {
             harness.send(.window(requestID: 3, room: "feed", window: window), from: reader)
