@@ -130,8 +130,9 @@ extension Hub {
         member.staleCounts = []
         let diff = Message.windowDiff(
             requestID: requestID, room: room.name, epoch: room.epoch, version: room.version, window: window, counts: counts, ops: ops)
-        if FrameEncoder().encode(diff).count - 4 <= configuration.wire.maxFrameBytes {
-            send(diff, to: member.session)
+        let frame = FrameEncoder().encode(diff)
+        if frame.count - 4 <= configuration.wire.maxFrameBytes {
+            send(shared: .frozen(frame), to: member.session, type: .windowDiff)
         } else {
             send(
                 .windowState(
