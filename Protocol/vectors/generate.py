@@ -1978,6 +1978,18 @@ PRESENCE_LIMITS = dict(DEFAULT_LIMITS, max_outline_depth=OUTLINE_DEPTH_DEFAULT,
                        max_presence_bytes=PRESENCE_BYTES_DEFAULT, presence_view=PRESENCE_VIEW_DEFAULT)
 
 
+def cut_and_padded(s, frames):
+    """Each (name, body) of `frames` one byte short in a stream, with a byte after its last field,
+    and missing its last byte under a length that says so: all malformed."""
+    for name, body in frames:
+        s.invalid("%s cut one byte short (stream: need more bytes)" % name, ["Truncated"], frame(body)[:-1],
+                  "malformed_frame")
+        s.invalid_body("%s with a byte after its last field" % name, ["TrailingBytes"], body + b"\x00",
+                       "malformed_frame")
+        s.invalid_body("%s missing its last byte (the length says so)" % name, ["FieldOverrun"], body[:-1],
+                       "malformed_frame")
+
+
 def presence_vectors():
     """Version 4 frames (section 8.2): the presence messages and how they break; `Version3` tests
     are decoded as version 3."""
@@ -2074,13 +2086,7 @@ def presence_vectors():
     page = presence(3, "r", 3, [alice, bob], 2)[0]
     frames = [("PRESENCE_WATCH", watch_1), ("PRESENCE_LIST", presence_list(1, "r", 5, 10)[0]),
               ("SET_PRESENCE", set_presence(1, "r", "state")[0]), ("PRESENCE", page), ("PRESENCE_DIFF", diff_all)]
-    for name, body in frames:
-        s.invalid("%s cut one byte short (stream: need more bytes)" % name, ["Truncated"], frame(body)[:-1],
-                  "malformed_frame")
-        s.invalid_body("%s with a byte after its last field" % name, ["TrailingBytes"], body + b"\x00",
-                       "malformed_frame")
-        s.invalid_body("%s missing its last byte (the length says so)" % name, ["FieldOverrun"], body[:-1],
-                       "malformed_frame")
+    cut_and_padded(s, frames)
     s.invalid("PRESENCE cut after its length prefix", ["Truncated"], frame(page)[:4], "malformed_frame")
     s.invalid("PRESENCE_DIFF cut in the middle of a member", ["Truncated"], frame(diff_all)[:12], "malformed_frame")
     s.invalid_body("PRESENCE_WATCH without its watch byte", ["FieldOverrun"], u8(0x1A) + varint(1) + text("r"),
@@ -2803,13 +2809,7 @@ def window_frame_vectors():
                    identifier="x" * 257)
     diff_body = window_diff(0, "r", EPOCH, 11, [around("s", "b", 2, 2)], [("s", 5)], [delete_items("a")])[0]
     frames = [("WINDOW", win), ("WINDOW_STATE", state_body), ("WINDOW_DIFF", diff_body)]
-    for name, body in frames:
-        s.invalid("%s cut one byte short (stream: need more bytes)" % name, ["Truncated"], frame(body)[:-1],
-                  "malformed_frame")
-        s.invalid_body("%s with a byte after its last field" % name, ["TrailingBytes"], body + b"\x00",
-                       "malformed_frame")
-        s.invalid_body("%s missing its last byte (the length says so)" % name, ["FieldOverrun"], body[:-1],
-                       "malformed_frame")
+    cut_and_padded(s, frames)
     s.invalid("WINDOW_STATE cut in its chain", ["Truncated"], frame(state_body)[:20], "malformed_frame")
     s.invalid_body("WINDOW around without its after", ["FieldOverrun"],
                    u8(0x1D) + varint(1) + text("r") + varint(1) + bstr(b"a") + u8(2) + bstr(b"x") + varint(1),

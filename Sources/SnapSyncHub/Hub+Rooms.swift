@@ -66,8 +66,11 @@ extension Hub {
     @inline(never)
     func fanOut(_ diff: OutputChunk, version: UInt64, in room: Room) {
         // Members are copied first: a member cut off as a slow consumer leaves the room,
-        // which would otherwise reorder the array under the loop.
-        let members = room.members.sessions
+        // which would otherwise reorder the array under the loop. Windowed members get their
+        // WINDOW_DIFF instead (Hub+Windows.swift); a room without them pays one check per DIFF.
+        let windows = room.windows
+        let members = windows.isEmpty ? room.members.sessions : room.members.sessions.filter { windows[$0.id] == nil }
+        if !windows.isEmpty { fanOutWindows(diff, in: room) }
         // A DIFF that makes or keeps the room an outline, or carries a version 2 op, is no
         // frame for a version 1 member: it is sent LEFT in its place (PROTOCOL.md §8.2).
         let needsOutlines = room.snapshot.isOutline || room.lastDiffHasOutlineOps
@@ -75,11 +78,7 @@ extension Hub {
         // none). Not optional: unwrapping an optional in the loop costs a retain and a release
         // per member (callgrind: two retains per delivery instead of one).
         let chained = members.contains { ProtocolVersion.hasChain(version: $0.protocolVersion) } ? room.chainedDiff(diff, version: version) : diff
-        // Windowed members get their WINDOW_DIFF instead (Hub+Windows.swift).
-        let windows = room.windows
-        if !windows.isEmpty { fanOutWindows(diff, in: room) }
         for member in members {
-            if !windows.isEmpty && windows[member.id] != nil { continue }
             if ProtocolVersion.hasChain(version: member.protocolVersion) {
                 send(shared: chained, to: member)
             } else if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {

@@ -34,6 +34,10 @@ package struct ServerStats {
     package var presenceChanges: UInt64 = 0
     package var presenceUpdates: UInt64 = 0
     package var presenceUpdatesRefused: UInt64 = 0
+    /// Windows (Hub+Windows.swift): windowed members now, and windows rebuilt and diffed because
+    /// a change may have reached them (the costly path; the others cost a few hash lookups).
+    package var windowedMembers: UInt64 = 0
+    package var windowRebuilds: UInt64 = 0
     /// Requests refused with REJECT forbidden (not counted in `writesRejected`).
     package var forbidden: UInt64 = 0
     /// Sessions closed with ERROR token_expired.
@@ -142,6 +146,8 @@ package struct ServerStats {
             ("presence_changes", presenceChanges),
             ("presence_updates", presenceUpdates),
             ("presence_updates_refused", presenceUpdatesRefused),
+            ("windowed_members", windowedMembers),
+            ("window_rebuilds", windowRebuilds),
             ("tokens_expired", tokensExpired),
             ("uptime_seconds", UInt64(max(0, uptime.components.seconds))),
             ("loop_pass_p99_us", passes.quantile(0.99)),

@@ -111,6 +111,7 @@ import SnapSyncWire
         replica.apply(drain(harness, reader))
         #expect(rows(replica).prefix(2) == ["i900", "new"] && replica.snapshot.children(of: "i900") == ["c1", "c2"])
         replica.check(against: room)
+        #expect(harness.hub.stats.windowedMembers == 1 && harness.hub.stats.windowRebuilds > 0)
         harness.checkInvariants("feed")
     }
 
@@ -191,7 +192,7 @@ import SnapSyncWire
         #expect(drain(harness, reader).map(\.ackVersion).count == 1)
         harness.mutate(writer, "feed", addItem("y"))
         #expect(drain(harness, reader).isEmpty)
-        #expect(harness.hub.rooms[RoomName("feed")]!.windows.isEmpty)
+        #expect(harness.hub.rooms[RoomName("feed")]!.windows.isEmpty && harness.hub.stats.windowedMembers == 0)
         harness.checkInvariants("feed")
     }
 
@@ -266,6 +267,16 @@ import SnapSyncWire
             ([SectionWindow(section: "s", range: .around(anchor: "nope", before: 1, after: 1))], .anchorItemNotFound),
             ([SectionWindow(section: "s", range: .around(anchor: "c", before: 1, after: 1))], .anchorItemNotFound),
             ([SectionWindow(section: "t", range: .around(anchor: "i1", before: 1, after: 1))], .anchorItemNotFound),
+            // §11.29's order: the size first, then each section window in turn.
+            ([SectionWindow(section: "s", range: .first(100)), SectionWindow(section: "s", range: .first(1))], .windowTooLarge),
+            (
+                [SectionWindow(section: "s", range: .around(anchor: "nope", before: 0, after: 0)), SectionWindow(section: "s", range: .first(1))],
+                .anchorItemNotFound
+            ),
+            (
+                [SectionWindow(section: "s", range: .first(1)), SectionWindow(section: "s", range: .around(anchor: "nope", before: 0, after: 0))],
+                .duplicateSection
+            ),
         ]
         for (window, code) in cases {
             harness.send(.window(requestID: 3, room: "feed", window: window), from: reader)

@@ -60,7 +60,7 @@ extension ServerIntegration {
                 "frames_in_per_second", "frames_out_per_second", "slow_consumer_disconnects",
                 "connections_accepted", "connections_refused", "protocol_errors", "writes_applied",
                 "writes_rejected", "uptime_seconds", "loop_pass_p99_us", "loop_pass_max_us", "catchups_folded",
-                "catchup_folds_deferred",
+                "catchup_folds_deferred", "windowed_members", "window_rebuilds",
             ]
             for name in names { #expect(stats[name] != nil, "STATS lacks \(name)") }
             // Every pass with output is timed: the writes above made some.

@@ -40,6 +40,8 @@ FAMILIES = {
     "snapsync_presence_changes": "counter",
     "snapsync_presence_updates": "counter",
     "snapsync_presence_updates_refused": "counter",
+    "snapsync_windowed_members": "gauge",
+    "snapsync_window_rebuilds": "counter",
     "snapsync_room_members_bucket": "gauge",
     "snapsync_room_members_count": "gauge",
     "snapsync_room_members_sum": "gauge",

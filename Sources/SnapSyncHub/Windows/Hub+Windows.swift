@@ -12,40 +12,42 @@ import SnapSyncWire
 // costs a member one shared count frame, encoded once. Nothing is O(items of the room).
 
 extension Hub {
-    /// WINDOW (§11.29): admitted as a JOIN is (the name, the `read` right), then the window's
-    /// shape; a member's window changes at once, a non-member joins through the engine.
+    /// WINDOW (§11.29), checked in the order §11.29 gives: JOIN's checks (the name, the `read`
+    /// right, the rooms of the connection), the window's size, then each section window
+    /// (named twice, its anchor). A member's window changes at once; a non-member joins through
+    /// the engine, and its section windows are checked once the room is there.
     func setWindow(requestID: UInt64, roomName: String, window: [SectionWindow], from session: Session) {
         guard admit(requestID: requestID, roomName: roomName, right: .read, from: session) else { return }
-        if let rejection = checkWindowShape(window) {
-            send(rejection.message(requestID: requestID), to: session)
-            return
-        }
-        if let room = session.memberships[roomName] {
-            if let rejection = checkAnchors(window, in: room) {
-                send(rejection.message(requestID: requestID), to: session)
-            } else if let member = room.windows[session.id] {
-                move(member, to: window, requestID: requestID, in: room)
-            } else {
-                startWindow(window, requestID: requestID, room: room, for: session)
+        guard let room = session.memberships[roomName] else {
+            // A WINDOW waiting for its room counts as a room joined: the bound holds in flight too.
+            guard session.memberships.count + session.pendingWindows.count < configuration.wire.maxRoomsPerConnection else {
+                send(
+                    Rejection(
+                        .tooManyRoomsForConnection,
+                        "this connection has joined \(session.memberships.count) rooms and is joining \(session.pendingWindows.count), the limit is \(configuration.wire.maxRoomsPerConnection)"
+                    ).message(requestID: requestID), to: session)
+                return
             }
+            if let rejection = checkSize(window) {
+                send(rejection.message(requestID: requestID), to: session)
+                return
+            }
+            session.pendingWindows[requestID] = window
+            engine.join(requestID: requestID, roomName: roomName, resume: nil, from: session)
             return
         }
-        // A WINDOW waiting for its room counts as a room joined: the bound holds in flight too.
-        guard session.memberships.count + session.pendingWindows.count < configuration.wire.maxRoomsPerConnection else {
-            send(
-                Rejection(
-                    .tooManyRoomsForConnection,
-                    "this connection has joined \(session.memberships.count) rooms and is joining \(session.pendingWindows.count), the limit is \(configuration.wire.maxRoomsPerConnection)"
-                ).message(requestID: requestID), to: session)
-            return
+        if let rejection = checkSize(window) ?? checkSections(window, in: room) {
+            send(rejection.message(requestID: requestID), to: session)
+        } else if let member = room.windows[session.id] {
+            move(member, to: window, requestID: requestID, in: room)
+        } else {
+            startWindow(window, requestID: requestID, room: room, for: session)
         }
-        session.pendingWindows[requestID] = window
-        engine.join(requestID: requestID, roomName: roomName, resume: nil, from: session)
     }
 
     /// The engine found the room of a WINDOW from a non-member (`completeJoin`).
     func completeWindowJoin(requestID: UInt64, room: Room, window: [SectionWindow], from session: Session) {
-        if let rejection = checkAnchors(window, in: room) {
+        if let rejection = checkSections(window, in: room) {
             send(rejection.message(requestID: requestID), to: session)
             return
         }
@@ -56,31 +58,33 @@ extension Hub {
     /// A member is windowed no more: it left, or a JOIN made it a full member.
     func stopWindow(of session: Session, in room: Room) {
         guard room.windows.removeValue(forKey: session.id) != nil else { return }
+        stats.windowedMembers -= 1
         if room.windows.isEmpty { room.windowCounts = [:] }
     }
 
-    /// Duplicate sections and the size: what needs no room.
-    private func checkWindowShape(_ window: [SectionWindow]) -> Rejection? {
-        var sections = Set<SnapshotIdentifier>(minimumCapacity: window.count)
+    /// The window's size against `max_window_rows` (saturating, as §9 says).
+    private func checkSize(_ window: [SectionWindow]) -> Rejection? {
         var rows: UInt64 = 0
         for sectionWindow in window {
-            guard sections.insert(sectionWindow.section).inserted else {
-                return Rejection(
-                    .duplicateSection, "the window names section \(sectionWindow.section) twice", identifier: sectionWindow.section)
-            }
             rows = rows.addingReportingOverflow(sectionWindow.size).overflow ? .max : rows + sectionWindow.size
         }
         guard rows <= UInt64(configuration.wire.maxWindowRows) else {
             return Rejection(
                 .windowTooLarge,
-                "the window asks for \(rows == .max ? "more than 2^64" : "\(rows)") rows, over max_window_rows \(configuration.wire.maxWindowRows)")
+                "the window asks for \(rows == .max ? "2^64 - 1 or more" : "\(rows)") rows, over max_window_rows \(configuration.wire.maxWindowRows)")
         }
         return nil
     }
 
-    /// Each `around` window's anchor must be a root of its section.
-    private func checkAnchors(_ window: [SectionWindow], in room: Room) -> Rejection? {
+    /// Each section window in order: a section named twice, then an `around` window's anchor,
+    /// which must be a root of its section.
+    private func checkSections(_ window: [SectionWindow], in room: Room) -> Rejection? {
+        var sections = Set<SnapshotIdentifier>(minimumCapacity: window.count)
         for sectionWindow in window {
+            guard sections.insert(sectionWindow.section).inserted else {
+                return Rejection(
+                    .duplicateSection, "the window names section \(sectionWindow.section) twice", identifier: sectionWindow.section)
+            }
             guard let anchor = sectionWindow.anchor, !room.snapshot.isRoot(anchor, inSection: sectionWindow.section) else { continue }
             return Rejection(
                 .anchorItemNotFound,
@@ -95,6 +99,7 @@ extension Hub {
         if room.windows.isEmpty { room.windowCounts = currentCounts(of: room) }
         let snapshot = room.snapshot.windowSnapshot(window)
         room.windows[session.id] = MemberWindow(session: session, window: window, snapshot: snapshot)
+        stats.windowedMembers += 1
         send(
             .windowState(
                 requestID: requestID, room: room.name, epoch: room.epoch, version: room.version, chain: room.chain ?? .unknown,
@@ -125,8 +130,9 @@ extension Hub {
         member.staleCounts = []
         let diff = Message.windowDiff(
             requestID: requestID, room: room.name, epoch: room.epoch, version: room.version, window: window, counts: counts, ops: ops)
-        if FrameEncoder().encode(diff).count - 4 <= configuration.wire.maxFrameBytes {
-            send(diff, to: member.session)
+        let frame = FrameEncoder().encode(diff)
+        if frame.count - 4 <= configuration.wire.maxFrameBytes {
+            send(shared: .frozen(frame), to: member.session, type: .windowDiff)
         } else {
             send(
                 .windowState(
@@ -161,6 +167,7 @@ extension Hub {
                 }
                 let snapshot = room.snapshot.windowSnapshot(window)
                 let ops = member.snapshot.difference(to: snapshot, limits: room.limits.model)
+                stats.windowRebuilds += 1
                 let moved = window != member.window
                 if !ops.isEmpty || moved {
                     member.window = window

@@ -55,6 +55,8 @@ final class MetricsRegistry {
     private let presenceChanges: Prometheus.Counter
     private let presenceUpdates: Prometheus.Counter
     private let presenceUpdatesRefused: Prometheus.Counter
+    private let windowedMembers: Prometheus.Gauge
+    private let windowRebuilds: Prometheus.Counter
     /// `snapsync_room_members_bucket{le}`, `_count`, `_sum`: the resident rooms by their members
     /// now, as a histogram's cumulative buckets (gauges, since a room's members go down as well
     /// as up; no label per room).
@@ -198,6 +200,11 @@ final class MetricsRegistry {
         presenceUpdatesRefused = counter(
             "snapsync_presence_updates_refused_total",
             "SET_PRESENCE requests past the connection's --presence-updates-per-second, answered REJECT busy (STATS presence_updates_refused).")
+        windowedMembers = gauge("snapsync_windowed_members", "Members following a window of a room (WINDOW) now (STATS windowed_members).")
+        windowRebuilds = counter(
+            "snapsync_window_rebuilds_total",
+            "Windows rebuilt and diffed because a write may have reached them, O(sections + window rows) each; other windowed members cost a few hash lookups per write (STATS window_rebuilds)."
+        )
         let membersHelp = "Resident rooms by their members now (a histogram's cumulative buckets, as gauges)."
         roomMembersBuckets =
             Self.roomMembersBounds.map { bound in (bound, gauge("snapsync_room_members_bucket", membersHelp, [("le", "\(bound)")])) }
@@ -314,6 +321,8 @@ final class MetricsRegistry {
         set(presenceChanges, stats.presenceChanges)
         set(presenceUpdates, stats.presenceUpdates)
         set(presenceUpdatesRefused, stats.presenceUpdatesRefused)
+        windowedMembers.set(Int64(stats.windowedMembers))
+        set(windowRebuilds, stats.windowRebuilds)
         let members = hub.roomMemberCounts
         for (bound, gauge) in roomMembersBuckets { gauge.set(Int64(members.count { $0 <= bound })) }
         roomMembersCount.set(Int64(members.count))
