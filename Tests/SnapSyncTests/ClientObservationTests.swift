@@ -168,3 +168,44 @@
         }
     }
 #endif
+
+#if canImport(Observation)
+    /// `ObservableWindowedReplica`: follows its windowed replica on the main actor.
+    @Suite("Client: ObservableWindowedReplica")
+    struct ClientWindowObservationTests {
+        @Test("an ObservableWindowedReplica follows the replica's window, counts and rows, notifies observers, and serves lookups")
+        @MainActor
+        func follows() async throws {
+            let replica = WindowedReplica(room: "r")
+            let observed = ObservableWindowedReplica(replica)
+            let notified = NIOLockedValueBox(0)
+            withObservationTracking {
+                _ = observed.counts
+            } onChange: {
+                notified.withLockedValue { $0 += 1 }
+            }
+            var snapshot = RoomSnapshot()
+            try snapshot.appendSections(["s"])
+            try snapshot.appendItems(["a", "b"], toSection: "s")
+            let window = [SectionWindow(section: "s", range: .first(2))]
+            replica.publish(
+                WindowChange(
+                    kind: .initial,
+                    rows: RoomChange(
+                        kind: .initial, room: "r", previousPosition: nil, position: RoomPosition(epoch: 1, version: 4), operations: [],
+                        snapshot: snapshot, updates: BatchUpdates(from: RoomSnapshot(), to: snapshot)),
+                    previousWindow: nil, window: window, counts: ["s": 1000], changedCounts: [SectionCount(section: "s", items: 1000)]))
+            let deadline = ContinuousClock.now + hangBound
+            while observed.position.version != 4, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.snapshot == snapshot && observed.window == window)
+            #expect(observed.count(ofSection: "s") == 1000)
+            #expect(notified.withLockedValue { $0 } == 1, "observers of counts were told")
+            #expect(observed.lastChange?.kind == .initial)
+            #expect(observed.itemIdentifier(for: ItemIndexPath(item: 1, section: 0)) == "b")
+            #expect(observed.numberOfItems(inSection: 0) == 2)
+            replica.finish()
+            while !observed.isFinished, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(observed.isFinished)
+        }
+    }
+#endif
