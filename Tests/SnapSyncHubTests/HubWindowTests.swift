@@ -94,6 +94,15 @@ import SnapSyncWire
         }
         replica.apply(countOnly)
         #expect(replica.frames == frames + 1)
+        // An update inside keeps its kind: UIKit reconfigures the cell instead of replacing it.
+        harness.mutate(writer, "feed", [.updateItems([hubElement("i2", "new")], .reconfigure)])
+        let updated = drain(harness, reader)
+        guard case .windowDiff(0, _, _, _, nil, [], let updateOps)? = updated.first else {
+            Issue.record("expected a WINDOW_DIFF, got \(updated)")
+            return
+        }
+        #expect(updateOps == [.updateItems([hubElement("i2", "new")], .reconfigure)])
+        replica.apply(updated)
         // An update outside the window changes nothing it holds: no frame at all.
         harness.mutate(writer, "feed", [.updateItems([hubElement("i500", "x")], .reload)])
         #expect(drain(harness, reader).isEmpty)

@@ -166,7 +166,7 @@ extension Hub {
                     room.snapshot.reanchored($0, previousRows: member.snapshot.rootItems(inSection: $0.section) ?? [])
                 }
                 let snapshot = room.snapshot.windowSnapshot(window)
-                let ops = member.snapshot.difference(to: snapshot, limits: room.limits.model)
+                let ops = change.keepingReconfigure(member.snapshot.difference(to: snapshot, limits: room.limits.model))
                 stats.windowRebuilds += 1
                 let moved = window != member.window
                 if !ops.isEmpty || moved {
@@ -256,6 +256,9 @@ struct WindowChange {
     var sectionsChanged = false
     /// Every op is a section op (not `delete_all_items`): `Hub.passThrough` applies.
     var isSectionsOnly = true
+    /// Items the batch updated with `reconfigure`, which a window's diff (all `reload`) shows
+    /// the same way, so that UIKit keeps their cells (`keepingReconfigure`).
+    var reconfigured = Set<SnapshotIdentifier>()
 
     init(_ ops: [SnapshotOperation], in snapshot: RoomSnapshot) {
         func placed(_ id: SnapshotIdentifier) {
@@ -287,9 +290,10 @@ struct WindowChange {
             case .moveItemToSection(let id, _):
                 isSectionsOnly = false
                 placed(id)
-            case .updateItems(let elements, _):
+            case .updateItems(let elements, let kind):
                 isSectionsOnly = false
                 for element in elements { touched.insert(element.id) }
+                if kind == .reconfigure { reconfigured.formUnion(elements.map(\.id)) }
             case .appendChildren(let elements, let parent):
                 isSectionsOnly = false
                 touched.insert(parent)
@@ -299,6 +303,19 @@ struct WindowChange {
                 touched.insert(parent)
                 placed(id)
             }
+        }
+    }
+
+    /// `ops` with each payload update of an item the batch reconfigured said as `reconfigure`.
+    /// O(ops) when the batch reconfigured nothing, else O(elements updated).
+    func keepingReconfigure(_ ops: [SnapshotOperation]) -> [SnapshotOperation] {
+        guard !reconfigured.isEmpty else { return ops }
+        return ops.flatMap { op -> [SnapshotOperation] in
+            guard case .updateItems(let elements, .reload) = op else { return [op] }
+            let kept = elements.filter { reconfigured.contains($0.id) }
+            guard !kept.isEmpty else { return [op] }
+            let reloaded = elements.filter { !reconfigured.contains($0.id) }
+            return (reloaded.isEmpty ? [] : [.updateItems(reloaded, .reload)]) + [.updateItems(kept, .reconfigure)]
         }
     }
 }
