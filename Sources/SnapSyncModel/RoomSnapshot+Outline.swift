@@ -161,6 +161,21 @@ extension RoomSnapshot {
         return result
     }
 
+    /// How many root items the section has, or `nil` when there is no such section.
+    /// - Complexity: O(1) while the snapshot is flat, else O(items in the section); allocates
+    ///   nothing.
+    public func numberOfRootItems(inSection section: SnapshotIdentifier) -> Int? {
+        guard let s = sectionIndex[section] else { return nil }
+        guard !outline.isEmpty else { return sectionNodes[Int(s)].itemCount }
+        var count = 0
+        var i = sectionNodes[Int(s)].firstItem
+        while i != Self.none {
+            if outline[Int(i)].level == 0 { count += 1 }
+            i = itemNodes[Int(i)].next
+        }
+        return count
+    }
+
     /// Every item's level, in the order of `itemIdentifiers` (the canonical `levels` part
     /// whenever some level is not 0).
     /// - Complexity: O(n)

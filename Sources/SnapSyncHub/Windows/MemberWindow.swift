@@ -7,7 +7,13 @@ final class MemberWindow {
     /// The window as last sent (after any re-anchoring).
     var window: [SectionWindow]
     /// `room.snapshot.windowSnapshot(window)` as of the last frame sent to this member.
-    var snapshot: RoomSnapshot
+    var snapshot: RoomSnapshot {
+        didSet { unfilledSections = Self.unfilled(window, in: snapshot) }
+    }
+    /// The sections whose window holds fewer rows than it asks for: an item placed anywhere in
+    /// them may come in. Kept with `snapshot` (set with `window` first), so that a write
+    /// elsewhere costs this member no count of its rows.
+    private(set) var unfilledSections: Set<SnapshotIdentifier>
     /// Sections whose count changed since the last frame this member got: sent with its next
     /// frame, or by the counts timer (`Hub.flushWindowCounts`).
     var staleCounts = Set<SnapshotIdentifier>()
@@ -16,6 +22,11 @@ final class MemberWindow {
         self.session = session
         self.window = window
         self.snapshot = snapshot
+        unfilledSections = Self.unfilled(window, in: snapshot)
+    }
+
+    private static func unfilled(_ window: [SectionWindow], in snapshot: RoomSnapshot) -> Set<SnapshotIdentifier> {
+        Set(window.filter { UInt64(snapshot.numberOfRootItems(inSection: $0.section) ?? 0) < $0.size }.map(\.section))
     }
 
     /// Whether a change that touched `touched` items, and placed items into `filledSections`,
@@ -23,13 +34,10 @@ final class MemberWindow {
     /// wrong the other way: a change outside the window moves no row in or out of it unless it
     /// places an item next to one of its items (caught by `touched`, which holds every placed
     /// item's neighbours), or it places an item into a section whose window is not full.
-    /// - Complexity: O(touched + sections of the window), expected.
+    /// - Complexity: O(touched + unfilled sections), expected; allocates nothing.
     func mayChange(touched: Set<SnapshotIdentifier>, filledSections: Set<SnapshotIdentifier>) -> Bool {
         for id in touched where snapshot.contains(item: id) { return true }
-        for sectionWindow in window where filledSections.contains(sectionWindow.section) {
-            let rows = UInt64(snapshot.rootItems(inSection: sectionWindow.section)?.count ?? 0)
-            if rows < sectionWindow.size { return true }
-        }
+        for section in unfilledSections where filledSections.contains(section) { return true }
         return false
     }
 }
