@@ -80,6 +80,9 @@
         @Option(help: "Seconds measured.")
         var seconds: Double = 10
 
+        @Option(help: "Writes the writer leaves unanswered at most; past it the schedule waits for ACKs (the daemon is behind).")
+        var maxInFlight: Int = 1_000
+
         @Option(help: "Seconds of writes before the measured window.")
         var warmup: Double = 2
 
@@ -253,7 +256,7 @@
             let cpuEnd = BenchSystem.cpuTicks(pid: server.pid) ?? 0
             let versionEnd = writer.ackedVersion
             let written = writer.finish()
-            result.drainSeconds = generator.drain(to: written.finalVersion, since: windowEnd)
+            result.drainSeconds = written.finalVersion == .max ? .infinity : generator.drain(to: written.finalVersion, since: windowEnd)
             result.rssAfter = BenchSystem.residentBytes(pid: server.pid) ?? 0
             if server.hasExited { BenchSystem.die("snapsyncd exited during the \(variant.rawValue) run; its log: \(server.log)") }
 
@@ -337,6 +340,7 @@
                 ("join_fraction_of_snapshot", .number(joinMean / Double(max(1, snapshotBytes)), digits: 6)),
                 ("measured_s", .number(measuredSeconds, digits: 1)),
                 ("versions_per_s", .number(versionsPerSecond, digits: 1)),
+                ("writer_sent", .int(Int(writer.sent))), ("writer_throttled", .bool(writer.throttled)),
                 ("writer_acks", .int(Int(writer.acks))), ("writer_failures", .int(Int(writer.failures))),
                 ("writer_first_failure", writer.firstFailure.map { JSONValue.string($0) } ?? .null),
                 ("writer_ack_p99_ms", .number(writer.latencies.quantile(0.99), digits: 2)),
@@ -359,7 +363,7 @@
 
         func describe() -> String {
             var line =
-                "\(variant.rawValue) (round \(round + 1), load \(loadAverage)): fill \(Bench.decimal(fillSeconds, digits: 1)) s; SNAPSHOT \(snapshotBytes) B; join \(Bench.decimal(joinMean, digits: 0)) B mean, \(joinMax) B max (\(Bench.decimal(joinMean / Double(max(1, snapshotBytes)) * 100, digits: 4))% of the SNAPSHOT) in \(Bench.decimal(joinSeconds, digits: 1)) s; \(Bench.decimal(versionsPerSecond, digits: 0)) versions/s; per member \(Bench.decimal(bytesPerMemberPerSecond, digits: 0)) B/s (max \(Bench.decimal(maxBytesPerMemberPerSecond, digits: 0))), \(Bench.decimal(framesPerMemberPerSecond, digits: 1)) frames/s; daemon CPU \(Int((serverCPUSeconds / measuredSeconds * 100).rounded()))%, \(Bench.decimal(cpuPerVersionMicroseconds, digits: 0)) µs per version; generator CPU \(Int((generator.cpuSeconds / measuredSeconds * 100).rounded()))%; drain \(Bench.decimal(drainSeconds, digits: 2)) s; RSS filled \(rssFilled >> 20), joined \(rssJoined >> 20), peak \(rssPeak >> 20) MiB; writer ACK p99 \(Bench.decimal(writer.latencies.quantile(0.99), digits: 1)) ms"
+                "\(variant.rawValue) (round \(round + 1), load \(loadAverage)): fill \(Bench.decimal(fillSeconds, digits: 1)) s; SNAPSHOT \(snapshotBytes) B; join \(Bench.decimal(joinMean, digits: 0)) B mean, \(joinMax) B max (\(Bench.decimal(joinMean / Double(max(1, snapshotBytes)) * 100, digits: 4))% of the SNAPSHOT) in \(Bench.decimal(joinSeconds, digits: 1)) s; \(Bench.decimal(versionsPerSecond, digits: 0)) versions/s; per member \(Bench.decimal(bytesPerMemberPerSecond, digits: 0)) B/s (max \(Bench.decimal(maxBytesPerMemberPerSecond, digits: 0))), \(Bench.decimal(framesPerMemberPerSecond, digits: 1)) frames/s; daemon CPU \(Int((serverCPUSeconds / measuredSeconds * 100).rounded()))%, \(Bench.decimal(cpuPerVersionMicroseconds, digits: 0)) µs per version; generator CPU \(Int((generator.cpuSeconds / measuredSeconds * 100).rounded()))%; drain \(Bench.decimal(drainSeconds, digits: 2)) s; RSS filled \(rssFilled >> 20), joined \(rssJoined >> 20), peak \(rssPeak >> 20) MiB; writer ACK p99 \(Bench.decimal(writer.latencies.quantile(0.99), digits: 1)) ms\(writer.throttled ? " (BEHIND: the writer reached --max-in-flight)" : "")"
             if generator.failures > 0 || generator.closed > 0 || writer.failures > 0 {
                 line +=
                     "; FAILURES members \(generator.failures) (\(generator.firstFailure ?? "")), closed \(generator.closed), writer \(writer.failures) (\(writer.firstFailure ?? ""))"
@@ -441,6 +445,8 @@
             var failures: UInt64 = 0
             var firstFailure: String?
             var finalVersion: UInt64 = 0
+            /// The writes in flight reached --max-in-flight: the daemon was behind the schedule.
+            var throttled = false
             var latencies = Latencies()  // send → ACK, ms
         }
 
@@ -566,10 +572,13 @@
             while true {
                 let now = BenchSystem.nowNs()
                 if now >= end { break }
-                while start + UInt64(Double(k) * period) <= now {
+                // At most --max-in-flight writes unanswered: past it the daemon is behind, and the
+                // writes due wait (the schedule slips; `sent` says how far).
+                while start + UInt64(Double(k) * period) <= now && sendTimes.count - head < bench.maxInFlight {
                     send((0..<bench.opsPerWrite).map { _ in op() })
                     k += 1
                 }
+                if sendTimes.count - head >= bench.maxInFlight { totals.throttled = true }
                 let next = start + UInt64(Double(k) * period)
                 let waitMs = next > now ? Int32(min(5, (next - now) / 1_000_000)) : 0
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -581,7 +590,11 @@
             send([.insertItems([SnapshotElement(last, payload: WindowsBenchmark.payload(0, bytes: bench.payloadBytes))], .after(ids[0]))])
             let deadline = BenchSystem.nowNs() + 60_000_000_000
             while totals.acks + totals.failures < totals.sent {
-                if BenchSystem.nowNs() > deadline { BenchSystem.die("windows: the writer's last ACKs took over 60 s") }
+                if BenchSystem.nowNs() > deadline {
+                    BenchSystem.printError("windows: the writer's last ACKs took over 60 s; \(totals.sent - totals.acks) unanswered\n")
+                    totals.finalVersion = .max
+                    return
+                }
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 _ = poll(&p, 1, 10)
                 readAcks()
