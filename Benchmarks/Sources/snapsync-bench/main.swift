@@ -23,7 +23,7 @@ struct SnapSyncBench: ParsableCommand {
         #if canImport(Glibc)
             list += [
                 FanoutCommand.self, FanoutMemoryCommand.self, DurabilityBenchmark.self, RecoveryBenchmark.self, ChurnBenchmark.self,
-                ClientBenchmark.self, ClusterCommand.self, ResumeBenchmark.self, PresenceBenchmark.self,
+                ClientBenchmark.self, ClusterCommand.self, ResumeBenchmark.self, PresenceBenchmark.self, WindowsBenchmark.self,
             ]
         #endif
         return list
