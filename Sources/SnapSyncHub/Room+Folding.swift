@@ -108,6 +108,7 @@ extension Room {
                 throw InvariantViolation(description: "room \(name): windowed member \(id) holds another window than \(member.window)")
             }
         }
+        try checkWindowIndex()
         guard let resumeBase else { return }
         guard resumeBase.version >= history.baseVersion, resumeBase.version <= version else {
             throw InvariantViolation(

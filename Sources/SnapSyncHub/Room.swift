@@ -86,6 +86,10 @@ package final class Room {
     /// Every section's item count as its windowed members last learnt it; empty while it has
     /// none (rebuilt when the first one joins).
     var windowCounts: [SnapshotIdentifier: UInt64] = [:]
+    /// Which windowed members hold each item, and whose window of each section is not full
+    /// (Room+Windows.swift).
+    var windowMembersByItem: [SnapshotIdentifier: Set<UInt64>] = [:]
+    var unfilledWindowMembers: [SnapshotIdentifier: Set<UInt64>] = [:]
     /// In the hub's `windowCountsQueue`.
     var isWindowCountsQueued = false
     /// Where this room's DIFF chunks are written, back to back (`arena(for:in:)`).

@@ -57,7 +57,8 @@ extension Hub {
 
     /// A member is windowed no more: it left, or a JOIN made it a full member.
     func stopWindow(of session: Session, in room: Room) {
-        guard room.windows.removeValue(forKey: session.id) != nil else { return }
+        guard let member = room.windows.removeValue(forKey: session.id) else { return }
+        room.unindex(member)
         stats.windowedMembers -= 1
         if room.windows.isEmpty { room.windowCounts = [:] }
     }
@@ -98,7 +99,9 @@ extension Hub {
     private func startWindow(_ window: [SectionWindow], requestID: UInt64, room: Room, for session: Session) {
         if room.windows.isEmpty { room.windowCounts = currentCounts(of: room) }
         let snapshot = room.snapshot.windowSnapshot(window)
-        room.windows[session.id] = MemberWindow(session: session, window: window, snapshot: snapshot)
+        let member = MemberWindow(session: session, window: window, snapshot: snapshot)
+        room.windows[session.id] = member
+        room.index(member)
         stats.windowedMembers += 1
         send(
             .windowState(
@@ -124,7 +127,7 @@ extension Hub {
     private func sendWindowChange(
         _ member: MemberWindow, snapshot: RoomSnapshot, requestID: UInt64, window: [SectionWindow]?, ops: [SnapshotOperation], in room: Room
     ) {
-        member.snapshot = snapshot
+        room.setWindowSnapshot(member, snapshot)
         // A frame that changes the window brings the counts up to date too.
         let counts = counts(of: member.staleCounts, in: room)
         member.staleCounts = []
@@ -157,11 +160,14 @@ extension Hub {
         let changedCounts = Set(current.compactMap { room.windowCounts[$0.key] != $0.value ? $0.key : nil })
         room.windowCounts = current
         var countsOnly: OutputChunk?
+        let reached: Set<UInt64>? =
+            change.sectionsChanged ? nil : room.windowMembers(touching: change.touched, filling: change.filledSections)
+        var owesCounts = false
         // Copied first: a member cut off as a slow consumer leaves the room.
         for member in Array(room.windows.values) where member.session.state != .closing {
-            member.staleCounts.formUnion(changedCounts)
+            if !changedCounts.isEmpty { member.staleCounts.formUnion(changedCounts) }
             if change.isSectionsOnly, passThrough(ops, to: member, in: room) { continue }
-            if change.sectionsChanged || member.mayChange(touched: change.touched, filledSections: change.filledSections) {
+            if reached?.contains(member.session.id) ?? true {
                 let window = member.window.map {
                     room.snapshot.reanchored($0, previousRows: member.snapshot.rootItems(inSection: $0.section) ?? [])
                 }
@@ -177,7 +183,7 @@ extension Hub {
             }
             guard !member.staleCounts.isEmpty else { continue }
             if configuration.windowCountsInterval > .zero {
-                queueWindowCounts(room)
+                owesCounts = true
                 continue
             }
             // Every member's stale sections are this version's when nothing is coalesced.
@@ -186,6 +192,7 @@ extension Hub {
             member.staleCounts = []
             send(shared: frame, to: member.session, type: .windowDiff)
         }
+        if owesCounts { queueWindowCounts(room) }
     }
 
     /// A batch of section ops alone moves no row in or out of any window: unless an `around`
@@ -246,7 +253,7 @@ extension Hub {
     }
 }
 
-/// What one applied batch touched, for `MemberWindow.mayChange`: every item it names, the
+/// What one applied batch touched, for `Room.windowMembers(touching:filling:)`: every item it names, the
 /// neighbours of every item it placed (read after the batch), and the sections it placed items
 /// in; and whether it changed sections, which every window shows.
 /// - Complexity: O(ids in the batch), expected.

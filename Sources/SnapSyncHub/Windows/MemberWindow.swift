@@ -28,16 +28,4 @@ final class MemberWindow {
     private static func unfilled(_ window: [SectionWindow], in snapshot: RoomSnapshot) -> Set<SnapshotIdentifier> {
         Set(window.filter { UInt64(snapshot.numberOfRootItems(inSection: $0.section) ?? 0) < $0.size }.map(\.section))
     }
-
-    /// Whether a change that touched `touched` items, and placed items into `filledSections`,
-    /// may change what this member holds. Conservative (a `true` may end in no frame), never
-    /// wrong the other way: a change outside the window moves no row in or out of it unless it
-    /// places an item next to one of its items (caught by `touched`, which holds every placed
-    /// item's neighbours), or it places an item into a section whose window is not full.
-    /// - Complexity: O(touched + unfilled sections), expected; allocates nothing.
-    func mayChange(touched: Set<SnapshotIdentifier>, filledSections: Set<SnapshotIdentifier>) -> Bool {
-        for id in touched where snapshot.contains(item: id) { return true }
-        for section in unfilledSections where filledSections.contains(section) { return true }
-        return false
-    }
 }
