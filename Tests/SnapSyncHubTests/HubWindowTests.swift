@@ -293,6 +293,21 @@ import SnapSyncWire
             #expect(answer.first?.errorCode == code, "\(window)")
             #expect(reader.memberships["feed"] == nil)
         }
+        // A WINDOW the engine refuses (the server's room limit) leaves nothing waiting: many of
+        // them do not use up the connection's rooms.
+        let limited = HubHarness { $0.maxRooms = 1 }
+        let owner = limited.connect(), asker = limited.connect()
+        limited.mutate(owner, "only", [.appendSections([hubElement("s")])])
+        _ = limited.drain(owner)
+        for index in 0..<(limited.hub.configuration.wire.maxRoomsPerConnection + 2) {
+            limited.send(.window(requestID: UInt64(100 + index), room: "other\(index)", window: []), from: asker)
+            #expect(limited.drain(asker).first?.errorCode == .tooManyRooms)
+        }
+        limited.send(.window(requestID: 99, room: "only", window: []), from: asker)
+        guard case .windowState(99, "only", _, _, _, _, _, _)? = limited.drain(asker).first else {
+            Issue.record("a WINDOW after refused ones was not served")
+            return
+        }
         // A window on a section that does not exist yet fills when it appears.
         harness.send(.window(requestID: 4, room: "feed", window: [SectionWindow(section: "later", range: .first(2))]), from: reader)
         var replica = Replica()

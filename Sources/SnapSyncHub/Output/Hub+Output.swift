@@ -12,6 +12,8 @@ extension Hub {
     /// slow consumer instead (unless `force`, for the ERROR that ends it).
     package func send(_ message: Message, to session: Session, force: Bool = false) {
         guard !session.isEnded, force || session.state != .closing else { return }
+        // A WINDOW whose JOIN the engine refused (wherever it did) waits for its room no more.
+        if !session.pendingWindows.isEmpty, case .reject(let requestID, _, _, _, _) = message { session.pendingWindows[requestID] = nil }
         encodeBuffer.removeAll(keepingCapacity: true)
         let size = FrameEncoder().encode(message, into: &encodeBuffer)
         if !force && session.output.wouldExceedCap(adding: size) {

@@ -6,10 +6,11 @@ import SnapSyncWire
 // one; every applied version is translated for each windowed member into a WINDOW_DIFF.
 //
 // Cost per version of a room with windowed members: one decode of the DIFF's ops, O(ops) to
-// collect what they touch, O(sections) to compare the counts; then per windowed member O(ops)
-// hash lookups, and only for a member whose window the change may reach, O(sections + window)
-// to build its new window snapshot and diff it against the old. A change elsewhere in the room
-// costs a member one shared count frame, encoded once. Nothing is O(items of the room).
+// collect what they touch, O(sections) to compare the counts, O(ops) to find in the room's index
+// the members the change may reach (Room+Windows.swift), O(1) for every other member (the counts
+// it is owed), and for each member reached O(sections + window) to build its new window snapshot
+// and diff it against the old. A change elsewhere in the room costs a member a share of one count
+// frame per --window-counts-interval, encoded once. Nothing is O(items of the room).
 
 extension Hub {
     /// WINDOW (§11.29), checked in the order §11.29 gives: JOIN's checks (the name, the `read`
