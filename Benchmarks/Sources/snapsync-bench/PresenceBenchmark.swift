@@ -439,9 +439,7 @@
         let variant: PresenceBenchmark.Variant
         let host: String
         let port: Int
-        let epfd: Int32
-        var fds: [Int32] = []
-        var carry: [[UInt8]] = []
+        let connections = BenchConnections()
         var lastDiff: [UInt64] = []
         /// Churner c (index members + c) is a member of the room.
         var churnerJoined: [Bool] = []
@@ -451,34 +449,16 @@
         var snapshots = 0
         var presences = 0
         var acks = 0
-        let readBuffer: UnsafeMutablePointer<UInt8>
-        static let readBufferSize = 1 << 20
-        let events: UnsafeMutablePointer<epoll_event>
-        static let maxEvents: Int32 = 1024
 
         init(bench: PresenceBenchmark, variant: PresenceBenchmark.Variant, host: String, port: Int) {
             self.bench = bench
             self.variant = variant
             self.host = host
             self.port = port
-            epfd = epoll_create1(0)
-            if epfd < 0 { BenchSystem.fail("epoll_create1") }
-            readBuffer = .allocate(capacity: Self.readBufferSize)
-            events = .allocate(capacity: Int(Self.maxEvents))
         }
 
-        /// Closes every connection with a reset (SO_LINGER 0: no TIME_WAIT left to the next run).
-        mutating func tearDown() {
-            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-            for fd in fds where fd >= 0 {
-                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-                close(fd)
-            }
-            fds = []
-            close(epfd)
-            readBuffer.deallocate()
-            events.deallocate()
-        }
+        /// Closes every connection with a reset.
+        func tearDown() { connections.tearDown() }
 
         func kind(_ i: Int) -> Kind { i < bench.members ? .member : .churner }
 
@@ -488,17 +468,13 @@
         /// only said HELLO. 64 connections at a time, pipelined, then their answers.
         mutating func connectAll() {
             let total = bench.members + 2 * bench.churn
-            fds.reserveCapacity(total)
             var index = 0
             while index < total {
                 let upper = min(total, index + 64)
                 for i in index..<upper {
                     let fd = BenchSystem.connectTCP(host: host, port: port)
-                    BenchSystem.setNonBlocking(fd)
-                    fds.append(fd)
-                    carry.append([])
+                    connections.add(fd)
                     lastDiff.append(0)
-                    BenchSystem.epollSet(epfd, EPOLL_CTL_ADD, fd, events: UInt32(EPOLLIN.rawValue), token: UInt64(i))
                     let joins = i < bench.members + bench.churn
                     if kind(i) == .churner { churnerJoined.append(joins) }
                     let hello = BenchFrames.hello(clientName: PresenceBenchmark.memberName, version: ProtocolVersion.current)
@@ -516,7 +492,7 @@
             var index = 0
             while index < bench.members {
                 let upper = min(bench.members, index + 256)
-                for i in index..<upper { BenchSystem.writeAll(fds[i], watch) }
+                for i in index..<upper { connections.send(i, watch) }
                 pump(until: { $0.presences >= upper }, context: "PRESENCE_WATCH \(upper) of \(bench.members)")
                 index = upper
             }
@@ -595,57 +571,18 @@
         /// A small request: written at once (a non-blocking socket whose send buffer is full
         /// waits in writeAll).
         func send(_ i: Int, _ frame: [UInt8]) {
-            BenchSystem.writeAll(fds[i], frame)
+            connections.send(i, frame)
         }
 
         // MARK: Reading
 
         mutating func poll(timeoutNs: UInt64) {
-            let n = BenchSystem.epollWaitNs(epfd, events, Self.maxEvents, timeoutNs: timeoutNs)
-            guard n > 0 else { return }
-            for e in 0..<Int(n) {
-                let i = Int(events[e].data.u64)
-                readAll(i)
-            }
-        }
-
-        /// One read of connection i, then its whole frames.
-        mutating func readAll(_ i: Int) {
-            let fd = fds[i]
-            guard fd >= 0 else { return }
-            let n = read(fd, readBuffer, Self.readBufferSize)
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-            if n <= 0 {
-                totals.closed += 1
-                if totals.firstFailure == nil { totals.firstFailure = "the daemon closed connection \(i)" }
-                epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
-                close(fd)
-                fds[i] = -1
-                return
-            }
-            let now = BenchSystem.nowNs()
-            if carry[i].isEmpty {
-                let used = frames(i, UnsafeBufferPointer(start: readBuffer, count: n), now: now)
-                if used < n { carry[i] = Array(UnsafeBufferPointer(start: readBuffer + used, count: n - used)) }
-            } else {
-                var bytes = carry[i]
-                bytes.append(contentsOf: UnsafeBufferPointer(start: readBuffer, count: n))
-                let used = bytes.withUnsafeBufferPointer { frames(i, $0, now: now) }
-                carry[i] = used < bytes.count ? Array(bytes[used...]) : []
-            }
-        }
-
-        /// Handles the whole frames at the start of `bytes`; returns the bytes they took.
-        mutating func frames(_ i: Int, _ bytes: UnsafeBufferPointer<UInt8>, now: UInt64) -> Int {
-            var offset = 0
-            while bytes.count - offset >= 5 {
-                let length =
-                    Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-                guard bytes.count - offset >= 4 + length else { break }
-                handle(i, type: bytes[offset + 4], frame: UnsafeBufferPointer(rebasing: bytes[offset..<(offset + 4 + length)]), now: now)
-                offset += 4 + length
-            }
-            return offset
+            connections.poll(
+                timeoutNs: timeoutNs, frame: { i, frame, now in handle(i, type: frame[4], frame: frame, now: now) },
+                closed: { i in
+                    totals.closed += 1
+                    if totals.firstFailure == nil { totals.firstFailure = "the daemon closed connection \(i)" }
+                })
         }
 
         mutating func handle(_ i: Int, type: UInt8, frame: UnsafeBufferPointer<UInt8>, now: UInt64) {

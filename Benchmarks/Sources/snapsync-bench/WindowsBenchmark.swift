@@ -620,9 +620,7 @@
         let variant: WindowsBenchmark.Variant
         let host: String
         let port: Int
-        let epfd: Int32
-        var fds: [Int32] = []
-        var carry: [[UInt8]] = []
+        let connections = BenchConnections()
         /// Per member: the bytes of its answer to WINDOW or JOIN, its bytes and frames in the
         /// window, the last version a frame brought it.
         var joinBytes: [Int] = []
@@ -633,34 +631,16 @@
         var welcomes = 0
         var totals = Totals()
         var inWindow = false
-        let readBuffer: UnsafeMutablePointer<UInt8>
-        static let readBufferSize = 1 << 20
-        let events: UnsafeMutablePointer<epoll_event>
-        static let maxEvents: Int32 = 1024
 
         init(bench: WindowsBenchmark, variant: WindowsBenchmark.Variant, host: String, port: Int) {
             self.bench = bench
             self.variant = variant
             self.host = host
             self.port = port
-            epfd = epoll_create1(0)
-            if epfd < 0 { BenchSystem.fail("epoll_create1") }
-            readBuffer = .allocate(capacity: Self.readBufferSize)
-            events = .allocate(capacity: Int(Self.maxEvents))
         }
 
-        /// Closes every connection with a reset (SO_LINGER 0: no TIME_WAIT left to the next run).
-        mutating func tearDown() {
-            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-            for fd in fds where fd >= 0 {
-                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-                close(fd)
-            }
-            fds = []
-            close(epfd)
-            readBuffer.deallocate()
-            events.deallocate()
-        }
+        /// Closes every connection with a reset.
+        func tearDown() { connections.tearDown() }
 
         /// HELLO and WINDOW (windowed) or JOIN resuming at `position` (whole) from every member,
         /// 64 connections at a time, pipelined, then their answers.
@@ -672,16 +652,13 @@
             var index = 0
             while index < total {
                 let upper = min(total, index + 64)
-                for i in index..<upper {
+                for _ in index..<upper {
                     let fd = BenchSystem.connectTCP(host: host, port: port)
-                    BenchSystem.setNonBlocking(fd)
-                    fds.append(fd)
-                    carry.append([])
+                    connections.add(fd)
                     joinBytes.append(0)
                     windowBytes.append(0)
                     windowFrames.append(0)
                     lastVersion.append(0)
-                    BenchSystem.epollSet(epfd, EPOLL_CTL_ADD, fd, events: UInt32(EPOLLIN.rawValue), token: UInt64(i))
                     var frame = BenchFrames.hello(clientName: "windows-bench member", version: ProtocolVersion.current)
                     if variant.isWindowed {
                         let range: SectionWindow.Range =
@@ -736,9 +713,9 @@
         /// seconds since `since`.
         mutating func drain(to version: UInt64, since: UInt64) -> Double {
             let deadline = BenchSystem.nowNs() + 60_000_000_000
-            while lastVersion.indices.contains(where: { fds[$0] >= 0 && lastVersion[$0] < version }) {
+            while lastVersion.indices.contains(where: { connections.isOpen($0) && lastVersion[$0] < version }) {
                 if BenchSystem.nowNs() > deadline {
-                    let behind = lastVersion.indices.filter { fds[$0] >= 0 && lastVersion[$0] < version }.count
+                    let behind = lastVersion.indices.filter { connections.isOpen($0) && lastVersion[$0] < version }.count
                     BenchSystem.printError("windows: \(behind) members short of version \(version) 60 s after the writes\n")
                     return .infinity
                 }
@@ -748,47 +725,12 @@
         }
 
         mutating func poll(timeoutNs: UInt64) {
-            let n = BenchSystem.epollWaitNs(epfd, events, Self.maxEvents, timeoutNs: timeoutNs)
-            guard n > 0 else { return }
-            for e in 0..<Int(n) { readAll(Int(events[e].data.u64)) }
-        }
-
-        /// One read of member i, then its whole frames.
-        mutating func readAll(_ i: Int) {
-            let fd = fds[i]
-            guard fd >= 0 else { return }
-            let n = read(fd, readBuffer, Self.readBufferSize)
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-            if n <= 0 {
-                totals.closed += 1
-                if totals.firstFailure == nil { totals.firstFailure = "the daemon closed member \(i)" }
-                epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
-                close(fd)
-                fds[i] = -1
-                return
-            }
-            if carry[i].isEmpty {
-                let used = frames(i, UnsafeBufferPointer(start: readBuffer, count: n))
-                if used < n { carry[i] = Array(UnsafeBufferPointer(start: readBuffer + used, count: n - used)) }
-            } else {
-                var bytes = carry[i]
-                bytes.append(contentsOf: UnsafeBufferPointer(start: readBuffer, count: n))
-                let used = bytes.withUnsafeBufferPointer { frames(i, $0) }
-                carry[i] = used < bytes.count ? Array(bytes[used...]) : []
-            }
-        }
-
-        /// Handles the whole frames at the start of `bytes`; returns the bytes they took.
-        mutating func frames(_ i: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-            var offset = 0
-            while bytes.count - offset >= 5 {
-                let length =
-                    Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-                guard bytes.count - offset >= 4 + length else { break }
-                handle(i, frame: UnsafeBufferPointer(rebasing: bytes[offset..<(offset + 4 + length)]))
-                offset += 4 + length
-            }
-            return offset
+            connections.poll(
+                timeoutNs: timeoutNs, frame: { i, frame, _ in handle(i, frame: frame) },
+                closed: { i in
+                    totals.closed += 1
+                    if totals.firstFailure == nil { totals.firstFailure = "the daemon closed member \(i)" }
+                })
         }
 
         mutating func handle(_ i: Int, frame: UnsafeBufferPointer<UInt8>) {
@@ -811,7 +753,7 @@
                 if totals.firstFailure == nil { totals.firstFailure = "member \(i) got a SNAPSHOT (\(frame.count) B), not the answer expected" }
             case MessageType.welcome.rawValue: welcomes += 1
             case MessageType.ping.rawValue:
-                if case .ping(let nonce)? = WindowsWire.decode(frame) { BenchSystem.writeAll(fds[i], BenchFrames.encoder.encode(.pong(nonce: nonce))) }
+                if case .ping(let nonce)? = WindowsWire.decode(frame) { connections.send(i, BenchFrames.encoder.encode(.pong(nonce: nonce))) }
             case MessageType.reject.rawValue, MessageType.error.rawValue:
                 totals.failures += 1
                 if totals.firstFailure == nil {
