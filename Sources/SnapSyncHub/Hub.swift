@@ -118,6 +118,9 @@ package final class Hub {
     /// Called when `dirty` goes from empty to non-empty: the IO layer schedules its flush.
     /// Read once per pass (`markDirty`); unchecked as `dirty`.
     @exclusivity(unchecked) package var outputPending: () -> Void = {}
+    /// Sends a committed pass's dirty sessions, all at once (the daemon spreads them over its IO
+    /// threads, `OutputFlush`); nil: `finishPass` calls each session's transport in turn.
+    package var sendPass: (([Session]) -> Void)?
     /// Called when the store failed: nothing of this pass may reach a client (`fail`).
     package var storeFailed: (ServerError) -> Void = { _ in }
     /// Times each acknowledged write to the flush that sends its ACK; nil (and free) unless

@@ -43,6 +43,12 @@ package struct ServerConfiguration: Sendable {
     /// Rooms one principal may create per minute (`--room-creations-per-minute`, a token
     /// bucket of that size refilled continuously); 0: no limit.
     package var roomCreationsPerMinute = 600
+    /// Threads that send a loop pass's output (`--io-threads`): the loop's own and N - 1
+    /// helpers; 1 sends everything on the loop's thread. snapsyncd's default follows the cores.
+    package var ioThreads = 1
+    /// Connections an IO thread takes at a time (`--io-thread-batch`); a pass with no more
+    /// dirty connections than this is sent by the loop's thread alone.
+    package var ioThreadBatch = 32
     /// Unsent output one connection may have queued; past it the connection is a slow consumer
     /// (ERROR slow_consumer, closed). A single frame into an empty queue is always accepted.
     package var maxOutputBytes = 32 * 1024 * 1024
@@ -190,6 +196,8 @@ package struct ServerConfiguration: Sendable {
             throw fail("--window-counts-interval must be between 0 and 10s")
         }
         guard wire.maxWindowRows >= 1 && wire.maxWindowRows <= 100_000 else { throw fail("--max-window-rows must be between 1 and 100000") }
+        guard ioThreads >= 1 && ioThreads <= 64 else { throw fail("--io-threads must be between 1 and 64") }
+        guard ioThreadBatch >= 1 else { throw fail("--io-thread-batch must be at least 1") }
         guard clusterCheckpointInterval >= 1 else { throw fail("--cluster-checkpoint-every must be at least 1") }
         guard clusterIdleSeconds >= 1 else { throw fail("the cluster's idle time must be at least 1 second") }
         guard maxOutputBytes >= 1024 else { throw fail("--max-output-bytes must be at least 1KiB, not \(maxOutputBytes)") }

@@ -27,6 +27,9 @@ package struct ServerStats {
     /// Times a connection's input slice for a loop pass ended with frames left, which wait for
     /// its next turn (the server's `InputSlice`): a client pipelining more than a slice.
     package var inputYields: UInt64 = 0
+    /// Loop passes whose sends were spread over the IO threads (`--io-threads`): passes with
+    /// more connections to write than one `--io-thread-batch`.
+    package var ioPassesSpread: UInt64 = 0
     /// Presence (Hub+Presence.swift): PRESENCE and PRESENCE_DIFF frames queued (a shared
     /// PRESENCE_DIFF once per watcher), the changes PRESENCE_DIFFs carried (once per frame
     /// encoded), SET_PRESENCE requests applied and those refused for the rate.
@@ -141,6 +144,7 @@ package struct ServerStats {
             ("auth_refused", authRefused),
             ("requests_busy", requestsBusy),
             ("input_yields", inputYields),
+            ("io_passes_spread", ioPassesSpread),
             ("forbidden", forbidden),
             ("presence_frames_out", presenceFramesOut),
             ("presence_changes", presenceChanges),

@@ -131,7 +131,7 @@ package final class Session {
     /// dirty session per pass: a call through the strong reference costs a retain and a
     /// release each time. Safe because `_transport` holds the same object for as long as this
     /// one is set, and both are set together.
-    @exclusivity(unchecked) unowned(unsafe) private(set) var unretainedTransport: (any SessionTransport)?
+    @exclusivity(unchecked) unowned(unsafe) package private(set) var unretainedTransport: (any SessionTransport)?
 
     package init(id: UInt64, outputCap: Int, meter: OutputMeter) {
         self.id = id
@@ -144,9 +144,12 @@ package final class Session {
     package var hasQueuedOutput: Bool { !output.isEmpty }
 
     /// `OutputQueue.gather`: the unsent bytes, in order, as up to `capacity` spans.
-    package func gatherOutput(into spans: UnsafeMutablePointer<OutputSpan>, capacity: Int) -> Int {
-        output.gather(into: spans, capacity: capacity)
+    package func gatherOutput(into spans: UnsafeMutablePointer<OutputSpan>, capacity: Int, skipping: Int = 0) -> Int {
+        output.gather(into: spans, capacity: capacity, skipping: skipping)
     }
+
+    /// Unsent bytes queued (read-only: an IO thread may read it while the loop's thread waits).
+    package var queuedOutputBytes: Int { output.pendingBytes }
 
     /// Drops everything queued (a TLS connection closing before its handshake is done: it could
     /// not read it).

@@ -55,6 +55,8 @@ package final class Server {
     private var presenceTimer: Event?
     private var windowCountsTimer: Event?
     package internal(set) var isShuttingDown = false
+    /// The cores this process may run on (`--io-threads`'s default).
+    package static func availableCores() -> Int { IOThreads.availableCores() }
     /// Whether the client listener is up (after `start()`, until shutdown closes it).
     package var isListening: Bool { listener != nil || tlsListener != nil }
     private var isFinishingShutdown = false
@@ -93,7 +95,11 @@ package final class Server {
                 Hub(configuration: configuration, logger: logger, store: store)
             }
         self.hub = hub
-        self.flush = OutputFlush(hub: hub)
+        do {
+            self.flush = try OutputFlush(hub: hub, ioThreads: configuration.ioThreads, batch: configuration.ioThreadBatch)
+        } catch {
+            throw ServerError("cannot start the IO threads: \(error)")
+        }
         self.connectionContext = ConnectionContext(loop: self.loop, hub: hub, flush: flush)
         hub.storeFailed = { [unowned self] error in self.fail(error) }
         connectionContext.connectionEnded = { [unowned self] in self.finishShutdownIfIdle() }
@@ -190,7 +196,7 @@ package final class Server {
         hub.stats.tick(now: .now)
         let metadata: Logger.Metadata = [
             "libevent": "\(EventLoop.libeventVersion)", "backend": "\(loop.backend)",
-            "max_connections": "\(configuration.maxConnections)",
+            "max_connections": "\(configuration.maxConnections)", "io_threads": "\(configuration.ioThreads)",
         ]
         // The plain listener's line first: tools that wait for the first `listening on` get
         // the plain port when there is one.

@@ -119,6 +119,26 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
+            "Threads that send a loop pass's output: the loop's own and N - 1 helpers, which share the sends of a pass with many connections to write (a big room's fan-out); requests are still handled on the loop's thread alone. 1 sends everything on the loop's thread. Default: $SNAPSYNCD_IO_THREADS when set (the test lanes run every daemon with 2), else the cores this process may run on, at most 16."
+    )
+    var ioThreads: Int = SnapsyncdCommand.defaultIOThreads
+
+    @Option(
+        help:
+            "Connections an IO thread takes at a time; a pass with no more connections to write than this is sent by the loop's thread alone (waking a thread costs about as much as a few sends). Default: $SNAPSYNCD_IO_THREAD_BATCH when set, else 32."
+    )
+    var ioThreadBatch: Int = SnapsyncdCommand.environmentInteger("SNAPSYNCD_IO_THREAD_BATCH") ?? defaults.ioThreadBatch
+
+    static var defaultIOThreads: Int { environmentInteger("SNAPSYNCD_IO_THREADS") ?? min(Server.availableCores(), 16) }
+
+    /// An option's default from the environment, so that a test lane can run every daemon it
+    /// starts (through any harness or script) with the same setting. Not an integer: unset.
+    static func environmentInteger(_ name: String) -> Int? {
+        getenv(name).flatMap { Int(String(cString: $0)) }
+    }
+
+    @Option(
+        help:
             "Rooms held in memory; a request needing one more evicts the longest-idle memberless room when rooms sleep (--room-idle), else gets REJECT too_many_rooms."
     )
     var maxRooms: Int = defaults.maxRooms
@@ -342,6 +362,8 @@ struct SnapsyncdCommand: ParsableCommand {
         configuration.presenceInterval = presenceInterval
         configuration.presenceUpdatesPerSecond = presenceUpdatesPerSecond
         configuration.maxConnections = maxConnections
+        configuration.ioThreads = ioThreads
+        configuration.ioThreadBatch = ioThreadBatch
         configuration.maxRooms = maxRooms
         configuration.maxStoredRooms = maxStoredRooms
         configuration.maxDataBytes = maxDataBytes

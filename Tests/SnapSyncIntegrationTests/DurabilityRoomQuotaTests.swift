@@ -51,7 +51,7 @@ extension DaemonDurability {
             let refused = try client.mutate("r4", [.appendSections([SnapshotElement("s")])]).answer
             #expect(Self.isQuotaExceeded(refused), "\(summary(refused))")
             try client.mustMutate("r0", [.appendSections([SnapshotElement("t")])])
-            #expect(daemon.log.contains("new room refused (quota_exceeded)"))
+            #expect(daemon.waitForLog("new room refused (quota_exceeded)"), "the refusal is logged")
         }
     }
 }

@@ -30,7 +30,7 @@ extension DaemonDurability {
                 return daemon.log.components(separatedBy: "started log segment").count > 4
             }
             #expect(switched, "segment switches: \(daemon.log.components(separatedBy: "started log segment").count - 1)")
-            #expect(daemon.log.contains("deleted"), "old segments are deleted while writing")
+            #expect(daemon.waitForLog("deleted"), "old segments are deleted while writing")
             #expect(dir.segments.count <= 4, "\(dir.segments)")
             daemon.kill()
 

@@ -64,7 +64,8 @@ extension Hub {
 
     /// The end of a loop pass, called by the IO layer once per pass that queued output: commits
     /// the pass's writes (`RoomEngine.commit`: the store's group commit), then hands each dirty
-    /// session to its transport (`SessionTransport.sendQueuedOutput`). So nothing a pass
+    /// session to its transport (`SessionTransport.sendQueuedOutput`), or all of them at once to
+    /// `sendPass` when the IO layer set one (the daemon's IO threads). So nothing a pass
     /// produced (a DIFF, an ACK, a LEFT after a tombstone) reaches a client before the pass is
     /// durable. A failed commit stops the daemon (`fail`) and sends nothing.
     /// - Returns: whether output was committed and handed out: false when none was queued, or
@@ -79,9 +80,14 @@ extension Hub {
             return false
         }
         swap(&dirty, &flushing)
-        for session in flushing {
-            session.isDirty = false
-            session.unretainedTransport?.sendQueuedOutput()
+        if let sendPass {
+            for session in flushing { session.isDirty = false }
+            sendPass(flushing)
+        } else {
+            for session in flushing {
+                session.isDirty = false
+                session.unretainedTransport?.sendQueuedOutput()
+            }
         }
         flushing.removeAll(keepingCapacity: true)
         writeAckTimer?.flushed()

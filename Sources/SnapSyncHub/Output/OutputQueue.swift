@@ -129,16 +129,27 @@ package struct OutputQueue {
         entries[entries.count - 1].endsFrame = false
     }
 
-    /// Fills `spans` with the unsent bytes, in order, up to `capacity` entries.
+    /// Fills `spans` with the unsent bytes after the first `skipping`, in order, up to
+    /// `capacity` entries. Reads the queue only: an IO thread gathers and sends a connection's
+    /// bytes while the loop's thread waits, and the loop's thread consumes what was sent
+    /// afterwards (`consume` changes the meter and arenas that every queue shares).
     /// - Returns: the number of spans filled.
-    package func gather(into spans: UnsafeMutablePointer<OutputSpan>, capacity: Int) -> Int {
+    /// - Complexity: O(entries skipped + spans filled).
+    package func gather(into spans: UnsafeMutablePointer<OutputSpan>, capacity: Int, skipping: Int = 0) -> Int {
         var n = 0
         var index = head
+        var skip = skipping
         while index < entries.count && n < capacity {
             let entry = entries[index]
-            spans[n] = OutputSpan(base: entry.chunk.base + entry.offset, count: entry.end - entry.offset)
-            n += 1
+            let unsent = entry.end - entry.offset
             index += 1
+            if skip >= unsent {
+                skip -= unsent
+                continue
+            }
+            spans[n] = OutputSpan(base: entry.chunk.base + entry.offset + skip, count: unsent - skip)
+            skip = 0
+            n += 1
         }
         return n
     }

@@ -62,6 +62,10 @@ final class Connection: SessionTransport {
     /// The connection reached `closing` after sending everything and shut its sending side.
     private(set) var hasShutDownOutput = false
 
+    /// What this pass's send did, from the thread that sent it until the loop's thread applies
+    /// it (`OutputFlush.finishSend`); one thread sends a connection per pass.
+    var transmission = Transmission()
+
     var readEvent: Event?
     private var writeEvent: Event?
     /// Handshake timeout, then idle/PING timer, then close deadline: one timer, re-armed.

@@ -28,20 +28,19 @@ final class OutputFlush {
     private var isPresenceWaiting = false
     var resumePresence: () -> Void = {}
     static let maxCallbacksBeforeFlush = 64
-    let spans: UnsafeMutablePointer<OutputSpan>
-    /// A TLS connection's pending output, when it lies in several short chunks, is gathered
-    /// here, up to one record, for one SSL_write (`OutputFlush+TLS.swift`).
-    let record: UnsafeMutableRawBufferPointer
+    /// The threads that share a big pass's sends (`--io-threads`); nil with one.
+    private var ioThreads: IOThreads?
+    /// Each sending thread's buffers, by thread (the loop's is 0).
+    private let scratch: [FlushScratch]
 
-    init(hub: Hub) {
+    init(hub: Hub, ioThreads: Int = 1, batch: Int = 32) throws(SystemError) {
         self.hub = hub
-        self.spans = .allocate(capacity: OutputQueue.maxIovecs)
-        self.record = .allocate(byteCount: TLSSession.recordSize, alignment: 16)
+        self.scratch = (0..<max(1, ioThreads)).map { _ in FlushScratch() }
+        if ioThreads > 1 { self.ioThreads = try IOThreads(count: ioThreads, batch: batch) }
     }
 
     deinit {
-        spans.deallocate()
-        record.deallocate()
+        ioThreads?.stop()
     }
 
     private var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
@@ -50,12 +49,15 @@ final class OutputFlush {
     func start(loop: EventLoop) throws(EventLoopError) {
         event = try loop.makeTimer(priority: .flush, context: contextPointer, OutputFlush.onFlush)
         hub.outputPending = { [unowned self] in self.schedule() }
+        if let ioThreads { hub.sendPass = { [unowned self] in self.sendAll($0, ioThreads) } }
     }
 
     func free() {
         event?.free()
         event = nil
         hub.outputPending = {}
+        hub.sendPass = nil
+        ioThreads?.stop()
     }
 
     private func schedule() {
@@ -123,19 +125,66 @@ final class OutputFlush {
         resuming.removeAll(keepingCapacity: true)
     }
 
-    /// Sends `connection`'s queued output, in the pass's flush.
+    /// Sends `connection`'s queued output, in the pass's flush, on the loop's thread.
     func send(_ connection: Connection) {
-        let session = connection.session
-        guard !session.isEnded else { return }
-        let hasUnsentOutput: Bool
-        if let tls = connection.tls {
-            guard sendTLS(connection, tls) else { return }
-            hasUnsentOutput = connection.hasUnsentOutput
-        } else {
-            guard let more = sendPlain(connection) else { return }
-            hasUnsentOutput = more
+        guard !connection.session.isEnded else { return }
+        connection.transmission = transmit(connection, scratch[0])
+        finishSend(connection)
+    }
+
+    /// Sends a committed pass's dirty sessions (`Hub.sendPass`, set when there are IO threads):
+    /// the sends themselves (`transmit`) spread over the threads, then what they did applied on
+    /// the loop's thread (`finishSend`), in the hub's order. A pass of one batch or less is sent
+    /// on the loop's thread alone, as without IO threads.
+    /// - Complexity: O(dirty sessions) on the loop's thread; the sends, O(spans sent), shared.
+    private func sendAll(_ sessions: [Session], _ threads: IOThreads) {
+        guard sessions.count > threads.batch else {
+            for session in sessions { session.unretainedTransport?.sendQueuedOutput() }
+            return
         }
-        if !hasUnsentOutput {
+        hub.stats.ioPassesSpread += 1
+        sessions.withUnsafeBufferPointer { sessions in
+            threads.forEach(sessions.count) { index, thread in
+                let session = sessions[index]
+                // The daemon's sessions are all carried by connections; an in-process one (none
+                // here) would be sent by `finishSend`'s fallback below.
+                guard !session.isEnded, let connection = session.unretainedTransport as? Connection else { return }
+                connection.transmission = transmit(connection, scratch[thread])
+            }
+        }
+        for session in sessions {
+            guard !session.isEnded else { continue }
+            guard let connection = session.unretainedTransport as? Connection else {
+                session.unretainedTransport?.sendQueuedOutput()
+                continue
+            }
+            finishSend(connection)
+        }
+    }
+
+    /// Sends what the socket takes of `connection`'s queue, touching nothing but the connection
+    /// and its TLS session: it may run on an IO thread. The queue is only read
+    /// (`Session.gatherOutput` past what this call already sent); `finishSend` consumes it.
+    private func transmit(_ connection: Connection, _ scratch: FlushScratch) -> Transmission {
+        if let tls = connection.tls { return transmitTLS(connection, tls, scratch) }
+        return transmitPlain(connection, scratch)
+    }
+
+    /// Applies what `transmit` did, on the loop's thread: consumes the bytes sent, counts them,
+    /// ends a connection whose send failed, arms EV_WRITE for one whose socket filled up, and
+    /// finishes closing one that has nothing left to send.
+    private func finishSend(_ connection: Connection) {
+        let done = connection.transmission
+        connection.transmission = Transmission()
+        let session = connection.session
+        if done.dropsQueuedOutput { session.dropQueuedOutput() }
+        if done.consumed > 0 { session.consumeOutput(done.consumed) }
+        if done.bytesOut > 0 { hub.countBytesOut(done.bytesOut) }
+        if let failure = done.failure {
+            hub.end(session, reason: failure)
+            return
+        }
+        if !connection.hasUnsentOutput {
             connection.stopWaitingForWritable()
             if session.state == .closing {
                 connection.shutDownOutput()
@@ -155,10 +204,11 @@ final class OutputFlush {
         }
     }
 
-    /// Sends what the kernel takes, in gathering writes.
-    /// - Returns: nil when the connection ended; else whether bytes are still queued.
-    private func sendPlain(_ connection: Connection) -> Bool? {
+    /// Sends what the kernel takes, in gathering writes of up to `OutputQueue.maxIovecs` spans.
+    private func transmitPlain(_ connection: Connection, _ scratch: FlushScratch) -> Transmission {
+        var done = Transmission()
         let session = connection.session
+        let spans = scratch.spans
         // `gatherOutput` is 0 when nothing is queued: one call asks and gathers.
         var count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs)
         while count > 0 {
@@ -168,16 +218,46 @@ final class OutputFlush {
             do {
                 written = try Syscall.send(connection.fd, spans, count: count)
             } catch {
-                hub.end(session, reason: error.isDisconnect ? "peer went away" : "\(error)")
-                return nil
+                done.failure = error.isDisconnect ? "peer went away" : "\(error)"
+                return done
             }
-            guard let written else { return true }
-            let more = session.consumeOutput(written)
-            hub.countBytesOut(written)
+            guard let written else { return done }
+            done.consumed += written
+            done.bytesOut += written
             // A short write means the send buffer is full; asking again would only say EAGAIN.
-            guard more, written == requested else { return more }
-            count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs)
+            guard written == requested, done.consumed < session.queuedOutputBytes else { return done }
+            count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs, skipping: done.consumed)
         }
-        return false
+        return done
+    }
+}
+
+/// What `OutputFlush.transmit` did to one connection in a pass, kept on the connection until
+/// `finishSend` applies it on the loop's thread.
+struct Transmission {
+    /// Bytes that left the front of the queue: sent, or (TLS) moved to the retry buffer.
+    var consumed = 0
+    /// Bytes handed to the kernel, or to OpenSSL.
+    var bytesOut = 0
+    /// Why the connection ends (its send failed), if it does.
+    var failure: String?
+    /// The queue is dropped unsent (a TLS connection closing before its handshake is done).
+    var dropsQueuedOutput = false
+}
+
+/// One sending thread's buffers: the iovecs of a gathering write, and a TLS record gathered
+/// from several chunks (`OutputFlush+TLS.swift`).
+final class FlushScratch {
+    let spans: UnsafeMutablePointer<OutputSpan>
+    let record: UnsafeMutableRawBufferPointer
+
+    init() {
+        spans = .allocate(capacity: OutputQueue.maxIovecs)
+        record = .allocate(byteCount: TLSSession.recordSize, alignment: 16)
+    }
+
+    deinit {
+        spans.deallocate()
+        record.deallocate()
     }
 }

@@ -52,6 +52,7 @@ final class MetricsRegistry {
     private let authRefused: Prometheus.Counter
     private let requestsBusy: Prometheus.Counter
     private let inputYields: Prometheus.Counter
+    private let ioPassesSpread: Prometheus.Counter
     private let presenceChanges: Prometheus.Counter
     private let presenceUpdates: Prometheus.Counter
     private let presenceUpdatesRefused: Prometheus.Counter
@@ -192,6 +193,9 @@ final class MetricsRegistry {
         inputYields = counter(
             "snapsync_input_yields_total",
             "Times a connection's input slice for a loop pass ended with requests left, handled at its next turn (STATS input_yields).")
+        ioPassesSpread = counter(
+            "snapsync_io_passes_spread_total",
+            "Loop passes whose sends were shared by the IO threads: more connections to write than one --io-thread-batch (STATS io_passes_spread).")
         presenceChanges = counter(
             "snapsync_presence_changes_total",
             "Changes (joined, left, state, shown, hidden) carried by the PRESENCE_DIFF frames encoded, once per frame whatever its watchers; frames per watcher are snapsync_frames_sent_total{type=\"PRESENCE_DIFF\"} (STATS presence_changes)."
@@ -318,6 +322,7 @@ final class MetricsRegistry {
         set(authRefused, stats.authRefused)
         set(requestsBusy, stats.requestsBusy)
         set(inputYields, stats.inputYields)
+        set(ioPassesSpread, stats.ioPassesSpread)
         set(presenceChanges, stats.presenceChanges)
         set(presenceUpdates, stats.presenceUpdates)
         set(presenceUpdatesRefused, stats.presenceUpdatesRefused)

@@ -15,20 +15,24 @@ import SnapSyncHub
 // counts the queue).
 
 extension OutputFlush {
-    /// Sends records until the queue is empty or the socket is full.
-    /// - Returns: false when the connection ended.
+    /// Sends records until the queue is empty or the socket is full. Like `transmitPlain` it
+    /// touches only the connection and its TLS session (OpenSSL's error queue is per thread),
+    /// so it may run on an IO thread.
     /// - Complexity: one SSL_write (one record, one write syscall unless kernel TLS) per 16 KiB;
     ///   O(bytes sent) copies only when the pending bytes lie in several chunks shorter than a
     ///   record (a room's DIFFs of one pass share one arena, so a member's pending DIFFs are
     ///   usually one span, handed to OpenSSL where it lies).
-    func sendTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
+    func transmitTLS(_ connection: Connection, _ tls: TLSSession, _ scratch: FlushScratch) -> Transmission {
+        var done = Transmission()
         guard tls.isHandshakeComplete else {
             // Only an ERROR can be queued before the handshake is done (its timeout, shutdown):
             // a client that has no TLS session could not read it, and SSL_write would try to
             // finish the handshake first. It is dropped and the connection closes.
-            connection.session.dropQueuedOutput()
-            return true
+            done.dropsQueuedOutput = true
+            return done
         }
+        let session = connection.session
+        let record = scratch.record
         while true {
             let source: UnsafeRawBufferPointer
             let isRetry = !tls.retryWrite.isEmpty
@@ -37,26 +41,26 @@ extension OutputFlush {
                 tls.retryWrite.withUnsafeBytes { record.copyMemory(from: $0) }
                 source = UnsafeRawBufferPointer(rebasing: record[0..<count])
             } else {
-                guard connection.session.hasQueuedOutput else { return true }
-                source = nextRecord(of: connection.session)
+                guard session.queuedOutputBytes > done.consumed else { return done }
+                source = nextRecord(of: session, after: done.consumed, scratch)
             }
             let outcome: TLSSession.Outcome
             do {
                 outcome = try tls.write(source)
             } catch {
-                connection.hub.end(connection.session, reason: error.isDisconnect ? "peer went away" : "\(error)")
-                return false
+                done.failure = error.isDisconnect ? "peer went away" : "\(error)"
+                return done
             }
             switch outcome {
             case .bytes(let written):
-                connection.hub.countBytesOut(written)
+                done.bytesOut += written
                 if isRetry {
                     // Less than asked only when the peer negotiated smaller records: the rest is
                     // the next write.
                     tls.retryWrite = written < source.count ? Array(source[written...]) : []
                 } else {
                     // Bytes past `written` were not handed over: they stay queued.
-                    connection.session.consumeOutput(written)
+                    done.consumed += written
                 }
             case .wantWrite, .wantRead:
                 // OpenSSL holds this record now and must be given the same bytes again, whatever
@@ -64,27 +68,29 @@ extension OutputFlush {
                 // sent): they leave the queue for the retry buffer (at most one record).
                 if !isRetry {
                     tls.retryWrite = Array(source)
-                    connection.session.consumeOutput(source.count)
+                    done.consumed += source.count
                 }
                 tls.writeWantsRead = outcome == .wantRead
-                return true
+                return done
             case .closed:
-                connection.hub.end(connection.session, reason: "peer closed the TLS session")
-                return false
+                done.failure = "peer closed the TLS session"
+                return done
             }
         }
     }
 
-    /// The front of `output`, up to one record: the first chunk where it lies when it alone
-    /// fills a record or is all that is pending, else a copy of the front chunks in `record`.
-    /// Nothing is consumed.
-    private func nextRecord(of session: Session) -> UnsafeRawBufferPointer {
-        let first = session.gatherOutput(into: spans, capacity: 2)
+    /// The queue's bytes after the first `sent`, up to one record: the first chunk where it lies
+    /// when it alone fills a record or is all that is pending, else a copy of the front chunks in
+    /// the thread's record buffer. Nothing is consumed.
+    private func nextRecord(of session: Session, after sent: Int, _ scratch: FlushScratch) -> UnsafeRawBufferPointer {
+        let spans = scratch.spans
+        let record = scratch.record
+        let first = session.gatherOutput(into: spans, capacity: 2, skipping: sent)
         let front = spans[0]
         if first == 1 || front.count >= record.count {
             return UnsafeRawBufferPointer(start: front.base, count: min(front.count, record.count))
         }
-        let count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs)
+        let count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs, skipping: sent)
         var filled = 0
         for index in 0..<count where filled < record.count {
             let take = min(spans[index].count, record.count - filled)
