@@ -25,6 +25,9 @@ let package = Package(
         .target(name: "CEpoll"),
         // OpenSSL for the TLS subscribers of `fanout --tls` (BenchTLS.swift).
         .systemLibrary(name: "CBenchOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // The fan-out ceiling with N threads (snapsync-ceiling -t N): the reference for
+        // snapsyncd --io-threads, driven by the reference generator (docs/benchmarks.md, "IO threads").
+        .executableTarget(name: "snapsync-ceiling"),
         .executableTarget(
             name: "snapsync-bench",
             dependencies: [

@@ -263,6 +263,10 @@
                 "\(r.load.subscribers) subs, \(r.load.payloadBytes) B, \(name) \(r.load.mode == "throughput" ? "closed loop (window \(r.load.window))" : "open loop (\(Int(r.load.rate)) msg/s)")"
             var line = "\(head): \(human(r.deliveriesPerSecond)) deliveries/s, \(human(r.publishedPerSecond)) msg/s; "
             line += "latency p50 \(micro(r.latency.quantile(0.5))) p99 \(micro(r.latency.quantile(0.99))) max \(micro(r.latency.maxValue)); "
+            if r.load.mode == "latency" {
+                line +=
+                    "broadcast complete p50 \(micro(r.broadcast.quantile(0.5))) p99 \(micro(r.broadcast.quantile(0.99))) max \(micro(r.broadcast.maxValue)) (\(r.broadcast.count) messages); "
+            }
             line += "server CPU \(r.serverCPU.map { "\(Int(($0 * 100).rounded()))%" } ?? "n/a")"
             if let perCPU = r.deliveriesPerServerCPUSecond { line += " (\(human(perCPU)) deliveries per server CPU-second)" }
             if let busy = r.serverCoreBusy, let softirq = r.serverCoreSoftirq {
@@ -348,6 +352,10 @@
                 ("p99_us", .decimal(Double(r.latency.quantile(0.99)) / 1000, digits: 1)),
                 ("max_us", .decimal(Double(r.latency.maxValue) / 1000, digits: 1)),
                 ("latency_samples", .int(Int(r.latency.count))),
+                ("broadcast_complete_p50_us", .decimal(Double(r.broadcast.quantile(0.5)) / 1000, digits: 1)),
+                ("broadcast_complete_p99_us", .decimal(Double(r.broadcast.quantile(0.99)) / 1000, digits: 1)),
+                ("broadcast_complete_max_us", .decimal(Double(r.broadcast.maxValue) / 1000, digits: 1)),
+                ("broadcast_complete_samples", .int(Int(r.broadcast.count))),
                 ("server_cpu", .optional(r.serverCPU.map { .decimal($0, digits: 3) })),
                 ("server_core_busy", .optional(r.serverCoreBusy.map { .decimal($0, digits: 3) })),
                 ("server_core_softirq", .optional(r.serverCoreSoftirq.map { .decimal($0, digits: 3) })),

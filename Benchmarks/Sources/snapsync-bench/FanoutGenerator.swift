@@ -56,6 +56,9 @@
         var lost: UInt64 = 0  // Σ over subscribers of (published - received) after draining
         var outOfOrder: UInt64 = 0  // deliveries whose sequence number was not the next one expected
         var latency = FanoutHistogram()  // publish → delivery, messages published in the window
+        /// Publish → delivery to the last subscriber, once per message published in the window:
+        /// how long a broadcast takes to complete (a room's slowest member).
+        var broadcast = FanoutHistogram()
         var serverCPU: Double?  // fraction of one core, utime+stime over the window
         var serverCoreBusy: Double?  // the server's CPU, /proc/stat busy (softirq and others included)
         var serverCoreSoftirq: Double?
@@ -220,6 +223,8 @@
         /// FanoutHistogram buckets, recorded in place: no array uniqueness check per delivery.
         let latencyBuckets: UnsafeMutablePointer<UInt64>
         var latencyMax: UInt64 = 0
+        let completeBuckets: UnsafeMutablePointer<UInt64>
+        var completeMax: UInt64 = 0
         var failure: String?
 
         init(target: FanoutTarget, load: FanoutLoad, connections: FanoutConnections, serverPID: Int32?) {
@@ -243,6 +248,8 @@
             ring.initialize(repeating: 0, count: FanoutGenerator.ringSize)
             latencyBuckets = .allocate(capacity: FanoutHistogram.bucketCount)
             latencyBuckets.initialize(repeating: 0, count: FanoutHistogram.bucketCount)
+            completeBuckets = .allocate(capacity: FanoutHistogram.bucketCount)
+            completeBuckets.initialize(repeating: 0, count: FanoutHistogram.bucketCount)
             readBuffer = .allocate(capacity: FanoutGenerator.readBufferSize)
             events = .allocate(capacity: Int(FanoutGenerator.maxEvents))
             outCapacity = 1 << 20
@@ -282,7 +289,7 @@
             close(epfd)
             fds.deallocate(); carry.deallocate(); carryLength.deallocate(); received.deallocate()
             nextSequence.deallocate(); closed.deallocate(); ring.deallocate(); readBuffer.deallocate()
-            latencyBuckets.deallocate(); diffOpsPrefix.deallocate()
+            latencyBuckets.deallocate(); completeBuckets.deallocate(); diffOpsPrefix.deallocate()
             events.deallocate(); out.deallocate()
         }
 
@@ -371,6 +378,13 @@
             if ring[slot] == UInt32(subscriberCount) {
                 ring[slot] = 0
                 completed &+= 1
+                // This delivery completes the message's broadcast (every subscriber gets each
+                // sequence number once, so the ring counts it whole).
+                if sequence >= firstMeasuredSequence && sequence < endMeasuredSequence {
+                    let latency = now &- stamp
+                    completeBuckets[FanoutHistogram.index(latency)] &+= 1
+                    if latency > completeMax { completeMax = latency }
+                }
             }
         }
 
@@ -632,6 +646,7 @@
             result.lost = lost
             result.outOfOrder = outOfOrder
             result.latency = FanoutHistogram(buckets: latencyBuckets, maxValue: latencyMax)
+            result.broadcast = FanoutHistogram(buckets: completeBuckets, maxValue: completeMax)
             let hz = BenchSystem.ticksPerSecond
             if seconds > 0 {
                 result.generatorCPU = Double(selfTicks1 - selfTicks0) / hz / seconds
