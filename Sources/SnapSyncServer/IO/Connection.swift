@@ -84,6 +84,14 @@ final class Connection: SessionTransport {
 
     var peer: String { "\(address)" }
 
+    /// The connection that carries `session`, if one does. A type identity check, not `as?`: the
+    /// shared flush asks twice per connection per pass, and a dynamic cast costs a runtime call
+    /// (Connection is final, so the identity is the whole check).
+    static func carrying(_ session: Session) -> Connection? {
+        guard let transport = session.unretainedTransport, type(of: transport) == Connection.self else { return nil }
+        return unsafeDowncast(transport, to: Connection.self)
+    }
+
     deinit {
         precondition(session.isEnded, "a connection was released without Hub.end")
     }
