@@ -78,7 +78,7 @@ extension Hub {
         // none). Not optional: unwrapping an optional in the loop costs a retain and a release
         // per member (callgrind: two retains per delivery instead of one).
         let chained = members.contains { ProtocolVersion.hasChain(version: $0.protocolVersion) } ? room.chainedDiff(diff, version: version) : diff
-        for member in members {
+        Session.forEachUnretained(in: members) { member in
             if ProtocolVersion.hasChain(version: member.protocolVersion) {
                 send(shared: chained, to: member)
             } else if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {

@@ -165,6 +165,21 @@ package final class Session {
         return !output.isEmpty
     }
 
+    /// Calls `body` with each of `sessions`, in order, without retaining and releasing each: the
+    /// fan-out's and the flush's per-member loops, where the pair was a seventh of the daemon's
+    /// time at 1,000 members (perf: `swift_retain`/`swift_release` under `Hub.fanOut`). Safe
+    /// because `sessions` holds every one of them for the whole call, whatever `body` does to
+    /// the array it was copied from (a member cut off leaves its room's array, not this copy).
+    /// - Complexity: O(sessions).
+    @inline(__always)
+    static func forEachUnretained(in sessions: [Session], _ body: (Session) -> Void) {
+        sessions.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: Unmanaged<Session>.self) { references in
+                for reference in references { reference._withUnsafeGuaranteedRef(body) }
+            }
+        }
+    }
+
     /// The peer, for logs (computed: only logs read it).
     package var peer: String { transport?.peer ?? "in-process" }
 

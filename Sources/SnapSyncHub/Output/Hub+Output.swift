@@ -84,7 +84,7 @@ extension Hub {
             for session in flushing { session.isDirty = false }
             sendPass(flushing)
         } else {
-            for session in flushing {
+            Session.forEachUnretained(in: flushing) { session in
                 session.isDirty = false
                 session.unretainedTransport?.sendQueuedOutput()
             }
