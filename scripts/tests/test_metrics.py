@@ -37,6 +37,7 @@ FAMILIES = {
     "snapsync_auth_refused": "counter",
     "snapsync_requests_busy": "counter",
     "snapsync_input_yields": "counter",
+    "snapsync_io_passes_spread": "counter",
     "snapsync_presence_changes": "counter",
     "snapsync_presence_updates": "counter",
     "snapsync_presence_updates_refused": "counter",
