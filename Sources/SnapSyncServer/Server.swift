@@ -20,15 +20,13 @@ package import SnapSyncLoop
 ///
 /// Threads: everything here runs on the loop's thread, and nothing is locked (in cluster mode
 /// the loop's base is made with locking, `EventLoop(locking:)`, because libnats's threads add
-/// and activate events on it; every callback still runs on the loop's thread). The one other
-/// thread of a single node, the `LoopWorker`'s, computes the folds of large rooms from values
-/// the hub hands it and posts each result back through a pipe the loop reads. Rooms and
-/// connections are kept so that they can later be sharded over one loop per core, following
-/// memcached: each shard gets its own `EventLoop` (EVENT_BASE_FLAG_NOLOCK) with its own rooms,
-/// connections, dirty list and scratch buffers; a room's DIFF for a member on another shard
-/// would be handed over (as the shared, immutable chunk) through that shard's queue and notify
-/// fd, and the flush of that shard would send it. Nothing in `Hub`, `Room` or `Connection`
-/// assumes a single loop beyond "one owner thread".
+/// and activate events on it; every callback still runs on the loop's thread). Two kinds of
+/// thread work beside it: the `LoopWorker`'s computes the folds of large rooms from values the
+/// hub hands it and posts each result back through a pipe the loop reads; and with
+/// `--io-threads` above 1, the `IOThreads` share a committed pass's sends while the loop's
+/// thread waits for them (`OutputFlush.sendAll`), touching only the connections they send and
+/// never the hub (docs/engineering.md, "IO threads", says why this design and not one loop per
+/// core).
 package final class Server {
     package let configuration: ServerConfiguration
     let logger: Logger

@@ -81,7 +81,7 @@ extension Hub {
         }
         swap(&dirty, &flushing)
         if let sendPass {
-            for session in flushing { session.isDirty = false }
+            Session.forEachUnretained(in: flushing) { $0.isDirty = false }
             sendPass(flushing)
         } else {
             Session.forEachUnretained(in: flushing) { session in
