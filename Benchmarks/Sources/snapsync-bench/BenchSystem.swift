@@ -207,9 +207,15 @@
         static var ticksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
 
         /// VmRSS of a process in bytes, from /proc/PID/status.
-        static func residentBytes(pid: Int32) -> Int? {
+        static func residentBytes(pid: Int32) -> Int? { statusBytes(pid: pid, field: "VmRSS") }
+
+        /// RssAnon of a process in bytes: its resident heap, stacks and anonymous maps, without
+        /// the pages of its binary and libraries (RssFile), which grow as code first runs.
+        static func anonymousResidentBytes(pid: Int32) -> Int? { statusBytes(pid: pid, field: "RssAnon") }
+
+        private static func statusBytes(pid: Int32, field: String) -> Int? {
             guard let status = readFile("/proc/\(pid)/status") else { return nil }
-            for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
                 let parts = line.split(separator: " ", omittingEmptySubsequences: true)
                 if parts.count >= 2, let kb = Int(parts[1]) { return kb * 1024 }
             }
