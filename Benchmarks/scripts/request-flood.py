@@ -12,6 +12,8 @@ Usage: Benchmarks/scripts/request-flood.py SNAPSYNCD KIND N
   verify       MUTATE and VERIFY of a room of 10,000 items (about 0.6 MB), in turn: every VERIFY
                is at a new version, so the daemon hashes the room for it
   mutate       MUTATE of the flood's own room (a client pipelining writes)
+  member-mutate  the same, the flood having joined its room: each write's DIFF comes back to
+               it before its ACK
 """
 import multiprocessing
 import os
@@ -153,6 +155,10 @@ try:
                   if k % 2 == 0 else {"type": "VERIFY", "request_id": 1000 + k, "room": b"big"} for k in range(count)]
     elif kind == "mutate":
         flood.request(mutate(1, b"own", [{"op": "append_sections", "elements": [{"id": b"s", "payload": b""}]}]), "ACK")
+        frames = [mutate(1000 + k, b"own", items(b"s", k, 1)) for k in range(count)]
+    elif kind == "member-mutate":
+        flood.request(mutate(1, b"own", [{"op": "append_sections", "elements": [{"id": b"s", "payload": b""}]}]), "ACK")
+        flood.request({"type": "JOIN", "request_id": 2, "room": b"own", "resume": None}, "SNAPSHOT")
         frames = [mutate(1000 + k, b"own", items(b"s", k, 1)) for k in range(count)]
     else:
         raise SystemExit("unknown kind %r (see --help)" % kind)

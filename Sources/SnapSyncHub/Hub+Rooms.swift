@@ -57,38 +57,6 @@ extension Hub {
         idleRooms.append(room, now: monotonicNow())
     }
 
-    /// Sends `room`'s DIFF just applied to every member (a local write, or a record the
-    /// replicated engine applied).
-    /// - Complexity: O(members).
-    /// Not inlined into its callers (the engines): compiled here, the loop reaches the hub's
-    /// state through `self`, not through the engine's reference to the hub, which cost about 4
-    /// instructions per delivery (callgrind).
-    @inline(never)
-    func fanOut(_ diff: OutputChunk, version: UInt64, in room: Room) {
-        // Members are copied first: a member cut off as a slow consumer leaves the room,
-        // which would otherwise reorder the array under the loop. Windowed members get their
-        // WINDOW_DIFF instead (Hub+Windows.swift); a room without them pays one check per DIFF.
-        let windows = room.windows
-        let members = windows.isEmpty ? room.members.sessions : room.members.sessions.filter { windows[$0.id] == nil }
-        if !windows.isEmpty { fanOutWindows(diff, in: room) }
-        // A DIFF that makes or keeps the room an outline, or carries a version 2 op, is no
-        // frame for a version 1 member: it is sent LEFT in its place (PROTOCOL.md §8.2).
-        let needsOutlines = room.snapshot.isOutline || room.lastDiffHasOutlineOps
-        // Version 3 members share one copy that ends with the chain (`diff` itself when there is
-        // none). Not optional: unwrapping an optional in the loop costs a retain and a release
-        // per member (callgrind: two retains per delivery instead of one).
-        let chained = members.contains { ProtocolVersion.hasChain(version: $0.protocolVersion) } ? room.chainedDiff(diff, version: version) : diff
-        Session.forEachUnretained(in: members) { member in
-            if ProtocolVersion.hasChain(version: member.protocolVersion) {
-                send(shared: chained, to: member)
-            } else if needsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
-                leaveForOutline(member, room: room)
-            } else {
-                send(shared: diff, to: member)
-            }
-        }
-    }
-
     /// Sends `frames`, the DIFFs of `room`'s history after `version` (a CATCHUP's), to
     /// `session`: as they are, or, to a version 3 session, each with the room's chain after it.
     /// - Complexity: O(frames); a copy of each for version 3.

@@ -48,6 +48,7 @@ extension Hub {
     /// shared body. Over the session's output cap the session is cut off instead, as `send`.
     func sendSnapshot(requestID: UInt64, room: Room, reason: SnapshotReason, to session: Session) {
         guard !session.isEnded, session.state != .closing else { return }
+        flushBroadcasts(reaching: session)
         let body = snapshotEncodings.body(of: room, scratch: &encodeBuffer)
         encodeBuffer.removeAll(keepingCapacity: true)
         // The frame of an empty snapshot, whose encoding is one byte (0 sections): without that

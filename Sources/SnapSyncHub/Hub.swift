@@ -115,6 +115,13 @@ package final class Hub {
     /// The dirty list being handed out by `finishPass`, swapped with `dirty` (both keep their
     /// capacity); unchecked as `dirty`.
     @exclusivity(unchecked) var flushing: [Session] = []
+    /// Rooms given a broadcast in this pass, in the order of their first DIFF
+    /// (Hub+Broadcast.swift); a room flushed early may be listed again. Emptied by
+    /// `finishPass`: while it holds one, the pass's flush has been asked for. Unchecked as
+    /// `dirty`.
+    @exclusivity(unchecked) var broadcastRooms: [Room] = []
+    /// How many rooms have a pending broadcast: while 0, queuing a frame checks nothing more.
+    @exclusivity(unchecked) var pendingBroadcastCount = 0
     /// Called when `dirty` goes from empty to non-empty: the IO layer schedules its flush.
     /// Read once per pass (`markDirty`); unchecked as `dirty`.
     @exclusivity(unchecked) package var outputPending: () -> Void = {}

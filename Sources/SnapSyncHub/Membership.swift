@@ -21,6 +21,11 @@ package struct SessionRooms {
     var names: [String] { rooms.keys.map(\.string) }
     /// The joined room named `name`, or nil.
     subscript(name: String) -> Room? { rooms[RoomName(name)]?.room }
+
+    /// Calls `body` with each joined room, in no particular order.
+    func forEachRoom(_ body: (Room) -> Void) {
+        for (_, membership) in rooms { body(membership.room) }
+    }
 }
 
 extension Hub {
@@ -28,6 +33,8 @@ extension Hub {
     /// amortised.
     func addMember(_ session: Session, to room: Room) {
         guard session.memberships.rooms[RoomName(room.name)] == nil else { return }
+        // The pending versions are in the joiner's SNAPSHOT already (Hub+Broadcast.swift).
+        flushBroadcast(of: room)
         session.memberships.rooms[RoomName(room.name)] = (room, room.members.sessions.count)
         room.members.sessions.append(session)
         idleRooms.remove(room)
@@ -37,6 +44,9 @@ extension Hub {
     /// Removes `session` from `room`'s members, if it is one, and from its presence, saying why
     /// (PRESENCE_DIFF `left`). O(1): the last member takes the leaver's slot.
     func removeMember(_ session: Session, from room: Room, reason: PresenceDeparture) {
+        guard session.memberships.rooms[RoomName(room.name)] != nil else { return }
+        // A leaver gets the DIFFs made while it was a member (Hub+Broadcast.swift).
+        flushBroadcast(of: room)
         guard let slot = session.memberships.rooms.removeValue(forKey: RoomName(room.name))?.slot else { return }
         memberLeftPresence(session, room: room, reason: reason)
         stopWindow(of: session, in: room)

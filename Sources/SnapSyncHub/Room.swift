@@ -64,6 +64,9 @@ package final class Room {
     /// version 1 JOIN with resume is O(1) after that, however often it is repeated.
     var lastOutlineOpVersion: UInt64?
 
+    /// DIFFs of this pass its members have not been given yet (Hub+Broadcast.swift).
+    /// Unchecked for the reason given on `Session.output` (touched once per DIFF).
+    @exclusivity(unchecked) var pendingBroadcast: PendingBroadcast?
     /// Sessions that have joined (`Membership.swift`).
     /// Read once per DIFF; unchecked for the reason given on `Session.output`.
     @exclusivity(unchecked) var members = RoomMembers()

@@ -34,10 +34,11 @@ package final class TrafficCounters {
         storage[Self.slots + Int(type)] &+= UInt64(truncatingIfNeeded: bytes)
     }
 
-    /// A frame queued for one session (a DIFF once per member), length prefix included.
+    /// `frames` frames queued for one session (a DIFF once per member), `bytes` in all, length
+    /// prefixes included.
     @inline(__always)
-    func queued(type: UInt8, bytes: Int) {
-        storage[2 * Self.slots + Int(type)] &+= 1
+    func queued(type: UInt8, frames: Int = 1, bytes: Int) {
+        storage[2 * Self.slots + Int(type)] &+= UInt64(truncatingIfNeeded: frames)
         storage[3 * Self.slots + Int(type)] &+= UInt64(truncatingIfNeeded: bytes)
     }
 

@@ -110,6 +110,8 @@ struct HubHarness {
     /// Everything queued for `session`, as a client would read it (and the queue emptied, as a
     /// flush would leave it).
     func drain(_ session: Session, sourceLocation: SourceLocation = #_sourceLocation) -> [Message] {
+        // The rooms' DIFFs of this "pass" reach their members first, as at the end of a pass.
+        hub.flushBroadcasts()
         let iovecs = UnsafeMutablePointer<OutputSpan>.allocate(capacity: OutputQueue.maxIovecs)
         defer { iovecs.deallocate() }
         var bytes: [UInt8] = []

@@ -118,6 +118,27 @@
                 pid: pid, host: listening.host, port: listening.port, logPath: log, name: "snapsyncd", temporaryDirectory: temporary)
         }
 
+        /// `snapsync-ceiling -p P -t threads` on a free loopback port, once it accepts connections.
+        static func startCeiling(binary: String, threads: Int, cpu: Int?) -> ServerProcess {
+            let port = BenchSystem.freeLoopbackPort()
+            let log = logPath("ceiling")
+            let pid = spawn([binary, "-p", String(port), "-t", String(threads)], logPath: log, cpu: cpu)
+            let deadline = BenchSystem.nowNs() + 10_000_000_000
+            while BenchSystem.nowNs() < deadline {
+                if BenchSystem.canConnect(port: port) {
+                    return ServerProcess(pid: pid, host: "127.0.0.1", port: port, logPath: log, name: "snapsync-ceiling", temporaryDirectory: nil)
+                }
+                var status: Int32 = 0
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    BenchCleanup.forget(pid)
+                    BenchSystem.die("snapsync-ceiling exited; its output:\n\(BenchSystem.readFile(log) ?? "")")
+                }
+                BenchSystem.sleepMs(20)
+            }
+            terminate(pid, graceMs: 0)
+            BenchSystem.die("snapsync-ceiling did not accept connections within 10 s (log: \(log))")
+        }
+
         /// `redis-server --bind 127.0.0.1 --port P` and `arguments` (its persistence settings) on a
         /// free port, once it accepts connections.
         /// `temporaryDirectory` is removed by `stop()`.

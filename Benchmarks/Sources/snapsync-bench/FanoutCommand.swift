@@ -1,5 +1,6 @@
 // `snapsync-bench fanout`: one publisher and N subscribers in one room on loopback, against
-// snapsyncd and, with --compare redis, against redis-server in the same run.
+// snapsyncd and, with --compare, against redis-server and/or snapsync-ceiling (the broadcaster
+// that does nothing else) in the same run, from the same generator.
 // The generator is FanoutGenerator; the servers are found by ServerBinaries and started by
 // ServerProcess.
 #if canImport(Glibc)
@@ -20,7 +21,9 @@
                 loss is reported and makes the exit status 2.
 
                 The daemon is started on an ephemeral port unless --host/--port are given; with \
-                --compare redis, redis-server is started too and gets the same load (PUBLISH/SUBSCRIBE). \
+                --compare redis, redis-server is started too and gets the same load (PUBLISH/SUBSCRIBE); \
+                with --compare ceiling, snapsync-ceiling (--ceiling-threads threads) does, in its \
+                length-prefixed protocol: what a server that only broadcasts reaches under this generator. \
                 Servers run on --server-cpu and the generator on --generator-cpu where the machine has \
                 two CPUs or more.
                 """)
@@ -69,8 +72,14 @@
         @Option(name: .customLong("repeat"), help: "Runs per server and mode, taking turns; the median run is reported.")
         var repeatCount: Int = 1
 
-        @Option(help: "Also run the same load against this server: redis.")
+        @Option(help: "Also run the same load against these servers, comma-separated: redis, ceiling.")
         var compare: String?
+
+        @Option(name: .customLong("ceiling-threads"), help: "With --compare ceiling: snapsync-ceiling's threads (-t).")
+        var ceilingThreads: Int = 1
+
+        @Option(name: .customLong("ceiling-binary"), help: "snapsync-ceiling to start (default: the one beside this executable).")
+        var ceilingBinary: String?
 
         @Flag(
             help:
@@ -98,7 +107,9 @@
             guard let sizes = parsedList(payload), sizes.allSatisfy({ $0 >= 16 }) else {
                 throw ValidationError("--payload takes sizes of at least 16 bytes (the send stamp and sequence number) separated by commas")
             }
-            if let compare, compare != "redis" { throw ValidationError("--compare supports only redis") }
+            if compared == nil { throw ValidationError("--compare takes redis, ceiling or both, comma-separated") }
+            if compared!.contains(.ceiling) && tls { throw ValidationError("--compare ceiling does not go with --tls: the ceiling speaks plain TCP") }
+            if ceilingThreads < 1 { throw ValidationError("--ceiling-threads must be at least 1") }
             guard protocolVersion >= 2, ProtocolVersion.supported.contains(protocolVersion) else {
                 throw ValidationError("--protocol-version must be 2 or 3 (version 1's DIFF is version 2's)")
             }
@@ -108,6 +119,17 @@
             if duration <= 0 || warmup < 0 { throw ValidationError("--duration must be positive and --warmup not negative") }
             if host != nil && port == nil { throw ValidationError("--host needs --port") }
             if tls && port != nil { throw ValidationError("--tls starts its own servers (it makes their certificate): it does not go with --port") }
+        }
+
+        /// The servers --compare names; nil when it names another.
+        private var compared: Set<FanoutTarget>? {
+            guard let compare else { return [] }
+            var targets: Set<FanoutTarget> = []
+            for name in compare.split(separator: ",") {
+                guard let target = FanoutTarget(rawValue: name.filter { $0 != " " }), target != .snapsync else { return nil }
+                targets.insert(target)
+            }
+            return targets
         }
 
         private func parsedList(_ text: String) -> [Int]? {
@@ -145,7 +167,7 @@
                 note("snapsyncd \(binary) pid \(started.pid) on \(started.host):\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
             }
             var redis: ServerProcess?
-            if compare == "redis" {
+            if compared!.contains(.redis) {
                 let binary = ServerBinaries.redis(explicit: redisBinary.redisBinary)
                 // No persistence at all: pub/sub keeps nothing to persist.
                 let started = ServerProcess.startRedis(
@@ -153,9 +175,17 @@
                 redis = started
                 note("redis-server \(binary) pid \(started.pid) on 127.0.0.1:\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
             }
+            var ceiling: ServerProcess?
+            if compared!.contains(.ceiling) {
+                let binary = ServerBinaries.ceiling(explicit: ceilingBinary)
+                let started = ServerProcess.startCeiling(binary: binary, threads: ceilingThreads, cpu: pin ? serverCPU : nil)
+                ceiling = started
+                note("snapsync-ceiling \(binary) -t \(ceilingThreads) pid \(started.pid) on 127.0.0.1:\(started.port)\(pin ? " (CPU\(serverCPU))" : "")")
+            }
             defer {
                 daemon?.stop()
                 redis?.stop()
+                ceiling?.stop()
             }
             if pin { BenchSystem.pinCurrentThread(toCPU: generatorCPU) }
             if !output.json {
@@ -177,6 +207,7 @@
                     var allRuns: [FanoutTarget: [String: [FanoutRunResult]]] = [:]
                     var targets: [(FanoutTarget, ServerProcess?)] = [(.snapsync, daemon)]
                     if let redis { targets.append((.redis, redis)) }
+                    if let ceiling { targets.append((.ceiling, ceiling)) }
                     let modes: [String] = mode == .both ? ["throughput", "latency"] : [mode.rawValue]
                     // With --repeat, the servers take turns, so that both see the same spells of load.
                     for m in modes {
@@ -207,6 +238,9 @@
                                     pid = daemonPID
                                 case .redis:
                                     connections = FanoutSetup.redis(port: process!.port, channel: room, subscribers: count, tls: tls)
+                                    pid = process!.pid
+                                case .ceiling:
+                                    connections = FanoutSetup.ceiling(port: process!.port, subscribers: count)
                                     pid = process!.pid
                                 }
                                 let transport = tls ? BenchTLS.describe(connections.publisher) : nil
@@ -241,14 +275,14 @@
                     }
                     if output.json {
                         print(jsonLine(subscribers: count, payloadBytes: size, results: results, loadAverage: loadAverage, pinned: pin))
-                    } else if let ratio = ratios(results) {
-                        print(ratio)
+                    } else {
+                        for ratio in ratios(results) { print(ratio) }
                     }
                 }
             }
             if anyLoss {
                 BenchSystem.printError("snapsync-bench: some runs lost deliveries or failed (see above)\n")
-                daemon?.stop(); redis?.stop()
+                daemon?.stop(); redis?.stop(); ceiling?.stop()
                 throw ExitCode(2)
             }
         }
@@ -258,7 +292,7 @@
         // MARK: Output
 
         private func describe(_ r: FanoutRunResult) -> String {
-            let name = r.target == .snapsync ? "snapsync" : "redis   "
+            let name = r.target == .ceiling ? "ceiling \(ceilingThreads)t" : r.target == .snapsync ? "snapsync" : "redis   "
             let head =
                 "\(r.load.subscribers) subs, \(r.load.payloadBytes) B, \(name) \(r.load.mode == "throughput" ? "closed loop (window \(r.load.window))" : "open loop (\(Int(r.load.rate)) msg/s)")"
             var line = "\(head): \(human(r.deliveriesPerSecond)) deliveries/s, \(human(r.publishedPerSecond)) msg/s; "
@@ -280,25 +314,41 @@
             return line
         }
 
-        private func ratios(_ results: [FanoutTarget: [String: FanoutRunResult]]) -> String? {
-            guard let snap = results[.snapsync], let redis = results[.redis] else { return nil }
-            var parts: [String] = []
-            if let a = snap["throughput"], let b = redis["throughput"], b.deliveriesPerSecond > 0 {
-                parts.append(fanoutFormat("deliveries/s %.2f× (target ≥ 1.5×)", a.deliveriesPerSecond / b.deliveriesPerSecond))
-                if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
-                    parts.append(fanoutFormat("per server CPU-second %.2f×", x / y))
-                }
-            }
-            if let a = snap["latency"], let b = redis["latency"], b.latency.quantile(0.99) > 0 {
-                parts.append(fanoutFormat("latency p99 %.2f× (target ≤ 1×)", Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))))
-                if let x = a.pooledLatency, let y = b.pooledLatency, y.quantile(0.99) > 0 {
+        /// SnapSync against each compared server: against Redis with the targets of the issue that
+        /// set them, against the ceiling as the fraction of the limit reached.
+        private func ratios(_ results: [FanoutTarget: [String: FanoutRunResult]]) -> [String] {
+            guard let snap = results[.snapsync] else { return [] }
+            var lines: [String] = []
+            for other in [FanoutTarget.redis, .ceiling] {
+                guard let theirs = results[other] else { continue }
+                let isRedis = other == .redis
+                var parts: [String] = []
+                if let a = snap["throughput"], let b = theirs["throughput"], b.deliveriesPerSecond > 0 {
                     parts.append(
-                        fanoutFormat("p99 of all runs' deliveries pooled %.2f×", Double(x.quantile(0.99)) / Double(y.quantile(0.99)))
-                            + " (\(micro(x.quantile(0.99))) vs \(micro(y.quantile(0.99))))")
+                        fanoutFormat(isRedis ? "deliveries/s %.2f× (target ≥ 1.5×)" : "deliveries/s %.2f×", a.deliveriesPerSecond / b.deliveriesPerSecond))
+                    if let x = a.deliveriesPerServerCPUSecond, let y = b.deliveriesPerServerCPUSecond, y > 0 {
+                        parts.append(fanoutFormat("per server CPU-second %.2f×", x / y))
+                    }
                 }
+                if let a = snap["latency"], let b = theirs["latency"], b.latency.quantile(0.99) > 0 {
+                    parts.append(
+                        fanoutFormat(
+                            isRedis ? "latency p99 %.2f× (target ≤ 1×)" : "latency p99 %.2f×",
+                            Double(a.latency.quantile(0.99)) / Double(b.latency.quantile(0.99))))
+                    if b.broadcast.quantile(0.99) > 0 {
+                        parts.append(fanoutFormat("broadcast complete p99 %.2f×", Double(a.broadcast.quantile(0.99)) / Double(b.broadcast.quantile(0.99))))
+                    }
+                    if let x = a.pooledLatency, let y = b.pooledLatency, y.quantile(0.99) > 0 {
+                        parts.append(
+                            fanoutFormat("p99 of all runs' deliveries pooled %.2f×", Double(x.quantile(0.99)) / Double(y.quantile(0.99)))
+                                + " (\(micro(x.quantile(0.99))) vs \(micro(y.quantile(0.99))))")
+                    }
+                }
+                let medians = repeatCount > 1 ? " (median runs of \(repeatCount))" : ""
+                let name = isRedis ? "Redis" : "ceiling (\(ceilingThreads) thread\(ceilingThreads == 1 ? "" : "s"))"
+                if !parts.isEmpty { lines.append("  SnapSync / \(name)\(medians): " + parts.joined(separator: ", ")) }
             }
-            let medians = repeatCount > 1 ? " (median runs of \(repeatCount))" : ""
-            return parts.isEmpty ? nil : "  SnapSync / Redis\(medians): " + parts.joined(separator: ", ")
+            return lines
         }
 
         private func jsonLine(
@@ -340,6 +390,16 @@
                     }
                 }
                 fields.append(("ratio_snapsync_to_redis", .object(ratio)))
+            }
+            if let snap = results[.snapsync], let ceiling = results[.ceiling] {
+                var ratio: [(String, JSONValue)] = [("ceiling_threads", .int(ceilingThreads))]
+                if let a = snap["throughput"], let b = ceiling["throughput"], b.deliveriesPerSecond > 0 {
+                    ratio.append(("deliveries_per_s", .decimal(a.deliveriesPerSecond / b.deliveriesPerSecond, digits: 3)))
+                }
+                if let a = snap["latency"], let b = ceiling["latency"], b.broadcast.quantile(0.99) > 0 {
+                    ratio.append(("broadcast_complete_p99", .decimal(Double(a.broadcast.quantile(0.99)) / Double(b.broadcast.quantile(0.99)), digits: 3)))
+                }
+                fields.append(("ratio_snapsync_to_ceiling", .object(ratio)))
             }
             return JSONValue.object(fields).json
         }

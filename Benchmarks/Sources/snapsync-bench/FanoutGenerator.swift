@@ -7,8 +7,9 @@
 // - frames are cut in place with Wire's FrameCutter and not decoded: the benchmark's DIFF ends
 //   with its one item's payload, so a DIFF is recognised by comparing the few bytes before the
 //   payload with the ones FrameEncoder makes for it (BenchFrames.diffOpsPrefix); a Redis
-//   "message" is matched against its known prefix; the payload's send stamp and sequence number
-//   are read straight from the buffer;
+//   "message" is matched against its known prefix, a ceiling frame (4-byte big-endian length,
+//   then the payload: snapsync-ceiling's protocol) by its length; the payload's send stamp and
+//   sequence number are read straight from the buffer;
 // - the publisher copies a pre-encoded frame (BenchFrames.overwriteTemplate, or the RESP
 //   PUBLISH) into one output buffer, patches the stamp and sequence into its payload, and writes
 //   everything pending with one write() per loop pass;
@@ -24,6 +25,12 @@
     enum FanoutTarget: String, CaseIterable {
         case snapsync
         case redis
+        /// snapsync-ceiling: the broadcaster that does nothing else, the limit for the design.
+        case ceiling
+
+        /// Whether the server answers each publish (SnapSync's ACK, Redis's ":N"): the ceiling
+        /// does not, so a run is drained when every delivery is in.
+        var answersPublishes: Bool { self != .ceiling }
     }
 
     struct FanoutLoad {
@@ -157,6 +164,20 @@
             return FanoutConnections(subscribers: fds, publisher: publisher, room: channel)
         }
 
+        /// snapsync-ceiling: every connection gets a 0-length frame first; what the publisher
+        /// sends, every other connection gets.
+        static func ceiling(port: Int, subscribers: Int) -> FanoutConnections {
+            var fds: [Int32] = []
+            fds.reserveCapacity(subscribers + 1)
+            for _ in 0...subscribers {
+                let fd = connect(host: "127.0.0.1", port: port, tls: false)
+                RESP.readExactly(fd, [0, 0, 0, 0], server: "snapsync-ceiling", context: "its greeting (a 0-length frame)")
+                fds.append(fd)
+            }
+            let publisher = fds.removeLast()
+            return FanoutConnections(subscribers: fds, publisher: publisher, room: "ceiling")
+        }
+
         /// A blocking TCP connection, and its TLS handshake with `tls`.
         private static func connect(host: String, port: Int, tls: Bool) -> Int32 {
             let fd = BenchSystem.connectTCP(host: host, port: port)
@@ -263,6 +284,10 @@
                 let prefix = RESP.publishPrefix(channel: connections.room, payloadBytes: load.payloadBytes)
                 publishTemplate = prefix + [UInt8](repeating: UInt8(ascii: "x"), count: load.payloadBytes) + [13, 10]
                 payloadOffset = prefix.count
+            case .ceiling:
+                let length = UInt32(load.payloadBytes).bigEndian
+                publishTemplate = withUnsafeBytes(of: length) { Array($0) } + [UInt8](repeating: UInt8(ascii: "x"), count: load.payloadBytes)
+                payloadOffset = 4
             }
             let opsPrefix = BenchFrames.diffOpsPrefix(room: connections.room, payloadBytes: load.payloadBytes)
             diffOpsPrefix = .allocate(capacity: opsPrefix.count)
@@ -468,6 +493,23 @@
             }
         }
 
+        /// Scans the ceiling's frames (a 4-byte big-endian length, then the payload) on a
+        /// subscriber; the publisher gets none.
+        mutating func scanCeiling(token: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: Int, now: UInt64) -> Int {
+            var offset = 0
+            while n - offset >= 4 {
+                let length = Int(UInt32(bigEndian: UnsafeRawPointer(p + offset).loadUnaligned(as: UInt32.self)))
+                guard n - offset - 4 >= length else { break }
+                guard token != publisherToken, length == load.payloadBytes else {
+                    fail("the ceiling sent a frame of \(length) bytes to \(token == publisherToken ? "the publisher" : "a subscriber")")
+                    return n
+                }
+                deliver(subscriber: token, payload: UnsafeRawPointer(p + offset + 4), now: now)
+                offset += 4 + length
+            }
+            return offset
+        }
+
         /// One read from connection `token` (after its carried partial frame), then a scan.
         /// Through TLS: records until OpenSSL and the socket have no more (epoll does not see
         /// records OpenSSL already holds), scanned each time the buffer is nearly full.
@@ -537,6 +579,7 @@
             switch target {
             case .snapsync: used = scanSnapSync(token: token, readBuffer, total, now: now)
             case .redis: used = scanRedis(token: token, readBuffer, total, now: now)
+            case .ceiling: used = scanCeiling(token: token, readBuffer, total, now: now)
             }
             let left = total - used
             if left > FanoutGenerator.carryCapacity {
@@ -590,7 +633,8 @@
                 if windowStop != 0 {
                     // Drained: every DIFF delivered and every publish answered (ACK, or redis's ":N").
                     let delivered = deliveriesAll >= published &* UInt64(subscriberCount)
-                    if (delivered && acknowledged >= published) || now >= drainDeadline || failure != nil { break }
+                    let answered = acknowledged >= published || !target.answersPublishes
+                    if (delivered && answered) || now >= drainDeadline || failure != nil { break }
                 } else if failure == nil {
                     if load.rate > 0 {
                         var burst = 0
@@ -656,7 +700,7 @@
                 result.serverCoreBusy = Double(b.busy - a.busy) / Double(b.total - a.total)
                 result.serverCoreSoftirq = Double(b.softirq - a.softirq) / Double(b.total - a.total)
             }
-            if acknowledged < published && failure == nil {
+            if acknowledged < published && target.answersPublishes && failure == nil {
                 result.failure = "only \(acknowledged) of \(published) publishes answered within \(load.drainNs / 1_000_000_000) s"
             }
             if let failure { result.failure = failure }

@@ -33,17 +33,17 @@
         }
 
         /// Reads exactly `expected.count` bytes and checks they are `expected` (setup only).
-        static func readExactly(_ fd: Int32, _ expected: [UInt8], context: String) {
+        static func readExactly(_ fd: Int32, _ expected: [UInt8], server: String = "redis", context: String) {
             var got = [UInt8](repeating: 0, count: expected.count)
             var have = 0
             while have < expected.count {
                 let n = got.withUnsafeMutableBytes { BenchTLS.read(fd, $0.baseAddress! + have, expected.count - have) }
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 { BenchSystem.die("redis closed the connection during \(context)") }
+                if n <= 0 { BenchSystem.die("\(server) closed the connection during \(context)") }
                 have += n
             }
             if got != expected {
-                BenchSystem.die("unexpected reply from redis during \(context): \(String(decoding: got, as: UTF8.self).debugDescription)")
+                BenchSystem.die("unexpected reply from \(server) during \(context): \(String(decoding: got, as: UTF8.self).debugDescription)")
             }
         }
     }

@@ -43,6 +43,21 @@
             )
         }
 
+        /// `explicit` (--ceiling-binary), else the snapsync-ceiling built beside this executable
+        /// (the Benchmarks package builds both).
+        static func ceiling(explicit: String?) -> String {
+            if let explicit {
+                guard BenchSystem.isExecutable(explicit) else { BenchSystem.die("--ceiling-binary \(explicit) is not an executable") }
+                return explicit
+            }
+            if let executable = BenchSystem.currentDirectoryAndExecutable.last, let slash = executable.lastIndex(of: "/") {
+                let beside = executable[..<slash] + "/snapsync-ceiling"
+                if BenchSystem.isExecutable(String(beside)) { return String(beside) }
+            }
+            BenchSystem.die(
+                "snapsync-ceiling not found beside snapsync-bench. Build it:\n    cd Benchmarks && swift build -c release\nor pass --ceiling-binary PATH.")
+        }
+
         /// The repository root: the nearest directory holding Package.swift and Sources/snapsyncd
         /// above the current directory or above this executable (Benchmarks/.build/...).
         static func repositoryRoot() -> String? {

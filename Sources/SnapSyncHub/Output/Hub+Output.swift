@@ -12,6 +12,7 @@ extension Hub {
     /// slow consumer instead (unless `force`, for the ERROR that ends it).
     package func send(_ message: Message, to session: Session, force: Bool = false) {
         guard !session.isEnded, force || session.state != .closing else { return }
+        flushBroadcasts(reaching: session)
         // A WINDOW whose JOIN the engine refused (wherever it did) waits for its room no more.
         if !session.pendingWindows.isEmpty, case .reject(let requestID, _, _, _, _) = message { session.pendingWindows[requestID] = nil }
         encodeBuffer.removeAll(keepingCapacity: true)
@@ -33,6 +34,12 @@ extension Hub {
     ///   stored properties (no dynamic dispatch) and retains the chunk at most once
     ///   (`OutputQueue.enqueue`).
     package func send(shared chunk: OutputChunk, to session: Session, type: MessageType = .diff) {
+        flushBroadcasts(reaching: session)
+        queue(shared: chunk, to: session, type: type)
+    }
+
+    /// `send(shared:to:type:)` without flushing the session's rooms first: the broadcast's own.
+    func queue(shared chunk: OutputChunk, to session: Session, type: MessageType = .diff) {
         guard session.state != .closing else { return }
         if session.output.wouldExceedCap(adding: chunk.count) {
             cutOff(session)
@@ -72,6 +79,7 @@ extension Hub {
     ///   when the commit failed.
     /// - Complexity: O(dirty sessions) plus the commit (one group commit per pass).
     package func finishPass() -> Bool {
+        if !broadcastRooms.isEmpty { flushBroadcasts() }
         guard !dirty.isEmpty else { return false }
         do {
             try engine.commit()
@@ -101,6 +109,7 @@ extension Hub {
         guard !session.isDirty, !session.isOutputBlocked, !session.isEnded else { return }
         session.isDirty = true
         dirty.append(session)
-        if dirty.count == 1 { outputPending() }
+        // A pass with a broadcast asked for its flush with the broadcast's first DIFF.
+        if dirty.count == 1 && broadcastRooms.isEmpty { outputPending() }
     }
 }

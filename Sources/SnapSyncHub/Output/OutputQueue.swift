@@ -76,7 +76,16 @@ package struct OutputQueue {
     /// starts where the last entry ends, in the same arena, extends that entry (no retain, no
     /// new entry): the case of every DIFF after the first that a member gets in a pass.
     mutating func enqueue(_ chunk: OutputChunk) {
-        guard chunk.count > 0 else { return }
+        enqueue(chunk, spanning: chunk.count)
+    }
+
+    /// Queues `bytes` from the start of `chunk` by reference: the chunk and, when `bytes` is
+    /// more than its own, the chunks after it in its arena (a room's DIFFs of one pass, which
+    /// lie back to back: `Hub.flushBroadcast`).
+    /// - Precondition: `bytes == chunk.count` unless the chunk is in an arena, whose frames
+    ///   from it on cover `bytes`.
+    mutating func enqueue(_ chunk: OutputChunk, spanning bytes: Int) {
+        guard bytes > 0 else { return }
         if let arena = chunk.arenaBase, head < entries.count {
             // Through the buffer, so that reading the last entry's chunk costs no retain.
             let extended = entries.withUnsafeMutableBufferPointer { buffer -> Bool in
@@ -84,18 +93,19 @@ package struct OutputQueue {
                 guard last.pointee.chunk.arenaBase == arena,
                     last.pointee.chunk.base + last.pointee.end == chunk.base
                 else { return false }
-                last.pointee.extra += chunk.count
+                last.pointee.extra += bytes
                 return true
             }
             if extended {
-                pendingBytes += chunk.count
+                pendingBytes += bytes
                 return
             }
         }
+        precondition(bytes == chunk.count || chunk.arenaBase != nil, "a span beyond a chunk that has no arena")
         let shared = chunk.isFrozen
-        entries.append(Entry(chunk: chunk, offset: 0, isShared: shared))
-        pendingBytes += chunk.count
-        if shared { meter.retain(chunk) } else { meter.add(chunk.count) }
+        entries.append(Entry(chunk: chunk, offset: 0, extra: bytes - chunk.count, isShared: shared))
+        pendingBytes += bytes
+        if shared { meter.retain(chunk) } else { meter.add(bytes) }
     }
 
     /// Copies `bytes` (one or more whole frames) to the end of the queue, into the private tail

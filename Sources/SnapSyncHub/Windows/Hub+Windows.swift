@@ -58,6 +58,9 @@ extension Hub {
 
     /// A member is windowed no more: it left, or a JOIN made it a full member.
     func stopWindow(of session: Session, in room: Room) {
+        guard room.windows[session.id] != nil else { return }
+        // Pending DIFFs were made while it was windowed: it has their WINDOW_DIFFs.
+        flushBroadcast(of: room)
         guard let member = room.windows.removeValue(forKey: session.id) else { return }
         room.unindex(member)
         stats.windowedMembers -= 1
@@ -98,6 +101,8 @@ extension Hub {
 
     /// Makes `session` a windowed member of `room` and sends WINDOW_STATE (§11.30).
     private func startWindow(_ window: [SectionWindow], requestID: UInt64, room: Room, for session: Session) {
+        // A full member turning windowed gets the DIFFs made before its window first.
+        flushBroadcast(of: room)
         if room.windows.isEmpty { room.windowCounts = currentCounts(of: room) }
         let snapshot = room.snapshot.windowSnapshot(window)
         let member = MemberWindow(session: session, window: window, snapshot: snapshot)
