@@ -123,20 +123,26 @@
             let port = BenchSystem.freeLoopbackPort()
             let log = logPath("ceiling")
             let pid = spawn([binary, "-p", String(port), "-t", String(threads)], logPath: log, cpu: cpu)
+            return accepting(pid: pid, port: port, log: log, name: "snapsync-ceiling", temporaryDirectory: nil)
+        }
+
+        /// The server `pid` spawned to listen on loopback `port`, once it accepts connections;
+        /// exits with its log if it ends first or takes more than 10 s.
+        private static func accepting(pid: Int32, port: Int, log: String, name: String, temporaryDirectory: String?) -> ServerProcess {
             let deadline = BenchSystem.nowNs() + 10_000_000_000
             while BenchSystem.nowNs() < deadline {
                 if BenchSystem.canConnect(port: port) {
-                    return ServerProcess(pid: pid, host: "127.0.0.1", port: port, logPath: log, name: "snapsync-ceiling", temporaryDirectory: nil)
+                    return ServerProcess(pid: pid, host: "127.0.0.1", port: port, logPath: log, name: name, temporaryDirectory: temporaryDirectory)
                 }
                 var status: Int32 = 0
                 if waitpid(pid, &status, WNOHANG) == pid {
                     BenchCleanup.forget(pid)
-                    BenchSystem.die("snapsync-ceiling exited; its output:\n\(BenchSystem.readFile(log) ?? "")")
+                    BenchSystem.die("\(name) exited; its output:\n\(BenchSystem.readFile(log) ?? "")")
                 }
                 BenchSystem.sleepMs(20)
             }
             terminate(pid, graceMs: 0)
-            BenchSystem.die("snapsync-ceiling did not accept connections within 10 s (log: \(log))")
+            BenchSystem.die("\(name) did not accept connections within 10 s (log: \(log))")
         }
 
         /// `redis-server --bind 127.0.0.1 --port P` and `arguments` (its persistence settings) on a
@@ -157,21 +163,7 @@
                 ]
             }
             let pid = spawn([binary, "--bind", "127.0.0.1"] + ports + arguments, logPath: log, cpu: cpu)
-            let deadline = BenchSystem.nowNs() + 10_000_000_000
-            while BenchSystem.nowNs() < deadline {
-                if BenchSystem.canConnect(port: port) {
-                    return ServerProcess(
-                        pid: pid, host: "127.0.0.1", port: port, logPath: log, name: "redis-server", temporaryDirectory: temporaryDirectory)
-                }
-                var status: Int32 = 0
-                if waitpid(pid, &status, WNOHANG) == pid {
-                    BenchCleanup.forget(pid)
-                    BenchSystem.die("redis-server exited; its output:\n\(BenchSystem.readFile(log) ?? "")")
-                }
-                BenchSystem.sleepMs(20)
-            }
-            terminate(pid, graceMs: 0)
-            BenchSystem.die("redis-server did not accept connections within 10 s (log: \(log))")
+            return accepting(pid: pid, port: port, log: log, name: "redis-server", temporaryDirectory: temporaryDirectory)
         }
     }
 
