@@ -194,8 +194,9 @@ final class FrameClient {
         let connected = withUnsafePointer(to: &sin) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
+        // deinit closes fd when this throws (every stored property is set): closing it here too
+        // would close whatever descriptor another thread was given that number meanwhile.
         guard connected == 0 else {
-            close(fd)
             throw FrameClientError("connect to \(address.host):\(address.port): errno \(errno)")
         }
     }

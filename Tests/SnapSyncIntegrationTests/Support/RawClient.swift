@@ -45,20 +45,20 @@ final class RawClient {
         // Non-blocking connect bounded by poll, then back to blocking (every read/write polls first).
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        // No close(fd) on the ways out below: every stored property is set, so a throw runs
+        // deinit, which closes it. Closing it here too closed it twice, and between the two
+        // closes another test's thread could be given the same number: its socket was closed
+        // under it (a send failed with EBADF).
         if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 && errno != EINPROGRESS {
-            let error = errno
-            close(fd)
-            throw RawClientError.failed("connect to \(host):\(port): errno \(error)")
+            throw RawClientError.failed("connect to \(host):\(port): errno \(errno)")
         }
         guard wait(for: Int16(POLLOUT), timeout: timeout) else {
-            close(fd)
             throw RawClientError.timeout("connect to \(host):\(port)")
         }
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
         guard error == 0 else {
-            close(fd)
             throw RawClientError.failed("connect to \(host):\(port): errno \(error)")
         }
         _ = fcntl(fd, F_SETFL, flags)
