@@ -235,6 +235,48 @@ import SnapSyncWire
         harness.checkInvariants("feed")
     }
 
+    /// A window change whose WINDOW_DIFF would pass `max_frame_bytes` goes as WINDOW_STATE
+    /// (§11.30): here the writer's DIFF is small (it deletes the window's ten rows, whose
+    /// identifiers are long), but the window's is not: it deletes those rows and brings in the
+    /// next ten with their payloads, while the state holds only the new rows.
+    @Test func aWindowDiffOverTheFrameLimitGoesAsWindowState() {
+        let limit = 4096
+        let harness = HubHarness { $0.wire.maxFrameBytes = limit }
+        let writer = harness.connect(), reader = harness.connect()
+        let longIDs = (0..<10).map { hubElement(String(repeating: "x", count: 190) + "\($0)") }
+        let bigRows = (10..<20).map { hubElement("i\($0)", String(repeating: "p", count: 300)) }
+        harness.mutate(writer, "feed", [.appendSections([hubElement("s")]), .appendItems(longIDs, toSection: "s")])
+        harness.mutate(writer, "feed", [.appendItems(bigRows, toSection: "s")])
+        #expect(harness.drain(writer).compactMap(\.ackVersion) == [1, 2])
+        harness.send(.window(requestID: 5, room: "feed", window: [SectionWindow(section: "s", range: .first(10))]), from: reader)
+        var replica = Replica()
+        replica.apply(drain(harness, reader))
+        #expect(replica.snapshot.numberOfItems == 10)
+
+        harness.mutate(writer, "feed", [.deleteItems(longIDs.map(\.id))])
+        #expect(harness.drain(writer).compactMap(\.ackVersion) == [3])
+        let frames = drain(harness, reader)
+        guard frames.count == 1, case .windowState(0, "feed", _, 3, _, let window, [10], let snapshot) = frames[0] else {
+            Issue.record("expected one WINDOW_STATE at version 3, got \(frames.map(\.type.name))")
+            return
+        }
+        #expect(window == [SectionWindow(section: "s", range: .first(10))])
+        #expect(rows(replica) != bigRows.map { String(decoding: $0.id.bytes, as: UTF8.self) })
+        replica.apply(frames)
+        #expect(rows(replica) == bigRows.map { String(decoding: $0.id.bytes, as: UTF8.self) })
+        #expect(FrameEncoder().encode(frames[0]).count - 4 <= limit, "the state fits the limit")
+        // What was not sent: the WINDOW_DIFF of the same change would not have fitted.
+        var held = RoomSnapshot()
+        #expect(throws: Never.self) {
+            try held.apply([.appendSections([hubElement("s")]), .appendItems(longIDs, toSection: "s")], limits: .unlimited)
+        }
+        let ops = held.difference(to: snapshot, limits: .unlimited)
+        let diff = Message.windowDiff(requestID: 0, room: "feed", epoch: 1, version: 3, window: nil, counts: [], ops: ops)
+        #expect(FrameEncoder().encode(diff).count - 4 > limit)
+        replica.check(against: harness.hub.rooms[RoomName("feed")]!)
+        harness.checkInvariants("feed")
+    }
+
     /// Cluster mode: a windowed member on one node follows writes made on another, the room
     /// changing only by the log's records; its WINDOW waits for the room to load like a JOIN.
     @Test func aWindowInClusterModeFollowsAnotherNodesWrites() {
