@@ -419,7 +419,7 @@ extension RoomSnapshot {
     }
 
     mutating func setItemPayload(_ slot: Slot, _ payload: SnapshotPayload) {
-        let old = Int(itemNodes[Int(slot)].payloadCount)
+        let old = withItems { $0.payloadCount(slot) }
         encodedBodyBytes += Self.varintSize(payload.count) + payload.count - Self.varintSize(old) - old
         storeItemPayload(slot, payload)
     }
@@ -472,10 +472,7 @@ extension RoomSnapshot {
     }
 
     mutating func allocateItem(_ item: SnapshotElement) -> Slot {
-        let stored = storeItemBytes(item)
-        let node = ItemNode(
-            offset: stored.offset, idCount: stored.idCount, payloadCount: stored.payloadCount,
-            payloadCapacity: stored.payloadCount, prev: Self.none, next: Self.none, section: Self.none)
+        let node = ItemNode(offset: storeItemBytes(item), prev: Self.none, next: Self.none, section: Self.none)
         let slot: Slot
         if let free = freeItems.popLast() {
             slot = free
@@ -493,10 +490,10 @@ extension RoomSnapshot {
 
     /// The item must be unlinked.
     mutating func freeItem(_ slot: Slot) {
-        let tag = withItems { SlotIndex.tag(of: $0.idBytes(slot)) }
+        // The record is the item's canonical encoding: its size is what the item adds to it.
+        let (tag, record) = withItems { (SlotIndex.tag(of: $0.idBytes(slot)), $0.recordCount(slot)) }
         itemIndex.remove(tag: tag, slot: slot)
-        let node = itemNodes[Int(slot)]
-        encodedBodyBytes -= Self.encodedSize(idCount: Int(node.idCount), payloadCount: Int(node.payloadCount))
+        encodedBodyBytes -= record
         releaseItemBytes(slot)
         if !outline.isEmpty { setPlace(slot, parent: Self.none, level: 0) }
         freeItems.append(slot)

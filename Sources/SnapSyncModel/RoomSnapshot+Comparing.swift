@@ -28,7 +28,8 @@ extension RoomSnapshot {
                 var position = 0
                 while i != Self.none, j != Self.none {
                     guard Self.bytesEqual(old.idBytes(i), new.idBytes(j)) else { return false }
-                    if !Self.bytesEqual(old.payloadBytes(i), new.payloadBytes(j)) || markedSlots.contains(j) {
+                    // Same identifier: the same payload exactly when the records are equal.
+                    if !Self.bytesEqual(old.recordBytes(i), new.recordBytes(j)) || markedSlots.contains(j) {
                         changes.append((position, new.id(j)))
                     }
                     position += 1

@@ -264,29 +264,38 @@ struct Differ {
     /// cache.
     mutating func matchAndEmitItems(updates: inout Updates) {
         let aItems = self.aItems, bItems = self.bItems
-        var kept = [Bool](repeating: false, count: aItems.count)
+        let kept = ScratchBuffer<Bool>(repeating: false, count: aItems.count)
         let sectionInB = aSectionInB, position = aItemPos
         var lis = LIS()
         // Per section, reused: the status of each item, and the LIS input (a positions) with
-        // the section-relative positions and slots it came from.
-        var status: [UInt8] = []
-        var values: [Int32] = []
-        var positions: [Int32] = []
-        var slots: [Slot] = []
+        // the section-relative positions and slots it came from. No section holds more items
+        // than the largest, so nothing is appended past these capacities.
+        let largest = bSectionSlot.reduce(0) { Swift.max($0, b.sectionNodes[Int($1)].itemCount) }
+        var status = ScratchBuffer<UInt8>(capacity: largest)
+        var values = ScratchBuffer<Int32>(capacity: largest)
+        var positions = ScratchBuffer<Int32>(capacity: largest)
+        var slots = ScratchBuffer<Slot>(capacity: largest)
         // Guesses: `expected` follows the last match; `resume` keeps the run that a match found
         // by hash (a moved-in item) interrupted, so the item after it is found again.
         var expected = Self.none, resume = Self.none
         for t in bSectionSlot {
-            status.removeAll(keepingCapacity: true)
-            values.removeAll(keepingCapacity: true)
-            positions.removeAll(keepingCapacity: true)
-            slots.removeAll(keepingCapacity: true)
+            status.reset(capacity: largest)
+            values.reset(capacity: largest)
+            positions.reset(capacity: largest)
+            slots.reset(capacity: largest)
             var j = b.sectionNodes[Int(t)].firstItem
             while j != Self.none {
-                let id = bItems.idBytes(j)
+                let id = bItems.idBytes(j), record = bItems.recordBytes(j)
                 var i = Self.none
+                // Whether `i`'s record is `j`'s: the same identifier and the same payload.
+                var sameRecord = false
                 if expected != Self.none {
-                    if RoomSnapshot.bytesEqual(aItems.idBytes(expected), id) {
+                    // Most items keep their neighbours and their payloads: one comparison of the
+                    // whole records finds both.
+                    if RoomSnapshot.bytesEqual(aItems.recordBytes(expected), record) {
+                        i = expected
+                        sameRecord = true
+                    } else if RoomSnapshot.bytesEqual(aItems.idBytes(expected), id) {
                         i = expected
                     } else {
                         // One item of `a` skipped: deleted, or moved away from here.
@@ -308,7 +317,7 @@ struct Differ {
                 let fromSection = i == Self.none ? Self.none : sectionInB[Int(aItems[Int(i)].section)]
                 if fromSection != Self.none {
                     kept[Int(i)] = true
-                    if !RoomSnapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
+                    if !sameRecord && !RoomSnapshot.bytesEqual(aItems.recordBytes(i), record) {  // same id: payloads differ
                         updates.append(SnapshotElement(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
                     }
                     if fromSection == t {
@@ -324,18 +333,18 @@ struct Differ {
                 j = bItems[Int(j)].next
             }
             var firstStable = Self.none
-            lis.mark(values) { k in
+            lis.mark(values.elements) { k in
                 status[Int(positions[k])] = Self.stable
                 firstStable = slots[k]  // marked back to front: the last call is the first item
             }
-            emitItems(ofSection: t, status: status, firstStable: firstStable)
+            emitItems(ofSection: t, status: status.elements, firstStable: firstStable)
         }
-        aKept = kept
+        aKept = Array(kept.elements)
     }
 
     /// Step 5 for one section: every non-stable item placed after its predecessor in `b`.
     /// O(items of the section).
-    mutating func emitItems(ofSection t: Slot, status: [UInt8], firstStable: Slot) {
+    mutating func emitItems(ofSection t: Slot, status: UnsafeBufferPointer<UInt8>, firstStable: Slot) {
         let bItems = self.bItems
         let sectionID = b.sectionNodes[Int(t)].id
         let firstStableID = firstStable == Self.none ? nil : bItems.id(firstStable)
@@ -449,26 +458,27 @@ struct Differ {
 /// Longest strictly increasing subsequence by patience sorting: O(k log k), O(k) when the input
 /// is already mostly increasing (the common case: most elements stay), thanks to the check
 /// against the last pile before the binary search. Buffers are kept across calls.
-struct LIS {
+struct LIS: ~Copyable {
     /// `tails[l]`: index of the smallest value ending an increasing run of length l + 1, and
     /// `tailValues[l]` that value: the binary search reads one contiguous array instead of
-    /// chasing indexes.
-    var tails: [Int32] = []
-    var tailValues: [Int32] = []
-    /// `predecessor[k]`: the index before k in the best run ending at k, or -1.
-    var predecessor: [Int32] = []
+    /// chasing indexes. `predecessor[k]`: the index before k in the best run ending at k, or -1.
+    /// Kept across calls, grown to the largest input.
+    private var tails = ScratchBuffer<Int32>(capacity: 0)
+    private var tailValues = ScratchBuffer<Int32>(capacity: 0)
+    private var predecessor = ScratchBuffer<Int32>(capacity: 0)
 
     /// Calls `body` with the index of every element of one longest increasing subsequence of
     /// `values` (distinct), from the last to the first.
-    mutating func mark(_ values: [Int32], _ body: (Int) -> Void) {
-        tails.removeAll(keepingCapacity: true)
-        tailValues.removeAll(keepingCapacity: true)
-        predecessor.removeAll(keepingCapacity: true)
+    mutating func mark(_ values: UnsafeBufferPointer<Int32>, _ body: (Int) -> Void) {
+        tails.reset(capacity: values.count)
+        tailValues.reset(capacity: values.count)
+        predecessor.reset(capacity: values.count)
         for k in values.indices {
             let v = values[k]
-            if let last = tailValues.last, last > v {
+            let piles = tailValues.count
+            if piles > 0, tailValues[piles - 1] > v {
                 // Lowest pile whose tail is above v (values are distinct).
-                var low = 0, high = tailValues.count - 1
+                var low = 0, high = piles - 1
                 while low < high {
                     let mid = (low + high) / 2
                     if tailValues[mid] < v { low = mid + 1 } else { high = mid }
@@ -477,15 +487,19 @@ struct LIS {
                 tails[low] = Int32(k)
                 tailValues[low] = v
             } else {
-                predecessor.append(tails.last ?? -1)
+                predecessor.append(piles > 0 ? tails[piles - 1] : -1)
                 tails.append(Int32(k))
                 tailValues.append(v)
             }
         }
-        var k = tails.last ?? -1
+        var k = tails.count > 0 ? tails[tails.count - 1] : -1
         while k >= 0 {
             body(Int(k))
             k = predecessor[Int(k)]
         }
+    }
+
+    mutating func mark(_ values: [Int32], _ body: (Int) -> Void) {
+        values.withUnsafeBufferPointer { mark($0, body) }
     }
 }

@@ -96,8 +96,8 @@ extension RoomSnapshot {
                 sink.varint(section.itemCount)
                 var i = section.firstItem
                 while i != Self.none {
-                    sink.bytes(items.idBytes(i))
-                    sink.bytes(items.payloadBytes(i))
+                    // An item's record is its canonical encoding already.
+                    sink.raw(items.recordBytes(i))
                     i = items[Int(i)].next
                 }
                 s = section.next
@@ -116,10 +116,19 @@ extension RoomSnapshot {
     }
 }
 
-/// Where the canonical walk writes: varints and length-prefixed byte strings.
+/// Where the canonical walk writes: varints, length-prefixed byte strings, and bytes already
+/// encoded (an item's record).
 protocol CanonicalSink {
     mutating func varint(_ value: Int)
-    mutating func bytes(_ bytes: UnsafeRawBufferPointer)
+    mutating func raw(_ bytes: UnsafeRawBufferPointer)
+}
+
+extension CanonicalSink {
+    /// A length-prefixed byte string.
+    mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
+        varint(bytes.count)
+        raw(bytes)
+    }
 }
 
 /// Writes through a raw pointer into memory the caller sized with `canonicalByteCount`.
@@ -137,8 +146,7 @@ struct PointerSink: CanonicalSink {
         cursor += 1
     }
 
-    mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
-        varint(bytes.count)
+    mutating func raw(_ bytes: UnsafeRawBufferPointer) {
         if let base = bytes.baseAddress { UnsafeMutableRawPointer(cursor).copyMemory(from: base, byteCount: bytes.count) }
         cursor += bytes.count
     }
@@ -172,8 +180,7 @@ struct HashSink: CanonicalSink {
         }
     }
 
-    mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
-        varint(bytes.count)
+    mutating func raw(_ bytes: UnsafeRawBufferPointer) {
         if bytes.count > Self.capacity - used {
             flush()
             if bytes.count > Self.capacity / 2 {

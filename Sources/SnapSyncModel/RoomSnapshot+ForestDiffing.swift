@@ -134,7 +134,7 @@ extension Differ {
             let i = bMatch[p]
             guard i != none, alive[Int(i)] else { continue }
             let j = bOrder[p]
-            if !RoomSnapshot.bytesEqual(aItems.payloadBytes(i), bItems.payloadBytes(j)) {
+            if !RoomSnapshot.bytesEqual(aItems.recordBytes(i), bItems.recordBytes(j)) {  // same id: payloads differ
                 itemUpdates.append(SnapshotElement(bItems.id(j), payload: bItems.payload(j)), from: aItems.payloadBytes(i).count)
             }
             status[p] = Self.moved

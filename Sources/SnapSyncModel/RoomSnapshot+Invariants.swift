@@ -45,9 +45,14 @@ extension RoomSnapshot {
             var count = 0
             while i != Self.none {
                 let item = itemNodes[Int(i)]
-                let placeEnd = item.offset + Int(item.idCount) + Int(item.payloadCapacity)
-                guard item.offset >= 0, item.payloadCount <= item.payloadCapacity, placeEnd <= itemBytes.count else {
-                    throw fail("item slot \(i) names bytes \(item.offset)..<\(placeEnd) (payload \(item.payloadCount)) outside the arena of \(itemBytes.count)")
+                // Read with bounds checks: a node pointing outside the arena fails here, not
+                // in the arena's unchecked reads.
+                guard item.offset >= 0, let record = Self.checkedRecord(in: itemBytes, at: item.offset) else {
+                    throw fail("item slot \(i) names a record at \(item.offset) that is not whole inside the arena of \(itemBytes.count) bytes")
+                }
+                let placeEnd = record.end + Int(item.slack)
+                guard placeEnd <= itemBytes.count else {
+                    throw fail("item slot \(i)'s place \(item.offset)..<\(placeEnd) ends outside the arena of \(itemBytes.count)")
                 }
                 let id = itemIdentifier(at: i)
                 guard seenItems.insert(id).inserted else { throw fail("item \(id) is linked twice") }
@@ -68,11 +73,9 @@ extension RoomSnapshot {
                     if level > 0 { nested += 1 }
                     levelExtra += Self.varintSize(level) - 1
                 }
-                bodyBytes += Self.encodedSize(idCount: Int(item.idCount), payloadCount: Int(item.payloadCount))
-                liveItemBytes += Int(item.idCount) + Int(item.payloadCount)
-                // An empty identifier with an empty payload owns no bytes: its place may start
-                // where another item's bytes start, so it takes no part in the overlap check.
-                if placeEnd > item.offset { places.append((item.offset, placeEnd)) }
+                bodyBytes += Self.encodedSize(idCount: record.idCount, payloadCount: record.payloadCount)
+                liveItemBytes += record.end - item.offset
+                places.append((item.offset, placeEnd))
                 prevItem = i
                 i = item.next
                 count += 1
@@ -105,7 +108,8 @@ extension RoomSnapshot {
         }
         if let indexProblem { throw fail(indexProblem) }
         guard indexed == itemIndex.count else { throw fail("item index counts \(itemIndex.count) entries but holds \(indexed)") }
-        guard itemIndex.count * 4 <= itemIndex.buckets.count * 3 || itemIndex.count == 0 else { throw fail("item index is over 3/4 full") }
+        guard itemIndex.count * 8 <= itemIndex.buckets.count * 7 || itemIndex.count == 0 else { throw fail("item index is over 7/8 full") }
+        guard itemIndex.isInRobinHoodOrder() else { throw fail("item index is out of Robin Hood order") }
         guard itemIndex.count == seenItems.count else { throw fail("item index holds \(itemIndex.count) entries, lists hold \(seenItems.count)") }
         guard sectionNodes.count == sectionCount + freeSections.count else { throw fail("section slots leak") }
         guard itemNodes.count == seenItems.count + freeItems.count else { throw fail("item slots leak") }
@@ -119,5 +123,24 @@ extension RoomSnapshot {
             throw fail("two items share arena bytes at \(places[k].start)")
         }
         guard Set(freeItems).count == freeItems.count, Set(freeSections).count == freeSections.count else { throw fail("a slot is freed twice") }
+    }
+
+    /// The record at `start` read with every bound checked: its lengths and end, or nil when
+    /// a length is malformed or the record does not end inside `bytes`.
+    static func checkedRecord(in bytes: [UInt8], at start: Int) -> (idCount: Int, payloadCount: Int, end: Int)? {
+        func varint(at index: Int) -> (value: Int, end: Int)? {
+            var value = 0, shift = 0, k = index
+            while k < bytes.count, shift < 35 {
+                value |= Int(bytes[k] & 0x7F) << shift
+                k += 1
+                if bytes[k - 1] < 0x80 { return (value, k) }
+                shift += 7
+            }
+            return nil
+        }
+        guard start < bytes.count, let id = varint(at: start), let payload = varint(at: id.end + id.value),
+            payload.end + payload.value <= bytes.count
+        else { return nil }
+        return (id.value, payload.value, payload.end + payload.value)
     }
 }

@@ -24,11 +24,12 @@ extension RoomSnapshot {
             var i = node.firstItem
             while i != Self.none {
                 let item = itemNodes[Int(i)]
-                if Int(item.idCount) > limits.maxIdentifierBytes {
+                let (idCount, payloadCount) = withItems { ($0.idCount(i), $0.payloadCount(i)) }
+                if idCount > limits.maxIdentifierBytes {
                     return .identifierTooLong(itemIdentifier(at: i), limit: limits.maxIdentifierBytes)
                 }
-                if Int(item.payloadCount) > limits.maxPayloadBytes {
-                    return .payloadTooLarge(itemIdentifier(at: i), size: Int(item.payloadCount), limit: limits.maxPayloadBytes)
+                if payloadCount > limits.maxPayloadBytes {
+                    return .payloadTooLarge(itemIdentifier(at: i), size: payloadCount, limit: limits.maxPayloadBytes)
                 }
                 itemCount += 1
                 if itemCount > limits.maxItems { return .tooManyItems(limit: limits.maxItems) }

@@ -34,9 +34,9 @@ extension RoomSnapshot {
             var i = newStorage.sectionNodes[Int(newStorage.firstSection)].firstItem
             while i != Self.none {
                 let node = items[Int(i)]
-                if Int(node.idCount) > limits.maxIdentifierBytes { return .identifierTooLong(items.id(i), limit: limits.maxIdentifierBytes) }
-                if Int(node.payloadCount) > limits.maxPayloadBytes {
-                    return .payloadTooLarge(items.id(i), size: Int(node.payloadCount), limit: limits.maxPayloadBytes)
+                if items.idCount(i) > limits.maxIdentifierBytes { return .identifierTooLong(items.id(i), limit: limits.maxIdentifierBytes) }
+                if items.payloadCount(i) > limits.maxPayloadBytes {
+                    return .payloadTooLarge(items.id(i), size: items.payloadCount(i), limit: limits.maxPayloadBytes)
                 }
                 let id = items.idBytes(i)
                 if let slot = withItems({ itemIndex.find(id, tag: SlotIndex.tag(of: id), in: $0) }), itemNodes[Int(slot)].section != s {

@@ -33,19 +33,41 @@ public struct RoomSnapshot: Sendable {
         @usableFromInline var itemCount: Int
     }
 
-    /// An item: where its bytes are in `itemBytes` (see `RoomSnapshot+ItemBytes.swift`) and its
-    /// links. 32 bytes.
+    /// An item: where its record is in `itemBytes` (see `RoomSnapshot+ItemBytes.swift`) and its
+    /// links. 20 bytes: the lengths are in the record, and every field is 32 bits or less, so
+    /// the node is 4-byte aligned (an `Int` field would pad it to 24 or 32).
     @usableFromInline struct ItemNode: Sendable {
-        /// Start of `[id][payload]` in `itemBytes`; -1 for a free slot.
-        @usableFromInline var offset: Int
-        @usableFromInline var idCount: UInt32
-        @usableFromInline var payloadCount: UInt32
-        /// Bytes reserved for the payload at `offset + idCount`: a payload that shrank may grow
-        /// back in place.
-        @usableFromInline var payloadCapacity: UInt32
+        /// The record's start in `itemBytes`, low 32 bits.
+        @usableFromInline var offsetLow: UInt32
+        /// The record's start, bits 32–47 (an arena of up to 256 TiB); `UInt16.max` for a free slot.
+        @usableFromInline var offsetHigh: UInt16
+        /// Bytes reserved after the payload, so that a payload that shrank may grow back in
+        /// place; at most 65,535 (more is left to the next compaction).
+        @usableFromInline var slack: UInt16
         @usableFromInline var prev: Slot
         @usableFromInline var next: Slot
         @usableFromInline var section: Slot
+
+        @usableFromInline static let maxSlack = Int(UInt16.max)
+
+        @inlinable init(offset: Int, prev: Slot, next: Slot, section: Slot) {
+            (offsetLow, offsetHigh, slack) = (0, 0, 0)
+            (self.prev, self.next, self.section) = (prev, next, section)
+            self.offset = offset
+        }
+
+        /// The record's start in `itemBytes`; -1 for a free slot.
+        @inlinable var offset: Int {
+            get { offsetHigh == UInt16.max ? -1 : Int(offsetHigh) << 32 | Int(offsetLow) }
+            set {
+                if newValue < 0 {
+                    (offsetLow, offsetHigh) = (0, UInt16.max)
+                } else {
+                    precondition(newValue < Int(UInt16.max) << 32, "an item arena of 256 TiB")
+                    (offsetLow, offsetHigh) = (UInt32(truncatingIfNeeded: newValue), UInt16(truncatingIfNeeded: newValue >> 32))
+                }
+            }
+        }
     }
 
     @usableFromInline var sectionNodes: [SectionNode] = []
@@ -301,8 +323,7 @@ extension RoomSnapshot: Equatable {
                 rhs.withItems { right in
                     var i = sa.firstItem, j = sb.firstItem
                     while i != none, j != none {
-                        guard bytesEqual(left.idBytes(i), right.idBytes(j)),
-                            bytesEqual(left.payloadBytes(i), right.payloadBytes(j)),
+                        guard bytesEqual(left.recordBytes(i), right.recordBytes(j)),
                             !outlined || lhs.outline[Int(i)].level == rhs.outline[Int(j)].level
                         else { return false }
                         i = left[Int(i)].next

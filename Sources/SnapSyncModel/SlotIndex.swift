@@ -7,11 +7,20 @@
 /// index stores, per bucket, 32 bits of the hash next to the slot, so probes compare integers in
 /// one contiguous array and dereference an identifier only when those 32 bits match.
 ///
-/// Layout: open addressing with linear probing, power-of-two capacity, load at most 3/4, and
-/// backward-shift deletion (no tombstones, so probe lengths do not degrade under churn). A
-/// bucket is `UInt64`: 0 when empty, else `tag << 32 | (slot + 1)`, where `tag` is the low 32
-/// bits of the identifier's hash. The home bucket is `tag & mask`, so growing and deleting never
-/// re-hash an identifier: the tag holds every bit they need (capacities stay far below 2^32).
+/// Layout: open addressing with linear probing in Robin Hood order, power-of-two capacity,
+/// load at most 7/8, and backward-shift deletion (no tombstones, so probe lengths do not degrade
+/// under churn). A bucket is `UInt64`: 0 when empty, else `tag << 32 | (slot + 1)`, where `tag`
+/// is the low 32 bits of the identifier's hash. The home bucket is `tag & mask`, so growing and
+/// deleting never re-hash an identifier: the tag holds every bit they need (capacities stay far
+/// below 2^32), and so does an entry's distance from its home.
+///
+/// Why Robin Hood: an insert takes the bucket of any entry nearer its home than the new one is
+/// to its own, so along a run the distances never grow by more than one a bucket, and a lookup
+/// of an absent identifier (every insert checks for duplicates; the differ asks for every new
+/// item) stops at the first entry nearer its home than the probe: a few buckets at 7/8 full,
+/// where plain linear probing walks ~32. That is what lets the index be 7/8 full, 9–18 bytes
+/// per item, instead of 3/4 (11–21; at 1/2, 16–32): a large room's item is its record, its
+/// 20-byte node and this (docs/benchmarks.md, Memory).
 ///
 /// The index does not store identifiers; lookups compare against the item bytes they are given.
 /// - Complexity: expected O(1) per operation (amortized for insertion), plus O(identifier
@@ -38,20 +47,29 @@
         id.bytes.withUnsafeBytes { tag(of: $0) }
     }
 
+    /// How far bucket `b` is from the home of `entry`, cyclically. O(1)
+    @inlinable static func distance(of entry: UInt64, at b: Int, mask: Int) -> Int {
+        (b &- Int(truncatingIfNeeded: entry >> 32)) & mask
+    }
+
     /// The slot whose identifier bytes are `id`, or nil.
     @usableFromInline func find(_ id: UnsafeRawBufferPointer, tag: UInt32, in items: RoomSnapshot.ItemsView) -> Slot? {
         guard count > 0 else { return nil }
         let mask = buckets.count - 1
         return buckets.withUnsafeBufferPointer { buckets in
             var b = Int(tag) & mask
+            var distance = 0
             while true {
                 let entry = buckets[b]
-                if entry == 0 { return nil }
+                // Robin Hood order: past an entry nearer its home than we are to ours, the
+                // identifier would have taken that bucket, so it is not here.
+                if entry == 0 || Self.distance(of: entry, at: b, mask: mask) < distance { return nil }
                 if UInt32(truncatingIfNeeded: entry >> 32) == tag {
                     let slot = Slot(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1
                     if RoomSnapshot.bytesEqual(items.idBytes(slot), id) { return slot }
                 }
                 b = (b + 1) & mask
+                distance += 1
             }
         }
     }
@@ -65,12 +83,8 @@
     /// Adds an identifier with hash tag `tag` → `slot`. The identifier must not be in the index
     /// (callers have checked).
     @usableFromInline mutating func insert(tag: UInt32, slot: Slot) {
-        // At most 3/4 full: an absent identifier then probes ~8.5 buckets on average, 68 bytes,
-        // one or two cache lines, so the cost is still the first miss; at 1/2 it was 2.5
-        // buckets, but the index took 16–32 bytes per item instead of 11–21 (docs/benchmarks.md,
-        // Memory).
-        if (count + 1) * 4 > buckets.count * 3 { grow() }
-        place(tag: tag, slot: slot)
+        if (count + 1) * 8 > buckets.count * 7 { grow() }
+        place(UInt64(tag) << 32 | UInt64(UInt32(slot) + 1))
         count += 1
     }
 
@@ -84,19 +98,13 @@
                 precondition(buckets[hole] != 0, "SlotIndex: removing an identifier that is not indexed")
                 hole = (hole + 1) & mask
             }
-            // Backward shift: pull later entries of the run into the hole unless their home
-            // bucket lies cyclically in (hole, j], where they would become unreachable.
-            var j = hole
-            while true {
-                j = (j + 1) & mask
-                let entry = buckets[j]
-                if entry == 0 { break }
-                let home = Int(truncatingIfNeeded: entry >> 32) & mask
-                let stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j)
-                if !stays {
-                    buckets[hole] = entry
-                    hole = j
-                }
+            // Backward shift: every later entry of the run that is not in its home moves one
+            // bucket back, which keeps the Robin Hood order.
+            var next = (hole + 1) & mask
+            while buckets[next] != 0 && Self.distance(of: buckets[next], at: next, mask: mask) > 0 {
+                buckets[hole] = buckets[next]
+                hole = next
+                next = (next + 1) & mask
             }
             buckets[hole] = 0
         }
@@ -110,13 +118,24 @@
         }
     }
 
-    private mutating func place(tag: UInt32, slot: Slot) {
+    /// Puts `entry` at the first bucket of its run whose entry is nearer its home, moving that
+    /// one on the same way (an empty bucket ends it).
+    private mutating func place(_ entry: UInt64) {
         let mask = buckets.count - 1
-        let entry = UInt64(tag) << 32 | UInt64(UInt32(slot) + 1)
         buckets.withUnsafeMutableBufferPointer { buckets in
-            var b = Int(tag) & mask
-            while buckets[b] != 0 { b = (b + 1) & mask }
-            buckets[b] = entry
+            var carried = entry
+            var b = Int(truncatingIfNeeded: carried >> 32) & mask
+            var distance = 0
+            while buckets[b] != 0 {
+                let theirs = Self.distance(of: buckets[b], at: b, mask: mask)
+                if theirs < distance {
+                    swap(&carried, &buckets[b])
+                    distance = theirs
+                }
+                b = (b + 1) & mask
+                distance += 1
+            }
+            buckets[b] = carried
         }
     }
 
@@ -124,9 +143,20 @@
     private mutating func grow() {
         let old = buckets
         buckets = [UInt64](repeating: 0, count: Swift.max(16, old.count * 2))
-        for entry in old where entry != 0 {
-            place(tag: UInt32(truncatingIfNeeded: entry >> 32), slot: Slot(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1)
+        for entry in old where entry != 0 { place(entry) }
+    }
+
+    /// Whether the buckets keep Robin Hood order: an entry is at most one bucket further from
+    /// its home than the entry before it, and one right after an empty bucket is in its home.
+    /// For `RoomSnapshot.checkInvariants`. O(capacity)
+    func isInRobinHoodOrder() -> Bool {
+        let mask = buckets.count - 1
+        for b in buckets.indices where buckets[b] != 0 {
+            let before = buckets[(b - 1) & mask]
+            let limit = before == 0 ? 0 : Self.distance(of: before, at: (b - 1) & mask, mask: mask) + 1
+            if Self.distance(of: buckets[b], at: b, mask: mask) > limit { return false }
         }
+        return true
     }
 }
 

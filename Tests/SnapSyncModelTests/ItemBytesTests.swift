@@ -157,8 +157,8 @@ import SnapSyncTestSupport
         }
         try Self.expectSameContent(s, as: order.map { SnapshotElement($0, payload: payloads[$0]!) })
     }
-    /// An empty identifier with an empty payload owns no arena bytes, so its place is empty and
-    /// may start where the next item's bytes start: that is not an overlap.
+    /// An empty identifier with an empty payload still has a record (its two lengths): no two
+    /// items' places overlap, whatever their sizes.
     @Test func anEmptyItemSharesNoBytesWithItsNeighbour() throws {
         var s = RoomSnapshot()
         try s.appendSections(["s"])
@@ -174,5 +174,47 @@ import SnapSyncTestSupport
                 SnapshotElement(SnapshotIdentifier("a")), SnapshotElement(SnapshotIdentifier("")), SnapshotElement(SnapshotIdentifier("b")),
                 SnapshotElement(SnapshotIdentifier("c"), payload: "p"),
             ])
+    }
+
+    /// A node is 20 bytes (docs/benchmarks.md, Memory: an item's cost), and a record is the
+    /// item's canonical encoding: lengths as varints, then the bytes.
+    @Test func aNodeIs20BytesAndARecordIsTheCanonicalEncoding() throws {
+        #expect(MemoryLayout<RoomSnapshot.ItemNode>.stride == 20)
+        var s = RoomSnapshot()
+        try s.appendSections(["s"])
+        let long = SnapshotElement(SnapshotIdentifier(String(repeating: "i", count: 200)), payload: SnapshotPayload([UInt8](repeating: 7, count: 300)))
+        try s.appendItems([SnapshotElement(SnapshotIdentifier("a"), payload: "xy"), long], toSection: "s")
+        #expect(Array(s.itemBytes.prefix(5)) == [1, 0x61, 2, 0x78, 0x79])
+        // 200 = 0xC8: varint C8 01; 300 = 0x12C: varint AC 02.
+        #expect(Array(s.itemBytes[5..<7]) == [0xC8, 0x01])
+        #expect(Array(s.itemBytes[207..<209]) == [0xAC, 0x02])
+        #expect(s.itemBytes.count == 5 + 2 + 200 + 2 + 300)
+        try s.checkInvariants()
+    }
+
+    /// A payload that shrank keeps at most 64 KiB of its place for growing back (the node's
+    /// slack is 16 bits); the rest is garbage at once, and a payload that outgrows the place
+    /// kept moves to the arena's end.
+    @Test func aShrunkPayloadKeepsAtMost64KiBToGrowBackInto() throws {
+        var s = RoomSnapshot()
+        try s.appendSections(["s"])
+        // Payloads over the default 64 KiB limit: the arena has none of its own.
+        func reload(_ element: SnapshotElement) throws { try s.apply([.updateItems([element], .reload)], limits: .unlimited) }
+        // Item 2 keeps the live bytes above the garbage, so that no compaction runs meanwhile.
+        try s.apply([.appendItems([Self.element(1, payloadBytes: 200_000), Self.element(2, payloadBytes: 300_000)], toSection: "s")], limits: .unlimited)
+        let arena = s.itemBytes.count
+        try reload(Self.element(1, payloadBytes: 10, fill: 1))
+        try s.checkInvariants()
+        #expect(s.itemBytes.count == arena, "written in place")
+        #expect(s.itemNodes[0].slack == UInt16.max)
+        // 10 + 65,535 bytes of place: 60,000 (a 3-byte length) fits, in place.
+        try reload(Self.element(1, payloadBytes: 60_000, fill: 2))
+        try s.checkInvariants()
+        #expect(s.itemBytes.count == arena, "grown back in place")
+        #expect(Int(s.itemNodes[0].slack) == 1 + 10 + 65_535 - 3 - 60_000)
+        try reload(Self.element(1, payloadBytes: 70_000, fill: 3))
+        try s.checkInvariants()
+        #expect(s.itemNodes[0].offset >= arena || s.itemBytes.count < arena, "moved to the end, or compacted")
+        try Self.expectSameContent(s, as: [Self.element(1, payloadBytes: 70_000, fill: 3), Self.element(2, payloadBytes: 300_000)])
     }
 }

@@ -1,4 +1,4 @@
-// The item index (SlotIndex): open addressing with backward-shift deletion. Growth, deletion
+// The item index (SlotIndex): open addressing in Robin Hood order with backward-shift deletion. Growth, deletion
 // in the middle of probe runs, and slot reuse are where such tables break; checkInvariants()
 // re-derives every entry's hash and slot.
 
@@ -62,5 +62,35 @@ import SnapSyncTestThreads
         #expect(s == before)
         for n in 0..<500 { #expect(s.contains(item: SnapshotIdentifier("i\(n)"))) }
         #expect(!s.contains(item: "n0"))
+    }
+
+    /// Tags crowded onto a few home buckets, at up to 7/8 full, inserted and removed in random
+    /// order: the buckets stay in Robin Hood order and hold exactly the live entries.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func crowdedHomesKeepRobinHoodOrder(seed: UInt64) {
+        var rng = SplitMix64(seed: seed)
+        var index = SlotIndex()
+        var live: [(tag: UInt32, slot: RoomSnapshot.Slot)] = []
+        var nextSlot: RoomSnapshot.Slot = 0
+        for step in 0..<4_000 {
+            // Homes 0–3 of whatever capacity, and the top bits vary (they are never used as home).
+            let adding = live.isEmpty || (step % 500 < 300 && live.count < 200) || Int.random(in: 0..<3, using: &rng) == 0
+            if adding {
+                let tag = UInt32.random(in: 0..<4, using: &rng) | UInt32.random(in: 0..<1024, using: &rng) << 20
+                index.insert(tag: tag, slot: nextSlot)
+                live.append((tag, nextSlot))
+                nextSlot += 1
+            } else {
+                let victim = live.remove(at: Int.random(in: 0..<live.count, using: &rng))
+                index.remove(tag: victim.tag, slot: victim.slot)
+            }
+            #expect(index.isInRobinHoodOrder(), "step \(step)")
+            #expect(index.count * 8 <= index.buckets.count * 7)
+            if step % 97 == 0 {
+                var entries: [RoomSnapshot.Slot: UInt32] = [:]
+                index.forEachEntry { tag, slot in entries[slot] = tag }
+                #expect(entries == Dictionary(uniqueKeysWithValues: live.map { ($0.slot, $0.tag) }), "step \(step)")
+            }
+        }
     }
 }
