@@ -40,6 +40,9 @@ struct ScratchBuffer<Element: BitwiseCopyable>: ~Copyable {
         count += 1
     }
 
+    /// An element; `index` below `count` (or, for a buffer made `repeating`, its count). Setting
+    /// writes through the storage, as an `UnsafeMutablePointer` does, so a `let` buffer's
+    /// elements can change.
     @inline(__always) subscript(index: Int) -> Element {
         get { base[index] }
         nonmutating set { base[index] = newValue }
