@@ -21,20 +21,21 @@ extension RoomSnapshot {
             }
             sectionCount += 1
             if sectionCount > limits.maxSections { return .tooManySections(limit: limits.maxSections) }
-            var i = node.firstItem
-            while i != Self.none {
-                let item = itemNodes[Int(i)]
-                let (idCount, payloadCount) = withItems { ($0.idCount(i), $0.payloadCount(i)) }
-                if idCount > limits.maxIdentifierBytes {
-                    return .identifierTooLong(itemIdentifier(at: i), limit: limits.maxIdentifierBytes)
+            let itemViolation: BatchError.Violation? = withItems { items in
+                var i = node.firstItem
+                while i != Self.none {
+                    if items.idCount(i) > limits.maxIdentifierBytes { return .identifierTooLong(items.id(i), limit: limits.maxIdentifierBytes) }
+                    let payloadCount = items.payloadCount(i)
+                    if payloadCount > limits.maxPayloadBytes {
+                        return .payloadTooLarge(items.id(i), size: payloadCount, limit: limits.maxPayloadBytes)
+                    }
+                    itemCount += 1
+                    if itemCount > limits.maxItems { return .tooManyItems(limit: limits.maxItems) }
+                    i = items[Int(i)].next
                 }
-                if payloadCount > limits.maxPayloadBytes {
-                    return .payloadTooLarge(itemIdentifier(at: i), size: payloadCount, limit: limits.maxPayloadBytes)
-                }
-                itemCount += 1
-                if itemCount > limits.maxItems { return .tooManyItems(limit: limits.maxItems) }
-                i = item.next
+                return nil
             }
+            if let itemViolation { return itemViolation }
             s = node.next
         }
         if nestedItemCount > 0 {
