@@ -105,4 +105,20 @@ import SnapSyncModel
         #expect(s.canonicalByteCount == s.canonicalEncoding.count)
         try s.checkInvariants()
     }
+
+    /// A snapshot built without limits, checked against lowered ones (a room recovered from the
+    /// store): the first item over a limit is named, its identifier checked before its payload,
+    /// and the item count after both.
+    @Test func firstLimitViolationNamesTheFirstItemOverALimit() throws {
+        let long = SnapshotElement(SnapshotIdentifier(String(repeating: "l", count: 300)), payload: SnapshotPayload(Array(repeating: 1, count: 200)))
+        let big = SnapshotElement(SnapshotIdentifier("big"), payload: SnapshotPayload(Array(repeating: 2, count: 200)))
+        let s = try RoomSnapshot(
+            [(section: SnapshotElement("s1"), items: [SnapshotElement("a"), big]), (section: SnapshotElement("s2"), items: [long])],
+            limits: .unlimited)
+        #expect(s.firstLimitViolation(.unlimited) == nil)
+        #expect(s.firstLimitViolation(SnapshotLimits(maxIdentifierBytes: 256, maxPayloadBytes: 100)) == .payloadTooLarge("big", size: 200, limit: 100))
+        #expect(s.firstLimitViolation(SnapshotLimits(maxIdentifierBytes: 256, maxPayloadBytes: 1000)) == .identifierTooLong(long.id, limit: 256))
+        #expect(s.firstLimitViolation(SnapshotLimits(maxIdentifierBytes: 299, maxPayloadBytes: 1000, maxItems: 1)) == .tooManyItems(limit: 1))
+        #expect(s.firstLimitViolation(SnapshotLimits(maxIdentifierBytes: 299, maxPayloadBytes: 199)) == .payloadTooLarge("big", size: 200, limit: 199))
+    }
 }
