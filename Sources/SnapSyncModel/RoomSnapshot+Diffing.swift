@@ -285,7 +285,7 @@ struct Differ {
             slots.reset(capacity: largest)
             var j = b.sectionNodes[Int(t)].firstItem
             while j != Self.none {
-                let id = bItems.idBytes(j), record = bItems.recordBytes(j)
+                let (id, record) = bItems.idAndRecord(j)
                 var i = Self.none
                 // Whether `i`'s record is `j`'s: the same identifier and the same payload.
                 var sameRecord = false

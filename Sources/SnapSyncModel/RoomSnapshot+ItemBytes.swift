@@ -65,6 +65,20 @@ extension RoomSnapshot {
             return UnsafeRawBufferPointer(rebasing: bytes[start..<RoomSnapshot.recordEnd(in: bytes, at: start)])
         }
 
+        /// Where a live slot's identifier is and where its record ends, each length read once.
+        /// O(1)
+        @inlinable func recordParts(_ slot: Slot) -> (id: Range<Int>, end: Int) {
+            let (count, start) = varint(at: nodes[Int(slot)].offset)
+            let payload = varint(at: start + count)
+            return (start..<start + count, payload.end + payload.value)
+        }
+
+        /// A live slot's identifier and its whole record, for a walk that compares both. O(1)
+        @inlinable func idAndRecord(_ slot: Slot) -> (id: UnsafeRawBufferPointer, record: UnsafeRawBufferPointer) {
+            let parts = recordParts(slot)
+            return (UnsafeRawBufferPointer(rebasing: bytes[parts.id]), UnsafeRawBufferPointer(rebasing: bytes[nodes[Int(slot)].offset..<parts.end]))
+        }
+
         /// The identifier's length in bytes. O(1)
         @inlinable func idCount(_ slot: Slot) -> Int { varint(at: nodes[Int(slot)].offset).value }
         /// The payload's length in bytes. O(1)
@@ -147,14 +161,14 @@ extension RoomSnapshot {
         precondition(count <= Int(UInt32.max), "\(what) of \(count) bytes: over 4 GiB")
     }
 
-    /// Appends `value` as a varint (Protocol/PROTOCOL.md §2).
-    private static func appendVarint(_ value: Int, to bytes: inout [UInt8]) {
+    /// Calls `body` with each byte of `value` as a varint (Protocol/PROTOCOL.md §2), in order.
+    @inline(__always) private static func varintBytes(_ value: Int, _ body: (UInt8) -> Void) {
         var rest = UInt(value)
         while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            body(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
         }
-        bytes.append(UInt8(rest))
+        body(UInt8(rest))
     }
 
     /// Appends the record `[id length][id][payload length][payload]`; returns its start.
@@ -162,9 +176,9 @@ extension RoomSnapshot {
         Self.checkLength(id.count, of: "identifier")
         Self.checkLength(payload.count, of: "payload")
         let offset = itemBytes.count
-        Self.appendVarint(id.count, to: &itemBytes)
+        Self.varintBytes(id.count) { itemBytes.append($0) }
         itemBytes.append(contentsOf: id)
-        Self.appendVarint(payload.count, to: &itemBytes)
+        Self.varintBytes(payload.count) { itemBytes.append($0) }
         itemBytes.append(contentsOf: payload)
         return offset
     }
@@ -179,21 +193,21 @@ extension RoomSnapshot {
     /// O(id + payload bytes).
     mutating func storeItemPayload(_ slot: Slot, _ payload: SnapshotPayload) {
         Self.checkLength(payload.count, of: "payload")
-        let (idEnd, payloadEnd) = withItems { items in (items.idRange(slot).upperBound, items.payloadRange(slot).upperBound) }
+        let (idEnd, payloadEnd) = withItems { items in
+            let parts = items.recordParts(slot)
+            return (parts.id.upperBound, parts.end)
+        }
         let place = payloadEnd - idEnd + Int(itemNodes[Int(slot)].slack)
         let needed = Self.varintSize(payload.count) + payload.count
         if needed <= place {
             itemBytes.withUnsafeMutableBytes { arena in
                 var k = idEnd
-                var rest = UInt(payload.count)
-                while rest >= 0x80 {
-                    arena[k] = UInt8(truncatingIfNeeded: rest) | 0x80
-                    rest >>= 7
+                Self.varintBytes(payload.count) {
+                    arena[k] = $0
                     k += 1
                 }
-                arena[k] = UInt8(rest)
                 payload.bytes.withUnsafeBytes { source in
-                    if source.count > 0 { (arena.baseAddress! + k + 1).copyMemory(from: source.baseAddress!, byteCount: source.count) }
+                    if source.count > 0 { (arena.baseAddress! + k).copyMemory(from: source.baseAddress!, byteCount: source.count) }
                 }
             }
             itemGarbage += payloadEnd - idEnd - needed
