@@ -24,12 +24,8 @@ struct FoldedCatchup {
 }
 
 extension Room {
-    /// What the memory budget counts for the resume base: its canonical encoding once it has
-    /// parted from the room's snapshot (a write since it was taken), nothing before.
-    var resumeBaseBytes: Int {
-        guard let resumeBase, resumeBase.version < version else { return 0 }
-        return resumeBase.snapshot.canonicalByteCount
-    }
+    /// What the memory budget counts for the resume base (`ResumeBase.byteCount`).
+    var resumeBaseBytes: Int { resumeBase?.byteCount ?? 0 }
 
     /// Whether the room can rebuild its state at `version`: the base reaches back to it.
     func canFold(from version: UInt64) -> Bool {
@@ -37,29 +33,28 @@ extension Room {
         return version >= resumeBase.version && version <= self.version
     }
 
-    /// The room's state at `version`, rebuilt from the resume base and the history's DIFFs after
-    /// it; nil when the base does not reach back to `version`.
-    /// - Complexity: O(n) for the copy of the base the first apply makes, plus the DIFFs.
-    func state(atVersion target: UInt64) -> RoomSnapshot? {
-        guard canFold(from: target), let base = resumeBase, let frames = history.frames(after: base.version) else { return nil }
-        var state = base.snapshot
-        for frame in frames.prefix(Int(target - base.version)) {
-            guard HistoryBase.apply(diffFrame: frame.bytes, to: &state) else { return nil }
+    /// How the base rebuilds the state at `target`; nil when it does not reach back there.
+    private func rebuild(at target: UInt64) -> FoldJob.Rebuild? {
+        resumeBase?.rebuild(at: target, newest: version) { after, count in
+            history.frames(after: after).map { $0.prefix(count).map(\.array) }
         }
-        return state
+    }
+
+    /// The room's state at `version`, rebuilt by the resume base; nil when the base does not
+    /// reach back to `version`.
+    /// - Complexity: O(n) for the copy, plus the undos or the DIFFs.
+    func state(atVersion target: UInt64) -> RoomSnapshot? {
+        rebuild(at: target)?.state(before: snapshot)
     }
 
     /// What a fold of a replica at `from` to the room now is computed from (`FoldJob`); nil when
     /// the base does not reach back to `from`.
-    /// - Complexity: O(bytes of the DIFFs from the base to `from`), copied; the snapshots are
-    ///   shared (a write to the room while the job holds them copies the room once).
+    /// - Complexity: `ResumeBase.rebuild`'s; the snapshot is shared (a write to the room while
+    ///   the job holds it copies the room once).
     func foldJob(from: UInt64) -> FoldJob? {
-        guard from < version, canFold(from: from), let base = resumeBase, let frames = history.frames(after: base.version) else {
-            return nil
-        }
+        guard from < version, let rebuild = rebuild(at: from) else { return nil }
         return FoldJob(
-            room: name, epoch: epoch, from: from, to: version, base: base.snapshot, baseVersion: base.version,
-            framesToFrom: frames.prefix(Int(from - base.version)).map(\.array), target: snapshot, chain: chain ?? .unknown,
+            room: name, epoch: epoch, from: from, to: version, rebuild: rebuild, target: snapshot, chain: chain ?? .unknown,
             knownDigest: isDigestKnown ? digest : nil, limits: limits)
     }
 
@@ -110,12 +105,22 @@ extension Room {
         }
         try checkWindowIndex()
         guard let resumeBase else { return }
-        guard resumeBase.version >= history.baseVersion, resumeBase.version <= version else {
+        guard resumeBase.version >= history.baseVersion, resumeBase.version <= version, resumeBase.reaches(version) else {
             throw InvariantViolation(
-                description: "room \(name): the resume base is at version \(resumeBase.version), outside the history's \(history.baseVersion)...\(version)")
+                description: "room \(name): the resume base reaches from \(resumeBase.version), outside the history's \(history.baseVersion)...\(version)")
         }
-        try resumeBase.snapshot.checkInvariants()
-        guard state(atVersion: version) == snapshot else {
+        // The oldest state the base rebuilds, taken forward again by the history's DIFFs, is the
+        // room: undos and DIFFs agree at every version in between.
+        guard var state = state(atVersion: resumeBase.version), let frames = history.frames(after: resumeBase.version) else {
+            throw InvariantViolation(description: "room \(name): the resume base does not reach its own version \(resumeBase.version)")
+        }
+        try state.checkInvariants()
+        for frame in frames {
+            guard ResumeBase.apply(diffFrame: frame.bytes, to: &state) != nil else {
+                throw InvariantViolation(description: "room \(name): a DIFF of the history does not apply to the state the resume base rebuilds")
+            }
+        }
+        guard state == snapshot else {
             throw InvariantViolation(
                 description: "room \(name): the resume base at version \(resumeBase.version) and the history's DIFFs do not rebuild the room at \(version)")
         }

@@ -161,17 +161,18 @@ package final class Room {
         var chain = usable || recent.isEmpty ? chain : nil
         self.history = RoomHistory(maxCount: limits.historyCount, maxBytes: maxHistoryBytes, version: start, chain: chain ?? .unknown)
         self.writeIDs = WriteIDWindow(maxCount: limits.historyCount)
-        if foldsResumes, usable, !recent.isEmpty, let base { resumeBase = ResumeBase(version: start, snapshot: base) }
+        // A loaded base is the anchor of the versions before the load (ResumeBase.swift).
+        if foldsResumes, usable, !recent.isEmpty, let base { resumeBase = ResumeBase(anchor: base, version: start, newest: version) }
         for entry in usable ? recent : [] {
             chain = chain?.next(frame: entry.diffFrame)
             history.append(.frozen(entry.diffFrame), version: entry.version, chain: chain ?? .unknown)
             while let (evicted, evictedVersion) = history.evictOldest() {
-                if resumeBase?.advance(past: evicted.bytes, version: evictedVersion) == false { resumeBase = nil }
+                if resumeBase?.forget(through: evictedVersion, frame: evicted.bytes) == false { resumeBase = nil }
             }
             writeIDs.remember(entry.writeID, version: entry.version, fingerprint: entry.fingerprint, oldestVersion: history.baseVersion)
         }
         self.chain = chain
-        if foldsResumes && resumeBase == nil { resumeBase = ResumeBase(version: version, snapshot: snapshot) }
+        if foldsResumes && resumeBase == nil { resumeBase = ResumeBase(version: version) }
     }
 
     /// A room as the store recovered or woke it, with the daemon's limits, idle since `idleSince`.
@@ -296,7 +297,7 @@ package final class Room {
             // alive, so the apply copies it: O(n) for this room, only on this path (a REPLACE
             // is O(n) anyway).
             let before = snapshot
-            guard (try? snapshot.apply(ops, limits: limits.model)) != nil,
+            guard let undo = try? applyToSnapshot(ops),
                 budget?.admit(growth: snapshot.canonicalByteCount - before.canonicalByteCount + size, to: self) == nil
             else {
                 snapshot = before
@@ -306,15 +307,55 @@ package final class Room {
                 snapshot = before
                 return .rejected(rejection)
             }
-            return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+            return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops, undo: undo)
         }
+        let undo: SnapshotUndo?
         do {
-            try snapshot.apply(ops, limits: limits.model)
+            undo = try applyToSnapshot(ops)
         } catch {
             return .rejected(Rejection(error))
         }
-        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops, undo: undo)
     }
+
+    /// Applies `ops` to the snapshot under the room's limits, atomically; returns their undo
+    /// when the room keeps a resume base (nil otherwise: nothing is recorded).
+    /// - Complexity: that of `RoomSnapshot.apply`, plus O(bytes the undo names) with a base.
+    func applyToSnapshot(_ ops: [SnapshotOperation]) throws(BatchError) -> SnapshotUndo? {
+        guard resumeBase != nil else {
+            try snapshot.apply(ops, limits: limits.model)
+            return nil
+        }
+        return try snapshot.applyReversibly(ops, limits: limits.model)
+    }
+
+    /// Makes `target`, the result of `ops` (a DIFF of `frameBytes` bytes) applied to the
+    /// snapshot, the snapshot; returns the undo of the change when the room keeps a resume base.
+    /// A small DIFF is applied, which records its undo in O(DIFF); a large one (over an eighth
+    /// of the room) installs `target` in O(1) and keeps the state before it whole, as a second
+    /// copy would have cost (ResumeBase.swift).
+    func install(_ target: RoomSnapshot, from ops: [SnapshotOperation], frameBytes: Int) -> SnapshotUndo? {
+        guard resumeBase != nil else {
+            snapshot = target
+            return nil
+        }
+        if frameBytes <= snapshot.canonicalByteCount / 8, let undo = try? snapshot.applyReversibly(ops, limits: .unlimited) {
+            return undo
+        }
+        let before = snapshot
+        snapshot = target
+        return .whole(before)
+    }
+
+    /// The most bytes of undos the resume base keeps: the room's own size, so undos never cost
+    /// more than the second copy of the room they replace, and deleting much of a room does not
+    /// leave a small room holding a large one's worth of them (PROTOCOL.md §7.1: a full server
+    /// can be emptied by writes); but at least 32 KiB, about a thousand small writes, so that a
+    /// small room folds across more than a few of them (ResumeBase.swift says what happens
+    /// past it).
+    var maxResumeUndoBytes: Int { Self.maxResumeUndoBytes(roomBytes: snapshot.canonicalByteCount) }
+
+    static func maxResumeUndoBytes(roomBytes: Int) -> Int { Swift.max(roomBytes, 32 * 1024) }
 
     /// Applies a REPLACE: the same checks as `mutate`, then the server-side diff from the
     /// current snapshot to `target` (`RoomSnapshot.difference(to:limits:)`), applied as one DIFF. A target
@@ -355,8 +396,8 @@ package final class Room {
         }
         // The target is exactly the result of applying the diff (the model's law
         // `apply(diff(a, b), a) == b`), and assigning it is O(1) where applying would be O(diff).
-        snapshot = target
-        let outcome = commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+        let undo = install(target, from: ops, frameBytes: size)
+        let outcome = commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops, undo: undo)
         if let targetDigest { cachedDigest = (next, targetDigest) }
         return outcome
     }
@@ -385,8 +426,9 @@ package final class Room {
         let size = FrameEncoder().encodeDiff(room: name, epoch: epoch, version: next, ops: ops, into: &scratch)
         if let rejection = checkFrameSize(size) { return .rejected(rejection) }
         let before = snapshot
+        let undo: SnapshotUndo?
         do {
-            try snapshot.apply(ops, limits: limits.model)
+            undo = try applyToSnapshot(ops)
         } catch {
             snapshot = before
             return .rejected(Rejection(error, withOpIndex: false))
@@ -395,7 +437,7 @@ package final class Room {
             snapshot = before
             return .rejected(refusal)
         }
-        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops)
+        return commit(version: next, writeID: writeID, fingerprint: fingerprint, frame: scratch, ops: ops, undo: undo)
     }
 
     /// A REPLACE_SECTION's fingerprint (0 without a write id), for the single-node and the
@@ -462,12 +504,15 @@ package final class Room {
     static let maxArenaBytes = 64 * 1024
 
     /// Makes `frame` the room's next version.
+    /// - Parameter undo: what takes the snapshot back to the version before (the resume base
+    ///   keeps it); nil when not known, or when the room keeps no base: the base's reach then
+    ///   starts over at this version.
     /// - Parameter chainAfter: the room's chain after it, when the caller has it already (a
     ///   cluster record, whose chain after each write is computed once to check the record);
     ///   nil: the room's own chain advanced over `frame`.
     func commit(
         version next: UInt64, writeID: [UInt8], fingerprint: UInt64?, frame: [UInt8], ops: [SnapshotOperation],
-        chainAfter: RoomChain? = nil
+        undo: SnapshotUndo?, chainAfter: RoomChain? = nil
     ) -> WriteOutcome {
         lastDiffHasOutlineOps = ops.contains(where: \.isOutlineOperation)
         if lastDiffHasOutlineOps { lastOutlineOpVersion = next }
@@ -478,10 +523,15 @@ package final class Room {
         history.append(chunk, version: next, chain: chain ?? .unknown)
         // A fold to the version before is of no more use; it may hold a large frame.
         lastFold = nil
+        if let undo {
+            resumeBase?.record(undo, version: next, room: snapshot, maxBytes: maxResumeUndoBytes, windowBytes: history.byteCount)
+        } else {
+            resumeBase?.reset(at: next)
+        }
+        // A resume from a version the history no longer holds is not checked against the chain
+        // there, so the base moves past each version the history lets go of (ResumeBase.swift).
         while let (evicted, evictedVersion) = history.evictOldest() {
-            // The base takes each DIFF the history lets go of, so it can always be brought to any
-            // version still in the history (ResumeBase.swift).
-            if resumeBase?.advance(past: evicted.bytes, version: evictedVersion) == false { resumeBase = nil }
+            if resumeBase?.forget(through: evictedVersion, frame: evicted.bytes) == false { resumeBase?.reset(at: next) }
         }
         writeIDs.remember(writeID, version: next, fingerprint: fingerprint, oldestVersion: history.baseVersion)
         return .applied(version: next, diff: chunk)

@@ -86,7 +86,8 @@ package struct ServerConfiguration: Sendable {
     package var presenceUpdatesPerSecond = 60
     /// Whether rooms keep a resume base and answer a version 3 resume with one folded DIFF
     /// when that is smaller than the DIFFs missed (`--no-fold-resumes` turns it off; PROTOCOL.md
-    /// §11.12, Room+Folding.swift). The base costs a second copy of each written room's state.
+    /// §11.12, Room+Folding.swift). The base costs about the undos of each room's window of
+    /// writes, at most the room's size plus one state of it (ResumeBase.swift).
     package var foldResumes = true
     /// A catch-up whose replayed DIFFs are fewer bytes than this is replayed without trying a
     /// fold: the saving could not pay for an O(n) fold.

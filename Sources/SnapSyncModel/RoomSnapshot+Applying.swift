@@ -23,6 +23,12 @@ extension RoomSnapshot {
     ///   shared with another copy (copy-on-write: the first mutation of a shared copy is O(n)).
     public mutating func apply(_ batch: [SnapshotOperation], limits: SnapshotLimits = .default) throws(BatchError) {
         var undo: [Undo] = []
+        try apply(batch, limits: limits, undo: &undo)
+    }
+
+    /// `apply(_:limits:)`, leaving in `undo` (empty on entry) the inverse of every primitive
+    /// change when the batch succeeds: `rollBack(undo)` then gives back the snapshot as it was.
+    mutating func apply(_ batch: [SnapshotOperation], limits: SnapshotLimits, undo: inout [Undo]) throws(BatchError) {
         for index in batch.indices {
             do throws(BatchError.Violation) {
                 let before = encodedBodyBytes, beforeLevels = levelsPartBytes
@@ -372,7 +378,9 @@ extension RoomSnapshot {
                 }
             case .moveItemBack(let id, let section, let after, let parent):
                 let slot = itemSlot(id)!
-                if outline.isEmpty {
+                // A flat room may go back to being an outline: the batch undone (`undo(_:)`,
+                // after `dropOutlineIfFlat`) may have moved its last nested item to the roots.
+                if outline.isEmpty && parent == nil {
                     unlinkItem(slot)
                     linkItem(slot, section: sectionIndex[section]!, after: after.map { itemSlot($0)! } ?? Self.none)
                 } else {

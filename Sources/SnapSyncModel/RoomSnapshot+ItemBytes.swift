@@ -162,7 +162,7 @@ extension RoomSnapshot {
     }
 
     /// Calls `body` with each byte of `value` as a varint (Protocol/PROTOCOL.md §2), in order.
-    @inline(__always) private static func varintBytes(_ value: Int, _ body: (UInt8) -> Void) {
+    @inline(__always) static func varintBytes(_ value: Int, _ body: (UInt8) -> Void) {
         var rest = UInt(value)
         while rest >= 0x80 {
             body(UInt8(truncatingIfNeeded: rest) | 0x80)

@@ -475,7 +475,7 @@ package final class DurableStore: RoomStore {
         let dropped = image.diffFrames.dropLast(frames.count)
         let chain = image.chain.map { dropped.reduce($0) { $0.next(frame: $1) } }
         // The same for the resume base; none when the history is empty (it is the snapshot).
-        let base = history.isEmpty ? nil : HistoryBase.advance(image.base, over: dropped)
+        let base = history.isEmpty ? nil : HistoryBase.advance(image.resolvedBase, over: dropped)
         let bytes = CheckpointFile.encode(
             room: name, epoch: image.epoch, version: image.version,
             snapshot: image.snapshot, history: history,

@@ -24,10 +24,24 @@ package struct RoomImage: Sendable {
     /// sleep: the checkpoint then holds it too (docs/persistence.md, "The resume window and
     /// folded catch-ups"). Nil: the checkpoint holds none.
     package var base: RoomSnapshot?
+    /// The base as the undos that take `snapshot` back to it (newest last), when `base` is nil:
+    /// the checkpoint's encoding rolls a copy back (`resolvedBase`), so the daemon that builds
+    /// the image copies nothing.
+    package var baseUndos: [SnapshotUndo]?
+
+    /// `base`, or `snapshot` taken back through `baseUndos`; nil when neither is set.
+    /// - Complexity: O(1) for `base`; else O(n) for the copy plus the undos.
+    package var resolvedBase: RoomSnapshot? {
+        if let base { return base }
+        guard let baseUndos else { return nil }
+        var state = snapshot
+        state.undo(baseUndos)
+        return state
+    }
 
     package init(
         room: String, epoch: UInt64, version: UInt64, snapshot: RoomSnapshot, diffFrames: [[UInt8]] = [],
-        chain: RoomChain? = nil, base: RoomSnapshot? = nil
+        chain: RoomChain? = nil, base: RoomSnapshot? = nil, baseUndos: [SnapshotUndo]? = nil
     ) {
         self.room = room
         self.epoch = epoch
@@ -36,5 +50,6 @@ package struct RoomImage: Sendable {
         self.diffFrames = diffFrames
         self.chain = chain
         self.base = base
+        self.baseUndos = baseUndos
     }
 }

@@ -250,7 +250,7 @@ struct SnapsyncdCommand: ParsableCommand {
 
     @Option(
         help:
-            "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id); a write that could pass it gets REJECT server_full. At least twice --max-snapshot-bytes (once without --fold-resumes) plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
+            "Bytes of all rooms together (snapshot encodings, DIFF history, 128 B per remembered DIFF and write id, the undos kept to fold resumes); a write that could pass it gets REJECT server_full. At least twice --max-snapshot-bytes (once without --fold-resumes) plus --history-bytes. (default: \(size(defaults.maxRoomTotalBytes)))",
         transform: ConfigurationValue.byteCount)
     var maxRoomTotalBytes: Int = defaults.maxRoomTotalBytes
 
@@ -268,7 +268,7 @@ struct SnapsyncdCommand: ParsableCommand {
     @Flag(
         inversion: .prefixedNo,
         help:
-            "Answer a protocol version 3 resume with one DIFF from the client's version to the room's when that is smaller than the DIFFs it missed. Each written room keeps a second copy of its state for this (counted in --max-room-total-bytes)."
+            "Answer a protocol version 3 resume with one DIFF from the client's version to the room's when that is smaller than the DIFFs it missed. Each written room keeps the undo of each write in its resume window for this: about the window's DIFFs again, at most the room's own size (counted in --max-room-total-bytes)."
     )
     var foldResumes = defaults.foldResumes
 

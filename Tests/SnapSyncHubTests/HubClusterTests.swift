@@ -82,6 +82,13 @@ import SnapSyncWire
         #expect(room.snapshot.itemIdentifiers.map(\.description).sorted() == ackedItems.sorted())
         #expect(cluster.log.writeCount(of: "room") == Int(total))
         cluster.checkInvariants("room")
+        // Every node, the proposing ones included (which install a write's result rather than
+        // apply its DIFF), keeps each write's undo: each rebuilds the room at version 1.
+        for node in cluster.nodes {
+            let room = try #require(node.hub.rooms["room"])
+            let first = try #require(room.state(atVersion: 1))
+            #expect(first.numberOfSections == 1 && first.numberOfItems == 0)
+        }
     }
 
     /// Another writer wins before each of the node's proposals: the write is validated again

@@ -148,9 +148,128 @@ import SnapSyncTestSupport
             #expect(state == room.snapshot, "the fold from \(version)")
         }
         #expect(room.state(atVersion: room.historyBaseVersion - 1) == nil)
-        // The base is a second state, and the memory budget counts it.
-        #expect(room.resumeBaseBytes == base.snapshot.canonicalByteCount && room.resumeBaseBytes > 0)
+        // The base is the undos of the history's writes, far smaller than a second state, and
+        // the memory budget counts them.
+        #expect(room.resumeBaseBytes == base.byteCount && room.resumeBaseBytes > 0)
+        #expect(room.resumeBaseBytes < room.historyBytes)
         #expect(RoomMemoryBudget.bytes(of: room) >= room.snapshot.canonicalByteCount + room.resumeBaseBytes)
+    }
+
+    /// A REPLACE that changes little keeps its undo (a few bytes); one that changes much of the
+    /// room keeps the state before it whole, as installing the target is O(1). Either way every
+    /// version in reach is rebuilt exactly.
+    @Test func aReplaceKeepsItsUndoOrTheStateBeforeItWhole() throws {
+        let room = Room(name: "room", epoch: 9, version: 0, snapshot: RoomSnapshot(), chain: .start(epoch: 9))
+        var scratch: [UInt8] = []
+        func state(_ prefix: String, changed: Int) throws -> RoomSnapshot {
+            let items = (0..<200).map { hubElement($0 < changed ? "\(prefix)\($0)" : "i\($0)", "payload \($0)") }
+            return try RoomSnapshot([(section: hubElement("s"), items: items)])
+        }
+        var states: [UInt64: RoomSnapshot] = [0: room.snapshot]
+        var undoBytes: [Int] = []
+        for target in [try state("i", changed: 0), try state("x", changed: 1), try state("y", changed: 150)] {
+            let before = room.resumeBaseBytes
+            guard case .applied(let version, _) = room.replace(with: target, expectedVersion: nil, writeID: [], scratch: &scratch) else {
+                throw TestFailure("REPLACE not applied")
+            }
+            states[version] = room.snapshot
+            undoBytes.append(room.resumeBaseBytes - before)
+            try room.checkInvariants()
+        }
+        // The first REPLACE fills an empty room: the whole (empty) state before it is 3 bytes.
+        // The second renames one item: its undo names it twice, well under 100 bytes. The third
+        // changes 150 of 200 items: the state before it, whole.
+        #expect(undoBytes[0] < 10 && undoBytes[1] < 100)
+        let second = try #require(states[2])
+        #expect(undoBytes[2] == second.canonicalByteCount + 2)
+        for version in 0...room.version { #expect(room.state(atVersion: version) == states[version], "version \(version)") }
+    }
+
+    /// The undos weigh at most the room (or 32 KiB). Past that, the oldest go while the window's
+    /// DIFFs weigh less than the room (undos of shrinking updates: each holds the old, larger
+    /// payload); once the window outweighs the room, they become an anchor, the whole state at
+    /// the reach's start, and the reach stays. Every version in reach is rebuilt exactly.
+    @Test func theUndosNeverOutweighTheRoom() throws {
+        let big = String(repeating: "p", count: 1000), small = String(repeating: "q", count: 100)
+        let items = (0..<100).map { hubElement("i\($0)", big) }
+        let full = try RoomSnapshot([(section: hubElement("s"), items: items)])
+        let room = Room(name: "room", epoch: 9, version: 0, snapshot: full, chain: .start(epoch: 9))
+        var scratch: [UInt8] = []
+        var states: [UInt64: RoomSnapshot] = [0: full]
+        func write(_ ops: [SnapshotOperation]) throws {
+            guard case .applied(let version, _) = room.mutate(ops, expectedVersion: nil, writeID: [], scratch: &scratch) else {
+                throw TestFailure("\(ops) not applied")
+            }
+            states[version] = room.snapshot
+            try room.checkInvariants()
+            #expect(room.resumeBaseBytes <= Swift.max(room.snapshot.canonicalByteCount, 32 * 1024) || room.resumeBase?.anchor != nil)
+        }
+        // 60 payloads shrink from 1,000 to 100 bytes: 60 kB of undos for a room of 46 kB, and a
+        // window of 60 small DIFFs: the oldest undos go.
+        for index in 0..<60 { try write([.updateItems([hubElement("i\(index)", small)], .reload)]) }
+        let base = try #require(room.resumeBase)
+        #expect(base.anchor == nil && base.version > 0 && room.resumeBaseBytes <= room.snapshot.canonicalByteCount)
+        #expect(!room.canFold(from: 0))
+        for version in base.version...room.version { #expect(room.state(atVersion: version) == states[version], "version \(version)") }
+        // Most items deleted: the room is now smaller than its window, so the undos become the
+        // state at the reach's start, whole, and the reach stays where it was.
+        try write([.deleteItems(items.dropFirst(3).map(\.id))])
+        let anchored = try #require(room.resumeBase)
+        #expect(anchored.anchor != nil && anchored.version == base.version)
+        #expect(room.resumeBaseBytes == states[base.version]?.canonicalByteCount)
+        for version in anchored.version...room.version { #expect(room.state(atVersion: version) == states[version], "version \(version)") }
+        let fold = try #require(room.foldedCatchup(from: anchored.version))
+        #expect(fold.digest == room.snapshot.digest)
+    }
+
+    /// A room loaded with its base (a checkpoint's) keeps it as the anchor of the versions before
+    /// the load, and the undos of the writes after it; once the window has moved past the load,
+    /// the anchor goes and the undos reach back alone. Every version in reach is rebuilt exactly
+    /// all along.
+    @Test func aLoadedBaseIsAnAnchorUntilTheWindowPassesTheLoad() throws {
+        var limits = WireLimits()
+        limits.historyCount = 40
+        let source = Room(name: "room", epoch: 9, version: 0, snapshot: RoomSnapshot(), limits: limits, chain: .start(epoch: 9))
+        var scratch: [UInt8] = []
+        var states: [UInt64: RoomSnapshot] = [:]
+        func update(_ room: Room, _ index: Int) throws -> UInt64 {
+            guard
+                case .applied(let version, _) = room.mutate(
+                    [.updateItems([hubElement("i\(index % 20)", "update \(index)")], .reload)], expectedVersion: nil, writeID: [], scratch: &scratch)
+            else { throw TestFailure("write \(index) not applied") }
+            states[version] = room.snapshot
+            try room.checkInvariants()
+            return version
+        }
+        _ = source.mutate(
+            [.appendSections([hubElement("s")]), .appendItems((0..<20).map { hubElement("i\($0)", "first") }, toSection: "s")],
+            expectedVersion: nil, writeID: [], scratch: &scratch)
+        let base = source.snapshot
+        states[1] = base
+        var records: [WriteRecord] = []
+        for index in 0..<30 {
+            let version = try update(source, index)
+            records.append(
+                WriteRecord(
+                    room: "room", epoch: 9, version: version, writeID: [], fingerprint: nil, diffFrame: source.history.frames(after: version - 1)!.first!.array)
+            )
+        }
+        let loaded = Room(
+            name: "room", epoch: 9, version: source.version, snapshot: source.snapshot, limits: limits, history: records,
+            chain: source.chain(atVersion: 1), base: base)
+        let atLoad = try #require(loaded.resumeBase)
+        #expect(atLoad.version == 1 && atLoad.anchor?.version == 1 && atLoad.undoStart == 31)
+        try loaded.checkInvariants()
+        // Ten writes: the anchor follows the window's oldest end; the undos cover the writes.
+        for index in 30..<40 { _ = try update(loaded, index) }
+        let mid = try #require(loaded.resumeBase)
+        #expect(mid.anchor != nil && mid.version == loaded.historyBaseVersion && mid.undoStart == 31)
+        for version in mid.version...loaded.version { #expect(loaded.state(atVersion: version) == states[version], "version \(version)") }
+        // Forty more: the window has moved past the load, and the undos reach back alone.
+        for index in 40..<80 { _ = try update(loaded, index) }
+        let after = try #require(loaded.resumeBase)
+        #expect(after.anchor == nil && after.version == loaded.historyBaseVersion)
+        for version in after.version...loaded.version { #expect(loaded.state(atVersion: version) == states[version], "version \(version)") }
     }
 
     /// A room loaded with history knows no state before its load: resumes from before it are

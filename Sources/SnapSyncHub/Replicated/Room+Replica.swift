@@ -22,12 +22,14 @@ extension Room {
     /// - Parameters:
     ///   - prepared: the write's ops, when this node validated it against the room as it is now
     ///     (`propose`), with the snapshot the record's last write leads to for that one (nil for
-    ///     the writes before it): then nothing is decoded or applied, and the snapshot is left as
-    ///     it is until the last write installs the result.
+    ///     the writes before it): then nothing is decoded, and the last write installs the
+    ///     result (`install`); the writes before it change nothing unless the room keeps a
+    ///     resume base, which needs their undos.
     ///   - chainAfter: the room's chain after this write, as the record's check computed it (nil
     ///     for a record of the kind without chains: the room's own is advanced).
     /// - Returns: the DIFF frame, shared, for the members.
-    /// - Complexity: O(1) with `prepared`; else O(frame) to decode plus `RoomSnapshot.apply`'s cost.
+    /// - Complexity: O(1) with `prepared` and no resume base (O(DIFF) with one: `install`); else
+    ///   O(frame) to decode plus `RoomSnapshot.apply`'s cost.
     func applyLogged(
         _ record: WriteRecord, sequence: UInt64, prepared: (ops: [SnapshotOperation], result: RoomSnapshot?)?,
         chainAfter: RoomChain? = nil
@@ -38,9 +40,21 @@ extension Room {
                 reason: "it is version \(record.version) of epoch \(record.epoch), the replica is at version \(version) of epoch \(epoch)")
         }
         let ops: [SnapshotOperation]
+        var undo: SnapshotUndo?
         if let prepared {
             ops = prepared.ops
-            if let result = prepared.result { snapshot = result }
+            if let result = prepared.result {
+                undo = install(result, from: ops, frameBytes: record.diffFrame.count)
+            } else if resumeBase != nil {
+                // Without a base the writes before the record's last change nothing here: the
+                // last installs the result of them all. The base needs each one's undo, so each
+                // is applied, and the last installs the result over the state they lead to.
+                do {
+                    undo = try applyToSnapshot(ops)
+                } catch {
+                    throw ReplicaError(room: name, sequence: sequence, reason: "its DIFF does not apply: \(error)")
+                }
+            }
         } else {
             let message: Message
             do {
@@ -54,7 +68,7 @@ extension Room {
                 throw ReplicaError(room: name, sequence: sequence, reason: "its frame is not this version's DIFF of the room")
             }
             do {
-                try snapshot.apply(decoded, limits: limits.model)
+                undo = try applyToSnapshot(decoded)
             } catch {
                 throw ReplicaError(room: name, sequence: sequence, reason: "its DIFF does not apply: \(error)")
             }
@@ -63,7 +77,7 @@ extension Room {
         guard
             case .applied(_, let chunk) = commit(
                 version: record.version, writeID: record.writeID, fingerprint: record.fingerprint, frame: record.diffFrame, ops: ops,
-                chainAfter: chainAfter)
+                undo: undo, chainAfter: chainAfter)
         else { preconditionFailure("commit applies") }
         return chunk
     }
