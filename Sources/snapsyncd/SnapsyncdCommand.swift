@@ -268,7 +268,7 @@ struct SnapsyncdCommand: ParsableCommand {
     @Flag(
         inversion: .prefixedNo,
         help:
-            "Answer a protocol version 3 resume with one DIFF from the client's version to the room's when that is smaller than the DIFFs it missed. Each written room keeps the undo of each write in its resume window for this: about the window's DIFFs again, at most the room's own size (counted in --max-room-total-bytes)."
+            "Answer a protocol version 3 resume with one DIFF from the client's version to the room's when that is smaller than the DIFFs it missed. Each written room keeps the undo of each write in its resume window for this: about the window's DIFFs again, at most the room's own size, or one earlier state of a small busy room (counted in --max-room-total-bytes)."
     )
     var foldResumes = defaults.foldResumes
 
