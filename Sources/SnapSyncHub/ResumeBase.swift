@@ -1,7 +1,6 @@
 import DequeModule
 import SnapSyncModel
 import SnapSyncStore
-import SnapSyncWire
 
 /// How far back a room can rebuild its own state, for a folded catch-up (PROTOCOL.md §11.12),
 /// from `version` to the room's version. Two parts, either of which may be empty:
@@ -142,16 +141,5 @@ struct ResumeBase {
         if let anchor, anchor.version == target { return (anchor.state, nil) }
         guard anchor == nil, target >= undoStart, target <= undoStart + UInt64(undos.count) else { return nil }
         return (nil, Array(undos.suffix(Int(undoStart + UInt64(undos.count) - target))))
-    }
-
-    /// `state`, the room's state before the DIFF `frame`, taken forward through it, with the
-    /// DIFF's undo; nil when the frame is not a DIFF that applies there. Read with no limits
-    /// beyond the formats: the room accepted the frame once.
-    /// - Complexity: O(frame) to decode plus the apply.
-    static func apply(diffFrame frame: UnsafeRawBufferPointer, to state: inout RoomSnapshot) -> SnapshotUndo? {
-        guard case .diff(_, _, _, let ops, _)? = try? FrameDecoder.decode(frame: frame, limits: .permissive, accepting: .server) else {
-            return nil
-        }
-        return try? state.applyReversibly(ops, limits: .unlimited)
     }
 }

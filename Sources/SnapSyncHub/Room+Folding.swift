@@ -116,7 +116,7 @@ extension Room {
         }
         try state.checkInvariants()
         for frame in frames {
-            guard ResumeBase.apply(diffFrame: frame.bytes, to: &state) != nil else {
+            guard HistoryBase.apply(diffFrame: frame.bytes, to: &state) else {
                 throw InvariantViolation(description: "room \(name): a DIFF of the history does not apply to the state the resume base rebuilds")
             }
         }
