@@ -35,15 +35,13 @@
 
     @inlinable var isEmpty: Bool { count == 0 }
 
-    /// The low 32 bits of the bytes' hash (`Hasher.combine(bytes:)`), computed from the bytes
-    /// alone, so one identifier has one tag whether it is read from a value or from the arena.
-    @usableFromInline static func tag(of bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var hasher = Hasher()
-        hasher.combine(bytes: bytes)
-        return UInt32(truncatingIfNeeded: hasher.finalize())
+    /// The low 32 bits of the bytes' keyed hash (`SipHash`), computed from the bytes alone, so
+    /// one identifier has one tag whether it is read from a value or from the arena.
+    @inlinable static func tag(of bytes: UnsafeRawBufferPointer) -> UInt32 {
+        UInt32(truncatingIfNeeded: SipHash.hash13(bytes))
     }
 
-    @usableFromInline static func tag(of id: SnapshotIdentifier) -> UInt32 {
+    @inlinable static func tag(of id: SnapshotIdentifier) -> UInt32 {
         id.bytes.withUnsafeBytes { tag(of: $0) }
     }
 

@@ -20,6 +20,13 @@ struct DiffBenchmark: ParsableCommand {
             the target before it is timed. median_ms is wall time to compute the batch; \
             cpu_median_ms the thread's CPU time for the same (steadier on a busy machine); \
             free_median_ms the time to free the batch afterwards, timed apart.
+
+            With --parts, two costs that any differ returning this batch pays, measured in the \
+            same process as parts of a floor: copy_median_ms builds a copy of the batch with \
+            every identifier and payload allocated anew (the result's own allocations), and \
+            lookup_median_ms looks up in the source snapshot's index, one after the other, every \
+            identifier the batch inserts or moves (a new or moved item cannot be found by walking \
+            the two snapshots side by side). Both are thread CPU medians.
             """)
 
     @Option(help: "Timed runs per case (the median is reported).")
@@ -30,6 +37,9 @@ struct DiffBenchmark: ParsableCommand {
 
     @Option(name: .customLong("case"), help: "Run only this case (repeatable).")
     var cases: [String] = []
+
+    @Flag(help: "Also time the batch's allocations and its lookups apart (see above).")
+    var parts = false
 
     func run() throws {
         let all: [(String, () -> (RoomSnapshot, RoomSnapshot))] = [
@@ -50,19 +60,31 @@ struct DiffBenchmark: ParsableCommand {
             guard check == b else { throw ValidationError("\(name): the diff does not reach the target") }
             let (times, cpu, free) = Bench.measureProducing(runs: runs) { a.difference(to: b) }
             let stats = BatchStats(ops)
-            Bench.printJSON([
-                "case": .string(name),
-                "items": .int(a.numberOfItems),
-                "sections": .int(a.numberOfSections),
-                "median_ms": .number(Bench.median(times) / 1e6),
-                "min_ms": .number(times.min()! / 1e6),
-                "cpu_median_ms": .number(Bench.median(cpu) / 1e6),
-                "free_median_ms": .number(Bench.median(free) / 1e6),
-                "ops": .int(ops.count),
-                "moves": .int(stats.moves),
-                "elements": .int(stats.elements),
-                "runs": .int(runs),
-            ])
+            var partFields: [(String, JSONValue)] = []
+            if parts {
+                let copy = Bench.measureProducing(runs: runs) { ops.map(DiffCases.fresh) }
+                let named = DiffCases.insertedAndMoved(ops)
+                let lookups = Bench.measureBoth(runs: runs) { Bench.consume(named.reduce(0) { $0 + (a.contains(item: $1) ? 1 : 0) }) }
+                partFields = [
+                    ("copy_median_ms", .number(Bench.median(copy.cpu) / 1e6)),
+                    ("lookups", .int(named.count)),
+                    ("lookup_median_ms", .number(Bench.median(lookups.cpu) / 1e6)),
+                ]
+            }
+            Bench.printJSON(
+                [
+                    ("case", .string(name)),
+                    ("items", .int(a.numberOfItems)),
+                    ("sections", .int(a.numberOfSections)),
+                    ("median_ms", .number(Bench.median(times) / 1e6)),
+                    ("min_ms", .number(times.min()! / 1e6)),
+                    ("cpu_median_ms", .number(Bench.median(cpu) / 1e6)),
+                    ("free_median_ms", .number(Bench.median(free) / 1e6)),
+                    ("ops", .int(ops.count)),
+                    ("moves", .int(stats.moves)),
+                    ("elements", .int(stats.elements)),
+                    ("runs", .int(runs)),
+                ] + partFields)
         }
     }
 }
@@ -107,6 +129,44 @@ enum DiffCases {
     /// shares no storage with the room it replaces, so comparisons must read both sides.
     static func fresh(_ element: SnapshotElement) -> SnapshotElement {
         SnapshotElement(SnapshotIdentifier(Array(element.id.bytes[...])), payload: SnapshotPayload(Array(element.payload.bytes[...])))
+    }
+
+    /// A copy of an operation with its own byte buffers for every identifier and payload.
+    static func fresh(_ op: SnapshotOperation) -> SnapshotOperation {
+        func id(_ id: SnapshotIdentifier) -> SnapshotIdentifier { SnapshotIdentifier(Array(id.bytes[...])) }
+        func at(_ placement: SnapshotOperation.Placement) -> SnapshotOperation.Placement {
+            switch placement {
+            case .before(let anchor): .before(id(anchor))
+            case .after(let anchor): .after(id(anchor))
+            }
+        }
+        switch op {
+        case .appendSections(let e): return .appendSections(e.map(fresh))
+        case .insertSections(let e, let p): return .insertSections(e.map(fresh), at(p))
+        case .deleteSections(let ids): return .deleteSections(ids.map(id))
+        case .moveSection(let s, let p): return .moveSection(id(s), at(p))
+        case .updateSections(let e): return .updateSections(e.map(fresh))
+        case .appendItems(let e, let s): return .appendItems(e.map(fresh), toSection: s.map(id))
+        case .insertItems(let e, let p): return .insertItems(e.map(fresh), at(p))
+        case .deleteItems(let ids): return .deleteItems(ids.map(id))
+        case .deleteAllItems: return .deleteAllItems
+        case .moveItem(let i, let p): return .moveItem(id(i), at(p))
+        case .moveItemToSection(let i, let s): return .moveItemToSection(id(i), section: id(s))
+        case .updateItems(let e, let kind): return .updateItems(e.map(fresh), kind)
+        case .appendChildren(let e, let parent): return .appendChildren(e.map(fresh), toParent: id(parent))
+        case .moveItemToParent(let i, let parent): return .moveItemToParent(id(i), parent: id(parent))
+        }
+    }
+
+    /// The identifiers a batch inserts or moves, in its order.
+    static func insertedAndMoved(_ ops: [SnapshotOperation]) -> [SnapshotIdentifier] {
+        ops.flatMap { op -> [SnapshotIdentifier] in
+            switch op {
+            case .appendItems(let e, _), .insertItems(let e, _), .appendChildren(let e, _): e.map(\.id)
+            case .moveItem(let i, _), .moveItemToSection(let i, _), .moveItemToParent(let i, _): [i]
+            default: []
+            }
+        }
     }
 
     static func flat(items n: Int, churnPercent: Int, seed: UInt64) -> (RoomSnapshot, RoomSnapshot) {
