@@ -67,6 +67,12 @@
         /// how long a broadcast takes to complete (a room's slowest member).
         var broadcast = FanoutHistogram()
         var serverCPU: Double?  // fraction of one core, utime+stime over the window
+        /// snapsyncd's own STATS after the run: the p99 and longest of its flush passes over the
+        /// last 10–20 s, in µs. A broadcast's pass runs from its DIFF's queueing to the last
+        /// member's send, so these time the daemon's part of a broadcast without the
+        /// generator's reading, which on a small machine shares the daemon's cores.
+        var daemonPassP99: UInt64?
+        var daemonPassMax: UInt64?
         var serverCoreBusy: Double?  // the server's CPU, /proc/stat busy (softirq and others included)
         var serverCoreSoftirq: Double?
         var generatorCPU: Double = 0
