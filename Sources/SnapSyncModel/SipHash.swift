@@ -4,14 +4,15 @@
 /// Why not `Hasher`: it is the same function (SipHash-1-3 under a random per-process key), but
 /// behind three calls into the standard library (`init`, `combine(bytes:)`, `finalize()`) that
 /// cannot be inlined and carry a 72-byte buffered state. For the short identifiers of a room
-/// those calls were most of a tag's cost: 9% of a 100,000-item diff's time, and about half of a
-/// lookup's (docs/benchmarks.md, "diff"). Here the rounds are inlined into the lookup.
+/// those calls were most of a tag's cost: a tenth of a 100,000-item diff's time, and up to a
+/// third of a lookup's (docs/benchmarks.md, "Tags without `Hasher`"). Here the rounds are
+/// inlined into the lookup.
 ///
 /// Why keyed: identifiers are chosen by clients. An attacker who could predict the tags could
 /// send a room of identifiers that share a home bucket and make every lookup walk them all. The
 /// key is drawn from the system's random generator once per process and never leaves it (tags
 /// are not persisted or sent).
-/// - Complexity: O(count), one round per 8 bytes and three to finish.
+/// - Complexity: O(count): a round per 8 bytes, one for the last block and three to finish.
 @usableFromInline enum SipHash {
     @usableFromInline static let key: (UInt64, UInt64) = {
         var generator = SystemRandomNumberGenerator()
