@@ -5,8 +5,9 @@ import SnapSyncTestThreads
 @testable import SnapSyncModel
 
 /// The item index's tag function against the SipHash reference implementation's vectors
-/// (SipHash-2-4, key 00 01 … 0f, messages 00 01 … of every length up to 63; the paper's
-/// Appendix A is length 15). SipHash-1-3, what the index uses, is the same code with fewer rounds.
+/// (SipHash-2-4, key 00 01 … 0f, the message 00 01 … cut at lengths from 0 to 63, around each
+/// 8-byte block's end; the paper's Appendix A is length 15). SipHash-1-3, what the index uses,
+/// is the same code with fewer rounds.
 @Suite(.unitTests) struct SipHashTests {
     static let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908)
     static let vectors: [Int: UInt64] = [
