@@ -128,6 +128,14 @@ package final class Hub {
     /// Sends a committed pass's dirty sessions, all at once (the daemon spreads them over its IO
     /// threads, `OutputFlush`); nil: `finishPass` calls each session's transport in turn.
     package var sendPass: (([Session]) -> Void)?
+    /// Sends a committed pass's run of one room's DIFFs (`spans`, in the room's arena) to each
+    /// of `members`, whose queues are empty, handing back what a socket did not take
+    /// (`queueUnsent`); nil: every member's copy is queued (Hub+DirectBroadcast.swift).
+    package var sendBroadcast: BroadcastSender?
+    /// The broadcast `sendBroadcast` is sending, for `queueUnsent`.
+    var directBroadcast: DirectBroadcast?
+    /// Member lists of direct broadcasts, kept with their capacity.
+    var directLists: [[Unmanaged<Session>]] = []
     /// Called when the store failed: nothing of this pass may reach a client (`fail`).
     package var storeFailed: (ServerError) -> Void = { _ in }
     /// Times each acknowledged write to the flush that sends its ACK; nil (and free) unless

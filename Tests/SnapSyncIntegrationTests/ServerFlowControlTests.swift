@@ -56,6 +56,46 @@ extension ServerIntegration {
             #expect(try waitUntil { try writer.stats()["connections"] == 2 })
         }
 
+        /// A member whose socket takes only part of a pass's broadcast (a 4 KiB receive buffer,
+        /// 60 KB DIFFs: the daemon's direct send stops mid-frame, then its queue holds the rest)
+        /// gets, once it reads, every DIFF whole and in order, as the member that kept up did.
+        @Test func aMemberWhoseSocketTakesPartOfABroadcastGetsTheRestInOrder() throws {
+            let daemon = try DaemonProcess.start()
+            defer { daemon.stop() }
+            let writer = try RawClient.ready(daemon)
+            let fast = try RawClient.ready(daemon)
+            let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
+            try writer.mustMutate("feed", [.appendSections([.named("s")]), .appendItems([.named("i")], toSection: "s")])
+            let start = try fast.state(of: "feed")
+            #expect(try slow.state(of: "feed").version == start.version)
+            let payload = String(repeating: "y", count: 60_000)
+            // 6 MB: more than the kernel buffers for the slow socket (a few MiB), so that sends
+            // stop part way; within the member's 32 MiB output cap.
+            let writes = 100
+            for round in 0..<writes {
+                try writer.send(
+                    .mutate(
+                        requestID: UInt64(round), room: "feed", expectedVersion: nil, writeID: [],
+                        ops: [.updateItems([.named("i", payload + "\(round)")], .reload)]))
+                guard case .ack = try writer.receive() else { Issue.record("writer lost its ACK"); return }
+                guard case .diff(_, _, let seen, _, _) = try fast.receive() else { Issue.record("the fast member lost a DIFF"); return }
+                #expect(seen == start.version + UInt64(round) + 1)
+            }
+            for round in 0..<writes {
+                guard case .diff(_, _, let version, let ops, _) = try slow.receive(timeout: 60) else {
+                    Issue.record("the slow member lost a DIFF")
+                    return
+                }
+                #expect(version == start.version + UInt64(round) + 1, "versions in order, none skipped")
+                guard case .updateItems(let items, _) = ops.first else {
+                    Issue.record("a DIFF without the write's update")
+                    return
+                }
+                #expect(items.first?.payload == SnapshotPayload(payload + "\(round)"))
+            }
+            #expect(try writer.stats()["slow_consumer_disconnects"] == 0)
+        }
+
         @Test func connectionsOverTheLimitAreRefusedAtOnce() throws {
             let daemon = try DaemonProcess.start(arguments: ["--max-connections", "3"])
             defer { daemon.stop() }

@@ -99,10 +99,11 @@ extension Hub {
         }
     }
 
-    /// Gives every room's pending DIFFs to its members: at the end of a pass, before its
-    /// commit, and in tests before reading a queue.
+    /// Gives every room's pending DIFFs to its members: at the end of a pass, after its commit,
+    /// where `sendingDirectly` lets the IO layer send them at once (Hub+DirectBroadcast.swift),
+    /// and in tests before reading a queue.
     /// - Complexity: O(Σ members of the rooms written + DIFFs).
-    package func flushBroadcasts() {
+    package func flushBroadcasts(sendingDirectly: Bool = false) {
         guard pendingBroadcastCount > 0 else {
             broadcastRooms.removeAll(keepingCapacity: true)
             return
@@ -111,7 +112,7 @@ extension Hub {
         // broadcast is taken before its members are visited).
         var index = 0
         while index < broadcastRooms.count {
-            flushBroadcast(of: broadcastRooms[index])
+            flushBroadcast(of: broadcastRooms[index], sendingDirectly: sendingDirectly)
             index += 1
         }
         broadcastRooms.removeAll(keepingCapacity: true)
@@ -128,14 +129,20 @@ extension Hub {
         }
     }
 
-    /// Gives `room`'s pending DIFFs to its members; nothing when none is pending.
+    /// Gives `room`'s pending DIFFs to its members; nothing when none is pending. With
+    /// `sendingDirectly` (a committed pass) and an IO layer that sends broadcasts, members with
+    /// nothing queued are sent them at once (`sendDirectly`).
     /// - Complexity: O(members + DIFFs); one queue entry per member and run of adjacent DIFFs.
-    func flushBroadcast(of room: Room) {
+    func flushBroadcast(of room: Room, sendingDirectly: Bool = false) {
         guard let pending = room.pendingBroadcast else { return }
         room.pendingBroadcast = nil
         pendingBroadcastCount -= 1
         let windows = room.windows
         let members = windows.isEmpty ? room.members.sessions : room.members.sessions.filter { windows[$0.id] == nil }
+        if sendingDirectly, let sendBroadcast {
+            sendDirectly(pending, to: members, of: room, through: sendBroadcast)
+            return
+        }
         let frames = pending.diffs.count
         if frames == 1 && !pending.anyNeedsOutlines {
             // One DIFF (a member wrote, and its ACK flushes the room): no runs to build.
@@ -152,24 +159,29 @@ extension Hub {
             if ProtocolVersion.hasChain(version: member.protocolVersion) {
                 queueRuns(chainedRuns, of: pending.chained, frames: frames, bytes: pending.chainedBytes, to: member)
             } else if pending.anyNeedsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
-                // DIFFs up to the first it cannot be sent, then LEFT in its place.
-                for (diff, needsOutlines) in zip(pending.diffs, pending.needsOutlines) {
-                    if needsOutlines {
-                        leaveForOutline(member, room: room)
-                        break
-                    }
-                    queue(shared: diff, to: member)
-                }
+                queueUpToOutlines(pending, to: member, of: room)
             } else {
                 queueRuns(plainRuns, of: pending.diffs, frames: frames, bytes: pending.bytes, to: member)
             }
         }
     }
 
+    /// Queues a version 1 member the pass's DIFFs up to the first it cannot be sent (it makes
+    /// or keeps the room an outline), then LEFT in its place.
+    func queueUpToOutlines(_ pending: PendingBroadcast, to member: Session, of room: Room) {
+        for (diff, needsOutlines) in zip(pending.diffs, pending.needsOutlines) {
+            if needsOutlines {
+                leaveForOutline(member, room: room)
+                break
+            }
+            queue(shared: diff, to: member)
+        }
+    }
+
     /// Queues a pass's DIFFs for one member as `runs`, one entry per run. Past the member's
     /// cap they are queued one by one, so that the member is cut off at the DIFF it would have
     /// been at (`wouldExceedCap` lets one frame into an empty queue, not a pass of them).
-    private func queueRuns(_ runs: [BroadcastRun], of diffs: [OutputChunk], frames: Int, bytes: Int, to member: Session) {
+    func queueRuns(_ runs: [BroadcastRun], of diffs: [OutputChunk], frames: Int, bytes: Int, to member: Session) {
         guard member.state != .closing else { return }
         if member.output.pendingBytes + bytes > member.output.cap {
             for diff in diffs { queue(shared: diff, to: member) }

@@ -70,23 +70,46 @@ extension Hub {
     }
 
     /// The end of a loop pass, called by the IO layer once per pass that queued output: commits
-    /// the pass's writes (`RoomEngine.commit`: the store's group commit), then hands each dirty
+    /// the pass's writes (`RoomEngine.commit`: the store's group commit), hands each dirty
     /// session to its transport (`SessionTransport.sendQueuedOutput`), or all of them at once to
-    /// `sendPass` when the IO layer set one (the daemon's IO threads). So nothing a pass
-    /// produced (a DIFF, an ACK, a LEFT after a tombstone) reaches a client before the pass is
-    /// durable. A failed commit stops the daemon (`fail`) and sends nothing.
+    /// `sendPass` when the IO layer set one (the daemon's IO threads), then gives the rooms'
+    /// pending DIFFs to their members, sent at once through `sendBroadcast` where it can, and
+    /// hands out the sessions this left with output queued. So nothing a pass produced (a DIFF, an ACK, a
+    /// LEFT after a tombstone) reaches a client before the pass is durable, and a writer's ACK
+    /// does not wait for a big room's broadcast. A failed commit stops the daemon (`fail`) and
+    /// sends nothing.
+    ///
+    /// Sending the queues before the broadcasts keeps every member's order: whatever a member
+    /// has queued came before the room's pending DIFFs (`flushBroadcasts(reaching:)` flushes them
+    /// before anything else is queued for it).
     /// - Returns: whether output was committed and handed out: false when none was queued, or
     ///   when the commit failed.
-    /// - Complexity: O(dirty sessions) plus the commit (one group commit per pass).
+    /// - Complexity: O(dirty sessions + members of the rooms written) plus the commit (one
+    ///   group commit per pass).
     package func finishPass() -> Bool {
-        if !broadcastRooms.isEmpty { flushBroadcasts() }
-        guard !dirty.isEmpty else { return false }
+        guard !dirty.isEmpty || pendingBroadcastCount > 0 else {
+            broadcastRooms.removeAll(keepingCapacity: true)
+            return false
+        }
         do {
             try engine.commit()
         } catch {
             fail(ServerError("the store failed to commit: \(error); stopping without acknowledging"))
             return false
         }
+        sendDirtySessions()
+        if !broadcastRooms.isEmpty {
+            flushBroadcasts(sendingDirectly: true)
+            sendDirtySessions()
+        }
+        writeAckTimer?.flushed()
+        return true
+    }
+
+    /// Hands the dirty sessions to their transports (see `finishPass`).
+    /// - Complexity: O(dirty sessions).
+    private func sendDirtySessions() {
+        guard !dirty.isEmpty else { return }
         swap(&dirty, &flushing)
         if let sendPass {
             Session.forEachUnretained(in: flushing) { $0.isDirty = false }
@@ -98,8 +121,6 @@ extension Hub {
             }
         }
         flushing.removeAll(keepingCapacity: true)
-        writeAckTimer?.flushed()
-        return true
     }
 
     /// Puts the session on this pass's dirty list (once). A session whose transport is blocked

@@ -80,6 +80,7 @@ final class Connection: SessionTransport {
         self.lastInput = .now
         self.session = Session(id: id, outputCap: context.configuration.maxOutputBytes, meter: context.hub.outputMeter)
         session.transport = self
+        session.transportContext = Unmanaged.passUnretained(self).toOpaque()
     }
 
     var peer: String { "\(address)" }
@@ -90,6 +91,13 @@ final class Connection: SessionTransport {
     static func carrying(_ session: Session) -> Connection? {
         guard let transport = session.unretainedTransport, type(of: transport) == Connection.self else { return nil }
         return unsafeDowncast(transport, to: Connection.self)
+    }
+
+    /// The connection that carries `session`, without a reference count (`Session.transportContext`):
+    /// valid while the session's transport is set, which holds the connection.
+    @inline(__always)
+    static func unretained(carrying session: Session) -> Unmanaged<Connection>? {
+        session.transportContext.map { Unmanaged<Connection>.fromOpaque($0) }
     }
 
     deinit {

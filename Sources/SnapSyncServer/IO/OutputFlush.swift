@@ -32,10 +32,13 @@ final class OutputFlush {
     private var ioThreads: IOThreads?
     /// Each sending thread's buffers, by thread (the loop's is 0).
     private let scratch: [FlushScratch]
+    /// `scratch` without reference counts, for the per-member sends (`scratch` holds them).
+    private let unretainedScratch: [Unmanaged<FlushScratch>]
 
     init(hub: Hub, ioThreads: Int = 1, batch: Int = 32) throws(SystemError) {
         self.hub = hub
         self.scratch = (0..<max(1, ioThreads)).map { _ in FlushScratch() }
+        self.unretainedScratch = scratch.map { Unmanaged.passUnretained($0) }
         if ioThreads > 1 { self.ioThreads = try IOThreads(count: ioThreads, batch: batch) }
     }
 
@@ -50,6 +53,7 @@ final class OutputFlush {
         event = try loop.makeTimer(priority: .flush, context: contextPointer, OutputFlush.onFlush)
         hub.outputPending = { [unowned self] in self.schedule() }
         if let ioThreads { hub.sendPass = { [unowned self] in self.sendAll($0, ioThreads) } }
+        hub.sendBroadcast = { [unowned self] in self.sendBroadcast($0, to: $1) }
     }
 
     func free() {
@@ -57,6 +61,7 @@ final class OutputFlush {
         event = nil
         hub.outputPending = {}
         hub.sendPass = nil
+        hub.sendBroadcast = nil
         ioThreads?.stop()
     }
 
@@ -162,6 +167,88 @@ final class OutputFlush {
         }
     }
 
+    /// Sends one room's committed run (`spans`) to each of `members`, whose queues are empty
+    /// (`Hub.sendBroadcast`, Hub+DirectBroadcast.swift): one gathering write per member, spread
+    /// over the IO threads as `sendAll` does. A member whose socket took less, or whose
+    /// connection cannot send it so (TLS encrypts through its own path), gets the rest queued
+    /// (`Hub.queueUnsent`) and sent with the dirty sessions; a failed send ends the session. The
+    /// hub is touched only on the loop's thread, after every send has returned.
+    /// - Complexity: O(members) sends, shared; O(members not fully sent) on the loop's thread.
+    private func sendBroadcast(_ spans: UnsafeBufferPointer<OutputSpan>, to members: UnsafeBufferPointer<Unmanaged<Session>>) {
+        let iovecs = UnsafeMutablePointer(mutating: spans.baseAddress!)
+        let spanCount = spans.count
+        let total = spans.reduce(0) { $0 + $1.count }
+        let scratches = unretainedScratch
+        // Per member: one sendmsg, and no reference counting (the member, its connection and
+        // the thread's scratch are all reached unretained).
+        let send = { (index: Int, thread: Int) in
+            scratches[thread]._withUnsafeGuaranteedRef { scratch in
+                members[index]._withUnsafeGuaranteedRef { session in
+                    let sent = Connection.unretained(carrying: session)?._withUnsafeGuaranteedRef { connection -> Bool in
+                        guard connection.tls == nil else { return false }
+                        let done = Self.transmit(connection.fd, iovecs, count: spanCount)
+                        guard done.consumed < total else { return true }
+                        connection.transmission = done
+                        return false
+                    }
+                    if sent == true {
+                        scratch.directBytes += total
+                    } else {
+                        scratch.shortfalls.append(index)
+                    }
+                }
+            }
+        }
+        if let ioThreads, members.count > ioThreads.batch {
+            hub.stats.ioPassesSpread += 1
+            ioThreads.forEach(members.count, send)
+        } else {
+            for index in 0..<members.count { send(index, 0) }
+        }
+        // Every unsent rest is queued before any session is ended: ending one may queue frames
+        // for others (a room it leaves flushes its broadcast), which must come after the rest
+        // of a frame the socket took only part of.
+        var failures: [(index: Int, reason: String)] = []
+        for scratch in scratch {
+            hub.countBytesOut(scratch.directBytes)
+            scratch.directBytes = 0
+            for index in scratch.shortfalls {
+                members[index]._withUnsafeGuaranteedRef { session in
+                    var sent = 0
+                    if let connection = Connection.unretained(carrying: session)?.takeUnretainedValue() {
+                        let done = connection.transmission
+                        connection.transmission = Transmission()
+                        if let failure = done.failure {
+                            failures.append((index, failure))
+                            return
+                        }
+                        hub.countBytesOut(done.bytesOut)
+                        sent = done.consumed
+                    }
+                    hub.queueUnsent(session, sent: sent)
+                }
+            }
+            scratch.shortfalls.removeAll(keepingCapacity: true)
+        }
+        for (index, reason) in failures {
+            members[index]._withUnsafeGuaranteedRef { hub.end($0, reason: reason) }
+        }
+    }
+
+    /// One gathering write of `count` spans, touching nothing but its arguments: it may run on
+    /// an IO thread.
+    private static func transmit(_ fd: Int32, _ spans: UnsafeMutablePointer<OutputSpan>, count: Int) -> Transmission {
+        var done = Transmission()
+        do {
+            guard let written = try Syscall.send(fd, spans, count: count) else { return done }
+            done.consumed = written
+            done.bytesOut = written
+        } catch {
+            done.failure = error.isDisconnect ? "peer went away" : "\(error)"
+        }
+        return done
+    }
+
     /// Sends what the socket takes of `connection`'s queue, touching nothing but the connection
     /// and its TLS session: it may run on an IO thread. The queue is only read
     /// (`Session.gatherOutput` past what this call already sent); `finishSend` consumes it.
@@ -245,11 +332,16 @@ struct Transmission {
     var dropsQueuedOutput = false
 }
 
-/// One sending thread's buffers: the iovecs of a gathering write, and a TLS record gathered
-/// from several chunks (`OutputFlush+TLS.swift`).
+/// One sending thread's buffers: the iovecs of a gathering write, a TLS record gathered from
+/// several chunks (`OutputFlush+TLS.swift`), and what a direct broadcast left to its thread.
 final class FlushScratch {
     let spans: UnsafeMutablePointer<OutputSpan>
     let record: UnsafeMutableRawBufferPointer
+    /// A direct broadcast's members (their indices) that this thread did not send all of, and
+    /// the bytes it sent to the others (`OutputFlush.sendBroadcast`). Only this thread touches
+    /// them while the sends run, so the run-time exclusivity check is left out.
+    @exclusivity(unchecked) var shortfalls: [Int] = []
+    @exclusivity(unchecked) var directBytes = 0
 
     init() {
         spans = .allocate(capacity: OutputQueue.maxIovecs)
