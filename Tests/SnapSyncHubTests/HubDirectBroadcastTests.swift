@@ -50,12 +50,12 @@ import SnapSyncWire
         for index in 0..<5 { harness.mutate(writer, "room", addItem("i\(index)", first: index == 0), requestID: UInt64(index)) }
         #expect(harness.hub.finishPass())
         #expect(sender.calls == 1)
-        #expect(decode(sender.sent[idle.id] ?? [], as: idle).map(\.diffVersion) == Array(1...5))
+        #expect(harness.decode(sender.sent[idle.id] ?? [], as: idle).map(\.diffVersion) == Array(1...5))
         #expect(idle.output.isEmpty && !idle.isDirty)
         #expect(sender.sent[partial.id]?.count == 10)
         #expect(!partial.output.isEmpty, "the rest is queued (and was handed to its transport with the dirty sessions)")
-        let partialStream = (sender.sent[partial.id] ?? []) + queuedBytes(partial)
-        #expect(decode(partialStream, as: partial).map(\.diffVersion) == Array(1...5))
+        let partialStream = (sender.sent[partial.id] ?? []) + harness.takeQueuedBytes(partial)
+        #expect(harness.decode(partialStream, as: partial).map(\.diffVersion) == Array(1...5))
         #expect(sender.sent[busy.id] == nil)
         let busyGot = harness.drain(busy)
         #expect(busyGot.first == .pong(nonce: 9) && busyGot.dropFirst().map(\.diffVersion) == Array(1...5))
@@ -91,8 +91,8 @@ import SnapSyncWire
         for index in 0..<3 { harness.mutate(writer, "room", addItem("i\(index)", first: index == 0), requestID: UInt64(index)) }
         #expect(harness.hub.finishPass())
         #expect(events == ["queues of 2", "broadcast to 2"], "the writer's ACKs and the PONG first, then the DIFFs")
-        #expect(decode(sender.sent[pinger.id] ?? [], as: pinger).map(\.diffVersion) == Array(1...3))
-        #expect(decode(sender.sent[member.id] ?? [], as: member).map(\.diffVersion) == Array(1...3))
+        #expect(harness.decode(sender.sent[pinger.id] ?? [], as: pinger).map(\.diffVersion) == Array(1...3))
+        #expect(harness.decode(sender.sent[member.id] ?? [], as: member).map(\.diffVersion) == Array(1...3))
     }
 
     /// Before its commit a pass's broadcast is only ever queued: a member pinging mid-pass
@@ -127,8 +127,8 @@ import SnapSyncWire
         harness.mutate(writer, "room", [.appendChildren([hubElement("child")], toParent: "i0")], requestID: 9)
         #expect(harness.hub.finishPass())
         #expect(sender.calls == 2)
-        let plainGot = decode(sender.sent[plain.id] ?? [], as: plain)
-        let chainedGot = decode(sender.sent[chained.id] ?? [], as: chained)
+        let plainGot = harness.decode(sender.sent[plain.id] ?? [], as: plain)
+        let chainedGot = harness.decode(sender.sent[chained.id] ?? [], as: chained)
         #expect(plainGot.map(\.diffVersion) == Array(1...4) && chainedGot.map(\.diffVersion) == Array(1...4))
         #expect(plainGot.allSatisfy { if case .diff(_, _, _, _, nil) = $0 { true } else { false } }, "version 2: no chain")
         #expect(chainedGot.allSatisfy { if case .diff(_, _, _, _, .some) = $0 { true } else { false } }, "version 4: the chain")
@@ -137,36 +137,5 @@ import SnapSyncWire
         #expect(flatGot.prefix(3).map(\.diffVersion) == Array(1...3))
         #expect(flatGot.count == 4 && { if case .left = flatGot[3] { true } else { false } }())
         harness.checkInvariants("room")
-    }
-
-    /// The bytes queued for `session`, sent or not, taken out of its queue.
-    private func queuedBytes(_ session: Session) -> [UInt8] {
-        let spans = UnsafeMutablePointer<OutputSpan>.allocate(capacity: OutputQueue.maxIovecs)
-        defer { spans.deallocate() }
-        var bytes: [UInt8] = []
-        while !session.output.isEmpty {
-            let count = session.output.gather(into: spans, capacity: OutputQueue.maxIovecs)
-            var gathered = 0
-            for index in 0..<count {
-                bytes += spans[index].bytes
-                gathered += spans[index].count
-            }
-            session.output.consume(gathered)
-        }
-        return bytes
-    }
-
-    private func decode(_ bytes: [UInt8], as session: Session, sourceLocation: SourceLocation = #_sourceLocation) -> [Message] {
-        var decoder = FrameDecoder(limits: WireLimits(), accepting: .server)
-        decoder.version = session.protocolVersion
-        decoder.append(bytes)
-        var messages: [Message] = []
-        do {
-            while let message = try decoder.nextMessage() { messages.append(message) }
-        } catch {
-            Issue.record("undecodable stream: \(error)", sourceLocation: sourceLocation)
-        }
-        #expect(decoder.bufferedByteCount == 0, "a partial frame at the end", sourceLocation: sourceLocation)
-        return messages
     }
 }

@@ -112,6 +112,11 @@ struct HubHarness {
     func drain(_ session: Session, sourceLocation: SourceLocation = #_sourceLocation) -> [Message] {
         // The rooms' DIFFs of this "pass" reach their members first, as at the end of a pass.
         hub.flushBroadcasts()
+        return decode(takeQueuedBytes(session), as: session, sourceLocation: sourceLocation)
+    }
+
+    /// The bytes queued for `session`, taken out of its queue as a flush that sent them would.
+    func takeQueuedBytes(_ session: Session) -> [UInt8] {
         let iovecs = UnsafeMutablePointer<OutputSpan>.allocate(capacity: OutputQueue.maxIovecs)
         defer { iovecs.deallocate() }
         var bytes: [UInt8] = []
@@ -124,7 +129,12 @@ struct HubHarness {
             }
             session.output.consume(gathered)
         }
-        // Decoded as the session's version: a version 2 frame sent to a version 1 session fails here.
+        return bytes
+    }
+
+    /// `bytes`, whole frames, decoded as `session`'s version: a version 2 frame sent to a
+    /// version 1 session fails here, and so does a stream that ends inside a frame.
+    func decode(_ bytes: [UInt8], as session: Session, sourceLocation: SourceLocation = #_sourceLocation) -> [Message] {
         var decoder = FrameDecoder(limits: hub.configuration.wire, accepting: .server)
         decoder.version = session.protocolVersion
         decoder.append(bytes)
@@ -134,6 +144,7 @@ struct HubHarness {
         } catch {
             Issue.record("undecodable output: \(error)", sourceLocation: sourceLocation)
         }
+        #expect(decoder.bufferedByteCount == 0, "the stream ends inside a frame", sourceLocation: sourceLocation)
         return messages
     }
 

@@ -13,13 +13,7 @@ extension ServerIntegration {
         @Test func aSubscriberThatStopsReadingIsCutOffWhileAnotherGetsEveryDiff() throws {
             let daemon = try DaemonProcess.start(arguments: ["--max-output-bytes", "256KiB", "--shutdown-timeout", "30s"])
             defer { daemon.stop() }
-            let writer = try RawClient.ready(daemon)
-            let fast = try RawClient.ready(daemon)
-            // A tiny receive buffer keeps the kernel from absorbing much on the slow side.
-            let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
-            try writer.mustMutate("feed", [.appendSections([.named("s")]), .appendItems([.named("i")], toSection: "s")])
-            let start = try fast.state(of: "feed")
-            _ = try slow.join("feed")  // then never reads again
+            let (writer, fast, slow, start) = try feed(daemon)  // the slow member never reads again
             let payload = String(repeating: "x", count: 60_000)
             var version = start.version
             var cutOff = false
@@ -62,12 +56,7 @@ extension ServerIntegration {
         @Test func aMemberWhoseSocketTakesPartOfABroadcastGetsTheRestInOrder() throws {
             let daemon = try DaemonProcess.start()
             defer { daemon.stop() }
-            let writer = try RawClient.ready(daemon)
-            let fast = try RawClient.ready(daemon)
-            let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
-            try writer.mustMutate("feed", [.appendSections([.named("s")]), .appendItems([.named("i")], toSection: "s")])
-            let start = try fast.state(of: "feed")
-            #expect(try slow.state(of: "feed").version == start.version)
+            let (writer, fast, slow, start) = try feed(daemon)
             let payload = String(repeating: "y", count: 60_000)
             // 6 MB: more than the kernel buffers for the slow socket (a few MiB), so that sends
             // stop part way; within the member's 32 MiB output cap.
@@ -94,6 +83,18 @@ extension ServerIntegration {
                 #expect(items.first?.payload == SnapshotPayload(payload + "\(round)"))
             }
             #expect(try writer.stats()["slow_consumer_disconnects"] == 0)
+        }
+
+        /// A writer, and two members of room `feed` (one item `i` in section `s`): `fast`, and
+        /// `slow`, whose tiny receive buffer keeps the kernel from absorbing much for it.
+        private func feed(_ daemon: DaemonProcess) throws -> (writer: RawClient, fast: RawClient, slow: RawClient, start: RoomState) {
+            let writer = try RawClient.ready(daemon)
+            let fast = try RawClient.ready(daemon)
+            let slow = try RawClient.ready(daemon, receiveBuffer: 4096)
+            try writer.mustMutate("feed", [.appendSections([.named("s")]), .appendItems([.named("i")], toSection: "s")])
+            let start = try fast.state(of: "feed")
+            #expect(try slow.state(of: "feed").version == start.version)
+            return (writer, fast, slow, start)
         }
 
         @Test func connectionsOverTheLimitAreRefusedAtOnce() throws {
