@@ -235,8 +235,8 @@ final class OutputFlush {
         }
     }
 
-    /// One gathering write of `count` spans, touching nothing but its arguments: it may run on
-    /// an IO thread.
+    /// One gathering write of `count` spans: the bytes the socket took (none when it was full),
+    /// or why the connection ends. Touches nothing but its arguments: it may run on an IO thread.
     private static func transmit(_ fd: Int32, _ spans: UnsafeMutablePointer<OutputSpan>, count: Int) -> Transmission {
         var done = Transmission()
         do {
@@ -301,18 +301,12 @@ final class OutputFlush {
         while count > 0 {
             var requested = 0
             for index in 0..<count { requested += spans[index].count }
-            let written: Int?
-            do {
-                written = try Syscall.send(connection.fd, spans, count: count)
-            } catch {
-                done.failure = error.isDisconnect ? "peer went away" : "\(error)"
-                return done
-            }
-            guard let written else { return done }
-            done.consumed += written
-            done.bytesOut += written
+            let sent = Self.transmit(connection.fd, spans, count: count)
+            done.consumed += sent.consumed
+            done.bytesOut += sent.bytesOut
+            done.failure = sent.failure
             // A short write means the send buffer is full; asking again would only say EAGAIN.
-            guard written == requested, done.consumed < session.queuedOutputBytes else { return done }
+            guard sent.failure == nil, sent.consumed == requested, done.consumed < session.queuedOutputBytes else { return done }
             count = session.gatherOutput(into: spans, capacity: OutputQueue.maxIovecs, skipping: done.consumed)
         }
         return done
