@@ -133,8 +133,8 @@ package final class Hub {
     /// (`queueUnsent`); nil: every member's copy is queued (Hub+DirectBroadcast.swift).
     package var sendBroadcast: BroadcastSender?
     /// The broadcast `sendBroadcast` is sending, for `queueUnsent`.
-    var directBroadcast: DirectBroadcast?
-    /// Member lists of direct broadcasts, kept with their capacity.
+    var directBroadcast: BroadcastRuns?
+    /// Spare member lists of direct broadcasts, kept with their capacity (`DirectMembers`).
     var directLists: [[Unmanaged<Session>]] = []
     /// Called when the store failed: nothing of this pass may reach a client (`fail`).
     package var storeFailed: (ServerError) -> Void = { _ in }

@@ -44,6 +44,20 @@ struct PendingBroadcast {
     }
 }
 
+/// One form of a pass's DIFFs (plain, or with the chain) as its members get it: its runs, and
+/// the frames and bytes they count for each member.
+struct BroadcastRuns {
+    let runs: [BroadcastRun]
+    let frames: Int
+    let bytes: Int
+
+    init(_ chunks: [OutputChunk], bytes: Int) {
+        runs = BroadcastRun.runs(of: chunks)
+        frames = chunks.count
+        self.bytes = bytes
+    }
+}
+
 /// Consecutive chunks merged where they lie back to back in one arena: what one queue entry
 /// covers (`OutputQueue.enqueue(_:spanning:)`).
 struct BroadcastRun {
@@ -131,20 +145,18 @@ extension Hub {
 
     /// Gives `room`'s pending DIFFs to its members; nothing when none is pending. With
     /// `sendingDirectly` (a committed pass) and an IO layer that sends broadcasts, members with
-    /// nothing queued are sent them at once (`sendDirectly`).
-    /// - Complexity: O(members + DIFFs); one queue entry per member and run of adjacent DIFFs.
+    /// nothing queued are sent them at once (Hub+DirectBroadcast.swift); the others' queues
+    /// take them.
+    /// - Complexity: O(members + DIFFs); one queue entry per member and run of adjacent DIFFs,
+    ///   or one send per member taken directly.
     func flushBroadcast(of room: Room, sendingDirectly: Bool = false) {
         guard let pending = room.pendingBroadcast else { return }
         room.pendingBroadcast = nil
         pendingBroadcastCount -= 1
         let windows = room.windows
         let members = windows.isEmpty ? room.members.sessions : room.members.sessions.filter { windows[$0.id] == nil }
-        if sendingDirectly, let sendBroadcast {
-            sendDirectly(pending, to: members, of: room, through: sendBroadcast)
-            return
-        }
-        let frames = pending.diffs.count
-        if frames == 1 && !pending.anyNeedsOutlines {
+        let sender = sendingDirectly ? sendBroadcast : nil
+        if sender == nil && pending.diffs.count == 1 && !pending.anyNeedsOutlines {
             // One DIFF (a member wrote, and its ACK flushes the room): no runs to build.
             let diff = pending.diffs[0]
             let chained = pending.hasChainedMembers ? pending.chained[0] : diff
@@ -153,22 +165,34 @@ extension Hub {
             }
             return
         }
-        let plainRuns = BroadcastRun.runs(of: pending.diffs)
-        let chainedRuns = pending.hasChainedMembers ? BroadcastRun.runs(of: pending.chained) : []
+        let plain = BroadcastRuns(pending.diffs, bytes: pending.bytes)
+        let chained = pending.hasChainedMembers ? BroadcastRuns(pending.chained, bytes: pending.chainedBytes) : nil
+        var direct = DirectMembers(taking: sender != nil ? self : nil)
         Session.forEachUnretained(in: members) { member in
-            if ProtocolVersion.hasChain(version: member.protocolVersion) {
-                queueRuns(chainedRuns, of: pending.chained, frames: frames, bytes: pending.chainedBytes, to: member)
-            } else if pending.anyNeedsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
+            let hasChain = ProtocolVersion.hasChain(version: member.protocolVersion)
+            if !hasChain && pending.anyNeedsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
                 queueUpToOutlines(pending, to: member, of: room)
+                return
+            }
+            let runs = hasChain ? chained! : plain
+            if sender != nil && canSendDirectly(runs, to: member) {
+                direct.append(member, chained: hasChain)
             } else {
-                queueRuns(plainRuns, of: pending.diffs, frames: frames, bytes: pending.bytes, to: member)
+                queueRuns(runs, of: hasChain ? pending.chained : pending.diffs, to: member)
             }
         }
+        guard let sender else { return }
+        // `members` holds every session the lists name until the sends are done.
+        withExtendedLifetime(members) {
+            sendDirectly(plain, to: direct.plain, through: sender)
+            if let chained { sendDirectly(chained, to: direct.chained, through: sender) }
+        }
+        direct.giveBack(to: self)
     }
 
     /// Queues a version 1 member the pass's DIFFs up to the first it cannot be sent (it makes
     /// or keeps the room an outline), then LEFT in its place.
-    func queueUpToOutlines(_ pending: PendingBroadcast, to member: Session, of room: Room) {
+    private func queueUpToOutlines(_ pending: PendingBroadcast, to member: Session, of room: Room) {
         for (diff, needsOutlines) in zip(pending.diffs, pending.needsOutlines) {
             if needsOutlines {
                 leaveForOutline(member, room: room)
@@ -181,15 +205,15 @@ extension Hub {
     /// Queues a pass's DIFFs for one member as `runs`, one entry per run. Past the member's
     /// cap they are queued one by one, so that the member is cut off at the DIFF it would have
     /// been at (`wouldExceedCap` lets one frame into an empty queue, not a pass of them).
-    func queueRuns(_ runs: [BroadcastRun], of diffs: [OutputChunk], frames: Int, bytes: Int, to member: Session) {
+    private func queueRuns(_ runs: BroadcastRuns, of diffs: [OutputChunk], to member: Session) {
         guard member.state != .closing else { return }
-        if member.output.pendingBytes + bytes > member.output.cap {
+        if member.output.pendingBytes + runs.bytes > member.output.cap {
             for diff in diffs { queue(shared: diff, to: member) }
             return
         }
-        for run in runs { member.output.enqueue(run.chunk, spanning: run.bytes) }
-        stats.framesOut += UInt64(frames)
-        traffic.queued(type: MessageType.diff.rawValue, frames: frames, bytes: bytes)
+        for run in runs.runs { member.output.enqueue(run.chunk, spanning: run.bytes) }
+        stats.framesOut += UInt64(runs.frames)
+        traffic.queued(type: MessageType.diff.rawValue, frames: runs.frames, bytes: runs.bytes)
         markDirty(member)
         if outputBytes > configuration.maxOutputTotalBytes { enforceOutputBudget() }
     }

@@ -25,16 +25,32 @@ import SnapSyncWire
 /// `Hub.sendBroadcast`: sends `spans` (one room's runs, in its arena) to each of `members`.
 package typealias BroadcastSender = (_ spans: UnsafeBufferPointer<OutputSpan>, _ members: UnsafeBufferPointer<Unmanaged<Session>>) -> Void
 
-/// One room's runs being sent directly, and what they count for one member.
-struct DirectBroadcast {
-    let runs: [BroadcastRun]
-    let frames: Int
-    let bytes: Int
+/// The members of one room's flush taken directly, by the form of the DIFFs they get; the
+/// lists keep the capacity they grew to (`Hub.directLists`).
+struct DirectMembers {
+    private(set) var plain: [Unmanaged<Session>] = []
+    private(set) var chained: [Unmanaged<Session>] = []
 
-    init(_ chunks: [OutputChunk], bytes: Int) {
-        runs = BroadcastRun.runs(of: chunks)
-        frames = chunks.count
-        self.bytes = bytes
+    /// Empty lists, taken from `hub`'s spares when there is one (nil: none are needed).
+    init(taking hub: Hub?) {
+        guard let hub else { return }
+        plain = hub.directLists.popLast() ?? []
+        chained = hub.directLists.popLast() ?? []
+    }
+
+    mutating func append(_ member: Session, chained isChained: Bool) {
+        if isChained {
+            chained.append(Unmanaged.passUnretained(member))
+        } else {
+            plain.append(Unmanaged.passUnretained(member))
+        }
+    }
+
+    /// Gives the lists back to `hub`, emptied, for the next flush.
+    mutating func giveBack(to hub: Hub) {
+        plain.removeAll(keepingCapacity: true)
+        chained.removeAll(keepingCapacity: true)
+        hub.directLists += [plain, chained]
     }
 }
 
@@ -43,43 +59,17 @@ extension Hub {
     /// queue's path (which sends them in several writes).
     static let maxDirectSpans = 64
 
-    /// Sends `pending` to `members` (the room's, without its windowed ones): directly to those
-    /// with nothing queued, through the queue to the rest.
-    /// - Complexity: O(members + DIFFs), one send per member taken directly.
-    func sendDirectly(_ pending: PendingBroadcast, to members: [Session], of room: Room, through send: BroadcastSender) {
-        let plain = DirectBroadcast(pending.diffs, bytes: pending.bytes)
-        let chained = pending.hasChainedMembers ? DirectBroadcast(pending.chained, bytes: pending.chainedBytes) : nil
-        var plainMembers = takeDirectList()
-        var chainedMembers = takeDirectList()
-        Session.forEachUnretained(in: members) { member in
-            let hasChain = ProtocolVersion.hasChain(version: member.protocolVersion)
-            if !hasChain && pending.anyNeedsOutlines && !ProtocolVersion.hasOutlines(member.protocolVersion) {
-                queueUpToOutlines(pending, to: member, of: room)
-                return
-            }
-            let broadcast = hasChain ? chained! : plain
-            if member.state == .ready && member.output.isEmpty && !member.isOutputBlocked && broadcast.bytes <= member.output.cap
-                && broadcast.runs.count <= Self.maxDirectSpans
-            {
-                if hasChain {
-                    chainedMembers.append(Unmanaged.passUnretained(member))
-                } else {
-                    plainMembers.append(Unmanaged.passUnretained(member))
-                }
-            } else {
-                queueRuns(broadcast.runs, of: hasChain ? pending.chained : pending.diffs, frames: broadcast.frames, bytes: broadcast.bytes, to: member)
-            }
-        }
-        // `members` holds every session the lists name until the sends are done.
-        withExtendedLifetime(members) {
-            sendDirectly(plain, to: plainMembers, through: send)
-            if let chained { sendDirectly(chained, to: chainedMembers, through: send) }
-        }
-        returnDirectList(plainMembers)
-        returnDirectList(chainedMembers)
+    /// Whether `member` can be sent `runs` directly: it is ready, has nothing queued and is not
+    /// blocked, and the runs are within its cap and one gathering write.
+    @inline(__always)
+    func canSendDirectly(_ runs: BroadcastRuns, to member: Session) -> Bool {
+        member.state == .ready && member.output.isEmpty && !member.isOutputBlocked && runs.bytes <= member.output.cap
+            && runs.runs.count <= Self.maxDirectSpans
     }
 
-    private func sendDirectly(_ broadcast: DirectBroadcast, to members: [Unmanaged<Session>], through send: BroadcastSender) {
+    /// Sends `broadcast` to `members` through the IO layer, counted as queuing it for each
+    /// would have been.
+    func sendDirectly(_ broadcast: BroadcastRuns, to members: [Unmanaged<Session>], through send: BroadcastSender) {
         guard !members.isEmpty else { return }
         stats.framesOut += UInt64(broadcast.frames * members.count)
         traffic.queued(type: MessageType.diff.rawValue, frames: broadcast.frames * members.count, bytes: broadcast.bytes * members.count)
@@ -104,16 +94,5 @@ extension Hub {
         for run in broadcast.runs { session.output.enqueue(run.chunk, spanning: run.bytes) }
         if sent > 0 { session.output.consume(sent) }
         markDirty(session)
-    }
-
-    /// A list for `sendDirectly`, with the capacity the last one grew to.
-    private func takeDirectList() -> [Unmanaged<Session>] {
-        var list = directLists.popLast() ?? []
-        list.removeAll(keepingCapacity: true)
-        return list
-    }
-
-    private func returnDirectList(_ list: [Unmanaged<Session>]) {
-        if directLists.count < 2 { directLists.append(list) }
     }
 }

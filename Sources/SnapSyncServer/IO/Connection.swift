@@ -85,16 +85,10 @@ final class Connection: SessionTransport {
 
     var peer: String { "\(address)" }
 
-    /// The connection that carries `session`, if one does. A type identity check, not `as?`: the
-    /// shared flush asks twice per connection per pass, and a dynamic cast costs a runtime call
-    /// (Connection is final, so the identity is the whole check).
-    static func carrying(_ session: Session) -> Connection? {
-        guard let transport = session.unretainedTransport, type(of: transport) == Connection.self else { return nil }
-        return unsafeDowncast(transport, to: Connection.self)
-    }
-
-    /// The connection that carries `session`, without a reference count (`Session.transportContext`):
-    /// valid while the session's transport is set, which holds the connection.
+    /// The connection that carries `session`, if one does, without a reference count or a type
+    /// check (`Session.transportContext`, which only a connection sets): the flush asks for it
+    /// once per connection or member per pass. Valid while the session's transport, which holds
+    /// the connection, is set.
     @inline(__always)
     static func unretained(carrying session: Session) -> Unmanaged<Connection>? {
         session.transportContext.map { Unmanaged<Connection>.fromOpaque($0) }

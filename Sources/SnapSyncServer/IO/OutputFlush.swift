@@ -153,13 +153,13 @@ final class OutputFlush {
                 let session = sessions[index]
                 // The daemon's sessions are all carried by connections; an in-process one (none
                 // here) would be sent by `finishSend`'s fallback below.
-                guard !session.isEnded, let connection = Connection.carrying(session) else { return }
+                guard !session.isEnded, let connection = Connection.unretained(carrying: session)?.takeUnretainedValue() else { return }
                 connection.transmission = transmit(connection, scratch[thread])
             }
         }
         for session in sessions {
             guard !session.isEnded else { continue }
-            guard let connection = Connection.carrying(session) else {
+            guard let connection = Connection.unretained(carrying: session)?.takeUnretainedValue() else {
                 session.unretainedTransport?.sendQueuedOutput()
                 continue
             }
