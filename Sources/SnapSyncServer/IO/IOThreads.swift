@@ -12,10 +12,13 @@ import Synchronization
 /// and nothing of the hub is touched off its thread. Worker loops would move the hub's
 /// conversations with every connection across threads (docs/engineering.md, "IO threads").
 ///
-/// `forEach` hands out indices a batch (`--io-thread-batch`) at a time from one atomic counter:
-/// the loop's thread takes batches too, so a helper the scheduler runs late (the machine's other
-/// work holds its core) only leaves more to the loop's thread. A pass of no more than one batch
-/// is sent by the loop's thread alone: waking a thread costs more than a few sendmsg calls.
+/// `forEach` hands out indices a batch (`--io-thread-batch`) at a time from one atomic word: the
+/// loop's thread takes batches too, and it waits only for batches a helper has claimed, never
+/// for a helper to wake. So a helper the scheduler runs late (the machine's other work holds its
+/// core) leaves more to the loop's thread and holds nothing: waiting for it would leave the
+/// loop's core idle for as long as the scheduler keeps the helper off its own. A helper that wakes after its pass ended finds nothing to claim and sleeps again. A pass of no
+/// more than one batch is sent by the loop's thread alone: waking a thread costs more than a few
+/// sendmsg calls.
 ///
 /// Thread-safety: `forEach` and `stop` are for the loop's thread; `body` runs on every thread at
 /// once, each call with its own index.
@@ -25,24 +28,36 @@ final class IOThreads: @unchecked Sendable {
     /// Indices claimed at a time.
     let batch: Int
 
-    /// The pass being sent: `body(index, thread)` for index in 0..<`total`. Written by the loop's
-    /// thread before it posts the helpers' semaphores and read by them after they wake, so the
-    /// semaphores order every access (sem_post and sem_wait are full barriers).
+    /// The pass being sent: `body(index, thread)` for every index below the pass's total. Written
+    /// by the loop's thread before it publishes the pass in `claims` (release), and read by a
+    /// helper only after it claimed a batch of that pass (acquire): the pass cannot end, and
+    /// `body` cannot change, before that batch is counted in `completed`.
     nonisolated(unsafe) private var body: ((Int, Int) -> Void)?
-    nonisolated(unsafe) private var total = 0
-    nonisolated(unsafe) private var isStopping = false
-    private let next = Atomic<Int>(0)
-    /// One per helper: posted to start it on the current pass.
+    /// The pass's claims in one word, so that a helper that wakes late cannot claim from a pass
+    /// by the total of another: the total (24 bits) and the next index to hand out (24 bits; it
+    /// stops at the total). A claim is a compare-and-swap of the whole word, so it is valid for
+    /// whichever pass holds that word when it succeeds.
+    private let claims = Atomic<UInt64>(0)
+    /// Indices of the current pass whose calls have returned. The one addition that reaches the
+    /// pass's total is the pass's end: made by a helper, it posts `finished`.
+    private let completed = Atomic<Int>(0)
+    private let isStopping = Atomic<Bool>(false)
+    /// One per helper: posted to wake it for the current pass (late wake-ups are harmless).
     private let starts: UnsafeMutablePointer<sem_t>
-    /// Posted by each helper woken for a pass when it has finished its share.
+    /// Posted by the helper that completes a pass, for the loop's thread waiting on it.
     private let finished: UnsafeMutablePointer<sem_t>
     private var threads: [pthread_t] = []
 
+    /// Called by a helper each time it wakes, before it claims: nil but in tests, which make a
+    /// helper late with it.
+    private let helperWillClaim: (@Sendable (_ thread: Int) -> Void)?
+
     /// Starts `count - 1` helpers (the loop's thread is the first of `count`).
-    init(count: Int, batch: Int) throws(SystemError) {
+    init(count: Int, batch: Int, helperWillClaim: (@Sendable (_ thread: Int) -> Void)? = nil) throws(SystemError) {
         precondition(count >= 2 && batch >= 1)
         self.count = count
         self.batch = batch
+        self.helperWillClaim = helperWillClaim
         starts = .allocate(capacity: count - 1)
         finished = .allocate(capacity: 1)
         sem_init(finished, 0, 0)
@@ -89,37 +104,61 @@ final class IOThreads: @unchecked Sendable {
     /// - Complexity: O(total / count) calls on each thread, plus one wake-up per helper used.
     func forEach(_ total: Int, _ body: (_ index: Int, _ thread: Int) -> Void) {
         let helpers = min(count - 1, (total - 1) / batch)
-        guard helpers > 0 else {
+        guard helpers > 0, total <= Self.indexMask else {
             for index in 0..<total { body(index, 0) }
             return
         }
         withoutActuallyEscaping(body) { body in
             self.body = body
-            self.total = total
-            next.store(0, ordering: .relaxed)
+            completed.store(0, ordering: .relaxed)
+            claims.store(UInt64(total) << 24, ordering: .releasing)
             for helper in 0..<helpers { sem_post(starts + helper) }
-            claimBatches(thread: 0)
-            for _ in 0..<helpers { Self.wait(finished) }
+            if !claimBatches(thread: 0) { Self.wait(finished) }
             self.body = nil
         }
     }
 
-    /// Runs batches until every index is claimed.
-    private func claimBatches(thread: Int) {
-        guard let body else { return }
+    private static let indexMask = (1 << 24) - 1
+
+    /// Runs batches of the pass published in `claims` until every index is claimed. Returns
+    /// whether this thread's completions ended the pass.
+    /// - Complexity: O(1) per batch, a compare-and-swap retried only when another thread claimed
+    ///   at the same moment.
+    private func claimBatches(thread: Int) -> Bool {
+        var word = claims.load(ordering: .acquiring)
         while true {
-            let first = next.wrappingAdd(batch, ordering: .relaxed).oldValue
-            guard first < total else { return }
-            for index in first..<min(first + batch, total) { body(index, thread) }
+            let total = Int(truncatingIfNeeded: word >> 24) & Self.indexMask
+            let first = Int(truncatingIfNeeded: word) & Self.indexMask
+            guard first < total else { return false }
+            let end = min(first + batch, total)
+            let (exchanged, found) = claims.compareExchange(
+                expected: word, desired: word & ~UInt64(Self.indexMask) | UInt64(end), ordering: .acquiringAndReleasing)
+            guard exchanged else {
+                word = found
+                continue
+            }
+            run(first..<end, on: thread)
+            if completed.add(end - first, ordering: .acquiringAndReleasing).newValue == total { return true }
+            word = claims.load(ordering: .acquiring)
         }
+    }
+
+    /// One claimed batch. A function of its own so that this thread's copy of `body` (a
+    /// reference to the closure's context) is released before the batch is counted: once it is,
+    /// the loop's thread may end `forEach`, whose `withoutActuallyEscaping` requires that no copy
+    /// of the closure outlive it.
+    @inline(never)
+    private func run(_ indices: Range<Int>, on thread: Int) {
+        let body = body.unsafelyUnwrapped
+        for index in indices { body(index, thread) }
     }
 
     private func run(_ index: Int) {
         while true {
             Self.wait(starts + (index - 1))
-            if isStopping { return }
-            claimBatches(thread: index)
-            sem_post(finished)
+            if isStopping.load(ordering: .acquiring) { return }
+            helperWillClaim?(index)
+            if claimBatches(thread: index) { sem_post(finished) }
         }
     }
 
@@ -131,7 +170,7 @@ final class IOThreads: @unchecked Sendable {
     /// Ends the helpers and waits for them. Idempotent.
     func stop() {
         guard !threads.isEmpty else { return }
-        isStopping = true
+        isStopping.store(true, ordering: .releasing)
         for helper in 0..<threads.count { sem_post(starts + helper) }
         for thread in threads { pthread_join(thread, nil) }
         threads.removeAll()
