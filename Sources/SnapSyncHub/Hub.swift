@@ -125,8 +125,9 @@ package final class Hub {
     /// Called when `dirty` goes from empty to non-empty: the IO layer schedules its flush.
     /// Read once per pass (`markDirty`); unchecked as `dirty`.
     @exclusivity(unchecked) package var outputPending: () -> Void = {}
-    /// Sends a committed pass's dirty sessions, all at once (the daemon spreads them over its IO
-    /// threads, `OutputFlush`); nil: `finishPass` calls each session's transport in turn.
+    /// Sends a committed pass's dirty sessions, all at once (the daemon's `OutputFlush`: through
+    /// each connection's unretained pointer, spread over its IO threads when it has some); nil:
+    /// `finishPass` calls each session's transport in turn (in-process sessions, tests).
     package var sendPass: (([Session]) -> Void)?
     /// Sends a committed pass's run of one room's DIFFs (`spans`, in the room's arena) to each
     /// of `members`, whose queues are empty, handing back what a socket did not take

@@ -123,20 +123,15 @@ package final class Session {
         get { _transport }
         set {
             _transport = newValue
-            unretainedTransport = newValue
             if newValue == nil { transportContext = nil }
         }
     }
     private var _transport: (any SessionTransport)?
     /// The transport's pointer to itself, for the IO layer's own use, or nil: the daemon's
-    /// `Connection` sets it to itself, unretained, so that a broadcast's sends reach each
-    /// member's connection without a reference count or a type check. Cleared with `transport`.
+    /// `Connection` sets it to itself, unretained, so that a pass's sends (its queues' and its
+    /// broadcasts') reach each connection without a reference count or a type check. Cleared
+    /// with `transport`.
     @exclusivity(unchecked) package var transportContext: UnsafeMutableRawPointer?
-    /// `transport` without a reference count, for `Hub.finishPass`, which calls it once per
-    /// dirty session per pass: a call through the strong reference costs a retain and a
-    /// release each time. Safe because `_transport` holds the same object for as long as this
-    /// one is set, and both are set together.
-    @exclusivity(unchecked) unowned(unsafe) package private(set) var unretainedTransport: (any SessionTransport)?
 
     package init(id: UInt64, outputCap: Int, meter: OutputMeter) {
         self.id = id

@@ -72,7 +72,7 @@ extension Hub {
     /// The end of a loop pass, called by the IO layer once per pass that queued output: commits
     /// the pass's writes (`RoomEngine.commit`: the store's group commit), hands each dirty
     /// session to its transport (`SessionTransport.sendQueuedOutput`), or all of them at once to
-    /// `sendPass` when the IO layer set one (the daemon's IO threads), then gives the rooms'
+    /// `sendPass` when the IO layer set one (the daemon's `OutputFlush`), then gives the rooms'
     /// pending DIFFs to their members, sent at once through `sendBroadcast` where it can, and
     /// hands out the sessions this left with output queued. So nothing a pass produced (a DIFF, an ACK, a
     /// LEFT after a tombstone) reaches a client before the pass is durable, and a writer's ACK
@@ -117,7 +117,7 @@ extension Hub {
         } else {
             Session.forEachUnretained(in: flushing) { session in
                 session.isDirty = false
-                session.unretainedTransport?.sendQueuedOutput()
+                session.transport?.sendQueuedOutput()
             }
         }
         flushing.removeAll(keepingCapacity: true)

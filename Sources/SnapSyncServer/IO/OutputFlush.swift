@@ -52,7 +52,7 @@ final class OutputFlush {
     func start(loop: EventLoop) throws(EventLoopError) {
         event = try loop.makeTimer(priority: .flush, context: contextPointer, OutputFlush.onFlush)
         hub.outputPending = { [unowned self] in self.schedule() }
-        if let ioThreads { hub.sendPass = { [unowned self] in self.sendAll($0, ioThreads) } }
+        hub.sendPass = { [unowned self] in self.sendAll($0) }
         hub.sendBroadcast = { [unowned self] in self.sendBroadcast($0, to: $1) }
     }
 
@@ -137,14 +137,21 @@ final class OutputFlush {
         finishSend(connection)
     }
 
-    /// Sends a committed pass's dirty sessions (`Hub.sendPass`, set when there are IO threads):
-    /// the sends themselves (`transmit`) spread over the threads, then what they did applied on
-    /// the loop's thread (`finishSend`), in the hub's order. A pass of one batch or less is sent
-    /// on the loop's thread alone, as without IO threads.
+    /// Sends a committed pass's dirty sessions (`Hub.sendPass`), each through its connection's
+    /// unretained pointer (`Connection.unretained(carrying:)`): no reference count per session.
+    /// With IO threads and more than one batch, the sends themselves (`transmit`) spread over
+    /// the threads, then what they did is applied on the loop's thread (`finishSend`), in the
+    /// hub's order; otherwise each is sent and applied on the loop's thread in turn.
     /// - Complexity: O(dirty sessions) on the loop's thread; the sends, O(spans sent), shared.
-    private func sendAll(_ sessions: [Session], _ threads: IOThreads) {
-        guard sessions.count > threads.batch else {
-            for session in sessions { session.unretainedTransport?.sendQueuedOutput() }
+    private func sendAll(_ sessions: [Session]) {
+        guard let threads = ioThreads, sessions.count > threads.batch else {
+            for session in sessions {
+                guard let connection = Connection.unretained(carrying: session)?.takeUnretainedValue() else {
+                    session.transport?.sendQueuedOutput()
+                    continue
+                }
+                send(connection)
+            }
             return
         }
         hub.stats.ioPassesSpread += 1
@@ -152,7 +159,7 @@ final class OutputFlush {
             threads.forEach(sessions.count) { index, thread in
                 let session = sessions[index]
                 // The daemon's sessions are all carried by connections; an in-process one (none
-                // here) would be sent by `finishSend`'s fallback below.
+                // here) is sent below, on the loop's thread.
                 guard !session.isEnded, let connection = Connection.unretained(carrying: session)?.takeUnretainedValue() else { return }
                 connection.transmission = transmit(connection, scratch[thread])
             }
@@ -160,7 +167,7 @@ final class OutputFlush {
         for session in sessions {
             guard !session.isEnded else { continue }
             guard let connection = Connection.unretained(carrying: session)?.takeUnretainedValue() else {
-                session.unretainedTransport?.sendQueuedOutput()
+                session.transport?.sendQueuedOutput()
                 continue
             }
             finishSend(connection)
