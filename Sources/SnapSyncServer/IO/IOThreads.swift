@@ -16,9 +16,10 @@ import Synchronization
 /// loop's thread takes batches too, and it waits only for batches a helper has claimed, never
 /// for a helper to wake. So a helper the scheduler runs late (the machine's other work holds its
 /// core) leaves more to the loop's thread and holds nothing: waiting for it would leave the
-/// loop's core idle for as long as the scheduler keeps the helper off its own. A helper that wakes after its pass ended finds nothing to claim and sleeps again. A pass of no
-/// more than one batch is sent by the loop's thread alone: waking a thread costs more than a few
-/// sendmsg calls.
+/// loop's core idle for as long as the scheduler keeps the helper off its own. A helper that
+/// wakes after its pass ended finds nothing to claim and sleeps again. A pass of no more than
+/// one batch is sent by the loop's thread alone: waking a thread costs more than a few sendmsg
+/// calls.
 ///
 /// Thread-safety: `forEach` and `stop` are for the loop's thread; `body` runs on every thread at
 /// once, each call with its own index.
