@@ -74,10 +74,10 @@ extension Hub {
     /// session to its transport (`SessionTransport.sendQueuedOutput`), or all of them at once to
     /// `sendPass` when the IO layer set one (the daemon's `OutputFlush`), then gives the rooms'
     /// pending DIFFs to their members, sent at once through `sendBroadcast` where it can, and
-    /// hands out the sessions this left with output queued. So nothing a pass produced (a DIFF, an ACK, a
-    /// LEFT after a tombstone) reaches a client before the pass is durable, and a writer's ACK
-    /// does not wait for a big room's broadcast. A failed commit stops the daemon (`fail`) and
-    /// sends nothing.
+    /// hands out the sessions this left with output queued. So nothing a pass produced (a DIFF,
+    /// an ACK, a LEFT after a tombstone) reaches a client before the pass is durable, and a
+    /// writer's ACK does not wait for a big room's broadcast. A failed commit stops the daemon
+    /// (`fail`) and sends nothing.
     ///
     /// Sending the queues before the broadcasts keeps every member's order: whatever a member
     /// has queued came before the room's pending DIFFs (`flushBroadcasts(reaching:)` flushes them
