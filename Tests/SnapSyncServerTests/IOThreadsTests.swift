@@ -56,6 +56,37 @@ import Synchronization
         }
     }
 
+    @Test func theCallersThreadTakesTheFrontAndTheHelpersTheBack() throws {
+        // So that a connection that keeps its index pass after pass (a room's members) is sent
+        // by the same thread each time: within a pass, every index the caller's thread ran is
+        // below every index a helper ran.
+        for count in [2, 3] {
+            let threads = try IOThreads(count: count, batch: 4)
+            defer { threads.stop() }
+            let total = 256
+            let seen = UnsafeMutableBufferPointer<Int>.allocate(capacity: total)
+            defer { seen.deallocate() }
+            var shared = 0
+            for pass in 0..<100 {
+                seen.initialize(repeating: -1)
+                threads.forEach(total) { index, thread in
+                    seen[index] = thread
+                    if index % 8 == 0 { usleep(20) }  // so that the helpers get some
+                }
+                #expect(seen.allSatisfy { $0 >= 0 })
+                let callers = seen.indices.filter { seen[$0] == 0 }
+                let helpers = seen.indices.filter { seen[$0] > 0 }
+                guard let lastOfCaller = callers.last, let firstOfHelpers = helpers.first else { continue }
+                shared += 1
+                #expect(
+                    lastOfCaller < firstOfHelpers,
+                    "pass \(pass), \(count) threads: the caller's thread ran \(lastOfCaller), a helper \(firstOfHelpers)")
+                #expect(helpers.last == total - 1 && callers.first == 0)
+            }
+            #expect(shared > 0, "no pass of \(count) threads was shared with a helper")
+        }
+    }
+
     @Test func aPassOfOneBatchStaysOnTheCallersThread() throws {
         let threads = try IOThreads(count: 2, batch: 16)
         defer { threads.stop() }

@@ -75,9 +75,14 @@
         @Option(
             name: .customLong("generator-nice"),
             help: """
-                The generator's nice value, set after the servers start (they keep theirs): 19 makes \
-                it yield its core to the servers' threads, as clients on other machines would. For \
-                servers that need both cores of a small machine (--io-threads 2, --no-pin). (default: 0)
+                The generator's nice value, set after the servers start (they keep theirs), for \
+                servers that need both cores of a small machine (--io-threads 2, --no-pin), so that \
+                the cores shared with the clients are charged to neither side, as with clients on \
+                other machines. 19 (latency) makes it yield its core to the servers' threads, so a \
+                broadcast is not timed with the generator's reading in it; -10 (throughput, as root, \
+                written --generator-nice=-10) lets it read every delivery before a server's extra \
+                thread runs, so a closed loop is not slowed by a server taking the generator's \
+                core. (default: 0)
                 """)
         var generatorNice: Int32 = 0
 

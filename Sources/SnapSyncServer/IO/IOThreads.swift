@@ -13,11 +13,15 @@ import Synchronization
 /// conversations with every connection across threads (docs/engineering.md, "IO threads").
 ///
 /// `forEach` hands out indices a batch (`--io-thread-batch`) at a time from one atomic word: the
-/// loop's thread takes batches too, and it waits only for batches a helper has claimed, never
-/// for a helper to wake. So a helper the scheduler runs late (the machine's other work holds its
-/// core) leaves more to the loop's thread and holds nothing: waiting for it would leave the
-/// loop's core idle for as long as the scheduler keeps the helper off its own. A helper that
-/// wakes after its pass ended finds nothing to claim and sleeps again. A pass of no more than
+/// loop's thread takes batches too, from the front, and the helpers from the back, so a
+/// connection that keeps its place in the pass (a room's members) is mostly sent by the same
+/// thread pass after pass, and its socket's state stays in that core's cache (1–4% more
+/// deliveries/s at 1,000 members on two threads: docs/benchmarks.md, "Two threads at 1,000
+/// members"). The loop's thread waits only for batches a helper has claimed, never for a helper
+/// to wake. So a helper the scheduler runs late (the machine's other work holds its core)
+/// leaves more to the loop's thread and holds nothing: waiting for it would leave the loop's
+/// core idle for as long as the scheduler keeps the helper off its own. A helper that wakes
+/// after its pass ended finds nothing to claim and sleeps again. A pass of no more than
 /// one batch is sent by the loop's thread alone: waking a thread costs more than a few sendmsg
 /// calls.
 ///
@@ -34,11 +38,15 @@ final class IOThreads: @unchecked Sendable {
     /// helper only after it claimed a batch of that pass (acquire): the pass cannot end, and
     /// `body` cannot change, before that batch is counted in `completed`.
     nonisolated(unsafe) private var body: ((Int, Int) -> Void)?
-    /// The pass's claims in one word, so that a helper that wakes late cannot claim from a pass
-    /// by the total of another: the total (24 bits) and the next index to hand out (24 bits; it
-    /// stops at the total). A claim is a compare-and-swap of the whole word, so it is valid for
-    /// whichever pass holds that word when it succeeds.
+    /// The indices of the pass not yet claimed, front..<back, in one word (back in bits 24–47,
+    /// front in bits 0–23): the loop's thread claims at the front, helpers at the back, and all
+    /// is claimed when they meet. A claim is a compare-and-swap of the whole word, so it is
+    /// valid for whichever pass holds that word when it succeeds, and a helper that wakes late
+    /// cannot claim from one pass by the bounds of another.
     private let claims = Atomic<UInt64>(0)
+    /// The current pass's total. Written before the pass is published in `claims` (release) and
+    /// read only after a successful claim (acquire), which the pass cannot outlive.
+    private let passTotal = Atomic<Int>(0)
     /// Indices of the current pass whose calls have returned. The one addition that reaches the
     /// pass's total is the pass's end: made by a helper, it posts `finished`.
     private let completed = Atomic<Int>(0)
@@ -112,6 +120,7 @@ final class IOThreads: @unchecked Sendable {
         withoutActuallyEscaping(body) { body in
             self.body = body
             completed.store(0, ordering: .relaxed)
+            passTotal.store(total, ordering: .relaxed)
             claims.store(UInt64(total) << 24, ordering: .releasing)
             for helper in 0..<helpers { sem_post(starts + helper) }
             if !claimBatches(thread: 0) { Self.wait(finished) }
@@ -121,25 +130,28 @@ final class IOThreads: @unchecked Sendable {
 
     private static let indexMask = (1 << 24) - 1
 
-    /// Runs batches of the pass published in `claims` until every index is claimed. Returns
-    /// whether this thread's completions ended the pass.
+    /// Runs batches of the pass published in `claims` until every index is claimed: the front
+    /// batch on the loop's thread (0), the back one on a helper. Returns whether this thread's
+    /// completions ended the pass.
     /// - Complexity: O(1) per batch, a compare-and-swap retried only when another thread claimed
     ///   at the same moment.
     private func claimBatches(thread: Int) -> Bool {
         var word = claims.load(ordering: .acquiring)
         while true {
-            let total = Int(truncatingIfNeeded: word >> 24) & Self.indexMask
-            let first = Int(truncatingIfNeeded: word) & Self.indexMask
-            guard first < total else { return false }
-            let end = min(first + batch, total)
+            let back = Int(truncatingIfNeeded: word >> 24) & Self.indexMask
+            let front = Int(truncatingIfNeeded: word) & Self.indexMask
+            guard front < back else { return false }
+            let range = thread == 0 ? front..<min(front + batch, back) : max(back - batch, front)..<back
+            let left = thread == 0 ? range.upperBound..<back : front..<range.lowerBound
             let (exchanged, found) = claims.compareExchange(
-                expected: word, desired: word & ~UInt64(Self.indexMask) | UInt64(end), ordering: .acquiringAndReleasing)
+                expected: word, desired: UInt64(left.upperBound) << 24 | UInt64(left.lowerBound), ordering: .acquiringAndReleasing)
             guard exchanged else {
                 word = found
                 continue
             }
-            run(first..<end, on: thread)
-            if completed.add(end - first, ordering: .acquiringAndReleasing).newValue == total { return true }
+            let total = passTotal.load(ordering: .relaxed)
+            run(range, on: thread)
+            if completed.add(range.count, ordering: .acquiringAndReleasing).newValue == total { return true }
             word = claims.load(ordering: .acquiring)
         }
     }
