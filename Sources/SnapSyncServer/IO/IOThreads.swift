@@ -36,7 +36,7 @@ final class IOThreads: @unchecked Sendable {
     /// The pass being sent: `body(index, thread)` for every index below the pass's total. Written
     /// by the loop's thread before it publishes the pass in `claims` (release), and read by a
     /// helper only after it claimed a batch of that pass (acquire): the pass cannot end, and
-    /// `body` cannot change, before that batch is counted in `completed`.
+    /// `body` cannot change, before that batch is counted off `remaining`.
     nonisolated(unsafe) private var body: ((Int, Int) -> Void)?
     /// The indices of the pass not yet claimed, front..<back, in one word (back in bits 24–47,
     /// front in bits 0–23): the loop's thread claims at the front, helpers at the back, and all
@@ -44,12 +44,10 @@ final class IOThreads: @unchecked Sendable {
     /// valid for whichever pass holds that word when it succeeds, and a helper that wakes late
     /// cannot claim from one pass by the bounds of another.
     private let claims = Atomic<UInt64>(0)
-    /// The current pass's total. Written before the pass is published in `claims` (release) and
-    /// read only after a successful claim (acquire), which the pass cannot outlive.
-    private let passTotal = Atomic<Int>(0)
-    /// Indices of the current pass whose calls have returned. The one addition that reaches the
-    /// pass's total is the pass's end: made by a helper, it posts `finished`.
-    private let completed = Atomic<Int>(0)
+    /// Indices of the current pass whose calls have not returned: its total, set before the pass
+    /// is published in `claims`, less each batch as it is done. The one subtraction that reaches
+    /// zero is the pass's end: made by a helper, it posts `finished`.
+    private let remaining = Atomic<Int>(0)
     private let isStopping = Atomic<Bool>(false)
     /// One per helper: posted to wake it for the current pass (late wake-ups are harmless).
     private let starts: UnsafeMutablePointer<sem_t>
@@ -119,8 +117,7 @@ final class IOThreads: @unchecked Sendable {
         }
         withoutActuallyEscaping(body) { body in
             self.body = body
-            completed.store(0, ordering: .relaxed)
-            passTotal.store(total, ordering: .relaxed)
+            remaining.store(total, ordering: .relaxed)
             claims.store(UInt64(total) << 24, ordering: .releasing)
             for helper in 0..<helpers { sem_post(starts + helper) }
             if !claimBatches(thread: 0) { Self.wait(finished) }
@@ -149,9 +146,8 @@ final class IOThreads: @unchecked Sendable {
                 word = found
                 continue
             }
-            let total = passTotal.load(ordering: .relaxed)
             run(range, on: thread)
-            if completed.add(range.count, ordering: .acquiringAndReleasing).newValue == total { return true }
+            if remaining.subtract(range.count, ordering: .acquiringAndReleasing).newValue == 0 { return true }
             word = claims.load(ordering: .acquiring)
         }
     }
